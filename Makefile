@@ -1,0 +1,30 @@
+# eventpipe build and test entry points. `make test` is the README's test command and
+# what .ci/run calls: it installs everything the tests need, then runs them all.
+GO      ?= go
+TOOLS   := $(CURDIR)/.tools
+# The whole suite must stay well under CI's budget; the timeout is a backstop, not a target.
+TESTTIMEOUT ?= 25m
+
+.PHONY: test deps lint vet fmt run build
+
+## test: install test dependencies, check formatting and vet, run every test.
+test: deps lint
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
+
+## deps: download Go modules and install the tools tests need.
+deps:
+	$(GO) mod download
+
+## lint: gofmt and go vet (also with every build tag the repo uses).
+lint:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## run: the README's run command.
+run:
+	$(GO) run ./cmd/eventpipe render --stack dev
+
+## build: build every binary.
+build:
+	$(GO) build ./...
