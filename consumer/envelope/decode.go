@@ -1,0 +1,263 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// MaxPushBody is the largest push request body accepted. Pub/Sub messages
+// are at most 10 MB; base64 grows data by 4/3, and attributes plus the JSON
+// envelope add at most about 1 MiB more.
+const MaxPushBody = 10<<20*4/3 + 1<<20
+
+// FieldError is a poison-message error: the envelope or payload is invalid
+// and redelivering it cannot help. It names the field and how to fix it.
+type FieldError struct {
+	Field   string // JSON path, e.g. "message.data"
+	Problem string // what is wrong
+	Fix     string // what the producer should do
+}
+
+// Error implements error.
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("push envelope field %s: %s (fix: %s)", e.Field, e.Problem, e.Fix)
+}
+
+// subscriptionName is the shape of a full subscription name.
+var subscriptionName = regexp.MustCompile(`^projects/[^/]+/subscriptions/[^/]+$`)
+
+// rawEnvelope mirrors the push body; RawMessage fields are type-checked by
+// hand so every error can name its field.
+type rawEnvelope struct {
+	Message         json.RawMessage `json:"message"`
+	Subscription    json.RawMessage `json:"subscription"`
+	DeliveryAttempt json.RawMessage `json:"deliveryAttempt"`
+}
+
+type rawMessage struct {
+	Data             json.RawMessage `json:"data"`
+	Attributes       json.RawMessage `json:"attributes"`
+	MessageID        json.RawMessage `json:"messageId"`
+	MessageIDSnake   json.RawMessage `json:"message_id"`
+	PublishTime      json.RawMessage `json:"publishTime"`
+	PublishTimeSnake json.RawMessage `json:"publish_time"`
+	OrderingKey      json.RawMessage `json:"orderingKey"`
+}
+
+// DecodePush decodes and validates a push request body. Every error it
+// returns is a *FieldError.
+func DecodePush(body []byte) (Message, error) {
+	var env rawEnvelope
+	if err := strictObject(body, &env); err != nil {
+		return Message{}, &FieldError{"(body)", "not a JSON object: " + err.Error(),
+			`send the Pub/Sub push envelope {"message":{...},"subscription":"projects/P/subscriptions/S"}`}
+	}
+	if isAbsent(env.Message) {
+		return Message{}, &FieldError{"message", "missing", "send the Pub/Sub push envelope with a message object"}
+	}
+	var raw rawMessage
+	if err := strictObject(env.Message, &raw); err != nil {
+		return Message{}, &FieldError{"message", "not a JSON object", "message must be an object with data, messageId and publishTime"}
+	}
+	var m Message
+	var err error
+	if m.Subscription, err = requiredString(env.Subscription, "subscription"); err != nil {
+		return Message{}, err
+	}
+	if !subscriptionName.MatchString(m.Subscription) {
+		return Message{}, &FieldError{"subscription", fmt.Sprintf("%q is not a full subscription name", m.Subscription),
+			"use the form projects/PROJECT/subscriptions/SUBSCRIPTION"}
+	}
+	if m.DeliveryAttempt, err = deliveryAttempt(env.DeliveryAttempt); err != nil {
+		return Message{}, err
+	}
+	if m.ID, err = eitherString(raw.MessageID, raw.MessageIDSnake, "message.messageId", "message.message_id"); err != nil {
+		return Message{}, err
+	}
+	pt, err := eitherString(raw.PublishTime, raw.PublishTimeSnake, "message.publishTime", "message.publish_time")
+	if err != nil {
+		return Message{}, err
+	}
+	if m.PublishTime, err = time.Parse(time.RFC3339Nano, pt); err != nil {
+		return Message{}, &FieldError{"message.publishTime", fmt.Sprintf("%q is not an RFC 3339 timestamp", pt),
+			"send a time such as 2026-01-02T15:04:05.123Z"}
+	}
+	if m.Attributes, err = attributes(raw.Attributes); err != nil {
+		return Message{}, err
+	}
+	if !isAbsent(raw.OrderingKey) {
+		if m.OrderingKey, err = requiredString(raw.OrderingKey, "message.orderingKey"); err != nil {
+			return Message{}, err
+		}
+	}
+	b64, err := requiredString(raw.Data, "message.data")
+	if err != nil {
+		return Message{}, err
+	}
+	if m.Data, err = decodeBase64(b64); err != nil {
+		return Message{}, err
+	}
+	if m.Payload, err = DecodePayload(m.Data); err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+// DecodePayload parses message data as a JSON object, keeping numbers as
+// json.Number so ids and sequences survive unchanged.
+func DecodePayload(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, &FieldError{"message.data", "decoded data is not valid JSON: " + err.Error(),
+			"publish a UTF-8 JSON object as the message data"}
+	}
+	if dec.More() {
+		return nil, &FieldError{"message.data", "decoded data has content after the JSON value",
+			"publish exactly one JSON object per message"}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, &FieldError{"message.data", fmt.Sprintf("decoded data is a JSON %s, not an object", jsonKind(v)),
+			`publish a JSON object such as {"service":"api","status":"ok"}`}
+	}
+	return obj, nil
+}
+
+// decodeBase64 accepts standard and URL-safe alphabets, padded or not.
+func decodeBase64(s string) ([]byte, error) {
+	if s == "" {
+		return nil, &FieldError{"message.data", "empty", "publish a JSON object as the message data"}
+	}
+	enc := base64.StdEncoding
+	if strings.ContainsAny(s, "-_") {
+		enc = base64.URLEncoding
+	}
+	if !strings.HasSuffix(s, "=") && len(s)%4 != 0 {
+		enc = enc.WithPadding(base64.NoPadding)
+	}
+	b, err := enc.Strict().DecodeString(s)
+	if err != nil {
+		return nil, &FieldError{"message.data", "not valid base64 (standard or URL-safe): " + err.Error(),
+			"base64-encode the JSON payload (Pub/Sub does this for you)"}
+	}
+	return b, nil
+}
+
+func deliveryAttempt(raw json.RawMessage) (int, error) {
+	if isAbsent(raw) {
+		return 0, nil
+	}
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil || n < 1 {
+		return 0, &FieldError{"deliveryAttempt", fmt.Sprintf("%s is not a positive integer", truncate(raw)),
+			"omit deliveryAttempt or send the count Pub/Sub sends (1, 2, ...)"}
+	}
+	return n, nil
+}
+
+func attributes(raw json.RawMessage) (map[string]string, error) {
+	attrs := map[string]string{}
+	if isAbsent(raw) {
+		return attrs, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, &FieldError{"message.attributes", "not a JSON object", "send attributes as an object of string values"}
+	}
+	for k, v := range obj {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, &FieldError{"message.attributes." + k, fmt.Sprintf("%s is not a string", truncate(v)),
+				"attribute values are strings: quote the value"}
+		}
+		attrs[k] = s
+	}
+	return attrs, nil
+}
+
+// eitherString returns the value of whichever spelling is present; when both
+// are present they must agree.
+func eitherString(camel, snake json.RawMessage, camelName, snakeName string) (string, error) {
+	switch {
+	case isAbsent(camel) && isAbsent(snake):
+		return "", &FieldError{camelName, "missing (neither " + camelName + " nor " + snakeName + " is set)",
+			"send the field Pub/Sub sets on every message"}
+	case isAbsent(snake):
+		return requiredString(camel, camelName)
+	case isAbsent(camel):
+		return requiredString(snake, snakeName)
+	}
+	a, err := requiredString(camel, camelName)
+	if err != nil {
+		return "", err
+	}
+	b, err := requiredString(snake, snakeName)
+	if err != nil {
+		return "", err
+	}
+	if a != b {
+		return "", &FieldError{camelName, fmt.Sprintf("%q disagrees with %s %q", a, snakeName, b),
+			"send one spelling, or the same value in both"}
+	}
+	return a, nil
+}
+
+func requiredString(raw json.RawMessage, field string) (string, error) {
+	if isAbsent(raw) {
+		return "", &FieldError{field, "missing", "set " + field + " to a non-empty string"}
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", &FieldError{field, fmt.Sprintf("%s is not a string", truncate(raw)), "send " + field + " as a JSON string"}
+	}
+	if s == "" {
+		return "", &FieldError{field, "empty", "set " + field + " to a non-empty string"}
+	}
+	return s, nil
+}
+
+// strictObject unmarshals data, which must be a JSON object, into v.
+func strictObject(data []byte, v any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return errors.New("expected '{'")
+	}
+	return json.Unmarshal(data, v)
+}
+
+func isAbsent(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+func truncate(raw json.RawMessage) string {
+	const max = 40
+	if len(raw) > max {
+		return string(raw[:max]) + "…"
+	}
+	return string(raw)
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case json.Number:
+		return "number"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}

@@ -1,0 +1,191 @@
+package envelope
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pushBody builds a push envelope around payload; tweak edits the message
+// object before encoding.
+func pushBody(t testing.TB, data string, tweak func(msg, env map[string]any)) []byte {
+	t.Helper()
+	msg := map[string]any{
+		"data":        data,
+		"attributes":  map[string]any{"origin": "test"},
+		"messageId":   "123",
+		"publishTime": "2026-01-02T03:04:05.678Z",
+	}
+	env := map[string]any{"message": msg, "subscription": "projects/p/subscriptions/s"}
+	if tweak != nil {
+		tweak(msg, env)
+	}
+	b, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func TestDecodePushValid(t *testing.T) {
+	payload := `{"service":"api","n":12345678901234567890}`
+	tests := []struct {
+		name  string
+		body  []byte
+		check func(t *testing.T, m Message)
+	}{
+		{"standard base64", pushBody(t, b64(payload), nil), func(t *testing.T, m Message) {
+			if m.ID != "123" || m.Subscription != "projects/p/subscriptions/s" || m.Attributes["origin"] != "test" {
+				t.Fatalf("%+v", m)
+			}
+			if !m.PublishTime.Equal(time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC)) {
+				t.Fatalf("publish time %v", m.PublishTime)
+			}
+			if m.Payload["n"].(json.Number).String() != "12345678901234567890" {
+				t.Fatalf("number not kept exactly: %v", m.Payload["n"])
+			}
+			if m.HasDeliveryAttempt() {
+				t.Fatal("no deliveryAttempt was sent")
+			}
+		}},
+		{"url-safe unpadded base64", pushBody(t, base64.RawURLEncoding.EncodeToString([]byte(`{"k":"??>>"}`)), nil), func(t *testing.T, m Message) {
+			if m.Payload["k"] != "??>>" {
+				t.Fatalf("%v", m.Payload)
+			}
+		}},
+		{"snake_case ids", pushBody(t, b64(payload), func(msg, _ map[string]any) {
+			delete(msg, "messageId")
+			delete(msg, "publishTime")
+			msg["message_id"] = "777"
+			msg["publish_time"] = "2026-01-02T03:04:05Z"
+		}), func(t *testing.T, m Message) {
+			if m.ID != "777" {
+				t.Fatalf("%+v", m)
+			}
+		}},
+		{"both spellings agreeing", pushBody(t, b64(payload), func(msg, _ map[string]any) { msg["message_id"] = "123" }), func(t *testing.T, m Message) {
+			if m.ID != "123" {
+				t.Fatal(m.ID)
+			}
+		}},
+		{"delivery attempt", pushBody(t, b64(payload), func(_, env map[string]any) { env["deliveryAttempt"] = 3 }), func(t *testing.T, m Message) {
+			if m.DeliveryAttempt != 3 || !m.HasDeliveryAttempt() {
+				t.Fatal(m.DeliveryAttempt)
+			}
+		}},
+		{"no attributes", pushBody(t, b64(payload), func(msg, _ map[string]any) { delete(msg, "attributes") }), func(t *testing.T, m Message) {
+			if m.Attributes == nil {
+				t.Fatal("attributes must never be nil")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := DecodePush(tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, m)
+		})
+	}
+}
+
+func TestDecodePushInvalid(t *testing.T) {
+	good := b64(`{"a":1}`)
+	tests := []struct {
+		name  string
+		body  []byte
+		field string
+	}{
+		{"not json", []byte("hello"), "(body)"},
+		{"array body", []byte("[]"), "(body)"},
+		{"no message", []byte(`{"subscription":"projects/p/subscriptions/s"}`), "message"},
+		{"message not object", []byte(`{"message":"x","subscription":"projects/p/subscriptions/s"}`), "message"},
+		{"no data", pushBody(t, good, func(msg, _ map[string]any) { delete(msg, "data") }), "message.data"},
+		{"data not string", pushBody(t, good, func(msg, _ map[string]any) { msg["data"] = 5 }), "message.data"},
+		{"bad base64", pushBody(t, "%%%", nil), "message.data"},
+		{"mixed alphabets", pushBody(t, "ab+_", nil), "message.data"},
+		{"data not json", pushBody(t, b64("not json"), nil), "message.data"},
+		{"data is array", pushBody(t, b64(`[1,2]`), nil), "message.data"},
+		{"data trailing", pushBody(t, b64(`{"a":1}{"b":2}`), nil), "message.data"},
+		{"no message id", pushBody(t, good, func(msg, _ map[string]any) { delete(msg, "messageId") }), "message.messageId"},
+		{"empty message id", pushBody(t, good, func(msg, _ map[string]any) { msg["messageId"] = "" }), "message.messageId"},
+		{"numeric message id", pushBody(t, good, func(msg, _ map[string]any) { msg["messageId"] = 5 }), "message.messageId"},
+		{"ids disagree", pushBody(t, good, func(msg, _ map[string]any) { msg["message_id"] = "999" }), "message.messageId"},
+		{"no publish time", pushBody(t, good, func(msg, _ map[string]any) { delete(msg, "publishTime") }), "message.publishTime"},
+		{"bad publish time", pushBody(t, good, func(msg, _ map[string]any) { msg["publishTime"] = "yesterday" }), "message.publishTime"},
+		{"attribute not string", pushBody(t, good, func(msg, _ map[string]any) { msg["attributes"] = map[string]any{"n": 1} }), "message.attributes.n"},
+		{"attributes not object", pushBody(t, good, func(msg, _ map[string]any) { msg["attributes"] = []int{1} }), "message.attributes"},
+		{"no subscription", pushBody(t, good, func(_, env map[string]any) { delete(env, "subscription") }), "subscription"},
+		{"short subscription", pushBody(t, good, func(_, env map[string]any) { env["subscription"] = "s" }), "subscription"},
+		{"zero delivery attempt", pushBody(t, good, func(_, env map[string]any) { env["deliveryAttempt"] = 0 }), "deliveryAttempt"},
+		{"string delivery attempt", pushBody(t, good, func(_, env map[string]any) { env["deliveryAttempt"] = "2" }), "deliveryAttempt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodePush(tt.body)
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("want *FieldError, got %v", err)
+			}
+			if fe.Field != tt.field {
+				t.Fatalf("field = %q, want %q (%v)", fe.Field, tt.field, err)
+			}
+			if fe.Fix == "" || !strings.Contains(err.Error(), "fix:") {
+				t.Fatalf("error does not say how to fix it: %v", err)
+			}
+		})
+	}
+}
+
+// FuzzDecodePush checks that the decoder never panics, that every failure is
+// a *FieldError, and that every accepted envelope survives a round trip.
+// Seed corpus: testdata/fuzz/FuzzDecodePush plus the bodies below.
+func FuzzDecodePush(f *testing.F) {
+	f.Add(pushBody(f, b64(`{"service":"api","status":"ok"}`), nil))
+	f.Add(pushBody(f, base64.RawURLEncoding.EncodeToString([]byte(`{"a":"??"}`)), func(_, env map[string]any) { env["deliveryAttempt"] = 2 }))
+	f.Add([]byte(`{"message":{"data":"e30=","message_id":"1","publish_time":"2026-01-01T00:00:00Z"},"subscription":"projects/p/subscriptions/s"}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := DecodePush(body)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field == "" || fe.Fix == "" {
+				t.Fatalf("error without field and fix: %v", err)
+			}
+			return
+		}
+		if m.ID == "" || m.Payload == nil || m.Attributes == nil || m.Subscription == "" || m.PublishTime.IsZero() {
+			t.Fatalf("accepted an incomplete message: %+v", m)
+		}
+		again := map[string]any{
+			"message": map[string]any{
+				"data": base64.StdEncoding.EncodeToString(m.Data), "attributes": m.Attributes,
+				"messageId": m.ID, "publishTime": m.PublishTime.Format(time.RFC3339Nano),
+			},
+			"subscription": m.Subscription,
+		}
+		if m.DeliveryAttempt > 0 {
+			again["deliveryAttempt"] = m.DeliveryAttempt
+		}
+		b, err := json.Marshal(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, err := DecodePush(b)
+		if err != nil {
+			t.Fatalf("re-encoded envelope rejected: %v", err)
+		}
+		m.OrderingKey = ""
+		if !reflect.DeepEqual(m.Payload, m2.Payload) || m.ID != m2.ID || !m.PublishTime.Equal(m2.PublishTime) ||
+			!reflect.DeepEqual(m.Attributes, m2.Attributes) || m.DeliveryAttempt != m2.DeliveryAttempt {
+			t.Fatalf("round trip changed the message:\n%+v\n%+v", m, m2)
+		}
+	})
+}

@@ -1,0 +1,74 @@
+// Package logging builds the consumer's slog JSON logger in Cloud Logging's
+// shape: the level is written as "severity" with Cloud Logging's names and
+// the text as "message", so Cloud Run's log agent parses every line.
+package logging
+
+import (
+	"io"
+	"log/slog"
+	"unicode/utf8"
+
+	"github.com/eventpipe/eventpipe/consumer/logfields"
+)
+
+// LevelCritical is Cloud Logging's CRITICAL severity: configuration errors
+// (permission denied, missing config) that will not heal by retrying.
+const LevelCritical = slog.Level(12)
+
+// MaxErrorLen bounds the "error" field so one bad payload cannot produce a
+// huge log entry (Cloud Logging entries are limited to 256 KB).
+const MaxErrorLen = 512
+
+// New returns a JSON logger writing to w with Cloud Logging's severity and
+// message keys. Attributes added with With are kept on every line.
+func New(w io.Writer, level slog.Leveler) *slog.Logger {
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{
+		Level:       level,
+		ReplaceAttr: replaceAttr,
+	})
+	return slog.New(h)
+}
+
+// replaceAttr renames slog's level and msg keys to Cloud Logging's.
+func replaceAttr(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) > 0 {
+		return a
+	}
+	switch a.Key {
+	case slog.LevelKey:
+		lvl, _ := a.Value.Any().(slog.Level)
+		return slog.String(logfields.Severity, SeverityName(lvl))
+	case slog.MessageKey:
+		a.Key = logfields.Message
+	}
+	return a
+}
+
+// SeverityName maps a slog level to Cloud Logging's severity name.
+func SeverityName(l slog.Level) string {
+	switch {
+	case l >= LevelCritical:
+		return "CRITICAL"
+	case l >= slog.LevelError:
+		return "ERROR"
+	case l >= slog.LevelWarn:
+		return "WARNING"
+	case l >= slog.LevelInfo:
+		return "INFO"
+	default:
+		return "DEBUG"
+	}
+}
+
+// Bound truncates s to at most MaxErrorLen bytes on a rune boundary, marking
+// the cut with an ellipsis.
+func Bound(s string) string {
+	if len(s) <= MaxErrorLen {
+		return s
+	}
+	cut := MaxErrorLen - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
