@@ -1,0 +1,312 @@
+package route
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/store"
+)
+
+// ErrUnroutable is wrapped by Match when no route accepts a payload.
+var ErrUnroutable = errors.New("unroutable payload")
+
+// PlanError is a problem with one message's payload under its route: a
+// missing required field or a value of the wrong type. It is poison.
+type PlanError struct {
+	Route, Field, Problem, Fix string
+}
+
+// Error implements error.
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("route %s: field %s: %s (fix: %s)", e.Route, e.Field, e.Problem, e.Fix)
+}
+
+// Plan is what one route makes of one message: everything the engine needs.
+type Plan struct {
+	Route         *Route
+	EventType     string
+	SchemaVersion string
+	// Target is the document written (latest-state, receipt) or the lease
+	// record's subject (lease).
+	Target store.Key
+	// Fields are the output fields, nested on dots.
+	Fields map[string]any
+	// Ordering holds the values of Route.Ordering, in order (nil if absent).
+	Ordering []any
+	// LogicalKey is the logical-event dedupe key, or "" when the route has none.
+	LogicalKey string
+	// Fingerprint identifies the payload's content (canonical JSON hash).
+	Fingerprint string
+}
+
+// PubSubRoutes returns the pubsub routes in match order.
+func (t *Table) PubSubRoutes() []*Route { return t.pubsub }
+
+// Callback returns the callback route with name, or nil.
+func (t *Table) Callback(name string) *Route { return t.callbacks[name] }
+
+// Routes returns every route: pubsub routes in order, then callbacks.
+func (t *Table) Routes() []*Route {
+	out := append([]*Route(nil), t.pubsub...)
+	for _, r := range t.callbacks {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Match returns the first pubsub route whose match holds for payload.
+func (t *Table) Match(payload map[string]any) (*Route, error) {
+	for _, r := range t.pubsub {
+		if r.matches(payload) {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no route matches (payload keys %s); fix: publish a payload one of the routes accepts, or add a route",
+		ErrUnroutable, payloadKeys(payload))
+}
+
+func (r *Route) matches(payload map[string]any) bool {
+	if r.Match.TypeField != "" {
+		v, ok := lookup(payload, r.Match.TypeField)
+		s, isStr := v.(string)
+		if !ok || !isStr {
+			return false
+		}
+		found := false
+		for _, t := range r.Match.Types {
+			if t == s {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	for _, f := range r.Match.Fields {
+		if v, ok := lookup(payload, f); !ok || v == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Plan extracts the route's fields from msg and names its target document.
+// Errors are *PlanError (poison).
+func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
+	p := &Plan{Route: r, Fields: map[string]any{}}
+	if r.Match.TypeField != "" {
+		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
+	}
+	p.SchemaVersion, _ = stringAt(msg.Payload, "schemaVersion")
+	values := make(map[string]any, len(r.Fields))
+	for name, f := range r.Fields {
+		v, ok, err := r.extract(name, f, msg, env)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		values[name] = v
+		setPath(p.Fields, name, v)
+	}
+	comps := make([]string, len(r.Target.ID))
+	for i, c := range r.Target.ID {
+		raw := env
+		if c != "$env" {
+			raw = fmt.Sprint(values[c])
+		}
+		n, err := keys.NormalizeID(raw)
+		if err != nil {
+			return nil, &PlanError{r.Name, c, "cannot be part of a document id: " + err.Error(), "send a non-empty value"}
+		}
+		comps[i] = n
+	}
+	p.Target = store.Key{Collection: r.Target.Collection, ID: keys.JoinID(comps...)}
+	if err := keys.ValidFirestoreID(p.Target.ID); err != nil {
+		return nil, &PlanError{r.Name, "target.id", err.Error(), "shorten the id fields"}
+	}
+	if len(r.Ordering) > 0 {
+		p.Ordering = make([]any, len(r.Ordering))
+		for i, o := range r.Ordering {
+			p.Ordering[i] = values[o]
+		}
+	}
+	if r.Dedupe != nil {
+		var eventID string
+		if r.Dedupe.EventIDField != "" {
+			if v, ok := lookup(msg.Payload, r.Dedupe.EventIDField); ok && v != nil {
+				eventID = fmt.Sprint(v)
+			}
+		}
+		identity := map[string]any{}
+		for _, f := range r.Dedupe.Identity {
+			if v, ok := lookup(msg.Payload, f); ok {
+				identity[f] = v
+			}
+		}
+		lk, err := keys.LogicalKey(eventID, identity)
+		if err != nil {
+			return nil, &PlanError{r.Name, "dedupe", err.Error(), "send the event id or identity fields"}
+		}
+		p.LogicalKey = lk
+	}
+	if len(msg.Data) > 0 {
+		fp, err := keys.Fingerprint(msg.Data)
+		if err != nil {
+			return nil, &PlanError{r.Name, "data", err.Error(), "publish valid JSON"}
+		}
+		p.Fingerprint = fp
+	}
+	return p, nil
+}
+
+func (r *Route) extract(name string, f Field, msg *envelope.Message, env string) (any, bool, error) {
+	for _, src := range f.From {
+		v, ok := source(src, msg, env, r.Topic)
+		if !ok || v == nil {
+			continue
+		}
+		cv, err := convert(v, f.Type)
+		if err != nil {
+			return nil, false, &PlanError{r.Name, name, fmt.Sprintf("value from %s: %v", src, err), "send a " + f.Type}
+		}
+		return cv, true, nil
+	}
+	if f.Required {
+		return nil, false, &PlanError{r.Name, name, "missing (looked in " + strings.Join(f.From, ", ") + ")",
+			"send " + f.From[0] + " in the payload"}
+	}
+	return nil, false, nil
+}
+
+func source(src string, msg *envelope.Message, env, topic string) (any, bool) {
+	switch {
+	case src == "$messageId":
+		return msg.ID, msg.ID != ""
+	case src == "$publishTime":
+		return msg.PublishTime, !msg.PublishTime.IsZero()
+	case src == "$topic":
+		if topic == "" {
+			topic = msg.Attributes["topic"]
+		}
+		return topic, topic != ""
+	case src == "$subscription":
+		return msg.Subscription, msg.Subscription != ""
+	case src == "$env":
+		return env, env != ""
+	case src == "$orderingKey":
+		return msg.OrderingKey, msg.OrderingKey != ""
+	case strings.HasPrefix(src, "$attributes."):
+		v, ok := msg.Attributes[strings.TrimPrefix(src, "$attributes.")]
+		return v, ok
+	}
+	return lookup(msg.Payload, src)
+}
+
+// convert turns a JSON value into the route field's type.
+func convert(v any, typ string) (any, error) {
+	switch typ {
+	case "", "any":
+		return v, nil
+	case "string":
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case json.Number:
+			return x.String(), nil
+		case time.Time:
+			return x.UTC().Format(time.RFC3339Nano), nil
+		}
+	case "timestamp":
+		switch x := v.(type) {
+		case time.Time:
+			return x.UTC(), nil
+		case string:
+			t, err := time.Parse(time.RFC3339Nano, x)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not an RFC 3339 timestamp", x)
+			}
+			return t.UTC(), nil
+		case json.Number: // seconds since the epoch
+			f, err := x.Float64()
+			if err != nil || f < 0 || f > 1e11 {
+				return nil, fmt.Errorf("%s is not epoch seconds", x)
+			}
+			sec, frac := math.Modf(f)
+			return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
+		}
+	case "integer":
+		switch x := v.(type) {
+		case json.Number:
+			return x.Int64()
+		case string:
+			return strconv.ParseInt(x, 10, 64)
+		}
+	case "number":
+		if x, ok := v.(json.Number); ok {
+			return x.Float64()
+		}
+	case "boolean":
+		if x, ok := v.(bool); ok {
+			return x, nil
+		}
+	}
+	return nil, fmt.Errorf("%T is not a %s", v, typ)
+}
+
+// lookup follows a dotted path through nested objects.
+func lookup(m map[string]any, path string) (any, bool) {
+	var cur any = m
+	for part := range strings.SplitSeq(path, ".") {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur, ok = obj[part]
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func stringAt(m map[string]any, path string) (string, bool) {
+	v, ok := lookup(m, path)
+	s, isStr := v.(string)
+	return s, ok && isStr
+}
+
+func setPath(m map[string]any, path string, v any) {
+	parts := strings.Split(path, ".")
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[parts[len(parts)-1]] = v
+}
+
+func payloadKeys(m map[string]any) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	if len(ks) > 10 {
+		ks = append(ks[:10], "…")
+	}
+	return "[" + strings.Join(ks, " ") + "]"
+}

@@ -1,0 +1,196 @@
+// Package route loads, validates and applies the consumer's routes: which
+// payloads a route matches, which fields it extracts, which document it
+// writes (env-qualified, normalised id), which engine mode protects the write
+// and which fields order concurrent updates.
+//
+// Routes live in a JSON file (EVENTPIPE_ROUTES); without one the consumer
+// uses the embedded seed routes (seed_routes.json). Load validates the whole
+// file at start-up and reports every problem with the route, field and fix.
+package route
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Modes of the idempotency engine a route can use.
+const (
+	// ModeLatestState dedupes by message (and logical event) and keeps the
+	// newest state of the target document by the ordering fields (seed 000).
+	ModeLatestState = "latest-state"
+	// ModeLease runs a downstream action at most once under a lease with a
+	// heartbeat (seeds 002, 003).
+	ModeLease = "lease"
+	// ModeReceipt records one receipt per idempotency key and applies the
+	// callback to an existing target document (seed 004).
+	ModeReceipt = "receipt"
+)
+
+// Ingress kinds.
+const (
+	IngressPubSub   = "pubsub"   // push and pull deliveries, matched by payload
+	IngressCallback = "callback" // POST /callbacks/{name}
+)
+
+// Config is a routes file.
+type Config struct {
+	// Routes are tried in order; the first whose match holds wins.
+	Routes []Route `json:"routes"`
+}
+
+// Route is one routing rule.
+type Route struct {
+	// Name identifies the route in logs and, for callbacks, in the URL.
+	Name string `json:"name"`
+	// Description is free text for readers of the file.
+	Description string `json:"description,omitempty"`
+	// Ingress is "pubsub" (default) or "callback".
+	Ingress string `json:"ingress,omitempty"`
+	// Topic is the source topic, logged and available as $topic.
+	Topic string `json:"topic,omitempty"`
+	// Match selects payloads (pubsub routes only).
+	Match Match `json:"match"`
+	// Mode is latest-state, lease or receipt.
+	Mode string `json:"mode"`
+	// Target names the document the route writes or protects.
+	Target Target `json:"target"`
+	// Fields maps output fields (dotted names nest: "source.topic") to
+	// where their values come from.
+	Fields map[string]Field `json:"fields"`
+	// Ordering lists output fields compared, in order, to decide whether an
+	// update is newer than the stored document (latest-state only).
+	Ordering []string `json:"ordering,omitempty"`
+	// Dedupe adds a logical-event key to the message-id dedupe.
+	Dedupe *Dedupe `json:"dedupe,omitempty"`
+	// Action is the downstream call of a lease route.
+	Action *Action `json:"action,omitempty"`
+	// Receipt configures the idempotency key of a receipt route.
+	Receipt *Receipt `json:"receipt,omitempty"`
+}
+
+// Match selects payloads by a type field, by shape, or both.
+type Match struct {
+	// TypeField is the payload field holding the event type, e.g. "eventType".
+	TypeField string `json:"typeField,omitempty"`
+	// Types are the accepted values of TypeField.
+	Types []string `json:"types,omitempty"`
+	// Fields must all be present (not null) in the payload.
+	Fields []string `json:"fields,omitempty"`
+}
+
+// Target names a document: collection plus id components. Each component is
+// an output field or a source such as $env; components are normalised and
+// joined with "__", so {"id": ["$env", "serviceId"]} gives "prod__api".
+type Target struct {
+	Collection string   `json:"collection"`
+	ID         []string `json:"id"`
+	// MustExist makes an absent target a 404 (callbacks for unknown runs)
+	// before anything is written.
+	MustExist bool `json:"mustExist,omitempty"`
+}
+
+// Field says where one output value comes from.
+type Field struct {
+	// From lists sources, first present wins: payload paths ("a.b") or
+	// $messageId, $publishTime, $topic, $subscription, $env, $orderingKey,
+	// $attributes.NAME.
+	From []string `json:"from"`
+	// Type converts the value: string, timestamp, integer, number, boolean
+	// or any (default: any JSON value, unchanged).
+	Type string `json:"type,omitempty"`
+	// Required makes a missing value poison.
+	Required bool `json:"required,omitempty"`
+}
+
+// Dedupe configures the logical-event key (seed 000, two-tier dedupe).
+type Dedupe struct {
+	// EventIDField is the payload field with a producer-issued event id.
+	EventIDField string `json:"eventIdField,omitempty"`
+	// Identity lists the payload fields that define the event when it has
+	// no event id; their canonical JSON is hashed.
+	Identity []string `json:"identity,omitempty"`
+}
+
+// Action is the lease-protected downstream call.
+type Action struct {
+	// URL receives a POST of the output fields as JSON with an
+	// Idempotency-Key header.
+	URL string `json:"url,omitempty"`
+	// URLEnv names an environment variable holding the URL instead.
+	URLEnv string `json:"urlEnv,omitempty"`
+	// MaxAttempts is how many failed calls make the message poison.
+	MaxAttempts int `json:"maxAttempts,omitempty"`
+	// Timeout bounds one call (Go duration, default 30s).
+	Timeout Duration `json:"timeout,omitempty"`
+	// LeaseTTL is how long a lease lasts without a heartbeat (default 10m).
+	LeaseTTL Duration `json:"leaseTTL,omitempty"`
+	// Heartbeat is how often the lease is extended (default LeaseTTL/5).
+	Heartbeat Duration `json:"heartbeat,omitempty"`
+}
+
+// Receipt configures callback idempotency keys.
+type Receipt struct {
+	// KeyField is the body field with the idempotency key (callback_id).
+	KeyField string `json:"keyField,omitempty"`
+	// Header is the request header with the key (Idempotency-Key).
+	Header string `json:"header,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration time.Duration
+
+// UnmarshalJSON parses a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+//go:embed seed_routes.json
+var seedRoutes []byte
+
+// SeedRoutes returns the embedded default routes file (the seeds' routes).
+func SeedRoutes() []byte { return bytes.Clone(seedRoutes) }
+
+// LoadFile reads and validates a routes file; path "" loads the embedded
+// seed routes.
+func LoadFile(path string) (*Table, error) {
+	if path == "" {
+		return Parse(seedRoutes)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read routes file (EVENTPIPE_ROUTES): %w", err)
+	}
+	t, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("routes file %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Parse decodes and validates a routes file. Unknown keys are errors, so a
+// misspelt option cannot be silently ignored.
+func Parse(b []byte) (*Table, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("routes JSON: %w (fix: see the README's routes section for the format)", err)
+	}
+	return Compile(c)
+}

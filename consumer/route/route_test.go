@@ -1,0 +1,198 @@
+package route
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/envelope"
+)
+
+func msg(t *testing.T, payload string) *envelope.Message {
+	t.Helper()
+	p, err := envelope.DecodePayload([]byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &envelope.Message{
+		ID: "m-1", Data: []byte(payload), Payload: p, Attributes: map[string]string{},
+		PublishTime:  time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Subscription: "projects/p/subscriptions/s",
+	}
+}
+
+func TestSeedRoutesPlan(t *testing.T) {
+	table, err := LoadFile("")
+	if err != nil {
+		t.Fatalf("embedded seed routes invalid: %v", err)
+	}
+	tests := []struct {
+		name     string
+		payload  string
+		route    string
+		doc      string
+		fields   map[string]any
+		ordering []any
+	}{
+		{
+			name:    "system event (seed 000)",
+			payload: `{"service":"Strategy Engine","status":"healthy","version":"1.2.3","region":"eu","producedAt":"2026-01-02T03:00:00Z","sequence":7}`,
+			route:   "system_events", doc: "ops_services/prod__strategy_20engine",
+			fields: map[string]any{"serviceId": "Strategy Engine", "env": "prod", "status": "healthy", "version": "1.2.3", "region": "eu",
+				"updatedAt":       time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC),
+				"lastHeartbeatAt": time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC),
+				"sequence":        int64(7),
+				"source": map[string]any{"topic": "system-events", "messageId": "m-1",
+					"publishedAt": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
+			ordering: []any{time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), int64(7), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "m-1"},
+		},
+		{
+			name:    "system event falls back to publishTime",
+			payload: `{"service":"api","status":"down"}`,
+			route:   "system_events", doc: "ops_services/prod__api",
+			ordering: []any{time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), nil, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "m-1"},
+		},
+		{
+			name:    "ingest heartbeat (seed 001) wins over shape match",
+			payload: `{"eventType":"ingest_heartbeat","pipeline":"orders","status":"ok","service":"x","heartbeatAt":1767322800}`,
+			route:   "ingest_heartbeat", doc: "ingest_pipelines/prod__orders",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := msg(t, tt.payload)
+			r, err := table.Match(m.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Name != tt.route {
+				t.Fatalf("route %s, want %s", r.Name, tt.route)
+			}
+			p, err := r.Plan(m, "prod")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Target.String() != tt.doc {
+				t.Fatalf("doc %s, want %s", p.Target, tt.doc)
+			}
+			for k, want := range tt.fields {
+				if got := p.Fields[k]; !equalJSON(got, want) {
+					t.Errorf("field %s = %#v, want %#v", k, got, want)
+				}
+			}
+			if tt.ordering != nil && !equalJSON(p.Ordering, tt.ordering) {
+				t.Errorf("ordering = %#v, want %#v", p.Ordering, tt.ordering)
+			}
+			if p.LogicalKey == "" || p.Fingerprint == "" {
+				t.Errorf("logical key %q, fingerprint %q", p.LogicalKey, p.Fingerprint)
+			}
+		})
+	}
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func TestPlanPoison(t *testing.T) {
+	table, err := LoadFile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, payload, field string
+	}{
+		{"bad timestamp", `{"service":"api","status":"ok","producedAt":"soon"}`, "updatedAt"},
+		{"bad sequence", `{"service":"api","status":"ok","sequence":"seven"}`, "sequence"},
+		{"service not string", `{"service":{"a":1},"status":"ok"}`, "serviceId"},
+		{"blank service id", `{"service":"  ","status":"ok"}`, "serviceId"},
+		{"heartbeat without pipeline", `{"eventType":"ingest_heartbeat","status":"ok"}`, "pipelineId"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := msg(t, tt.payload)
+			r, err := table.Match(m.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Plan(m, "prod")
+			var pe *PlanError
+			if !errors.As(err, &pe) || pe.Field != tt.field || pe.Fix == "" {
+				t.Fatalf("want PlanError on %s, got %v", tt.field, err)
+			}
+		})
+	}
+	if _, err := table.Match(map[string]any{"hello": "world"}); !errors.Is(err, ErrUnroutable) {
+		t.Fatalf("want ErrUnroutable, got %v", err)
+	}
+}
+
+func TestCompileErrorsNameRouteFieldAndFix(t *testing.T) {
+	base := func() Route {
+		return Route{
+			Name: "svc", Match: Match{Fields: []string{"service"}}, Mode: ModeLatestState,
+			Target:   Target{Collection: "ops", ID: []string{"$env", "id"}},
+			Fields:   map[string]Field{"id": {From: []string{"service"}, Type: "string", Required: true}, "at": {From: []string{"$publishTime"}, Type: "timestamp"}},
+			Ordering: []string{"at"},
+		}
+	}
+	tests := []struct {
+		name  string
+		edit  func(r *Route)
+		field string
+	}{
+		{"bad name", func(r *Route) { r.Name = "Bad Name" }, "name"},
+		{"bad mode", func(r *Route) { r.Mode = "fast" }, "mode"},
+		{"no match", func(r *Route) { r.Match = Match{} }, "match"},
+		{"types without field", func(r *Route) { r.Match.Types = []string{"x"} }, "match.types"},
+		{"bad collection", func(r *Route) { r.Target.Collection = "a/b" }, "target.collection"},
+		{"unknown id field", func(r *Route) { r.Target.ID = []string{"nope"} }, "target.id[0]"},
+		{"optional id field", func(r *Route) { f := r.Fields["id"]; f.Required = false; r.Fields["id"] = f }, "fields.id.required"},
+		{"bad type", func(r *Route) { r.Fields["x"] = Field{From: []string{"x"}, Type: "date"} }, "fields.x.type"},
+		{"unknown special", func(r *Route) { r.Fields["x"] = Field{From: []string{"$nope"}} }, "fields.x.from[0]"},
+		{"unknown ordering", func(r *Route) { r.Ordering = []string{"zz"} }, "ordering[0]"},
+		{"untyped ordering", func(r *Route) { r.Fields["at"] = Field{From: []string{"at"}} }, "fields.at.type"},
+		{"latest-state without ordering", func(r *Route) { r.Ordering = nil }, "ordering"},
+		{"lease without action", func(r *Route) { r.Mode = ModeLease; r.Ordering = nil }, "action"},
+		{"lease bad url", func(r *Route) {
+			r.Mode, r.Ordering, r.Action = ModeLease, nil, &Action{URL: "ftp://x"}
+		}, "action.url"},
+		{"receipt on pubsub", func(r *Route) { r.Mode = ModeReceipt; r.Ordering = nil }, "mode"},
+		{"callback with match", func(r *Route) { r.Ingress = IngressCallback; r.Mode = ModeReceipt; r.Ordering = nil }, "match"},
+		{"nested conflict", func(r *Route) {
+			r.Fields["source"] = Field{From: []string{"s"}}
+			r.Fields["source.topic"] = Field{From: []string{"$topic"}}
+		}, "fields.source"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := base()
+			tt.edit(&r)
+			_, err := Compile(Config{Routes: []Route{r}})
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			want := `routes[0] "` + r.Name + `": field ` + tt.field + ":"
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "fix:") {
+				t.Fatalf("error does not name %q with a fix:\n%v", want, err)
+			}
+		})
+	}
+	if _, err := Compile(Config{Routes: []Route{base()}}); err != nil {
+		t.Fatalf("base route rejected: %v", err)
+	}
+	if _, err := Compile(Config{Routes: []Route{base(), base()}}); err == nil || !strings.Contains(err.Error(), "duplicate") {
+		t.Fatalf("duplicate names accepted: %v", err)
+	}
+}
+
+func TestParseRejectsUnknownKeys(t *testing.T) {
+	_, err := Parse([]byte(`{"routes":[{"name":"x","mdoe":"lease"}]}`))
+	if err == nil || !strings.Contains(err.Error(), "mdoe") {
+		t.Fatalf("misspelt key accepted: %v", err)
+	}
+}

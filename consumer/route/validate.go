@@ -1,0 +1,277 @@
+package route
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Table is a validated, ready-to-use set of routes.
+type Table struct {
+	pubsub    []*Route
+	callbacks map[string]*Route
+}
+
+// Defaults applied to lease actions.
+const (
+	DefaultActionTimeout     = 30 * time.Second
+	DefaultLeaseTTL          = 10 * time.Minute
+	DefaultActionMaxAttempts = 5
+)
+
+var (
+	routeName      = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+	collectionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,99}$`)
+	fieldType      = []string{"", "any", "string", "timestamp", "integer", "number", "boolean"}
+	specialSources = []string{"$messageId", "$publishTime", "$topic", "$subscription", "$env", "$orderingKey"}
+)
+
+// Compile validates c and returns its table. The error lists every problem,
+// each naming the route, the field and the fix.
+func Compile(c Config) (*Table, error) {
+	t := &Table{callbacks: map[string]*Route{}}
+	var errs []error
+	if len(c.Routes) == 0 {
+		errs = append(errs, errors.New(`routes: empty (fix: add at least one route, or unset EVENTPIPE_ROUTES to use the seed routes)`))
+	}
+	seen := map[string]bool{}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		p := problems{where: fmt.Sprintf("routes[%d] %q", i, r.Name)}
+		r.validate(&p)
+		if seen[r.Name] {
+			p.add("name", "duplicate route name", "give every route a unique name")
+		}
+		seen[r.Name] = true
+		errs = append(errs, p.errs...)
+		if len(p.errs) > 0 {
+			continue
+		}
+		if r.Ingress == IngressCallback {
+			t.callbacks[r.Name] = r
+		} else {
+			t.pubsub = append(t.pubsub, r)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("invalid routes:\n%w", err)
+	}
+	return t, nil
+}
+
+// problems collects validation errors of one route.
+type problems struct {
+	where string
+	errs  []error
+}
+
+func (p *problems) add(field, problem, fix string) {
+	p.errs = append(p.errs, fmt.Errorf("%s: field %s: %s (fix: %s)", p.where, field, problem, fix))
+}
+
+func (r *Route) validate(p *problems) {
+	if !routeName.MatchString(r.Name) {
+		p.add("name", fmt.Sprintf("%q is not a valid route name", r.Name),
+			"use 1-63 characters [a-z0-9_-], starting with a letter (it appears in URLs, logs and ids)")
+	}
+	switch r.Ingress {
+	case "":
+		r.Ingress = IngressPubSub
+	case IngressPubSub, IngressCallback:
+	default:
+		p.add("ingress", fmt.Sprintf("%q is not an ingress", r.Ingress), `use "pubsub" or "callback"`)
+	}
+	r.validateMatch(p)
+	r.validateFields(p)
+	r.validateTarget(p)
+	switch r.Mode {
+	case ModeLatestState:
+		if len(r.Ordering) == 0 {
+			p.add("ordering", "latest-state needs ordering fields", `list the fields that order updates, e.g. ["updatedAt", "source.messageId"]`)
+		}
+	case ModeLease:
+		r.validateAction(p)
+	case ModeReceipt:
+		if r.Ingress != IngressCallback {
+			p.add("mode", "receipt mode is for callback routes", `set "ingress": "callback" or use latest-state`)
+		}
+	default:
+		p.add("mode", fmt.Sprintf("%q is not a mode", r.Mode), `use "latest-state", "lease" or "receipt"`)
+	}
+	for i, o := range r.Ordering {
+		f, ok := r.Fields[o]
+		if !ok {
+			p.add(fmt.Sprintf("ordering[%d]", i), fmt.Sprintf("%q is not an output field", o), "add it under fields or remove it from ordering")
+		} else if f.Type == "" || f.Type == "any" {
+			p.add(fmt.Sprintf("fields.%s.type", o), "an ordering field needs a comparable type",
+				`set "type" to timestamp, integer, number or string`)
+		}
+	}
+	if r.Mode != ModeLatestState && len(r.Ordering) > 0 {
+		p.add("ordering", "only latest-state routes order updates", "remove ordering")
+	}
+	if r.Action != nil && r.Mode != ModeLease {
+		p.add("action", "only lease routes run an action", `set "mode": "lease" or remove action`)
+	}
+	if r.Ingress == IngressCallback {
+		if r.Receipt == nil {
+			r.Receipt = &Receipt{}
+		}
+		if r.Receipt.KeyField == "" && r.Receipt.Header == "" {
+			r.Receipt.KeyField, r.Receipt.Header = "callback_id", "Idempotency-Key"
+		}
+	} else if r.Receipt != nil {
+		p.add("receipt", "only callback routes take receipts", "remove receipt")
+	}
+	if r.Dedupe != nil && r.Dedupe.EventIDField == "" && len(r.Dedupe.Identity) == 0 {
+		p.add("dedupe", "neither eventIdField nor identity is set", "name the event id field, the identity fields, or both")
+	}
+}
+
+func (r *Route) validateMatch(p *problems) {
+	m := r.Match
+	empty := m.TypeField == "" && len(m.Types) == 0 && len(m.Fields) == 0
+	if r.Ingress == IngressCallback {
+		if !empty {
+			p.add("match", "callback routes are chosen by URL, not by payload", "remove match")
+		}
+		return
+	}
+	if empty {
+		p.add("match", "a pubsub route needs a match", `set "typeField" and "types", or "fields" (payload shape)`)
+	}
+	if (m.TypeField == "") != (len(m.Types) == 0) {
+		p.add("match.types", "typeField and types go together", "set both or neither")
+	}
+}
+
+func (r *Route) validateFields(p *problems) {
+	if len(r.Fields) == 0 {
+		p.add("fields", "no output fields", "map at least the fields the target id needs")
+	}
+	for name, f := range r.Fields {
+		where := "fields." + name
+		if name == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") {
+			p.add(where, "bad output field name", `use names such as "status" or "source.topic"`)
+		}
+		if !slices.Contains(fieldType, f.Type) {
+			p.add(where+".type", fmt.Sprintf("%q is not a type", f.Type), "use string, timestamp, integer, number, boolean or any")
+		}
+		if len(f.From) == 0 {
+			p.add(where+".from", "no sources", `list payload paths or sources such as "$messageId"`)
+		}
+		for i, src := range f.From {
+			if err := validSource(src); err != "" {
+				p.add(fmt.Sprintf("%s.from[%d]", where, i), err, "use a payload path (a.b) or one of "+strings.Join(specialSources, ", ")+", $attributes.NAME")
+			}
+		}
+	}
+	for name := range r.Fields {
+		for other := range r.Fields {
+			if strings.HasPrefix(other, name+".") {
+				p.add("fields."+name, fmt.Sprintf("conflicts with nested field %q", other), "use one or the other")
+			}
+		}
+	}
+}
+
+func validSource(src string) string {
+	switch {
+	case src == "":
+		return "empty source"
+	case strings.HasPrefix(src, "$attributes."):
+		if len(src) == len("$attributes.") {
+			return "attribute name missing"
+		}
+	case strings.HasPrefix(src, "$"):
+		if !slices.Contains(specialSources, src) {
+			return fmt.Sprintf("%q is not a known source", src)
+		}
+	case strings.Contains(src, ".."), strings.HasPrefix(src, "."), strings.HasSuffix(src, "."):
+		return fmt.Sprintf("%q is not a payload path", src)
+	}
+	return ""
+}
+
+func (r *Route) validateTarget(p *problems) {
+	if !collectionName.MatchString(r.Target.Collection) {
+		p.add("target.collection", fmt.Sprintf("%q is not a collection name", r.Target.Collection),
+			"use letters, digits, _ or -, starting with a letter (no '/')")
+	}
+	if len(r.Target.ID) == 0 {
+		p.add("target.id", "empty", `list the id components, e.g. ["$env", "serviceId"]`)
+	}
+	for i, c := range r.Target.ID {
+		if c == "$env" {
+			continue
+		}
+		if _, ok := r.Fields[c]; !ok {
+			p.add(fmt.Sprintf("target.id[%d]", i), fmt.Sprintf("%q is neither $env nor an output field", c), "add it under fields")
+		} else if !r.Fields[c].Required {
+			p.add(fmt.Sprintf("fields.%s.required", c), "an id component must be required", `set "required": true`)
+		}
+	}
+	if r.Target.MustExist && r.Mode != ModeReceipt {
+		p.add("target.mustExist", "only receipt routes update existing targets", "remove mustExist")
+	}
+}
+
+func (r *Route) validateAction(p *problems) {
+	a := r.Action
+	if a == nil {
+		p.add("action", "a lease route needs an action", `add "action": {"url": "https://...", "maxAttempts": 5}`)
+		return
+	}
+	if (a.URL == "") == (a.URLEnv == "") {
+		p.add("action.url", "set exactly one of url and urlEnv", "give the downstream URL, or the env var that holds it")
+	}
+	if a.URL != "" {
+		if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add("action.url", fmt.Sprintf("%q is not an http(s) URL", a.URL), "use https://host/path")
+		}
+	}
+	if a.MaxAttempts == 0 {
+		a.MaxAttempts = DefaultActionMaxAttempts
+	}
+	if a.MaxAttempts < 1 || a.MaxAttempts > 100 {
+		p.add("action.maxAttempts", fmt.Sprintf("%d is out of range", a.MaxAttempts), "use 1-100")
+	}
+	if a.Timeout == 0 {
+		a.Timeout = Duration(DefaultActionTimeout)
+	}
+	if a.LeaseTTL == 0 {
+		a.LeaseTTL = Duration(DefaultLeaseTTL)
+	}
+	if a.Heartbeat == 0 {
+		a.Heartbeat = a.LeaseTTL / 5
+	}
+	if a.Timeout < 0 || a.LeaseTTL < 0 || a.Heartbeat < 0 {
+		p.add("action", "negative duration", "use positive durations such as 30s")
+	}
+	if a.Heartbeat >= a.LeaseTTL {
+		p.add("action.heartbeat", "heartbeat must be shorter than leaseTTL", "extend the lease well before it expires, e.g. leaseTTL/5")
+	}
+	if time.Duration(a.Timeout) > time.Duration(a.LeaseTTL) {
+		p.add("action.timeout", "a call may outlive its lease", "make timeout at most leaseTTL")
+	}
+}
+
+// ActionURL resolves the downstream URL of a lease route from its url or
+// the environment variable it names (lookup is os.LookupEnv in production).
+func (a *Action) ActionURL(lookup func(string) (string, bool)) (string, error) {
+	if a.URL != "" {
+		return a.URL, nil
+	}
+	v, ok := lookup(a.URLEnv)
+	if !ok || v == "" {
+		return "", fmt.Errorf("action URL: environment variable %s is not set (fix: set it to the downstream URL)", a.URLEnv)
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("action URL: %s=%q is not an http(s) URL", a.URLEnv, v)
+	}
+	return v, nil
+}
