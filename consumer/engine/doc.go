@@ -1,0 +1,36 @@
+// Package engine is eventpipe's idempotency engine: it turns at-least-once
+// deliveries into exactly-once effects, written once against the minimal
+// transactional document interface of package store, so it runs unchanged
+// on every driver (memory, bbolt, PostgreSQL, Firestore).
+//
+// The calls, one per kind of effect:
+//
+//   - Materialize: latest-state materialisation in one transaction (seed
+//     000). ModeLatest reads the target document, compares ordering keys
+//     (producer sequence, event time, publish time, message id) and writes or
+//     skips: Applied, Duplicate or Stale. It costs 1 read + 1 write when
+//     applied and 1 read + 0 writes otherwise; Write.DedupeMarker adds a
+//     {prefix}dedupe marker in the same transaction. ModeCreate creates one
+//     document per event.
+//   - Claim, Heartbeat, Complete, Fail: leases for side effects outside the
+//     database (seeds 002, 003): PENDING with an expiry, extended by
+//     heartbeats, then COMPLETED or FAILED; fencing tokens stop a holder whose
+//     lease was taken over; FAILED retries count attempts up to MaxAttempts,
+//     then the event is poison and an audit record is written.
+//   - Reserve, Finish, Release: callback receipts, reserve-first (seed 004):
+//     of two concurrent callbacks one processes, the other replays the
+//     original received-at and status.
+//   - RecordPoison: the audit record of a message given up on.
+//
+// Every error is an *Error whose Type tells the caller what to do
+// (duplicate, stale, in_progress, poison, transient, configuration) and whose
+// Code keeps the store's own code (gRPC code name or SQLSTATE). Every record
+// in the dedupe, leases, receipts and poison collections carries expireAt
+// (Config.DedupeTTL, ReceiptTTL, PoisonTTL) for Firestore's TTL policy, and
+// the engine treats an expired record as absent itself.
+//
+// Failpoints (Config.Failpoint, Engine.Hit) let tests crash a delivery at
+// the four worker points and three projection points of seed 002 §6;
+// KillAtFailpoints(os.Getenv(FailpointEnv)) makes a process SIGKILL itself
+// there.
+package engine

@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/opcount"
+)
+
+// Defaults for Config.
+const (
+	DefaultCollectionPrefix = "eventpipe_"
+	DefaultDedupeTTL        = 7 * 24 * time.Hour
+	DefaultReceiptTTL       = 30 * 24 * time.Hour
+	DefaultPoisonTTL        = 30 * 24 * time.Hour
+	DefaultLeaseDuration    = 900 * time.Second
+	DefaultMaxAttempts      = 5
+)
+
+// FingerprintMode says what to do when an event key arrives again with a
+// different payload (a reused event id: a producer contract violation).
+type FingerprintMode string
+
+// Fingerprint modes.
+const (
+	// FingerprintError makes the message poison (the default).
+	FingerprintError FingerprintMode = "error"
+	// FingerprintWarn treats it as a duplicate and sets Result.Warning.
+	FingerprintWarn FingerprintMode = "warn"
+)
+
+// Config configures an Engine. Store and Env are required; zero values of the
+// rest take the defaults.
+type Config struct {
+	// Store holds every record.
+	Store store.Store
+	// Env qualifies every document id (e.g. "prod"), so environments sharing
+	// one database never collide.
+	Env string
+	// CollectionPrefix prefixes the engine's collections: {prefix}dedupe,
+	// {prefix}leases, {prefix}receipts, {prefix}poison. Default "eventpipe_".
+	CollectionPrefix string
+	// DedupeTTL sets expireAt on dedupe markers and lease records. Default 7 days.
+	DedupeTTL time.Duration
+	// ReceiptTTL sets expireAt on callback receipts. Default 30 days.
+	ReceiptTTL time.Duration
+	// PoisonTTL sets expireAt on poison audit records. Default 30 days.
+	PoisonTTL time.Duration
+	// LeaseDuration is how long a claim holds before another delivery may take
+	// it over; Heartbeat extends it. Default 900 s. Receipts left "processing"
+	// this long are taken over too.
+	LeaseDuration time.Duration
+	// MaxAttempts is how many failed or crashed attempts a lease allows
+	// before the event is poison. Default 5.
+	MaxAttempts int
+	// Fingerprint is the reused-event-id mode. Default FingerprintError.
+	Fingerprint FingerprintMode
+	// Owner identifies this process in lease records (e.g. the revision and
+	// instance). Default "eventpipe".
+	Owner string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Failpoint is called at every failpoint; nil for none.
+	Failpoint FailpointHook
+	// Logger receives one line per lease event and per fingerprint warning.
+	// Default: discard (the caller logs each message's outcome).
+	Logger *slog.Logger
+}
+
+// Engine turns at-least-once deliveries into exactly-once effects. It is
+// safe for concurrent use; it holds no state of its own beyond its Config.
+type Engine struct {
+	cfg         Config
+	dedupe      string
+	leases      string
+	receipts    string
+	poison      string
+	envID       string
+}
+
+// New validates cfg, fills in defaults and returns an Engine.
+func New(cfg Config) (*Engine, error) {
+	const op = "configure engine"
+	if cfg.Store == nil {
+		return nil, newError(TypeConfiguration, op, "Config.Store is nil: open one with storeurl.Open (e.g. EVENTPIPE_STORE=bbolt:///var/lib/eventpipe.db)")
+	}
+	envID, err := keys.NormalizeID(cfg.Env)
+	if err != nil {
+		return nil, newError(TypeConfiguration, op, "Config.Env: %v (e.g. \"dev\" or \"prod\")", err)
+	}
+	if cfg.CollectionPrefix == "" {
+		cfg.CollectionPrefix = DefaultCollectionPrefix
+	}
+	if err := validCollection(cfg.CollectionPrefix + "dedupe"); err != nil {
+		return nil, newError(TypeConfiguration, op, "Config.CollectionPrefix %q: %v", cfg.CollectionPrefix, err)
+	}
+	for name, d := range map[string]*time.Duration{"DedupeTTL": &cfg.DedupeTTL, "ReceiptTTL": &cfg.ReceiptTTL,
+		"PoisonTTL": &cfg.PoisonTTL, "LeaseDuration": &cfg.LeaseDuration} {
+		if *d < 0 {
+			return nil, newError(TypeConfiguration, op, "Config.%s is negative (%s): use a positive duration or 0 for the default", name, *d)
+		}
+	}
+	setDefault(&cfg.DedupeTTL, DefaultDedupeTTL)
+	setDefault(&cfg.ReceiptTTL, DefaultReceiptTTL)
+	setDefault(&cfg.PoisonTTL, DefaultPoisonTTL)
+	setDefault(&cfg.LeaseDuration, DefaultLeaseDuration)
+	if cfg.MaxAttempts < 0 {
+		return nil, newError(TypeConfiguration, op, "Config.MaxAttempts is %d: use a positive count or 0 for the default %d", cfg.MaxAttempts, DefaultMaxAttempts)
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	switch cfg.Fingerprint {
+	case "":
+		cfg.Fingerprint = FingerprintError
+	case FingerprintError, FingerprintWarn:
+	default:
+		return nil, newError(TypeConfiguration, op, "Config.Fingerprint %q: use %q or %q", cfg.Fingerprint, FingerprintError, FingerprintWarn)
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = "eventpipe"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := cfg.CollectionPrefix
+	return &Engine{cfg: cfg, dedupe: p + "dedupe", leases: p + "leases", receipts: p + "receipts",
+		poison: p + "poison", envID: envID}, nil
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}
+
+// Collections returns the engine's collection names: dedupe, leases,
+// receipts and poison.
+func (e *Engine) Collections() (dedupe, leases, receipts, poison string) {
+	return e.dedupe, e.leases, e.receipts, e.poison
+}
+
+// Hit calls the failpoint hook at fp; callers use it at the points outside
+// the engine (WorkerBeforeApply, WorkerAfterApply, ProjectionBeforeAck).
+func (e *Engine) Hit(ctx context.Context, fp Failpoint) error {
+	if e.cfg.Failpoint == nil {
+		return nil
+	}
+	return e.cfg.Failpoint(ctx, fp)
+}
+
+func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
+
+// validCollection checks a collection name the way Firestore does for ids.
+func validCollection(c string) error {
+	if err := keys.ValidFirestoreID(c); err != nil {
+		return err
+	}
+	if strings.ContainsAny(c, " \t\n") {
+		return fmt.Errorf("contains whitespace")
+	}
+	return nil
+}
+
+// Event is one delivery, as the engine needs it.
+type Event struct {
+	// MessageID is the transport id (Pub/Sub messageId, callback id); required.
+	MessageID string
+	// PublishTime is the transport's publish time; it breaks ordering ties.
+	PublishTime time.Time
+	// EventID is the payload's own event id, if it has one: the logical key.
+	EventID string
+	// Identity holds the fields that define the event when it has no EventID;
+	// their canonical JSON's SHA-256 is the logical key. With neither, the
+	// message id is the key (transport dedupe only).
+	Identity map[string]any
+	// Payload is the raw JSON payload; its fingerprint detects a reused event
+	// id. Optional: without it no fingerprint is checked.
+	Payload []byte
+}
+
+// eventKey returns the logical key component and the fingerprint.
+func (ev Event) eventKey() (key, fingerprint string, err error) {
+	switch {
+	case ev.EventID != "" || len(ev.Identity) > 0:
+		key, err = keys.LogicalKey(ev.EventID, ev.Identity)
+	case ev.MessageID != "":
+		var n string
+		n, err = keys.NormalizeID(ev.MessageID)
+		key = "m-" + n
+	default:
+		err = fmt.Errorf("the event has no message id, event id or identity fields: the transport must give a message id")
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if len(ev.Payload) > 0 {
+		fingerprint, err = keys.Fingerprint(ev.Payload)
+		if err != nil {
+			return "", "", fmt.Errorf("payload: %w", err)
+		}
+	}
+	return key, fingerprint, nil
+}
+
+// fingerprintConflict reports a reused event key: stored and incoming
+// fingerprints both known and different. In warn mode it logs and returns
+// the warning text; in error mode it returns a poison error.
+func (e *Engine) fingerprintConflict(op, doc, stored, incoming string) (warning string, err error) {
+	if stored == "" || incoming == "" || stored == incoming {
+		return "", nil
+	}
+	msg := fmt.Sprintf("event key of %s was seen before with a different payload (fingerprint %s, now %s): the producer reused an event id", doc, stored, incoming)
+	if e.cfg.Fingerprint == FingerprintWarn {
+		e.cfg.Logger.Warn("fingerprint mismatch", "idempotency_doc", doc, "stored_fingerprint", stored, "fingerprint", incoming)
+		return msg, nil
+	}
+	return "", &Error{Type: TypePoison, Code: "FINGERPRINT_MISMATCH", Op: op, Err: fmt.Errorf("%s", msg)}
+}
+
+// runTx runs fn in a transaction, counting its operations into counts.
+func (e *Engine) runTx(ctx context.Context, counts *opcount.Counts, fn func(ctx context.Context, tx store.Tx) error) error {
+	var tally opcount.Tally
+	err := e.cfg.Store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return fn(ctx, tally.Tx(tx))
+	})
+	*counts = counts.Add(tally.Counts())
+	return err
+}
+
+// getLive reads key and reports it absent when it is missing or expired.
+func getLive(ctx context.Context, tx store.Tx, key store.Key, now time.Time) (store.Document, bool, error) {
+	d, err := tx.Get(ctx, key)
+	if err != nil {
+		if isNotFound(err) {
+			return store.Document{}, false, nil
+		}
+		return store.Document{}, false, err
+	}
+	if d.Expired(now) {
+		return store.Document{}, false, nil
+	}
+	return d, true, nil
+}

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// Failpoint names a point where a process can crash mid-message: the four
+// worker points and three projection points of the operational acceptance
+// tests (crash there, redeliver, expect exactly one effect).
+type Failpoint string
+
+// The failpoints. The engine hits WorkerAfterClaim (in Claim, after the
+// commit), WorkerBeforeMarkDone (at the start of Complete),
+// ProjectionBeforeWrite and ProjectionAfterWrite (in Materialize, around the
+// commit). Callers hit the rest with Engine.Hit around their own side effect
+// and acknowledgement.
+const (
+	WorkerAfterClaim      Failpoint = "worker-after-claim"
+	WorkerBeforeApply     Failpoint = "worker-before-apply"
+	WorkerAfterApply      Failpoint = "worker-after-apply"
+	WorkerBeforeMarkDone  Failpoint = "worker-before-mark-done"
+	ProjectionBeforeWrite Failpoint = "projection-before-write"
+	ProjectionAfterWrite  Failpoint = "projection-after-write"
+	ProjectionBeforeAck   Failpoint = "projection-before-ack"
+)
+
+// Failpoints lists every failpoint.
+func Failpoints() []Failpoint {
+	return []Failpoint{WorkerAfterClaim, WorkerBeforeApply, WorkerAfterApply, WorkerBeforeMarkDone,
+		ProjectionBeforeWrite, ProjectionAfterWrite, ProjectionBeforeAck}
+}
+
+// FailpointHook is called at every failpoint. A non-nil error stops the
+// operation there at once, with no clean-up, as a crash would; the engine
+// returns the error unchanged. A hook may also end the process (see
+// KillAtFailpoints).
+type FailpointHook func(ctx context.Context, fp Failpoint) error
+
+// ErrCrashed is what CrashAt's hook returns: a simulated crash.
+var ErrCrashed = errors.New("simulated crash at failpoint")
+
+// CrashAt returns a hook that returns ErrCrashed at fp, once for every call
+// of arm that returned true, so a test can crash the first delivery only.
+func CrashAt(fp Failpoint, arm func() bool) FailpointHook {
+	return func(_ context.Context, at Failpoint) error {
+		if at == fp && arm() {
+			return ErrCrashed
+		}
+		return nil
+	}
+}
+
+// FailpointEnv is the environment variable KillAtFailpoints reads in the
+// consumer binary: a comma-separated list of failpoint names.
+const FailpointEnv = "EVENTPIPE_FAILPOINT"
+
+// KillAtFailpoints returns a hook that kills the current process with
+// SIGKILL at any failpoint named in spec (comma-separated, e.g. the value of
+// EVENTPIPE_FAILPOINT), or nil when spec is empty. Unknown names are an
+// error so that a typo does not silently disable a crash test.
+func KillAtFailpoints(spec string) (FailpointHook, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, nil
+	}
+	known := map[Failpoint]bool{}
+	for _, fp := range Failpoints() {
+		known[fp] = true
+	}
+	armed := map[Failpoint]bool{}
+	for _, name := range strings.Split(spec, ",") {
+		fp := Failpoint(strings.TrimSpace(name))
+		if !known[fp] {
+			return nil, &Error{Type: TypeConfiguration, Op: "parse " + FailpointEnv,
+				Err: errors.New("unknown failpoint " + string(fp) + ": use one of " + failpointNames())}
+		}
+		armed[fp] = true
+	}
+	return func(_ context.Context, fp Failpoint) error {
+		if armed[fp] {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // SIGKILL cannot be caught; wait for it to land.
+		}
+		return nil
+	}, nil
+}
+
+func failpointNames() string {
+	names := make([]string, 0, 7)
+	for _, fp := range Failpoints() {
+		names = append(names, string(fp))
+	}
+	return strings.Join(names, ", ")
+}

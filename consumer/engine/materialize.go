@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/opcount"
+)
+
+// MetaField is the map field the engine keeps on every document it
+// materialises: the event key, fingerprint and ordering key of the version
+// stored. Write.Fields must not use this name.
+const MetaField = "_eventpipe"
+
+// Outcome is what happened to one message (and is the log field outcome).
+type Outcome string
+
+// Outcomes of Materialize.
+const (
+	// Applied: the effect happened now.
+	Applied Outcome = "applied"
+	// Duplicate: the same event was applied before; nothing was written.
+	Duplicate Outcome = "duplicate"
+	// Stale: a newer version is stored; nothing was written.
+	Stale Outcome = "stale_ignored"
+)
+
+// Mode is how Materialize writes the target document.
+type Mode string
+
+// Write modes.
+const (
+	// ModeLatest keeps the latest state of an aggregate: read the target,
+	// compare ordering keys, write or skip (seed 000). The default.
+	ModeLatest Mode = "latest"
+	// ModeCreate creates one document per event (an insert-once effect such
+	// as a finding or a ledger line); a second delivery finds it exists.
+	ModeCreate Mode = "create"
+)
+
+// Write is the effect of one message on the store.
+type Write struct {
+	// Collection is the target collection, e.g. "ops_services".
+	Collection string
+	// ID is the aggregate id (the producer's, un-normalised); the document id
+	// is keys.DocID(Env, ID). Required in ModeLatest; in ModeCreate it
+	// defaults to the event's logical key.
+	ID string
+	// Fields is the document to write (MetaField is added).
+	Fields map[string]any
+	// EventTime is the event's own time, the primary ordering key when the
+	// producer has no sequence.
+	EventTime time.Time
+	// Sequence is the producer's per-aggregate sequence, when it has one.
+	Sequence *int64
+	// Mode is ModeLatest (default) or ModeCreate.
+	Mode Mode
+	// DedupeMarker also records {prefix}dedupe/{env}__{event key}, in the same
+	// transaction, so a republished event is a duplicate even after a newer
+	// version replaced it. It costs one write per applied message; without it
+	// a latest-state route needs none, because its ordering key is total.
+	DedupeMarker bool
+}
+
+// Result reports one Materialize call. Its fields map to the log fields
+// outcome, doc_path, idempotency_doc, write_kind, store_reads, store_writes.
+type Result struct {
+	Outcome Outcome
+	// DocPath is the target document, "collection/id".
+	DocPath string
+	// IdempotencyDoc is the document that decided the outcome: the dedupe
+	// marker when one is used, else the target.
+	IdempotencyDoc string
+	// WriteKind is "set", "create", "create+set", "set+set" or "none".
+	WriteKind string
+	// Ops counts the store operations made, across transaction retries.
+	Ops opcount.Counts
+	// Warning is set when a reused event id was accepted in warn mode.
+	Warning string
+}
+
+// Reads returns Ops.Reads.
+func (r Result) Reads() int64 { return r.Ops.Reads }
+
+// Writes returns the writes and deletes made.
+func (r Result) Writes() int64 { return r.Ops.Writes + r.Ops.Deletes }
+
+type materialization struct {
+	op          string
+	target      store.Key
+	marker      store.Key
+	eventKey    string
+	fingerprint string
+	order       orderKey
+	doc         store.Document
+	res         Result
+}
+
+// Materialize applies one message's effect atomically: in ModeLatest it
+// reads the target, compares ordering keys and writes or skips in one
+// transaction (1 read + 1 write applied, 1 read + 0 writes duplicate or
+// stale); in ModeCreate it creates the target (0 reads + 1 write applied).
+// Errors are *Error: poison for a reused event id (error mode) or bad input,
+// transient or configuration for store errors (nothing was recorded).
+func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, error) {
+	m, err := e.prepare(ev, w)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := e.Hit(ctx, ProjectionBeforeWrite); err != nil {
+		return Result{}, err
+	}
+	if w.Mode == ModeCreate {
+		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
+			m.res.Outcome, m.res.WriteKind, m.res.Warning = Applied, "create", ""
+			return tx.Create(ctx, m.target, m.doc)
+		})
+	} else {
+		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
+			return e.latest(ctx, tx, m, false)
+		})
+	}
+	if isAlreadyExists(err) {
+		// A marker or created document exists: read it to tell a duplicate
+		// from an expired record (TTL deletion lags) and check the fingerprint.
+		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
+			if w.Mode == ModeCreate {
+				return e.createSlow(ctx, tx, m)
+			}
+			return e.latest(ctx, tx, m, true)
+		})
+	}
+	if err != nil {
+		return Result{}, wrap(m.op, err)
+	}
+	if err := e.Hit(ctx, ProjectionAfterWrite); err != nil {
+		return Result{}, err
+	}
+	return m.res, nil
+}
+
+func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
+	const op = "materialize"
+	if err := validCollection(w.Collection); err != nil {
+		return nil, newError(TypeConfiguration, op, "Write.Collection %q: %v", w.Collection, err)
+	}
+	if _, ok := w.Fields[MetaField]; ok {
+		return nil, newError(TypePoison, op, "Write.Fields has the reserved field %q: rename it", MetaField)
+	}
+	switch w.Mode {
+	case "":
+		w.Mode = ModeLatest
+	case ModeLatest, ModeCreate:
+	default:
+		return nil, newError(TypeConfiguration, op, "Write.Mode %q: use %q or %q", w.Mode, ModeLatest, ModeCreate)
+	}
+	key, fp, err := ev.eventKey()
+	if err != nil {
+		return nil, newError(TypePoison, op, "%v", err)
+	}
+	m := &materialization{op: op, eventKey: key, fingerprint: fp}
+	var docID string
+	switch {
+	case w.ID != "":
+		if docID, err = keys.DocID(e.cfg.Env, w.ID); err != nil {
+			return nil, newError(TypePoison, op, "aggregate id: %v", err)
+		}
+	case w.Mode == ModeCreate:
+		docID = keys.JoinID(e.envID, key)
+	default:
+		return nil, newError(TypePoison, op, "the message has no aggregate id (Write.ID): latest-state writes need one to name the document")
+	}
+	m.target = store.Key{Collection: w.Collection, ID: docID}
+	m.marker = store.Key{Collection: e.dedupe, ID: keys.JoinID(e.envID, key)}
+	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: w.EventTime.UTC().Truncate(time.Microsecond),
+		publishTime: ev.PublishTime.UTC().Truncate(time.Microsecond), messageID: ev.MessageID}
+	if w.Sequence != nil {
+		m.order.seq = *w.Sequence
+	}
+	fields, err := store.CopyFields(w.Fields)
+	if err != nil {
+		return nil, newError(TypePoison, op, "Write.Fields: %v", err)
+	}
+	meta := map[string]any{metaEventKey: key, metaAppliedAt: e.now()}
+	if fp != "" {
+		meta[metaFingerprint] = fp
+	}
+	m.order.toMeta(meta)
+	fields[MetaField] = meta
+	m.doc = store.Document{Fields: fields}
+	m.res = Result{DocPath: m.target.String(), IdempotencyDoc: m.target.String()}
+	if w.DedupeMarker {
+		m.res.IdempotencyDoc = m.marker.String()
+	} else {
+		m.marker = store.Key{}
+	}
+	return m, nil
+}
+
+// latest is the ModeLatest transaction. Without slow it trusts Create to
+// find an existing marker; with slow it reads the marker first (so an
+// expired one is overwritten) and costs one more read.
+func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, slow bool) error {
+	m.res.Outcome, m.res.WriteKind, m.res.Warning = "", "none", ""
+	now := e.now()
+	useMarker := m.marker != store.Key{}
+	if slow && useMarker {
+		md, live, err := getLive(ctx, tx, m.marker, now)
+		if err != nil {
+			return err
+		}
+		if live {
+			m.res.Outcome = Duplicate
+			m.res.Warning, err = e.fingerprintConflict(m.op, m.marker.String(), str(md.Fields, metaFingerprint), m.fingerprint)
+			return err
+		}
+	}
+	cur, exists, err := getLive(ctx, tx, m.target, now)
+	if err != nil {
+		return err
+	}
+	if exists {
+		meta := sub(cur.Fields, MetaField)
+		if str(meta, metaEventKey) == m.eventKey {
+			m.res.Outcome = Duplicate
+			m.res.Warning, err = e.fingerprintConflict(m.op, m.target.String(), str(meta, metaFingerprint), m.fingerprint)
+			return err
+		}
+		if m.order.compare(orderFromMeta(meta)) <= 0 {
+			m.res.Outcome = Stale
+			return nil
+		}
+	}
+	if useMarker {
+		marker := store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.order.messageID,
+			metaFingerprint: m.fingerprint, "target": m.target.String(), "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+		if slow {
+			err, m.res.WriteKind = tx.Set(ctx, m.marker, marker), "set+set"
+		} else {
+			err, m.res.WriteKind = tx.Create(ctx, m.marker, marker), "create+set"
+		}
+		if err != nil {
+			return err
+		}
+	} else {
+		m.res.WriteKind = "set"
+	}
+	m.res.Outcome = Applied
+	return tx.Set(ctx, m.target, m.doc)
+}
+
+// createSlow runs after ModeCreate found the document: a duplicate, unless
+// the fingerprints differ.
+func (e *Engine) createSlow(ctx context.Context, tx store.Tx, m *materialization) error {
+	m.res.Outcome, m.res.WriteKind, m.res.Warning = Duplicate, "none", ""
+	cur, err := tx.Get(ctx, m.target)
+	if isNotFound(err) {
+		return fmt.Errorf("%s vanished between create and read: %w", m.target, store.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	meta := sub(cur.Fields, MetaField)
+	m.res.Warning, err = e.fingerprintConflict(m.op, m.target.String(), str(meta, metaFingerprint), m.fingerprint)
+	return err
+}

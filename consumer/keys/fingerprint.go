@@ -1,0 +1,45 @@
+package keys
+
+import (
+	"crypto/sha256"
+	"fmt"
+)
+
+// LogicalKeyLen is the length of a hashed logical key: 52 base32 characters,
+// which carry the whole 256-bit SHA-256.
+const LogicalKeyLen = 52
+
+// Fingerprint returns "sha256:" and the base32 SHA-256 of the canonical JSON
+// of payload. The same event id with a different fingerprint is a contract
+// violation (a reused event id).
+func Fingerprint(payload []byte) (string, error) {
+	c, err := CanonicalJSON(payload)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint: %w", err)
+	}
+	sum := sha256.Sum256(c)
+	return "sha256:" + b32.EncodeToString(sum[:]), nil
+}
+
+// LogicalKey returns the logical dedupe key of an event, as a normalised id
+// component: the event id when the payload has one ("e-" + NormalizeID), else
+// "h-" and the base32 SHA-256 of the canonical JSON of the identity fields
+// (the fields that define the event, not derived or transient ones).
+func LogicalKey(eventID string, identity map[string]any) (string, error) {
+	if eventID != "" {
+		n, err := NormalizeID(eventID)
+		if err != nil {
+			return "", fmt.Errorf("event id: %w", err)
+		}
+		return "e-" + n, nil
+	}
+	if len(identity) == 0 {
+		return "", fmt.Errorf("logical key: the payload has no event id and no identity fields: set an eventId or name the identity fields of the route")
+	}
+	c, err := CanonicalValue(identity)
+	if err != nil {
+		return "", fmt.Errorf("logical key: %w", err)
+	}
+	sum := sha256.Sum256(c)
+	return "h-" + b32.EncodeToString(sum[:])[:LogicalKeyLen], nil
+}

@@ -1,0 +1,68 @@
+// Package memstore is the in-memory store driver (URL "mem://"), for tests and
+// for trying the consumer out. Transactions are serialised by one mutex, so it
+// is exactly as isolated as the engine needs and never retries.
+package memstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/eventpipe/eventpipe/consumer/store"
+)
+
+// Store keeps documents in a map. The zero value is not usable; call New.
+type Store struct {
+	mu     sync.Mutex
+	docs   map[store.Key]store.Document
+	closed bool
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{docs: make(map[store.Key]store.Document)}
+}
+
+// ErrClosed is returned by RunTx after Close.
+var ErrClosed = errors.New("memstore: store is closed")
+
+// RunTx implements store.Store.
+func (s *Store) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return &store.Error{Op: "begin", Kind: store.KindConfiguration, Err: ErrClosed}
+	}
+	tx := store.NewBufferedTx(func(key store.Key) (store.Document, bool, error) {
+		d, ok := s.docs[key]
+		return d, ok, nil
+	})
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return tx.Apply(func(key store.Key, doc store.Document) error {
+		s.docs[key] = doc
+		return nil
+	}, func(key store.Key) error {
+		delete(s.docs, key)
+		return nil
+	})
+}
+
+// Len returns the number of stored documents (for tests).
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.docs)
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}

@@ -1,0 +1,78 @@
+// Package store defines the minimal transactional document interface that the
+// idempotency engine (package engine) is written against, and the value model,
+// errors and JSON codec that every driver shares.
+//
+// A driver implements Store: RunTx runs a function inside one serialisable
+// transaction that can Get, Create (if absent), Set and Delete documents. The
+// engine keeps every read before every write in a transaction (Firestore
+// requires it) and tolerates the transaction function running more than once
+// (drivers retry on conflicts). Drivers live in sub-packages: memstore, boltstore,
+// pgstore and fsstore; storeurl opens one from a URL; opcount counts operations.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Key names one document: a collection and a document id. Both must be valid
+// Firestore names; package keys builds ids that are.
+type Key struct {
+	Collection string
+	ID         string
+}
+
+// String returns the document path "collection/id".
+func (k Key) String() string { return k.Collection + "/" + k.ID }
+
+// Document is a stored document. Fields holds JSON-like values: nil, bool,
+// int64, float64, string, time.Time, []any and map[string]any. ExpireAt, when
+// not zero, is stored as the timestamp field "expireAt" that Firestore's TTL
+// policy deletes on; readers must still treat an expired document as absent
+// (package engine does), because TTL deletion can lag by a day.
+type Document struct {
+	Fields   map[string]any
+	ExpireAt time.Time
+}
+
+// ExpireAtField is the name of the expiry field every engine record carries.
+const ExpireAtField = "expireAt"
+
+// Expired reports whether d has an expiry at or before now.
+func (d Document) Expired(now time.Time) bool {
+	return !d.ExpireAt.IsZero() && !d.ExpireAt.After(now)
+}
+
+// Tx is one transaction. Reads (Get) must come before writes (Create, Set,
+// Delete). Create fails with ErrAlreadyExists when the document exists; a
+// driver may report that either from Create itself or, as Firestore does,
+// from the commit (RunTx's result).
+type Tx interface {
+	// Get returns the document or an error wrapping ErrNotFound.
+	Get(ctx context.Context, key Key) (Document, error)
+	// Create writes doc only if no document has key.
+	Create(ctx context.Context, key Key, doc Document) error
+	// Set writes doc, replacing any document with key.
+	Set(ctx context.Context, key Key, doc Document) error
+	// Delete removes the document; deleting an absent document is not an error.
+	Delete(ctx context.Context, key Key) error
+}
+
+// Store is a transactional document store.
+type Store interface {
+	// RunTx runs fn in a transaction and commits it if fn returns nil. fn may
+	// run more than once (drivers retry on conflicts and batch commits), so it
+	// must reset any state it captures each time it starts.
+	RunTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Sentinel errors every driver reports (wrapped) for the cases the engine relies on.
+var (
+	// ErrNotFound: Get found no document.
+	ErrNotFound = errors.New("document not found")
+	// ErrAlreadyExists: Create found an existing document.
+	ErrAlreadyExists = errors.New("document already exists")
+)

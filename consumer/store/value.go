@@ -1,0 +1,255 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// timeTag marks a timestamp in the JSON encoding, so that drivers storing JSON
+// (bbolt, PostgreSQL) give back time.Time as Firestore does.
+const timeTag = "$eventpipe_time"
+
+// CopyFields returns a deep copy of fields with every value converted to the
+// value model of Document (int kinds become int64, float32 float64, typed
+// slices and maps []any and map[string]any, times UTC). It fails, naming the
+// field, on values a document cannot hold.
+func CopyFields(fields map[string]any) (map[string]any, error) {
+	if fields == nil {
+		return map[string]any{}, nil
+	}
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		nv, err := normalize(v)
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", k, err)
+		}
+		out[k] = nv
+	}
+	return out, nil
+}
+
+// CopyDocument returns a deep copy of d in the value model (see CopyFields).
+func CopyDocument(d Document) (Document, error) {
+	f, err := CopyFields(d.Fields)
+	if err != nil {
+		return Document{}, err
+	}
+	return Document{Fields: f, ExpireAt: d.ExpireAt.UTC()}, nil
+}
+
+func normalize(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, bool, string, int64:
+		return x, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("number %v cannot be stored: use a finite number", x)
+		}
+		return x, nil
+	case float32:
+		return normalize(float64(x))
+	case int:
+		return int64(x), nil
+	case int8:
+		return int64(x), nil
+	case int16:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case uint8:
+		return int64(x), nil
+	case uint16:
+		return int64(x), nil
+	case uint32:
+		return int64(x), nil
+	case uint:
+		if uint64(x) > math.MaxInt64 {
+			return nil, fmt.Errorf("integer %d overflows int64", x)
+		}
+		return int64(x), nil
+	case uint64:
+		if x > math.MaxInt64 {
+			return nil, fmt.Errorf("integer %d overflows int64", x)
+		}
+		return int64(x), nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i, nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("number %q: %w", x, err)
+		}
+		return normalize(f)
+	case time.Time:
+		return x.UTC(), nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			ne, err := normalize(e)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			out[i] = ne
+		}
+		return out, nil
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out, nil
+	case map[string]any:
+		return CopyFields(x)
+	case map[string]string:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = e
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("unsupported value type %T: use bool, number, string, time.Time, slice or map[string]any", v)
+	}
+}
+
+// EncodeJSON encodes a document for drivers that store JSON. Timestamps keep
+// their type (a tagged object) and integers stay distinct from floats, so
+// DecodeJSON returns what Firestore would.
+func EncodeJSON(d Document) ([]byte, error) {
+	var b bytes.Buffer
+	if err := encodeValue(&b, d.Fields); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func encodeValue(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case string:
+		s, err := json.Marshal(x)
+		if err != nil {
+			return err
+		}
+		b.Write(s)
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("number %v cannot be stored", x)
+		}
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0"
+		}
+		b.WriteString(s)
+	case time.Time:
+		fmt.Fprintf(b, `{%q:%q}`, timeTag, x.UTC().Format(time.RFC3339Nano))
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := encodeValue(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := encodeValue(b, k); err != nil {
+				return err
+			}
+			b.WriteByte(':')
+			if err := encodeValue(b, x[k]); err != nil {
+				return fmt.Errorf("field %q: %w", k, err)
+			}
+		}
+		b.WriteByte('}')
+	default:
+		nv, err := normalize(v)
+		if err != nil {
+			return err
+		}
+		return encodeValue(b, nv)
+	}
+	return nil
+}
+
+// DecodeJSON decodes fields written by EncodeJSON.
+func DecodeJSON(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("decode document: %w", err)
+	}
+	v, err := decodeValue(raw)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := v.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+func decodeValue(v any) (any, error) {
+	switch x := v.(type) {
+	case json.Number:
+		s := x.String()
+		if strings.ContainsAny(s, ".eE") {
+			return x.Float64()
+		}
+		return x.Int64()
+	case []any:
+		for i, e := range x {
+			ne, err := decodeValue(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = ne
+		}
+		return x, nil
+	case map[string]any:
+		if len(x) == 1 {
+			if s, ok := x[timeTag].(string); ok {
+				t, err := time.Parse(time.RFC3339Nano, s)
+				if err != nil {
+					return nil, fmt.Errorf("decode timestamp %q: %w", s, err)
+				}
+				return t.UTC(), nil
+			}
+		}
+		for k, e := range x {
+			ne, err := decodeValue(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = ne
+		}
+		return x, nil
+	default:
+		return x, nil
+	}
+}
