@@ -75,12 +75,12 @@ type Config struct {
 // Engine turns at-least-once deliveries into exactly-once effects. It is
 // safe for concurrent use; it holds no state of its own beyond its Config.
 type Engine struct {
-	cfg         Config
-	dedupe      string
-	leases      string
-	receipts    string
-	poison      string
-	envID       string
+	cfg      Config
+	dedupe   string
+	leases   string
+	receipts string
+	poison   string
+	envID    string
 }
 
 // New validates cfg, fills in defaults and returns an Engine.
