@@ -149,6 +149,8 @@ func grpcName(c codes.Code) string {
 		return "NOT_FOUND"
 	case codes.AlreadyExists:
 		return "ALREADY_EXISTS"
+	case codes.Canceled:
+		return "CANCELLED"
 	case codes.DataLoss:
 		return "DATA_LOSS"
 	default:

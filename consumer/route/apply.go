@@ -34,17 +34,19 @@ type Plan struct {
 	Route         *Route
 	EventType     string
 	SchemaVersion string
-	// Target is the document written (latest-state, receipt) or the lease
-	// record's subject (lease).
+	// AggregateID is the raw (un-normalised) value of the target id field;
+	// the engine names the document keys.DocID(env, AggregateID).
+	AggregateID string
+	// Target is the document written (latest-state, receipt); empty for lease.
 	Target store.Key
 	// Fields are the output fields, nested on dots.
 	Fields map[string]any
-	// Ordering holds the values of Route.Ordering, in order (nil if absent).
-	Ordering []any
-	// LogicalKey is the logical-event dedupe key, or "" when the route has none.
-	LogicalKey string
-	// Fingerprint identifies the payload's content (canonical JSON hash).
-	Fingerprint string
+	// EventTime and Sequence are the ordering values (latest-state).
+	EventTime time.Time
+	Sequence  *int64
+	// EventID and Identity feed the logical-event dedupe key (Route.Dedupe).
+	EventID  string
+	Identity map[string]any
 }
 
 // PubSubRoutes returns the pubsub routes in match order.
@@ -108,8 +110,8 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	}
 	p.SchemaVersion, _ = stringAt(msg.Payload, "schemaVersion")
 	values := make(map[string]any, len(r.Fields))
-	for name, f := range r.Fields {
-		v, ok, err := r.extract(name, f, msg, env)
+	for _, name := range r.fieldOrder {
+		v, ok, err := r.extract(name, r.Fields[name], msg, env)
 		if err != nil {
 			return nil, err
 		}
@@ -119,53 +121,34 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		values[name] = v
 		setPath(p.Fields, name, v)
 	}
-	comps := make([]string, len(r.Target.ID))
-	for i, c := range r.Target.ID {
-		raw := env
-		if c != "$env" {
-			raw = fmt.Sprint(values[c])
-		}
-		n, err := keys.NormalizeID(raw)
+	if r.Target.ID != "" {
+		p.AggregateID = fmt.Sprint(values[r.Target.ID])
+		id, err := keys.DocID(env, p.AggregateID)
 		if err != nil {
-			return nil, &PlanError{r.Name, c, "cannot be part of a document id: " + err.Error(), "send a non-empty value"}
+			return nil, &PlanError{r.Name, r.Target.ID, "cannot name a document: " + err.Error(), "send a non-empty id"}
 		}
-		comps[i] = n
+		p.Target = store.Key{Collection: r.Target.Collection, ID: id}
 	}
-	p.Target = store.Key{Collection: r.Target.Collection, ID: keys.JoinID(comps...)}
-	if err := keys.ValidFirestoreID(p.Target.ID); err != nil {
-		return nil, &PlanError{r.Name, "target.id", err.Error(), "shorten the id fields"}
-	}
-	if len(r.Ordering) > 0 {
-		p.Ordering = make([]any, len(r.Ordering))
-		for i, o := range r.Ordering {
-			p.Ordering[i] = values[o]
+	if o := r.Ordering; o != nil {
+		p.EventTime, _ = values[o.EventTime].(time.Time)
+		if v, ok := values[o.Sequence].(int64); ok && o.Sequence != "" {
+			p.Sequence = &v
 		}
 	}
-	if r.Dedupe != nil {
-		var eventID string
-		if r.Dedupe.EventIDField != "" {
-			if v, ok := lookup(msg.Payload, r.Dedupe.EventIDField); ok && v != nil {
-				eventID = fmt.Sprint(v)
+	if d := r.Dedupe; d != nil {
+		if d.EventIDField != "" {
+			if v, ok := lookup(msg.Payload, d.EventIDField); ok && v != nil {
+				p.EventID = fmt.Sprint(v)
 			}
 		}
-		identity := map[string]any{}
-		for _, f := range r.Dedupe.Identity {
+		for _, f := range d.Identity {
 			if v, ok := lookup(msg.Payload, f); ok {
-				identity[f] = v
+				if p.Identity == nil {
+					p.Identity = map[string]any{}
+				}
+				p.Identity[f] = v
 			}
 		}
-		lk, err := keys.LogicalKey(eventID, identity)
-		if err != nil {
-			return nil, &PlanError{r.Name, "dedupe", err.Error(), "send the event id or identity fields"}
-		}
-		p.LogicalKey = lk
-	}
-	if len(msg.Data) > 0 {
-		fp, err := keys.Fingerprint(msg.Data)
-		if err != nil {
-			return nil, &PlanError{r.Name, "data", err.Error(), "publish valid JSON"}
-		}
-		p.Fingerprint = fp
 	}
 	return p, nil
 }

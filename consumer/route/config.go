@@ -61,15 +61,19 @@ type Route struct {
 	// Fields maps output fields (dotted names nest: "source.topic") to
 	// where their values come from.
 	Fields map[string]Field `json:"fields"`
-	// Ordering lists output fields compared, in order, to decide whether an
-	// update is newer than the stored document (latest-state only).
-	Ordering []string `json:"ordering,omitempty"`
+	// Ordering names the output fields that decide whether an update is
+	// newer than the stored document (latest-state only).
+	Ordering *Ordering `json:"ordering,omitempty"`
 	// Dedupe adds a logical-event key to the message-id dedupe.
 	Dedupe *Dedupe `json:"dedupe,omitempty"`
 	// Action is the downstream call of a lease route.
 	Action *Action `json:"action,omitempty"`
 	// Receipt configures the idempotency key of a receipt route.
 	Receipt *Receipt `json:"receipt,omitempty"`
+
+	// fieldOrder is Fields' names sorted, so extraction (and its first
+	// error) is deterministic.
+	fieldOrder []string
 }
 
 // Match selects payloads by a type field, by shape, or both.
@@ -82,12 +86,13 @@ type Match struct {
 	Fields []string `json:"fields,omitempty"`
 }
 
-// Target names a document: collection plus id components. Each component is
-// an output field or a source such as $env; components are normalised and
-// joined with "__", so {"id": ["$env", "serviceId"]} gives "prod__api".
+// Target names a document: a collection and the output field holding the
+// aggregate id. The document id is env-qualified and normalised by package
+// keys (keys.DocID): {"id": "serviceId"} with service "API" in prod gives
+// "prod__api".
 type Target struct {
-	Collection string   `json:"collection"`
-	ID         []string `json:"id"`
+	Collection string `json:"collection"`
+	ID         string `json:"id"`
 	// MustExist makes an absent target a 404 (callbacks for unknown runs)
 	// before anything is written.
 	MustExist bool `json:"mustExist,omitempty"`
@@ -104,6 +109,17 @@ type Field struct {
 	Type string `json:"type,omitempty"`
 	// Required makes a missing value poison.
 	Required bool `json:"required,omitempty"`
+}
+
+// Ordering picks the version-ordering fields. Updates compare (sequence,
+// event time, publish time, message id) left to right, an absent sequence
+// below any present one (seeds 000 and 002); the engine adds the last two.
+type Ordering struct {
+	// EventTime is a timestamp output field: the event's own time.
+	EventTime string `json:"eventTime"`
+	// Sequence is an integer output field: a producer-issued per-aggregate
+	// sequence, optional.
+	Sequence string `json:"sequence,omitempty"`
 }
 
 // Dedupe configures the logical-event key (seed 000, two-tier dedupe).

@@ -29,12 +29,13 @@ func TestSeedRoutesPlan(t *testing.T) {
 		t.Fatalf("embedded seed routes invalid: %v", err)
 	}
 	tests := []struct {
-		name     string
-		payload  string
-		route    string
-		doc      string
-		fields   map[string]any
-		ordering []any
+		name    string
+		payload string
+		route   string
+		doc     string
+		fields  map[string]any
+		seq     *int64
+		at      time.Time
 	}{
 		{
 			name:    "system event (seed 000)",
@@ -46,18 +47,19 @@ func TestSeedRoutesPlan(t *testing.T) {
 				"sequence":        int64(7),
 				"source": map[string]any{"topic": "system-events", "messageId": "m-1",
 					"publishedAt": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
-			ordering: []any{time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), int64(7), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "m-1"},
+			seq: ptr(7), at: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC),
 		},
 		{
 			name:    "system event falls back to publishTime",
 			payload: `{"service":"api","status":"down"}`,
 			route:   "system_events", doc: "ops_services/prod__api",
-			ordering: []any{time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), nil, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "m-1"},
+			at: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		},
 		{
 			name:    "ingest heartbeat (seed 001) wins over shape match",
 			payload: `{"eventType":"ingest_heartbeat","pipeline":"orders","status":"ok","service":"x","heartbeatAt":1767322800}`,
 			route:   "ingest_heartbeat", doc: "ingest_pipelines/prod__orders",
+			at: time.Unix(1767322800, 0).UTC(),
 		},
 	}
 	for _, tt := range tests {
@@ -82,15 +84,17 @@ func TestSeedRoutesPlan(t *testing.T) {
 					t.Errorf("field %s = %#v, want %#v", k, got, want)
 				}
 			}
-			if tt.ordering != nil && !equalJSON(p.Ordering, tt.ordering) {
-				t.Errorf("ordering = %#v, want %#v", p.Ordering, tt.ordering)
+			if !p.EventTime.Equal(tt.at) || !equalJSON(p.Sequence, tt.seq) {
+				t.Errorf("ordering = %v %v, want %v %v", p.EventTime, p.Sequence, tt.at, tt.seq)
 			}
-			if p.LogicalKey == "" || p.Fingerprint == "" {
-				t.Errorf("logical key %q, fingerprint %q", p.LogicalKey, p.Fingerprint)
+			if len(p.Identity) == 0 {
+				t.Errorf("no identity fields for the logical dedupe key")
 			}
 		})
 	}
 }
+
+func ptr(v int64) *int64 { return &v }
 
 func equalJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
@@ -106,7 +110,7 @@ func TestPlanPoison(t *testing.T) {
 	tests := []struct {
 		name, payload, field string
 	}{
-		{"bad timestamp", `{"service":"api","status":"ok","producedAt":"soon"}`, "updatedAt"},
+		{"bad timestamp", `{"service":"api","status":"ok","producedAt":"soon"}`, "lastHeartbeatAt"},
 		{"bad sequence", `{"service":"api","status":"ok","sequence":"seven"}`, "sequence"},
 		{"service not string", `{"service":{"a":1},"status":"ok"}`, "serviceId"},
 		{"blank service id", `{"service":"  ","status":"ok"}`, "serviceId"},
@@ -135,9 +139,9 @@ func TestCompileErrorsNameRouteFieldAndFix(t *testing.T) {
 	base := func() Route {
 		return Route{
 			Name: "svc", Match: Match{Fields: []string{"service"}}, Mode: ModeLatestState,
-			Target:   Target{Collection: "ops", ID: []string{"$env", "id"}},
+			Target:   Target{Collection: "ops", ID: "id"},
 			Fields:   map[string]Field{"id": {From: []string{"service"}, Type: "string", Required: true}, "at": {From: []string{"$publishTime"}, Type: "timestamp"}},
-			Ordering: []string{"at"},
+			Ordering: &Ordering{EventTime: "at"},
 		}
 	}
 	tests := []struct {
@@ -150,17 +154,25 @@ func TestCompileErrorsNameRouteFieldAndFix(t *testing.T) {
 		{"no match", func(r *Route) { r.Match = Match{} }, "match"},
 		{"types without field", func(r *Route) { r.Match.Types = []string{"x"} }, "match.types"},
 		{"bad collection", func(r *Route) { r.Target.Collection = "a/b" }, "target.collection"},
-		{"unknown id field", func(r *Route) { r.Target.ID = []string{"nope"} }, "target.id[0]"},
+		{"unknown id field", func(r *Route) { r.Target.ID = "nope" }, "target.id"},
 		{"optional id field", func(r *Route) { f := r.Fields["id"]; f.Required = false; r.Fields["id"] = f }, "fields.id.required"},
 		{"bad type", func(r *Route) { r.Fields["x"] = Field{From: []string{"x"}, Type: "date"} }, "fields.x.type"},
 		{"unknown special", func(r *Route) { r.Fields["x"] = Field{From: []string{"$nope"}} }, "fields.x.from[0]"},
-		{"unknown ordering", func(r *Route) { r.Ordering = []string{"zz"} }, "ordering[0]"},
+		{"unknown ordering", func(r *Route) { r.Ordering.EventTime = "zz" }, "ordering.eventTime"},
+		{"sequence not integer", func(r *Route) { r.Ordering.Sequence = "id" }, "fields.id.type"},
 		{"untyped ordering", func(r *Route) { r.Fields["at"] = Field{From: []string{"at"}} }, "fields.at.type"},
-		{"latest-state without ordering", func(r *Route) { r.Ordering = nil }, "ordering"},
-		{"lease without action", func(r *Route) { r.Mode = ModeLease; r.Ordering = nil }, "action"},
+		{"latest-state without ordering", func(r *Route) { r.Ordering = nil }, "ordering.eventTime"},
+		{"lease without action", func(r *Route) { r.Mode, r.Target, r.Ordering = ModeLease, Target{}, nil }, "action"},
+		{"lease with target", func(r *Route) {
+			r.Mode, r.Ordering, r.Action = ModeLease, nil, &Action{URL: "http://x"}
+		}, "target"},
 		{"lease bad url", func(r *Route) {
-			r.Mode, r.Ordering, r.Action = ModeLease, nil, &Action{URL: "ftp://x"}
+			r.Mode, r.Target, r.Ordering, r.Action = ModeLease, Target{}, nil, &Action{URL: "ftp://x"}
 		}, "action.url"},
+		{"heartbeat too slow", func(r *Route) {
+			r.Mode, r.Target, r.Ordering = ModeLease, Target{}, nil
+			r.Action = &Action{URL: "http://x", LeaseTTL: Duration(time.Minute), Heartbeat: Duration(time.Minute)}
+		}, "action.heartbeat"},
 		{"receipt on pubsub", func(r *Route) { r.Mode = ModeReceipt; r.Ordering = nil }, "mode"},
 		{"callback with match", func(r *Route) { r.Ingress = IngressCallback; r.Mode = ModeReceipt; r.Ordering = nil }, "match"},
 		{"nested conflict", func(r *Route) {

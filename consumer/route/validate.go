@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -51,6 +52,7 @@ func Compile(c Config) (*Table, error) {
 		if len(p.errs) > 0 {
 			continue
 		}
+		r.fieldOrder = slices.Sorted(maps.Keys(r.Fields))
 		if r.Ingress == IngressCallback {
 			t.callbacks[r.Name] = r
 		} else {
@@ -87,12 +89,16 @@ func (r *Route) validate(p *problems) {
 	}
 	r.validateMatch(p)
 	r.validateFields(p)
-	r.validateTarget(p)
+	if r.Mode == ModeLease {
+		if r.Target != (Target{}) {
+			p.add("target", "lease routes write no target document (the lease record is keyed by route and event)", "remove target")
+		}
+	} else {
+		r.validateTarget(p)
+	}
 	switch r.Mode {
 	case ModeLatestState:
-		if len(r.Ordering) == 0 {
-			p.add("ordering", "latest-state needs ordering fields", `list the fields that order updates, e.g. ["updatedAt", "source.messageId"]`)
-		}
+		r.validateOrdering(p)
 	case ModeLease:
 		r.validateAction(p)
 	case ModeReceipt:
@@ -102,16 +108,7 @@ func (r *Route) validate(p *problems) {
 	default:
 		p.add("mode", fmt.Sprintf("%q is not a mode", r.Mode), `use "latest-state", "lease" or "receipt"`)
 	}
-	for i, o := range r.Ordering {
-		f, ok := r.Fields[o]
-		if !ok {
-			p.add(fmt.Sprintf("ordering[%d]", i), fmt.Sprintf("%q is not an output field", o), "add it under fields or remove it from ordering")
-		} else if f.Type == "" || f.Type == "any" {
-			p.add(fmt.Sprintf("fields.%s.type", o), "an ordering field needs a comparable type",
-				`set "type" to timestamp, integer, number or string`)
-		}
-	}
-	if r.Mode != ModeLatestState && len(r.Ordering) > 0 {
+	if r.Mode != ModeLatestState && r.Ordering != nil {
 		p.add("ordering", "only latest-state routes order updates", "remove ordering")
 	}
 	if r.Action != nil && r.Mode != ModeLease {
@@ -202,21 +199,34 @@ func (r *Route) validateTarget(p *problems) {
 		p.add("target.collection", fmt.Sprintf("%q is not a collection name", r.Target.Collection),
 			"use letters, digits, _ or -, starting with a letter (no '/')")
 	}
-	if len(r.Target.ID) == 0 {
-		p.add("target.id", "empty", `list the id components, e.g. ["$env", "serviceId"]`)
-	}
-	for i, c := range r.Target.ID {
-		if c == "$env" {
-			continue
-		}
-		if _, ok := r.Fields[c]; !ok {
-			p.add(fmt.Sprintf("target.id[%d]", i), fmt.Sprintf("%q is neither $env nor an output field", c), "add it under fields")
-		} else if !r.Fields[c].Required {
-			p.add(fmt.Sprintf("fields.%s.required", c), "an id component must be required", `set "required": true`)
-		}
+	if f, ok := r.Fields[r.Target.ID]; !ok {
+		p.add("target.id", fmt.Sprintf("%q is not an output field", r.Target.ID), "name the output field holding the aggregate id, e.g. \"serviceId\"")
+	} else if !f.Required {
+		p.add(fmt.Sprintf("fields.%s.required", r.Target.ID), "the id field must be required", `set "required": true`)
 	}
 	if r.Target.MustExist && r.Mode != ModeReceipt {
 		p.add("target.mustExist", "only receipt routes update existing targets", "remove mustExist")
+	}
+}
+
+func (r *Route) validateOrdering(p *problems) {
+	o := r.Ordering
+	if o == nil || o.EventTime == "" {
+		p.add("ordering.eventTime", "latest-state needs an event time", `set "ordering": {"eventTime": "updatedAt"} (a timestamp field)`)
+		return
+	}
+	check := func(name, field, typ string) {
+		f, ok := r.Fields[field]
+		switch {
+		case !ok:
+			p.add("ordering."+name, fmt.Sprintf("%q is not an output field", field), "add it under fields")
+		case f.Type != typ:
+			p.add(fmt.Sprintf("fields.%s.type", field), "ordering."+name+" needs type "+typ, fmt.Sprintf("set \"type\": %q", typ))
+		}
+	}
+	check("eventTime", o.EventTime, "timestamp")
+	if o.Sequence != "" {
+		check("sequence", o.Sequence, "integer")
 	}
 }
 
