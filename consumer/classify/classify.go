@@ -11,8 +11,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
@@ -72,8 +74,17 @@ func Of(err error) Class {
 			me.typ == logfields.ErrorTypeConfiguration
 		return c
 	}
+	var ee *engine.Error
+	if errors.As(err, &ee) {
+		t := string(ee.Type)
+		return Class{Type: t, Code: ee.Code, Retryable: ee.Retryable() || t == logfields.ErrorTypeConfiguration}
+	}
 	var fe *envelope.FieldError
 	if errors.As(err, &fe) {
+		return Class{Type: logfields.ErrorTypePoison}
+	}
+	var pe *route.PlanError
+	if errors.As(err, &pe) || errors.Is(err, route.ErrUnroutable) {
 		return Class{Type: logfields.ErrorTypePoison}
 	}
 	if code, kind, ok := store.Code(err); ok {

@@ -9,9 +9,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
+	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
@@ -46,6 +48,12 @@ func TestOf(t *testing.T) {
 		{"pg missing table", pgErr{"42P01"}, logfields.ErrorTypeConfiguration, "42P01", true},
 		{"context deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), logfields.ErrorTypeTransient, "DEADLINE_EXCEEDED", true},
 		{"unknown", errors.New("boom"), logfields.ErrorTypeTransient, "", true},
+		{"engine fingerprint mismatch", &engine.Error{Type: engine.TypePoison, Code: "FINGERPRINT_MISMATCH", Err: errors.New("x")}, logfields.ErrorTypePoison, "FINGERPRINT_MISMATCH", false},
+		{"engine in progress", fmt.Errorf("w: %w", &engine.Error{Type: engine.TypeInProgress, Err: errors.New("x")}), logfields.ErrorTypeInProgress, "", true},
+		{"engine unavailable", &engine.Error{Type: engine.TypeTransient, Code: "UNAVAILABLE", Err: errors.New("x")}, logfields.ErrorTypeTransient, "UNAVAILABLE", true},
+		{"engine permission", &engine.Error{Type: engine.TypeConfiguration, Code: "PERMISSION_DENIED", Err: errors.New("x")}, logfields.ErrorTypeConfiguration, "PERMISSION_DENIED", true},
+		{"plan error", &route.PlanError{Route: "r", Field: "f"}, logfields.ErrorTypePoison, "", false},
+		{"unroutable", fmt.Errorf("x: %w", route.ErrUnroutable), logfields.ErrorTypePoison, "", false},
 		{"marked keeps inner code", Poison(pgErr{"22P02"}), logfields.ErrorTypePoison, "22P02", false},
 	}
 	for _, tt := range tests {

@@ -60,7 +60,7 @@ const (
 	ErrorType = "error_type" // one of the ErrorType* values
 	ErrorCode = "error_code" // gRPC code name (e.g. UNAVAILABLE) or SQLSTATE
 	Error     = "error"      // error text, bounded in length
-	Retryable = "retryable"  // true when the message will be delivered again
+	Retryable = "retryable"  // true when a retry can succeed (transient, in progress, configuration once fixed)
 )
 
 // LeaseEvent is the key of lease life-cycle events (seed 003 monitoring).
