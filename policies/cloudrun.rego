@@ -1,0 +1,39 @@
+package eventpipe
+
+import rego.v1
+
+# Rules on the Cloud Run consumer's exposure.
+
+public_members := {"allUsers", "allAuthenticatedUsers"}
+
+# METADATA
+# title: Cloud Run consumer invokable by the public
+# description: >-
+#   Granting roles/run.invoker to allUsers or allAuthenticatedUsers (or disabling the
+#   invoker IAM check) lets anyone on the internet call the consumer and forge Pub/Sub
+#   pushes or callbacks. Only the push service account needs to invoke it.
+# custom:
+#   id: EP010
+#   severity: critical
+#   fix: Remove the public member and grant roles/run.invoker only to the push service account; keep invokerIamDisabled unset.
+deny_cloud_run_public_invoker contains msg if {
+	input.type == run_iam_member_type
+	role_is(input, "roles/run.invoker")
+	member := prop(input, ["member"])
+	member in public_members
+	msg := sprintf("%s grants roles/run.invoker to %s", [display(input), member])
+}
+
+deny_cloud_run_public_invoker contains msg if {
+	input.type == run_iam_binding_type
+	role_is(input, "roles/run.invoker")
+	some member in prop(input, ["members"])
+	member in public_members
+	msg := sprintf("%s grants roles/run.invoker to %s", [display(input), member])
+}
+
+deny_cloud_run_public_invoker contains msg if {
+	input.type == run_service_type
+	prop(input, ["invokerIamDisabled"]) == true
+	msg := sprintf("%s disables the invoker IAM check: anyone can call it", [display(input)])
+}

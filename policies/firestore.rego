@@ -1,0 +1,78 @@
+package eventpipe
+
+import rego.v1
+
+# Rules on the consumer's Firestore collections.
+
+# consumer_collections are the suffixes of the consumer's expiring collections.
+consumer_collections := ["dedupe", "leases", "receipts"]
+
+# METADATA
+# title: Consumer collection without a Firestore TTL policy
+# description: >-
+#   The consumer's dedupe, lease and receipt records carry an expireAt timestamp; without a
+#   Firestore TTL policy on that field the collections grow forever (storage, index bloat
+#   and cost). A Cloud Run service whose EVENTPIPE_STORE is firestore://PROJECT/DATABASE
+#   uses the collections EVENTPIPE_COLLECTION_PREFIX (default eventpipe_) + dedupe, leases,
+#   receipts.
+# custom:
+#   id: EP014
+#   severity: low
+#   fix: Add a firestore Field resource for each collection on field expireAt with a non-nil ttlConfig (the eventpipe Firestore TTL component does this).
+stack_warn_consumer_collection_without_ttl contains msg if {
+	some svc in input.resources
+	svc.type == run_service_type
+	env := service_env(svc)
+	store := env.EVENTPIPE_STORE
+	known_string(store)
+	startswith(store, "firestore://")
+	prefix := object.get(env, "EVENTPIPE_COLLECTION_PREFIX", "eventpipe_")
+	known_string(prefix)
+	database := firestore_database(store)
+	some suffix in consumer_collections
+	collection := concat("", [prefix, suffix])
+	not ttl_policy(collection, database)
+	not unknown_ttl_policy
+	msg := finding(svc, sprintf("%s stores records in Firestore collection %q (database %q) without a TTL policy on expireAt", [display(svc), collection, database]))
+}
+
+# service_env(svc) maps the env var names of every container of svc to their values.
+service_env(svc) := {e.name: object.get(e, "value", "") |
+	some c in object.get(prop(svc, ["template"]), "containers", [])
+	some e in object.get(c, "envs", [])
+	is_string(e.name)
+}
+
+# firestore_database("firestore://PROJECT/DATABASE") is DATABASE ("(default)" when absent).
+firestore_database(store) := db if {
+	parts := split(trim_prefix(store, "firestore://"), "/")
+	count(parts) > 1
+	db := parts[1]
+	db != ""
+} else := "(default)"
+
+ttl_fields := [f | some f in input.resources; f.type == firestore_field_type]
+
+ttl_policy(collection, database) if {
+	some f in ttl_fields
+	prop(f, ["collection"]) == collection
+	prop(f, ["field"]) == "expireAt"
+	field_database(f) == database
+	is_object(prop(f, ["ttlConfig"]))
+}
+
+field_database(f) := db if {
+	db := prop(f, ["database"])
+	known_string(db)
+} else := "(default)"
+
+# unknown_ttl_policy holds when a Field's collection or field is not shown by the plan.
+unknown_ttl_policy if {
+	some f in ttl_fields
+	unknown(prop(f, ["collection"]))
+}
+
+unknown_ttl_policy if {
+	some f in ttl_fields
+	unknown(prop(f, ["field"]))
+}

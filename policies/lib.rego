@@ -1,0 +1,282 @@
+# METADATA
+# title: eventpipe
+# description: >-
+#   Pub/Sub dead-lettering, retry, push-auth, Cloud Run exposure and Firestore TTL rules for
+#   eventpipe stacks. Resource rules (deny_*, warn_*) see one resource as input; stack rules
+#   (stack_deny_*, stack_warn_*) see input.resources, the shape Pulumi's OPA policy packs use.
+# scope: package
+package eventpipe
+
+import rego.v1
+
+# This file holds the helpers every rule file shares: resource types, the values a plan
+# cannot know, durations, configuration lookups and the reference index used by the
+# cross-resource rules. Nothing here is a rule: names without a deny/warn prefix are
+# ignored by Pulumi and by eventpipe check.
+
+subscription_type := "gcp:pubsub/subscription:Subscription"
+
+topic_type := "gcp:pubsub/topic:Topic"
+
+topic_iam_member_type := "gcp:pubsub/topicIAMMember:TopicIAMMember"
+
+topic_iam_binding_type := "gcp:pubsub/topicIAMBinding:TopicIAMBinding"
+
+subscription_iam_member_type := "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember"
+
+subscription_iam_binding_type := "gcp:pubsub/subscriptionIAMBinding:SubscriptionIAMBinding"
+
+project_iam_member_type := "gcp:projects/iAMMember:IAMMember"
+
+project_iam_binding_type := "gcp:projects/iAMBinding:IAMBinding"
+
+run_service_type := "gcp:cloudrunv2/service:Service"
+
+run_iam_member_type := "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
+
+run_iam_binding_type := "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding"
+
+firestore_field_type := "gcp:firestore/field:Field"
+
+# unknown_value is what `pulumi preview --json` prints for a value only known after apply.
+unknown_value := "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+# secret_value is what `pulumi preview --json` prints for a secret.
+secret_value := "[secret]"
+
+# unknown(x) holds when the plan could not show x: no rule may decide on such a value.
+unknown(x) if x == unknown_value
+
+unknown(x) if x == secret_value
+
+# known_string(x) holds for a non-empty string the plan shows in clear.
+known_string(x) if {
+	is_string(x)
+	x != ""
+	not unknown(x)
+}
+
+# prop(r, path) is the input property at path, or null when it is absent.
+prop(r, path) := object.get(object.get(r, "properties", {}), path, null)
+
+# absent(x) holds for a missing (null) or empty block.
+absent(x) if x == null
+
+absent(x) if x == {}
+
+absent(x) if x == []
+
+# label(r, key) is a label value of r, or "" when unset.
+label(r, key) := v if {
+	labels := prop(r, ["labels"])
+	is_object(labels)
+	v := labels[key]
+	is_string(v)
+} else := ""
+
+# setting(rule, key, default) reads a threshold from data.config.<rule>.<key>, where both
+# Pulumi policy configuration and the eventpipe check configuration file put it.
+setting(rule, key, default_value) := v if {
+	v := data.config[rule][key]
+} else := default_value
+
+# environment(r) is the stack environment: data.config.environment when eventpipe check
+# sets it, otherwise the eventpipe_env label the components put on every resource.
+environment(r) := e if {
+	e := data.config.environment
+	is_string(e)
+} else := label(r, "eventpipe_env")
+
+# seconds(d) converts a protobuf duration string such as "10s" or "600.5s" to seconds.
+seconds(d) := n if {
+	known_string(d)
+	n := time.parse_duration_ns(d) / 1000000000
+}
+
+# finding(r, text) is a stack-rule message: the offending resource's URN, ": ", the text.
+# eventpipe check reads the URN back to attach the finding to the resource.
+finding(r, text) := sprintf("%s: %s", [r.urn, text])
+
+# display(r) names a resource in messages.
+display(r) := sprintf("%s '%s'", [short_type(r.type), r.name])
+
+short_type(t) := parts[count(parts) - 1] if {
+	parts := split(t, ":")
+} else := t
+
+# ---- reference index -------------------------------------------------------------------
+# A reference from one resource to another (a subscription's topic, a grant's topic) is
+# resolved through propertyDependencies URNs first, then through ids and names when they
+# are known. Unknown references resolve to nothing, so no verdict rests on them.
+
+resource_keys(r, collection) := {k |
+	some k in [r.urn, object.get(r, "id", null), prop(r, ["name"]), full_path(r, collection)]
+	known_string(k)
+}
+
+full_path(r, collection) := p if {
+	project := prop(r, ["project"])
+	name := prop(r, ["name"])
+	known_string(project)
+	known_string(name)
+	p := sprintf("projects/%s/%s/%s", [project, collection, name])
+} else := ""
+
+basename(s) := parts[count(parts) - 1] if {
+	parts := split(s, "/")
+} else := s
+
+topic_key_pairs := [[k, r.urn] |
+	some r in input.resources
+	r.type == topic_type
+	some k in resource_keys(r, "topics")
+]
+
+# topic_index maps every key of every topic (URN, id, name, full path) to its URNs.
+topic_index := {k: {u | some p in topic_key_pairs; p[0] == k; u := p[1]} | some q in topic_key_pairs; k := q[0]}
+
+subscription_key_pairs := [[k, r.urn] |
+	some r in input.resources
+	r.type == subscription_type
+	some k in resource_keys(r, "subscriptions")
+]
+
+# subscription_index maps every key of every subscription to its URNs.
+subscription_index := {k: {u | some p in subscription_key_pairs; p[0] == k; u := p[1]} | some q in subscription_key_pairs; k := q[0]}
+
+# targets(r, property, value, index) is the set of resources a reference points to: the
+# indexed URNs among propertyDependencies[property] when there are any; otherwise the
+# resources whose key equals the value (full path, then last path segment); otherwise, for
+# a known value naming something outside the plan, "external:<value>". Empty when unknown.
+targets(r, property, value, index) := t if {
+	deps := object.get(r, ["propertyDependencies", property], [])
+	t := {u | some u in deps; index[u]}
+	count(t) > 0
+} else := t if {
+	known_string(value)
+	t := index[value]
+} else := t if {
+	known_string(value)
+	t := index[basename(value)]
+} else := {concat("", ["external:", value])} if {
+	known_string(value)
+} else := set()
+
+# topic_of(s) is what subscription s reads.
+topic_of(s) := targets(s, "topic", prop(s, ["topic"]), topic_index)
+
+# dead_letter_topic_of(s) is where subscription s dead-letters to.
+dead_letter_topic_of(s) := targets(s, "deadLetterPolicy", prop(s, ["deadLetterPolicy", "deadLetterTopic"]), topic_index)
+
+subscriptions := [s | some s in input.resources; s.type == subscription_type]
+
+reader_pairs := [[t, s.urn] | some s in subscriptions; some t in topic_of(s)]
+
+# readers maps each resolved topic to the subscriptions that read it.
+readers := {t: {u | some p in reader_pairs; p[0] == t; u := p[1]} | some q in reader_pairs; t := q[0]}
+
+dead_letter_pairs := [[t, s.urn] | some s in subscriptions; some t in dead_letter_topic_of(s)]
+
+# dead_letter_sources maps each dead-letter topic to the subscriptions that dead-letter to it.
+dead_letter_sources := {t: {u | some p in dead_letter_pairs; p[0] == t; u := p[1]} | some q in dead_letter_pairs; t := q[0]}
+
+# reads_dead_letters(s) holds when s is a DLQ subscription: it reads a topic another
+# subscription dead-letters to.
+reads_dead_letters(s) if {
+	some t in topic_of(s)
+	some u in dead_letter_sources[t]
+	u != s.urn
+}
+
+# dlq_subscription(s) holds for a DLQ subscription, recognised by structure or by the
+# eventpipe_role=dlq label the components set (so a DLQ subscription whose source is
+# outside the plan is still recognised).
+dlq_subscription(s) if reads_dead_letters(s)
+
+dlq_subscription(s) if label(s, "eventpipe_role") == "dlq"
+
+# self_dead_letter(s) holds when s dead-letters into the topic it reads.
+self_dead_letter(s) if {
+	source := topic_of(s)
+	count(source) == 1
+	source == dead_letter_topic_of(s)
+}
+
+# has_dead_letter_policy(s) holds when s names a dead-letter topic (or the plan cannot show it).
+has_dead_letter_policy(s) if unknown(prop(s, ["deadLetterPolicy"]))
+
+has_dead_letter_policy(s) if {
+	dlt := prop(s, ["deadLetterPolicy", "deadLetterTopic"])
+	dlt != null
+	dlt != ""
+}
+
+# opted_out(s) holds when the subscription carries the explicit DLQ opt-out label.
+opted_out(s) if label(s, "eventpipe_dlq_opt_out") == "true"
+
+# ---- IAM grants ------------------------------------------------------------------------
+
+# pubsub_agent(member) holds for the Pub/Sub service agent, or a member the plan cannot show.
+pubsub_agent(member) if regex.match(`^serviceAccount:service-[0-9]+@gcp-sa-pubsub\.iam\.gserviceaccount\.com$`, member)
+
+pubsub_agent(member) if unknown(member)
+
+# grants_agent(g) holds when IAM member or binding g names the Pub/Sub service agent.
+grants_agent(g) if pubsub_agent(prop(g, ["member"]))
+
+grants_agent(g) if unknown(prop(g, ["members"]))
+
+grants_agent(g) if {
+	some m in prop(g, ["members"])
+	pubsub_agent(m)
+}
+
+# role_is(g, role) holds when g grants role (or the plan cannot show its role).
+role_is(g, role) if prop(g, ["role"]) == role
+
+role_is(g, _) if unknown(prop(g, ["role"]))
+
+agent_grant(g, types, role) if {
+	g.type in types
+	role_is(g, role)
+	grants_agent(g)
+}
+
+# project_grant(role) holds when the stack grants role to the service agent project-wide.
+project_grant(role) if {
+	some g in input.resources
+	agent_grant(g, {project_iam_member_type, project_iam_binding_type}, role)
+}
+
+publisher_grant_pairs := [[t, g.urn] |
+	some g in input.resources
+	agent_grant(g, {topic_iam_member_type, topic_iam_binding_type}, "roles/pubsub.publisher")
+	some t in targets(g, "topic", prop(g, ["topic"]), topic_index)
+]
+
+# publisher_grants is every topic on which the service agent may publish.
+publisher_grants := {p[0] | some p in publisher_grant_pairs}
+
+subscriber_grant_pairs := [[t, g.urn] |
+	some g in input.resources
+	agent_grant(g, {subscription_iam_member_type, subscription_iam_binding_type}, "roles/pubsub.subscriber")
+	some t in targets(g, "subscription", prop(g, ["subscription"]), subscription_index)
+]
+
+# subscriber_grants is every subscription the service agent may acknowledge on.
+subscriber_grants := {p[0] | some p in subscriber_grant_pairs}
+
+# unresolved_publisher_grant holds when some publisher grant points at a topic the plan
+# cannot show: a missing grant is then no longer certain.
+unresolved_publisher_grant if {
+	some g in input.resources
+	agent_grant(g, {topic_iam_member_type, topic_iam_binding_type}, "roles/pubsub.publisher")
+	count(targets(g, "topic", prop(g, ["topic"]), topic_index)) == 0
+}
+
+# unresolved_subscriber_grant is the same for subscriber grants on subscriptions.
+unresolved_subscriber_grant if {
+	some g in input.resources
+	agent_grant(g, {subscription_iam_member_type, subscription_iam_binding_type}, "roles/pubsub.subscriber")
+	count(targets(g, "subscription", prop(g, ["subscription"]), subscription_index)) == 0
+}

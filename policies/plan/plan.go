@@ -1,0 +1,177 @@
+// Package plan reads the infrastructure plans eventpipe checks — `pulumi preview --json`
+// (with or without --show-sames), `pulumi stack export`, the offline render (which has the
+// preview shape) and `terraform show -json` — and normalises them onto one model: the
+// resource list Pulumi's OPA stack policies see (type, urn, name, properties with Pulumi's
+// camelCase input names, dependencies, propertyDependencies).
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Unknown is the value `pulumi preview --json` prints for a value only known after apply.
+// Terraform's unknown values are normalised to it as well.
+const Unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+// Secret is the value `pulumi preview --json` prints for a secret. Secrets from stack
+// exports and sensitive Terraform values are normalised to it.
+const Secret = "[secret]"
+
+// Format names the kind of document a plan was read from.
+type Format string
+
+// The formats Parse recognises.
+const (
+	FormatPreview   Format = "pulumi-preview"
+	FormatExport    Format = "pulumi-stack-export"
+	FormatTerraform Format = "terraform-plan"
+)
+
+// ErrUnrecognised is returned (wrapped) for input that is none of the supported formats.
+var ErrUnrecognised = errors.New("not a pulumi preview --json, pulumi stack export or terraform show -json document")
+
+// Location points at the place a resource was declared or appears.
+type Location struct {
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"`
+}
+
+// Resource is one resource in the normalised model.
+type Resource struct {
+	URN                  string              `json:"urn"`
+	Type                 string              `json:"type"`
+	Name                 string              `json:"name"`
+	ID                   string              `json:"id,omitempty"`
+	Properties           map[string]any      `json:"properties"`
+	Dependencies         []string            `json:"dependencies,omitempty"`
+	PropertyDependencies map[string][]string `json:"propertyDependencies,omitempty"`
+	// Op is the planned operation (create, update, same, …), empty for stack exports.
+	Op string `json:"op,omitempty"`
+	// Location, when set, is where the resource was declared (rendered stacks).
+	Location *Location `json:"-"`
+}
+
+// Plan is a normalised plan.
+type Plan struct {
+	Format Format
+	// Complete is false when unchanged resources were left out (pulumi preview --json
+	// without --show-sames): verdicts that rest on a resource being absent are then unsafe.
+	Complete  bool
+	Resources []Resource
+	// File is the name the plan was read from ("-" for stdin).
+	File string
+
+	raw []byte
+}
+
+// Parse detects the format of data and normalises it. file names the source in errors
+// and locations.
+func Parse(data []byte, file string) (*Plan, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, fmt.Errorf("%s: empty input: %w", file, ErrUnrecognised)
+	}
+	if trimmed[0] != '{' {
+		return nil, fmt.Errorf("%s: input is not a JSON object: %w", file, ErrUnrecognised)
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &probe); err != nil {
+		return nil, fmt.Errorf("%s: invalid JSON: %v: %w", file, err, ErrUnrecognised)
+	}
+	var (
+		p   *Plan
+		err error
+	)
+	switch {
+	case probe["steps"] != nil:
+		p, err = parsePreview(trimmed)
+	case probe["deployment"] != nil:
+		p, err = parseExport(trimmed)
+	case probe["format_version"] != nil && (probe["resource_changes"] != nil || probe["planned_values"] != nil):
+		p, err = parseTerraform(trimmed)
+	default:
+		keys := make([]string, 0, len(probe))
+		for k := range probe {
+			keys = append(keys, k)
+		}
+		return nil, fmt.Errorf("%s: top-level keys %v match no known format (expected \"steps\", \"deployment\" or \"format_version\"+\"resource_changes\"): %w", file, keys, ErrUnrecognised)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	p.File = file
+	p.raw = data
+	return p, nil
+}
+
+// Input is the plan as OPA input for stack rules: {"resources": [...]}, the shape of
+// Pulumi's stack policies.
+func (p *Plan) Input() map[string]any {
+	rs := make([]any, len(p.Resources))
+	for i := range p.Resources {
+		rs[i] = p.Resources[i].Input()
+	}
+	return map[string]any{"resources": rs}
+}
+
+// Input is the resource as OPA input for resource rules.
+func (r *Resource) Input() map[string]any {
+	m := map[string]any{
+		"urn":        r.URN,
+		"type":       r.Type,
+		"name":       r.Name,
+		"properties": r.Properties,
+	}
+	if r.ID != "" {
+		m["id"] = r.ID
+	}
+	deps := make([]any, len(r.Dependencies))
+	for i, d := range r.Dependencies {
+		deps[i] = d
+	}
+	m["dependencies"] = deps
+	pd := make(map[string]any, len(r.PropertyDependencies))
+	for k, v := range r.PropertyDependencies {
+		l := make([]any, len(v))
+		for i, d := range v {
+			l[i] = d
+		}
+		pd[k] = l
+	}
+	m["propertyDependencies"] = pd
+	return m
+}
+
+var urnKey = regexp.MustCompile(`"(?:urn|address)"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+
+// Lines maps each resource URN (Terraform: address) to the first line of the input
+// document that names it, for reports that point into the file. One pass over the input.
+func (p *Plan) Lines() map[string]int {
+	lines := map[string]int{}
+	line, last := 1, 0
+	for _, m := range urnKey.FindAllSubmatchIndex(p.raw, -1) {
+		line += bytes.Count(p.raw[last:m[0]], []byte{'\n'})
+		last = m[0]
+		var s string
+		if err := json.Unmarshal(p.raw[m[2]-1:m[3]+1], &s); err != nil {
+			continue
+		}
+		if _, seen := lines[s]; !seen {
+			lines[s] = line
+		}
+	}
+	return lines
+}
+
+// nameFromURN is the last "::"-separated part of a Pulumi URN.
+func nameFromURN(urn string) string {
+	if i := strings.LastIndex(urn, "::"); i >= 0 {
+		return urn[i+2:]
+	}
+	return urn
+}

@@ -1,0 +1,181 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"testing"
+)
+
+func load(t *testing.T, name string) *Plan {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(data, name)
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", name, err)
+	}
+	return p
+}
+
+func find(t *testing.T, p *Plan, urn string) Resource {
+	t.Helper()
+	for _, r := range p.Resources {
+		if r.URN == urn {
+			return r
+		}
+	}
+	t.Fatalf("%s: no resource %s", p.File, urn)
+	return Resource{}
+}
+
+const (
+	subURN = "urn:pulumi:prod::eventpipe::eventpipe:components:Pipeline$gcp:pubsub/subscription:Subscription::orders-push"
+	dlqURN = "urn:pulumi:prod::eventpipe::eventpipe:components:Pipeline$gcp:pubsub/topic:Topic::orders-push.dlq"
+	svcURN = "urn:pulumi:prod::eventpipe::eventpipe:components:Pipeline$gcp:cloudrunv2/service:Service::orders-consumer"
+)
+
+func TestParseFormats(t *testing.T) {
+	tests := []struct {
+		file      string
+		format    Format
+		complete  bool
+		resources int
+	}{
+		{"preview_show_sames.json", FormatPreview, true, 12},
+		{"preview_changes_only.json", FormatPreview, false, 4},
+		{"stack_export.json", FormatExport, true, 12},
+		{"terraform_plan.json", FormatTerraform, true, 11},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			p := load(t, tt.file)
+			if p.Format != tt.format || p.Complete != tt.complete || len(p.Resources) != tt.resources {
+				t.Fatalf("got format %s complete %v resources %d, want %s %v %d", p.Format, p.Complete, len(p.Resources), tt.format, tt.complete, tt.resources)
+			}
+			for _, r := range p.Resources {
+				if r.Type == "pulumi:pulumi:Stack" || r.Type == "eventpipe:components:Pipeline" {
+					t.Errorf("component resource %s kept: rules only see cloud resources", r.URN)
+				}
+				if r.Properties == nil {
+					t.Errorf("%s: nil properties", r.URN)
+				}
+			}
+		})
+	}
+}
+
+func TestPreviewKeepsUnknownsSecretsAndLinks(t *testing.T) {
+	p := load(t, "preview_show_sames.json")
+	sub := find(t, p, subURN)
+	if got := sub.Properties["topic"]; got != Unknown {
+		t.Errorf("topic = %v, want the unknown sentinel", got)
+	}
+	if got := sub.PropertyDependencies["deadLetterPolicy"]; !reflect.DeepEqual(got, []string{dlqURN}) {
+		t.Errorf("propertyDependencies[deadLetterPolicy] = %v", got)
+	}
+	if sub.Name != "orders-push" || sub.Op != "create" {
+		t.Errorf("name %q op %q", sub.Name, sub.Op)
+	}
+	envs := find(t, p, svcURN).Properties["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
+	if got := envs[3].(map[string]any)["value"]; got != Secret {
+		t.Errorf("secret env = %v", got)
+	}
+}
+
+func TestExportNormalisesSecrets(t *testing.T) {
+	p := load(t, "stack_export.json")
+	svc := find(t, p, svcURN)
+	envs := svc.Properties["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
+	if got := envs[3].(map[string]any)["value"]; got != Secret {
+		t.Errorf("serialised secret became %v, want %q", got, Secret)
+	}
+	if sub := find(t, p, subURN); sub.ID != "projects/acme-prod/subscriptions/orders-push" {
+		t.Errorf("id = %q", sub.ID)
+	}
+}
+
+func TestTerraformNormalisation(t *testing.T) {
+	p := load(t, "terraform_plan.json")
+	sub := find(t, p, "google_pubsub_subscription.push")
+	if sub.Type != "gcp:pubsub/subscription:Subscription" {
+		t.Fatalf("type = %s", sub.Type)
+	}
+	dl, ok := sub.Properties["deadLetterPolicy"].(map[string]any)
+	if !ok {
+		t.Fatalf("deadLetterPolicy = %#v, want an object", sub.Properties["deadLetterPolicy"])
+	}
+	if dl["deadLetterTopic"] != Unknown || dl["maxDeliveryAttempts"] != float64(5) {
+		t.Errorf("deadLetterPolicy = %v", dl)
+	}
+	if got := sub.PropertyDependencies["deadLetterPolicy"]; !reflect.DeepEqual(got, []string{"google_pubsub_topic.dlq"}) {
+		t.Errorf("propertyDependencies[deadLetterPolicy] = %v", got)
+	}
+	oidc := sub.Properties["pushConfig"].(map[string]any)["oidcToken"].(map[string]any)
+	if oidc["serviceAccountEmail"] != "orders-push@acme-prod.iam.gserviceaccount.com" {
+		t.Errorf("oidcToken = %v", oidc)
+	}
+	if sub.Properties["expirationPolicy"].(map[string]any)["ttl"] != "" {
+		t.Errorf("expirationPolicy = %v", sub.Properties["expirationPolicy"])
+	}
+	dlqSub := find(t, p, "google_pubsub_subscription.dlq")
+	if dlqSub.Properties["deadLetterPolicy"] != nil || dlqSub.Properties["pushConfig"] != nil {
+		t.Errorf("empty blocks must be absent: %v", dlqSub.Properties)
+	}
+	svc := find(t, p, "google_cloud_run_v2_service.consumer")
+	envs := svc.Properties["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
+	if envs[0].(map[string]any)["value"] != "firestore://acme-prod/(default)" || envs[2].(map[string]any)["value"] != Secret {
+		t.Errorf("envs = %v", envs)
+	}
+	field := find(t, p, `google_firestore_field.ttl["leases"]`)
+	if _, ok := field.Properties["ttlConfig"].(map[string]any); !ok {
+		t.Errorf("ttlConfig = %#v, want an object", field.Properties["ttlConfig"])
+	}
+	for _, r := range p.Resources {
+		if r.URN == "google_pubsub_topic.old" {
+			t.Error("a resource planned for deletion is kept")
+		}
+	}
+}
+
+func TestUnusableInput(t *testing.T) {
+	for _, name := range []string{"foreign_k8s.yaml", "foreign_k8s_list.json", "truncated_preview.json", "terraform_state.json", "preview_bad_step.json"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Parse(data, name)
+			if !errors.Is(err, ErrUnrecognised) {
+				t.Fatalf("Parse = %v, want ErrUnrecognised", err)
+			}
+		})
+	}
+	if _, err := Parse(nil, "-"); !errors.Is(err, ErrUnrecognised) {
+		t.Fatalf("empty input: %v", err)
+	}
+}
+
+func TestLines(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "terraform_plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"preview_show_sames.json", "terraform_plan.json"} {
+		p := load(t, file)
+		data, _ = os.ReadFile(filepath.Join("testdata", file))
+		lines := bytes.Split(data, []byte{'\n'})
+		got := p.Lines()
+		for _, r := range p.Resources {
+			n := got[r.URN]
+			if n < 1 || n > len(lines) || !bytes.Contains(lines[n-1], []byte(strconv.Quote(r.URN))) {
+				t.Errorf("%s: line %d for %s does not name it", file, n, r.URN)
+			}
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// pulumiState is a resource state as both preview steps and stack exports print it.
+type pulumiState struct {
+	URN                  string              `json:"urn"`
+	Type                 string              `json:"type"`
+	ID                   string              `json:"id"`
+	Custom               *bool               `json:"custom"`
+	Delete               bool                `json:"delete"`
+	Inputs               map[string]any      `json:"inputs"`
+	Dependencies         []string            `json:"dependencies"`
+	PropertyDependencies map[string][]string `json:"propertyDependencies"`
+}
+
+type previewStep struct {
+	Op       string       `json:"op"`
+	URN      string       `json:"urn"`
+	NewState *pulumiState `json:"newState"`
+	OldState *pulumiState `json:"oldState"`
+}
+
+type previewDoc struct {
+	Steps         []previewStep  `json:"steps"`
+	ChangeSummary map[string]int `json:"changeSummary"`
+}
+
+// removingOps are preview operations after which the resource no longer exists.
+var removingOps = map[string]bool{
+	"delete": true, "delete-replaced": true, "discard": true, "discard-replaced": true,
+	"read-discard": true, "remove-pending-replace": true,
+}
+
+func parsePreview(data []byte) (*Plan, error) {
+	var doc previewDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("reading pulumi preview --json: %w", err)
+	}
+	p := &Plan{Format: FormatPreview, Complete: true}
+	sames := 0
+	index := map[string]int{}
+	for i, st := range doc.Steps {
+		if st.Op == "" || st.URN == "" {
+			return nil, fmt.Errorf("steps[%d]: a preview step needs \"op\" and \"urn\" (is this pulumi preview --json output?): %w", i, ErrUnrecognised)
+		}
+		if st.Op == "same" {
+			sames++
+		}
+		if removingOps[st.Op] {
+			continue
+		}
+		s := st.NewState
+		if s == nil {
+			s = st.OldState
+		}
+		if s == nil || !isCustom(s) {
+			continue
+		}
+		r := fromPulumiState(s, st.URN)
+		r.Op = st.Op
+		if j, ok := index[r.URN]; ok { // replace steps repeat the URN: keep the last state
+			p.Resources[j] = r
+			continue
+		}
+		index[r.URN] = len(p.Resources)
+		p.Resources = append(p.Resources, r)
+	}
+	if sames == 0 && doc.ChangeSummary["same"] > 0 {
+		p.Complete = false
+	}
+	return p, nil
+}
+
+type exportDoc struct {
+	Version    *int `json:"version"`
+	Deployment struct {
+		Resources []pulumiState `json:"resources"`
+	} `json:"deployment"`
+}
+
+func parseExport(data []byte) (*Plan, error) {
+	var doc exportDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("reading pulumi stack export: %w", err)
+	}
+	if doc.Version == nil {
+		return nil, fmt.Errorf("a stack export has a \"version\" (3): %w", ErrUnrecognised)
+	}
+	p := &Plan{Format: FormatExport, Complete: true}
+	for i := range doc.Deployment.Resources {
+		s := &doc.Deployment.Resources[i]
+		if s.URN == "" || s.Type == "" {
+			return nil, fmt.Errorf("deployment.resources[%d]: needs \"urn\" and \"type\": %w", i, ErrUnrecognised)
+		}
+		if s.Delete || !isCustom(s) {
+			continue
+		}
+		p.Resources = append(p.Resources, fromPulumiState(s, s.URN))
+	}
+	return p, nil
+}
+
+// isCustom is false for component resources and the stack itself: rules only see
+// cloud resources. Providers are custom but never match a rule's type.
+func isCustom(s *pulumiState) bool {
+	return s.Custom == nil || *s.Custom
+}
+
+func fromPulumiState(s *pulumiState, urn string) Resource {
+	if s.URN != "" {
+		urn = s.URN
+	}
+	props, _ := normaliseSecrets(s.Inputs).(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	return Resource{
+		URN:                  urn,
+		Type:                 s.Type,
+		Name:                 nameFromURN(urn),
+		ID:                   s.ID,
+		Properties:           props,
+		Dependencies:         s.Dependencies,
+		PropertyDependencies: s.PropertyDependencies,
+	}
+}
+
+// secretSig is the signature key Pulumi uses to mark a secret value in state.
+const secretSig = "4dabf18193072939515e22adb298388d"
+
+// normaliseSecrets replaces Pulumi's serialised secrets ({sig: ..., ciphertext|value: ...})
+// with Secret, recursively.
+func normaliseSecrets(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		if _, ok := t[secretSig]; ok {
+			return Secret
+		}
+		for k, e := range t {
+			t[k] = normaliseSecrets(e)
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = normaliseSecrets(e)
+		}
+		return t
+	default:
+		return v
+	}
+}

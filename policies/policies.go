@@ -1,0 +1,50 @@
+// Package policies holds eventpipe's OPA (Rego) rules — the *.rego files beside this one,
+// which are also a Pulumi OPA policy pack (PulumiPolicy.yaml) — and gives them to the
+// checker. Every non-test *.rego file in this folder is a rule file: adding one needs no
+// Go change. Evaluation lives in policies/engine, input normalisation in policies/plan,
+// output formats in policies/report.
+package policies
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+//go:embed *.rego
+var files embed.FS
+
+// Package is the Rego package every rule file declares.
+const Package = "eventpipe"
+
+// Modules returns the rule files (name → source), without the *_test.rego files.
+func Modules() (map[string]string, error) {
+	return read(false)
+}
+
+// TestModules returns the rule files and their *_test.rego unit tests.
+func TestModules() (map[string]string, error) {
+	return read(true)
+}
+
+func read(withTests bool) (map[string]string, error) {
+	names, err := fs.Glob(files, "*.rego")
+	if err != nil {
+		return nil, fmt.Errorf("listing embedded rule files: %w", err)
+	}
+	sort.Strings(names)
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		if !withTests && strings.HasSuffix(name, "_test.rego") {
+			continue
+		}
+		src, err := files.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("reading rule file %s: %w", name, err)
+		}
+		out["policies/"+name] = string(src)
+	}
+	return out, nil
+}

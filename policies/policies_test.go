@@ -1,0 +1,103 @@
+package policies
+
+import (
+	"context"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/tester"
+)
+
+// TestRegoUnitTests runs every test_* rule in the *_test.rego files through OPA's Go test
+// runner (the runner behind `opa test policies/`), once with the files parsed as Rego v1
+// and once in v0 mode, as Pulumi's OPA analyzer parses them.
+func TestRegoUnitTests(t *testing.T) {
+	srcs, err := TestModules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, version := range []ast.RegoVersion{ast.RegoV1, ast.RegoV0} {
+		t.Run(version.String(), func(t *testing.T) {
+			modules := map[string]*ast.Module{}
+			for name, src := range srcs {
+				m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: version, ProcessAnnotation: true})
+				if err != nil {
+					t.Fatalf("parse %s: %v", name, err)
+				}
+				modules[name] = m
+			}
+			ch, err := tester.NewRunner().SetDefaultRegoVersion(version).SetCompiler(ast.NewCompiler().WithEnablePrintStatements(true)).Run(context.Background(), modules)
+			if err != nil {
+				t.Fatalf("running rego tests: %v", err)
+			}
+			passed := 0
+			for res := range ch {
+				switch {
+				case res.Error != nil:
+					t.Errorf("%s: error: %v", res.Name, res.Error)
+				case res.Fail:
+					t.Errorf("%s: FAIL\n%s", res.Name, res.Output)
+				case res.Skip:
+					t.Errorf("%s: skipped (a skipped test proves nothing)", res.Name)
+				default:
+					passed++
+				}
+			}
+			if passed < 60 {
+				t.Fatalf("only %d rego tests passed; the suite has more than 60", passed)
+			}
+		})
+	}
+}
+
+var ruleName = regexp.MustCompile(`(?m)^((?:stack_)?(?:deny|warn|violation)_[a-z0-9_]+) contains`)
+
+// TestEveryRuleIsTested checks that each rule is exercised by the unit tests.
+func TestEveryRuleIsTested(t *testing.T) {
+	srcs, err := TestModules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests strings.Builder
+	rules := map[string]bool{}
+	for name, src := range srcs {
+		if strings.HasSuffix(name, "_test.rego") {
+			tests.WriteString(src)
+			continue
+		}
+		for _, m := range ruleName.FindAllStringSubmatch(src, -1) {
+			rules[m[1]] = true
+		}
+	}
+	names := make([]string, 0, len(rules))
+	for r := range rules {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	if len(names) < 13 {
+		t.Fatalf("found only %d rules: %v", len(names), names)
+	}
+	for _, r := range names {
+		if !strings.Contains(tests.String(), r) {
+			t.Errorf("rule %s is not referenced by any *_test.rego", r)
+		}
+	}
+}
+
+func TestModulesLeaveOutTests(t *testing.T) {
+	mods, err := Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mods) == 0 {
+		t.Fatal("no rule files embedded")
+	}
+	for name := range mods {
+		if strings.HasSuffix(name, "_test.rego") {
+			t.Errorf("Modules returned test file %s", name)
+		}
+	}
+}
