@@ -231,6 +231,17 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		}
 		if m.order.compare(orderFromMeta(meta)) <= 0 {
 			m.res.Outcome = Stale
+			if useMarker && !slow {
+				// Older than the state: a republished event is a duplicate
+				// by its marker. One more read, only on this path.
+				md, live, err := getLive(ctx, tx, m.marker, now)
+				if err != nil || !live {
+					return err
+				}
+				m.res.Outcome, m.res.IdempotencyDoc = Duplicate, m.marker.String()
+				m.res.Warning, err = e.fingerprintConflict(m.op, m.marker.String(), str(md.Fields, metaFingerprint), m.fingerprint)
+				return err
+			}
 			return nil
 		}
 	}

@@ -1,0 +1,156 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/store"
+)
+
+// once returns an arm function that is true the first time only.
+func once() func() bool {
+	var fired atomic.Bool
+	return func() bool { return fired.CompareAndSwap(false, true) }
+}
+
+// workerDeliver is seed 002's worker: claim, apply the side effect (an
+// insert-once document, standing in for the TerminusDB apply), mark done.
+func workerDeliver(ctx context.Context, eng *engine.Engine, coll string, ev engine.Event, applied *atomic.Int64) error {
+	l, err := eng.Claim(ctx, ev, engine.LeaseRequest{Handler: "terminus-apply"})
+	if err != nil {
+		return err
+	}
+	if err := eng.Hit(ctx, engine.WorkerBeforeApply); err != nil {
+		return err
+	}
+	r, err := eng.Materialize(ctx, ev, engine.Write{Collection: coll, Mode: engine.ModeCreate, Fields: map[string]any{"applied": true}})
+	if err != nil {
+		return err
+	}
+	if r.Outcome == engine.Applied {
+		applied.Add(1)
+	}
+	if err := eng.Hit(ctx, engine.WorkerAfterApply); err != nil {
+		return err
+	}
+	_, err = eng.Complete(ctx, l, nil)
+	return err
+}
+
+func workerCrashes(t *testing.T, e *env) {
+	for _, fp := range []engine.Failpoint{engine.WorkerAfterClaim, engine.WorkerBeforeApply, engine.WorkerAfterApply, engine.WorkerBeforeMarkDone} {
+		t.Run(string(fp), func(t *testing.T) {
+			eng := e.engine(func(c *engine.Config) { c.Failpoint = engine.CrashAt(fp, once()) })
+			coll := e.collection("effects_" + string(fp[len("worker-"):]))
+			ev := emailEvent("crash-" + string(fp))
+			ctx := context.Background()
+			var applied atomic.Int64
+			if err := workerDeliver(ctx, eng, coll, ev, &applied); !errors.Is(err, engine.ErrCrashed) {
+				t.Fatalf("first delivery: %v, want a crash at %s", err, fp)
+			}
+			// Redeliver until done, as Pub/Sub would; the crashed holder's lease
+			// must lapse before anyone takes over.
+			var err error
+			for i := 0; i < 3; i++ {
+				err = workerDeliver(ctx, eng, coll, ev, &applied)
+				if errType(err) != engine.TypeInProgress {
+					break
+				}
+				e.clock.Advance(2 * time.Minute)
+			}
+			if err != nil {
+				t.Fatalf("redelivery after crash at %s: %v", fp, err)
+			}
+			if err := workerDeliver(ctx, eng, coll, ev, &applied); errType(err) != engine.TypeDuplicate {
+				t.Errorf("delivery after completion: %v, want duplicate", err)
+			}
+			if applied.Load() != 1 {
+				t.Errorf("side effect applied %d times, want exactly 1", applied.Load())
+			}
+			if d := e.get(store.Key{Collection: coll, ID: "prod__e-crash-" + string(fp)}); d == nil {
+				t.Errorf("effect document missing")
+			}
+		})
+	}
+}
+
+func projectionCrashes(t *testing.T, e *env) {
+	want := map[engine.Failpoint]engine.Outcome{
+		engine.ProjectionBeforeWrite: engine.Applied,   // nothing was written before the crash
+		engine.ProjectionAfterWrite:  engine.Duplicate, // written, then crashed before the ack
+		engine.ProjectionBeforeAck:   engine.Duplicate,
+	}
+	for _, fp := range []engine.Failpoint{engine.ProjectionBeforeWrite, engine.ProjectionAfterWrite, engine.ProjectionBeforeAck} {
+		t.Run(string(fp), func(t *testing.T) {
+			eng := e.engine(func(c *engine.Config) { c.Failpoint = engine.CrashAt(fp, once()) })
+			coll := e.collection(fmt.Sprintf("proj_%d", len(fp)))
+			project := func() (engine.Result, error) {
+				h := hb(7, "healthy")
+				r, err := eng.Materialize(context.Background(), h.event(), h.write(coll))
+				if err != nil {
+					return r, err
+				}
+				return r, eng.Hit(context.Background(), engine.ProjectionBeforeAck)
+			}
+			if _, err := project(); !errors.Is(err, engine.ErrCrashed) {
+				t.Fatalf("first delivery: %v, want a crash at %s", err, fp)
+			}
+			r, err := project()
+			if err != nil || r.Outcome != want[fp] {
+				t.Fatalf("redelivery: %+v, %v; want %s", r, err, want[fp])
+			}
+			if got := stateOf(t, e, coll, "strategy-engine")["status"]; got != "healthy" {
+				t.Errorf("state = %v", got)
+			}
+		})
+	}
+}
+
+// outage wraps a store: while down, every transaction runs and is then
+// failed with UNAVAILABLE, so the driver must roll it back.
+type outage struct {
+	store.Store
+	down atomic.Bool
+}
+
+func (o *outage) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	return o.Store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		if o.down.Load() {
+			return &store.Error{Op: "commit", Code: "UNAVAILABLE", Kind: store.KindTransient, Err: errors.New("connection refused")}
+		}
+		return nil
+	})
+}
+
+func storeOutage(t *testing.T, e *env) {
+	o := &outage{Store: e.st}
+	o.down.Store(true)
+	e.st = o
+	eng, coll := e.engine(), e.collection("ops_services")
+	h := hb(1, "healthy")
+	_, err := eng.Materialize(context.Background(), h.event(), h.write(coll))
+	var ee *engine.Error
+	if !errors.As(err, &ee) || ee.Type != engine.TypeTransient || ee.Code != "UNAVAILABLE" || !ee.Retryable() {
+		t.Fatalf("during the outage: %v; want a retryable transient error with code UNAVAILABLE", err)
+	}
+	_, err = eng.Claim(context.Background(), emailEvent("ev-out"), emailReq)
+	wantType(t, "claim during the outage", err, engine.TypeTransient)
+	o.down.Store(false)
+	if d := e.get(store.Key{Collection: coll, ID: "prod__strategy-engine"}); d != nil {
+		t.Fatalf("the outage left a document behind: %+v", d)
+	}
+	if r := deliver(t, eng, coll, h); r.Outcome != engine.Applied {
+		t.Fatalf("redelivery after the outage: %s, want applied", r.Outcome)
+	}
+	if _, err := eng.Claim(context.Background(), emailEvent("ev-out"), emailReq); err != nil {
+		t.Fatalf("claim after the outage: %v (the failed claim must not have been recorded)", err)
+	}
+}

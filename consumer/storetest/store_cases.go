@@ -1,0 +1,197 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/store"
+)
+
+func (s *suite) cases() []testCase {
+	return []testCase{
+		{name: "StoreRoundTrip", run: storeRoundTrip},
+		{name: "StoreCreateExisting", run: storeCreateExisting},
+		{name: "StoreRollback", run: storeRollback},
+		{name: "StoreReadAfterWrite", run: storeReadAfterWrite},
+		{name: "StoreConcurrentCreate", isolation: true, run: storeConcurrentCreate},
+		{name: "StoreConcurrentIncrement", isolation: true, run: storeConcurrentIncrement},
+		{name: "DuplicateDelivery", run: duplicateDelivery},
+		{name: "OperationCounts", run: operationCounts},
+		{name: "ConcurrentSameMessage", isolation: true, run: concurrentSameMessage},
+		{name: "ShuffledSequences", run: shuffledSequences},
+		{name: "DeterministicTies", run: deterministicTies},
+		{name: "DedupeMarker", run: dedupeMarker},
+		{name: "CreateMode", run: createMode},
+		{name: "FingerprintMismatch", run: fingerprintMismatch},
+		{name: "LeaseLifecycle", run: leaseLifecycle},
+		{name: "LeaseTakeoverAndFencing", run: leaseTakeoverAndFencing},
+		{name: "LeaseRetryThenPoison", run: leaseRetryThenPoison},
+		{name: "LeaseAggregateSequence", run: leaseAggregateSequence},
+		{name: "ConcurrentClaims", isolation: true, run: concurrentClaims},
+		{name: "Receipts", run: receipts},
+		{name: "ReceiptsRace", isolation: true, run: receiptsRace},
+		{name: "ExpiredRecordsAbsent", run: expiredRecordsAbsent},
+		{name: "ExpireAtOnEveryRecord", run: expireAtOnEveryRecord},
+		{name: "IDNormalisation", run: idNormalisation},
+		{name: "WorkerCrashes", run: workerCrashes},
+		{name: "ProjectionCrashes", run: projectionCrashes},
+		{name: "StoreOutage", run: storeOutage},
+	}
+}
+
+func runTx(t *testing.T, st store.Store, fn func(ctx context.Context, tx store.Tx) error) error {
+	t.Helper()
+	return st.RunTx(context.Background(), fn)
+}
+
+func storeRoundTrip(t *testing.T, e *env) {
+	key := store.Key{Collection: e.collection("docs"), ID: "a"}
+	exp := time.Date(2026, 1, 15, 10, 0, 0, 123456000, time.UTC)
+	want := map[string]any{
+		"s": "text ✓", "i": int64(-42), "big": int64(1) << 60, "f": 2.5, "b": true, "n": nil,
+		"t":    time.Date(2026, 1, 8, 10, 0, 0, 987654000, time.UTC),
+		"list": []any{"x", int64(1), 1.5},
+		"m":    map[string]any{"k": "v", "deep": map[string]any{"z": int64(0)}},
+	}
+	if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.Get(ctx, key); !isNotFound(err) {
+			t.Errorf("Get of a missing document: err = %v, want ErrNotFound", err)
+		}
+		return tx.Create(ctx, key, store.Document{Fields: want, ExpireAt: exp})
+	}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	got := e.get(key)
+	if got == nil {
+		t.Fatal("document missing after Create")
+	}
+	if !reflect.DeepEqual(got.Fields, want) {
+		t.Errorf("fields round trip:\n got %#v\nwant %#v", got.Fields, want)
+	}
+	if !got.ExpireAt.Equal(exp) {
+		t.Errorf("ExpireAt = %v, want %v", got.ExpireAt, exp)
+	}
+	if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		return tx.Set(ctx, key, store.Document{Fields: map[string]any{"v": int64(2)}})
+	}); err != nil {
+		t.Fatalf("set: %v", err)
+	}
+	if got := e.get(key); got == nil || !reflect.DeepEqual(got.Fields, map[string]any{"v": int64(2)}) || !got.ExpireAt.IsZero() {
+		t.Errorf("after Set: %+v, want only v=2 and no expiry", got)
+	}
+	if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.Delete(ctx, key); err != nil {
+			return err
+		}
+		return tx.Delete(ctx, store.Key{Collection: key.Collection, ID: "never-existed"})
+	}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if got := e.get(key); got != nil {
+		t.Errorf("document still there after Delete: %+v", got)
+	}
+}
+
+func storeCreateExisting(t *testing.T, e *env) {
+	key := store.Key{Collection: e.collection("docs"), ID: "dup"}
+	create := func(v int64) error {
+		return runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+			return tx.Create(ctx, key, store.Document{Fields: map[string]any{"v": v}})
+		})
+	}
+	if err := create(1); err != nil {
+		t.Fatalf("first create: %v", err)
+	}
+	if err := create(2); !isAlreadyExists(err) {
+		t.Fatalf("second create: err = %v, want ErrAlreadyExists", err)
+	}
+	if got := e.get(key); got == nil || got.Fields["v"] != int64(1) {
+		t.Errorf("document after failed create = %+v, want v=1", got)
+	}
+}
+
+func storeRollback(t *testing.T, e *env) {
+	key := store.Key{Collection: e.collection("docs"), ID: "rb"}
+	boom := errors.New("boom")
+	err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.Set(ctx, key, store.Document{Fields: map[string]any{"v": int64(1)}}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("RunTx err = %v, want the function's error", err)
+	}
+	if got := e.get(key); got != nil {
+		t.Errorf("write of a failed transaction was kept: %+v", got)
+	}
+}
+
+func storeReadAfterWrite(t *testing.T, e *env) {
+	a := store.Key{Collection: e.collection("docs"), ID: "a"}
+	b := store.Key{Collection: e.collection("docs"), ID: "b"}
+	err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.Set(ctx, a, store.Document{Fields: map[string]any{}}); err != nil {
+			return err
+		}
+		_, err := tx.Get(ctx, b)
+		return err
+	})
+	if err == nil || isNotFound(err) {
+		t.Fatalf("Get after Set in one transaction: err = %v, want a read-after-write error (Firestore rejects that order)", err)
+	}
+	if got := e.get(a); got != nil {
+		t.Errorf("the failed transaction's write was kept")
+	}
+}
+
+func storeConcurrentCreate(t *testing.T, e *env) {
+	key := store.Key{Collection: e.collection("docs"), ID: "race"}
+	var wins, exists, other countErrs
+	e.parallel(func(i int) {
+		err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+			return tx.Create(ctx, key, store.Document{Fields: map[string]any{"winner": int64(i)}})
+		})
+		switch {
+		case err == nil:
+			wins.add(nil)
+		case isAlreadyExists(err):
+			exists.add(nil)
+		default:
+			other.add(err)
+		}
+	})
+	if wins.n != 1 || exists.n != e.n-1 {
+		t.Fatalf("%d concurrent creates: %d succeeded, %d already-exists, other errors %v; want exactly 1 success", e.n, wins.n, exists.n, other.errs)
+	}
+}
+
+func storeConcurrentIncrement(t *testing.T, e *env) {
+	key := store.Key{Collection: e.collection("docs"), ID: "counter"}
+	var failed countErrs
+	e.parallel(func(int) {
+		err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+			var n int64
+			d, err := tx.Get(ctx, key)
+			switch {
+			case err == nil:
+				n, _ = d.Fields["n"].(int64)
+			case !isNotFound(err):
+				return err
+			}
+			return tx.Set(ctx, key, store.Document{Fields: map[string]any{"n": n + 1}})
+		})
+		if err != nil {
+			failed.add(err)
+		}
+	})
+	if len(failed.errs) > 0 {
+		t.Fatalf("increments failed: %v", failed.errs)
+	}
+	if got := e.get(key); got == nil || got.Fields["n"] != int64(e.n) {
+		t.Fatalf("after %d concurrent read-modify-write increments the counter is %+v; lost updates mean the transactions are not isolated", e.n, got)
+	}
+}
