@@ -53,7 +53,8 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
-	// Subcommands register here, one line each: newRenderCmd(), newCheckCmd(), ...
+		// Subcommands register here, one line each: newRenderCmd(), newCheckCmd(), ...
+		newRenderCmd(),
 	)
 	return root
 }

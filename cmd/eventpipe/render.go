@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/eventpipe/eventpipe/render"
+	"github.com/spf13/cobra"
+)
+
+// newRenderCmd builds `eventpipe render`: the offline plan of one stack.
+func newRenderCmd() *cobra.Command {
+	var opts render.Options
+	var out string
+	cmd := &cobra.Command{
+		Use:   "render --stack ENV [--out FILE]",
+		Short: "Render a stack's plan offline, in the shape of `pulumi preview --json`",
+		Long: "render runs the stack's Pulumi program (the same one `pulumi up` runs) with mocks and the\n" +
+			"stack's config file, and prints the planned resources as `pulumi preview --json` does.\n" +
+			"No Pulumi CLI, plugin or credentials are needed. An invalid config prints every problem\n" +
+			"with its location and fix, and no plan; the exit code is then 2.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			plan, err := render.Stack(cmd.Context(), opts)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if out == "" || out == "-" {
+				_, err = cmd.OutOrStdout().Write(plan)
+				return err
+			}
+			if err := os.WriteFile(out, plan, 0o644); err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("write plan: %w", err)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Stack, "stack", "", "stack to render: dev, staging, prod (required)")
+	cmd.Flags().StringVar(&out, "out", "", "write the plan to FILE instead of standard output")
+	cmd.Flags().StringVar(&opts.ConfigFile, "config", "", "stack config file (default: Pulumi.<stack>.yaml in the project's stackConfigDir)")
+	cmd.Flags().StringVar(&opts.StackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	_ = cmd.MarkFlagRequired("stack")
+	return cmd
+}

@@ -1,0 +1,287 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/spec"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"gopkg.in/yaml.v3"
+)
+
+// Project is the Pulumi project name (Pulumi.yaml).
+const Project = "eventpipe"
+
+// ProviderVersion is the pulumi-gcp version resources are planned with.
+const ProviderVersion = "8.41.1"
+
+// Options select what to render.
+type Options struct {
+	// Stack is the stack name: dev, staging, prod, …
+	Stack string
+	// ConfigFile is the stack config file; default Pulumi.<Stack>.yaml in StackDir.
+	ConfigFile string
+	// StackDir is the folder of the stack config files; default: the
+	// stackConfigDir of the nearest Pulumi.yaml at or above the working directory.
+	StackDir string
+}
+
+// Result is a rendered stack.
+type Result struct {
+	// JSON is the plan, indented, ending in a newline.
+	JSON []byte
+	// Plan is the decoded plan.
+	Plan *Plan
+	// Stack is the validated spec the plan was declared from.
+	Stack *spec.Stack
+	// File is the stack config file that was read.
+	File *spec.StackFile
+	// Sources maps each resource URN to where its pipeline, subscription,
+	// consumer or topic is declared in File (for SARIF and error reports).
+	Sources map[string]spec.Location
+}
+
+// Stack renders a stack and returns its plan as JSON (`pulumi preview --json` shape).
+func Stack(ctx context.Context, opts Options) ([]byte, error) {
+	res, err := Render(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return res.JSON, nil
+}
+
+// Render reads and validates the stack config, runs components.Program with
+// mocks, and builds the plan. On any validation error it returns spec.Errors
+// (with file locations) and no plan.
+func Render(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Stack == "" {
+		return nil, errors.New("render: no stack given; pass a stack name such as dev, staging or prod")
+	}
+	path, err := ConfigPath(opts)
+	if err != nil {
+		return nil, err
+	}
+	file, err := spec.ReadStackFile(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := file.Load(opts.Stack)
+	if err != nil {
+		return nil, err
+	}
+	mocks := NewMocks(Project, opts.Stack, st)
+	info := pulumi.RunInfo{
+		Project:          Project,
+		Stack:            opts.Stack,
+		Config:           file.Source.Values,
+		ConfigSecretKeys: spec.SortedKeys(file.Source.Secrets),
+		DryRun:           true,
+		Mocks:            mocks,
+	}
+	pctx, err := pulumi.NewContext(ctx, info)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: start program: %w", opts.Stack, err)
+	}
+	defer pctx.Close()
+	program := components.Program(components.ProgramOptions{ConfigKeys: file.Source.Keys()})
+	if err := pulumi.RunWithContext(pctx, program); err != nil {
+		return nil, fmt.Errorf("render %s: %w", opts.Stack, err)
+	}
+	plan := buildPlan(opts.Stack, file, mocks.Resources())
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(plan); err != nil {
+		return nil, fmt.Errorf("render %s: encode plan: %w", opts.Stack, err)
+	}
+	return &Result{JSON: buf.Bytes(), Plan: plan, Stack: st, File: file, Sources: sources(st, file, plan)}, nil
+}
+
+// ConfigPath resolves the stack config file of opts.
+func ConfigPath(opts Options) (string, error) {
+	if opts.ConfigFile != "" {
+		return opts.ConfigFile, nil
+	}
+	dir := opts.StackDir
+	if dir == "" {
+		var err error
+		if dir, err = FindStackDir("."); err != nil {
+			return "", err
+		}
+	}
+	path := spec.StackFilePath(dir, opts.Stack)
+	if _, err := os.Stat(path); err != nil {
+		known, _ := filepath.Glob(filepath.Join(dir, "Pulumi.*.yaml"))
+		names := make([]string, 0, len(known))
+		for _, k := range known {
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(k), "Pulumi."), ".yaml"))
+		}
+		return "", fmt.Errorf("render: no config for stack %q (%s); known stacks: %s", opts.Stack, path, strings.Join(names, ", "))
+	}
+	return path, nil
+}
+
+// FindStackDir walks up from start to the first Pulumi.yaml and returns its
+// stackConfigDir (or its own folder when unset).
+func FindStackDir(start string) (string, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", fmt.Errorf("find Pulumi.yaml: %w", err)
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "Pulumi.yaml"))
+		if err == nil {
+			var project struct {
+				StackConfigDir string `yaml:"stackConfigDir"`
+			}
+			if err := yaml.Unmarshal(data, &project); err != nil {
+				return "", fmt.Errorf("parse %s: %w", filepath.Join(dir, "Pulumi.yaml"), err)
+			}
+			return filepath.Join(dir, project.StackConfigDir), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("render: no Pulumi.yaml in this folder or above; run from the eventpipe repository or pass --config")
+		}
+		dir = parent
+	}
+}
+
+// buildPlan turns registrations into preview steps: the root stack, the
+// default gcp provider, then every resource with parents and dependencies
+// before dependents (ties by URN), so output order is stable.
+func buildPlan(stack string, file *spec.StackFile, regs []Registered) *Plan {
+	stackURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(Project), "", resource.RootStackType, Project+"-"+stack))
+	providerURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(Project), "", "pulumi:providers:gcp", "default_"+strings.ReplaceAll(ProviderVersion, ".", "_")))
+	provider := providerURN + "::" + Unknown
+	plan := &Plan{Config: map[string]string{}, Diagnostics: []any{}, ChangeSummary: map[string]int{}}
+	for k, v := range file.Source.Values {
+		if file.Source.Secrets[k] {
+			v = Secret
+		}
+		plan.Config[k] = v
+	}
+	plan.Steps = append(plan.Steps,
+		Step{Op: "create", URN: stackURN, NewState: State{URN: stackURN, Type: string(resource.RootStackType), Inputs: map[string]any{},
+			Dependencies: []string{}, PropertyDependencies: map[string][]string{}}},
+		Step{Op: "create", URN: providerURN, NewState: State{URN: providerURN, Type: "pulumi:providers:gcp", Custom: true,
+			Inputs: map[string]any{"version": ProviderVersion}, Dependencies: []string{}, PropertyDependencies: map[string][]string{}}},
+	)
+	for _, r := range topoSort(regs) {
+		st := State{URN: r.URN, Type: r.Type, Custom: r.Custom, Inputs: propertyMap(r.Inputs), Parent: r.Parent,
+			Dependencies: r.Dependencies, PropertyDependencies: r.PropertyDependencies}
+		if st.Dependencies == nil {
+			st.Dependencies = []string{}
+		}
+		if st.PropertyDependencies == nil {
+			st.PropertyDependencies = map[string][]string{}
+		}
+		step := Step{Op: "create", URN: r.URN, NewState: st}
+		if r.Custom {
+			step.Provider = provider
+		}
+		plan.Steps = append(plan.Steps, step)
+	}
+	for _, s := range plan.Steps {
+		plan.ChangeSummary[s.Op]++
+	}
+	return plan
+}
+
+// topoSort orders registrations so a resource follows its parent and its
+// dependencies; among ready resources the smallest URN goes first.
+func topoSort(regs []Registered) []Registered {
+	byURN := map[string]Registered{}
+	for _, r := range regs {
+		byURN[r.URN] = r
+	}
+	done := map[string]bool{}
+	var out []Registered
+	var visit func(urn string, onPath map[string]bool)
+	visit = func(urn string, onPath map[string]bool) {
+		r, ok := byURN[urn]
+		if !ok || done[urn] || onPath[urn] {
+			return
+		}
+		onPath[urn] = true
+		prereqs := append([]string{r.Parent}, r.Dependencies...)
+		for _, urns := range r.PropertyDependencies {
+			prereqs = append(prereqs, urns...)
+		}
+		sort.Strings(prereqs)
+		for _, p := range prereqs {
+			visit(p, onPath)
+		}
+		delete(onPath, urn)
+		done[urn] = true
+		out = append(out, r)
+	}
+	urns := spec.SortedKeys(byURN)
+	for _, u := range urns {
+		visit(u, map[string]bool{})
+	}
+	return out
+}
+
+// propertyMap converts resource inputs to plain JSON values.
+func propertyMap(m resource.PropertyMap) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if strings.HasPrefix(string(k), "__") {
+			continue // engine bookkeeping such as __defaults
+		}
+		out[string(k)] = propertyValue(v)
+	}
+	return out
+}
+
+func propertyValue(v resource.PropertyValue) any {
+	switch {
+	case v.IsSecret():
+		return Secret
+	case v.IsComputed():
+		return Unknown
+	case v.IsOutput():
+		o := v.OutputValue()
+		if o.Secret {
+			return Secret
+		}
+		if !o.Known {
+			return Unknown
+		}
+		return propertyValue(o.Element)
+	case v.IsNull():
+		return nil
+	case v.IsBool():
+		return v.BoolValue()
+	case v.IsNumber():
+		return v.NumberValue()
+	case v.IsString():
+		return v.StringValue()
+	case v.IsArray():
+		arr := v.ArrayValue()
+		out := make([]any, len(arr))
+		for i, e := range arr {
+			out[i] = propertyValue(e)
+		}
+		return out
+	case v.IsObject():
+		return propertyMap(v.ObjectValue())
+	case v.IsResourceReference():
+		return string(v.ResourceReferenceValue().URN)
+	case v.IsAsset(), v.IsArchive():
+		return "[asset]"
+	}
+	return nil
+}

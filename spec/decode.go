@@ -1,0 +1,272 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// OfflineSecret is the value an offline reader (the renderer) supplies for a
+// secure config value it cannot decrypt. Validation accepts it in place of a
+// secret's real value, and the plan shows it as Pulumi does: "[secret]".
+const OfflineSecret = "[secret]"
+
+// Source gives access to one stack's config, the way the Pulumi engine hands
+// it to a program: keys are namespaced ("eventpipe:pipelines") and
+// structured values are JSON text.
+type Source interface {
+	// Get returns the value of key and whether it is set.
+	Get(key string) (string, bool)
+	// Secret reports whether key came from a secure value.
+	Secret(key string) bool
+	// Keys lists every key set in the stack, or nil when the caller cannot
+	// enumerate them (unknown top-level keys are then not detected).
+	Keys() []string
+}
+
+// MapSource is a Source over plain maps.
+type MapSource struct {
+	// Values are config values by namespaced key.
+	Values map[string]string
+	// Secrets marks the keys whose values are secret.
+	Secrets map[string]bool
+}
+
+// Get implements Source.
+func (m MapSource) Get(key string) (string, bool) { v, ok := m.Values[key]; return v, ok }
+
+// Secret implements Source.
+func (m MapSource) Secret(key string) bool { return m.Secrets[key] }
+
+// Keys implements Source.
+func (m MapSource) Keys() []string { return SortedKeys(m.Values) }
+
+// knownKeys are the accepted eventpipe: keys and what each holds.
+func knownKeys() []string {
+	return []string{KeyProject, KeyProjectNumber, KeyRegion, KeyEnv, KeyStore, KeyNotificationChannels, KeyDefaults, KeyPipelines}
+}
+
+// Load reads, completes and validates the stack config of stack from src.
+// It returns Errors listing every problem when anything is invalid; no
+// partially valid Stack is returned.
+func Load(stack string, src Source) (*Stack, error) {
+	c := &collector{}
+	s := &Stack{Name: stack}
+	for _, key := range src.Keys() {
+		name, ok := strings.CutPrefix(key, Namespace+":")
+		if !ok || contains(knownKeys(), name) {
+			continue
+		}
+		c.add("", key, "(set)", "the keys "+strings.Join(qualify(knownKeys()), ", "),
+			"remove it or correct the spelling"+suggest(name, knownKeys()))
+	}
+	str := func(key string) string {
+		v, _ := src.Get(Namespace + ":" + key)
+		return v
+	}
+	s.Project = str(KeyProject)
+	s.ProjectNumber = str(KeyProjectNumber)
+	s.Region = str(KeyRegion)
+	s.Env = str(KeyEnv)
+	s.Store = str(KeyStore)
+	s.StoreSecret = src.Secret(Namespace + ":" + KeyStore)
+	decodeJSON(c, src, KeyNotificationChannels, &s.NotificationChannels)
+	decodeJSON(c, src, KeyDefaults, &s.Defaults)
+	decodeJSON(c, src, KeyPipelines, &s.Pipelines)
+	validate(c, s)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// decodeJSON checks the shape of a structured key strictly (unknown fields,
+// wrong types), then decodes it into dst.
+func decodeJSON(c *collector, src Source, key string, dst any) {
+	full := Namespace + ":" + key
+	text, ok := src.Get(full)
+	if !ok || strings.TrimSpace(text) == "" {
+		return
+	}
+	var raw any
+	if err := json.Unmarshal([]byte(text), &raw); err != nil {
+		c.add("", full, shorten(text), "a structured YAML value (object or list)",
+			"write the value as YAML under the key, not as a quoted string")
+		return
+	}
+	before := len(c.errs)
+	checkShape(c, "", full, raw, reflect.TypeOf(dst).Elem())
+	// Decode even after shape errors: encoding/json skips mistyped fields and
+	// unknown keys, so validation can still report every other problem.
+	if err := json.Unmarshal([]byte(text), dst); err != nil && len(c.errs) == before {
+		c.add("", full, shorten(text), "a value of the documented shape", err.Error())
+	}
+}
+
+var durationType = reflect.TypeOf(Duration{})
+
+// checkShape walks raw against type t and reports every unknown key and
+// every value of the wrong JSON type, with its full path.
+func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) {
+	if raw == nil {
+		return
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == durationType {
+		if _, ok := raw.(string); !ok {
+			c.add(pipeline, path, jsonText(raw), "a duration string such as \"10s\", \"10m\" or \"14d\"", "quote the value and give it a unit")
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			c.add(pipeline, path, jsonText(raw), "an object with the keys "+strings.Join(fieldNames(t), ", "), "write the value as a YAML mapping")
+			return
+		}
+		fields := fieldsByName(t)
+		for _, k := range SortedKeys(obj) {
+			f, ok := fields[k]
+			if !ok {
+				c.add(pipeline, path+"."+k, jsonText(obj[k]), "the keys "+strings.Join(fieldNames(t), ", "),
+					"remove the key or correct the spelling"+suggest(k, fieldNames(t)))
+				continue
+			}
+			checkShape(c, pipeline, path+"."+k, obj[k], f.Type)
+		}
+	case reflect.Map:
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			c.add(pipeline, path, jsonText(raw), "a mapping keyed by name", "write the value as a YAML mapping of name: settings")
+			return
+		}
+		for _, k := range SortedKeys(obj) {
+			p := pipeline
+			if t.Elem() == reflect.TypeOf(&Pipeline{}) {
+				p = k
+			}
+			checkShape(c, p, path+"."+k, obj[k], t.Elem())
+		}
+	case reflect.Slice:
+		arr, ok := raw.([]any)
+		if !ok {
+			c.add(pipeline, path, jsonText(raw), "a list", "write the value as a YAML list")
+			return
+		}
+		for i, v := range arr {
+			checkShape(c, pipeline, fmt.Sprintf("%s[%d]", path, i), v, t.Elem())
+		}
+	case reflect.String:
+		if _, ok := raw.(string); !ok {
+			c.add(pipeline, path, jsonText(raw), "a string", "quote the value")
+		}
+	case reflect.Bool:
+		if _, ok := raw.(bool); !ok {
+			c.add(pipeline, path, jsonText(raw), "true or false", "write true or false without quotes")
+		}
+	case reflect.Int:
+		n, ok := raw.(float64)
+		if !ok || n != float64(int64(n)) {
+			c.add(pipeline, path, jsonText(raw), "a whole number", "write a whole number without quotes")
+		}
+	}
+}
+
+// fieldsByName maps JSON names to struct fields (fields tagged "-" are not config).
+func fieldsByName(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out[name] = f
+	}
+	return out
+}
+
+func fieldNames(t reflect.Type) []string { return SortedKeys(fieldsByName(t)) }
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return shorten(string(b))
+}
+
+func shorten(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+func qualify(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = Namespace + ":" + k
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SortedKeys returns the keys of m in order; everything eventpipe declares or
+// prints iterates maps this way, so output is deterministic.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// suggest returns ` (did you mean "x"?)` for the closest candidate, if close.
+func suggest(got string, candidates []string) string {
+	best, bestDist := "", 4
+	for _, cand := range candidates {
+		if d := editDistance(strings.ToLower(got), strings.ToLower(cand)); d < bestDist {
+			best, bestDist = cand, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,84 @@
+package spec
+
+import "time"
+
+// Defaults from the reliability design (seed 001) and the limits Google Cloud
+// enforces (see docs/configuration.md for the sources). Every default is
+// secure and complete; the comment says why.
+const (
+	// DefaultRegion is where consumers run when eventpipe:region is unset.
+	DefaultRegion = "europe-west1"
+
+	// DefaultMaxDeliveryAttempts: seed 001 recommends 5 for high-signal poison streams.
+	DefaultMaxDeliveryAttempts = 5
+	// MinMaxDeliveryAttempts and MaxMaxDeliveryAttempts are Pub/Sub's limits.
+	MinMaxDeliveryAttempts = 5
+	MaxMaxDeliveryAttempts = 100
+
+	// DefaultMinBackoff: without a retry policy Pub/Sub redelivers at once; seed 001 says 10s.
+	DefaultMinBackoff = 10 * time.Second
+	// DefaultMaxBackoff: seed 001 caps backoff at 10 minutes.
+	DefaultMaxBackoff = 600 * time.Second
+	// MaxBackoffLimit is Pub/Sub's upper bound for either backoff.
+	MaxBackoffLimit = 600 * time.Second
+
+	// DefaultPullAckDeadline: seed 001, "start with 60s if unsure".
+	DefaultPullAckDeadline = 60 * time.Second
+	// MinAckDeadline and MaxAckDeadline are Pub/Sub's limits.
+	MinAckDeadline = 10 * time.Second
+	MaxAckDeadline = 600 * time.Second
+
+	// DefaultRequestTimeout of consumers; push ack deadlines follow it.
+	DefaultRequestTimeout = 60 * time.Second
+
+	// DefaultRetention of topics and subscriptions keeps a week for replay/seek.
+	DefaultRetention = 7 * Day
+	// MinRetention and MaxRetention are Pub/Sub's limits.
+	MinRetention = 10 * time.Minute
+	MaxRetention = 31 * Day
+
+	// DefaultDLQRetention: seed 001 asks for 7–14 days of DLQ retention for triage.
+	DefaultDLQRetention = 14 * Day
+	MinDLQRetention     = 7 * Day
+	MaxDLQRetention     = 14 * Day
+
+	// MaxFilterBytes is Pub/Sub's limit on a subscription filter.
+	MaxFilterBytes = 256
+
+	// DefaultConcurrency is Cloud Run's default request concurrency.
+	DefaultConcurrency = 80
+	MaxConcurrency     = 1000
+	// DefaultMinInstances: scale to zero unless an environment says otherwise.
+	DefaultMinInstances = 0
+	MaxMinInstances     = 100
+	// DefaultMaxInstances bounds cost and Firestore write pressure.
+	DefaultMaxInstances = 10
+	MaxMaxInstances     = 1000
+
+	// IngressInternal accepts only traffic from the project/VPC (Pub/Sub push
+	// from the same project counts as internal).
+	IngressInternal = "internal"
+	// IngressInternalLB additionally accepts traffic from Cloud Load Balancing.
+	IngressInternalLB = "internal-and-cloud-load-balancing"
+
+	DefaultCPU    = "1"
+	DefaultMemory = "512Mi"
+
+	// DefaultCollectionPrefix prefixes the consumer's store collections.
+	DefaultCollectionPrefix = "eventpipe_"
+	// ExpiryField is the timestamp field Firestore TTL deletes documents by.
+	ExpiryField = "expireAt"
+
+	// HealthPath is the consumer's startup and liveness endpoint.
+	HealthPath = "/healthz"
+	// PushPath is the consumer's Pub/Sub push endpoint.
+	PushPath = "/pubsub/push"
+	// ContainerPort is the port Cloud Run sends requests to (it sets $PORT).
+	ContainerPort = 8080
+)
+
+// StoreCollections are the consumer's collections that carry ExpiryField and
+// get a Firestore TTL policy (without the prefix).
+func StoreCollections() []string {
+	return []string{"dedupe", "leases", "receipts", "poison"}
+}

@@ -1,0 +1,86 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// FieldError is one invalid config value: where it is, what was found, what
+// is allowed and how to fix it.
+type FieldError struct {
+	// Pipeline is the pipeline name, empty for stack-level keys.
+	Pipeline string
+	// Path is the config path, e.g. eventpipe:pipelines.orders.subscriptions.main.ackDeadline.
+	Path string
+	// Value is the offending value as written ("" when the key is missing).
+	Value string
+	// Allowed describes the accepted values or range.
+	Allowed string
+	// Fix tells the reader what to change.
+	Fix string
+	// Location is where the value is written, when read from a stack file.
+	Location Location
+}
+
+// Error renders the message on one line, e.g.
+// `pipeline "orders": eventpipe:pipelines.orders.…maxDeliveryAttempts = 3: allowed 5–100; fix: …`.
+func (e FieldError) Error() string {
+	var b strings.Builder
+	if e.Location.File != "" {
+		fmt.Fprintf(&b, "%s:%d: ", e.Location.File, e.Location.Line)
+	}
+	if e.Pipeline != "" {
+		fmt.Fprintf(&b, "pipeline %q: ", e.Pipeline)
+	}
+	b.WriteString(e.Path)
+	if e.Value != "" {
+		fmt.Fprintf(&b, " = %s", e.Value)
+	} else {
+		b.WriteString(" (not set)")
+	}
+	fmt.Fprintf(&b, ": allowed %s; fix: %s", e.Allowed, e.Fix)
+	return b.String()
+}
+
+// Errors is every problem found in one stack configuration. Validation
+// collects all of them before reporting, so one run shows every fix needed.
+type Errors []FieldError
+
+// Error lists every problem, one per line.
+func (es Errors) Error() string {
+	lines := make([]string, 0, len(es)+1)
+	lines = append(lines, fmt.Sprintf("invalid eventpipe configuration (%d problem%s):", len(es), plural(len(es))))
+	for _, e := range es {
+		lines = append(lines, "  - "+e.Error())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sorted orders errors by path so output is stable.
+func (es Errors) sorted() Errors {
+	sort.SliceStable(es, func(i, j int) bool { return es[i].Path < es[j].Path })
+	return es
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// collector accumulates FieldErrors.
+type collector struct{ errs Errors }
+
+func (c *collector) add(pipeline, path, value, allowed, fix string) {
+	c.errs = append(c.errs, FieldError{Pipeline: pipeline, Path: path, Value: value, Allowed: allowed, Fix: fix})
+}
+
+// err returns the collected errors, or nil when there are none.
+func (c *collector) err() error {
+	if len(c.errs) == 0 {
+		return nil
+	}
+	return c.errs.sorted()
+}

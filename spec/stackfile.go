@@ -1,0 +1,195 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Location is a place in a stack config file.
+type Location struct {
+	// File is the path of the stack config file.
+	File string `json:"file"`
+	// Line is 1-based.
+	Line int `json:"line"`
+	// Column is 1-based.
+	Column int `json:"column"`
+}
+
+// String renders file:line:column.
+func (l Location) String() string { return fmt.Sprintf("%s:%d:%d", l.File, l.Line, l.Column) }
+
+// StackFile is a Pulumi stack config file (Pulumi.<stack>.yaml) read the way
+// the Pulumi CLI hands it to a program, plus where each key was written.
+type StackFile struct {
+	// Path is the file that was read.
+	Path string
+	// Source holds the config values: structured values as JSON text, secure
+	// values replaced by OfflineSecret and marked secret.
+	Source MapSource
+	// Locations maps config paths ("eventpipe:pipelines.orders.subscriptions.main")
+	// to where they were written.
+	Locations map[string]Location
+}
+
+// StackFilePath is where the config of stack lives in stackDir.
+func StackFilePath(stackDir, stack string) string {
+	return filepath.Join(stackDir, "Pulumi."+stack+".yaml")
+}
+
+// ReadStackFile reads a Pulumi stack config file. Keys without a namespace
+// belong to the project (eventpipe), as the Pulumi CLI treats them.
+func ReadStackFile(path string) (*StackFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read stack config: %w", err)
+	}
+	return ParseStackFile(path, data)
+}
+
+// ParseStackFile parses the content of a stack config file named path.
+func ParseStackFile(path string, data []byte) (*StackFile, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("parse stack config %s: %w", path, err)
+	}
+	f := &StackFile{
+		Path:      path,
+		Source:    MapSource{Values: map[string]string{}, Secrets: map[string]bool{}},
+		Locations: map[string]Location{},
+	}
+	if len(doc.Content) == 0 {
+		return f, nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("stack config %s: top level must be a mapping with a config: key", path)
+	}
+	var cfg *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "config" {
+			cfg = root.Content[i+1]
+		}
+	}
+	if cfg == nil {
+		return f, nil
+	}
+	if cfg.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("stack config %s:%d: config: must be a mapping", path, cfg.Line)
+	}
+	for i := 0; i+1 < len(cfg.Content); i += 2 {
+		k, v := cfg.Content[i], cfg.Content[i+1]
+		key := k.Value
+		if !strings.Contains(key, ":") {
+			key = Namespace + ":" + key
+		}
+		f.Locations[key] = Location{File: path, Line: k.Line, Column: k.Column}
+		secret := false
+		val, err := f.toValue(key, v, &secret)
+		if err != nil {
+			return nil, err
+		}
+		switch x := val.(type) {
+		case string:
+			f.Source.Values[key] = x
+		case map[string]any, []any:
+			b, err := json.Marshal(x)
+			if err != nil {
+				return nil, fmt.Errorf("stack config %s: encode %s: %w", path, key, err)
+			}
+			f.Source.Values[key] = string(b)
+		default:
+			b, _ := json.Marshal(x)
+			f.Source.Values[key] = string(b)
+		}
+		if secret {
+			f.Source.Secrets[key] = true
+		}
+	}
+	return f, nil
+}
+
+// toValue converts a YAML node to JSON-able data, recording key locations
+// under path and replacing {secure: …} values by OfflineSecret.
+func (f *StackFile) toValue(path string, n *yaml.Node, secret *bool) (any, error) {
+	switch n.Kind {
+	case yaml.AliasNode:
+		return f.toValue(path, n.Alias, secret)
+	case yaml.MappingNode:
+		if len(n.Content) == 2 && n.Content[0].Value == "secure" {
+			*secret = true
+			return OfflineSecret, nil
+		}
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			p := path + "." + k.Value
+			f.Locations[p] = Location{File: f.Path, Line: k.Line, Column: k.Column}
+			v, err := f.toValue(p, n.Content[i+1], secret)
+			if err != nil {
+				return nil, err
+			}
+			out[k.Value] = v
+		}
+		return out, nil
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for i, item := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			f.Locations[p] = Location{File: f.Path, Line: item.Line, Column: item.Column}
+			v, err := f.toValue(p, item, secret)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.ScalarNode:
+		if !strings.ContainsAny(path, ".[") || n.Tag == "!!str" {
+			// Top-level scalars reach a Pulumi program as their text.
+			return n.Value, nil
+		}
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return nil, fmt.Errorf("stack config %s:%d: %s: %w", f.Path, n.Line, path, err)
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("stack config %s:%d: %s: unsupported YAML node", f.Path, n.Line, path)
+}
+
+// Locate returns where path, or its closest written ancestor, is in the file.
+func (f *StackFile) Locate(path string) (Location, bool) {
+	for p := path; p != ""; {
+		if loc, ok := f.Locations[p]; ok {
+			return loc, true
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return Location{}, false
+}
+
+// Load validates the file's config for stack; every error carries its file
+// location when one is known.
+func (f *StackFile) Load(stack string) (*Stack, error) {
+	s, err := Load(stack, f.Source)
+	if errs, ok := err.(Errors); ok {
+		for i := range errs {
+			if loc, found := f.Locate(errs[i].Path); found {
+				errs[i].Location = loc
+			}
+		}
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Location.Line < errs[j].Location.Line })
+		return nil, errs
+	}
+	return s, err
+}
