@@ -261,3 +261,34 @@ func jsonKind(v any) string {
 		return fmt.Sprintf("%T", v)
 	}
 }
+
+// Peek salvages what it can from a body DecodePush rejected, for the log
+// line, the DLQ decision and the poison record: message id, subscription,
+// delivery attempt and publish time when they parse. Data is the raw body.
+func Peek(body []byte) Message {
+	m := Message{Data: body, Attributes: map[string]string{}}
+	var env struct {
+		Message struct {
+			MessageID   any `json:"messageId"`
+			MessageID2  any `json:"message_id"`
+			PublishTime any `json:"publishTime"`
+		} `json:"message"`
+		Subscription    any `json:"subscription"`
+		DeliveryAttempt any `json:"deliveryAttempt"`
+	}
+	if json.Unmarshal(body, &env) != nil {
+		return m
+	}
+	m.ID, _ = env.Message.MessageID.(string)
+	if m.ID == "" {
+		m.ID, _ = env.Message.MessageID2.(string)
+	}
+	m.Subscription, _ = env.Subscription.(string)
+	if n, ok := env.DeliveryAttempt.(float64); ok && n >= 1 && n == float64(int(n)) {
+		m.DeliveryAttempt = int(n)
+	}
+	if s, ok := env.Message.PublishTime.(string); ok {
+		m.PublishTime, _ = time.Parse(time.RFC3339Nano, s)
+	}
+	return m
+}

@@ -189,3 +189,25 @@ func FuzzDecodePush(f *testing.F) {
 		}
 	})
 }
+
+func TestPeek(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		id, sub string
+		attempt int
+	}{
+		{"bad data keeps ids", `{"message":{"data":"%%","messageId":"9"},"subscription":"projects/p/subscriptions/s","deliveryAttempt":4}`, "9", "projects/p/subscriptions/s", 4},
+		{"snake id", `{"message":{"message_id":"8"}}`, "8", "", 0},
+		{"mistyped fields", `{"message":{"messageId":5},"subscription":7,"deliveryAttempt":"x"}`, "", "", 0},
+		{"not json", `<html>`, "", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Peek([]byte(tt.body))
+			if m.ID != tt.id || m.Subscription != tt.sub || m.DeliveryAttempt != tt.attempt || string(m.Data) != tt.body {
+				t.Fatalf("%+v", m)
+			}
+		})
+	}
+}

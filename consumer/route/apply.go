@@ -141,13 +141,17 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 				p.EventID = fmt.Sprint(v)
 			}
 		}
+		// Identity fields define the event only when all are present; a
+		// partial identity could merge distinct events, so the message id
+		// (transport dedupe) is used instead.
+		identity := make(map[string]any, len(d.Identity))
 		for _, f := range d.Identity {
-			if v, ok := lookup(msg.Payload, f); ok {
-				if p.Identity == nil {
-					p.Identity = map[string]any{}
-				}
-				p.Identity[f] = v
+			if v, ok := lookup(msg.Payload, f); ok && v != nil {
+				identity[f] = v
 			}
+		}
+		if len(identity) > 0 && len(identity) == len(d.Identity) {
+			p.Identity = identity
 		}
 	}
 	return p, nil

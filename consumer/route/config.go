@@ -127,7 +127,8 @@ type Dedupe struct {
 	// EventIDField is the payload field with a producer-issued event id.
 	EventIDField string `json:"eventIdField,omitempty"`
 	// Identity lists the payload fields that define the event when it has
-	// no event id; their canonical JSON is hashed.
+	// no event id; their canonical JSON is hashed. It is used only when all
+	// of them are present; otherwise the Pub/Sub message id is the key.
 	Identity []string `json:"identity,omitempty"`
 }
 

@@ -29,13 +29,14 @@ func TestSeedRoutesPlan(t *testing.T) {
 		t.Fatalf("embedded seed routes invalid: %v", err)
 	}
 	tests := []struct {
-		name    string
-		payload string
-		route   string
-		doc     string
-		fields  map[string]any
-		seq     *int64
-		at      time.Time
+		name     string
+		payload  string
+		route    string
+		doc      string
+		fields   map[string]any
+		seq      *int64
+		at       time.Time
+		identity bool // every identity field present
 	}{
 		{
 			name:    "system event (seed 000)",
@@ -47,7 +48,7 @@ func TestSeedRoutesPlan(t *testing.T) {
 				"sequence":        int64(7),
 				"source": map[string]any{"topic": "system-events", "messageId": "m-1",
 					"publishedAt": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
-			seq: ptr(7), at: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC),
+			seq: ptr(7), at: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), identity: true,
 		},
 		{
 			name:    "system event falls back to publishTime",
@@ -87,8 +88,8 @@ func TestSeedRoutesPlan(t *testing.T) {
 			if !p.EventTime.Equal(tt.at) || !equalJSON(p.Sequence, tt.seq) {
 				t.Errorf("ordering = %v %v, want %v %v", p.EventTime, p.Sequence, tt.at, tt.seq)
 			}
-			if len(p.Identity) == 0 {
-				t.Errorf("no identity fields for the logical dedupe key")
+			if (len(p.Identity) > 0) != tt.identity {
+				t.Errorf("identity %v, want one: %v", p.Identity, tt.identity)
 			}
 		})
 	}

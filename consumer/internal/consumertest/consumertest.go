@@ -1,0 +1,201 @@
+// Package consumertest holds the helpers the consumer's ingress tests share:
+// a processor on the memory store with a captured log, push bodies, log-line
+// parsing and a store that fails on demand.
+package consumertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/classify"
+	"github.com/eventpipe/eventpipe/consumer/logging"
+	"github.com/eventpipe/eventpipe/consumer/process"
+	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+)
+
+// Env is the environment tests run the processor in.
+const Env = "test"
+
+// Subscription is the subscription name test envelopes carry.
+const Subscription = "projects/p/subscriptions/system-events"
+
+// Log is a goroutine-safe buffer of JSON log lines.
+type Log struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// Lines parses every line written so far.
+func (l *Log) Lines(t testing.TB) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line is not JSON: %v: %q", err, line)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// With returns the lines whose key has value (compared as text).
+func With(lines []map[string]any, key string, value any) []map[string]any {
+	var out []map[string]any
+	want, _ := json.Marshal(value)
+	for _, l := range lines {
+		got, _ := json.Marshal(l[key])
+		if string(got) == string(want) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Options tweak NewProcessor.
+type Options struct {
+	Store  store.Store // default: a fresh memory store
+	Routes []byte      // default: the embedded seed routes
+	DLQ    classify.DLQMode
+	Env    map[string]string // lookups for lease routes' urlEnv
+}
+
+// NewProcessor builds a processor for tests and returns it with its store
+// and log.
+func NewProcessor(t testing.TB, o Options) (*process.Processor, store.Store, *Log) {
+	t.Helper()
+	st := o.Store
+	if st == nil {
+		st = memstore.New()
+	}
+	routes := o.Routes
+	if routes == nil {
+		routes = route.SeedRoutes()
+	}
+	table, err := route.Parse(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &Log{}
+	p, err := process.New(process.Config{
+		Store: st, Env: Env, Routes: table, DLQ: o.DLQ,
+		Logger:    logging.New(log, slog.LevelDebug),
+		LookupEnv: func(k string) (string, bool) { v, ok := o.Env[k]; return v, ok },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, st, log
+}
+
+// Envelope describes a push envelope for PushBody.
+type Envelope struct {
+	ID              string
+	Payload         string // JSON text, base64-encoded into data
+	PublishTime     time.Time
+	DeliveryAttempt int // 0: omitted (no DLQ)
+	Attributes      map[string]string
+}
+
+// PushBody encodes e as a push request body.
+func PushBody(t testing.TB, e Envelope) []byte {
+	t.Helper()
+	if e.PublishTime.IsZero() {
+		e.PublishTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	}
+	msg := map[string]any{
+		"data": base64.StdEncoding.EncodeToString([]byte(e.Payload)), "messageId": e.ID,
+		"publishTime": e.PublishTime.Format(time.RFC3339Nano), "attributes": e.Attributes,
+	}
+	env := map[string]any{"message": msg, "subscription": Subscription}
+	if e.DeliveryAttempt > 0 {
+		env["deliveryAttempt"] = e.DeliveryAttempt
+	}
+	b, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Get reads one document from st.
+func Get(t testing.TB, st store.Store, key store.Key) (store.Document, bool) {
+	t.Helper()
+	var doc store.Document
+	found := false
+	err := st.RunTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+		d, err := tx.Get(ctx, key)
+		if err != nil {
+			if isNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		doc, found = d, true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, found
+}
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// Put writes one document to st.
+func Put(t testing.TB, st store.Store, key store.Key, fields map[string]any) {
+	t.Helper()
+	err := st.RunTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+		return tx.Set(ctx, key, store.Document{Fields: fields})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FailingStore fails every transaction with Err while Err is set.
+type FailingStore struct {
+	store.Store
+	mu  sync.Mutex
+	err error
+}
+
+// SetErr makes every following transaction fail with err (nil: succeed).
+func (f *FailingStore) SetErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
+}
+
+// RunTx implements store.Store.
+func (f *FailingStore) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	f.mu.Lock()
+	err := f.err
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return f.Store.RunTx(ctx, fn)
+}

@@ -1,0 +1,71 @@
+package process
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/consumer/logging"
+)
+
+// Log writes the result's one JSON line. extra carries what only the
+// ingress knows: http_status for push, ack_action for both.
+func (p *Processor) Log(ctx context.Context, r *Result, extra ...slog.Attr) {
+	attrs := r.Attrs(extra...)
+	p.cfg.Logger.LogAttrs(ctx, r.Level, "pubsub message "+r.Outcome, attrs...)
+}
+
+// Attrs returns the log fields of r (see package logfields), plus extra.
+func (r *Result) Attrs(extra ...slog.Attr) []slog.Attr {
+	a := make([]slog.Attr, 0, 24+len(extra))
+	if m := r.Msg; m != nil {
+		a = append(a,
+			slog.String(logfields.Subscription, m.Subscription),
+			slog.String(logfields.MessageID, m.ID),
+		)
+		if !m.PublishTime.IsZero() {
+			a = append(a, slog.String(logfields.PublishTime, m.PublishTime.UTC().Format(time.RFC3339Nano)))
+		}
+		if m.DeliveryAttempt > 0 {
+			a = append(a, slog.Int(logfields.DeliveryAttempt, m.DeliveryAttempt))
+		}
+	}
+	a = append(a,
+		slog.String(logfields.Topic, r.Topic),
+		slog.String(logfields.Route, r.Route),
+		slog.String(logfields.EventType, r.EventType),
+		slog.String(logfields.SchemaVersion, r.SchemaVersion),
+		slog.String(logfields.Outcome, r.Outcome),
+		slog.String(logfields.WriteKind, writeKind(r.WriteKind)),
+		slog.String(logfields.DocPath, r.DocPath),
+		slog.String(logfields.IdempotencyDoc, r.IdemDoc),
+		slog.Int64(logfields.StoreReads, r.Reads),
+		slog.Int64(logfields.StoreWrites, r.Writes),
+		slog.Float64(logfields.LatencyMS, float64(time.Since(r.Started).Microseconds())/1000),
+	)
+	if r.Err != nil {
+		a = append(a,
+			slog.String(logfields.ErrorType, r.Class.Type),
+			slog.String(logfields.ErrorCode, r.Class.Code),
+			slog.String(logfields.Error, logging.Bound(r.Err.Error())),
+			slog.Bool(logfields.Retryable, r.Class.Retryable),
+		)
+	} else {
+		a = append(a, slog.Bool(logfields.Retryable, false))
+		switch r.Outcome {
+		case logfields.OutcomeDuplicate:
+			a = append(a, slog.String(logfields.ErrorType, logfields.ErrorTypeDuplicate))
+		case logfields.OutcomeStale:
+			a = append(a, slog.String(logfields.ErrorType, logfields.ErrorTypeStale))
+		}
+	}
+	return append(a, extra...)
+}
+
+func writeKind(k string) string {
+	if k == "" {
+		return logfields.WriteKindNone
+	}
+	return k
+}

@@ -1,0 +1,326 @@
+// Package process handles one Pub/Sub message end to end, whichever way it
+// arrived (push or pull): route it, run the route's engine mode, classify
+// the result into an ack decision and build its log line.
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/classify"
+	"github.com/eventpipe/eventpipe/consumer/downstream"
+	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/consumer/logging"
+	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/consumer/store"
+)
+
+// Config configures a Processor.
+type Config struct {
+	// Store holds every record; required.
+	Store store.Store
+	// Env qualifies document ids; required.
+	Env string
+	// CollectionPrefix prefixes the engine's collections (default eventpipe_).
+	CollectionPrefix string
+	// Routes are the validated routes; required.
+	Routes *route.Table
+	// DLQ says how to tell whether a subscription has a dead-letter policy.
+	DLQ classify.DLQMode
+	// Logger receives one line per message, plus lease events; required.
+	Logger *slog.Logger
+	// Downstream performs lease routes' actions (default: a plain client).
+	Downstream *downstream.Caller
+	// LookupEnv resolves lease routes' urlEnv (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// Owner names this process in lease records.
+	Owner string
+}
+
+// Processor handles messages. It is safe for concurrent use.
+type Processor struct {
+	cfg    Config
+	engine *engine.Engine
+	leases map[string]*leaseRoute
+}
+
+// leaseRoute is a lease route with its own engine (its attempt limit and
+// lease length are the route's) and resolved URL.
+type leaseRoute struct {
+	engine *engine.Engine
+	url    string
+}
+
+// New validates cfg and builds the engines. Missing config is an error
+// naming the setting.
+func New(cfg Config) (*Processor, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("process: no store (fix: set EVENTPIPE_STORE)")
+	case cfg.Routes == nil:
+		return nil, errors.New("process: no routes (fix: load EVENTPIPE_ROUTES or the seed routes)")
+	case cfg.Logger == nil:
+		return nil, errors.New("process: no logger")
+	}
+	if cfg.DLQ == "" {
+		cfg.DLQ = classify.DLQAuto
+	}
+	if cfg.Downstream == nil {
+		cfg.Downstream = downstream.New(nil)
+	}
+	if cfg.LookupEnv == nil {
+		cfg.LookupEnv = os.LookupEnv
+	}
+	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner, Logger: cfg.Logger}
+	eng, err := engine.New(base)
+	if err != nil {
+		return nil, fmt.Errorf("process: %w", err)
+	}
+	p := &Processor{cfg: cfg, engine: eng, leases: map[string]*leaseRoute{}}
+	for _, r := range cfg.Routes.Routes() {
+		if r.Mode != route.ModeLease {
+			continue
+		}
+		url, err := r.Action.ActionURL(cfg.LookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", r.Name, err)
+		}
+		lc := base
+		lc.MaxAttempts = r.Action.MaxAttempts
+		lc.LeaseDuration = time.Duration(r.Action.LeaseTTL)
+		le, err := engine.New(lc)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", r.Name, err)
+		}
+		p.leases[r.Name] = &leaseRoute{engine: le, url: url}
+	}
+	return p, nil
+}
+
+// Engine returns the processor's default engine (shared with callbacks).
+func (p *Processor) Engine() *engine.Engine { return p.engine }
+
+// Logger returns the processor's logger.
+func (p *Processor) Logger() *slog.Logger { return p.cfg.Logger }
+
+// DLQ returns the processor's DLQ mode.
+func (p *Processor) DLQ() classify.DLQMode { return p.cfg.DLQ }
+
+// Result is the outcome of one message and the content of its log line.
+type Result struct {
+	classify.Decision
+	Class classify.Class
+	Err   error
+
+	Msg           *envelope.Message
+	Route         string
+	Topic         string
+	EventType     string
+	SchemaVersion string
+	WriteKind     string
+	DocPath       string
+	IdemDoc       string
+	Reads, Writes int64
+	Started       time.Time
+}
+
+// Process handles one decoded message. It never returns an error: every
+// failure is in the Result, already classified and decided.
+func (p *Processor) Process(ctx context.Context, msg *envelope.Message) *Result {
+	res := &Result{Msg: msg, Started: time.Now()}
+	outcome, err := p.apply(ctx, msg, res)
+	p.finish(ctx, res, outcome, err)
+	return res
+}
+
+// Reject records a message that could not even be decoded (bad envelope).
+// body is kept in the poison record when no DLQ will keep it.
+func (p *Processor) Reject(ctx context.Context, msg *envelope.Message, err error) *Result {
+	res := &Result{Msg: msg, Started: time.Now()}
+	p.finish(ctx, res, "", err)
+	return res
+}
+
+func (p *Processor) apply(ctx context.Context, msg *envelope.Message, res *Result) (string, error) {
+	r, err := p.cfg.Routes.Match(msg.Payload)
+	if err != nil {
+		return "", err
+	}
+	res.Route, res.Topic = r.Name, r.Topic
+	if res.Topic == "" {
+		res.Topic = msg.Attributes["topic"]
+	}
+	plan, err := r.Plan(msg, p.cfg.Env)
+	if err != nil {
+		return "", err
+	}
+	res.EventType, res.SchemaVersion = plan.EventType, plan.SchemaVersion
+	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: plan.EventID, Identity: plan.Identity, Payload: msg.Data}
+	switch r.Mode {
+	case route.ModeLatestState:
+		return p.materialize(ctx, ev, plan, res)
+	case route.ModeLease:
+		return p.lease(ctx, ev, plan, res)
+	default:
+		return "", classify.Configuration(fmt.Errorf("route %s: mode %s cannot take Pub/Sub messages", r.Name, r.Mode))
+	}
+}
+
+func (p *Processor) materialize(ctx context.Context, ev engine.Event, plan *route.Plan, res *Result) (string, error) {
+	w := engine.Write{
+		Collection: plan.Target.Collection, ID: plan.AggregateID, Fields: plan.Fields,
+		EventTime: plan.EventTime, Sequence: plan.Sequence, Mode: engine.ModeLatest,
+		DedupeMarker: plan.Route.Dedupe != nil,
+	}
+	out, err := p.engine.Materialize(ctx, ev, w)
+	res.DocPath, res.IdemDoc, res.WriteKind = out.DocPath, out.IdempotencyDoc, out.WriteKind
+	res.Reads, res.Writes = out.Reads(), out.Writes()
+	if res.DocPath == "" {
+		res.DocPath = plan.Target.String()
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(out.Outcome), nil
+}
+
+// lease runs a lease route's action at most once: claim, POST with the
+// lease's Idempotency-Key while a heartbeat extends the lease, then
+// complete on 2xx or record the failure.
+func (p *Processor) lease(ctx context.Context, ev engine.Event, plan *route.Plan, res *Result) (string, error) {
+	lr := p.leases[plan.Route.Name]
+	act := plan.Route.Action
+	res.WriteKind = logfields.WriteKindLease
+	l, err := lr.engine.Claim(ctx, ev, engine.LeaseRequest{Handler: plan.Route.Name})
+	res.Reads, res.Writes = l.Ops.Reads, l.Ops.Writes+l.Ops.Deletes
+	if err != nil {
+		var ee *engine.Error
+		if errors.As(err, &ee) {
+			switch ee.Type {
+			case engine.TypeDuplicate:
+				return logfields.OutcomeDuplicate, nil
+			case engine.TypeStale:
+				return logfields.OutcomeStale, nil
+			}
+		}
+		return "", err
+	}
+	res.IdemDoc = l.Doc
+	body, err := json.Marshal(plan.Fields)
+	if err != nil {
+		return "", classify.Poison(fmt.Errorf("action body: %w", err))
+	}
+	callCtx, cancelCall := context.WithCancel(ctx)
+	hb := make(chan struct{})
+	var hbOps struct {
+		sync.Mutex
+		reads, writes int64
+	}
+	go func() {
+		defer close(hb)
+		t := time.NewTicker(time.Duration(act.Heartbeat))
+		defer t.Stop()
+		for {
+			select {
+			case <-callCtx.Done():
+				return
+			case <-t.C:
+				nl, err := lr.engine.Heartbeat(callCtx, l)
+				hbOps.Lock()
+				hbOps.reads, hbOps.writes = hbOps.reads+nl.Ops.Reads, hbOps.writes+nl.Ops.Writes
+				hbOps.Unlock()
+				var ee *engine.Error
+				if errors.As(err, &ee) && ee.Type == engine.TypeStale {
+					cancelCall() // fenced: another worker owns the action now
+					return
+				}
+			}
+		}
+	}()
+	status, callErr := p.cfg.Downstream.Post(callCtx, lr.url, l.Doc, body, time.Duration(act.Timeout))
+	fenced := callCtx.Err() != nil && ctx.Err() == nil
+	cancelCall()
+	<-hb
+	res.Reads, res.Writes = res.Reads+hbOps.reads, res.Writes+hbOps.writes
+	if fenced {
+		return "", classify.InProgress(fmt.Errorf("lease %s was taken over during the action", l.Doc))
+	}
+	if callErr == nil {
+		done, err := lr.engine.Complete(ctx, l, map[string]any{"http_status": status})
+		res.Reads, res.Writes = res.Reads+done.Ops.Reads, res.Writes+done.Ops.Writes
+		if err != nil {
+			return "", err
+		}
+		return logfields.OutcomeApplied, nil
+	}
+	poison, err := lr.engine.Fail(ctx, l, ev, callErr)
+	if err != nil {
+		return "", fmt.Errorf("record failed action (%v): %w", callErr, err)
+	}
+	if poison {
+		// The engine wrote the poison audit record already.
+		return "", &recordedPoison{classify.Poison(fmt.Errorf("action failed %d times: %w", l.Attempt, callErr))}
+	}
+	return "", callErr
+}
+
+// recordedPoison is poison whose audit record exists already.
+type recordedPoison struct{ error }
+
+func (e *recordedPoison) Unwrap() error { return e.error }
+
+// finish decides the response, records poison when no DLQ will keep the
+// message, and fills the result.
+func (p *Processor) finish(ctx context.Context, res *Result, outcome string, err error) {
+	res.Err = err
+	dlq := p.cfg.DLQ.HasDLQ(res.Msg != nil && res.Msg.HasDeliveryAttempt())
+	if err != nil {
+		res.Class = classify.Of(err)
+	}
+	res.Decision = classify.Decide(outcome, res.Class, err != nil, dlq)
+	var rp *recordedPoison
+	if res.RecordPoison && !errors.As(err, &rp) {
+		if perr := p.recordPoison(ctx, res); perr != nil {
+			// Acking now would lose the message: retry instead.
+			res.Err = fmt.Errorf("%v; and recording it as poison failed: %w", err, perr)
+			res.Class = classify.Of(perr)
+			res.Decision = classify.Decide("", res.Class, true, dlq)
+			res.Outcome = logfields.OutcomeRetry
+		}
+	}
+	if res.RecordPoison && res.WriteKind == "" {
+		res.WriteKind = logfields.WriteKindPoison
+	}
+}
+
+func (p *Processor) recordPoison(ctx context.Context, res *Result) error {
+	m := res.Msg
+	ev := engine.Event{}
+	source := ""
+	if m != nil {
+		ev = engine.Event{MessageID: m.ID, PublishTime: m.PublishTime, Payload: m.Data}
+		source = m.Subscription
+	}
+	attempts := int64(0)
+	if m != nil {
+		attempts = int64(m.DeliveryAttempt)
+	}
+	doc, err := p.engine.RecordPoison(ctx, ev, engine.PoisonRecord{
+		Route: res.Route, Reason: logging.Bound(res.Err.Error()), ErrorType: engine.ErrorType(res.Class.Type),
+		ErrorCode: res.Class.Code, Attempts: attempts, Source: source,
+	})
+	if err != nil {
+		return err
+	}
+	res.IdemDoc = doc
+	res.Writes++
+	return nil
+}
