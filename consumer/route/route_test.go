@@ -60,7 +60,7 @@ func TestSeedRoutesPlan(t *testing.T) {
 			name:    "ingest heartbeat (seed 001) wins over shape match",
 			payload: `{"eventType":"ingest_heartbeat","pipeline":"orders","status":"ok","service":"x","heartbeatAt":1767322800}`,
 			route:   "ingest_heartbeat", doc: "ingest_pipelines/prod__orders",
-			at: time.Unix(1767322800, 0).UTC(),
+			at: time.Unix(1767322800, 0).UTC(), identity: true,
 		},
 	}
 	for _, tt := range tests {
