@@ -1,0 +1,225 @@
+package alerts
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/logging"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/monitoring"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// ComponentType is the Pulumi type token of the alerts component.
+const ComponentType = "eventpipe:alerts:Alerts"
+
+// Args are the inputs of New.
+type Args struct {
+	Target Target
+	// Config holds the environment's thresholds; start from Defaults().
+	Config Config
+}
+
+// Alerts is one pipeline's log-based metrics, alert policies and ack-ratio
+// SLOs, as a Pulumi component.
+type Alerts struct {
+	pulumi.ResourceState
+
+	// Plan is what was declared, for callers and tests to inspect.
+	Plan Plan
+	// Metrics by metric ID, Policies by PolicySpec.Key, SLOs by subscription.
+	Metrics  map[string]*logging.Metric
+	Policies map[string]*monitoring.AlertPolicy
+	SLOs     map[string]*monitoring.Slo
+}
+
+// New validates args and declares the alerts of one pipeline. name must be
+// unique in the stack; every child's name starts with it.
+func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Alerts, error) {
+	plan, err := NewPlan(args.Target, args.Config)
+	if err != nil {
+		return nil, fmt.Errorf("alerts %s: %w", name, err)
+	}
+	a := &Alerts{
+		Plan:     plan,
+		Metrics:  map[string]*logging.Metric{},
+		Policies: map[string]*monitoring.AlertPolicy{},
+		SLOs:     map[string]*monitoring.Slo{},
+	}
+	if err := ctx.RegisterComponentResource(ComponentType, name, a, opts...); err != nil {
+		return nil, fmt.Errorf("alerts %s: register component: %w", name, err)
+	}
+	child := pulumi.Parent(a)
+	project := pulumi.String(args.Target.Project)
+
+	var metricDeps []pulumi.Resource
+	for _, m := range plan.Metrics {
+		labels := logging.MetricMetricDescriptorLabelArray{}
+		for _, k := range sortedKeys(m.Labels) {
+			labels = append(labels, logging.MetricMetricDescriptorLabelArgs{Key: pulumi.String(k), ValueType: pulumi.String("STRING")})
+		}
+		res, err := logging.NewMetric(ctx, name+"-"+strings.ReplaceAll(m.ID, "_", "-"), &logging.MetricArgs{
+			Project:     project,
+			Name:        pulumi.String(m.Name),
+			Description: pulumi.String(m.Description),
+			Filter:      pulumi.String(m.Filter),
+			MetricDescriptor: &logging.MetricMetricDescriptorArgs{
+				MetricKind:  pulumi.String("DELTA"),
+				ValueType:   pulumi.String("INT64"),
+				Unit:        pulumi.String("1"),
+				DisplayName: pulumi.String(m.Description),
+				Labels:      labels,
+			},
+			LabelExtractors: pulumi.ToStringMap(m.Labels),
+		}, child)
+		if err != nil {
+			return nil, fmt.Errorf("alerts %s: metric %s: %w", name, m.ID, err)
+		}
+		a.Metrics[m.ID] = res
+		metricDeps = append(metricDeps, res)
+	}
+
+	for _, p := range plan.Policies {
+		res, err := monitoring.NewAlertPolicy(ctx, name+"-"+strings.ReplaceAll(p.Key, "/", "-"), policyArgs(project, p),
+			// Policies on log-based metrics fail to create before the metric
+			// exists; ordering on every metric is cheap and always right.
+			child, pulumi.DependsOn(metricDeps))
+		if err != nil {
+			return nil, fmt.Errorf("alerts %s: policy %s: %w", name, p.Key, err)
+		}
+		a.Policies[p.Key] = res
+	}
+
+	if len(plan.SLOs) > 0 {
+		svc, err := monitoring.NewCustomService(ctx, name+"-service", &monitoring.CustomServiceArgs{
+			Project:     project,
+			ServiceId:   pulumi.String(sloServiceID(args.Target)),
+			DisplayName: pulumi.String(fmt.Sprintf("eventpipe %s/%s", args.Target.Env, args.Target.Pipeline)),
+			UserLabels: pulumi.StringMap{
+				"eventpipe_pipeline": pulumi.String(labelValue(args.Target.Pipeline)),
+				"eventpipe_env":      pulumi.String(labelValue(args.Target.Env)),
+				"eventpipe_team":     pulumi.String(labelValue(args.Target.Team)),
+			},
+		}, child)
+		if err != nil {
+			return nil, fmt.Errorf("alerts %s: SLO service: %w", name, err)
+		}
+		for _, s := range plan.SLOs {
+			res, err := monitoring.NewSlo(ctx, name+"-"+s.Subscription+"-ack-slo", &monitoring.SloArgs{
+				Project:           project,
+				Service:           svc.ServiceId,
+				DisplayName:       pulumi.String(fmt.Sprintf("%s acks %s%% of push requests", s.Subscription, num(s.Goal*100))),
+				Goal:              pulumi.Float64(s.Goal),
+				RollingPeriodDays: pulumi.Int(s.RollingDays),
+				RequestBasedSli: &monitoring.SloRequestBasedSliArgs{
+					GoodTotalRatio: &monitoring.SloRequestBasedSliGoodTotalRatioArgs{
+						GoodServiceFilter:  pulumi.String(s.GoodFilter),
+						TotalServiceFilter: pulumi.String(s.TotalFilter),
+					},
+				},
+				UserLabels: pulumi.StringMap{
+					"eventpipe_pipeline":     pulumi.String(labelValue(args.Target.Pipeline)),
+					"eventpipe_env":          pulumi.String(labelValue(args.Target.Env)),
+					"eventpipe_team":         pulumi.String(labelValue(args.Target.Team)),
+					"eventpipe_subscription": pulumi.String(labelValue(s.Subscription)),
+				},
+			}, child)
+			if err != nil {
+				return nil, fmt.Errorf("alerts %s: SLO of %s: %w", name, s.Subscription, err)
+			}
+			a.SLOs[s.Subscription] = res
+		}
+	}
+
+	outputs := pulumi.Map{
+		"policyCount": pulumi.Int(len(plan.Policies)),
+		"metricCount": pulumi.Int(len(plan.Metrics)),
+	}
+	if err := ctx.RegisterResourceOutputs(a, outputs); err != nil {
+		return nil, fmt.Errorf("alerts %s: register outputs: %w", name, err)
+	}
+	return a, nil
+}
+
+// sloServiceID is the Cloud Monitoring service ID of a pipeline's SLOs.
+func sloServiceID(t Target) string {
+	return labelValue("eventpipe-" + t.Env + "-" + t.Pipeline)
+}
+
+// policyArgs converts a PolicySpec to the provider's arguments.
+func policyArgs(project pulumi.StringInput, p PolicySpec) *monitoring.AlertPolicyArgs {
+	conds := monitoring.AlertPolicyConditionArray{}
+	for _, c := range p.Conditions {
+		cond := monitoring.AlertPolicyConditionArgs{DisplayName: pulumi.String(c.DisplayName)}
+		switch c.Kind {
+		case Threshold:
+			agg := monitoring.AlertPolicyConditionConditionThresholdAggregationArgs{
+				AlignmentPeriod:  pulumi.String(seconds(c.Window)),
+				PerSeriesAligner: pulumi.String(c.Aligner),
+			}
+			if c.Reducer != "" {
+				agg.CrossSeriesReducer = pulumi.String(c.Reducer)
+			}
+			cond.ConditionThreshold = &monitoring.AlertPolicyConditionConditionThresholdArgs{
+				Filter:                pulumi.String(c.Filter),
+				Comparison:            pulumi.String(c.Comparison),
+				ThresholdValue:        pulumi.Float64(c.Threshold),
+				Duration:              pulumi.String(seconds(c.Duration)),
+				Aggregations:          monitoring.AlertPolicyConditionConditionThresholdAggregationArray{agg},
+				EvaluationMissingData: pulumi.String(c.MissingData),
+				Trigger:               &monitoring.AlertPolicyConditionConditionThresholdTriggerArgs{Count: pulumi.Int(1)},
+			}
+		case PromQL:
+			cond.ConditionPrometheusQueryLanguage = &monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs{
+				Query:              pulumi.String(c.Query),
+				Duration:           pulumi.String(seconds(c.Duration)),
+				EvaluationInterval: pulumi.String("60s"),
+				RuleGroup:          pulumi.String("eventpipe"),
+				AlertRule:          pulumi.String(promRuleName(p.Key)),
+			}
+		case LogMatch:
+			cond.ConditionMatchedLog = &monitoring.AlertPolicyConditionConditionMatchedLogArgs{
+				Filter:          pulumi.String(c.Filter),
+				LabelExtractors: pulumi.ToStringMap(c.LabelExtractors),
+			}
+		}
+		conds = append(conds, cond)
+	}
+	strategy := &monitoring.AlertPolicyAlertStrategyArgs{AutoClose: pulumi.String(seconds(p.AutoClose))}
+	if p.NotificationRateLimit > 0 {
+		strategy.NotificationRateLimit = &monitoring.AlertPolicyAlertStrategyNotificationRateLimitArgs{
+			Period: pulumi.String(seconds(p.NotificationRateLimit)),
+		}
+	}
+	return &monitoring.AlertPolicyArgs{
+		Project:              project,
+		DisplayName:          pulumi.String(p.DisplayName),
+		Combiner:             pulumi.String(p.Combiner),
+		Conditions:           conds,
+		Severity:             pulumi.String(string(p.Severity)),
+		NotificationChannels: pulumi.ToStringArray(p.Channels),
+		UserLabels:           pulumi.ToStringMap(p.UserLabels),
+		AlertStrategy:        strategy,
+		Documentation: &monitoring.AlertPolicyDocumentationArgs{
+			MimeType: pulumi.String("text/markdown"),
+			Subject:  pulumi.String(p.DisplayName),
+			Content:  pulumi.String(p.Documentation),
+		},
+	}
+}
+
+// promRuleName turns a policy key into a valid Prometheus alert name
+// ([a-zA-Z_][a-zA-Z0-9_]*).
+func promRuleName(key string) string {
+	return "eventpipe_" + promSafe(key)
+}
+
+// sortedKeys returns m's keys in order, for stable resource inputs.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,74 @@
+package alerts
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Duration is a time.Duration that reads and writes the short forms people
+// put in stack config ("90s", "5m", "1h", "3d"). JSON and YAML carry it as a
+// string; a bare JSON number is refused because its unit would be a guess.
+type Duration time.Duration
+
+// D converts d to a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats d in the largest unit that divides it exactly, e.g. "3d",
+// "6h", "90m", "45s" — the same form PromQL range selectors accept.
+func (d Duration) String() string { return promDuration(time.Duration(d)) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler. It accepts Go duration
+// syntax plus a whole-day suffix "d" ("3d"), which Go's parser lacks.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := parseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// parseDuration parses s as a Go duration or as a whole number of days.
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("duration %q: want a whole number of days such as \"3d\", or Go syntax such as \"90m\"", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: want a value such as \"90s\", \"5m\", \"1h\" or \"3d\"", s)
+	}
+	return v, nil
+}
+
+// promDuration formats d in the largest of d, h, m, s that divides it
+// exactly; sub-second remainders are not representable and are rounded down.
+func promDuration(d time.Duration) string {
+	units := []struct {
+		suffix string
+		size   time.Duration
+	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}}
+	if d <= 0 {
+		return "0s"
+	}
+	for _, u := range units {
+		if d%u.size == 0 {
+			return strconv.FormatInt(int64(d/u.size), 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+}
+
+// seconds formats d the way Google APIs spell a protobuf Duration: "300s".
+func seconds(d time.Duration) string {
+	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+}

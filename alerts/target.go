@@ -1,0 +1,121 @@
+package alerts
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Target names what one pipeline's alerts watch: the consumer service that
+// writes the logs and the subscriptions that feed it. Every name is the
+// resource's short name (not its full path) as Cloud Monitoring reports it
+// in resource labels.
+type Target struct {
+	Project  string // GCP project ID of the pipeline
+	Pipeline string // pipeline name (label eventpipe_pipeline)
+	Env      string // environment (label eventpipe_env, log field env)
+	Team     string // owning team (label eventpipe_team)
+	// Service is the Cloud Run service of the consumer
+	// (resource.labels.service_name in its logs).
+	Service       string
+	Subscriptions []Subscription
+	Channels      Channels
+}
+
+// Subscription is one subscription feeding the consumer.
+type Subscription struct {
+	Name  string // subscription ID
+	Topic string // topic ID it reads, where a replay publishes to
+	// DLQSubscription and DLQTopic name the dead-letter subscription and
+	// topic; both are empty when the subscription opted out of a DLQ.
+	DLQSubscription string
+	DLQTopic        string
+	Push            bool // push (true) or pull (false) delivery
+}
+
+// HasDLQ reports whether s dead-letters.
+func (s Subscription) HasDLQ() bool { return s.DLQSubscription != "" }
+
+var (
+	// Pub/Sub IDs: 3–255 chars, start with a letter, then [A-Za-z0-9-_.~+%].
+	pubsubID = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$`)
+	// Log-based metric names allow these characters (and '/', used as separator).
+	metricPart = regexp.MustCompile(`^[A-Za-z0-9_\-.,+!*'()%]+$`)
+	// Cloud Run service names: lowercase letters, digits, hyphens, ≤ 49 chars.
+	runService = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,47}[a-z0-9])?$`)
+	// GCP project IDs.
+	projectID = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
+)
+
+// Validate reports every problem with t, naming the field and the fix.
+func (t Target) Validate() error {
+	var errs []error
+	bad := func(field, value, want, fix string) {
+		errs = append(errs, fmt.Errorf("alerts target %s = %q: must be %s; %s", field, value, want, fix))
+	}
+	if !projectID.MatchString(t.Project) {
+		bad("project", t.Project, "a GCP project ID (6–30 chars, lowercase letters, digits, hyphens)", "set the stack's gcp:project")
+	}
+	for _, f := range []struct{ name, value string }{{"pipeline", t.Pipeline}, {"env", t.Env}} {
+		if f.value == "" || !metricPart.MatchString(f.value) || strings.Contains(f.value, "/") {
+			bad(f.name, f.value, "non-empty, letters, digits and _-.", "rename it; it becomes part of log-based metric names")
+		}
+	}
+	if len(metricName(t, "firestore_errors")) > 100 {
+		bad("pipeline", t.Pipeline, "short enough for metric names (≤ 100 chars in total)", "shorten the pipeline or env name")
+	}
+	if t.Team == "" {
+		bad("team", t.Team, "non-empty", "set the owning team; it labels every policy so incidents reach the right people")
+	}
+	if !runService.MatchString(t.Service) {
+		bad("service", t.Service, "a Cloud Run service name (lowercase letters, digits, hyphens, ≤ 49 chars)", "pass the consumer's service name")
+	}
+	if len(t.Subscriptions) == 0 {
+		bad("subscriptions", "[]", "at least one subscription", "a pipeline without subscriptions has nothing to alert on")
+	}
+	seen := map[string]bool{}
+	for i, s := range t.Subscriptions {
+		f := fmt.Sprintf("subscriptions[%d]", i)
+		if !pubsubID.MatchString(s.Name) {
+			bad(f+".name", s.Name, "a Pub/Sub subscription ID", "pass the subscription's ID, not its full path")
+		}
+		if seen[s.Name] {
+			bad(f+".name", s.Name, "unique within the pipeline", "remove the duplicate")
+		}
+		seen[s.Name] = true
+		if !pubsubID.MatchString(s.Topic) {
+			bad(f+".topic", s.Topic, "a Pub/Sub topic ID", "pass the ID of the topic the subscription reads")
+		}
+		if s.DLQSubscription != "" && !pubsubID.MatchString(s.DLQSubscription) {
+			bad(f+".dlqSubscription", s.DLQSubscription, "a Pub/Sub subscription ID", "pass the DLQ subscription's ID")
+		}
+		if (s.DLQSubscription == "") != (s.DLQTopic == "") {
+			bad(f+".dlqTopic", s.DLQTopic, "set exactly when dlqSubscription is set", "pass both DLQ names, or neither for an explicit opt-out")
+		} else if s.DLQTopic != "" && !pubsubID.MatchString(s.DLQTopic) {
+			bad(f+".dlqTopic", s.DLQTopic, "a Pub/Sub topic ID", "pass the DLQ topic's ID")
+		}
+	}
+	if err := t.Channels.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// labelValue normalises s to a GCP label value: lowercase, [a-z0-9_-],
+// at most 63 characters.
+func labelValue(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() == 63 {
+			break
+		}
+	}
+	return b.String()
+}
