@@ -1,0 +1,267 @@
+// Package engine evaluates eventpipe's Rego rules on a normalised plan. Rules are compiled
+// and their queries prepared once per Engine; each plan is converted to OPA's value form
+// once and shared by the resource rules (evaluated per resource, as Pulumi does) and the
+// stack rules (evaluated once on input.resources).
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/eventpipe/eventpipe/policies/plan"
+)
+
+// Options configures an Engine.
+type Options struct {
+	// Modules are the Rego files (name → source); see policies.Modules.
+	Modules map[string]string
+	// Package is the Rego package of the rules (policies.Package).
+	Package string
+	// Config becomes data.config: thresholds as data.config.<rule>.<key>, as Pulumi policy
+	// configuration provides them, and data.config.environment.
+	Config map[string]any
+}
+
+// Engine evaluates one rule set with one configuration. It is safe for concurrent use.
+type Engine struct {
+	rules      []Rule
+	byName     map[string]Rule
+	resource   []Rule
+	stack      []Rule
+	resQuery   rego.PreparedEvalQuery
+	stackQuery rego.PreparedEvalQuery
+}
+
+// Finding is one rule result on one resource.
+type Finding struct {
+	Rule    Rule   `json:"rule"`
+	Level   Level  `json:"level"`
+	Message string `json:"message"`
+	URN     string `json:"urn"`
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	// Note explains a changed level (a deny turned warning on an incomplete preview).
+	Note string `json:"note,omitempty"`
+	// Waiver is set when a waiver suppresses the finding.
+	Waiver *Waiver `json:"waiver,omitempty"`
+	// Location is where the resource was declared or appears in the input, if known.
+	Location *plan.Location `json:"location,omitempty"`
+}
+
+// Waiver records why a finding is suppressed.
+type Waiver struct {
+	RuleID  string `json:"ruleId"`
+	URN     string `json:"urn"`
+	Reason  string `json:"reason"`
+	Expires string `json:"expires"`
+}
+
+// IncompleteNote is appended to findings downgraded on previews without unchanged resources.
+const IncompleteNote = "the preview leaves out unchanged resources, so this verdict could be wrong: run `pulumi preview --json --show-sames` for a firm one"
+
+// New compiles the modules and prepares the queries.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if len(opts.Modules) == 0 {
+		return nil, fmt.Errorf("no rule files given")
+	}
+	if opts.Package == "" {
+		return nil, fmt.Errorf("no rule package given")
+	}
+	modules := make(map[string]*ast.Module, len(opts.Modules))
+	for name, src := range opts.Modules {
+		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1})
+		if err != nil {
+			return nil, fmt.Errorf("parsing rule file %s: %w", name, err)
+		}
+		modules[name] = m
+	}
+	compiler := ast.NewCompiler().WithEnablePrintStatements(false)
+	compiler.Compile(modules)
+	if compiler.Failed() {
+		return nil, fmt.Errorf("compiling rules: %w", compiler.Errors)
+	}
+	rules, err := rulesOf(compiler, opts.Package)
+	if err != nil {
+		return nil, err
+	}
+	if len(rules) == 0 {
+		return nil, fmt.Errorf("package %s has no deny_*/warn_*/stack_deny_*/stack_warn_* rules", opts.Package)
+	}
+	e := &Engine{rules: rules, byName: map[string]Rule{}}
+	for _, r := range rules {
+		e.byName[r.Name] = r
+		if r.Stack {
+			e.stack = append(e.stack, r)
+		} else {
+			e.resource = append(e.resource, r)
+		}
+	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	// A JSON round trip gives the store plain JSON types whatever the caller built.
+	raw, err := json.Marshal(map[string]any{"config": cfg})
+	if err != nil {
+		return nil, fmt.Errorf("encoding policy configuration: %w", err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return nil, fmt.Errorf("decoding policy configuration: %w", err)
+	}
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		return rego.New(
+			rego.Query(query),
+			rego.Compiler(compiler),
+			rego.Store(inmem.NewFromObject(data)),
+		).PrepareForEval(ctx)
+	}
+	// Resource rules: one comprehension per rule over input.resources, each resource
+	// given to the rule as its whole input, as Pulumi's analyzer does.
+	var q []string
+	for i, r := range e.resource {
+		q = append(q, fmt.Sprintf("r%d = [[i, m] | some i; x := input.resources[i]; m := data.%s.%s[_] with input as x]", i, opts.Package, r.Name))
+	}
+	if len(q) == 0 {
+		q = append(q, "true")
+	}
+	if e.resQuery, err = prepare(strings.Join(q, "; ")); err != nil {
+		return nil, fmt.Errorf("preparing resource rules: %w", err)
+	}
+	q = q[:0]
+	for i, r := range e.stack {
+		q = append(q, fmt.Sprintf("s%d = data.%s.%s", i, opts.Package, r.Name))
+	}
+	if len(q) == 0 {
+		q = append(q, "true")
+	}
+	if e.stackQuery, err = prepare(strings.Join(q, "; ")); err != nil {
+		return nil, fmt.Errorf("preparing stack rules: %w", err)
+	}
+	return e, nil
+}
+
+// Rules lists the rules, ordered by id.
+func (e *Engine) Rules() []Rule { return append([]Rule(nil), e.rules...) }
+
+// Evaluate runs every rule on p and returns the findings, ordered by resource, level
+// (deny first), rule id and message.
+func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) {
+	input, err := ast.InterfaceToValue(p.Input())
+	if err != nil {
+		return nil, fmt.Errorf("converting plan to OPA input: %w", err)
+	}
+	byURN := make(map[string]*plan.Resource, len(p.Resources))
+	for i := range p.Resources {
+		byURN[p.Resources[i].URN] = &p.Resources[i]
+	}
+	var findings []Finding
+	if len(e.resource) > 0 {
+		rs, err := e.resQuery.Eval(ctx, rego.EvalParsedInput(input))
+		if err != nil {
+			return nil, fmt.Errorf("evaluating resource rules: %w", err)
+		}
+		if len(rs) != 1 {
+			return nil, fmt.Errorf("evaluating resource rules: %d results, want 1", len(rs))
+		}
+		for i, r := range e.resource {
+			pairs, _ := rs[0].Bindings[fmt.Sprintf("r%d", i)].([]any)
+			for _, pair := range pairs {
+				pv, _ := pair.([]any)
+				if len(pv) != 2 {
+					return nil, fmt.Errorf("rule %s: unexpected result %v", r.Name, pair)
+				}
+				idx, err := pv[0].(json.Number).Int64()
+				if err != nil || idx < 0 || int(idx) >= len(p.Resources) {
+					return nil, fmt.Errorf("rule %s: bad resource index %v", r.Name, pv[0])
+				}
+				res := &p.Resources[idx]
+				findings = append(findings, newFinding(r, res, message(pv[1])))
+			}
+		}
+	}
+	if len(e.stack) > 0 {
+		rs, err := e.stackQuery.Eval(ctx, rego.EvalParsedInput(input))
+		if err != nil {
+			return nil, fmt.Errorf("evaluating stack rules: %w", err)
+		}
+		if len(rs) != 1 {
+			return nil, fmt.Errorf("evaluating stack rules: %d results, want 1", len(rs))
+		}
+		for i, r := range e.stack {
+			msgs, _ := rs[0].Bindings[fmt.Sprintf("s%d", i)].([]any)
+			for _, m := range msgs {
+				text := message(m)
+				res, rest := attribute(text, byURN)
+				f := newFinding(r, res, rest)
+				if !p.Complete && r.NeedsCompleteStack && f.Level == Deny {
+					f.Level = Warn
+					f.Note = IncompleteNote
+				}
+				findings = append(findings, f)
+			}
+		}
+	}
+	Sort(findings)
+	return findings, nil
+}
+
+func newFinding(r Rule, res *plan.Resource, msg string) Finding {
+	f := Finding{Rule: r, Level: r.Level, Message: msg}
+	if res != nil {
+		f.URN, f.Type, f.Name, f.Location = res.URN, res.Type, res.Name, res.Location
+	}
+	return f
+}
+
+// message renders a rule result: Pulumi expects strings; anything else is printed as JSON.
+func message(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// attribute splits a stack-rule message "URN: text" into the resource and the text. The
+// URN is recognised only if it names a resource of the plan.
+func attribute(msg string, byURN map[string]*plan.Resource) (*plan.Resource, string) {
+	for i := strings.Index(msg, ": "); i >= 0; {
+		if r, ok := byURN[msg[:i]]; ok {
+			return r, msg[i+2:]
+		}
+		j := strings.Index(msg[i+2:], ": ")
+		if j < 0 {
+			break
+		}
+		i += 2 + j
+	}
+	return nil, msg
+}
+
+// Sort orders findings by resource, level (deny first), rule id and message.
+func Sort(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.URN != b.URN {
+			return a.URN < b.URN
+		}
+		if a.Level != b.Level {
+			return a.Level == Deny
+		}
+		if a.Rule.ID != b.Rule.ID {
+			return a.Rule.ID < b.Rule.ID
+		}
+		return a.Message < b.Message
+	})
+}

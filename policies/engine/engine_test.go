@@ -1,0 +1,310 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/eventpipe/eventpipe/policies"
+	"github.com/eventpipe/eventpipe/policies/plan"
+)
+
+func newEngine(t testing.TB, cfg map[string]any) *Engine {
+	t.Helper()
+	mods, err := policies.Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), Options{Modules: mods, Package: policies.Package, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "plan", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func evaluate(t testing.TB, e *Engine, data []byte) []Finding {
+	t.Helper()
+	p, err := plan.Parse(data, "plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := e.Evaluate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func ids(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, string(f.Level)+":"+f.Rule.ID)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestRulesHaveMetadata(t *testing.T) {
+	e := newEngine(t, nil)
+	rules := e.Rules()
+	if len(rules) < 15 {
+		t.Fatalf("%d rules loaded", len(rules))
+	}
+	for _, r := range rules {
+		if r.ID == "" || r.Title == "" || r.Fix == "" || r.Description == "" || r.Severity == "" {
+			t.Errorf("rule %s: incomplete metadata %+v", r.Name, r)
+		}
+		if r.Stack != strings.HasPrefix(r.Name, "stack_") {
+			t.Errorf("rule %s: stack = %v", r.Name, r.Stack)
+		}
+	}
+}
+
+func TestHealthyPlansPass(t *testing.T) {
+	e := newEngine(t, nil)
+	for _, name := range []string{"preview_show_sames.json", "preview_changes_only.json", "stack_export.json", "terraform_plan.json"} {
+		t.Run(name, func(t *testing.T) {
+			if fs := evaluate(t, e, fixture(t, name)); len(fs) != 0 {
+				for _, f := range fs {
+					t.Errorf("%s %s %s: %s", f.Level, f.Rule.ID, f.URN, f.Message)
+				}
+			}
+		})
+	}
+}
+
+// preview is a generic view of a preview document for mutations.
+type preview map[string]any
+
+func parsePreview(t testing.TB, data []byte) preview {
+	var p preview
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p preview) steps() []any { return p["steps"].([]any) }
+
+// state returns the newState of the step whose URN ends with "::"+name.
+func (p preview) state(t testing.TB, typ, name string) map[string]any {
+	for _, s := range p.steps() {
+		st := s.(map[string]any)
+		if strings.HasSuffix(st["urn"].(string), typ+"::"+name) {
+			return st["newState"].(map[string]any)
+		}
+	}
+	t.Fatalf("no step for %s %s", typ, name)
+	return nil
+}
+
+func (p preview) inputs(t testing.TB, typ, name string) map[string]any {
+	return p.state(t, typ, name)["inputs"].(map[string]any)
+}
+
+func (p preview) drop(t testing.TB, typ, name string) {
+	var keep []any
+	for _, s := range p.steps() {
+		if !strings.HasSuffix(s.(map[string]any)["urn"].(string), typ+"::"+name) {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) == len(p.steps()) {
+		t.Fatalf("no step for %s %s", typ, name)
+	}
+	p["steps"] = keep
+}
+
+func (p preview) bytes(t testing.TB) []byte {
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const (
+	sub   = "gcp:pubsub/subscription:Subscription"
+	topic = "gcp:pubsub/topic:Topic"
+)
+
+// TestMutationsFailWithTheirRule breaks the healthy preview one way at a time; each break
+// must produce exactly its rule's finding and nothing else.
+func TestMutationsFailWithTheirRule(t *testing.T) {
+	e := newEngine(t, nil)
+	srcTopic := "urn:pulumi:prod::eventpipe::eventpipe:components:Pipeline$gcp:pubsub/topic:Topic::orders"
+	tests := []struct {
+		name   string
+		mutate func(t testing.TB, p preview)
+		want   []string
+	}{
+		{"no dead-letter policy", func(t testing.TB, p preview) {
+			delete(p.inputs(t, sub, "orders-push"), "deadLetterPolicy")
+		}, []string{"deny:EP001"}},
+		{"3 delivery attempts", func(t testing.TB, p preview) {
+			p.inputs(t, sub, "orders-push")["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
+		}, []string{"deny:EP002"}},
+		{"no retry policy", func(t testing.TB, p preview) {
+			delete(p.inputs(t, sub, "orders-push"), "retryPolicy")
+		}, []string{"deny:EP003"}},
+		{"DLQ is the source topic", func(t testing.TB, p preview) {
+			p.state(t, sub, "orders-push")["propertyDependencies"].(map[string]any)["deadLetterPolicy"] = []any{srcTopic}
+		}, []string{"deny:EP004"}},
+		{"DLQ subscription deleted", func(t testing.TB, p preview) {
+			p.drop(t, sub, "orders-push.dlq-sub")
+		}, []string{"deny:EP005"}},
+		{"publisher grant deleted", func(t testing.TB, p preview) {
+			p.drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", "orders-push.dlq-publisher")
+		}, []string{"deny:EP006"}},
+		{"subscriber grant deleted", func(t testing.TB, p preview) {
+			p.drop(t, "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", "orders-push-dlq-subscriber")
+		}, []string{"deny:EP007"}},
+		{"push without OIDC", func(t testing.TB, p preview) {
+			delete(p.inputs(t, sub, "orders-push")["pushConfig"].(map[string]any), "oidcToken")
+		}, []string{"deny:EP008"}},
+		{"http push endpoint", func(t testing.TB, p preview) {
+			p.inputs(t, sub, "orders-push")["pushConfig"].(map[string]any)["pushEndpoint"] = "http://orders-consumer.internal/pubsub/push"
+		}, []string{"deny:EP009"}},
+		{"allUsers invoker", func(t testing.TB, p preview) {
+			p.inputs(t, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "orders-consumer-invoker")["member"] = "allUsers"
+		}, []string{"deny:EP010"}},
+		{"expiring subscription in prod", func(t testing.TB, p preview) {
+			p.inputs(t, sub, "orders-push")["expirationPolicy"] = map[string]any{"ttl": "2678400s"}
+		}, []string{"deny:EP012"}},
+		{"expiring subscription in dev", func(t testing.TB, p preview) {
+			in := p.inputs(t, sub, "orders-push")
+			in["expirationPolicy"] = map[string]any{"ttl": "2678400s"}
+			in["labels"].(map[string]any)["eventpipe_env"] = "dev"
+		}, []string{"warn:EP011"}},
+		{"short DLQ retention", func(t testing.TB, p preview) {
+			p.inputs(t, sub, "orders-push.dlq-sub")["messageRetentionDuration"] = "86400s"
+		}, []string{"warn:EP013"}},
+		{"TTL policy deleted", func(t testing.TB, p preview) {
+			p.drop(t, "gcp:firestore/field:Field", "eventpipe_leases-ttl")
+		}, []string{"warn:EP014"}},
+		{"explicit opt-out", func(t testing.TB, p preview) {
+			in := p.inputs(t, sub, "orders-push")
+			delete(in, "deadLetterPolicy")
+			in["labels"].(map[string]any)["eventpipe_dlq_opt_out"] = "true"
+			in["labels"].(map[string]any)["eventpipe_dlq_opt_out_reason"] = "source_is_replayable"
+		}, []string{"warn:EP015"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := parsePreview(t, fixture(t, "preview_show_sames.json"))
+			tt.mutate(t, p)
+			fs := evaluate(t, e, p.bytes(t))
+			if got := ids(fs); !reflect.DeepEqual(got, tt.want) {
+				for _, f := range fs {
+					t.Logf("%s %s %s: %s", f.Level, f.Rule.ID, f.URN, f.Message)
+				}
+				t.Fatalf("findings %v, want %v", got, tt.want)
+			}
+			if fs[0].URN == "" || fs[0].Message == "" || strings.HasPrefix(fs[0].Message, "urn:") {
+				t.Errorf("finding not attributed to its resource: %+v", fs[0])
+			}
+		})
+	}
+}
+
+func TestIncompletePreviewDowngradesAbsenceVerdicts(t *testing.T) {
+	e := newEngine(t, nil)
+	p := parsePreview(t, fixture(t, "preview_changes_only.json"))
+	delete(p.inputs(t, sub, "orders-push"), "deadLetterPolicy")
+	fs := evaluate(t, e, p.bytes(t))
+	if got := ids(fs); !reflect.DeepEqual(got, []string{"warn:EP001"}) {
+		t.Fatalf("findings %v, want the EP001 deny downgraded to a warning", got)
+	}
+	if fs[0].Note != IncompleteNote {
+		t.Errorf("note = %q", fs[0].Note)
+	}
+	// The same mutation on the complete preview stays a deny.
+	full := parsePreview(t, fixture(t, "preview_show_sames.json"))
+	delete(full.inputs(t, sub, "orders-push"), "deadLetterPolicy")
+	if got := ids(evaluate(t, e, full.bytes(t))); !reflect.DeepEqual(got, []string{"deny:EP001"}) {
+		t.Fatalf("complete preview: %v", got)
+	}
+}
+
+func TestUnknownTopicsGiveNoVerdict(t *testing.T) {
+	e := newEngine(t, nil)
+	p := parsePreview(t, fixture(t, "preview_show_sames.json"))
+	// Without propertyDependencies the subscription's links are unknown: no rule may fire.
+	delete(p.state(t, sub, "orders-push"), "propertyDependencies")
+	if fs := evaluate(t, e, p.bytes(t)); len(fs) != 0 {
+		t.Fatalf("unknown links produced findings: %v", ids(fs))
+	}
+}
+
+func TestThresholdsFromConfig(t *testing.T) {
+	e := newEngine(t, map[string]any{"deny_dead_letter_attempts_out_of_range": map[string]any{"min": 6, "max": 20}})
+	if got := ids(evaluate(t, e, fixture(t, "preview_show_sames.json"))); !reflect.DeepEqual(got, []string{"deny:EP002"}) {
+		t.Fatalf("findings %v, want EP002 for 5 attempts below the configured 6", got)
+	}
+	strict := newEngine(t, map[string]any{"environment": "prod"})
+	tf := fixture(t, "terraform_plan.json")
+	var doc map[string]any
+	if err := json.Unmarshal(tf, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range doc["resource_changes"].([]any) {
+		r := rc.(map[string]any)
+		if r["address"] == "google_pubsub_subscription.push" {
+			r["change"].(map[string]any)["after"].(map[string]any)["expiration_policy"] = []any{}
+		}
+	}
+	b, _ := json.Marshal(doc)
+	if got := ids(evaluate(t, strict, b)); !reflect.DeepEqual(got, []string{"deny:EP012"}) {
+		t.Fatalf("terraform subscription without expiration_policy in prod: %v", got)
+	}
+	if got := ids(evaluate(t, newEngine(t, nil), b)); !reflect.DeepEqual(got, []string{"warn:EP011"}) {
+		t.Fatalf("without an environment: %v", got)
+	}
+}
+
+func TestMetadataIsEnforced(t *testing.T) {
+	base := "package eventpipe\n\nimport rego.v1\n\n"
+	tests := []struct {
+		name, src, wantErr string
+	}{
+		{"missing fix", base + "# METADATA\n# title: T\n# description: D\n# custom:\n#   id: X1\n#   severity: low\ndeny_x contains \"m\" if false\n", "lacks custom.fix"},
+		{"no metadata", base + "warn_y contains \"m\" if false\n", "lacks custom.fix, custom.id, custom.severity, description, title"},
+		{"bad severity", base + "# METADATA\n# title: T\n# description: D\n# custom:\n#   id: X1\n#   severity: huge\n#   fix: F\ndeny_x contains \"m\" if false\n", `severity "huge"`},
+		{"duplicate id", base + "# METADATA\n# title: T\n# description: D\n# custom:\n#   id: X1\n#   severity: low\n#   fix: F\ndeny_x contains \"m\" if false\n\n# METADATA\n# title: T\n# description: D\n# custom:\n#   id: X1\n#   severity: low\n#   fix: F\ndeny_y contains \"m\" if false\n", "share the id X1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(context.Background(), Options{Modules: map[string]string{"x.rego": tt.src}, Package: "eventpipe"})
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestAttribute(t *testing.T) {
+	r := &plan.Resource{URN: "urn:pulumi:dev::p::t::odd: name"}
+	byURN := map[string]*plan.Resource{r.URN: r}
+	got, text := attribute("urn:pulumi:dev::p::t::odd: name: it broke: badly", byURN)
+	if got != r || text != "it broke: badly" {
+		t.Fatalf("attribute = %v, %q", got, text)
+	}
+	got, text = attribute("no urn: here", byURN)
+	if got != nil || text != "no urn: here" {
+		t.Fatalf("attribute = %v, %q", got, text)
+	}
+}
