@@ -1,0 +1,200 @@
+// Package pgtest starts a throwaway PostgreSQL cluster for tests: initdb in a
+// temporary directory (as the postgres user when running as root, because
+// initdb refuses root), a server on a free loopback port, and stop + removal
+// afterwards. Any package's tests can use it: Start inside a test, or
+// StartCluster from TestMain to share one cluster.
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// BinEnv names the environment variable that overrides where the PostgreSQL
+// binaries (initdb, pg_ctl) are found.
+const BinEnv = "EVENTPIPE_PG_BIN"
+
+// DefaultBinDir is where Debian's postgresql-15 package installs the binaries.
+const DefaultBinDir = "/usr/lib/postgresql/15/bin"
+
+// Cluster is a running throwaway cluster.
+type Cluster struct {
+	// URL connects as the superuser "postgres" to database "postgres".
+	URL  string
+	Port int
+	dir  string
+	bin  string
+	asPG *user.User // non-nil when commands run as the postgres user
+}
+
+// BinDir returns the directory holding initdb and pg_ctl, or an error that
+// says how to install or point at them.
+func BinDir() (string, error) {
+	dirs := []string{os.Getenv(BinEnv), DefaultBinDir}
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	return findBin(dirs)
+}
+
+func findBin(dirs []string) (string, error) {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("PostgreSQL binaries not found (looked for initdb in %s): install postgresql-15 (apt-get install postgresql-15) or set %s to the directory holding initdb and pg_ctl",
+		strings.Join(dirs, ", "), BinEnv)
+}
+
+// Start starts a cluster for one test and stops it when the test ends. A
+// missing PostgreSQL installation fails the test with a clear message: it is
+// never skipped silently.
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := StartCluster(ctx)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return c
+}
+
+// StartCluster starts a cluster; the caller must Stop it.
+func StartCluster(ctx context.Context) (*Cluster, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{bin: bin}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("running as root, initdb needs the postgres user: %w (create it, or run the tests as a normal user)", err)
+		}
+		c.asPG = u
+	}
+	c.dir, err = os.MkdirTemp("", "eventpipe-pgtest-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	if err := c.prepareDir(); err != nil {
+		_ = os.RemoveAll(c.dir)
+		return nil, err
+	}
+	data := filepath.Join(c.dir, "data")
+	if out, err := c.run(ctx, "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
+		_ = os.RemoveAll(c.dir)
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	// A port found free can be taken before the server binds it: try a few.
+	var lastErr error
+	for i := 0; i < 3; i++ {
+		port, err := freePort()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100", port, c.dir)
+		out, err := c.run(ctx, "pg_ctl", "start", "-D", data, "-w", "-t", "60", "-l", filepath.Join(c.dir, "server.log"), "-o", opts)
+		if err == nil {
+			c.Port = port
+			c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+			return c, nil
+		}
+		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+		lastErr = fmt.Errorf("pg_ctl start on port %d: %w\n%s\n%s", port, err, out, log)
+	}
+	_ = os.RemoveAll(c.dir)
+	return nil, lastErr
+}
+
+// prepareDir makes the temp dir usable by the postgres user.
+func (c *Cluster) prepareDir() error {
+	if c.asPG == nil {
+		return nil
+	}
+	uid, err1 := strconv.Atoi(c.asPG.Uid)
+	gid, err2 := strconv.Atoi(c.asPG.Gid)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("postgres user ids: %w", err)
+	}
+	if err := os.Chown(c.dir, uid, gid); err != nil {
+		return fmt.Errorf("chown %s to postgres: %w", c.dir, err)
+	}
+	return os.Chmod(c.dir, 0o700)
+}
+
+func (c *Cluster) run(ctx context.Context, tool string, args ...string) ([]byte, error) {
+	path := filepath.Join(c.bin, tool)
+	var cmd *exec.Cmd
+	if c.asPG != nil {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, path, args...)
+	}
+	cmd.Dir = c.dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// NewDatabase creates an empty database on the cluster and returns its URL.
+func (c *Cluster) NewDatabase(ctx context.Context, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, c.URL)
+	if err != nil {
+		return "", fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	return strings.Replace(c.URL, "/postgres?", "/"+name+"?", 1), nil
+}
+
+// Stop stops the server at once and removes its directory.
+func (c *Cluster) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := c.run(ctx, "pg_ctl", "stop", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w")
+	rmErr := os.RemoveAll(c.dir)
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop: %w\n%s", err, out)
+	}
+	if rmErr != nil {
+		return fmt.Errorf("remove %s: %w", c.dir, rmErr)
+	}
+	return nil
+}
