@@ -265,9 +265,6 @@ func (r *Route) validateAction(p *problems) {
 	if a.Heartbeat >= a.LeaseTTL {
 		p.add("action.heartbeat", "heartbeat must be shorter than leaseTTL", "extend the lease well before it expires, e.g. leaseTTL/5")
 	}
-	if time.Duration(a.Timeout) > time.Duration(a.LeaseTTL) {
-		p.add("action.timeout", "a call may outlive its lease", "make timeout at most leaseTTL")
-	}
 }
 
 // ActionURL resolves the downstream URL of a lease route from its url or

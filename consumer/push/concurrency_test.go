@@ -1,0 +1,102 @@
+package push
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/store"
+)
+
+// TestConcurrentDuplicatePushes sends the same message 64 times at once over
+// real HTTP: exactly one delivery applies it, 63 are duplicates, all acked.
+func TestConcurrentDuplicatePushes(t *testing.T) {
+	proc, _, log := ct.NewProcessor(t, ct.Options{})
+	srv := httptest.NewServer(New(proc, nil))
+	defer srv.Close()
+	body := ct.PushBody(t, ct.Envelope{ID: "same", Payload: sysEvent("healthy", "2026-01-02T03:00:00Z")})
+
+	const n = 64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	codes := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			resp, err := http.Post(srv.URL+Path, "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Fatalf("push %d: status %d", i, c)
+		}
+	}
+	lines := log.Lines(t)
+	if a, d := len(ct.With(lines, "outcome", "applied")), len(ct.With(lines, "outcome", "duplicate")); a != 1 || d != n-1 {
+		t.Fatalf("applied %d, duplicates %d; want 1 and %d", a, d, n-1)
+	}
+}
+
+// TestShuffledDeliveriesConverge delivers a service's history in random
+// orders, with duplicates, to fresh stores: every order ends with the same
+// document, the newest event's.
+func TestShuffledDeliveriesConverge(t *testing.T) {
+	type event struct {
+		id, status string
+		at         time.Time
+	}
+	base := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	var history []event
+	for i := range 12 {
+		// Two events share each timestamp: publish time and message id break the tie.
+		at := base.Add(time.Duration(i/2) * time.Minute)
+		history = append(history, event{fmt.Sprintf("m%02d", i), fmt.Sprintf("s%02d", i), at})
+	}
+	var want map[string]any
+	for run := range 20 {
+		rng := rand.New(rand.NewPCG(uint64(run), 7))
+		deliveries := append(append([]event(nil), history...), history[rng.IntN(len(history))], history[rng.IntN(len(history))])
+		rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+		proc, st, _ := ct.NewProcessor(t, ct.Options{})
+		h := New(proc, nil)
+		for _, e := range deliveries {
+			// "timestamp" (not producedAt) leaves the logical identity
+			// incomplete, so the message id is the dedupe key and events
+			// sharing a time stay distinct.
+			payload := fmt.Sprintf(`{"service":"api","status":%q,"timestamp":%q}`, e.status, e.at.Format(time.RFC3339))
+			body := ct.PushBody(t, ct.Envelope{ID: e.id, Payload: payload, PublishTime: e.at})
+			if w := post(t, h, body); w.Code != 200 {
+				t.Fatalf("run %d: %d %s", run, w.Code, w.Body)
+			}
+		}
+		doc, ok := ct.Get(t, st, store.Key{Collection: opsColl, ID: apiDoc})
+		if !ok {
+			t.Fatal("no document")
+		}
+		got := map[string]any{"status": doc.Fields["status"], "source": doc.Fields["source"], "updatedAt": doc.Fields["updatedAt"]}
+		if got["status"] != "s11" {
+			t.Fatalf("run %d: final status %v, want the newest event's s11", run, got["status"])
+		}
+		if want == nil {
+			want = got
+		} else if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("run %d diverged:\n%v\n%v", run, got, want)
+		}
+	}
+}
