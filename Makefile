@@ -14,6 +14,7 @@ test: deps lint
 ## deps: download Go modules and install the tools tests need.
 deps:
 	$(GO) mod download
+	mkdir -p $(TOOLS)/firestore-emulator && cp tools/firestore-emulator/package.json tools/firestore-emulator/package-lock.json $(TOOLS)/firestore-emulator/ && npm ci --prefix $(TOOLS)/firestore-emulator --no-audit --no-fund
 
 ## lint: gofmt and go vet (also with every build tag the repo uses).
 lint:
