@@ -79,25 +79,11 @@ func Render(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	mocks := NewMocks(Project, opts.Stack, st)
-	info := pulumi.RunInfo{
-		Project:          Project,
-		Stack:            opts.Stack,
-		Config:           file.Source.Values,
-		ConfigSecretKeys: spec.SortedKeys(file.Source.Secrets),
-		DryRun:           true,
-		Mocks:            mocks,
-	}
-	pctx, err := pulumi.NewContext(ctx, info)
-	if err != nil {
-		return nil, fmt.Errorf("render %s: start program: %w", opts.Stack, err)
-	}
-	defer pctx.Close()
 	program := components.Program(components.ProgramOptions{ConfigKeys: file.Source.Keys()})
-	if err := pulumi.RunWithContext(pctx, program); err != nil {
-		return nil, fmt.Errorf("render %s: %w", opts.Stack, err)
+	plan, err := RunProgram(ctx, opts.Stack, file.Source, st, program)
+	if err != nil {
+		return nil, err
 	}
-	plan := buildPlan(opts.Stack, file, mocks.Resources())
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -106,6 +92,30 @@ func Render(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("render %s: encode plan: %w", opts.Stack, err)
 	}
 	return &Result{JSON: buf.Bytes(), Plan: plan, Stack: st, File: file, Sources: sources(st, file, plan)}, nil
+}
+
+// RunProgram runs program for stack with mocks and the config in src, and
+// returns its plan. st (may be nil) supplies project numbers for mock URLs.
+// Render uses it with components.Program; component tests use it with a
+// program that declares one component.
+func RunProgram(ctx context.Context, stack string, src spec.MapSource, st *spec.Stack, program pulumi.RunFunc) (*Plan, error) {
+	mocks := NewMocks(Project, stack, st)
+	pctx, err := pulumi.NewContext(ctx, pulumi.RunInfo{
+		Project:          Project,
+		Stack:            stack,
+		Config:           src.Values,
+		ConfigSecretKeys: spec.SortedKeys(src.Secrets),
+		DryRun:           true,
+		Mocks:            mocks,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("render %s: start program: %w", stack, err)
+	}
+	defer pctx.Close()
+	if err := pulumi.RunWithContext(pctx, program); err != nil {
+		return nil, fmt.Errorf("render %s: %w", stack, err)
+	}
+	return buildPlan(stack, src, mocks.Resources()), nil
 }
 
 // ConfigPath resolves the stack config file of opts.
@@ -161,13 +171,13 @@ func FindStackDir(start string) (string, error) {
 // buildPlan turns registrations into preview steps: the root stack, the
 // default gcp provider, then every resource with parents and dependencies
 // before dependents (ties by URN), so output order is stable.
-func buildPlan(stack string, file *spec.StackFile, regs []Registered) *Plan {
+func buildPlan(stack string, src spec.MapSource, regs []Registered) *Plan {
 	stackURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(Project), "", resource.RootStackType, Project+"-"+stack))
 	providerURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(Project), "", "pulumi:providers:gcp", "default_"+strings.ReplaceAll(ProviderVersion, ".", "_")))
 	provider := providerURN + "::" + Unknown
 	plan := &Plan{Config: map[string]string{}, Diagnostics: []any{}, ChangeSummary: map[string]int{}}
-	for k, v := range file.Source.Values {
-		if file.Source.Secrets[k] {
+	for k, v := range src.Values {
+		if src.Secrets[k] {
 			v = Secret
 		}
 		plan.Config[k] = v

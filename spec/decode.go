@@ -96,11 +96,16 @@ func decodeJSON(c *collector, src Source, key string, dst any) {
 			"write the value as YAML under the key, not as a quoted string")
 		return
 	}
-	before := len(c.errs)
-	checkShape(c, "", full, raw, reflect.TypeOf(dst).Elem())
-	// Decode even after shape errors: encoding/json skips mistyped fields and
-	// unknown keys, so validation can still report every other problem.
-	if err := json.Unmarshal([]byte(text), dst); err != nil && len(c.errs) == before {
+	// Values of the wrong shape are reported and dropped, so validation still
+	// reports every other problem (and treats dropped values as unset).
+	if !checkShape(c, "", full, raw, reflect.TypeOf(dst).Elem()) {
+		return
+	}
+	clean, err := json.Marshal(raw)
+	if err == nil {
+		err = json.Unmarshal(clean, dst)
+	}
+	if err != nil {
 		c.add("", full, shorten(text), "a value of the documented shape", err.Error())
 	}
 }
@@ -108,10 +113,11 @@ func decodeJSON(c *collector, src Source, key string, dst any) {
 var durationType = reflect.TypeOf(Duration{})
 
 // checkShape walks raw against type t and reports every unknown key and
-// every value of the wrong JSON type, with its full path.
-func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) {
+// every value of the wrong JSON type, with its full path. It deletes bad
+// entries from objects and returns false when raw itself is unusable.
+func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) bool {
 	if raw == nil {
-		return
+		return true
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -119,15 +125,16 @@ func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) {
 	if t == durationType {
 		if _, ok := raw.(string); !ok {
 			c.add(pipeline, path, jsonText(raw), "a duration string such as \"10s\", \"10m\" or \"14d\"", "quote the value and give it a unit")
+			return false
 		}
-		return
+		return true
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		obj, ok := raw.(map[string]any)
 		if !ok {
 			c.add(pipeline, path, jsonText(raw), "an object with the keys "+strings.Join(fieldNames(t), ", "), "write the value as a YAML mapping")
-			return
+			return false
 		}
 		fields := fieldsByName(t)
 		for _, k := range SortedKeys(obj) {
@@ -135,46 +142,57 @@ func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) {
 			if !ok {
 				c.add(pipeline, path+"."+k, jsonText(obj[k]), "the keys "+strings.Join(fieldNames(t), ", "),
 					"remove the key or correct the spelling"+suggest(k, fieldNames(t)))
+				delete(obj, k)
 				continue
 			}
-			checkShape(c, pipeline, path+"."+k, obj[k], f.Type)
+			if !checkShape(c, pipeline, path+"."+k, obj[k], f.Type) {
+				delete(obj, k)
+			}
 		}
 	case reflect.Map:
 		obj, ok := raw.(map[string]any)
 		if !ok {
 			c.add(pipeline, path, jsonText(raw), "a mapping keyed by name", "write the value as a YAML mapping of name: settings")
-			return
+			return false
 		}
 		for _, k := range SortedKeys(obj) {
 			p := pipeline
 			if t.Elem() == reflect.TypeOf(&Pipeline{}) {
 				p = k
 			}
-			checkShape(c, p, path+"."+k, obj[k], t.Elem())
+			if !checkShape(c, p, path+"."+k, obj[k], t.Elem()) {
+				delete(obj, k)
+			}
 		}
 	case reflect.Slice:
 		arr, ok := raw.([]any)
 		if !ok {
 			c.add(pipeline, path, jsonText(raw), "a list", "write the value as a YAML list")
-			return
+			return false
 		}
+		ok = true
 		for i, v := range arr {
-			checkShape(c, pipeline, fmt.Sprintf("%s[%d]", path, i), v, t.Elem())
+			ok = checkShape(c, pipeline, fmt.Sprintf("%s[%d]", path, i), v, t.Elem()) && ok
 		}
+		return ok
 	case reflect.String:
 		if _, ok := raw.(string); !ok {
 			c.add(pipeline, path, jsonText(raw), "a string", "quote the value")
+			return false
 		}
 	case reflect.Bool:
 		if _, ok := raw.(bool); !ok {
 			c.add(pipeline, path, jsonText(raw), "true or false", "write true or false without quotes")
+			return false
 		}
 	case reflect.Int:
 		n, ok := raw.(float64)
 		if !ok || n != float64(int64(n)) {
 			c.add(pipeline, path, jsonText(raw), "a whole number", "write a whole number without quotes")
+			return false
 		}
 	}
+	return true
 }
 
 // fieldsByName maps JSON names to struct fields (fields tagged "-" are not config).

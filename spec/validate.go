@@ -166,17 +166,19 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	case !digestImagePattern.MatchString(k.Image) && !tagImagePattern.MatchString(k.Image):
 		c.add(p.Name, path+".image", strconv.Quote(k.Image), "REPO@sha256:<64 hex digits> or REPO:TAG", "add a tag or digest; an untagged image silently means :latest")
 	}
-	if k.ServiceName == "" {
+	derived := k.ServiceName == ""
+	if derived {
 		k.ServiceName = p.Name + "-consumer"
 	}
-	if !servicePattern.MatchString(k.ServiceName) {
+	// A derived name is only wrong if the pipeline name is, which is reported already.
+	if !servicePattern.MatchString(k.ServiceName) && (!derived || pipelineNamePattern.MatchString(p.Name)) {
 		c.add(p.Name, path+".serviceName", strconv.Quote(k.ServiceName), "1–49 lowercase letters, digits or hyphens, starting with a letter", "choose a shorter lowercase service name")
 	}
 	k.RequestTimeout = durDefault(c, p.Name, path+".requestTimeout", k.RequestTimeout, DefaultRequestTimeout, MinAckDeadline, MaxAckDeadline)
 	k.Concurrency = intDefault(c, p.Name, path+".concurrency", k.Concurrency, DefaultConcurrency, 1, MaxConcurrency, "Cloud Run allows 1–1000 concurrent requests per instance")
 	k.MinInstances = intDefault(c, p.Name, path+".minInstances", k.MinInstances, *s.Defaults.MinInstances, 0, MaxMinInstances, "keep 0 for scale-to-zero or at most 100 warm instances")
 	k.MaxInstances = intDefault(c, p.Name, path+".maxInstances", k.MaxInstances, *s.Defaults.MaxInstances, 1, MaxMaxInstances, "Cloud Run needs at least one instance")
-	if *k.MinInstances > *k.MaxInstances {
+	if intInRange(*k.MinInstances, 0, MaxMinInstances) && intInRange(*k.MaxInstances, 1, MaxMaxInstances) && *k.MinInstances > *k.MaxInstances {
 		c.add(p.Name, path+".minInstances", strconv.Itoa(*k.MinInstances), fmt.Sprintf("at most maxInstances (%d)", *k.MaxInstances), "lower minInstances or raise maxInstances")
 	}
 	switch k.Ingress {
@@ -236,17 +238,17 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 	if sub.Name == "" {
 		sub.Name = p.Name + "-" + sub.Key
 	}
-	checkPubSubName(c, p.Name, path+".name", sub.Name)
-	if sub.Push() {
-		timeout := p.Consumer.RequestTimeout
-		if sub.AckDeadline == nil {
-			sub.AckDeadline = timeout
-		} else if sub.AckDeadline.Err == nil && timeout.Err == nil && sub.AckDeadline.D != timeout.D {
-			c.add(p.Name, path+".ackDeadline", strconv.Quote(sub.AckDeadline.Raw), fmt.Sprintf("the consumer's requestTimeout (%s)", timeout.Raw),
-				"remove ackDeadline (push subscriptions follow consumer.requestTimeout) or set both to the same value; otherwise Pub/Sub redelivers while the first request still runs")
-		}
+	nameOK := checkPubSubName(c, p.Name, path+".name", sub.Name)
+	switch timeout := p.Consumer.RequestTimeout; {
+	case sub.Push() && sub.AckDeadline == nil:
+		// Follows the consumer's request timeout, which is checked there.
+		sub.AckDeadline = timeout
+	case sub.Push() && durInRange(sub.AckDeadline, MinAckDeadline, MaxAckDeadline) && durInRange(timeout, MinAckDeadline, MaxAckDeadline) && sub.AckDeadline.D != timeout.D:
+		c.add(p.Name, path+".ackDeadline", strconv.Quote(sub.AckDeadline.Raw), fmt.Sprintf("the consumer's requestTimeout (%s)", timeout.Raw),
+			"remove ackDeadline (push subscriptions follow consumer.requestTimeout) or set both to the same value; otherwise Pub/Sub redelivers while the first request still runs")
+	default:
+		sub.AckDeadline = durDefault(c, p.Name, path+".ackDeadline", sub.AckDeadline, DefaultPullAckDeadline, MinAckDeadline, MaxAckDeadline)
 	}
-	sub.AckDeadline = durDefault(c, p.Name, path+".ackDeadline", sub.AckDeadline, DefaultPullAckDeadline, MinAckDeadline, MaxAckDeadline)
 	sub.MinBackoff = durDefault(c, p.Name, path+".minBackoff", sub.MinBackoff, s.Defaults.MinBackoff.D, 0, MaxBackoffLimit)
 	sub.MaxBackoff = durDefault(c, p.Name, path+".maxBackoff", sub.MaxBackoff, s.Defaults.MaxBackoff.D, 0, MaxBackoffLimit)
 	checkBackoffOrder(c, p.Name, path, sub.MinBackoff, sub.MaxBackoff)
@@ -285,19 +287,22 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 	sub.MaxDeliveryAttempts = intDefault(c, p.Name, path+".maxDeliveryAttempts", sub.MaxDeliveryAttempts, *s.Defaults.MaxDeliveryAttempts,
 		MinMaxDeliveryAttempts, MaxMaxDeliveryAttempts, "Pub/Sub accepts 5–100 delivery attempts")
 	dl.Retention = durDefault(c, p.Name, path+".deadLetter.retention", dl.Retention, s.Defaults.DLQRetention.D, MinDLQRetention, MaxDLQRetention)
-	checkPubSubName(c, p.Name, path+".name", sub.DLQSubscriptionName())
+	if nameOK {
+		checkPubSubName(c, p.Name, path+".name", sub.DLQSubscriptionName())
+	}
 }
 
 // checkUniqueNames reports topic and subscription ids used twice in the stack.
 func checkUniqueNames(c *collector, s *Stack) {
 	type owner struct{ pipeline, path string }
 	topics, subs := map[string]owner{}, map[string]owner{}
-	claim := func(seen map[string]owner, kind, id string, o owner) {
+	claim := func(seen map[string]owner, kind, id string, o owner) bool {
 		if prev, dup := seen[id]; dup {
 			c.add(o.pipeline, o.path, strconv.Quote(id), kind+" ids unique in the stack (also used at "+prev.path+")", "set a different name")
-			return
+			return false
 		}
 		seen[id] = o
+		return true
 	}
 	for _, p := range s.SortedPipelines() {
 		if p == nil || p.Name == "" {
@@ -310,8 +315,7 @@ func checkUniqueNames(c *collector, s *Stack) {
 				continue
 			}
 			sp := base + ".subscriptions." + sub.Key + ".name"
-			claim(subs, "subscription", sub.Name, owner{p.Name, sp})
-			if sub.HasDLQ() {
+			if claim(subs, "subscription", sub.Name, owner{p.Name, sp}) && sub.HasDLQ() {
 				claim(topics, "topic", sub.DLQTopicName(), owner{p.Name, sp})
 				claim(subs, "subscription", sub.DLQSubscriptionName(), owner{p.Name, sp})
 			}
@@ -339,15 +343,18 @@ func checkStore(c *collector, pipeline, path, url string, secret bool) {
 		"use firestore://PROJECT/(default) on Cloud Run; bbolt and mem stores lose data when an instance stops")
 }
 
-func checkPubSubName(c *collector, pipeline, path, name string) {
+// checkPubSubName reports an invalid topic or subscription id and returns whether it is valid.
+func checkPubSubName(c *collector, pipeline, path, name string) bool {
 	if !pubsubNamePattern.MatchString(name) || strings.HasPrefix(strings.ToLower(name), "goog") {
 		c.add(pipeline, path, strconv.Quote(name), "3–255 letters, digits or . _ ~ % + -, starting with a letter, not starting with goog",
 			"choose a name that fits the Pub/Sub naming rules")
+		return false
 	}
+	return true
 }
 
 func checkBackoffOrder(c *collector, pipeline, path string, lo, hi *Duration) {
-	if lo.Err == nil && hi.Err == nil && lo.D > hi.D {
+	if durInRange(lo, 0, MaxBackoffLimit) && durInRange(hi, 0, MaxBackoffLimit) && lo.D > hi.D {
 		c.add(pipeline, path+".minBackoff", strconv.Quote(lo.Raw), fmt.Sprintf("at most maxBackoff (%s)", hi.Raw), "lower minBackoff or raise maxBackoff")
 	}
 }
@@ -378,6 +385,12 @@ func durDefault(c *collector, pipeline, path string, v *Duration, def, lo, hi ti
 		c.add(pipeline, path, strconv.Quote(v.Raw), allowed, fmt.Sprintf("set a duration from %s to %s, or remove the key for the default %s", FormatDuration(lo), FormatDuration(hi), FormatDuration(def)))
 	}
 	return v
+}
+
+func intInRange(v, lo, hi int) bool { return v >= lo && v <= hi }
+
+func durInRange(d *Duration, lo, hi time.Duration) bool {
+	return d != nil && d.Err == nil && d.D >= lo && d.D <= hi
 }
 
 func quoteOrEmpty(s string) string {
