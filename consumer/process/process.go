@@ -108,6 +108,9 @@ func New(cfg Config) (*Processor, error) {
 // Engine returns the processor's default engine (shared with callbacks).
 func (p *Processor) Engine() *engine.Engine { return p.engine }
 
+// Routes returns the processor's routes.
+func (p *Processor) Routes() *route.Table { return p.cfg.Routes }
+
 // Logger returns the processor's logger.
 func (p *Processor) Logger() *slog.Logger { return p.cfg.Logger }
 

@@ -1,0 +1,300 @@
+// Package callback serves POST /callbacks/{route}: retried HTTP callbacks
+// (for example a Cloud Run Job reporting a validation run) applied once per
+// idempotency key, following seed 004:
+//
+//   - the key is the body's callback_id field or the Idempotency-Key header;
+//   - an unknown target resource is a 404 before any receipt is written;
+//   - the first request reserves a receipt and is processed; a retry gets
+//     200 with idempotent_replayed: true and the original received-at;
+//   - a request without a key is processed and logged as unprotected
+//     (backwards compatible).
+package callback
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/classify"
+	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/consumer/logging"
+	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/opcount"
+)
+
+// Pattern is the ServeMux pattern of the handler.
+const Pattern = "POST /callbacks/{route}"
+
+// MaxBody bounds a callback body.
+const MaxBody = 1 << 20
+
+// Handler serves callbacks.
+type Handler struct {
+	routes *route.Table
+	engine *engine.Engine
+	store  store.Store
+	env    string
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// Config configures a Handler.
+type Config struct {
+	Routes *route.Table
+	Engine *engine.Engine
+	Store  store.Store
+	Env    string
+	Logger *slog.Logger
+}
+
+// New returns a callback handler.
+func New(cfg Config) *Handler {
+	return &Handler{routes: cfg.Routes, engine: cfg.Engine, store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: time.Now}
+}
+
+// outcome collects one request's log fields.
+type outcome struct {
+	route, key, doc, receipt, result string
+	unprotected                      bool
+	status                           int
+	err                              error
+	class                            classify.Class
+	ops                              opcount.Counts
+	started                          time.Time
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o := &outcome{route: r.PathValue("route"), started: time.Now()}
+	resp := h.handle(r, o)
+	h.logLine(r.Context(), o)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(o.status)
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
+	rt := h.routes.Callback(o.route)
+	if rt == nil {
+		return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("no callback route %q (fix: call /callbacks/<name> with a route of ingress \"callback\")", o.route)))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return o.fail(http.StatusRequestEntityTooLarge, classify.Poison(fmt.Errorf("callback body larger than %d bytes", MaxBody)))
+		}
+		return o.fail(http.StatusBadRequest, classify.Poison(fmt.Errorf("read body: %w", err)))
+	}
+	payload, err := envelope.DecodePayload(body)
+	if err != nil {
+		return o.fail(http.StatusBadRequest, classify.Poison(fmt.Errorf("callback body: %w", err)))
+	}
+	key, err := idempotencyKey(rt.Receipt, payload, r.Header)
+	if err != nil {
+		return o.fail(http.StatusBadRequest, classify.Poison(err))
+	}
+	o.key, o.unprotected = key, key == ""
+	now := h.now().UTC()
+	msg := &envelope.Message{ID: key, Data: body, Payload: payload, Attributes: map[string]string{}, PublishTime: now}
+	plan, err := rt.Plan(msg, h.env)
+	if err != nil {
+		return o.fail(http.StatusBadRequest, err)
+	}
+	o.doc = plan.Target.String()
+	// Seed 004: fetch the target first, so an unknown resource is a clean
+	// 404 and no receipt is written for it.
+	if rt.Target.MustExist {
+		exists, err := h.exists(r.Context(), plan.Target, o)
+		if err != nil {
+			return o.fail(http.StatusInternalServerError, err)
+		}
+		if !exists {
+			return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("%s does not exist (unknown %s %q)", plan.Target, rt.Target.ID, plan.AggregateID)))
+		}
+	}
+	if key == "" {
+		if err := h.apply(r.Context(), plan, rt.Target.MustExist, o); err != nil {
+			return o.fail(statusOf(err), err)
+		}
+		o.status, o.result = http.StatusOK, logfields.OutcomeApplied
+		return map[string]any{"message": "Callback processed without an idempotency key", "idempotent_replayed": false, "unprotected": true}
+	}
+	rc, err := h.engine.Reserve(r.Context(), engine.ReceiptRequest{Route: rt.Name, CallbackID: key, Payload: body,
+		Fields: map[string]any{"target": plan.Target.String()}})
+	o.ops = o.ops.Add(rc.Ops)
+	o.receipt = rc.Doc
+	if err != nil {
+		status := http.StatusInternalServerError
+		if c := classify.Of(err); c.Type == logfields.ErrorTypePoison {
+			status = http.StatusConflict // the callback id was reused with another body
+		}
+		return o.fail(status, err)
+	}
+	if rc.Replayed {
+		o.status, o.result = http.StatusOK, logfields.OutcomeDuplicate
+		return map[string]any{"message": "Callback already processed", "idempotent_replayed": true,
+			"original_received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": rc.Status}
+	}
+	if err := h.apply(r.Context(), plan, rt.Target.MustExist, o); err != nil {
+		// Give the receipt back so the caller's retry processes it again.
+		if rerr := h.engine.Release(context.WithoutCancel(r.Context()), rc); rerr != nil {
+			err = fmt.Errorf("%w; releasing the receipt also failed: %v", err, rerr)
+		}
+		return o.fail(statusOf(err), err)
+	}
+	status := "processed"
+	if s, ok := plan.Fields["status"].(string); ok && s != "" {
+		status = s
+	}
+	done, err := h.engine.Finish(context.WithoutCancel(r.Context()), rc, status)
+	o.ops = o.ops.Add(done.Ops)
+	if err != nil {
+		// Applied, but the receipt still says processing: a retry replays it.
+		return o.fail(http.StatusInternalServerError, err)
+	}
+	o.status, o.result = http.StatusOK, logfields.OutcomeApplied
+	return map[string]any{"message": "Callback processed", "idempotent_replayed": false,
+		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": status}
+}
+
+// fail records a failure and returns the error body.
+func (o *outcome) fail(status int, err error) map[string]any {
+	o.status, o.err, o.class = status, err, classify.Of(err)
+	o.result = logfields.OutcomeRetry
+	if status < 500 {
+		o.result = logfields.OutcomePoison
+	}
+	return map[string]any{"error": err.Error()}
+}
+
+// statusOf maps an apply error: a vanished target is 404, the rest 500.
+func statusOf(err error) int {
+	if errors.Is(err, errVanished) {
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
+}
+
+// idempotencyKey reads the key from the body field or the header; both
+// present must agree.
+func idempotencyKey(rc *route.Receipt, payload map[string]any, hdr http.Header) (string, error) {
+	var fromBody, fromHeader string
+	if rc.KeyField != "" {
+		switch v := payload[rc.KeyField].(type) {
+		case nil:
+		case string:
+			fromBody = v
+		default:
+			return "", fmt.Errorf("callback field %s must be a string (fix: send the callback_id you were given as text)", rc.KeyField)
+		}
+	}
+	if rc.Header != "" {
+		fromHeader = hdr.Get(rc.Header)
+	}
+	if fromBody != "" && fromHeader != "" && fromBody != fromHeader {
+		return "", fmt.Errorf("body %s %q and header %s %q disagree (fix: send one key, or the same in both)", rc.KeyField, fromBody, rc.Header, fromHeader)
+	}
+	if fromBody != "" {
+		return fromBody, nil
+	}
+	return fromHeader, nil
+}
+
+var errVanished = errors.New("target vanished")
+
+func (h *Handler) exists(ctx context.Context, key store.Key, o *outcome) (bool, error) {
+	var tally opcount.Tally
+	found := false
+	err := h.store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		d, err := tally.Tx(tx).Get(ctx, key)
+		if errors.Is(err, store.ErrNotFound) {
+			found = false
+			return nil
+		}
+		found = err == nil && !d.Expired(h.now())
+		return err
+	})
+	o.ops = o.ops.Add(tally.Counts())
+	return found, err
+}
+
+// apply merges the callback's fields into the target document.
+func (h *Handler) apply(ctx context.Context, plan *route.Plan, mustExist bool, o *outcome) error {
+	var tally opcount.Tally
+	err := h.store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		tx = tally.Tx(tx)
+		cur, err := tx.Get(ctx, plan.Target)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if mustExist {
+				return fmt.Errorf("%s: %w", plan.Target, errVanished)
+			}
+			cur = store.Document{Fields: map[string]any{}}
+		case err != nil:
+			return err
+		}
+		fields := make(map[string]any, len(cur.Fields)+len(plan.Fields)+1)
+		for k, v := range cur.Fields {
+			fields[k] = v
+		}
+		for k, v := range plan.Fields {
+			fields[k] = v
+		}
+		fields["updatedAt"] = h.now().UTC()
+		return tx.Set(ctx, plan.Target, store.Document{Fields: fields, ExpireAt: cur.ExpireAt})
+	})
+	o.ops = o.ops.Add(tally.Counts())
+	return err
+}
+
+func (h *Handler) logLine(ctx context.Context, o *outcome) {
+	level := slog.LevelInfo
+	switch {
+	case o.status >= 500 && o.class.Type == logfields.ErrorTypeConfiguration:
+		level = logging.LevelCritical
+	case o.status >= 400:
+		level = slog.LevelError
+	case o.unprotected:
+		level = slog.LevelWarn
+	}
+	a := []slog.Attr{
+		slog.String(logfields.Route, o.route),
+		slog.String(logfields.Outcome, o.result),
+		slog.Int(logfields.HTTPStatus, o.status),
+		slog.String(logfields.WriteKind, writeKind(o)),
+		slog.String(logfields.DocPath, o.doc),
+		slog.String(logfields.IdempotencyDoc, o.receipt),
+		slog.String(logfields.IdempotencyKey, o.key),
+		slog.Bool(logfields.Unprotected, o.unprotected),
+		slog.Int64(logfields.StoreReads, o.ops.Reads),
+		slog.Int64(logfields.StoreWrites, o.ops.Writes+o.ops.Deletes),
+		slog.Float64(logfields.LatencyMS, float64(time.Since(o.started).Microseconds())/1000),
+		slog.Bool(logfields.Retryable, o.class.Retryable),
+	}
+	if o.err != nil {
+		a = append(a, slog.String(logfields.ErrorType, o.class.Type), slog.String(logfields.ErrorCode, o.class.Code),
+			slog.String(logfields.Error, logging.Bound(o.err.Error())))
+	} else if o.result == logfields.OutcomeDuplicate {
+		a = append(a, slog.String(logfields.ErrorType, logfields.ErrorTypeDuplicate))
+	}
+	h.log.LogAttrs(ctx, level, "callback "+o.result, a...)
+}
+
+func writeKind(o *outcome) string {
+	switch {
+	case o.result == logfields.OutcomeApplied && o.unprotected:
+		return logfields.WriteKindSet
+	case o.result == logfields.OutcomeApplied:
+		return logfields.WriteKindReceipt
+	}
+	return logfields.WriteKindNone
+}
