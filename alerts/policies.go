@@ -366,7 +366,7 @@ func (b *builder) subscriptionPolicies(s Subscription) {
 			MetricType:  pubsubMetric("push_request_count"),
 			Query:       strings.Join(clauses, "\nor\n"),
 			Comparison:  ">",
-			Threshold:   1 - c.SLO.Goal,
+			Threshold:   clean(1 - c.SLO.Goal),
 			Duration:    c.ConfirmFor.D(),
 			Window:      shortest,
 		})
@@ -423,3 +423,12 @@ func burnClause(sub string, br BurnRate, goal float64, minRequests int) string {
 
 // num formats a threshold without float noise (14.4*0.005 = 0.072).
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// clean rounds v to the six significant digits num prints.
+func clean(v float64) float64 {
+	f, err := strconv.ParseFloat(num(v), 64)
+	if err != nil { // cannot happen: num prints a valid float
+		return v
+	}
+	return f
+}
