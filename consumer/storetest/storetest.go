@@ -28,6 +28,14 @@ type Harness struct {
 	// isolated (the npm Firestore emulator): cases that need isolation are
 	// skipped with this reason. Leave it empty for real stores.
 	NoIsolation string
+	// NoFullInt64, when not empty, says why integers beyond ±2^53 cannot be
+	// stored (the npm emulator keeps numbers as JavaScript doubles); the
+	// case storing them is skipped with this reason.
+	NoFullInt64 string
+	// SetMerges, when not empty, says why Set merges into an existing
+	// document instead of replacing it (a bug of the npm emulator: real
+	// Firestore replaces); the suite then checks only the fields written.
+	SetMerges string
 	// Concurrency is how many goroutines the concurrent cases use; default 16.
 	Concurrency int
 }
@@ -44,6 +52,9 @@ func Run(t *testing.T, h Harness) {
 			if c.isolation && h.NoIsolation != "" {
 				t.Skipf("needs transaction isolation, which this store lacks: %s", h.NoIsolation)
 			}
+			if c.int64 && h.NoFullInt64 != "" {
+				t.Skipf("stores integers beyond 2^53, which this store cannot: %s", h.NoFullInt64)
+			}
 			c.run(t, s.env(t))
 		})
 	}
@@ -52,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 type testCase struct {
 	name      string
 	isolation bool
+	int64     bool
 	run       func(t *testing.T, e *env)
 }
 
@@ -64,6 +76,7 @@ type suite struct {
 // engine constructors.
 type env struct {
 	t      *testing.T
+	h      Harness
 	st     store.Store
 	prefix string
 	clock  *Clock
@@ -78,7 +91,7 @@ func (s *suite) env(t *testing.T) *env {
 		name = name[len(name)-40:]
 	}
 	prefix := fmt.Sprintf("st%d_%d_%s_", time.Now().UnixNano()%1e6, s.seq.Add(1), name)
-	return &env{t: t, st: s.h.Store, prefix: prefix, clock: NewClock(time.Date(2026, 1, 8, 10, 0, 0, 0, time.UTC)), n: s.h.Concurrency}
+	return &env{t: t, h: s.h, st: s.h.Store, prefix: prefix, clock: NewClock(time.Date(2026, 1, 8, 10, 0, 0, 0, time.UTC)), n: s.h.Concurrency}
 }
 
 // collection returns a target collection private to the case.
