@@ -1,0 +1,146 @@
+package components_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/render"
+	"github.com/eventpipe/eventpipe/spec"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+func declareStack(t *testing.T, st *spec.Stack) *render.Plan {
+	t.Helper()
+	return runMocked(t, st, func(ctx *pulumi.Context) error { return components.DeclareStack(ctx, st) })
+}
+
+func TestPipeline(t *testing.T) {
+	plan := declareStack(t, loadStack(t, baseStack))
+	want := map[string]int{
+		tTopic: 3, tSub: 4, tTopicIAM: 2, tSubIAM: 3, tAccount: 2, tAccountIAM: 1, tServiceIAM: 1,
+		tProjectIAM: 1, tService: 1, tField: 4,
+	}
+	if got := countByType(plan); !equalJSON(got, want) {
+		t.Fatalf("resources = %v, want %v", got, want)
+	}
+	for _, typ := range []string{components.TypePipeline, components.TypeTopic, components.TypeConsumer, components.TypeFirestoreTTL} {
+		if n := len(plan.StepsOfType(typ)); n != 1 {
+			t.Errorf("%s components = %d, want 1", typ, n)
+		}
+	}
+	if n := len(plan.StepsOfType(components.TypeSubscription)); n != 2 {
+		t.Errorf("subscription components = %d, want 2", n)
+	}
+	sub := one(t, plan, tSub, "orders-main")
+	if got := input(sub, "pushConfig.pushEndpoint"); got != "https://orders-consumer-123456789012.europe-west1.run.app/pubsub/push" {
+		t.Errorf("push endpoint = %v, want the consumer URI + /pubsub/push", got)
+	}
+	if deps := strings.Join(sub.PropertyDependencies["pushConfig"], " "); !strings.Contains(deps, "cloudrunv2/service:Service::orders") {
+		t.Errorf("push endpoint not linked to the consumer service: %v", deps)
+	}
+	if input(sub, "topic") != "projects/acme-dev/topics/orders" {
+		t.Errorf("subscription topic = %v", input(sub, "topic"))
+	}
+	invoker := one(t, plan, tServiceIAM, "orders-main-push-invoker")
+	if input(invoker, "name") != "orders-consumer" || input(invoker, "location") != spec.DefaultRegion {
+		t.Errorf("invoker target = %v", invoker.Inputs)
+	}
+}
+
+func TestPipelineWithoutFirestoreHasNoTTL(t *testing.T) {
+	doc := strings.Replace(baseStack, "        minInstances: 1\n", "        minInstances: 1\n        store: postgres://db.internal/eventpipe\n", 1)
+	plan := declareStack(t, loadStack(t, doc))
+	if n := countByType(plan)[tField]; n != 0 {
+		t.Errorf("TTL fields = %d for a PostgreSQL store, want 0", n)
+	}
+}
+
+// TestAddingPipelineRenamesNothing: pipelines are a map keyed by name, so a
+// new one adds resources and leaves every existing resource as it was.
+func TestAddingPipelineRenamesNothing(t *testing.T) {
+	before := declareStack(t, loadStack(t, baseStack))
+	doc := baseStack + `    alpha:
+      consumer:
+        image: europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3
+      subscriptions:
+        main:
+          delivery: push
+`
+	after := declareStack(t, loadStack(t, doc))
+	if len(after.Steps) <= len(before.Steps) {
+		t.Fatalf("steps %d -> %d: the new pipeline added nothing", len(before.Steps), len(after.Steps))
+	}
+	for _, s := range before.Steps {
+		got, ok := after.Step(s.URN)
+		if !ok {
+			t.Errorf("%s disappeared", s.URN)
+			continue
+		}
+		if !equalJSON(got.NewState, s.NewState) {
+			t.Errorf("%s changed", s.URN)
+		}
+	}
+}
+
+// TestProgramFailsBeforeDeclaringAnything: an invalid config stops the
+// program with every error, and no resource is registered.
+func TestProgramFailsBeforeDeclaringAnything(t *testing.T) {
+	src := spec.MapSource{Values: map[string]string{
+		"eventpipe:project":       "acme-dev",
+		"eventpipe:projectNumber": "123456789012",
+		"eventpipe:typo":          "x",
+		"eventpipe:pipelines":     `{"orders":{"consumer":{"image":"r/x:1"},"subscriptions":{"main":{"delivery":"push","maxDeliveryAttempts":1}}}}`,
+	}}
+	mocks := render.NewMocks(render.Project, "dev", nil)
+	err := pulumi.RunErr(components.Program(components.ProgramOptions{ConfigKeys: src.Keys()}),
+		pulumi.WithMocks(render.Project, "dev", mocks),
+		func(info *pulumi.RunInfo) { info.Config = src.Values })
+	errs, ok := asErrors(err)
+	if !ok || len(errs) != 2 {
+		t.Fatalf("err = %v, want spec.Errors with 2 problems", err)
+	}
+	if n := len(mocks.Resources()); n != 0 {
+		t.Errorf("%d resources registered before validation failed", n)
+	}
+}
+
+func TestProgramDeclaresEveryPipeline(t *testing.T) {
+	f, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(baseStack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen *spec.Stack
+	plan, err := render.RunProgram(context.Background(), "dev", f.Source, nil,
+		components.Program(components.ProgramOptions{ConfigKeys: f.Source.Keys(), OnStack: func(s *spec.Stack) { seen = s }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen == nil || seen.Pipelines["orders"] == nil {
+		t.Fatal("OnStack not called with the validated stack")
+	}
+	if n := len(plan.StepsOfType(components.TypePipeline)); n != 1 {
+		t.Errorf("pipelines = %d", n)
+	}
+}
+
+func TestConfigKeysFromEnv(t *testing.T) {
+	keys, err := components.ConfigKeysFromEnv(`{"eventpipe:project":"a","gcp:project":"b"}`)
+	if err != nil || !equalJSON(keys, []string{"eventpipe:project", "gcp:project"}) {
+		t.Errorf("keys = %v, %v", keys, err)
+	}
+	if keys, err := components.ConfigKeysFromEnv(""); err != nil || keys != nil {
+		t.Errorf("empty: %v, %v", keys, err)
+	}
+	if _, err := components.ConfigKeysFromEnv("{"); err == nil {
+		t.Error("malformed PULUMI_CONFIG accepted")
+	}
+}
+
+func asErrors(err error) (spec.Errors, bool) {
+	var errs spec.Errors
+	ok := errors.As(err, &errs)
+	return errs, ok
+}
