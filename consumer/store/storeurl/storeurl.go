@@ -1,0 +1,66 @@
+// Package storeurl opens a store driver from a URL (the consumer's
+// EVENTPIPE_STORE):
+//
+//	mem://                          in-memory, for tests
+//	bbolt:///var/lib/eventpipe.db   embedded bbolt file (absolute path)
+//	postgres://user:pw@host/db      PostgreSQL (also postgresql://)
+//	firestore://PROJECT/DATABASE    Firestore; DATABASE defaults to (default)
+package storeurl
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
+	"github.com/eventpipe/eventpipe/consumer/store/fsstore"
+	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
+)
+
+// Examples lists one valid URL per scheme, for error messages.
+const Examples = "mem://, bbolt:///var/lib/eventpipe.db, postgres://user:password@host:5432/db, firestore://PROJECT/DATABASE"
+
+// Open opens the store named by raw. Errors are *store.Error of kind
+// configuration naming what is wrong and a valid example.
+func Open(ctx context.Context, raw string) (store.Store, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Scheme == "" {
+		return nil, bad(raw, "not a URL with a scheme")
+	}
+	switch u.Scheme {
+	case "mem":
+		if u.Host != "" || (u.Path != "" && u.Path != "/") {
+			return nil, bad(raw, "mem:// takes no host or path")
+		}
+		return memstore.New(), nil
+	case "bbolt":
+		if u.Host != "" {
+			return nil, bad(raw, fmt.Sprintf("bbolt:// takes an absolute path and no host (found host %q): use three slashes, bbolt:///path/file.db", u.Host))
+		}
+		if u.Path == "" || u.Path == "/" {
+			return nil, bad(raw, "bbolt:// needs a file path, e.g. bbolt:///var/lib/eventpipe.db")
+		}
+		return boltstore.Open(u.Path)
+	case "postgres", "postgresql":
+		return pgstore.Open(ctx, raw)
+	case "firestore":
+		if u.Host == "" {
+			return nil, bad(raw, "firestore:// needs a project: firestore://PROJECT/DATABASE")
+		}
+		db := strings.Trim(u.Path, "/")
+		if strings.Contains(db, "/") {
+			return nil, bad(raw, "firestore://PROJECT/DATABASE has one path segment, the database id")
+		}
+		return fsstore.Open(ctx, u.Host, db)
+	default:
+		return nil, bad(raw, fmt.Sprintf("unknown scheme %q", u.Scheme))
+	}
+}
+
+func bad(raw, why string) error {
+	return &store.Error{Op: "open store", Kind: store.KindConfiguration,
+		Err: fmt.Errorf("EVENTPIPE_STORE %q: %s; use one of %s", raw, why, Examples)}
+}
