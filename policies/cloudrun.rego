@@ -17,7 +17,7 @@ public_members := {"allUsers", "allAuthenticatedUsers"}
 #   severity: critical
 #   fix: Remove the public member and grant roles/run.invoker only to the push service account; keep invokerIamDisabled unset.
 deny_cloud_run_public_invoker contains msg if {
-	input.type == run_iam_member_type
+	input.type == "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 	role_is(input, "roles/run.invoker")
 	member := prop(input, ["member"])
 	member in public_members
@@ -25,7 +25,7 @@ deny_cloud_run_public_invoker contains msg if {
 }
 
 deny_cloud_run_public_invoker contains msg if {
-	input.type == run_iam_binding_type
+	input.type == "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding"
 	role_is(input, "roles/run.invoker")
 	some member in prop(input, ["members"])
 	member in public_members
@@ -33,7 +33,7 @@ deny_cloud_run_public_invoker contains msg if {
 }
 
 deny_cloud_run_public_invoker contains msg if {
-	input.type == run_service_type
+	input.type == "gcp:cloudrunv2/service:Service"
 	prop(input, ["invokerIamDisabled"]) == true
 	msg := sprintf("%s disables the invoker IAM check: anyone can call it", [display(input)])
 }

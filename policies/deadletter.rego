@@ -21,7 +21,7 @@ stack_deny_missing_dead_letter_policy contains msg if {
 	some s in subscriptions
 	not has_dead_letter_policy(s)
 	not opted_out(s)
-	not dlq_subscription(s)
+	not dlq_subscriptions[s.urn]
 	msg := finding(s, sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [display(s)]))
 }
 
@@ -83,7 +83,7 @@ stack_deny_dead_letter_publisher_grant_missing contains msg if {
 	count(dead) > 0
 	not self_dead_letter(s)
 	not some_publisher_grant(dead)
-	not project_grant("roles/pubsub.publisher")
+	not project_publisher_grant
 	not unresolved_publisher_grant
 	msg := finding(s, sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [display(s), describe(dead)]))
 }
@@ -107,7 +107,7 @@ stack_deny_dead_letter_subscriber_grant_missing contains msg if {
 	some s in subscriptions
 	count(dead_letter_topic_of(s)) > 0
 	not subscriber_grants[s.urn]
-	not project_grant("roles/pubsub.subscriber")
+	not project_subscriber_grant
 	not unresolved_subscriber_grant
 	msg := finding(s, sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it", [display(s)]))
 }
@@ -124,7 +124,7 @@ stack_deny_dead_letter_subscriber_grant_missing contains msg if {
 #   fix: 'Set messageRetentionDuration on the DLQ subscription to at least "604800s" (7 days).'
 stack_warn_dlq_retention_short contains msg if {
 	some s in subscriptions
-	dlq_subscription(s)
+	dlq_subscriptions[s.urn]
 	days := retention_days(prop(s, ["messageRetentionDuration"]))
 	low := setting("stack_warn_dlq_retention_short", "minimumDays", 7)
 	days < low

@@ -144,62 +144,92 @@ subscription_key_pairs := [[k, r.urn] |
 # subscription_index maps every key of every subscription to its URNs.
 subscription_index := {k: {u | some p in subscription_key_pairs; p[0] == k; u := p[1]} | some q in subscription_key_pairs; k := q[0]}
 
-# targets(r, property, value, index) is the set of resources a reference points to: the
-# indexed URNs among propertyDependencies[property] when there are any; otherwise the
-# resources whose key equals the value (full path, then last path segment); otherwise, for
-# a known value naming something outside the plan, "external:<value>". Empty when unknown.
-targets(r, property, value, index) := t if {
-	deps := object.get(r, ["propertyDependencies", property], [])
-	t := {u | some u in deps; index[u]}
+# topic_targets(r, property) is the set of topics a reference points to: the topic
+# URNs among propertyDependencies[property] when there are any; otherwise the topics whose
+# key equals the value (full path, then last path segment); otherwise, for a known value
+# naming something outside the plan, "external:<value>". Empty when the plan cannot show it.
+# (The index is referenced, not passed: OPA hashes function arguments.)
+topic_targets(r, property) := t if {
+	t := {u | some u in r.propertyDependencies[property]; topic_index[u]}
 	count(t) > 0
 } else := t if {
-	known_string(value)
-	t := index[value]
+	t := topic_index[value_of(r, property)]
 } else := t if {
-	known_string(value)
-	t := index[basename(value)]
-} else := {concat("", ["external:", value])} if {
-	known_string(value)
-} else := set()
+	t := topic_index[basename(value_of(r, property))]
+} else := {concat("", ["external:", v])} if {
+	v := value_of(r, property)
+}
 
-# topic_of(s) is what subscription s reads.
-topic_of(s) := targets(s, "topic", prop(s, ["topic"]), topic_index)
+# subscription_targets(r, property) is topic_targets for references to subscriptions.
+subscription_targets(r, property) := t if {
+	t := {u | some u in r.propertyDependencies[property]; subscription_index[u]}
+	count(t) > 0
+} else := t if {
+	t := subscription_index[value_of(r, property)]
+} else := t if {
+	t := subscription_index[basename(value_of(r, property))]
+} else := {concat("", ["external:", v])} if {
+	v := value_of(r, property)
+}
 
-# dead_letter_topic_of(s) is where subscription s dead-letters to.
-dead_letter_topic_of(s) := targets(s, "deadLetterPolicy", prop(s, ["deadLetterPolicy", "deadLetterTopic"]), topic_index)
+# value_of(r, property) is the known reference value of a linking property. The dead-letter
+# policy links through its deadLetterTopic field.
+value_of(r, "deadLetterPolicy") := v if {
+	v := r.properties.deadLetterPolicy.deadLetterTopic
+	known_string(v)
+}
+
+value_of(r, property) := v if {
+	property != "deadLetterPolicy"
+	v := r.properties[property]
+	known_string(v)
+}
 
 subscriptions := [s | some s in input.resources; s.type == subscription_type]
 
-reader_pairs := [[t, s.urn] | some s in subscriptions; some t in topic_of(s)]
+# links maps each subscription's URN to what it reads ("topic") and where it dead-letters
+# ("dead"), resolved once per evaluation.
+links := {s.urn: {"topic": all_targets(s, "topic"), "dead": all_targets(s, "deadLetterPolicy")} | some s in subscriptions}
+
+# all_targets(r, property) is topic_targets, or the empty set for an unresolvable reference.
+all_targets(r, property) := t if {
+	t := topic_targets(r, property)
+} else := set()
+
+# topic_of(s) is what subscription s reads.
+topic_of(s) := links[s.urn].topic
+
+# dead_letter_topic_of(s) is where subscription s dead-letters to.
+dead_letter_topic_of(s) := links[s.urn].dead
+
+reader_pairs := [[t, u] | some u, l in links; some t in l.topic]
 
 # readers maps each resolved topic to the subscriptions that read it.
 readers := {t: {u | some p in reader_pairs; p[0] == t; u := p[1]} | some q in reader_pairs; t := q[0]}
 
-dead_letter_pairs := [[t, s.urn] | some s in subscriptions; some t in dead_letter_topic_of(s)]
+dead_letter_pairs := [[t, u] | some u, l in links; some t in l.dead]
 
 # dead_letter_sources maps each dead-letter topic to the subscriptions that dead-letter to it.
 dead_letter_sources := {t: {u | some p in dead_letter_pairs; p[0] == t; u := p[1]} | some q in dead_letter_pairs; t := q[0]}
 
-# reads_dead_letters(s) holds when s is a DLQ subscription: it reads a topic another
-# subscription dead-letters to.
-reads_dead_letters(s) if {
-	some t in topic_of(s)
+# dlq_subscriptions holds the URN of every DLQ subscription: one that reads a topic another
+# subscription dead-letters to, or that carries the eventpipe_role=dlq label the components
+# set (so a DLQ subscription whose source is outside the plan is still recognised).
+dlq_subscriptions := {s.urn | some s in subscriptions; dlq_subscription(s)}
+
+dlq_subscription(s) if {
+	some t in links[s.urn].topic
 	some u in dead_letter_sources[t]
 	u != s.urn
 }
-
-# dlq_subscription(s) holds for a DLQ subscription, recognised by structure or by the
-# eventpipe_role=dlq label the components set (so a DLQ subscription whose source is
-# outside the plan is still recognised).
-dlq_subscription(s) if reads_dead_letters(s)
 
 dlq_subscription(s) if label(s, "eventpipe_role") == "dlq"
 
 # self_dead_letter(s) holds when s dead-letters into the topic it reads.
 self_dead_letter(s) if {
-	source := topic_of(s)
-	count(source) == 1
-	source == dead_letter_topic_of(s)
+	l := links[s.urn]
+	count(l.topic) == 1
+	l.topic == l.dead
 }
 
 # has_dead_letter_policy(s) holds when s names a dead-letter topic (or the plan cannot show it).
@@ -242,16 +272,22 @@ agent_grant(g, types, role) if {
 	grants_agent(g)
 }
 
-# project_grant(role) holds when the stack grants role to the service agent project-wide.
-project_grant(role) if {
+# project_publisher_grant holds when the stack lets the service agent publish project-wide.
+project_publisher_grant if {
 	some g in input.resources
-	agent_grant(g, {project_iam_member_type, project_iam_binding_type}, role)
+	agent_grant(g, {project_iam_member_type, project_iam_binding_type}, "roles/pubsub.publisher")
+}
+
+# project_subscriber_grant holds when the stack lets the service agent subscribe project-wide.
+project_subscriber_grant if {
+	some g in input.resources
+	agent_grant(g, {project_iam_member_type, project_iam_binding_type}, "roles/pubsub.subscriber")
 }
 
 publisher_grant_pairs := [[t, g.urn] |
 	some g in input.resources
 	agent_grant(g, {topic_iam_member_type, topic_iam_binding_type}, "roles/pubsub.publisher")
-	some t in targets(g, "topic", prop(g, ["topic"]), topic_index)
+	some t in topic_targets(g, "topic")
 ]
 
 # publisher_grants is every topic on which the service agent may publish.
@@ -260,7 +296,7 @@ publisher_grants := {p[0] | some p in publisher_grant_pairs}
 subscriber_grant_pairs := [[t, g.urn] |
 	some g in input.resources
 	agent_grant(g, {subscription_iam_member_type, subscription_iam_binding_type}, "roles/pubsub.subscriber")
-	some t in targets(g, "subscription", prop(g, ["subscription"]), subscription_index)
+	some t in subscription_targets(g, "subscription")
 ]
 
 # subscriber_grants is every subscription the service agent may acknowledge on.
@@ -271,12 +307,12 @@ subscriber_grants := {p[0] | some p in subscriber_grant_pairs}
 unresolved_publisher_grant if {
 	some g in input.resources
 	agent_grant(g, {topic_iam_member_type, topic_iam_binding_type}, "roles/pubsub.publisher")
-	count(targets(g, "topic", prop(g, ["topic"]), topic_index)) == 0
+	not topic_targets(g, "topic")
 }
 
 # unresolved_subscriber_grant is the same for subscriber grants on subscriptions.
 unresolved_subscriber_grant if {
 	some g in input.resources
 	agent_grant(g, {subscription_iam_member_type, subscription_iam_binding_type}, "roles/pubsub.subscriber")
-	count(targets(g, "subscription", prop(g, ["subscription"]), subscription_index)) == 0
+	not subscription_targets(g, "subscription")
 }

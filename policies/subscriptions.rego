@@ -17,7 +17,7 @@ import rego.v1
 #   severity: medium
 #   fix: Set deadLetterPolicy.maxDeliveryAttempts between the configured bounds (5 for poison-heavy streams, 10 when transient Firestore saturation is expected).
 deny_dead_letter_attempts_out_of_range contains msg if {
-	input.type == subscription_type
+	input.type == "gcp:pubsub/subscription:Subscription"
 	policy := prop(input, ["deadLetterPolicy"])
 	is_object(policy)
 	attempts := effective_attempts(object.get(policy, "maxDeliveryAttempts", null))
@@ -53,13 +53,13 @@ in_range(n, low, high) if {
 #   severity: medium
 #   fix: 'Set retryPolicy with minimumBackoff "10s" and maximumBackoff "600s".'
 deny_retry_policy contains msg if {
-	input.type == subscription_type
+	input.type == "gcp:pubsub/subscription:Subscription"
 	prop(input, ["retryPolicy"]) == null
 	msg := sprintf("%s has no retry policy: nacked messages are redelivered immediately", [display(input)])
 }
 
 deny_retry_policy contains msg if {
-	input.type == subscription_type
+	input.type == "gcp:pubsub/subscription:Subscription"
 	low := setting("deny_retry_policy", "minimumBackoffSeconds", 10)
 	got := seconds(prop(input, ["retryPolicy", "minimumBackoff"]))
 	got < low
@@ -67,7 +67,7 @@ deny_retry_policy contains msg if {
 }
 
 deny_retry_policy contains msg if {
-	input.type == subscription_type
+	input.type == "gcp:pubsub/subscription:Subscription"
 	high := setting("deny_retry_policy", "maximumBackoffSeconds", 600)
 	got := seconds(prop(input, ["retryPolicy", "maximumBackoff"]))
 	got > high
@@ -85,7 +85,7 @@ deny_retry_policy contains msg if {
 #   severity: high
 #   fix: Set pushConfig.oidcToken.serviceAccountEmail to the push service account and grant it roles/run.invoker on the consumer.
 deny_push_without_oidc contains msg if {
-	input.type == subscription_type
+	input.type == "gcp:pubsub/subscription:Subscription"
 	push := prop(input, ["pushConfig"])
 	is_object(push)
 	not unknown(object.get(push, "oidcToken", null))
@@ -106,7 +106,7 @@ known_or_unknown_email(e) if unknown(e)
 #   severity: high
 #   fix: 'Push to the consumer''s https:// URL (Cloud Run serves HTTPS only), e.g. https://SERVICE-URL/pubsub/push.'
 deny_push_endpoint_not_https contains msg if {
-	input.type == subscription_type
+	input.type == "gcp:pubsub/subscription:Subscription"
 	endpoint := prop(input, ["pushConfig", "pushEndpoint"])
 	known_string(endpoint)
 	not startswith(lower(endpoint), "https://")
@@ -124,7 +124,7 @@ deny_push_endpoint_not_https contains msg if {
 #   severity: low
 #   fix: 'Set expirationPolicy.ttl to "" (never expire).'
 warn_subscription_expires contains msg if {
-	input.type == subscription_type
+	input.type == "gcp:pubsub/subscription:Subscription"
 	ttl := expiration_ttl(input)
 	not strict_expiration(input)
 	msg := sprintf("%s expires after %s without activity", [display(input), ttl])
@@ -141,7 +141,7 @@ warn_subscription_expires contains msg if {
 #   severity: medium
 #   fix: 'Set expirationPolicy.ttl to "" (never expire).'
 deny_subscription_expires contains msg if {
-	input.type == subscription_type
+	input.type == "gcp:pubsub/subscription:Subscription"
 	ttl := expiration_ttl(input)
 	strict_expiration(input)
 	msg := sprintf("%s expires after %s without activity in environment %q", [display(input), ttl, environment(input)])
@@ -174,7 +174,7 @@ strict_expiration(r) if {
 #   severity: info
 #   fix: Remove the opt-out and let the component create the dead-letter topic, or keep the recorded reason current.
 warn_dead_letter_opt_out contains msg if {
-	input.type == subscription_type
+	input.type == "gcp:pubsub/subscription:Subscription"
 	opted_out(input)
 	reason := opt_out_reason(input)
 	msg := sprintf("%s opts out of dead-lettering; recorded reason: %s", [display(input), reason])

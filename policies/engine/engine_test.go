@@ -38,7 +38,7 @@ func fixture(t testing.TB, name string) []byte {
 
 func evaluate(t testing.TB, e *Engine, data []byte) []Finding {
 	t.Helper()
-	p, err := plan.Parse(data, "plan.json")
+	p, err := plan.Parse(data, "plan.json.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestRulesHaveMetadata(t *testing.T) {
 
 func TestHealthyPlansPass(t *testing.T) {
 	e := newEngine(t, nil)
-	for _, name := range []string{"preview_show_sames.json", "preview_changes_only.json", "stack_export.json", "terraform_plan.json"} {
+	for _, name := range []string{"preview_show_sames.json.txt", "preview_changes_only.json.txt", "stack_export.json.txt", "terraform_plan.json.txt"} {
 		t.Run(name, func(t *testing.T) {
 			if fs := evaluate(t, e, fixture(t, name)); len(fs) != 0 {
 				for _, f := range fs {
@@ -205,7 +205,7 @@ func TestMutationsFailWithTheirRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := parsePreview(t, fixture(t, "preview_show_sames.json"))
+			p := parsePreview(t, fixture(t, "preview_show_sames.json.txt"))
 			tt.mutate(t, p)
 			fs := evaluate(t, e, p.bytes(t))
 			if got := ids(fs); !reflect.DeepEqual(got, tt.want) {
@@ -223,7 +223,7 @@ func TestMutationsFailWithTheirRule(t *testing.T) {
 
 func TestIncompletePreviewDowngradesAbsenceVerdicts(t *testing.T) {
 	e := newEngine(t, nil)
-	p := parsePreview(t, fixture(t, "preview_changes_only.json"))
+	p := parsePreview(t, fixture(t, "preview_changes_only.json.txt"))
 	delete(p.inputs(t, sub, "orders-push"), "deadLetterPolicy")
 	fs := evaluate(t, e, p.bytes(t))
 	if got := ids(fs); !reflect.DeepEqual(got, []string{"warn:EP001"}) {
@@ -233,7 +233,7 @@ func TestIncompletePreviewDowngradesAbsenceVerdicts(t *testing.T) {
 		t.Errorf("note = %q", fs[0].Note)
 	}
 	// The same mutation on the complete preview stays a deny.
-	full := parsePreview(t, fixture(t, "preview_show_sames.json"))
+	full := parsePreview(t, fixture(t, "preview_show_sames.json.txt"))
 	delete(full.inputs(t, sub, "orders-push"), "deadLetterPolicy")
 	if got := ids(evaluate(t, e, full.bytes(t))); !reflect.DeepEqual(got, []string{"deny:EP001"}) {
 		t.Fatalf("complete preview: %v", got)
@@ -242,7 +242,7 @@ func TestIncompletePreviewDowngradesAbsenceVerdicts(t *testing.T) {
 
 func TestUnknownTopicsGiveNoVerdict(t *testing.T) {
 	e := newEngine(t, nil)
-	p := parsePreview(t, fixture(t, "preview_show_sames.json"))
+	p := parsePreview(t, fixture(t, "preview_show_sames.json.txt"))
 	// Without propertyDependencies the subscription's links are unknown: no rule may fire.
 	delete(p.state(t, sub, "orders-push"), "propertyDependencies")
 	if fs := evaluate(t, e, p.bytes(t)); len(fs) != 0 {
@@ -252,11 +252,11 @@ func TestUnknownTopicsGiveNoVerdict(t *testing.T) {
 
 func TestThresholdsFromConfig(t *testing.T) {
 	e := newEngine(t, map[string]any{"deny_dead_letter_attempts_out_of_range": map[string]any{"min": 6, "max": 20}})
-	if got := ids(evaluate(t, e, fixture(t, "preview_show_sames.json"))); !reflect.DeepEqual(got, []string{"deny:EP002"}) {
+	if got := ids(evaluate(t, e, fixture(t, "preview_show_sames.json.txt"))); !reflect.DeepEqual(got, []string{"deny:EP002"}) {
 		t.Fatalf("findings %v, want EP002 for 5 attempts below the configured 6", got)
 	}
 	strict := newEngine(t, map[string]any{"environment": "prod"})
-	tf := fixture(t, "terraform_plan.json")
+	tf := fixture(t, "terraform_plan.json.txt")
 	var doc map[string]any
 	if err := json.Unmarshal(tf, &doc); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 )
 
+// Fixtures end in .txt so that `opa test policies/` does not load them as policy data.
 func load(t *testing.T, name string) *Plan {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
@@ -47,10 +48,10 @@ func TestParseFormats(t *testing.T) {
 		complete  bool
 		resources int
 	}{
-		{"preview_show_sames.json", FormatPreview, true, 12},
-		{"preview_changes_only.json", FormatPreview, false, 4},
-		{"stack_export.json", FormatExport, true, 12},
-		{"terraform_plan.json", FormatTerraform, true, 11},
+		{"preview_show_sames.json.txt", FormatPreview, true, 12},
+		{"preview_changes_only.json.txt", FormatPreview, false, 4},
+		{"stack_export.json.txt", FormatExport, true, 12},
+		{"terraform_plan.json.txt", FormatTerraform, true, 11},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -71,7 +72,7 @@ func TestParseFormats(t *testing.T) {
 }
 
 func TestPreviewKeepsUnknownsSecretsAndLinks(t *testing.T) {
-	p := load(t, "preview_show_sames.json")
+	p := load(t, "preview_show_sames.json.txt")
 	sub := find(t, p, subURN)
 	if got := sub.Properties["topic"]; got != Unknown {
 		t.Errorf("topic = %v, want the unknown sentinel", got)
@@ -89,7 +90,7 @@ func TestPreviewKeepsUnknownsSecretsAndLinks(t *testing.T) {
 }
 
 func TestExportNormalisesSecrets(t *testing.T) {
-	p := load(t, "stack_export.json")
+	p := load(t, "stack_export.json.txt")
 	svc := find(t, p, svcURN)
 	envs := svc.Properties["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
 	if got := envs[3].(map[string]any)["value"]; got != Secret {
@@ -101,7 +102,7 @@ func TestExportNormalisesSecrets(t *testing.T) {
 }
 
 func TestTerraformNormalisation(t *testing.T) {
-	p := load(t, "terraform_plan.json")
+	p := load(t, "terraform_plan.json.txt")
 	sub := find(t, p, "google_pubsub_subscription.push")
 	if sub.Type != "gcp:pubsub/subscription:Subscription" {
 		t.Fatalf("type = %s", sub.Type)
@@ -144,7 +145,7 @@ func TestTerraformNormalisation(t *testing.T) {
 }
 
 func TestUnusableInput(t *testing.T) {
-	for _, name := range []string{"foreign_k8s.yaml", "foreign_k8s_list.json", "truncated_preview.json", "terraform_state.json", "preview_bad_step.json"} {
+	for _, name := range []string{"foreign_k8s.yaml.txt", "foreign_k8s_list.json.txt", "truncated_preview.json.txt", "terraform_state.json.txt", "preview_bad_step.json.txt"} {
 		t.Run(name, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", name))
 			if err != nil {
@@ -162,11 +163,11 @@ func TestUnusableInput(t *testing.T) {
 }
 
 func TestLines(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "terraform_plan.json"))
+	data, err := os.ReadFile(filepath.Join("testdata", "terraform_plan.json.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, file := range []string{"preview_show_sames.json", "terraform_plan.json"} {
+	for _, file := range []string{"preview_show_sames.json.txt", "terraform_plan.json.txt"} {
 		p := load(t, file)
 		data, _ = os.ReadFile(filepath.Join("testdata", file))
 		lines := bytes.Split(data, []byte{'\n'})
