@@ -43,6 +43,7 @@ const (
 	Outcome    = "outcome"     // one of the Outcome* values
 	HTTPStatus = "http_status" // push and callbacks
 	AckAction  = "ack_action"  // one of the Ack* values
+	AckError   = "ack_error"   // why an exactly-once ack failed (with ack_action ack_failed)
 )
 
 // Store fields.
@@ -126,7 +127,7 @@ func All() []string {
 		Service, Env, Version,
 		Subscription, Topic, MessageID, PublishTime, DeliveryAttempt,
 		Route, EventType, SchemaVersion,
-		Outcome, HTTPStatus, AckAction,
+		Outcome, HTTPStatus, AckAction, AckError,
 		WriteKind, DocPath, IdempotencyDoc,
 		ErrorType, ErrorCode, Error, Retryable,
 		StoreReads, StoreWrites, LatencyMS,

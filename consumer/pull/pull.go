@@ -1,0 +1,140 @@
+// Package pull consumes Pub/Sub subscriptions by streaming pull
+// (cloud.google.com/go/pubsub/v2) and answers each message by seed 001's
+// rules: ack applied, duplicate, stale and recorded poison; nack transient
+// and configuration failures, and poison on dead-letter subscriptions so
+// Pub/Sub moves it to the DLQ after maxDeliveryAttempts.
+//
+// Every ack is sent with AckWithResult and its result awaited: on an
+// exactly-once subscription an ack can fail (an expired ack id), and the
+// message is then not acked — it is logged as ack_failed, and the
+// redelivery is a duplicate for the idempotency engine. On other
+// subscriptions the result is immediately successful.
+package pull
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+
+	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/consumer/logging"
+	"github.com/eventpipe/eventpipe/consumer/process"
+)
+
+// Config configures a Runner.
+type Config struct {
+	// Client is the Pub/Sub client (it honours PUBSUB_EMULATOR_HOST).
+	Client *pubsub.Client
+	// Subscriptions are full names, projects/P/subscriptions/S.
+	Subscriptions []string
+	// Settings is the flow control of every subscription.
+	Settings pubsub.ReceiveSettings
+	// Processor handles each message.
+	Processor *process.Processor
+	// HandleTimeout bounds one message's processing. Processing does not
+	// stop when Run's context is cancelled (shutdown): in-flight messages
+	// finish and are acked or nacked, within this timeout.
+	HandleTimeout time.Duration
+}
+
+// DefaultHandleTimeout is the default Config.HandleTimeout.
+const DefaultHandleTimeout = 60 * time.Second
+
+// ValidSubscription reports why name is not a full subscription name.
+func ValidSubscription(name string) error {
+	parts := strings.Split(name, "/")
+	if len(parts) != 4 || parts[0] != "projects" || parts[2] != "subscriptions" || parts[1] == "" || parts[3] == "" {
+		return fmt.Errorf("%q is not a full subscription name (fix: use projects/PROJECT/subscriptions/SUBSCRIPTION)", name)
+	}
+	return nil
+}
+
+// Run receives from every subscription until ctx is cancelled, then waits
+// for in-flight messages. It returns nil after a clean stop, or the first
+// subscription's receive error (e.g. permission denied, missing subscription).
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Client == nil || cfg.Processor == nil {
+		return errors.New("pull: Client and Processor are required")
+	}
+	if cfg.HandleTimeout <= 0 {
+		cfg.HandleTimeout = DefaultHandleTimeout
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(cfg.Subscriptions))
+	for _, name := range cfg.Subscriptions {
+		if err := ValidSubscription(name); err != nil {
+			return fmt.Errorf("pull: EVENTPIPE_PULL_SUBSCRIPTIONS: %w", err)
+		}
+		sub := cfg.Client.Subscriber(name)
+		sub.ReceiveSettings = cfg.Settings
+		go func() {
+			err := sub.Receive(ctx, func(rctx context.Context, m *pubsub.Message) {
+				handle(rctx, cfg, name, m)
+			})
+			if err != nil {
+				err = fmt.Errorf("pull %s: %w", name, err)
+				cancel() // one subscription failing stops all: the process should restart
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range cfg.Subscriptions {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// message converts a pulled message to the consumer's view.
+func message(sub string, m *pubsub.Message) envelope.Message {
+	msg := envelope.Message{ID: m.ID, Data: m.Data, Attributes: m.Attributes, PublishTime: m.PublishTime,
+		OrderingKey: m.OrderingKey, Subscription: sub}
+	if msg.Attributes == nil {
+		msg.Attributes = map[string]string{}
+	}
+	if m.DeliveryAttempt != nil {
+		msg.DeliveryAttempt = *m.DeliveryAttempt
+	}
+	return msg
+}
+
+func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.HandleTimeout)
+	defer cancel()
+	p := cfg.Processor
+	msg := message(sub, m)
+	var res *process.Result
+	if payload, err := envelope.DecodePayload(msg.Data); err != nil {
+		res = p.Reject(ctx, &msg, err)
+	} else {
+		msg.Payload = payload
+		res = p.Process(ctx, &msg)
+	}
+	if !res.Ack {
+		m.Nack()
+		p.Log(ctx, res, slog.String(logfields.AckAction, logfields.AckActionNack))
+		return
+	}
+	status, err := m.AckWithResult().Get(ctx)
+	if err == nil && status != pubsub.AcknowledgeStatusSuccess {
+		err = fmt.Errorf("ack status %d", status)
+	}
+	if err != nil {
+		// Not acked: Pub/Sub will redeliver, and the engine will find the
+		// effect already applied. Log it as an error so the rate is visible.
+		res.Level = slog.LevelError
+		p.Log(ctx, res, slog.String(logfields.AckAction, logfields.AckActionAckFailed),
+			slog.String(logfields.AckError, logging.Bound(err.Error())))
+		return
+	}
+	p.Log(ctx, res, slog.String(logfields.AckAction, logfields.AckActionAck))
+}

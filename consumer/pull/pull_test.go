@@ -1,0 +1,270 @@
+package pull
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+)
+
+const project = "proj"
+
+// fake is a pstest server with a client.
+type fake struct {
+	srv    *pstest.Server
+	client *pubsub.Client
+}
+
+func newFake(t *testing.T, opts ...pstest.ServerReactorOption) *fake {
+	t.Helper()
+	srv := pstest.NewServer(opts...)
+	t.Cleanup(func() { _ = srv.Close() })
+	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := pubsub.NewClient(t.Context(), project, option.WithGRPCConn(conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return &fake{srv: srv, client: client}
+}
+
+func topicName(id string) string { return "projects/" + project + "/topics/" + id }
+func subName(id string) string   { return "projects/" + project + "/subscriptions/" + id }
+
+func (f *fake) topic(t *testing.T, id string) {
+	t.Helper()
+	if _, err := f.client.TopicAdminClient.CreateTopic(t.Context(), &pb.Topic{Name: topicName(id)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fake) sub(t *testing.T, s *pb.Subscription) {
+	t.Helper()
+	if s.AckDeadlineSeconds == 0 {
+		s.AckDeadlineSeconds = 10
+	}
+	if _, err := f.client.SubscriptionAdminClient.CreateSubscription(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fake) publish(t *testing.T, topic, data string) string {
+	t.Helper()
+	id, err := f.client.Publisher(topicName(topic)).Publish(t.Context(), &pubsub.Message{Data: []byte(data)}).Get(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// run starts a Runner and returns a stop func that waits for it.
+func run(t *testing.T, cfg Config) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	return func() error { cancel(); return <-done }
+}
+
+// waitFor polls cond until it holds or the test times out.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func sysEvent(status, at string) string {
+	return fmt.Sprintf(`{"service":"api","status":%q,"producedAt":%q}`, status, at)
+}
+
+func TestPullAcksNacksAndDeadLetters(t *testing.T) {
+	f := newFake(t)
+	// One topic per subscription: pstest counts delivery attempts per
+	// message across all subscriptions of a topic, Pub/Sub per subscription.
+	f.topic(t, "events")
+	f.topic(t, "events2")
+	f.topic(t, "events-dlq")
+	f.sub(t, &pb.Subscription{Name: subName("plain"), Topic: topicName("events")})
+	f.sub(t, &pb.Subscription{Name: subName("with-dlq"), Topic: topicName("events2"),
+		DeadLetterPolicy: &pb.DeadLetterPolicy{DeadLetterTopic: topicName("events-dlq"), MaxDeliveryAttempts: 5}})
+	f.sub(t, &pb.Subscription{Name: subName("dlq-reader"), Topic: topicName("events-dlq")})
+
+	fs := &ct.FailingStore{Store: memstore.New()}
+	// The first two transactions fail transiently: those messages are nacked
+	// and redelivered, not lost.
+	var mu sync.Mutex
+	failures := 2
+	hook := &flakyStore{FailingStore: fs, next: func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures > 0 {
+			failures--
+			return errUnavailable
+		}
+		return nil
+	}}
+	proc, _, log := ct.NewProcessor(t, ct.Options{Store: hook})
+	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("plain"), subName("with-dlq")},
+		Settings: pubsub.ReceiveSettings{MaxOutstandingMessages: 10, NumGoroutines: 1}, Processor: proc})
+
+	// The same event published to both topics: the second copy is a
+	// duplicate by its logical key (service + producedAt).
+	good := f.publish(t, "events", sysEvent("healthy", "2026-01-02T03:00:00Z"))
+	good2 := f.publish(t, "events2", sysEvent("healthy", "2026-01-02T03:00:00Z"))
+	poison := f.publish(t, "events", `{"not":"routable"}`)
+	poison2 := f.publish(t, "events2", `{"not":"routable"}`)
+
+	var dlqMu sync.Mutex
+	var dead []string
+	dctx, dcancel := context.WithCancel(t.Context())
+	ddone := make(chan struct{})
+	go func() {
+		defer close(ddone)
+		_ = f.client.Subscriber(subName("dlq-reader")).Receive(dctx, func(_ context.Context, m *pubsub.Message) {
+			dlqMu.Lock()
+			dead = append(dead, string(m.Data))
+			dlqMu.Unlock()
+			m.Ack()
+		})
+	}()
+	waitFor(t, "the poison message in the DLQ", func() bool {
+		dlqMu.Lock()
+		defer dlqMu.Unlock()
+		return len(dead) == 1
+	})
+	waitFor(t, "the good messages acked", func() bool {
+		lines := log.Lines(t)
+		return len(ct.With(ct.With(lines, "messageId", good), "ack_action", "ack")) == 1 &&
+			len(ct.With(ct.With(lines, "messageId", good2), "ack_action", "ack")) == 1
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	dcancel()
+	<-ddone
+
+	lines := log.Lines(t)
+	if dead[0] != `{"not":"routable"}` {
+		t.Fatalf("DLQ got %q", dead[0])
+	}
+	goodLines := append(ct.With(lines, "messageId", good), ct.With(lines, "messageId", good2)...)
+	if n := len(ct.With(goodLines, "outcome", "applied")); n != 1 {
+		t.Fatalf("the event was applied %d times: %v", n, goodLines)
+	}
+	if n := len(ct.With(goodLines, "outcome", "duplicate")); n != 1 {
+		t.Fatalf("the republished copy should be a duplicate: %v", goodLines)
+	}
+	if len(ct.With(ct.With(lines, "outcome", "retry"), "ack_action", "nack")) < 1 {
+		t.Fatalf("transient failures were not nacked: %v", lines)
+	}
+	poisonLines := append(ct.With(lines, "messageId", poison), ct.With(lines, "messageId", poison2)...)
+	plain := ct.With(poisonLines, "subscription", subName("plain"))
+	if len(plain) != 1 || plain[0]["ack_action"] != "ack" || plain[0]["outcome"] != "poison" || plain[0]["write_kind"] != "poison" {
+		t.Fatalf("poison on the plain subscription must be recorded and acked once: %v", plain)
+	}
+	withDLQ := ct.With(ct.With(poisonLines, "subscription", subName("with-dlq")), "ack_action", "nack")
+	if len(withDLQ) != 5 {
+		t.Fatalf("poison on the DLQ subscription nacked %d times, want maxDeliveryAttempts=5: %v", len(withDLQ), withDLQ)
+	}
+	for i, l := range withDLQ {
+		if l["deliveryAttempt"] != float64(i+1) || l["outcome"] != "poison" {
+			t.Fatalf("nack %d: %v", i, l)
+		}
+	}
+	rec, ok := ct.Get(t, fs, store.Key{Collection: "eventpipe_poison", ID: "test__m-" + poison})
+	if !ok || rec.Fields["source"] != subName("plain") {
+		t.Fatalf("poison audit record: %v %v", ok, rec.Fields)
+	}
+}
+
+var errUnavailable = &store.Error{Op: "commit", Code: "UNAVAILABLE", Kind: store.KindTransient, Err: errors.New("backend restarting")}
+
+// flakyStore fails transactions while next returns an error.
+type flakyStore struct {
+	*ct.FailingStore
+	next func() error
+}
+
+func (s *flakyStore) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	if err := s.next(); err != nil {
+		return err
+	}
+	return s.FailingStore.RunTx(ctx, fn)
+}
+
+func TestPullExactlyOnceAcks(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "events")
+	f.sub(t, &pb.Subscription{Name: subName("eod"), Topic: topicName("events"), EnableExactlyOnceDelivery: true})
+	proc, st, log := ct.NewProcessor(t, ct.Options{})
+	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("eod")}, Processor: proc})
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, f.publish(t, "events", sysEvent(fmt.Sprintf("s%d", i), fmt.Sprintf("2026-01-02T03:0%d:00Z", i))))
+	}
+	waitFor(t, "five confirmed acks", func() bool { return len(ct.With(log.Lines(t), "ack_action", "ack")) == 5 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		m := f.srv.Message(id)
+		if m == nil || m.Acks != 1 {
+			t.Fatalf("message %s acks = %v", id, m)
+		}
+	}
+	doc, _ := ct.Get(t, st, store.Key{Collection: "ops_services", ID: "test__api"})
+	if doc.Fields["status"] != "s4" {
+		t.Fatalf("final state %v", doc.Fields)
+	}
+}
+
+func TestPullFailedExactlyOnceAckIsNotAcked(t *testing.T) {
+	f := newFake(t, pstest.WithErrorInjection("Acknowledge", codes.FailedPrecondition, "ack id expired"))
+	f.topic(t, "events")
+	f.sub(t, &pb.Subscription{Name: subName("eod"), Topic: topicName("events"), EnableExactlyOnceDelivery: true})
+	proc, _, log := ct.NewProcessor(t, ct.Options{})
+	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("eod")}, Processor: proc})
+	id := f.publish(t, "events", sysEvent("healthy", "2026-01-02T03:00:00Z"))
+	waitFor(t, "the failed ack logged", func() bool { return len(ct.With(log.Lines(t), "ack_action", "ack_failed")) >= 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	line := ct.With(log.Lines(t), "ack_action", "ack_failed")[0]
+	if line["messageId"] != id || line["severity"] != "ERROR" || line["ack_error"] == "" {
+		t.Fatalf("log line %v", line)
+	}
+	if m := f.srv.Message(id); m.Acks != 0 {
+		t.Fatalf("the message counts as acked (%d) although the ack failed", m.Acks)
+	}
+}
+
+func TestRunRejectsBadSubscriptionName(t *testing.T) {
+	f := newFake(t)
+	proc, _, _ := ct.NewProcessor(t, ct.Options{})
+	err := Run(t.Context(), Config{Client: f.client, Subscriptions: []string{"events"}, Processor: proc})
+	if err == nil {
+		t.Fatal("accepted a short subscription name")
+	}
+}
