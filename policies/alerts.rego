@@ -32,18 +32,22 @@ condition_paths := [
 
 # condition_text(c) joins a condition's filters and queries, with the spaces around "="
 # removed so `subscription_id = "x"` and `subscription_id="x"` read the same.
-condition_text(c) := replace(replace(concat("\n", [v |
-	some path in condition_paths
-	v := object.get(c, path, null)
-	is_string(v)
-]), " =", "="), "= ", "=")
+condition_text(c) := text if {
+	parts := [v |
+		some path in condition_paths
+		v := object.get(c, path, null)
+		is_string(v)
+	]
+	text := strings.replace_n({"= ": "="}, strings.replace_n({" =": "="}, concat("\n", parts)))
+}
 
 # alert_condition_texts holds the text of every condition of every enabled policy.
-alert_condition_texts := {condition_text(c) |
+alert_condition_texts := {t |
 	some p in alert_policies
 	conds := prop(p, ["conditions"])
 	is_array(conds)
 	some c in conds
+	t := condition_text(c)
 }
 
 # unresolved_alert_policies holds when some policy's conditions are not visible in the
