@@ -1,0 +1,98 @@
+package keys
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestCanonicalJSON(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{`{"b":1,"a":2}`, `{"a":2,"b":1}`},
+		{" { \"a\" : [ 1 , 2 ,\n3 ] } ", `{"a":[1,2,3]}`},
+		{`{"z":{"y":1,"x":2},"a":null}`, `{"a":null,"z":{"x":2,"y":1}}`},
+		{`1.0`, `1`},
+		{`1e2`, `100`},
+		{`-0`, `0`},
+		{`-0.0`, `0`},
+		{`1.5e300`, `1.5e+300`},
+		{`0.000001`, `1e-06`},
+		{`123456789012345678901234567890`, `123456789012345678901234567890`},
+		{`"\u00e9\u002F\/"`, `"é//"`},
+		{`"tab\tnl\ncr\r\u0001\u001f"`, `"tab\tnl\ncr\r\u0001\u001f"`},
+		{`"<&>"`, `"<&>"`},
+		{`{"é":1,"e":2,"E":3}`, `{"E":3,"e":2,"é":1}`},
+		{`[true,false,null,""]`, `[true,false,null,""]`},
+	}
+	for _, tc := range tests {
+		got, err := CanonicalJSON([]byte(tc.in))
+		if err != nil {
+			t.Errorf("CanonicalJSON(%s): %v", tc.in, err)
+			continue
+		}
+		if string(got) != tc.want {
+			t.Errorf("CanonicalJSON(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCanonicalJSONErrors(t *testing.T) {
+	for _, in := range []string{`{"a":1,"a":2}`, "\"\xff\"", `{"a":1} {}`, `{"a":`, ``, `[1,]`, `NaN`} {
+		if out, err := CanonicalJSON([]byte(in)); err == nil {
+			t.Errorf("CanonicalJSON(%q) = %s, want an error", in, out)
+		}
+	}
+}
+
+func TestFingerprintIgnoresFormatting(t *testing.T) {
+	a, err := Fingerprint([]byte(`{"service":"x","status":"ok","n":1.0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Fingerprint([]byte("{ \"n\": 1, \"status\": \"ok\",\n \"service\": \"x\" }"))
+	c, _ := Fingerprint([]byte(`{"service":"x","status":"down","n":1}`))
+	if a != b {
+		t.Errorf("same payload, different formatting: %s != %s", a, b)
+	}
+	if a == c {
+		t.Errorf("different payloads share fingerprint %s", a)
+	}
+	if !strings.HasPrefix(a, "sha256:") || len(a) != len("sha256:")+52 {
+		t.Errorf("fingerprint %q: want sha256: and 52 base32 characters", a)
+	}
+}
+
+// FuzzCanonicalJSON checks that canonical JSON is valid JSON, is its own
+// canonical form, and means the same as its input.
+func FuzzCanonicalJSON(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[1.0,"x",null,true]}`, `"\ud800"`, `1e400`, `-0.0e-5`, `{"a":{"a":{}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := CanonicalJSON(data)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("canonical form is not JSON: %q", out)
+		}
+		again, err := CanonicalJSON(out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not idempotent: %q -> %q (%v)", out, again, err)
+		}
+		var vin, vout any
+		if err := json.Unmarshal(data, &vin); err != nil {
+			t.Fatalf("input accepted by CanonicalJSON but not by encoding/json: %v", err)
+		}
+		if err := json.Unmarshal(out, &vout); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(vin, vout) {
+			t.Fatalf("meaning changed: %q -> %q", data, out)
+		}
+	})
+}
