@@ -18,27 +18,46 @@ func once() func() bool {
 	return func() bool { return fired.CompareAndSwap(false, true) }
 }
 
-// workerDeliver is seed 002's worker: claim, apply the side effect (an
-// insert-once document, standing in for the TerminusDB apply), mark done.
-func workerDeliver(ctx context.Context, eng *engine.Engine, coll string, ev engine.Event, applied *atomic.Int64) error {
+// Worker is seed 002's worker for one event: claim a lease, apply the side
+// effect (an insert-once document in coll, standing in for the TerminusDB
+// apply), mark it done, hitting the four worker failpoints on the way. It
+// returns the outcome of the side effect's write.
+func Worker(ctx context.Context, eng *engine.Engine, coll string, ev engine.Event) (engine.Outcome, error) {
 	l, err := eng.Claim(ctx, ev, engine.LeaseRequest{Handler: "terminus-apply"})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := eng.Hit(ctx, engine.WorkerBeforeApply); err != nil {
-		return err
+		return "", err
 	}
 	r, err := eng.Materialize(ctx, ev, engine.Write{Collection: coll, Mode: engine.ModeCreate, Fields: map[string]any{"applied": true}})
 	if err != nil {
-		return err
-	}
-	if r.Outcome == engine.Applied {
-		applied.Add(1)
+		return "", err
 	}
 	if err := eng.Hit(ctx, engine.WorkerAfterApply); err != nil {
-		return err
+		return r.Outcome, err
 	}
 	_, err = eng.Complete(ctx, l, nil)
+	return r.Outcome, err
+}
+
+// Projection is seed 002's projection for one event: materialise the latest
+// state into coll, then hit the before-ack failpoint (the ack itself is the
+// caller's), hitting the three projection failpoints on the way.
+func Projection(ctx context.Context, eng *engine.Engine, coll string, ev engine.Event, w engine.Write) (engine.Outcome, error) {
+	w.Collection = coll
+	r, err := eng.Materialize(ctx, ev, w)
+	if err != nil {
+		return "", err
+	}
+	return r.Outcome, eng.Hit(ctx, engine.ProjectionBeforeAck)
+}
+
+func workerDeliver(ctx context.Context, eng *engine.Engine, coll string, ev engine.Event, applied *atomic.Int64) error {
+	o, err := Worker(ctx, eng, coll, ev)
+	if o == engine.Applied {
+		applied.Add(1)
+	}
 	return err
 }
 
@@ -89,20 +108,13 @@ func projectionCrashes(t *testing.T, e *env) {
 		t.Run(string(fp), func(t *testing.T) {
 			eng := e.engine(func(c *engine.Config) { c.Failpoint = engine.CrashAt(fp, once()) })
 			coll := e.collection(fmt.Sprintf("proj_%d", len(fp)))
-			project := func() (engine.Result, error) {
-				h := hb(7, "healthy")
-				r, err := eng.Materialize(context.Background(), h.event(), h.write(coll))
-				if err != nil {
-					return r, err
-				}
-				return r, eng.Hit(context.Background(), engine.ProjectionBeforeAck)
-			}
-			if _, err := project(); !errors.Is(err, engine.ErrCrashed) {
+			h := hb(7, "healthy")
+			if _, err := Projection(context.Background(), eng, coll, h.event(), h.write(coll)); !errors.Is(err, engine.ErrCrashed) {
 				t.Fatalf("first delivery: %v, want a crash at %s", err, fp)
 			}
-			r, err := project()
-			if err != nil || r.Outcome != want[fp] {
-				t.Fatalf("redelivery: %+v, %v; want %s", r, err, want[fp])
+			o, err := Projection(context.Background(), eng, coll, h.event(), h.write(coll))
+			if err != nil || o != want[fp] {
+				t.Fatalf("redelivery: %s, %v; want %s", o, err, want[fp])
 			}
 			if got := stateOf(t, e, coll, "strategy-engine")["status"]; got != "healthy" {
 				t.Errorf("state = %v", got)
