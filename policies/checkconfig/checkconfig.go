@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
 // Config is the parsed configuration file.
@@ -29,6 +30,8 @@ type Config struct {
 	Environments map[string]Environment `yaml:"environments"`
 	// Waivers suppress findings.
 	Waivers []Waiver `yaml:"waivers"`
+
+	path string
 }
 
 // Environment holds one environment's overrides.
@@ -69,6 +72,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	c.path = path
 	return c, nil
 }
 
@@ -196,7 +200,7 @@ func (c *Config) Apply(findings []engine.Finding, today time.Time) []engine.Find
 	for _, f := range findings {
 		for _, w := range c.Waivers {
 			if !w.expires.Before(day) && w.Rule == f.Rule.ID && w.pattern.MatchString(f.URN) {
-				f.Waiver = &engine.Waiver{RuleID: w.Rule, URN: w.URN, Reason: w.Reason, Expires: w.Expires}
+				f.Waiver = &engine.Waiver{RuleID: w.Rule, URN: w.URN, Reason: w.Reason, Expires: w.Expires, Source: c.path}
 				break
 			}
 		}
@@ -205,13 +209,21 @@ func (c *Config) Apply(findings []engine.Finding, today time.Time) []engine.Find
 	for _, w := range c.Waivers {
 		if w.expires.Before(day) {
 			out = append(out, engine.Finding{
-				Rule:    ExpiredRule,
-				Level:   engine.Deny,
-				URN:     w.URN,
-				Message: fmt.Sprintf("the waiver of %s for %s expired on %s (reason given: %s)", w.Rule, w.URN, w.Expires, w.Reason),
+				Rule:     ExpiredRule,
+				Level:    engine.Deny,
+				URN:      w.URN,
+				Location: waiverLocation(c.path),
+				Message:  fmt.Sprintf("the waiver of %s for %s expired on %s (reason given: %s)", w.Rule, w.URN, w.Expires, w.Reason),
 			})
 		}
 	}
 	engine.Sort(out)
 	return out
+}
+
+func waiverLocation(path string) *plan.Location {
+	if path == "" {
+		return nil
+	}
+	return &plan.Location{File: path}
 }

@@ -61,6 +61,8 @@ type Waiver struct {
 	URN     string `json:"urn"`
 	Reason  string `json:"reason"`
 	Expires string `json:"expires"`
+	// Source is the configuration file that declares the waiver.
+	Source string `json:"source,omitempty"`
 }
 
 // IncompleteNote is appended to findings downgraded on previews without unchanged resources.

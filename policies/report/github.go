@@ -1,0 +1,62 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/eventpipe/eventpipe/policies/engine"
+)
+
+// writeGitHub prints GitHub Actions workflow commands: ::error for findings that fail the
+// check, ::warning for advisory ones, ::notice for waived ones, each with file and line
+// when known so the annotation lands on the pull request's diff.
+func writeGitHub(w io.Writer, r *Report) error {
+	b := bufio.NewWriter(w)
+	for _, f := range r.Findings {
+		cmd := "warning"
+		switch {
+		case f.Waiver != nil:
+			cmd = "notice"
+		case r.failing(f):
+			cmd = "error"
+		}
+		var props []string
+		if f.Location != nil && f.Location.File != "" {
+			props = append(props, "file="+escapeProperty(f.Location.File))
+			if f.Location.Line > 0 {
+				props = append(props, fmt.Sprintf("line=%d", f.Location.Line))
+			}
+		}
+		props = append(props, "title="+escapeProperty(f.Rule.ID+" "+f.Rule.Title))
+		fmt.Fprintf(b, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(annotation(f)))
+	}
+	d, warn, waived := r.Counts()
+	fmt.Fprintf(b, "eventpipe check %s: %d denies, %d warnings, %d waived\n", r.Source, d, warn, waived)
+	return b.Flush()
+}
+
+func annotation(f engine.Finding) string {
+	var s strings.Builder
+	s.WriteString(messageWithNote(f))
+	if f.URN != "" {
+		s.WriteString("\nresource: " + f.URN)
+	}
+	if f.Waiver != nil {
+		s.WriteString(fmt.Sprintf("\nwaived until %s: %s", f.Waiver.Expires, f.Waiver.Reason))
+	} else {
+		s.WriteString("\nfix: " + f.Rule.Fix)
+	}
+	return s.String()
+}
+
+// escapeData escapes a workflow command's message.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// escapeProperty escapes a workflow command property value.
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}

@@ -1,0 +1,125 @@
+// Package report writes the findings of `eventpipe check` in the formats conftest users
+// know: text (grouped by resource), json, sarif (2.1.0, via go-sarif), junit and github
+// (workflow command annotations).
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/eventpipe/eventpipe/policies/engine"
+)
+
+// Format is an output format name.
+type Format string
+
+// The output formats.
+const (
+	Text   Format = "text"
+	JSON   Format = "json"
+	SARIF  Format = "sarif"
+	JUnit  Format = "junit"
+	GitHub Format = "github"
+)
+
+// Formats lists every output format, for flag help.
+var Formats = []Format{Text, JSON, SARIF, JUnit, GitHub}
+
+// Report is the outcome of one check.
+type Report struct {
+	// Source names what was checked: a file, "-" for stdin, or "stack prod".
+	Source string
+	// InputFormat is the detected plan format.
+	InputFormat string
+	// Resources is the number of resources checked.
+	Resources int
+	// Rules are the rules that ran (for SARIF rule metadata and JUnit passes).
+	Rules []engine.Rule
+	// Findings are every finding, waived ones included.
+	Findings []engine.Finding
+	// FailOnWarn makes unwaived warnings fail the check.
+	FailOnWarn bool
+	// Version is the eventpipe version for the SARIF tool driver.
+	Version string
+}
+
+// Counts tallies unwaived denies and warnings, and waived findings.
+func (r *Report) Counts() (denies, warnings, waived int) {
+	for _, f := range r.Findings {
+		switch {
+		case f.Waiver != nil:
+			waived++
+		case f.Level == engine.Deny:
+			denies++
+		default:
+			warnings++
+		}
+	}
+	return denies, warnings, waived
+}
+
+// Failed reports whether the check fails: an unwaived deny, or an unwaived warning with
+// FailOnWarn.
+func (r *Report) Failed() bool {
+	d, w, _ := r.Counts()
+	return d > 0 || (r.FailOnWarn && w > 0)
+}
+
+// failing reports whether one finding makes the check fail.
+func (r *Report) failing(f engine.Finding) bool {
+	return f.Waiver == nil && (f.Level == engine.Deny || r.FailOnWarn)
+}
+
+// Write writes r in format to w.
+func Write(w io.Writer, format Format, r *Report) error {
+	switch format {
+	case Text:
+		return writeText(w, r)
+	case JSON:
+		return writeJSON(w, r)
+	case SARIF:
+		return writeSARIF(w, r)
+	case JUnit:
+		return writeJUnit(w, r)
+	case GitHub:
+		return writeGitHub(w, r)
+	}
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = string(f)
+	}
+	return fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(names, ", "))
+}
+
+// allRules is r.Rules plus any rule only findings mention (the expired-waiver rule),
+// ordered by id.
+func allRules(r *Report) []engine.Rule {
+	seen := map[string]bool{}
+	var out []engine.Rule
+	for _, rule := range r.Rules {
+		if !seen[rule.ID] {
+			seen[rule.ID] = true
+			out = append(out, rule)
+		}
+	}
+	for _, f := range r.Findings {
+		if !seen[f.Rule.ID] {
+			seen[f.Rule.ID] = true
+			out = append(out, f.Rule)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func location(f engine.Finding) string {
+	if f.Location == nil || f.Location.File == "" {
+		return ""
+	}
+	if f.Location.Line > 0 {
+		return fmt.Sprintf("%s:%d", f.Location.File, f.Location.Line)
+	}
+	return f.Location.File
+}

@@ -1,0 +1,74 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/eventpipe/eventpipe/policies/engine"
+)
+
+// writeText prints findings grouped by resource: level, rule id, severity, title, the
+// message, the fix, and any note or waiver; then a one-line summary.
+func writeText(w io.Writer, r *Report) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "eventpipe check: %s (%s, %d resources, %d rules)\n", r.Source, r.InputFormat, r.Resources, len(r.Rules))
+	current := "\x00"
+	for _, f := range r.Findings {
+		if f.URN != current {
+			current = f.URN
+			b.WriteString("\n")
+			switch {
+			case f.URN == "":
+				b.WriteString("stack\n")
+			case f.Type != "":
+				fmt.Fprintf(b, "%s (%s)", f.URN, f.Type)
+			default:
+				b.WriteString(f.URN)
+			}
+			if loc := location(f); loc != "" {
+				fmt.Fprintf(b, "  %s", loc)
+			}
+			if f.URN != "" {
+				b.WriteString("\n")
+			}
+		}
+		label := strings.ToUpper(string(f.Level))
+		if f.Waiver != nil {
+			label = "WAIVED"
+		}
+		fmt.Fprintf(b, "  %-6s %s [%s] %s\n", label, f.Rule.ID, f.Rule.Severity, f.Rule.Title)
+		fmt.Fprintf(b, "         %s\n", f.Message)
+		if f.Note != "" {
+			fmt.Fprintf(b, "         note: %s\n", f.Note)
+		}
+		if f.Waiver != nil {
+			fmt.Fprintf(b, "         waived until %s: %s\n", f.Waiver.Expires, f.Waiver.Reason)
+		} else {
+			fmt.Fprintf(b, "         fix: %s\n", f.Rule.Fix)
+		}
+	}
+	d, warn, waived := r.Counts()
+	verdict := "PASS"
+	if r.Failed() {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(b, "\n%d %s, %d %s, %d waived: %s\n", d, plural(d, "deny", "denies"), warn, plural(warn, "warning", "warnings"), waived, verdict)
+	return b.Flush()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// levelName is a finding's effective level for machine formats.
+func levelName(f engine.Finding) string {
+	if f.Waiver != nil {
+		return "waived"
+	}
+	return string(f.Level)
+}
