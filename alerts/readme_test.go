@@ -1,0 +1,139 @@
+package alerts
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// readmeSection returns the README's "Alerts and runbooks" section.
+func readmeSection(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Alerts and runbooks\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Alerts and runbooks" section`)
+	}
+	if i := strings.Index(sec, "\n## "); i >= 0 {
+		sec = sec[:i]
+	}
+	return sec
+}
+
+// TestReadmeDocumentsEveryAlert keeps the README in step with the code:
+// every alert has a table row and a runbook entry with its runbook's title,
+// and every metric is listed.
+func TestReadmeDocumentsEveryAlert(t *testing.T) {
+	sec := readmeSection(t)
+	plan := mustPlan(t, testTarget(), Defaults())
+	titles := map[string]string{}
+	for _, p := range plan.Policies {
+		rb, err := runbookFor(testTarget(), Defaults(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		titles[p.Alert] = rb.title
+	}
+	for _, a := range AlertNames() {
+		if !strings.Contains(sec, "| `"+a+"` |") {
+			t.Errorf("README alert table lacks `%s`", a)
+		}
+		title := titles[a]
+		if strings.HasPrefix(title, "Lease problems") {
+			title = "Lease problems"
+		}
+		if !strings.Contains(sec, "`"+a+"`") || !strings.Contains(sec, title) {
+			t.Errorf("README runbooks lack %s (%q)", a, title)
+		}
+	}
+	for _, m := range Metrics(testTarget()) {
+		if !strings.Contains(sec, "| `"+m.ID+"` |") {
+			t.Errorf("README metric table lacks `%s`", m.ID)
+		}
+	}
+}
+
+// TestReadmeConfigExample decodes the README's YAML example the way stack
+// config arrives (JSON over Defaults()) and checks it validates and changes
+// exactly what it says.
+func TestReadmeConfigExample(t *testing.T) {
+	sec := readmeSection(t)
+	_, rest, ok := strings.Cut(sec, "```yaml\n")
+	if !ok {
+		t.Fatal("README section has no yaml example")
+	}
+	example, _, _ := strings.Cut(rest, "```")
+	var doc struct {
+		Config map[string]json.RawMessage `json:"config"`
+	}
+	js, err := yaml.YAMLToJSON([]byte(example))
+	if err != nil {
+		t.Fatalf("README example is not YAML: %v", err)
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var section struct {
+		Team       string          `json:"team"`
+		Channels   Channels        `json:"channels"`
+		Thresholds json.RawMessage `json:"thresholds"`
+	}
+	if err := json.Unmarshal(doc.Config["eventpipe:alerts"], &section); err != nil {
+		t.Fatalf("eventpipe:alerts: %v", err)
+	}
+	c := Defaults()
+	dec := json.NewDecoder(strings.NewReader(string(section.Thresholds)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("README thresholds: %v", err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("README thresholds do not validate: %v", err)
+	}
+	if err := section.Channels.Validate(); err != nil || len(section.Channels.Critical) != 1 || len(section.Channels.Warning) != 1 {
+		t.Fatalf("README channels %+v: %v", section.Channels, err)
+	}
+	want := Defaults()
+	want.Push.ServerErrorWarning = 0.02
+	want.Push.MinRequests = 500
+	want.DLQ.WarningFor = Duration(10 * time.Minute)
+	want.SLO.Goal = 0.999
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("README example decodes to\n%+v\nwant\n%+v", c, want)
+	}
+	// Every threshold key the README lists exists in Config, and none is missing.
+	keys := jsonKeys(reflect.TypeOf(Config{}), "")
+	for _, k := range keys {
+		leaf := k[strings.LastIndex(k, ".")+1:]
+		if !strings.Contains(sec, leaf) {
+			t.Errorf("README does not document threshold key %s", k)
+		}
+	}
+}
+
+// jsonKeys lists the dotted JSON keys of the leaves of struct type t.
+func jsonKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonKeys(f.Type, prefix+name+".")...)
+			continue
+		}
+		if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+			out = append(out, jsonKeys(f.Type.Elem(), prefix+name+".")...)
+			continue
+		}
+		out = append(out, prefix+name)
+	}
+	return out
+}
