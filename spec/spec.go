@@ -39,12 +39,12 @@ const (
 type Stack struct {
 	// Name is the Pulumi stack name (dev, staging, prod).
 	Name string `json:"-"`
-	// Project is the GCP project id every resource is created in.
+	// Project is the GCP project id every resource is created in. Required.
 	Project string `json:"project"`
-	// ProjectNumber is the numeric id of Project; it names the Pub/Sub
-	// service agent service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com.
+	// ProjectNumber is the numeric id of the project; it names the Pub/Sub service agent
+	// (service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com) that dead-lettering needs. Required.
 	ProjectNumber string `json:"projectNumber"`
-	// Region is where the Cloud Run consumers run.
+	// Region is the Cloud Run region of the consumers (default europe-west1).
 	Region string `json:"region"`
 	// Env is the environment label value (defaults to the stack name).
 	Env string `json:"env"`
@@ -53,29 +53,29 @@ type Stack struct {
 	Store string `json:"store"`
 	// StoreSecret is true when Store came from a secure config value.
 	StoreSecret bool `json:"-"`
-	// NotificationChannels are Cloud Monitoring channel resource names
-	// (projects/P/notificationChannels/ID) that alerts of this stack page.
+	// NotificationChannels are the Cloud Monitoring channels (projects/P/notificationChannels/ID)
+	// the stack's alerts notify.
 	NotificationChannels []string `json:"notificationChannels"`
-	// Defaults are per-environment defaults every pipeline inherits.
+	// Defaults are the per-environment defaults every pipeline inherits.
 	Defaults Defaults `json:"defaults"`
-	// Pipelines are keyed by name: adding one never renames another.
+	// Pipelines are the pipelines of the stack, keyed by name: adding one never renames another.
 	Pipelines map[string]*Pipeline `json:"pipelines"`
 }
 
 // Defaults are the per-environment values a pipeline inherits when it does
 // not set them itself.
 type Defaults struct {
-	// MaxDeliveryAttempts before a message is dead-lettered (5–100).
+	// MaxDeliveryAttempts is how many deliveries are tried before a message is dead-lettered (5–100, default 5).
 	MaxDeliveryAttempts *int `json:"maxDeliveryAttempts,omitempty"`
-	// MinBackoff of the retry policy (0s–600s).
+	// MinBackoff is the retry policy's shortest wait before redelivery (0s–10m, default 10s).
 	MinBackoff *Duration `json:"minBackoff,omitempty"`
-	// MaxBackoff of the retry policy (0s–600s).
+	// MaxBackoff is the retry policy's longest wait before redelivery (0s–10m, default 10m).
 	MaxBackoff *Duration `json:"maxBackoff,omitempty"`
-	// DLQRetention of dead-letter subscriptions (7d–14d).
+	// DLQRetention is how long dead-letter subscriptions keep messages (7d–14d, default 14d).
 	DLQRetention *Duration `json:"dlqRetention,omitempty"`
-	// MinInstances of consumers (0–100).
+	// MinInstances is how many consumer instances are kept warm (0–100, default 0).
 	MinInstances *int `json:"minInstances,omitempty"`
-	// MaxInstances of consumers (1–1000).
+	// MaxInstances is the most instances a consumer scales to (1–1000, default 10).
 	MaxInstances *int `json:"maxInstances,omitempty"`
 }
 
@@ -84,15 +84,15 @@ type Defaults struct {
 type Pipeline struct {
 	// Name is the map key in eventpipe:pipelines.
 	Name string `json:"-"`
-	// Description is free text for humans.
+	// Description is free text for humans; it is not deployed.
 	Description string `json:"description,omitempty"`
-	// Labels are extra GCP labels put on every resource of the pipeline.
+	// Labels are extra GCP labels put on the pipeline's topic, subscriptions and service.
 	Labels map[string]string `json:"labels,omitempty"`
-	// Topic configures the source topic.
+	// Topic is the source topic (see below).
 	Topic Topic `json:"topic"`
-	// Consumer configures the Cloud Run service the subscriptions feed.
+	// Consumer is the Cloud Run service the subscriptions feed (see below). Required.
 	Consumer Consumer `json:"consumer"`
-	// Subscriptions are keyed by a short name unique within the pipeline.
+	// Subscriptions are the subscriptions on the topic, keyed by a short name unique within the pipeline. At least one.
 	Subscriptions map[string]*Subscription `json:"subscriptions"`
 }
 
@@ -100,45 +100,46 @@ type Pipeline struct {
 type Topic struct {
 	// Name is the topic id (default: the pipeline name).
 	Name string `json:"name,omitempty"`
-	// MessageRetention keeps acknowledged messages for replay (10m–31d, default 7d).
+	// MessageRetention is how long the topic keeps messages for replay with seek (10m–31d, default 7d).
 	MessageRetention *Duration `json:"messageRetention,omitempty"`
-	// Schema is an optional Pub/Sub schema, projects/P/schemas/S.
+	// Schema is an optional Pub/Sub schema publishers must satisfy, projects/P/schemas/S.
 	Schema string `json:"schema,omitempty"`
-	// SchemaEncoding is JSON or BINARY (default JSON when Schema is set).
+	// SchemaEncoding is JSON or BINARY (default JSON when schema is set).
 	SchemaEncoding string `json:"schemaEncoding,omitempty"`
-	// KMSKeyName is an optional CMEK key,
+	// KMSKeyName is an optional customer-managed encryption key,
 	// projects/P/locations/L/keyRings/R/cryptoKeys/K.
 	KMSKeyName string `json:"kmsKeyName,omitempty"`
 }
 
 // Consumer configures the Cloud Run v2 service running the eventpipe consumer.
 type Consumer struct {
-	// Image is the container image, by digest (…@sha256:<64 hex>) or tag (…:tag).
+	// Image is the consumer container image, by digest (REPO@sha256:<64 hex>) or tag (REPO:TAG). Required.
 	Image string `json:"image"`
 	// ServiceName is the Cloud Run service name (default <pipeline>-consumer).
 	ServiceName string `json:"serviceName,omitempty"`
-	// RequestTimeout of the service; push ack deadlines are aligned to it (10s–600s, default 60s).
+	// RequestTimeout is the service's request timeout; push ack deadlines equal it (10s–10m, default 60s).
 	RequestTimeout *Duration `json:"requestTimeout,omitempty"`
-	// Concurrency is the maximum concurrent requests per instance (1–1000, default 80).
+	// Concurrency is the most concurrent requests per instance (1–1000, default 80).
 	Concurrency *int `json:"concurrency,omitempty"`
-	// MinInstances kept warm (0–100, default from eventpipe:defaults, else 0).
+	// MinInstances is how many instances are kept warm (0–100, default eventpipe:defaults.minInstances; at least 1 with a pull subscription).
 	MinInstances *int `json:"minInstances,omitempty"`
-	// MaxInstances the service scales to (1–1000, default from eventpipe:defaults, else 10).
+	// MaxInstances is the most instances the service scales to (1–1000, default eventpipe:defaults.maxInstances).
 	MaxInstances *int `json:"maxInstances,omitempty"`
 	// Ingress is internal or internal-and-cloud-load-balancing (default internal).
 	Ingress string `json:"ingress,omitempty"`
-	// CPU limit per instance (default "1").
+	// CPU is the CPU limit per instance, e.g. "1", "2" or "1000m" (default "1").
 	CPU string `json:"cpu,omitempty"`
-	// Memory limit per instance (default "512Mi").
+	// Memory is the memory limit per instance, e.g. "512Mi" or "1Gi" (default "512Mi").
 	Memory string `json:"memory,omitempty"`
 	// Routes is the path of a routes file inside the image (default: the embedded routes).
 	Routes string `json:"routes,omitempty"`
-	// Store is the store URL (default eventpipe:store, else firestore://PROJECT/(default)).
+	// Store is the consumer's store URL: firestore://PROJECT/DATABASE, postgres://…, bbolt:///PATH or mem://
+	// (default eventpipe:store, else firestore://PROJECT/(default)). Firestore stores get TTL policies.
 	Store string `json:"store,omitempty"`
-	// CollectionPrefix prefixes the store collections (default eventpipe_).
+	// CollectionPrefix is prepended to the store's collection names (default eventpipe_).
 	CollectionPrefix string `json:"collectionPrefix,omitempty"`
-	// Audience is the OIDC audience of push tokens (default <project>/<pipeline>/pubsub-push);
-	// it is also registered as a custom audience of the service.
+	// Audience is the OIDC audience of push tokens (default PROJECT/PIPELINE/pubsub-push);
+	// it is registered as a custom audience of the service.
 	Audience string `json:"audience,omitempty"`
 }
 
@@ -146,37 +147,37 @@ type Consumer struct {
 type Subscription struct {
 	// Key is the map key in the pipeline's subscriptions.
 	Key string `json:"-"`
-	// Delivery is push or pull.
+	// Delivery is push (Pub/Sub calls the consumer) or pull (the consumer pulls). Required.
 	Delivery string `json:"delivery"`
-	// Name is the subscription id (default <pipeline>-<key>).
+	// Name is the subscription id (default PIPELINE-KEY).
 	Name string `json:"name,omitempty"`
-	// AckDeadline (10s–600s; pull default 60s, push default the consumer's request timeout).
+	// AckDeadline is how long Pub/Sub waits for an ack (10s–10m; pull default 60s, push: the consumer's requestTimeout).
 	AckDeadline *Duration `json:"ackDeadline,omitempty"`
-	// MaxDeliveryAttempts before dead-lettering (5–100, default from eventpipe:defaults, else 5).
+	// MaxDeliveryAttempts is how many deliveries are tried before dead-lettering (5–100, default eventpipe:defaults.maxDeliveryAttempts).
 	MaxDeliveryAttempts *int `json:"maxDeliveryAttempts,omitempty"`
-	// MinBackoff of the retry policy (0s–600s, default 10s).
+	// MinBackoff is the retry policy's shortest wait (0s–10m, default eventpipe:defaults.minBackoff).
 	MinBackoff *Duration `json:"minBackoff,omitempty"`
-	// MaxBackoff of the retry policy (0s–600s, default 600s).
+	// MaxBackoff is the retry policy's longest wait (0s–10m, default eventpipe:defaults.maxBackoff).
 	MaxBackoff *Duration `json:"maxBackoff,omitempty"`
-	// Retention of unacknowledged messages (10m–31d, default 7d).
+	// Retention is how long unacknowledged messages are kept (10m–31d, default 7d).
 	Retention *Duration `json:"retention,omitempty"`
-	// Filter is an immutable Pub/Sub filter expression (at most 256 bytes).
+	// Filter is a Pub/Sub filter expression, at most 256 bytes; it cannot be changed later.
 	Filter string `json:"filter,omitempty"`
-	// Ordering enables message ordering by ordering key.
+	// Ordering delivers messages with the same ordering key in order (default false).
 	Ordering bool `json:"ordering,omitempty"`
-	// ExactlyOnce enables exactly-once delivery (pull only).
+	// ExactlyOnce enables exactly-once delivery; pull only (default false).
 	ExactlyOnce bool `json:"exactlyOnce,omitempty"`
-	// PushEndpoint overrides the push URL (https only; default <service uri>/pubsub/push).
+	// PushEndpoint overrides the push URL; push only, https only (default SERVICE_URL/pubsub/push).
 	PushEndpoint string `json:"pushEndpoint,omitempty"`
-	// DeadLetter configures the dead-letter topic and subscription.
+	// DeadLetter is the dead-letter queue (see below).
 	DeadLetter DeadLetter `json:"deadLetter"`
 }
 
 // DeadLetter configures a subscription's dead-letter queue.
 type DeadLetter struct {
-	// Retention of the never-expiring DLQ subscription (7d–14d, default 14d).
+	// Retention is how long the never-expiring DLQ subscription keeps messages (7d–14d, default eventpipe:defaults.dlqRetention).
 	Retention *Duration `json:"retention,omitempty"`
-	// OptOut removes the DLQ. Allowed only with a Reason; both are recorded as labels.
+	// OptOut removes the dead-letter queue; allowed only with a reason, and recorded as labels.
 	OptOut bool `json:"optOut,omitempty"`
 	// Reason explains an opt-out; it becomes the eventpipe_dlq_opt_out_reason label.
 	Reason string `json:"reason,omitempty"`
