@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ func receipts(t *testing.T, e *env) {
 func receiptsRace(t *testing.T, e *env) {
 	eng := e.engine()
 	var processed, replayed, failed countErrs
-	var mu = make(chan struct{}, 1)
+	var mu sync.Mutex
 	var received []time.Time
 	e.parallel(func(int) {
 		rc, err := eng.Reserve(context.Background(), callback("cb-race"))
@@ -83,9 +84,9 @@ func receiptsRace(t *testing.T, e *env) {
 		default:
 			processed.add(nil)
 		}
-		mu <- struct{}{}
+		mu.Lock()
 		received = append(received, rc.ReceivedAt)
-		<-mu
+		mu.Unlock()
 	})
 	if processed.n != 1 || replayed.n != e.n-1 {
 		t.Fatalf("%d concurrent callbacks: %d processed, %d replayed, errors %v; want exactly one processed", e.n, processed.n, replayed.n, failed.errs)

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -33,6 +34,8 @@ var ErrClosed = errors.New("boltstore: store is closed")
 
 // Store is a bbolt-backed store.Store.
 type Store struct {
+	commits   atomic.Int64
+	txs       atomic.Int64
 	db        *bolt.DB
 	reqs      chan *request
 	done      chan struct{}
@@ -149,6 +152,7 @@ func (s *Store) commit(batch []*request) {
 		return
 	}
 	wrote := false
+	s.txs.Add(int64(len(batch)))
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
@@ -179,7 +183,23 @@ func (s *Store) commit(batch []*request) {
 	}
 	if err := tx.Commit(); err != nil {
 		fail("commit", err)
+		return
 	}
+	s.commits.Add(1)
+}
+
+// Stats counts the store's work since Open.
+type Stats struct {
+	// Transactions is how many transaction functions ran.
+	Transactions int64
+	// Commits is how many bbolt commits (each one fsync) were made; batches
+	// that wrote nothing are not committed.
+	Commits int64
+}
+
+// Stats returns the counts so far.
+func (s *Store) Stats() Stats {
+	return Stats{Transactions: s.txs.Load(), Commits: s.commits.Load()}
 }
 
 func get(tx *bolt.Tx, key store.Key) (store.Document, bool, error) {
