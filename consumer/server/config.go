@@ -1,0 +1,144 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+
+	"github.com/eventpipe/eventpipe/consumer/classify"
+	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/pull"
+)
+
+// Config is the consumer's runtime configuration, read from the environment
+// the Cloud Run component sets (see ConfigFromEnv).
+type Config struct {
+	Port              string
+	Env               string
+	Service           string
+	Version           string
+	StoreURL          string
+	RoutesPath        string // "" = embedded seed routes
+	Audience          string // "" = no in-app OIDC check
+	PushAccounts      []string
+	JWKSURL           string // "" = Google's
+	PullSubscriptions []string
+	CollectionPrefix  string
+	DLQ               classify.DLQMode
+	PullSettings      pubsub.ReceiveSettings
+	ShutdownTimeout   time.Duration
+}
+
+// DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
+// unset: eventpipe.db in the OS temporary directory.
+func DefaultStoreURL() string {
+	return "bbolt://" + filepath.ToSlash(filepath.Join(os.TempDir(), "eventpipe.db"))
+}
+
+// DefaultShutdownTimeout leaves Cloud Run's 10 s SIGTERM grace a margin.
+const DefaultShutdownTimeout = 9 * time.Second
+
+// ConfigFromEnv reads the configuration. lookup is os.LookupEnv in
+// production. Every problem is reported, each naming the variable and fix.
+//
+//	PORT                                  listen port (default 8080)
+//	EVENTPIPE_ENV                         environment, qualifies document ids (default dev)
+//	EVENTPIPE_SERVICE, EVENTPIPE_VERSION  identity in every log line
+//	EVENTPIPE_STORE                       store URL (default: bbolt file in the temp dir)
+//	EVENTPIPE_ROUTES                      routes file (default: embedded seed routes)
+//	EVENTPIPE_OIDC_AUDIENCE               verify push OIDC tokens for this audience
+//	EVENTPIPE_PUSH_ACCOUNTS               allowed push service accounts (comma-separated)
+//	EVENTPIPE_OIDC_JWKS_URL               JWKS override (tests)
+//	EVENTPIPE_PULL_SUBSCRIPTIONS          streaming-pull subscriptions (comma-separated full names)
+//	EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES, EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES,
+//	EVENTPIPE_PULL_GOROUTINES             pull flow control
+//	EVENTPIPE_COLLECTION_PREFIX           engine collection prefix (default eventpipe_)
+//	EVENTPIPE_DLQ                         auto (default), on or off: whether poison gets 400/nack
+//	EVENTPIPE_SHUTDOWN_TIMEOUT            drain time after SIGTERM (default 9s)
+func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
+	get := func(k, def string) string {
+		if v, ok := lookup(k); ok && strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v)
+		}
+		return def
+	}
+	var errs []error
+	bad := func(k, v, fix string) { errs = append(errs, fmt.Errorf("%s=%q: %s", k, v, fix)) }
+	c := Config{
+		Port:             get("PORT", "8080"),
+		Env:              get("EVENTPIPE_ENV", "dev"),
+		Service:          get("EVENTPIPE_SERVICE", "eventpipe-consumer"),
+		Version:          get("EVENTPIPE_VERSION", "dev"),
+		StoreURL:         get("EVENTPIPE_STORE", DefaultStoreURL()),
+		RoutesPath:       get("EVENTPIPE_ROUTES", ""),
+		Audience:         get("EVENTPIPE_OIDC_AUDIENCE", ""),
+		PushAccounts:     list(get("EVENTPIPE_PUSH_ACCOUNTS", "")),
+		JWKSURL:          get("EVENTPIPE_OIDC_JWKS_URL", ""),
+		CollectionPrefix: get("EVENTPIPE_COLLECTION_PREFIX", engine.DefaultCollectionPrefix),
+		ShutdownTimeout:  DefaultShutdownTimeout,
+		PullSettings:     pubsub.ReceiveSettings{MaxOutstandingMessages: 100, MaxOutstandingBytes: 100 << 20, NumGoroutines: 1, MaxExtension: 10 * time.Minute},
+	}
+	if n, err := strconv.Atoi(c.Port); err != nil || n < 0 || n > 65535 {
+		bad("PORT", c.Port, "use a port number such as 8080")
+	}
+	if c.Audience != "" && len(c.PushAccounts) == 0 {
+		bad("EVENTPIPE_PUSH_ACCOUNTS", "", "an OIDC audience is set: list the push subscription's service account email(s)")
+	}
+	if c.Audience == "" && len(c.PushAccounts) > 0 {
+		bad("EVENTPIPE_OIDC_AUDIENCE", "", "push accounts are set: set the audience (the push endpoint URL) so tokens are verified")
+	}
+	for _, s := range list(get("EVENTPIPE_PULL_SUBSCRIPTIONS", "")) {
+		if err := pull.ValidSubscription(s); err != nil {
+			errs = append(errs, fmt.Errorf("EVENTPIPE_PULL_SUBSCRIPTIONS: %w", err))
+		}
+		c.PullSubscriptions = append(c.PullSubscriptions, s)
+	}
+	dlq := get("EVENTPIPE_DLQ", "auto")
+	var ok bool
+	if c.DLQ, ok = classify.ParseDLQMode(dlq); !ok {
+		bad("EVENTPIPE_DLQ", dlq, "use auto (infer from deliveryAttempt), on or off")
+	}
+	positive := func(k string, dst *int) {
+		v := get(k, "")
+		if v == "" {
+			return
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			bad(k, v, "use a positive integer")
+			return
+		}
+		*dst = n
+	}
+	positive("EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES", &c.PullSettings.MaxOutstandingMessages)
+	positive("EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES", &c.PullSettings.MaxOutstandingBytes)
+	positive("EVENTPIPE_PULL_GOROUTINES", &c.PullSettings.NumGoroutines)
+	if v := get("EVENTPIPE_SHUTDOWN_TIMEOUT", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			bad("EVENTPIPE_SHUTDOWN_TIMEOUT", v, "use a positive Go duration such as 9s")
+		} else {
+			c.ShutdownTimeout = d
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("consumer configuration:\n%w", err)
+	}
+	return c, nil
+}
+
+func list(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+// Package server wires the consumer together: store, routes, processor,
+// push, callback and health endpoints, streaming pull, and a graceful
+// shutdown that stops accepting, finishes in-flight requests and messages
+// within the timeout, and closes the store.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+
+	"github.com/eventpipe/eventpipe/consumer/auth"
+	"github.com/eventpipe/eventpipe/consumer/callback"
+	"github.com/eventpipe/eventpipe/consumer/process"
+	"github.com/eventpipe/eventpipe/consumer/pull"
+	"github.com/eventpipe/eventpipe/consumer/push"
+	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
+)
+
+// HealthPath serves Cloud Run's startup and liveness probes.
+const HealthPath = "/healthz"
+
+// Options are what tests (and the binary) pass besides Config.
+type Options struct {
+	// Listener, when set, is served instead of listening on Config.Port.
+	Listener net.Listener
+	// Ready, when set, is called with the address once the server accepts.
+	Ready func(addr string)
+	// PubSubClient, when set, is used for pull instead of a new client.
+	PubSubClient *pubsub.Client
+}
+
+// Run serves until ctx is cancelled (SIGTERM), then shuts down gracefully.
+// It returns nil after a clean shutdown and an error when start-up fails
+// (bad routes, unreachable store, ...) or pull stops with an error.
+func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error {
+	started := time.Now()
+	routes, err := route.LoadFile(cfg.RoutesPath)
+	if err != nil {
+		return err
+	}
+	st, err := storeurl.Open(ctx, cfg.StoreURL)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close store", "error", err.Error())
+		}
+	}()
+	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
+		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg)})
+	if err != nil {
+		return err
+	}
+	var verifier *auth.Verifier
+	if cfg.Audience != "" {
+		if verifier, err = auth.New(context.WithoutCancel(ctx), auth.Config{Audience: cfg.Audience,
+			AllowedEmails: cfg.PushAccounts, JWKSURL: cfg.JWKSURL}); err != nil {
+			return err
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle(push.Path, push.New(proc, verifier)) // the handler answers other methods with 405
+	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log}))
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+
+	ln := opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", ":"+cfg.Port); err != nil {
+			return fmt.Errorf("listen on PORT %s: %w", cfg.Port, err)
+		}
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+
+	pullCtx, stopPull := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPull()
+	var wg sync.WaitGroup
+	pullErr := make(chan error, 1)
+	if len(cfg.PullSubscriptions) > 0 {
+		client := opts.PubSubClient
+		if client == nil {
+			project := strings.Split(cfg.PullSubscriptions[0], "/")[1]
+			if client, err = pubsub.NewClient(ctx, project); err != nil {
+				return fmt.Errorf("pubsub client: %w", err)
+			}
+			defer client.Close()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pullErr <- pull.Run(pullCtx, pull.Config{Client: client, Subscriptions: cfg.PullSubscriptions,
+				Settings: cfg.PullSettings, Processor: proc})
+		}()
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("consumer started", "addr", ln.Addr().String(), "routes", len(routes.Routes()),
+		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions),
+		"startup_ms", time.Since(started).Milliseconds())
+	if opts.Ready != nil {
+		opts.Ready(ln.Addr().String())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve: %w", err)
+	case err := <-pullErr:
+		if err != nil {
+			runErr = err
+		}
+	}
+	log.Info("consumer shutting down", "timeout", cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	// Stop accepting; wait for in-flight requests (their processing is not
+	// cancelled) and stop pulling (in-flight messages finish and are acked).
+	stopPull()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		runErr = errors.Join(runErr, fmt.Errorf("shutdown: %w", err))
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+		runErr = errors.Join(runErr, errors.New("shutdown: pull did not drain in time"))
+	}
+	log.Info("consumer stopped")
+	return runErr
+}
+
+func owner(cfg Config) string {
+	host, _ := os.Hostname()
+	return cfg.Service + "@" + host
+}
+
+func scheme(u string) string {
+	s, _, _ := strings.Cut(u, "://")
+	return s
+}
