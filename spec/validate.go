@@ -292,10 +292,10 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 	}
 }
 
-// checkUniqueNames reports topic and subscription ids used twice in the stack.
+// checkUniqueNames reports topic, subscription and service names used twice in the stack.
 func checkUniqueNames(c *collector, s *Stack) {
 	type owner struct{ pipeline, path string }
-	topics, subs := map[string]owner{}, map[string]owner{}
+	topics, subs, services := map[string]owner{}, map[string]owner{}, map[string]owner{}
 	claim := func(seen map[string]owner, kind, id string, o owner) bool {
 		if prev, dup := seen[id]; dup {
 			c.add(o.pipeline, o.path, strconv.Quote(id), kind+" ids unique in the stack (also used at "+prev.path+")", "set a different name")
@@ -310,6 +310,7 @@ func checkUniqueNames(c *collector, s *Stack) {
 		}
 		base := Namespace + ":" + KeyPipelines + "." + p.Name
 		claim(topics, "topic", p.Topic.Name, owner{p.Name, base + ".topic.name"})
+		claim(services, "Cloud Run service", p.Consumer.ServiceName, owner{p.Name, base + ".consumer.serviceName"})
 		for _, sub := range p.SortedSubscriptions() {
 			if sub == nil {
 				continue

@@ -163,6 +163,8 @@ func TestValidationErrors(t *testing.T) {
 		{"opt out without reason", pl, main + "deadLetter.optOut", true, pl + ".orders.subscriptions.main.deadLetter.reason", "a short reason"},
 		{"reason without opt out", pl, main + "deadLetter.reason", "because", pl + ".orders.subscriptions.main.deadLetter.reason", "only with deadLetter.optOut: true"},
 		{"unknown dead letter key", pl, main + "deadLetter.topic", "x", pl + ".orders.subscriptions.main.deadLetter.topic", "the keys optOut, reason, retention"},
+		{"duplicate service name", pl, "billing", map[string]any{"consumer": map[string]any{"image": "r/x:1", "serviceName": "orders-consumer"}, "subscriptions": map[string]any{"a": map[string]any{"delivery": "push"}}}, pl + ".orders.consumer.serviceName", "Cloud Run service ids unique"},
+		{"duplicate topic name", pl, "billing", map[string]any{"topic": map[string]any{"name": "orders"}, "consumer": map[string]any{"image": "r/x:1"}, "subscriptions": map[string]any{"a": map[string]any{"delivery": "push"}}}, pl + ".orders.topic.name", "topic ids unique"},
 		{"duplicate subscription name", pl, work + "name", "orders-main", pl + ".orders.subscriptions.work.name", "subscription ids unique"},
 	}
 	for _, tc := range cases {
