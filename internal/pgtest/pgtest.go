@@ -117,18 +117,35 @@ func StartCluster(ctx context.Context) (*Cluster, error) {
 			lastErr = err
 			continue
 		}
-		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100", port, c.dir)
-		out, err := c.run(ctx, "pg_ctl", "start", "-D", data, "-w", "-t", "60", "-l", filepath.Join(c.dir, "server.log"), "-o", opts)
-		if err == nil {
-			c.Port = port
+		c.Port = port
+		if lastErr = c.Resume(ctx); lastErr == nil {
 			c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 			return c, nil
 		}
-		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
-		lastErr = fmt.Errorf("pg_ctl start on port %d: %w\n%s\n%s", port, err, out, log)
 	}
 	_ = os.RemoveAll(c.dir)
 	return nil, lastErr
+}
+
+// Pause stops the server (fast shutdown) keeping its data, to test how
+// clients behave while the database is down; Resume starts it again.
+func (c *Cluster) Pause(ctx context.Context) error {
+	out, err := c.run(ctx, "pg_ctl", "stop", "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w")
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Resume starts the server on its port (again, after Pause).
+func (c *Cluster) Resume(ctx context.Context) error {
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100", c.Port, c.dir)
+	out, err := c.run(ctx, "pg_ctl", "start", "-D", filepath.Join(c.dir, "data"), "-w", "-t", "60", "-l", filepath.Join(c.dir, "server.log"), "-o", opts)
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+		return fmt.Errorf("pg_ctl start on port %d: %w\n%s\n%s", c.Port, err, out, log)
+	}
+	return nil
 }
 
 // prepareDir makes the temp dir usable by the postgres user.
