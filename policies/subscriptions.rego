@@ -47,7 +47,9 @@ in_range(n, low, high) if {
 #   Without a retry policy Pub/Sub redelivers a nacked message immediately, so a failing
 #   consumer is hammered in a tight loop. The minimum backoff must be at least
 #   data.config.deny_retry_policy.minimumBackoffSeconds (default 10) and the maximum at most
-#   data.config.deny_retry_policy.maximumBackoffSeconds (default 600).
+#   data.config.deny_retry_policy.maximumBackoffSeconds (default 600). A DLQ subscription
+#   labelled eventpipe_role=dlq may omit the policy: people and the replay tool read it, not
+#   a consumer that nacks (any retry policy it has is still checked).
 # custom:
 #   id: EP003
 #   severity: medium
@@ -55,6 +57,7 @@ in_range(n, low, high) if {
 deny_retry_policy contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
 	prop(input, ["retryPolicy"]) == null
+	label(input, "eventpipe_role") != "dlq"
 	msg := sprintf("%s has no retry policy: nacked messages are redelivered immediately", [display(input)])
 }
 

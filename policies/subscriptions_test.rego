@@ -44,6 +44,12 @@ test_retry_missing_deny if {
 	msgs == {"Subscription 'orders-push' has no retry policy: nacked messages are redelivered immediately"}
 }
 
+test_dlq_subscription_may_omit_retry_policy if {
+	count(deny_retry_policy) == 0 with input as without_prop(dlq_subscription_resource, "retryPolicy")
+	unlabelled := without_prop(without_prop(dlq_subscription_resource, "retryPolicy"), "labels")
+	count(deny_retry_policy) == 1 with input as unlabelled
+}
+
 test_retry_min_too_low_deny if {
 	count(deny_retry_policy) == 1 with input as with_props(good_subscription, {"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})
 }

@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		// Subcommands register here, one line each: newRenderCmd(), newCheckCmd(), ...
 		newRenderCmd(),
+		newCheckCmd(),
 	)
 	return root
 }

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eventpipe/eventpipe/policies"
+	"github.com/eventpipe/eventpipe/policies/checkconfig"
+	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/plan"
+	"github.com/eventpipe/eventpipe/policies/report"
+	"github.com/eventpipe/eventpipe/render"
+)
+
+// checkOptions are the flags of `eventpipe check`.
+type checkOptions struct {
+	stack      string
+	stackDir   string
+	env        string
+	output     string
+	config     string
+	failOnWarn bool
+	listRules  bool
+	now        func() time.Time
+}
+
+// newCheckCmd builds `eventpipe check`: the policy rules on a plan file or a rendered stack.
+func newCheckCmd() *cobra.Command {
+	opts := checkOptions{now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "check [FILE|-] [--stack ENV]",
+		Short: "Check a plan or a rendered stack against the policy rules",
+		Long: "check evaluates eventpipe's OPA rules on a `pulumi preview --json` document (with or\n" +
+			"without --show-sames), a `pulumi stack export`, a `terraform show -json` plan, or — with\n" +
+			"--stack and no FILE — the stack rendered offline (no cloud credentials needed).\n" +
+			"FILE - reads standard input.\n\n" +
+			"Exit codes (as conftest): 0 no failing findings, 1 a deny (or a warning with\n" +
+			"--fail-on-warn, or an expired waiver), 2 unusable input or usage.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCheck(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.stack, "stack", "", "render this stack (dev, staging, prod) offline and check it; also the environment for thresholds")
+	f.StringVar(&opts.stackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name)")
+	f.StringVarP(&opts.output, "output", "o", string(report.Text), "output format: text, json, sarif, junit, github")
+	f.StringVar(&opts.config, "config", "", "check configuration file: thresholds per environment and waivers")
+	f.BoolVar(&opts.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
+	f.BoolVar(&opts.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
+	return cmd
+}
+
+func usageError(format string, a ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
+}
+
+func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string, opts checkOptions) error {
+	format := report.Format(opts.output)
+	if !validFormat(format) {
+		return usageError("--output %q: use one of text, json, sarif, junit, github", opts.output)
+	}
+	if len(args) == 0 && opts.stack == "" && !opts.listRules {
+		return usageError("nothing to check: give a plan FILE (- for standard input) or --stack ENV")
+	}
+	env := opts.env
+	if env == "" {
+		env = opts.stack
+	}
+	cfg := (*checkconfig.Config)(nil)
+	if opts.config != "" {
+		c, err := checkconfig.Load(opts.config)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		cfg = c
+	}
+	mods, err := policies.Modules()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: cfg.Data(env)})
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("loading policy rules: %w", err)}
+	}
+	if err := cfg.Validate(eng.Rules()); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("%s: %w", opts.config, err)}
+	}
+	if opts.listRules {
+		return listRules(stdout, eng.Rules())
+	}
+	var (
+		p      *plan.Plan
+		source string
+	)
+	if len(args) == 1 {
+		source = args[0]
+		p, err = readPlan(stdin, args[0])
+	} else {
+		source = "stack " + opts.stack
+		p, err = renderPlan(ctx, opts)
+	}
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	findings, err := eng.Evaluate(ctx, p)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	findings = cfg.Apply(findings, opts.now())
+	rep := &report.Report{
+		Source: source, InputFormat: string(p.Format), Resources: len(p.Resources),
+		Rules: eng.Rules(), Findings: findings, FailOnWarn: opts.failOnWarn, Version: "dev",
+	}
+	if err := report.Write(stdout, format, rep); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("writing %s report: %w", format, err)}
+	}
+	denies, warnings, waived := rep.Counts()
+	slog.New(slog.NewJSONHandler(stderr, nil)).LogAttrs(ctx, slog.LevelInfo, "check finished",
+		slog.String("source", source), slog.String("format", string(p.Format)), slog.Bool("complete", p.Complete),
+		slog.Int("resources", len(p.Resources)), slog.Int("denies", denies), slog.Int("warnings", warnings),
+		slog.Int("waived", waived), slog.Bool("passed", !rep.Failed()))
+	if rep.Failed() {
+		return &exitError{code: 1, err: fmt.Errorf("check failed: %d denies, %d warnings (fail-on-warn %v)", denies, warnings, opts.failOnWarn)}
+	}
+	return nil
+}
+
+func validFormat(f report.Format) bool {
+	for _, known := range report.Formats {
+		if f == known {
+			return true
+		}
+	}
+	return false
+}
+
+// readPlan reads and normalises a plan file (or standard input for "-"), and points each
+// resource at the line of the file that names it.
+func readPlan(stdin io.Reader, name string) (*plan.Plan, error) {
+	var (
+		data []byte
+		err  error
+	)
+	if name == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading plan: %w", err)
+	}
+	p, err := plan.Parse(data, name)
+	if err != nil {
+		if errors.Is(err, plan.ErrUnrecognised) {
+			return nil, fmt.Errorf("%w; produce one with `pulumi preview --json --show-sames`, `pulumi stack export` or `terraform show -json PLANFILE`", err)
+		}
+		return nil, err
+	}
+	file := name
+	if name == "-" {
+		file = "stdin"
+	}
+	lines := p.Lines()
+	for i := range p.Resources {
+		r := &p.Resources[i]
+		r.Location = &plan.Location{File: file, Line: lines[r.URN]}
+	}
+	return p, nil
+}
+
+// renderPlan renders the stack offline and points each resource at the line of the stack
+// config file that declared it.
+func renderPlan(ctx context.Context, opts checkOptions) (*plan.Plan, error) {
+	res, err := render.Render(ctx, render.Options{Stack: opts.stack, StackDir: opts.stackDir})
+	if err != nil {
+		return nil, fmt.Errorf("rendering stack %s: %w", opts.stack, err)
+	}
+	p, err := plan.Parse(res.JSON, "stack "+opts.stack)
+	if err != nil {
+		return nil, fmt.Errorf("reading the rendered plan of %s: %w", opts.stack, err)
+	}
+	for i := range p.Resources {
+		r := &p.Resources[i]
+		if loc, ok := res.Sources[r.URN]; ok {
+			r.Location = &plan.Location{File: relative(loc.File), Line: loc.Line}
+		}
+	}
+	return p, nil
+}
+
+// relative makes path relative to the working directory when it lies below it, so SARIF
+// locations resolve against the repository checkout.
+func relative(path string) string {
+	wd, err := os.Getwd()
+	if err != nil || !strings.HasPrefix(path, wd+string(os.PathSeparator)) {
+		return path
+	}
+	return strings.TrimPrefix(path, wd+string(os.PathSeparator))
+}
+
+func listRules(w io.Writer, rules []engine.Rule) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tLEVEL\tSEVERITY\tRULE\tTITLE")
+	for _, r := range append(rules, checkconfig.ExpiredRule) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Level, r.Severity, r.Name, r.Title)
+	}
+	return tw.Flush()
+}
