@@ -1,0 +1,64 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/classify"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestConfigFromEnvDefaults(t *testing.T) {
+	c, err := ConfigFromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != "8080" || c.Env != "dev" || c.StoreURL != DefaultStoreURL() || !strings.HasPrefix(c.StoreURL, "bbolt:///") ||
+		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestConfigFromEnvValues(t *testing.T) {
+	c, err := ConfigFromEnv(env(map[string]string{
+		"PORT": "9090", "EVENTPIPE_ENV": "prod", "EVENTPIPE_STORE": "mem://",
+		"EVENTPIPE_OIDC_AUDIENCE": "https://x.run.app/pubsub/push", "EVENTPIPE_PUSH_ACCOUNTS": "a@p.iam.gserviceaccount.com, b@p.iam.gserviceaccount.com",
+		"EVENTPIPE_PULL_SUBSCRIPTIONS": "projects/p/subscriptions/a,projects/p/subscriptions/b",
+		"EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES": "7", "EVENTPIPE_DLQ": "on", "EVENTPIPE_SHUTDOWN_TIMEOUT": "3s",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != "9090" || c.Env != "prod" || len(c.PushAccounts) != 2 || c.PushAccounts[1] != "b@p.iam.gserviceaccount.com" ||
+		len(c.PullSubscriptions) != 2 || c.PullSettings.MaxOutstandingMessages != 7 || c.DLQ != classify.DLQOn || c.ShutdownTimeout != 3*time.Second {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"port", map[string]string{"PORT": "http"}, "PORT="},
+		{"audience without accounts", map[string]string{"EVENTPIPE_OIDC_AUDIENCE": "https://x"}, "EVENTPIPE_PUSH_ACCOUNTS"},
+		{"accounts without audience", map[string]string{"EVENTPIPE_PUSH_ACCOUNTS": "a@b"}, "EVENTPIPE_OIDC_AUDIENCE"},
+		{"short subscription", map[string]string{"EVENTPIPE_PULL_SUBSCRIPTIONS": "events"}, "EVENTPIPE_PULL_SUBSCRIPTIONS"},
+		{"dlq mode", map[string]string{"EVENTPIPE_DLQ": "maybe"}, "EVENTPIPE_DLQ"},
+		{"flow control", map[string]string{"EVENTPIPE_PULL_GOROUTINES": "0"}, "EVENTPIPE_PULL_GOROUTINES"},
+		{"timeout", map[string]string{"EVENTPIPE_SHUTDOWN_TIMEOUT": "soon"}, "EVENTPIPE_SHUTDOWN_TIMEOUT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ConfigFromEnv(env(tt.env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("want an error naming %s, got %v", tt.want, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,241 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/auth/authtest"
+	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/logging"
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
+)
+
+// started is a running server under test.
+type started struct {
+	url  string
+	log  *ct.Log
+	stop context.CancelFunc
+	done chan struct{} // closed when Run returns, with its error in err
+	err  error
+}
+
+// wait returns Run's error once it has returned.
+func (s *started) wait() error {
+	<-s.done
+	return s.err
+}
+
+func start(t *testing.T, cfg Config) *started {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &ct.Log{}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{url: "http://" + ln.Addr().String(), log: log, stop: cancel, done: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		defer close(s.done)
+		s.err = Run(ctx, cfg, logging.New(log, slog.LevelInfo), Options{Listener: ln, Ready: func(string) { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case <-s.done:
+		t.Fatalf("server did not start: %v", s.err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.done:
+		case <-time.After(15 * time.Second):
+		}
+	})
+	return s
+}
+
+func testConfig(t *testing.T, extra map[string]string) Config {
+	t.Helper()
+	m := map[string]string{"EVENTPIPE_ENV": "test", "EVENTPIPE_STORE": "bbolt://" + filepath.Join(t.TempDir(), "consumer.db")}
+	for k, v := range extra {
+		m[k] = v
+	}
+	c, err := ConfigFromEnv(env(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func pushReq(t *testing.T, url string, body []byte, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/pubsub/push", bytes.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct{ Outcome string }
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out.Outcome
+}
+
+func TestHealth(t *testing.T) {
+	s := start(t, testConfig(t, nil))
+	resp, err := http.Get(s.url + HealthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.StatusCode)
+	}
+}
+
+func TestStartupFailsOnBadRoutes(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "routes.json")
+	if err := os.WriteFile(bad, []byte(`{"routes":[{"name":"x","mode":"fast"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, map[string]string{"EVENTPIPE_ROUTES": bad})
+	err := Run(t.Context(), cfg, logging.New(&ct.Log{}, slog.LevelInfo), Options{})
+	if err == nil || !strings.Contains(err.Error(), `routes[0] "x": field mode`) {
+		t.Fatalf("want a route validation error, got %v", err)
+	}
+}
+
+// TestOIDCRejectedPushesApplyNothing: forged, expired, wrong-audience and
+// wrong-email tokens get 401/403; the same message with a valid token is
+// then applied (not a duplicate), so the rejected ones changed nothing.
+func TestOIDCRejectedPushesApplyNothing(t *testing.T) {
+	const aud, pusher = "https://consumer.test/pubsub/push", "push@p.iam.gserviceaccount.com"
+	is := authtest.NewIssuer(t)
+	s := start(t, testConfig(t, map[string]string{
+		"EVENTPIPE_OIDC_AUDIENCE": aud, "EVENTPIPE_PUSH_ACCOUNTS": pusher, "EVENTPIPE_OIDC_JWKS_URL": is.JWKSURL,
+	}))
+	body := ct.PushBody(t, ct.Envelope{ID: "m1", Payload: `{"service":"api","status":"ok"}`})
+	claims := func(edit func(map[string]any)) map[string]any {
+		c := authtest.Claims(aud, pusher)
+		edit(c)
+		return c
+	}
+	rejected := []struct {
+		name   string
+		token  string
+		status int
+	}{
+		{"none", "", 401},
+		{"forged", is.Forge(t, authtest.Claims(aud, pusher)), 401},
+		{"expired", is.Sign(t, claims(func(c map[string]any) { c["exp"] = time.Now().Add(-time.Minute).Unix() })), 401},
+		{"wrong audience", is.Sign(t, claims(func(c map[string]any) { c["aud"] = "https://elsewhere" })), 401},
+		{"wrong email", is.Sign(t, claims(func(c map[string]any) { c["email"] = "other@p.iam.gserviceaccount.com" })), 403},
+	}
+	for _, r := range rejected {
+		if code, _ := pushReq(t, s.url, body, r.token); code != r.status {
+			t.Fatalf("%s: status %d, want %d", r.name, code, r.status)
+		}
+	}
+	if code, outcome := pushReq(t, s.url, body, is.Sign(t, authtest.Claims(aud, pusher))); code != 200 || outcome != "applied" {
+		t.Fatalf("valid token: %d %s (a rejected push must not have applied it)", code, outcome)
+	}
+	if n := len(ct.With(s.log.Lines(t), "message", "push request refused")); n != len(rejected) {
+		t.Fatalf("%d refusals logged, want %d", n, len(rejected))
+	}
+}
+
+// TestGracefulShutdownFinishesInFlight: a push is in flight (its lease
+// action blocks) when the server is told to stop. New connections are
+// refused at once; the in-flight push completes with 200 and its effect is
+// recorded; Run returns cleanly.
+func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int64
+	downstream := httptestServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		<-release
+		w.WriteHeader(http.StatusOK)
+	})
+	routes := filepath.Join(t.TempDir(), "routes.json")
+	if err := os.WriteFile(routes, []byte(`{"routes":[{"name":"doc","match":{"fields":["fileHash"]},"mode":"lease",
+		"fields":{"fileHash":{"from":["fileHash"],"type":"string","required":true}},
+		"action":{"urlEnv":"EVENTPIPE_TEST_DOWNSTREAM","timeout":"30s"}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EVENTPIPE_TEST_DOWNSTREAM", downstream)
+	dbPath := filepath.Join(t.TempDir(), "consumer.db")
+	cfg := testConfig(t, map[string]string{"EVENTPIPE_ROUTES": routes, "EVENTPIPE_STORE": "bbolt://" + dbPath, "EVENTPIPE_SHUTDOWN_TIMEOUT": "10s"})
+	s := start(t, cfg)
+
+	type reply struct {
+		code    int
+		outcome string
+	}
+	inflight := make(chan reply, 1)
+	go func() {
+		code, outcome := pushReq(t, s.url, ct.PushBody(t, ct.Envelope{ID: "m1", Payload: `{"fileHash":"abc"}`}), "")
+		inflight <- reply{code, outcome}
+	}()
+	for calls.Load() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.stop() // SIGTERM
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.url, "http://"), time.Second)
+		if err != nil {
+			break // no longer accepting
+		}
+		conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("still accepting connections after shutdown began")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case r := <-inflight:
+		t.Fatalf("in-flight request ended before its work: %+v", r)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if r := <-inflight; r.code != 200 || r.outcome != "applied" {
+		t.Fatalf("in-flight push: %+v", r)
+	}
+	if err := s.wait(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	st, err := boltstore.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	lease, ok := ct.Get(t, st, store.Key{Collection: "eventpipe_leases", ID: "test__doc__m-m1"})
+	if !ok || lease.Fields["status"] != "COMPLETED" {
+		t.Fatalf("lease record after shutdown: %v %v", ok, lease.Fields)
+	}
+}
+
+func httptestServer(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
