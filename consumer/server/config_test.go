@@ -27,7 +27,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 	c, err := ConfigFromEnv(env(map[string]string{
 		"PORT": "9090", "EVENTPIPE_ENV": "prod", "EVENTPIPE_STORE": "mem://",
 		"EVENTPIPE_OIDC_AUDIENCE": "https://x.run.app/pubsub/push", "EVENTPIPE_PUSH_ACCOUNTS": "a@p.iam.gserviceaccount.com, b@p.iam.gserviceaccount.com",
-		"EVENTPIPE_PULL_SUBSCRIPTIONS": "projects/p/subscriptions/a,projects/p/subscriptions/b",
+		"EVENTPIPE_PULL_SUBSCRIPTIONS":            "projects/p/subscriptions/a,projects/p/subscriptions/b",
 		"EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES": "7", "EVENTPIPE_DLQ": "on", "EVENTPIPE_SHUTDOWN_TIMEOUT": "3s",
 	}))
 	if err != nil {
