@@ -2,6 +2,7 @@ package components
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/cloudrunv2"
@@ -80,6 +81,9 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	st, p, sp := args.Stack, args.Pipeline, args.Spec
 	if sp.Push() && args.Push == nil {
 		return nil, fmt.Errorf("subscription %s: push delivery needs a PushTarget", sp.Name)
+	}
+	if sp.Push() && args.Push.Audience == "" {
+		return nil, fmt.Errorf("subscription %s: push delivery needs an explicit OIDC audience", sp.Name)
 	}
 	s := &Subscription{}
 	if err := ctx.RegisterComponentResource(TypeSubscription, name, s, opts...); err != nil {
@@ -186,6 +190,13 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 		if sp.PushEndpoint != "" {
 			endpoint = pulumi.String(sp.PushEndpoint)
 		}
+		// OIDC tokens must never travel over plain http.
+		endpoint = endpoint.ToStringOutput().ApplyT(func(url string) (string, error) {
+			if !strings.HasPrefix(url, "https://") {
+				return "", fmt.Errorf("subscription %s: push endpoint %q is not https", sp.Name, url)
+			}
+			return url, nil
+		}).(pulumi.StringOutput)
 		sa.PushConfig = &pubsub.SubscriptionPushConfigArgs{
 			PushEndpoint: endpoint,
 			OidcToken: &pubsub.SubscriptionPushConfigOidcTokenArgs{

@@ -1,6 +1,7 @@
 package components_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -142,17 +143,29 @@ func TestSubscriptionDeadLetterOptOut(t *testing.T) {
 	}
 }
 
-func TestPushSubscriptionNeedsTarget(t *testing.T) {
+func TestPushSubscriptionRejectsUnsafeTargets(t *testing.T) {
 	st := loadStack(t, baseStack)
 	p := st.Pipelines["orders"]
-	plan := runMocked(t, st, func(ctx *pulumi.Context) error {
-		_, err := components.NewSubscription(ctx, "orders-main", &components.SubscriptionArgs{Stack: st, Pipeline: p, Spec: p.Subscriptions["main"], Topic: pulumi.String("t")})
-		if err == nil || !strings.Contains(err.Error(), "PushTarget") {
-			t.Errorf("err = %v, want a missing PushTarget error", err)
-		}
-		return nil
-	})
-	if len(countByType(plan)) != 0 {
-		t.Errorf("resources declared despite the error: %v", countByType(plan))
+	cases := []struct {
+		name   string
+		target *components.PushTarget
+		want   string
+	}{
+		{"no target", nil, "PushTarget"},
+		{"no audience", &components.PushTarget{Endpoint: pulumi.String("https://x.example/pubsub/push"), Service: pulumi.String("s"), Location: "europe-west1"}, "audience"},
+		{"plain http", &components.PushTarget{Endpoint: pulumi.String("http://x.example/pubsub/push"), Audience: "a", Service: pulumi.String("s"), Location: "europe-west1"}, "not https"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := render.RunProgram(context.Background(), "dev", spec.MapSource{}, st, func(ctx *pulumi.Context) error {
+				_, err := components.NewSubscription(ctx, "orders-main", &components.SubscriptionArgs{
+					Stack: st, Pipeline: p, Spec: p.Subscriptions["main"], Topic: pulumi.String("t"), Push: tc.target,
+				})
+				return err
+			})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
 	}
 }
