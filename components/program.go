@@ -69,6 +69,11 @@ type contextSource struct {
 	keys []string
 }
 
+// Get implements spec.Source.
 func (s contextSource) Get(key string) (string, bool) { return s.ctx.GetConfig(key) }
-func (s contextSource) Secret(key string) bool        { return s.ctx.IsConfigSecret(key) }
-func (s contextSource) Keys() []string                { return s.keys }
+
+// Secret implements spec.Source.
+func (s contextSource) Secret(key string) bool { return s.ctx.IsConfigSecret(key) }
+
+// Keys implements spec.Source with the keys given to Program.
+func (s contextSource) Keys() []string { return s.keys }
