@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 )
@@ -220,7 +221,7 @@ func (e *Engine) fingerprintConflict(op, doc, stored, incoming string) (warning 
 	}
 	msg := fmt.Sprintf("event key of %s was seen before with a different payload (fingerprint %s, now %s): the producer reused an event id", doc, stored, incoming)
 	if e.cfg.Fingerprint == FingerprintWarn {
-		e.cfg.Logger.Warn("fingerprint mismatch", "idempotency_doc", doc, "stored_fingerprint", stored, "fingerprint", incoming)
+		e.cfg.Logger.Warn("fingerprint mismatch", logfields.IdempotencyDoc, doc, "stored_fingerprint", stored, "fingerprint", incoming)
 		return msg, nil
 	}
 	return "", &Error{Type: TypePoison, Code: "FINGERPRINT_MISMATCH", Op: op, Err: fmt.Errorf("%s", msg)}

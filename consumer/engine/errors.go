@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
@@ -17,12 +18,12 @@ type ErrorType string
 
 // The error types.
 const (
-	TypeDuplicate     ErrorType = "duplicate"
-	TypeStale         ErrorType = "stale"
-	TypeInProgress    ErrorType = "in_progress"
-	TypePoison        ErrorType = "poison"
-	TypeTransient     ErrorType = "transient"
-	TypeConfiguration ErrorType = "configuration"
+	TypeDuplicate     ErrorType = logfields.ErrorTypeDuplicate
+	TypeStale         ErrorType = logfields.ErrorTypeStale
+	TypeInProgress    ErrorType = logfields.ErrorTypeInProgress
+	TypePoison        ErrorType = logfields.ErrorTypePoison
+	TypeTransient     ErrorType = logfields.ErrorTypeTransient
+	TypeConfiguration ErrorType = logfields.ErrorTypeConfiguration
 )
 
 // Error is every error the engine returns. Code keeps the store's own code (a

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 )
@@ -15,16 +16,6 @@ const (
 	StatusPending   = "PENDING"
 	StatusCompleted = "COMPLETED"
 	StatusFailed    = "FAILED"
-)
-
-// LeaseEvent values (the log field lease_event).
-const (
-	LeaseAcquired        = "acquired"
-	LeaseAcquireFailed   = "acquire_failed"
-	LeaseHeartbeatFailed = "heartbeat_failed"
-	LeaseStaleFound      = "stale_found"
-	LeaseCompleted       = "completed"
-	LeaseFailed          = "failed"
 )
 
 // LeaseRequest names the side effect a lease guards.
@@ -149,14 +140,14 @@ func (e *Engine) Claim(ctx context.Context, ev Event, r LeaseRequest) (Lease, er
 	})
 	if err != nil {
 		t, code := Classify(err)
-		e.cfg.Logger.Info("lease", "lease_event", LeaseAcquireFailed, "idempotency_doc", key.String(), "error_type", string(t), "error_code", code)
+		e.cfg.Logger.Info("lease", logfields.LeaseEvent, logfields.LeaseAcquireFailed, logfields.IdempotencyDoc, key.String(), logfields.ErrorType, string(t), logfields.ErrorCode, code)
 		return Lease{}, wrap(op, err)
 	}
-	event := LeaseAcquired
+	event := logfields.LeaseAcquired
 	if l.TookOver {
-		event = LeaseStaleFound
+		event = logfields.LeaseStaleFound
 	}
-	e.cfg.Logger.Info("lease", "lease_event", event, "idempotency_doc", key.String(), "token", l.Token, "attempt", l.Attempt)
+	e.cfg.Logger.Info("lease", logfields.LeaseEvent, event, logfields.IdempotencyDoc, key.String(), "token", l.Token, "attempt", l.Attempt)
 	if err := e.Hit(ctx, WorkerAfterClaim); err != nil {
 		return Lease{}, err
 	}
@@ -205,7 +196,7 @@ func (e *Engine) Heartbeat(ctx context.Context, l Lease) (Lease, error) {
 		return nil
 	})
 	if err != nil {
-		e.cfg.Logger.Warn("lease", "lease_event", LeaseHeartbeatFailed, "idempotency_doc", l.Doc, "error", err.Error())
+		e.cfg.Logger.Warn("lease", logfields.LeaseEvent, logfields.LeaseHeartbeatFailed, logfields.IdempotencyDoc, l.Doc, logfields.Error, err.Error())
 	}
 	return l, err
 }
@@ -249,7 +240,7 @@ func (e *Engine) Complete(ctx context.Context, l Lease, result map[string]any) (
 		return nil
 	}))
 	if err == nil {
-		e.cfg.Logger.Info("lease", "lease_event", LeaseCompleted, "idempotency_doc", l.Doc, "token", l.Token)
+		e.cfg.Logger.Info("lease", logfields.LeaseEvent, logfields.LeaseCompleted, logfields.IdempotencyDoc, l.Doc, "token", l.Token)
 	}
 	return l, err
 }
@@ -273,7 +264,7 @@ func (e *Engine) Fail(ctx context.Context, l Lease, ev Event, cause error) (pois
 	if err != nil {
 		return false, err
 	}
-	e.cfg.Logger.Info("lease", "lease_event", LeaseFailed, "idempotency_doc", l.Doc, "attempt", l.Attempt, "poison", poison)
+	e.cfg.Logger.Info("lease", logfields.LeaseEvent, logfields.LeaseFailed, logfields.IdempotencyDoc, l.Doc, "attempt", l.Attempt, "poison", poison)
 	if poison {
 		t, code := Classify(cause)
 		_, err = e.RecordPoison(ctx, ev, PoisonRecord{Handler: l.handler, Reason: msg,

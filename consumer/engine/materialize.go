@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 )
@@ -21,11 +22,11 @@ type Outcome string
 // Outcomes of Materialize.
 const (
 	// Applied: the effect happened now.
-	Applied Outcome = "applied"
+	Applied Outcome = logfields.OutcomeApplied
 	// Duplicate: the same event was applied before; nothing was written.
-	Duplicate Outcome = "duplicate"
+	Duplicate Outcome = logfields.OutcomeDuplicate
 	// Stale: a newer version is stored; nothing was written.
-	Stale Outcome = "stale_ignored"
+	Stale Outcome = logfields.OutcomeStale
 )
 
 // Mode is how Materialize writes the target document.
