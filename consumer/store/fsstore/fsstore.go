@@ -145,18 +145,15 @@ func data(key store.Key, doc store.Document) (map[string]any, error) {
 }
 
 func (t *tx) Create(_ context.Context, key store.Key, doc store.Document) error {
-	ref := t.ref(key)
-	if ref == nil {
-		return invalidKey(key)
-	}
-	d, err := data(key, doc)
-	if err != nil {
-		return err
-	}
-	return t.t.Create(ref, d)
+	return t.write(key, doc, func(ref *firestore.DocumentRef, d map[string]any) error { return t.t.Create(ref, d) })
 }
 
 func (t *tx) Set(_ context.Context, key store.Key, doc store.Document) error {
+	return t.write(key, doc, func(ref *firestore.DocumentRef, d map[string]any) error { return t.t.Set(ref, d) })
+}
+
+// write converts doc and hands it to op (Create or Set).
+func (t *tx) write(key store.Key, doc store.Document, op func(*firestore.DocumentRef, map[string]any) error) error {
 	ref := t.ref(key)
 	if ref == nil {
 		return invalidKey(key)
@@ -165,7 +162,7 @@ func (t *tx) Set(_ context.Context, key store.Key, doc store.Document) error {
 	if err != nil {
 		return err
 	}
-	return t.t.Set(ref, d)
+	return op(ref, d)
 }
 
 func (t *tx) Delete(_ context.Context, key store.Key) error {
