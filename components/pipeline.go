@@ -3,6 +3,7 @@ package components
 import (
 	"fmt"
 
+	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -19,7 +20,8 @@ type PipelineArgs struct {
 // Consumer service, one Subscription per entry of the spec's subscriptions
 // map (push ones delivering to the consumer's /pubsub/push, pull ones
 // readable by the consumer's account) and, when the consumer's store is
-// Firestore, the FirestoreTTL policies of its collections.
+// Firestore, the FirestoreTTL policies of its collections, and (unless the
+// pipeline opts out) its alerts.
 type Pipeline struct {
 	pulumi.ResourceState
 
@@ -33,6 +35,9 @@ type Pipeline struct {
 	Subscriptions map[string]*Subscription
 	// TTL is nil when the store is not Firestore.
 	TTL *FirestoreTTL
+	// Alerts are the pipeline's metrics, alert policies and SLOs; nil when
+	// the pipeline opted out of alerts.
+	Alerts *alerts.Alerts
 }
 
 // NewPipeline declares the pipeline args.Spec under the logical name name.
@@ -90,8 +95,12 @@ func NewPipeline(ctx *pulumi.Context, name string, args *PipelineArgs, opts ...p
 			return nil, err
 		}
 	}
-	// Alerts (issue 6) attach here: one call that declares the pipeline's
-	// log-based metrics and alert policies from pl and st.
+	if p.Alerts.Enabled() {
+		pl.Alerts, err = alerts.New(ctx, name, alerts.Args{Target: st.AlertTarget(p), Config: st.Alerts.Thresholds}, parent)
+		if err != nil {
+			return nil, err
+		}
+	}
 
 	outputs := pulumi.Map{"topic": pl.Topic.Name, "consumerUri": pl.Consumer.URI}
 	subs := pulumi.StringArray{}

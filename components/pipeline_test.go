@@ -3,9 +3,11 @@ package components_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
@@ -22,6 +24,9 @@ func TestPipeline(t *testing.T) {
 	want := map[string]int{
 		tTopic: 3, tSub: 4, tTopicIAM: 2, tSubIAM: 3, tAccount: 2, tAccountIAM: 1, tServiceIAM: 1,
 		tProjectIAM: 1, tService: 1, tField: 4,
+		// alerts: 4 log-based metrics; 6 pipeline-wide policies, 12 for the
+		// push subscription with DLQ, 6 for the pull one; 1 SLO on its service.
+		tMetric: 4, tAlertPolicy: 24, tSLOService: 1, tSLO: 1,
 	}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
@@ -47,6 +52,47 @@ func TestPipeline(t *testing.T) {
 	invoker := one(t, plan, tServiceIAM, "orders-main-push-invoker")
 	if input(invoker, "name") != "orders-consumer" || input(invoker, "location") != spec.DefaultRegion {
 		t.Errorf("invoker target = %v", invoker.Inputs)
+	}
+}
+
+// Alert resource types (issue 6).
+const (
+	tMetric      = "gcp:logging/metric:Metric"
+	tAlertPolicy = "gcp:monitoring/alertPolicy:AlertPolicy"
+	tSLOService  = "gcp:monitoring/customService:CustomService"
+	tSLO         = "gcp:monitoring/slo:Slo"
+)
+
+// TestPipelineAlerts: every pipeline gets its alerts, watching its own
+// consumer and subscriptions; opting out is explicit and removes them all.
+func TestPipelineAlerts(t *testing.T) {
+	plan := declareStack(t, loadStack(t, baseStack))
+	dlq := one(t, plan, tAlertPolicy, "orders-orders-main-dlq-critical")
+	if got := input(dlq, "severity"); got != "CRITICAL" {
+		t.Errorf("dlq-critical severity = %v", got)
+	}
+	conds, _ := input(dlq, "conditions").([]any)
+	if len(conds) != 2 || !strings.Contains(fmt.Sprint(conds[0]), `subscription_id="orders-main.dlq-sub"`) ||
+		!strings.Contains(fmt.Sprint(conds[1]), `subscription_id="orders-main"`) {
+		t.Errorf("dlq-critical does not watch the pipeline's DLQ and source: %v", conds)
+	}
+	if got := input(dlq, "userLabels.eventpipe_team"); got != spec.DefaultTeam {
+		t.Errorf("team label = %v, want the default %s", got, spec.DefaultTeam)
+	}
+	metric := one(t, plan, tMetric, "orders-outcomes")
+	if f, _ := input(metric, "filter").(string); !strings.Contains(f, `resource.labels.service_name="orders-consumer"`) {
+		t.Errorf("metric filter does not select the consumer: %v", f)
+	}
+	if n := len(plan.StepsOfType(alerts.ComponentType)); n != 1 {
+		t.Errorf("alerts components = %d, want 1", n)
+	}
+
+	doc := strings.Replace(baseStack, "    orders:\n", "    orders:\n      alerts: {optOut: true, reason: short-lived load test}\n", 1)
+	optedOut := countByType(declareStack(t, loadStack(t, doc)))
+	for _, typ := range []string{tMetric, tAlertPolicy, tSLOService, tSLO} {
+		if optedOut[typ] != 0 {
+			t.Errorf("opted-out pipeline still has %d %s", optedOut[typ], typ)
+		}
 	}
 }
 

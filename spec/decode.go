@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/eventpipe/eventpipe/alerts"
 )
 
 // OfflineSecret is the value an offline reader (the renderer) supplies for a
@@ -45,7 +47,7 @@ func (m MapSource) Keys() []string { return SortedKeys(m.Values) }
 
 // knownKeys are the accepted eventpipe: keys and what each holds.
 func knownKeys() []string {
-	return []string{KeyProject, KeyProjectNumber, KeyRegion, KeyEnv, KeyStore, KeyNotificationChannels, KeyDefaults, KeyPipelines}
+	return []string{KeyProject, KeyProjectNumber, KeyRegion, KeyEnv, KeyStore, KeyNotificationChannels, KeyDefaults, KeyPipelines, KeyAlerts}
 }
 
 // Load reads, completes and validates the stack config of stack from src.
@@ -75,6 +77,8 @@ func Load(stack string, src Source) (*Stack, error) {
 	decodeJSON(c, src, KeyNotificationChannels, &s.NotificationChannels)
 	decodeJSON(c, src, KeyDefaults, &s.Defaults)
 	decodeJSON(c, src, KeyPipelines, &s.Pipelines)
+	s.Alerts.Thresholds = alerts.Defaults() // the stack's alerts block overrides single keys
+	decodeJSON(c, src, KeyAlerts, &s.Alerts)
 	validate(c, s)
 	if err := c.err(); err != nil {
 		return nil, err
@@ -110,7 +114,10 @@ func decodeJSON(c *collector, src Source, key string, dst any) {
 	}
 }
 
-var durationType = reflect.TypeOf(Duration{})
+var (
+	durationType       = reflect.TypeOf(Duration{})
+	alertsDurationType = reflect.TypeOf(alerts.Duration(0))
+)
 
 // checkShape walks raw against type t and reports every unknown key and
 // every value of the wrong JSON type, with its full path. It deletes bad
@@ -122,7 +129,7 @@ func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) bo
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == durationType {
+	if t == durationType || t == alertsDurationType {
 		if _, ok := raw.(string); !ok {
 			c.add(pipeline, path, jsonText(raw), "a duration string such as \"10s\", \"10m\" or \"14d\"", "quote the value and give it a unit")
 			return false
@@ -178,6 +185,11 @@ func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) bo
 	case reflect.String:
 		if _, ok := raw.(string); !ok {
 			c.add(pipeline, path, jsonText(raw), "a string", "quote the value")
+			return false
+		}
+	case reflect.Float64:
+		if _, ok := raw.(float64); !ok {
+			c.add(pipeline, path, jsonText(raw), "a number", "write the number without quotes; fractions as 0.01, not 1%")
 			return false
 		}
 	case reflect.Bool:

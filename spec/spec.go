@@ -60,6 +60,8 @@ type Stack struct {
 	Defaults Defaults `json:"defaults"`
 	// Pipelines are the pipelines of the stack, keyed by name: adding one never renames another.
 	Pipelines map[string]*Pipeline `json:"pipelines"`
+	// Alerts are the stack-wide alerting settings: team, channels per severity, thresholds (see below).
+	Alerts StackAlerts `json:"alerts"`
 }
 
 // Defaults are the per-environment values a pipeline inherits when it does
@@ -94,6 +96,8 @@ type Pipeline struct {
 	Consumer Consumer `json:"consumer"`
 	// Subscriptions are the subscriptions on the topic, keyed by a short name unique within the pipeline. At least one.
 	Subscriptions map[string]*Subscription `json:"subscriptions"`
+	// Alerts are the pipeline's alerting settings; every pipeline gets its alerts unless it opts out (see below).
+	Alerts PipelineAlerts `json:"alerts"`
 }
 
 // Topic configures a pipeline's source topic.

@@ -78,6 +78,7 @@ func validate(c *collector, s *Stack) {
 		p.Name = name
 		validatePipeline(c, s, p, path)
 	}
+	validateAlerts(c, s)
 	checkUniqueNames(c, s)
 }
 

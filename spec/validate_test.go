@@ -118,7 +118,7 @@ func TestValidationErrors(t *testing.T) {
 		{"bad pipeline name", pl, "Orders_2", map[string]any{"consumer": map[string]any{"image": "r/x:1"}, "subscriptions": map[string]any{"a": map[string]any{"delivery": "push"}}}, pl + ".Orders_2", "2–25 lowercase"},
 		{"reserved label", pl, "orders.labels.eventpipe_env", "x", pl + ".orders.labels.eventpipe_env", "not starting with eventpipe_"},
 		{"bad label value", pl, "orders.labels.team", "Platform Team", pl + ".orders.labels.team", "label values"},
-		{"unknown pipeline key", pl, "orders.dlq", true, pl + ".orders.dlq", "the keys consumer"},
+		{"unknown pipeline key", pl, "orders.dlq", true, pl + ".orders.dlq", "the keys alerts, consumer"},
 		{"topic retention", pl, "orders.topic.messageRetention", "32d", pl + ".orders.topic.messageRetention", "10m–31d"},
 		{"topic retention unit", pl, "orders.topic.messageRetention", "7", pl + ".orders.topic.messageRetention", "a duration from 10m–31d"},
 		{"schema", pl, "orders.topic.schema", "orders-schema", pl + ".orders.topic.schema", "projects/PROJECT/schemas/SCHEMA"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,9 @@ type inventory struct {
 	Grants               map[string][]string       `json:"grants"`
 	TTLFields            []string                  `json:"ttlFields"`
 	Labels               map[string]map[string]any `json:"labels"`
+	// AlertPolicies: display name -> severity, channels and each condition's
+	// display name (which states its threshold and hold time).
+	AlertPolicies map[string][]string `json:"alertPolicies"`
 }
 
 func TestStackInventories(t *testing.T) {
@@ -65,6 +69,7 @@ func takeInventory(res *render.Result) inventory {
 		Consumers:            map[string]map[string]any{},
 		Grants:               map[string][]string{},
 		Labels:               map[string]map[string]any{},
+		AlertPolicies:        map[string][]string{},
 	}
 	for _, s := range res.Plan.Steps {
 		in := s.NewState.Inputs
@@ -82,6 +87,12 @@ func takeInventory(res *render.Result) inventory {
 				"image": c["image"], "timeout": tmpl["timeout"], "scaling": tmpl["scaling"], "concurrency": tmpl["maxInstanceRequestConcurrency"],
 				"ingress": in["ingress"], "resources": c["resources"], "envs": c["envs"], "serviceAccount": tmpl["serviceAccount"],
 			}
+		case "gcp:monitoring/alertPolicy:AlertPolicy":
+			row := []string{in["severity"].(string), fmt.Sprint(in["notificationChannels"])}
+			for _, c := range in["conditions"].([]any) {
+				row = append(row, c.(map[string]any)["displayName"].(string))
+			}
+			inv.AlertPolicies[in["displayName"].(string)] = row
 		case "gcp:firestore/field:Field":
 			inv.TTLFields = append(inv.TTLFields, in["collection"].(string)+"."+in["field"].(string))
 		}
