@@ -7,7 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -199,14 +199,25 @@ func renderPlan(ctx context.Context, opts checkOptions) (*plan.Plan, error) {
 	return p, nil
 }
 
-// relative makes path relative to the working directory when it lies below it, so SARIF
-// locations resolve against the repository checkout.
+// relative makes a stack config path relative to the Pulumi project root (the nearest
+// folder above it holding Pulumi.yaml), which is the repository root SARIF uploads resolve
+// locations against. Paths outside a project are returned unchanged.
 func relative(path string) string {
-	wd, err := os.Getwd()
-	if err != nil || !strings.HasPrefix(path, wd+string(os.PathSeparator)) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
 		return path
 	}
-	return strings.TrimPrefix(path, wd+string(os.PathSeparator))
+	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "Pulumi.yaml")); err == nil {
+			if rel, err := filepath.Rel(dir, abs); err == nil {
+				return filepath.ToSlash(rel)
+			}
+			return path
+		}
+		if filepath.Dir(dir) == dir {
+			return path
+		}
+	}
 }
 
 func listRules(w io.Writer, rules []engine.Rule) error {

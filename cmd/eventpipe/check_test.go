@@ -1,0 +1,410 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/render"
+)
+
+// checkResult is the outcome of one `eventpipe check` run.
+type checkResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCheckCLI runs the CLI with stdin and args and returns its output and exit code,
+// computed as main does.
+func runCheckCLI(t *testing.T, stdin string, args ...string) checkResult {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	code := 0
+	if err != nil {
+		code = 2
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		errOut.WriteString(err.Error())
+	}
+	return checkResult{stdout: out.String(), stderr: errOut.String(), code: code}
+}
+
+type jsonOut struct {
+	Passed   bool `json:"passed"`
+	Denies   int  `json:"denies"`
+	Warnings int  `json:"warnings"`
+	Findings []struct {
+		RuleID   string `json:"ruleId"`
+		Level    string `json:"level"`
+		URN      string `json:"urn"`
+		Message  string `json:"message"`
+		Location *struct {
+			File string `json:"file"`
+			Line int    `json:"line"`
+		} `json:"location"`
+	} `json:"findings"`
+}
+
+func decode(t *testing.T, r checkResult) jsonOut {
+	t.Helper()
+	var out jsonOut
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("decoding json output: %v\nstdout: %s\nstderr: %s", err, r.stdout, r.stderr)
+	}
+	return out
+}
+
+// ids are the distinct level:rule-id pairs of the findings.
+func (o jsonOut) ids() []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, f := range o.Findings {
+		id := f.Level + ":" + f.RuleID
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// TestCheckEveryStackPasses is the pull-request check: every stack renders offline and
+// passes every rule.
+func TestCheckEveryStackPasses(t *testing.T) {
+	stacks, err := filepath.Glob(filepath.Join("..", "..", "stacks", "Pulumi.*.yaml"))
+	if err != nil || len(stacks) < 3 {
+		t.Fatalf("stack configs: %v %v", stacks, err)
+	}
+	for _, path := range stacks {
+		env := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "Pulumi."), ".yaml")
+		t.Run(env, func(t *testing.T) {
+			r := runCheckCLI(t, "", "check", "--stack", env, "-o", "json")
+			out := decode(t, r)
+			if r.code != 0 || !out.Passed || len(out.Findings) != 0 {
+				t.Fatalf("exit %d, findings %v: %s", r.code, out.Findings, r.stderr)
+			}
+			if !strings.Contains(r.stderr, `"msg":"check finished"`) || !strings.Contains(r.stderr, `"passed":true`) {
+				t.Errorf("no structured log line: %s", r.stderr)
+			}
+		})
+	}
+}
+
+// renderedPlan is the prod stack rendered offline, as a generic document to mutate.
+type renderedPlan map[string]any
+
+func renderProd(t *testing.T) renderedPlan {
+	t.Helper()
+	data, err := render.Stack(context.Background(), render.Options{Stack: "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p renderedPlan
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p renderedPlan) step(t *testing.T, typ, name string) map[string]any {
+	t.Helper()
+	for _, s := range p["steps"].([]any) {
+		st := s.(map[string]any)
+		if strings.HasSuffix(st["urn"].(string), typ+"::"+name) {
+			return st["newState"].(map[string]any)
+		}
+	}
+	t.Fatalf("rendered prod stack has no %s %s", typ, name)
+	return nil
+}
+
+func (p renderedPlan) inputs(t *testing.T, typ, name string) map[string]any {
+	return p.step(t, typ, name)["inputs"].(map[string]any)
+}
+
+func (p renderedPlan) drop(t *testing.T, typ, name string) {
+	t.Helper()
+	var keep []any
+	for _, s := range p["steps"].([]any) {
+		if !strings.HasSuffix(s.(map[string]any)["urn"].(string), typ+"::"+name) {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) == len(p["steps"].([]any)) {
+		t.Fatalf("rendered prod stack has no %s %s", typ, name)
+	}
+	p["steps"] = keep
+}
+
+func (p renderedPlan) write(t *testing.T) string {
+	t.Helper()
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const (
+	subType    = "gcp:pubsub/subscription:Subscription"
+	pushSub    = "system-events-materializer"
+	dlqSubName = "system-events-materializer-dlq"
+)
+
+// TestCheckMutationsOfRenderedStack breaks the rendered prod stack one way per rule: each
+// mutation must be reported with exactly its rule id and nothing else, and exit 1 for a
+// deny (0 for a warning, 1 with --fail-on-warn).
+func TestCheckMutationsOfRenderedStack(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(t *testing.T, p renderedPlan)
+		want   string
+	}{
+		{"remove deadLetterPolicy", func(t *testing.T, p renderedPlan) {
+			delete(p.inputs(t, subType, pushSub), "deadLetterPolicy")
+			delete(p.step(t, subType, pushSub)["propertyDependencies"].(map[string]any), "deadLetterPolicy")
+		}, "deny:EP001"},
+		{"attempts 3", func(t *testing.T, p renderedPlan) {
+			p.inputs(t, subType, pushSub)["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
+		}, "deny:EP002"},
+		{"drop the retry policy", func(t *testing.T, p renderedPlan) {
+			delete(p.inputs(t, subType, pushSub), "retryPolicy")
+		}, "deny:EP003"},
+		{"DLQ = source topic", func(t *testing.T, p renderedPlan) {
+			st := p.step(t, subType, pushSub)
+			in := st["inputs"].(map[string]any)
+			in["deadLetterPolicy"].(map[string]any)["deadLetterTopic"] = in["topic"]
+			pd := st["propertyDependencies"].(map[string]any)
+			pd["deadLetterPolicy"] = pd["topic"]
+		}, "deny:EP004"},
+		{"delete the DLQ subscription", func(t *testing.T, p renderedPlan) {
+			p.drop(t, subType, dlqSubName)
+		}, "deny:EP005"},
+		{"delete the service agent's publisher grant", func(t *testing.T, p renderedPlan) {
+			p.drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", pushSub+"-dlq-agent-publisher")
+		}, "deny:EP006"},
+		{"delete the service agent's subscriber grant", func(t *testing.T, p renderedPlan) {
+			p.drop(t, "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", pushSub+"-agent-subscriber")
+		}, "deny:EP007"},
+		{"push without OIDC", func(t *testing.T, p renderedPlan) {
+			delete(p.inputs(t, subType, pushSub)["pushConfig"].(map[string]any), "oidcToken")
+		}, "deny:EP008"},
+		{"http push endpoint", func(t *testing.T, p renderedPlan) {
+			push := p.inputs(t, subType, pushSub)["pushConfig"].(map[string]any)
+			push["pushEndpoint"] = strings.Replace(push["pushEndpoint"].(string), "https://", "http://", 1)
+		}, "deny:EP009"},
+		{"allUsers invoker", func(t *testing.T, p renderedPlan) {
+			p.inputs(t, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember", pushSub+"-push-invoker")["member"] = "allUsers"
+		}, "deny:EP010"},
+		{"subscription expires in prod", func(t *testing.T, p renderedPlan) {
+			p.inputs(t, subType, pushSub)["expirationPolicy"] = map[string]any{"ttl": "2678400s"}
+		}, "deny:EP012"},
+		{"DLQ retention one day", func(t *testing.T, p renderedPlan) {
+			p.inputs(t, subType, dlqSubName)["messageRetentionDuration"] = "86400s"
+		}, "warn:EP013"},
+		{"delete the TTL policy of the leases collection", func(t *testing.T, p renderedPlan) {
+			// Every pipeline of the stack shares the database and prefix, and each declares
+			// the TTL fields: remove them all for the leases collection.
+			for _, pipeline := range []string{"system-events", "ingest-heartbeat", "documents"} {
+				p.drop(t, "gcp:firestore/field:Field", pipeline+"-eventpipe_leases")
+			}
+		}, "warn:EP014"},
+		{"explicit DLQ opt-out", func(t *testing.T, p renderedPlan) {
+			p.drop(t, subType, dlqSubName)
+			p.drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", pushSub+"-dlq-agent-publisher")
+			in := p.inputs(t, subType, pushSub)
+			delete(in, "deadLetterPolicy")
+			delete(p.step(t, subType, pushSub)["propertyDependencies"].(map[string]any), "deadLetterPolicy")
+			labels := in["labels"].(map[string]any)
+			labels["eventpipe_dlq_opt_out"] = "true"
+			labels["eventpipe_dlq_opt_out_reason"] = "replayed_from_source"
+		}, "warn:EP015"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := renderProd(t)
+			tt.mutate(t, p)
+			path := p.write(t)
+			r := runCheckCLI(t, "", "check", path, "--env", "prod", "-o", "json")
+			out := decode(t, r)
+			if got := out.ids(); !reflect.DeepEqual(got, []string{tt.want}) {
+				t.Fatalf("findings %v, want exactly [%s]\n%s", got, tt.want, r.stdout)
+			}
+			wantCode := 1
+			if strings.HasPrefix(tt.want, "warn:") {
+				wantCode = 0
+				if strict := runCheckCLI(t, "", "check", path, "--env", "prod", "--fail-on-warn", "-o", "json"); strict.code != 1 {
+					t.Errorf("--fail-on-warn: exit %d, want 1", strict.code)
+				}
+			}
+			if r.code != wantCode {
+				t.Fatalf("exit %d, want %d: %s", r.code, wantCode, r.stderr)
+			}
+			f := out.Findings[0]
+			if f.Location == nil || f.Location.File != path || f.Location.Line < 1 || f.URN == "" {
+				t.Errorf("finding not located in the input: %+v", f)
+			}
+		})
+	}
+}
+
+// TestCheckRenderedLocations: findings on a rendered stack point at the stack config line
+// of the pipeline that declared the resource.
+func TestCheckRenderedLocations(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "stacks", "Pulumi.prod.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Expire every subscription via a waiver-free config edit is not possible from the
+	// config, so check a threshold instead: max 4 attempts makes every DLQ policy fail.
+	if err := os.WriteFile(filepath.Join(dir, "Pulumi.prod.yaml"), src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "check.yaml")
+	if err := os.WriteFile(cfg, []byte("environments:\n  prod:\n    thresholds:\n      deny_dead_letter_attempts_out_of_range: {min: 1, max: 4}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCheckCLI(t, "", "check", "--stack", "prod", "--config", cfg, "-o", "json")
+	out := decode(t, r)
+	if r.code != 1 || out.Denies == 0 {
+		t.Fatalf("exit %d denies %d: %s", r.code, out.Denies, r.stderr)
+	}
+	lines := strings.Split(string(src), "\n")
+	for _, f := range out.Findings {
+		if f.RuleID != "EP002" {
+			t.Fatalf("unexpected finding %+v", f)
+		}
+		if f.Location == nil || f.Location.File != "stacks/Pulumi.prod.yaml" || f.Location.Line < 1 || f.Location.Line > len(lines) {
+			t.Fatalf("location %+v", f.Location)
+		}
+		name := f.URN[strings.LastIndex(f.URN, "::")+2:]
+		if line := lines[f.Location.Line-1]; !strings.Contains(name, strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(line), ":"))) {
+			t.Errorf("%s located at line %d %q, which does not declare it", name, f.Location.Line, line)
+		}
+	}
+	// The same thresholds for another environment do not apply.
+	if r := runCheckCLI(t, "", "check", "--stack", "dev", "--config", cfg); r.code != 0 {
+		t.Fatalf("dev with prod-only thresholds: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+func TestCheckStdinAndFormats(t *testing.T) {
+	p := renderProd(t)
+	p.inputs(t, subType, pushSub)["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ format, want string }{
+		{"text", "DENY   EP002 [medium] Dead-letter delivery attempts out of range"},
+		{"sarif", `"ruleId": "EP002"`},
+		{"junit", `<failure message="Subscription &#39;system-events-materializer&#39; dead-letters after 3 delivery attempts`},
+		{"github", "::error file=stdin,line="},
+	} {
+		r := runCheckCLI(t, string(data), "check", "-", "--env", "prod", "-o", tt.format)
+		if r.code != 1 || !strings.Contains(r.stdout, tt.want) {
+			t.Errorf("%s: exit %d, output lacks %q:\n%s", tt.format, r.code, tt.want, r.stdout)
+		}
+	}
+}
+
+func TestCheckUnusableInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		stdin string
+		want  string
+	}{
+		{"kubernetes manifest", []string{"check", write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\n")}, "", "not a pulumi preview --json"},
+		{"foreign json", []string{"check", write("x.json", `{"apiVersion":"v1","items":[]}`)}, "", "match no known format"},
+		{"truncated", []string{"check", write("t.json", `{"steps":[{"op":"create"`)}, "", "invalid JSON"},
+		{"empty stdin", []string{"check", "-"}, "", "empty input"},
+		{"missing file", []string{"check", filepath.Join(dir, "nope.json")}, "", "no such file"},
+		{"no input", []string{"check"}, "", "nothing to check"},
+		{"bad format", []string{"check", "-", "-o", "yaml"}, "{}", `--output "yaml"`},
+		{"unknown stack", []string{"check", "--stack", "nosuchenv"}, "", "rendering stack nosuchenv"},
+		{"bad config", []string{"check", "-", "--config", write("c.yaml", "waivers: [{rule: EP001}]\n")}, "{}", "waivers[0].urn is empty"},
+		{"unknown flag", []string{"check", "--frobnicate"}, "", "unknown flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCheckCLI(t, tt.stdin, tt.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("exit %d, want 2 with %q; stderr: %s", r.code, tt.want, r.stderr)
+			}
+			if strings.Contains(r.stdout, "PASS") {
+				t.Fatal("unusable input reported as a pass")
+			}
+		})
+	}
+}
+
+func TestCheckWaivers(t *testing.T) {
+	p := renderProd(t)
+	p.inputs(t, subType, pushSub)["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
+	path := p.write(t)
+	cfg := filepath.Join(t.TempDir(), "check.yaml")
+	waiver := func(expires string) {
+		body := "waivers:\n  - rule: EP002\n    urn: \"urn:pulumi:prod::eventpipe::*::" + pushSub + "\"\n    reason: load test until the queue is drained\n    expires: " + expires + "\n"
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiver(time.Now().AddDate(0, 1, 0).Format(time.DateOnly))
+	if r := runCheckCLI(t, "", "check", path, "--env", "prod", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "WAIVED EP002") {
+		t.Fatalf("live waiver: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	waiver("2020-01-31")
+	r := runCheckCLI(t, "", "check", path, "--env", "prod", "--config", cfg, "-o", "json")
+	out := decode(t, r)
+	if r.code != 1 || !reflect.DeepEqual(out.ids(), []string{"deny:EP000", "deny:EP002"}) {
+		t.Fatalf("expired waiver: exit %d findings %v", r.code, out.ids())
+	}
+	for _, f := range out.Findings {
+		if f.RuleID == "EP000" && !strings.Contains(f.Message, "expired on 2020-01-31") {
+			t.Errorf("expired waiver message %q does not name it", f.Message)
+		}
+	}
+}
+
+func TestCheckListRules(t *testing.T) {
+	r := runCheckCLI(t, "", "check", "--list-rules")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, id := range []string{"EP000", "EP001", "EP005", "EP010", "EP015"} {
+		if !strings.Contains(r.stdout, id+" ") {
+			t.Errorf("rule list lacks %s:\n%s", id, r.stdout)
+		}
+	}
+}
