@@ -105,7 +105,9 @@ type materialization struct {
 // transaction (1 read + 1 write applied, 1 read + 0 writes duplicate or
 // stale); in ModeCreate it creates the target (0 reads + 1 write applied).
 // Errors are *Error: poison for a reused event id (error mode) or bad input,
-// transient or configuration for store errors (nothing was recorded).
+// transient or configuration for store errors (nothing was recorded; the
+// Result then has no Outcome but still names the documents and counts the
+// operations spent).
 func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, error) {
 	m, err := e.prepare(ev, w)
 	if err != nil {
@@ -135,7 +137,8 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 		})
 	}
 	if err != nil {
-		return Result{}, wrap(m.op, err)
+		// Nothing was recorded; keep the paths and the operations spent for the log.
+		return Result{DocPath: m.res.DocPath, IdempotencyDoc: m.res.IdempotencyDoc, Ops: m.res.Ops}, wrap(m.op, err)
 	}
 	if err := e.Hit(ctx, ProjectionAfterWrite); err != nil {
 		return Result{}, err
