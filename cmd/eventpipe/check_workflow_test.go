@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// TestPolicyCheckWorkflow runs the shell of the pull-request workflow's check step
+// (.github/workflows/policy-check.yml) against a real eventpipe binary, in a scratch
+// checkout of the project: every stack must pass and leave a SARIF file.
+func TestPolicyCheckWorkflow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the eventpipe binary")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, ".github", "workflows", "policy-check.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Name string `yaml:"name"`
+				Run  string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(raw, &wf); err != nil {
+		t.Fatalf("workflow YAML: %v", err)
+	}
+	script := ""
+	for _, s := range wf.Jobs["check"].Steps {
+		if s.Name == "Render and check every stack" {
+			script = s.Run
+		}
+	}
+	if script == "" {
+		t.Fatal("workflow has no 'Render and check every stack' step")
+	}
+
+	runnerTemp := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(runnerTemp, "eventpipe"), ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	work := t.TempDir()
+	pulumiYAML, err := os.ReadFile(filepath.Join(root, "Pulumi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "Pulumi.yaml"), pulumiYAML, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "stacks"), filepath.Join(work, "stacks")); err != nil {
+		t.Fatal(err)
+	}
+	output := filepath.Join(work, "github-output")
+	cmd := exec.Command("bash", "-eo", "pipefail", "-c", script)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "RUNNER_TEMP="+runnerTemp, "GITHUB_OUTPUT="+output)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("workflow step failed: %v\n%s", err, out)
+	}
+	got, err := os.ReadFile(output)
+	if err != nil || strings.TrimSpace(string(got)) != "status=0" {
+		t.Fatalf("step output %q (%v)\n%s", got, err, out)
+	}
+	stacks, _ := filepath.Glob(filepath.Join(root, "stacks", "Pulumi.*.yaml"))
+	for _, config := range stacks {
+		stack := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(config), "Pulumi."), ".yaml")
+		data, err := os.ReadFile(filepath.Join(work, "sarif", stack+".sarif"))
+		if err != nil {
+			t.Fatalf("no SARIF for %s: %v", stack, err)
+		}
+		var log struct {
+			Version string `json:"version"`
+			Runs    []struct {
+				Results []any `json:"results"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(data, &log); err != nil || log.Version != "2.1.0" || len(log.Runs) != 1 || len(log.Runs[0].Results) != 0 {
+			t.Fatalf("%s SARIF: %v %+v", stack, err, log)
+		}
+	}
+	if !strings.Contains(string(out), "0 denies, 0 warnings, 0 waived: PASS") {
+		t.Errorf("text report missing from the step log:\n%s", out)
+	}
+}
