@@ -1,0 +1,51 @@
+package store_test
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/store"
+)
+
+func TestJSONRoundTripKeepsTypes(t *testing.T) {
+	in := map[string]any{
+		"int": int64(3), "float": 3.0, "small": 1e-7, "str": `"quoted" ✓`, "nil": nil, "bool": false,
+		"time": time.Date(2026, 1, 8, 10, 0, 0, 123456789, time.UTC),
+		"list": []any{int64(1), 2.5, "x", map[string]any{"k": time.Unix(0, 0).UTC()}},
+		// A user map that looks like the time tag but has more keys stays a map.
+		"tagLike": map[string]any{"$eventpipe_time": "not a time", "other": int64(1)},
+	}
+	data, err := store.EncodeJSON(store.Document{Fields: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := store.DecodeJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip:\n in %#v\nout %#v\njson %s", in, out, data)
+	}
+}
+
+func TestCopyFieldsNormalisesAndNamesBadFields(t *testing.T) {
+	got, err := store.CopyFields(map[string]any{"i": 7, "u": uint16(3), "f": float32(0.5), "ss": []string{"a"},
+		"m": map[string]string{"k": "v"}, "t": time.Date(2026, 1, 8, 11, 0, 0, 0, time.FixedZone("CET", 3600))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"i": int64(7), "u": int64(3), "f": 0.5, "ss": []any{"a"}, "m": map[string]any{"k": "v"},
+		"t": time.Date(2026, 1, 8, 10, 0, 0, 0, time.UTC)}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("CopyFields = %#v, want %#v", got, want)
+	}
+	for name, bad := range map[string]any{"nan": math.NaN(), "chan": make(chan int), "huge": uint64(math.MaxUint64)} {
+		_, err := store.CopyFields(map[string]any{"outer": map[string]any{name: bad}})
+		if err == nil || !strings.Contains(err.Error(), `"outer"`) || !strings.Contains(err.Error(), `"`+name+`"`) {
+			t.Errorf("%s: err = %v; want an error naming the field path", name, err)
+		}
+	}
+}
