@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/server"
@@ -39,7 +40,13 @@ func run(ctx context.Context) int {
 		return 2
 	}
 	log = log.With(logfields.Service, cfg.Service, logfields.Env, cfg.Env, logfields.Version, cfg.Version)
-	if err := server.Run(ctx, cfg, log, server.Options{}); err != nil {
+	// Crash tests only: SIGKILL this process at the failpoints named in EVENTPIPE_FAILPOINT.
+	hook, err := engine.KillAtFailpoints(os.Getenv(engine.FailpointEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "consumer:", err)
+		return 2
+	}
+	if err := server.Run(ctx, cfg, log, server.Options{Failpoint: hook}); err != nil {
 		log.Log(ctx, logging.LevelCritical, "consumer stopped with an error", logfields.ErrorType, logfields.ErrorTypeConfiguration, logfields.Error, err.Error())
 		fmt.Fprintln(os.Stderr, "consumer:", err)
 		return 1

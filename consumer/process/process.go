@@ -43,6 +43,9 @@ type Config struct {
 	LookupEnv func(string) (string, bool)
 	// Owner names this process in lease records.
 	Owner string
+	// Failpoint is the engine's crash-test hook (engine.KillAtFailpoints of
+	// EVENTPIPE_FAILPOINT in cmd/consumer); nil for none.
+	Failpoint engine.FailpointHook
 }
 
 // Processor handles messages. It is safe for concurrent use.
@@ -79,7 +82,7 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
-	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner, Logger: cfg.Logger}
+	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner, Logger: cfg.Logger, Failpoint: cfg.Failpoint}
 	eng, err := engine.New(base)
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)
@@ -140,6 +143,10 @@ type Result struct {
 func (p *Processor) Process(ctx context.Context, msg *envelope.Message) *Result {
 	res := &Result{Msg: msg, Started: time.Now()}
 	outcome, err := p.apply(ctx, msg, res)
+	if err == nil {
+		// The effect is committed; the ack has not been sent yet.
+		err = p.engine.Hit(ctx, engine.ProjectionBeforeAck)
+	}
 	p.finish(ctx, res, outcome, err)
 	return res
 }
@@ -248,7 +255,15 @@ func (p *Processor) lease(ctx context.Context, ev engine.Event, plan *route.Plan
 			}
 		}
 	}()
+	if err := lr.engine.Hit(ctx, engine.WorkerBeforeApply); err != nil {
+		cancelCall()
+		<-hb
+		return "", err
+	}
 	status, callErr := p.cfg.Downstream.Post(callCtx, lr.url, l.Doc, body, time.Duration(act.Timeout))
+	if callErr == nil {
+		callErr = lr.engine.Hit(ctx, engine.WorkerAfterApply)
+	}
 	fenced := callCtx.Err() != nil && ctx.Err() == nil
 	cancelCall()
 	<-hb

@@ -20,10 +20,12 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/callback"
+	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/pull"
 	"github.com/eventpipe/eventpipe/consumer/push"
 	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
 )
 
@@ -38,6 +40,11 @@ type Options struct {
 	Ready func(addr string)
 	// PubSubClient, when set, is used for pull instead of a new client.
 	PubSubClient *pubsub.Client
+	// Store, when set, is used instead of opening Config.StoreURL (the local
+	// pipeline wraps its bbolt store to inject an outage); Run closes it.
+	Store store.Store
+	// Failpoint is the engine's crash-test hook (EVENTPIPE_FAILPOINT).
+	Failpoint engine.FailpointHook
 }
 
 // Run serves until ctx is cancelled (SIGTERM), then shuts down gracefully.
@@ -49,9 +56,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	if err != nil {
 		return err
 	}
-	st, err := storeurl.Open(ctx, cfg.StoreURL)
-	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+	st := opts.Store
+	if st == nil {
+		if st, err = storeurl.Open(ctx, cfg.StoreURL); err != nil {
+			return fmt.Errorf("open store: %w", err)
+		}
 	}
 	defer func() {
 		if err := st.Close(); err != nil {
@@ -59,7 +68,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		}
 	}()
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
-		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg)})
+		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint})
 	if err != nil {
 		return err
 	}
