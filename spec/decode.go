@@ -94,6 +94,12 @@ func decodeJSON(c *collector, src Source, key string, dst any) {
 	if !ok || strings.TrimSpace(text) == "" {
 		return
 	}
+	if src.Secret(full) {
+		// Pulumi marks the whole key secret, but eventpipe could not tell which
+		// value to keep secret in the resources, so it would leak into state.
+		c.add("", full, OfflineSecret, "secure values only in "+Namespace+":"+KeyStore,
+			"remove the secure: value from "+full+"; put a secret store URL in eventpipe:store with `pulumi config set --secret eventpipe:store URL`")
+	}
 	var raw any
 	if err := json.Unmarshal([]byte(text), &raw); err != nil {
 		c.add("", full, shorten(text), "a structured YAML value (object or list)",

@@ -80,3 +80,20 @@ func TestParseStackFileRejectsNonMapping(t *testing.T) {
 		}
 	}
 }
+
+func TestSecureValueInsideStructuredKeyIsAnError(t *testing.T) {
+	doc := strings.Replace(stackYAML, "        minInstances: 1\n", "        minInstances: 1\n        store:\n          secure: v1:AAAA\n", 1)
+	doc = strings.Replace(doc, "          maxDeliveryAttempts: 2\n", "", 1)
+	f, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Load("dev")
+	errs, ok := err.(spec.Errors)
+	if !ok || len(errs) != 1 || errs[0].Path != "eventpipe:pipelines" || !strings.Contains(errs[0].Fix, "pulumi config set --secret eventpipe:store") {
+		t.Fatalf("err = %v, want one error pointing to eventpipe:store", err)
+	}
+	if strings.Contains(err.Error(), "AAAA") {
+		t.Error("ciphertext echoed")
+	}
+}

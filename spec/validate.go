@@ -326,8 +326,8 @@ func checkUniqueNames(c *collector, s *Stack) {
 }
 
 func checkStore(c *collector, pipeline, path, url string, secret bool) {
-	if secret && url == OfflineSecret {
-		return // a secure value the offline reader cannot decrypt
+	if url == OfflineSecret {
+		return // a secure value the offline reader cannot decrypt (nested ones are reported by decodeJSON)
 	}
 	for _, scheme := range []string{"firestore://", "postgres://", "postgresql://", "bbolt:///", "mem://"} {
 		if strings.HasPrefix(url, scheme) {
