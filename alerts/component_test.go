@@ -573,3 +573,42 @@ func toStrings(m map[string]any) map[string]string {
 	}
 	return out
 }
+
+// TestRunbookSizeLimit: a pipeline with many DLQs gets a compact replay
+// section that still names every DLQ; one too large for any runbook is an
+// error naming the fix, not a policy Cloud Monitoring would reject.
+func TestRunbookSizeLimit(t *testing.T) {
+	many := func(n int) Target {
+		tg := testTarget()
+		tg.Subscriptions = nil
+		for i := range n {
+			name := fmt.Sprintf("orders-sub-%02d", i)
+			tg.Subscriptions = append(tg.Subscriptions, Subscription{Name: name, Topic: "orders", DLQSubscription: name + ".dlq-sub", DLQTopic: name + ".dlq", Push: true})
+		}
+		return tg
+	}
+	plan := mustPlan(t, many(12), Defaults())
+	for _, p := range plan.Policies {
+		if p.Subscription != "" {
+			if !strings.Contains(p.Documentation, "subscriptions/"+p.Subscription+".dlq-sub --limit") {
+				t.Errorf("%s: subscription runbook lacks its own replay command", p.Key)
+			}
+			continue
+		}
+		if !fits(p.Documentation) {
+			t.Errorf("%s: runbook of %d bytes does not fit", p.Key, len(p.Documentation))
+		}
+		for i := range 12 {
+			if !strings.Contains(p.Documentation, fmt.Sprintf("`orders-sub-%02d.dlq-sub` → `orders`", i)) {
+				t.Errorf("%s: compact runbook lacks DLQ %d", p.Key, i)
+			}
+		}
+		if !strings.Contains(p.Documentation, "subscriptions/DLQ --limit") {
+			t.Errorf("%s: compact runbook lacks the generic replay script", p.Key)
+		}
+	}
+	_, err := NewPlan(many(400), Defaults())
+	if err == nil || !strings.Contains(err.Error(), "split it into pipelines") {
+		t.Fatalf("err = %v, want the runbook size error", err)
+	}
+}

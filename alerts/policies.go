@@ -131,8 +131,12 @@ func NewPlan(t Target, c Config) (Plan, error) {
 	for _, s := range t.Subscriptions {
 		b.subscriptionPolicies(s)
 	}
+	tpl, err := parseRunbook()
+	if err != nil {
+		return Plan{}, err
+	}
 	for i := range b.policies {
-		doc, err := runbook(t, c, b.policies[i])
+		doc, err := runbook(tpl, t, c, b.policies[i])
 		if err != nil {
 			return Plan{}, err
 		}

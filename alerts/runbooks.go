@@ -71,7 +71,7 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 	case AlertBacklogAge:
 		return runbookText{
 			title: "Oldest unacked message is too old",
-			meaning: fmt.Sprintf("The oldest message %s has not acknowledged is older than %s (warning) / %s (critical): the consumer is not keeping up or is stuck on some messages.",
+			meaning: fmt.Sprintf("The oldest message not yet acknowledged on %s is older than %s (warning) / %s (critical): the consumer is not keeping up or is stuck on some messages.",
 				sub, c.Backlog.OldestAgeWarning, c.Backlog.OldestAgeCritical),
 			checks: [3]string{
 				"Is the consumer running and receiving? Cloud Run request count and instance count for the service, and the push endpoint/OIDC settings of the subscription.",
@@ -155,10 +155,29 @@ type runbookData struct {
 	Checks  [3]string
 	DLQs    []Subscription // the DLQs a responder may need to replay
 	Topic   string         // the source topic(s), for pipelines without a DLQ
+	// Compact lists the DLQs by name under one generic replay script, for
+	// pipelines with too many DLQs to spell the script out for each.
+	Compact bool
 }
 
-// runbook renders the markdown documentation of p.
-func runbook(t Target, c Config, p PolicySpec) (string, error) {
+// replayScript names what the runbook's replay script moves: messages of
+// subscription DLQ back to topic Topic, in project Project.
+type replayScript struct{ Project, DLQ, Topic string }
+
+// parseRunbook parses runbook.md.tmpl; NewPlan parses it once per plan.
+func parseRunbook() (*template.Template, error) {
+	tpl, err := template.New("runbook").Funcs(template.FuncMap{
+		"inc":    func(i int) int { return i + 1 },
+		"replay": func(project, dlq, topic string) replayScript { return replayScript{project, dlq, topic} },
+	}).Parse(runbookLayout)
+	if err != nil {
+		return nil, fmt.Errorf("alerts: runbook template: %w", err)
+	}
+	return tpl, nil
+}
+
+// runbook renders the markdown documentation of p with tpl.
+func runbook(tpl *template.Template, t Target, c Config, p PolicySpec) (string, error) {
 	text, err := runbookFor(t, c, p)
 	if err != nil {
 		return "", err
@@ -175,17 +194,23 @@ func runbook(t Target, c Config, p PolicySpec) (string, error) {
 		}
 	}
 	d.Topic = strings.Join(topics, "`, `")
-	tpl, err := template.New("runbook").Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).Parse(runbookLayout)
-	if err != nil {
-		return "", fmt.Errorf("alerts: runbook template: %w", err)
+	var doc string
+	for _, compact := range []bool{false, true} {
+		d.Compact = compact
+		var b strings.Builder
+		if err := tpl.Execute(&b, d); err != nil {
+			return "", fmt.Errorf("alerts: runbook of %s: %w", p.Key, err)
+		}
+		doc = b.String()
+		if fits(doc) {
+			return doc, nil
+		}
 	}
-	var b strings.Builder
-	if err := tpl.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("alerts: runbook of %s: %w", p.Key, err)
-	}
-	doc := b.String()
-	if n := utf8.RuneCountInString(doc); n > MaxDocumentation || len(doc) > MaxDocumentationBytes {
-		return "", fmt.Errorf("alerts: runbook of %s is %d characters (%d bytes), over Cloud Monitoring's %d characters or %d bytes: the pipeline has too many DLQs for one runbook; split it into pipelines", p.Key, n, len(doc), MaxDocumentation, MaxDocumentationBytes)
-	}
-	return doc, nil
+	return "", fmt.Errorf("alerts: runbook of %s is %d characters (%d bytes), over Cloud Monitoring's %d characters or %d bytes: the pipeline has too many DLQs for one runbook; split it into pipelines",
+		p.Key, utf8.RuneCountInString(doc), len(doc), MaxDocumentation, MaxDocumentationBytes)
+}
+
+// fits reports whether doc is within Cloud Monitoring's documentation limits.
+func fits(doc string) bool {
+	return utf8.RuneCountInString(doc) <= MaxDocumentation && len(doc) <= MaxDocumentationBytes
 }
