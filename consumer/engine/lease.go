@@ -89,27 +89,25 @@ func (e *Engine) Claim(ctx context.Context, ev Event, r LeaseRequest) (Lease, er
 	err = e.runTx(ctx, &l.Ops, func(ctx context.Context, tx store.Tx) error {
 		now := e.now()
 		l = Lease{Doc: key.String(), key: key, handler: r.Handler, aggregate: agg, sequence: r.Sequence, Ops: l.Ops}
-		cur, exists, err := getLive(ctx, tx, key, now)
-		if err != nil {
+		// Read the record even when expired: its token keeps fencing monotonic.
+		cur, err := tx.Get(ctx, key)
+		exists := err == nil
+		if err != nil && !isNotFound(err) {
 			return err
 		}
+		var ad store.Document
+		var aggLive bool
 		if agg != (store.Key{}) {
-			ad, aok, err := getLive(ctx, tx, agg, now)
-			if err != nil {
+			if ad, aggLive, err = getLive(ctx, tx, agg, now); err != nil {
 				return err
 			}
-			if aok && has(ad.Fields, "lastSequence") && *r.Sequence <= i64(ad.Fields, "lastSequence") {
-				return newError(TypeStale, op, "sequence %d of aggregate %q is at or below the last completed %d", *r.Sequence, r.Aggregate, i64(ad.Fields, "lastSequence"))
-			}
 		}
-		fields := map[string]any{"handler": r.Handler, "eventKey": eventKey, metaMessageID: ev.MessageID,
-			metaFingerprint: fp, "createdAt": now}
-		if exists {
-			f := cur.Fields
+		f := cur.Fields
+		live := exists && !cur.Expired(now)
+		if live {
 			if _, err := e.fingerprintConflict(op, key.String(), str(f, metaFingerprint), fp); err != nil {
 				return err
 			}
-			attempts := i64(f, "attempts")
 			switch str(f, "status") {
 			case StatusCompleted:
 				return newError(TypeDuplicate, op, "%s is COMPLETED", key)
@@ -122,16 +120,23 @@ func (e *Engine) Claim(ctx context.Context, ev Event, r LeaseRequest) (Lease, er
 			default:
 				return newError(TypeConfiguration, op, "%s has unknown status %q", key, str(f, "status"))
 			}
+		}
+		if aggLive && has(ad.Fields, "lastSequence") && *r.Sequence <= i64(ad.Fields, "lastSequence") {
+			return newError(TypeStale, op, "sequence %d of aggregate %q is at or below the last completed %d", *r.Sequence, r.Aggregate, i64(ad.Fields, "lastSequence"))
+		}
+		fields := map[string]any{"handler": r.Handler, "eventKey": eventKey, metaMessageID: ev.MessageID,
+			metaFingerprint: fp, "createdAt": now}
+		l.Token, l.Attempt = i64(f, "token")+1, 1
+		if live {
+			attempts := i64(f, "attempts")
 			if attempts >= int64(e.cfg.MaxAttempts) {
 				return newError(TypePoison, op, "%s failed %d times (the maximum is %d): %s", key, attempts, e.cfg.MaxAttempts, str(f, "lastError"))
 			}
-			l.Token, l.Attempt = i64(f, "token")+1, attempts+1
+			l.Attempt = attempts + 1
 			if t := tm(f, "createdAt"); !t.IsZero() {
 				fields["createdAt"] = t
 			}
 			fields["lastError"] = str(f, "lastError")
-		} else {
-			l.Token, l.Attempt = 1, 1
 		}
 		l.Until = now.Add(e.cfg.LeaseDuration)
 		fields["status"], fields["owner"], fields["token"], fields["attempts"] = StatusPending, e.cfg.Owner, l.Token, l.Attempt

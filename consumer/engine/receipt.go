@@ -73,12 +73,13 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 	err = e.runTx(ctx, &rc.Ops, func(ctx context.Context, tx store.Tx) error {
 		now := e.now()
 		rc = Receipt{Doc: key.String(), key: key, Ops: rc.Ops}
-		cur, exists, err := getLive(ctx, tx, key, now)
-		if err != nil {
+		// Read the receipt even when expired: its token keeps fencing monotonic.
+		cur, err := tx.Get(ctx, key)
+		if err != nil && !isNotFound(err) {
 			return err
 		}
-		token := int64(1)
-		if exists {
+		token := i64(cur.Fields, "token") + 1
+		if err == nil && !cur.Expired(now) {
 			f := cur.Fields
 			if _, err := e.fingerprintConflict(op, key.String(), str(f, metaFingerprint), fp); err != nil {
 				return err
@@ -89,7 +90,6 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 				rc.Replayed = true
 				return nil
 			}
-			token = i64(f, "token") + 1
 		} else {
 			rc.ReceivedAt = now
 		}

@@ -60,8 +60,10 @@ func expiredRecordsAbsent(t *testing.T, e *env) {
 	}
 
 	e.clock.Advance(testReceiptTTL + time.Second) // past every TTL; nothing is deleted (TTL lag)
-	if _, err := eng.Claim(ctx, ev, emailReq); err != nil {
+	if fresh, err := eng.Claim(ctx, ev, emailReq); err != nil {
 		t.Errorf("claim after the COMPLETED lease expired: %v, want a fresh claim", err)
+	} else if fresh.Token <= l.Token || fresh.Attempt != 1 {
+		t.Errorf("fresh claim over an expired record: token %d attempt %d; want a token above %d (fencing stays monotonic) and attempt 1", fresh.Token, fresh.Attempt, l.Token)
 	}
 	if again, err := eng.Reserve(ctx, callback("cb-exp")); err != nil || again.Replayed {
 		t.Errorf("reserve after the receipt expired: %+v, %v; want a fresh reservation", again, err)

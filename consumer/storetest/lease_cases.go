@@ -136,6 +136,8 @@ func leaseAggregateSequence(t *testing.T, e *env) {
 	if _, err := eng.Complete(ctx, l, nil); err != nil {
 		t.Fatalf("complete: %v", err)
 	}
+	_, err = eng.Claim(ctx, emailEvent("s5"), req(5))
+	wantType(t, "redelivery of the completed event", err, engine.TypeDuplicate)
 	for _, seq := range []int64{3, 5} {
 		_, err := eng.Claim(ctx, emailEvent("other"), req(seq))
 		wantType(t, "claim at or below the last sequence", err, engine.TypeStale)
