@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/eventpipe/eventpipe/render"
@@ -21,17 +22,23 @@ func newRenderCmd() *cobra.Command {
 			"with its location and fix, and no plan; the exit code is then 2.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			plan, err := render.Stack(cmd.Context(), opts)
+			ctx := cmd.Context()
+			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			res, err := render.Render(ctx, opts)
 			if err != nil {
+				log.LogAttrs(ctx, slog.LevelError, "render failed", slog.String("stack", opts.Stack), slog.String("error_type", "configuration"))
 				return &exitError{code: 2, err: err}
 			}
 			if out == "" || out == "-" {
-				_, err = cmd.OutOrStdout().Write(plan)
+				_, err = cmd.OutOrStdout().Write(res.JSON)
+			} else if err = os.WriteFile(out, res.JSON, 0o644); err != nil {
+				err = &exitError{code: 2, err: fmt.Errorf("write plan: %w", err)}
+			}
+			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(out, plan, 0o644); err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("write plan: %w", err)}
-			}
+			log.LogAttrs(ctx, slog.LevelInfo, "rendered", slog.String("stack", opts.Stack), slog.String("config", res.File.Path),
+				slog.Int("steps", len(res.Plan.Steps)), slog.Int("pipelines", len(res.Stack.Pipelines)), slog.String("out", outName(out)))
 			return nil
 		},
 	}
@@ -41,4 +48,12 @@ func newRenderCmd() *cobra.Command {
 	cmd.Flags().StringVar(&opts.StackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
 	_ = cmd.MarkFlagRequired("stack")
 	return cmd
+}
+
+// outName names where the plan went, for the log.
+func outName(out string) string {
+	if out == "" || out == "-" {
+		return "stdout"
+	}
+	return out
 }

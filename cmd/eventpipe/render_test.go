@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,16 +13,24 @@ import (
 	"github.com/eventpipe/eventpipe/render"
 )
 
-// execute runs the CLI with args and returns stdout and the error.
+// execute runs the CLI with args and returns stdout and the error; the log
+// (stderr) goes to t.Log.
 func execute(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := executeLog(t, args...)
+	return out, err
+}
+
+// executeLog runs the CLI with args and returns stdout, stderr and the error.
+func executeLog(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
 	root := newRootCmd()
-	var out bytes.Buffer
+	var out, errOut bytes.Buffer
 	root.SetOut(&out)
-	root.SetErr(&out)
+	root.SetErr(&errOut)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
-	return out.String(), err
+	return out.String(), errOut.String(), err
 }
 
 // TestRenderQuickstart runs the README's Quickstart command:
@@ -84,5 +93,26 @@ func TestRenderErrors(t *testing.T) {
 				t.Errorf("exit code: err %T %v, want code %d", err, err, tc.code)
 			}
 		})
+	}
+}
+
+func TestRenderLogsOutcome(t *testing.T) {
+	_, log, err := executeLog(t, "render", "--stack", "staging")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Level, Msg, Stack, Out string
+		Steps, Pipelines       int
+	}
+	if err := json.Unmarshal([]byte(log), &line); err != nil {
+		t.Fatalf("log is not one JSON line: %q", log)
+	}
+	if line.Level != "INFO" || line.Msg != "rendered" || line.Stack != "staging" || line.Out != "stdout" || line.Pipelines != 3 || line.Steps < 10 {
+		t.Errorf("log = %+v", line)
+	}
+	_, log, _ = executeLog(t, "render", "--stack", "broken", "--config", "../../render/testdata/Pulumi.broken.yaml")
+	if !strings.Contains(log, `"level":"ERROR"`) || !strings.Contains(log, `"msg":"render failed"`) {
+		t.Errorf("failure not logged: %q", log)
 	}
 }
