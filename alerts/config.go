@@ -203,6 +203,7 @@ type FieldError struct {
 	Fix   string
 }
 
+// Error renders the problem on one line: field, value, allowed range, fix.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("alerts.%s = %v: must be %s; %s", e.Field, e.Value, e.Range, e.Fix)
 }
