@@ -29,6 +29,9 @@ var (
 	labelValuePattern    = regexp.MustCompile(`^[a-z0-9_-]{0,63}$`)
 )
 
+// maxUserLabels leaves room under GCP's 64 labels per resource for eventpipe's own.
+const maxUserLabels = 59
+
 // validate fills every default into s and records every invalid value.
 func validate(c *collector, s *Stack) {
 	root := Namespace + ":"
@@ -97,6 +100,10 @@ func validatePipeline(c *collector, s *Stack, p *Pipeline, path string) {
 	if !pipelineNamePattern.MatchString(p.Name) {
 		c.add(p.Name, path, strconv.Quote(p.Name), "2–25 lowercase letters, digits or hyphens, starting with a letter",
 			"rename the pipeline key; it prefixes service account ids, which GCP limits to 30 characters")
+	}
+	if n := len(p.Labels); n > maxUserLabels {
+		c.add(p.Name, path+".labels", fmt.Sprintf("(%d labels)", n), fmt.Sprintf("at most %d labels (GCP allows 64 per resource; eventpipe sets up to 5)", maxUserLabels),
+			"drop the labels that are not needed for billing or ownership")
 	}
 	for _, k := range SortedKeys(p.Labels) {
 		lp := path + ".labels." + k

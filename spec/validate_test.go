@@ -1,6 +1,7 @@
 package spec_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,7 @@ func TestValidationErrors(t *testing.T) {
 		{"bad pipeline name", pl, "Orders_2", map[string]any{"consumer": map[string]any{"image": "r/x:1"}, "subscriptions": map[string]any{"a": map[string]any{"delivery": "push"}}}, pl + ".Orders_2", "2–25 lowercase"},
 		{"reserved label", pl, "orders.labels.eventpipe_env", "x", pl + ".orders.labels.eventpipe_env", "not starting with eventpipe_"},
 		{"bad label value", pl, "orders.labels.team", "Platform Team", pl + ".orders.labels.team", "label values"},
+		{"too many labels", pl, "orders.labels", manyLabels(60), pl + ".orders.labels", "at most 59 labels"},
 		{"unknown pipeline key", pl, "orders.dlq", true, pl + ".orders.dlq", "the keys alerts, consumer"},
 		{"topic retention", pl, "orders.topic.messageRetention", "32d", pl + ".orders.topic.messageRetention", "10m–31d"},
 		{"topic retention unit", pl, "orders.topic.messageRetention", "7", pl + ".orders.topic.messageRetention", "a duration from 10m–31d"},
@@ -263,4 +265,13 @@ func TestSecretStoreSkipsOfflineValidation(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("invalid secret store: err = %v (must fail without echoing the secret)", err)
 	}
+}
+
+// manyLabels returns n valid labels.
+func manyLabels(n int) map[string]any {
+	out := map[string]any{}
+	for i := range n {
+		out[fmt.Sprintf("team%d", i)] = "x"
+	}
+	return out
 }
