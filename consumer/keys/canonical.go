@@ -135,20 +135,21 @@ func canonObject(dec *json.Decoder, b *bytes.Buffer) error {
 	return nil
 }
 
-// canonNumber writes integers (no fraction, no exponent) exactly, whatever
-// their size, and every other number as the shortest float64 form; a number
+// canonNumber rejects numbers beyond float64's range, writes integers (no
+// fraction, no exponent) exactly, whatever their size, and every other number as the shortest float64 form; a number
 // with an integral float64 value below 2^53 is written as an integer, so 1.0,
 // 1e0 and 1 are equal.
 func canonNumber(s string) (string, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		// Out of float64 range: no JSON reader could use the value.
+		return "", fmt.Errorf("number %.40q: %w", s, err)
+	}
 	if !strings.ContainsAny(s, ".eE") {
 		if s == "-0" {
 			return "0", nil
 		}
 		return s, nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return "", fmt.Errorf("number %q: %w", s, err)
 	}
 	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 		return strconv.FormatInt(int64(f), 10), nil
