@@ -30,7 +30,7 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var b bytes.Buffer
-	if err := canonValue(dec, &b); err != nil {
+	if err := canonValue(dec, &b, 0); err != nil {
 		return nil, fmt.Errorf("canonical JSON: %w", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -49,23 +49,30 @@ func CanonicalValue(v any) ([]byte, error) {
 	return CanonicalJSON(data)
 }
 
-func canonValue(dec *json.Decoder, b *bytes.Buffer) error {
+// MaxDepth bounds how deeply objects and arrays may nest in canonical JSON
+// (Firestore itself allows 20 levels of maps and arrays).
+const MaxDepth = 128
+
+func canonValue(dec *json.Decoder, b *bytes.Buffer, depth int) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
+	}
+	if _, ok := tok.(json.Delim); ok && depth >= MaxDepth {
+		return fmt.Errorf("nested deeper than %d levels", MaxDepth)
 	}
 	switch t := tok.(type) {
 	case json.Delim:
 		switch t {
 		case '{':
-			return canonObject(dec, b)
+			return canonObject(dec, b, depth+1)
 		case '[':
 			b.WriteByte('[')
 			for i := 0; dec.More(); i++ {
 				if i > 0 {
 					b.WriteByte(',')
 				}
-				if err := canonValue(dec, b); err != nil {
+				if err := canonValue(dec, b, depth+1); err != nil {
 					return err
 				}
 			}
@@ -92,7 +99,7 @@ func canonValue(dec *json.Decoder, b *bytes.Buffer) error {
 	return nil
 }
 
-func canonObject(dec *json.Decoder, b *bytes.Buffer) error {
+func canonObject(dec *json.Decoder, b *bytes.Buffer, depth int) error {
 	type member struct {
 		key string
 		val []byte
@@ -113,7 +120,7 @@ func canonObject(dec *json.Decoder, b *bytes.Buffer) error {
 		}
 		seen[k] = true
 		var vb bytes.Buffer
-		if err := canonValue(dec, &vb); err != nil {
+		if err := canonValue(dec, &vb, depth); err != nil {
 			return err
 		}
 		members = append(members, member{k, vb.Bytes()})

@@ -41,10 +41,18 @@ func TestCanonicalJSON(t *testing.T) {
 }
 
 func TestCanonicalJSONErrors(t *testing.T) {
-	for _, in := range []string{`{"a":1,"a":2}`, "\"\xff\"", `{"a":1} {}`, `{"a":`, ``, `[1,]`, `NaN`} {
+	deep := strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1)
+	for _, in := range []string{deep, strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), `{"a":1,"a":2}`, "\"\xff\"", `{"a":1} {}`, `{"a":`, ``, `[1,]`, `NaN`} {
 		if out, err := CanonicalJSON([]byte(in)); err == nil {
 			t.Errorf("CanonicalJSON(%q) = %s, want an error", in, out)
 		}
+	}
+}
+
+func TestCanonicalJSONDepthLimit(t *testing.T) {
+	ok := strings.Repeat(`{"a":[`, MaxDepth/2) + "1" + strings.Repeat("]}", MaxDepth/2)
+	if _, err := CanonicalJSON([]byte(ok)); err != nil {
+		t.Errorf("%d levels: %v", MaxDepth, err)
 	}
 }
 
