@@ -251,51 +251,22 @@ func (b *builder) subscriptionPolicies(s Subscription) {
 	c := b.c
 	if s.HasDLQ() {
 		undelivered := func(d Duration) ConditionSpec {
-			return ConditionSpec{
-				DisplayName: fmt.Sprintf("DLQ %s holds messages for %s", s.DLQSubscription, d),
-				Kind:        Threshold,
-				MetricType:  pubsubMetric("num_undelivered_messages"),
-				Filter:      pubsubFilter("num_undelivered_messages", s.DLQSubscription),
-				Comparison:  comparisonGT,
-				Threshold:   0,
-				Duration:    d.D(),
-				Window:      gaugeAlignment,
-				Aligner:     alignMax,
-				MissingData: missingInactive,
-			}
+			return pubsubThreshold(fmt.Sprintf("DLQ %s holds messages for %s", s.DLQSubscription, d),
+				"num_undelivered_messages", s.DLQSubscription, 0, d.D(), gaugeAlignment, alignMax)
 		}
 		b.add(AlertDLQ, s.Name, Warning, "dead-lettered messages waiting", undelivered(c.DLQ.WarningFor))
-		b.add(AlertDLQ, s.Name, Critical, "dead-lettered messages waiting", undelivered(c.DLQ.CriticalFor), ConditionSpec{
-			DisplayName: fmt.Sprintf("> %d messages dead-lettered from %s in %s", c.DLQ.DeadLetteredCritical, s.Name, c.DLQ.DeadLetteredWindow),
-			Kind:        Threshold,
-			MetricType:  pubsubMetric("dead_letter_message_count"),
-			Filter:      pubsubFilter("dead_letter_message_count", s.Name),
-			Comparison:  comparisonGT,
-			Threshold:   float64(c.DLQ.DeadLetteredCritical),
-			Duration:    c.ConfirmFor.D(),
-			Window:      c.DLQ.DeadLetteredWindow.D(),
-			Aligner:     alignSum,
-			Reducer:     reduceSum,
-			MissingData: missingInactive,
-		})
+		b.add(AlertDLQ, s.Name, Critical, "dead-lettered messages waiting", undelivered(c.DLQ.CriticalFor),
+			pubsubThreshold(fmt.Sprintf("> %d messages dead-lettered from %s in %s", c.DLQ.DeadLetteredCritical, s.Name, c.DLQ.DeadLetteredWindow),
+				"dead_letter_message_count", s.Name, float64(c.DLQ.DeadLetteredCritical), c.ConfirmFor.D(), c.DLQ.DeadLetteredWindow.D(), alignSum))
 	}
 
 	for _, lvl := range []struct {
 		sev Severity
 		age Duration
 	}{{Warning, c.Backlog.OldestAgeWarning}, {Critical, c.Backlog.OldestAgeCritical}} {
-		b.add(AlertBacklogAge, s.Name, lvl.sev, "oldest unacked message is old", ConditionSpec{
-			DisplayName: fmt.Sprintf("oldest unacked message older than %s", lvl.age),
-			Kind:        Threshold,
-			MetricType:  pubsubMetric("oldest_unacked_message_age"),
-			Filter:      pubsubFilter("oldest_unacked_message_age", s.Name),
-			Comparison:  comparisonGT,
-			Threshold:   lvl.age.D().Seconds(),
-			Duration:    c.ConfirmFor.D(),
-			Window:      gaugeAlignment,
-			Aligner:     alignMax,
-			MissingData: missingInactive,
-		})
+		b.add(AlertBacklogAge, s.Name, lvl.sev, "oldest unacked message is old",
+			pubsubThreshold(fmt.Sprintf("oldest unacked message older than %s", lvl.age),
+				"oldest_unacked_message_age", s.Name, lvl.age.D().Seconds(), c.ConfirmFor.D(), gaugeAlignment, alignMax))
 	}
 	for _, lvl := range []struct {
 		sev  Severity
@@ -379,6 +350,28 @@ func (b *builder) subscriptionPolicies(s Subscription) {
 
 // pubsubMetric is the Cloud Monitoring type of a Pub/Sub subscription metric.
 func pubsubMetric(m string) string { return "pubsub.googleapis.com/subscription/" + m }
+
+// pubsubThreshold is a threshold condition "metric m of subscription sub >
+// threshold for hold", aligned with aligner over window. DELTA counters
+// (aligned by sum) are also summed across series.
+func pubsubThreshold(title, m, sub string, threshold float64, hold, window time.Duration, aligner string) ConditionSpec {
+	c := ConditionSpec{
+		DisplayName: title,
+		Kind:        Threshold,
+		MetricType:  pubsubMetric(m),
+		Filter:      pubsubFilter(m, sub),
+		Comparison:  comparisonGT,
+		Threshold:   threshold,
+		Duration:    hold,
+		Window:      window,
+		Aligner:     aligner,
+		MissingData: missingInactive,
+	}
+	if aligner == alignSum {
+		c.Reducer = reduceSum
+	}
+	return c
+}
 
 // pubsubFilter is the monitoring filter of metric m on subscription sub.
 func pubsubFilter(m, sub string) string {
