@@ -56,6 +56,7 @@ func newRootCmd() *cobra.Command {
 		// Subcommands register here, one line each: newRenderCmd(), newCheckCmd(), ...
 		newRenderCmd(),
 		newCheckCmd(),
+		newDevCmd(),
 	)
 	return root
 }

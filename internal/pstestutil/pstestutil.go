@@ -20,9 +20,10 @@ type Fake struct {
 	Client *pubsub.Client
 }
 
-// Start starts a pstest server and a client for project. Close releases both.
-func Start(ctx context.Context, project string) (*Fake, error) {
-	srv := pstest.NewServer()
+// Start starts a pstest server (with optional reactors, e.g. to rewrite
+// requests) and a client for project. Close releases both.
+func Start(ctx context.Context, project string, opts ...pstest.ServerReactorOption) (*Fake, error) {
+	srv := pstest.NewServer(opts...)
 	client, err := pubsub.NewClient(ctx, project,
 		option.WithEndpoint(srv.Addr),
 		option.WithoutAuthentication(),

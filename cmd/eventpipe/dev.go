@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eventpipe/eventpipe/devpipe"
+	"github.com/eventpipe/eventpipe/render"
+	"github.com/eventpipe/eventpipe/spec"
+)
+
+// devFlags are the flags of `eventpipe dev`.
+type devFlags struct {
+	render   render.Options
+	serve    bool
+	addr     string
+	dataDir  string
+	scale    float64
+	scenario devpipe.Scenario
+}
+
+// newDevCmd builds `eventpipe dev`: the stack's pipelines on this machine.
+func newDevCmd() *cobra.Command {
+	f := devFlags{scenario: devpipe.DefaultScenario()}
+	cmd := &cobra.Command{
+		Use:   "dev [--stack dev] [--serve]",
+		Short: "Run the stack's pipelines locally (pstest, consumers on bbolt, push bridge) and check nothing is lost",
+		Long: "dev declares the stack's topics, subscriptions, dead-letter and retry policies in Google's pstest\n" +
+			"server, runs one consumer per pipeline (the code of cmd/consumer) on an embedded bbolt store, and\n" +
+			"delivers push subscriptions through a bridge that behaves like Pub/Sub push. Without --serve it plays\n" +
+			"a scenario (events, duplicates, out-of-order events, poison, a store outage), prints per pipeline\n" +
+			"published / applied / duplicate / stale / dead-lettered / retried, and exits 1 when a message was lost.\n" +
+			"Retry backoffs are scaled by --backoff-scale (default 0.01 for the scenario, 1 with --serve).\n" +
+			"With --serve it keeps running and serves POST /publish/{pipeline} and GET /stats on --addr.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.render.Stack, "stack", "dev", "stack whose pipelines run: dev, staging, prod")
+	fl.StringVar(&f.render.ConfigFile, "config", "", "stack config file (default: Pulumi.<stack>.yaml in the project's stackConfigDir)")
+	fl.StringVar(&f.render.StackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	fl.BoolVar(&f.serve, "serve", false, "keep everything running and serve publish and stats endpoints")
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8085", "with --serve: address of the publish and stats endpoints")
+	fl.StringVar(&f.dataDir, "data-dir", "", "folder for the bbolt stores and consumer.log (default: a new temporary folder)")
+	fl.Float64Var(&f.scale, "backoff-scale", 0, "multiply every retry backoff by this (0: 0.01 for the scenario, 1 with --serve)")
+	fl.IntVar(&f.scenario.Events, "events", f.scenario.Events, "scenario: events per pipeline in the first and in the outage phase")
+	fl.IntVar(&f.scenario.Duplicates, "duplicates", f.scenario.Duplicates, "scenario: republished events per pipeline")
+	fl.IntVar(&f.scenario.OutOfOrder, "out-of-order", f.scenario.OutOfOrder, "scenario: older events per pipeline")
+	fl.IntVar(&f.scenario.Poison, "poison", f.scenario.Poison, "scenario: poison messages per pipeline")
+	fl.DurationVar(&f.scenario.Outage, "outage", f.scenario.Outage, "scenario: how long the stores stay down")
+	return cmd
+}
+
+func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
+	if err := f.scenario.Validate(); err != nil && !f.serve {
+		return &exitError{code: 2, err: err}
+	}
+	st, err := loadStack(f.render)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if f.scale < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--backoff-scale %g: use a positive factor (1 = the stack's real backoff)", f.scale)}
+	}
+	if f.scale == 0 {
+		f.scale = 0.01
+		if f.serve {
+			f.scale = 1
+		}
+	}
+	dir := f.dataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "eventpipe-dev-"); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("data dir: %w", err)}
+		}
+		if !f.serve {
+			defer os.RemoveAll(dir)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--data-dir %s: %w", dir, err)}
+	}
+	logPath := filepath.Join(dir, "consumer.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("consumer log: %w", err)}
+	}
+	defer logFile.Close()
+	env, err := devpipe.Start(ctx, devpipe.Options{Stack: st, DataDir: dir, BackoffScale: f.scale, ConsumerLog: logFile,
+		Logger: slog.New(slog.NewJSONHandler(logFile, nil))})
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if f.serve {
+		return serveDev(ctx, stdout, env, f, logPath)
+	}
+	fmt.Fprintf(stderr, "dev: stack %s: %d pipelines in pstest, consumers on bbolt in %s, backoff x%g; consumer log %s\n",
+		st.Name, len(env.Topology.Pipelines), dir, f.scale, logPath)
+	sc := f.scenario
+	sc.Progress = stderr
+	rows, runErr := sc.Run(ctx, env)
+	closeErr := env.Close()
+	if runErr != nil {
+		return &exitError{code: 2, err: runErr}
+	}
+	if err := devpipe.WriteTable(stdout, rows); err != nil {
+		return err
+	}
+	if err := devpipe.Check(rows); err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("messages were lost:\n%w", err)}
+	}
+	if closeErr != nil {
+		return &exitError{code: 1, err: fmt.Errorf("the local pipeline did not stop cleanly: %w", closeErr)}
+	}
+	fmt.Fprintln(stdout, "nothing lost: published = applied + duplicate + stale + dead-lettered on every subscription")
+	return nil
+}
+
+// loadStack reads and validates a stack config the way render does.
+func loadStack(opts render.Options) (*spec.Stack, error) {
+	path, err := render.ConfigPath(opts)
+	if err != nil {
+		return nil, err
+	}
+	file, err := spec.ReadStackFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return file.Load(opts.Stack)
+}
+
+// serveDev keeps the pipeline running until ctx is done (Ctrl-C).
+func serveDev(ctx context.Context, stdout io.Writer, env *devpipe.Env, f devFlags, logPath string) error {
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		_ = env.Close()
+		return &exitError{code: 2, err: fmt.Errorf("--addr %s: %w", f.addr, err)}
+	}
+	srv := &http.Server{Handler: devHandler(env), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "eventpipe dev: stack %s is running (Ctrl-C to stop)\n\n", f.render.Stack)
+	fmt.Fprintf(stdout, "Publish a JSON event to a pipeline's topic:\n")
+	for _, p := range env.Topology.Pipelines {
+		fmt.Fprintf(stdout, "  curl -sS -X POST %s/publish/%s -d '{\"eventId\":\"e1\",\"service\":\"api\",\"status\":\"healthy\",\"producedAt\":\"%s\"}'\n",
+			base, p.Name, time.Now().UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(stdout, "\nResults:\n  curl -sS %s/stats            (per pipeline: published, applied, duplicate, stale, dead-lettered, retried)\n", base)
+	fmt.Fprintf(stdout, "  consumer log (one JSON line per delivery): %s\n  bbolt stores: %s\n", logPath, env.DataDir)
+	fmt.Fprintf(stdout, "\nPub/Sub emulator (for gcloud, client libraries and eventpipe replay):\n  export PUBSUB_EMULATOR_HOST=%s\n", env.EmulatorHost)
+	for _, p := range env.Topology.Pipelines {
+		for _, s := range p.Subscriptions {
+			if s.HasDLQ() {
+				fmt.Fprintf(stdout, "  eventpipe replay --subscription %s --topic %s\n", s.DLQSubscription, p.Topic)
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "\nConsumers:\n")
+	for _, p := range env.Topology.Pipelines {
+		fmt.Fprintf(stdout, "  %-20s %s\n", p.Name, env.Consumers[p.Name])
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return env.Close()
+}
+
+// devHandler serves POST /publish/{pipeline} and GET /stats.
+func devHandler(env *devpipe.Env) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /publish/{pipeline}", func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
+		if err != nil {
+			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		attrs := map[string]string{}
+		for k, v := range r.URL.Query() {
+			attrs[k] = strings.Join(v, ",")
+		}
+		id, err := env.Publish(r.Context(), r.PathValue("pipeline"), data, attrs)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"messageId": id})
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
+		rows := env.Tally.Rows(env.Topology)
+		if r.URL.Query().Get("format") == "json" {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(rows)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_ = devpipe.WriteTable(w, rows)
+	})
+	return mux
+}

@@ -1,0 +1,87 @@
+package devpipe
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+)
+
+// Backoff is the delay before redelivering a message whose attempt failed:
+// exponential from min (after the first attempt) doubling up to max, as
+// Pub/Sub's retry policy describes, multiplied by scale (1 = real time; the
+// scenario shrinks it so a run takes seconds, not the minutes the stack's
+// 10 s–600 s policy would).
+func Backoff(min, max time.Duration, attempt int, scale float64) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := min
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return time.Duration(float64(d) * scale)
+}
+
+// pullBackoff is a pstest reactor that gives pull subscriptions their retry
+// policy, which pstest does not implement (it redelivers a nacked message at
+// once, so five nacks in a few milliseconds would dead-letter a message that
+// a brief outage made fail). A nack is a ModifyAckDeadline of 0 seconds; the
+// reactor rewrites it into a deadline of the backoff before pstest applies
+// it. pstest counts in whole seconds, so the scaled backoff is rounded up to
+// at least one second.
+type pullBackoff struct {
+	mu    sync.Mutex
+	subs  map[string]SubscriptionTopology
+	scale float64
+}
+
+func newPullBackoff(scale float64) *pullBackoff {
+	return &pullBackoff{subs: map[string]SubscriptionTopology{}, scale: scale}
+}
+
+// option returns the reactor as a pstest server option.
+func (b *pullBackoff) option() pstest.ServerReactorOption {
+	return pstest.ServerReactorOption{FuncName: "ModifyAckDeadline", Reactor: b}
+}
+
+// add registers a pull subscription whose nacks get its backoff.
+func (b *pullBackoff) add(s SubscriptionTopology) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.subs[s.Name] = s
+}
+
+// React implements pstest.Reactor. It never handles the call itself.
+func (b *pullBackoff) React(req interface{}) (bool, interface{}, error) {
+	r, ok := req.(*pubsubpb.ModifyAckDeadlineRequest)
+	if !ok || r.GetAckDeadlineSeconds() != 0 {
+		return false, nil, nil
+	}
+	b.mu.Lock()
+	s, ok := b.subs[r.GetSubscription()]
+	b.mu.Unlock()
+	if !ok || len(r.GetAckIds()) == 0 {
+		return false, nil, nil
+	}
+	// pstest's ack ids are "<message id>:<deliveries>": the attempt number.
+	attempt := 1
+	if _, n, found := strings.Cut(r.GetAckIds()[0], ":"); found {
+		if v, err := strconv.Atoi(n); err == nil {
+			attempt = v
+		}
+	}
+	d := Backoff(s.MinBackoff, s.MaxBackoff, attempt, b.scale)
+	secs := int32((d + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	r.AckDeadlineSeconds = secs
+	return false, nil, nil
+}

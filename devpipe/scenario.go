@@ -1,0 +1,215 @@
+package devpipe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Scenario is what `eventpipe dev` publishes to every pipeline: seed 000
+// system events (the consumer's system_events route), in three phases that
+// each wait until every message has reached a final state:
+//
+//  1. Events: one event for each of Events services: all applied.
+//  2. Duplicates of phase-1 events (same eventId, new publish), older events
+//     for the same services (lower sequence: out of order) and poison
+//     (not JSON, or JSON no route accepts): duplicate, stale, dead-lettered.
+//  3. A store outage: the stores go down, Events newer events are published,
+//     the stores come back after Outage: the deliveries that failed are
+//     retried with the subscription's backoff and applied.
+type Scenario struct {
+	Events, Duplicates, OutOfOrder, Poison int
+	// Outage is how long the stores stay down in phase 3.
+	Outage time.Duration
+	// Settle is how long each phase may take to reach final states.
+	Settle time.Duration
+	// Progress receives a progress line every Tick (nil: none).
+	Progress io.Writer
+	Tick     time.Duration
+	// Now stamps event times (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultScenario is the scenario of `eventpipe dev` without flags.
+func DefaultScenario() Scenario {
+	return Scenario{Events: 40, Duplicates: 10, OutOfOrder: 10, Poison: 4, Outage: 300 * time.Millisecond,
+		Settle: 2 * time.Minute, Tick: time.Second}
+}
+
+// Expected is what a correct run ends with, per subscription.
+type Expected struct {
+	Published, Applied, Duplicate, Stale, DeadLettered int
+}
+
+// Expect returns the final counts the scenario must produce on a
+// subscription with a DLQ.
+func (sc Scenario) Expect() Expected {
+	return Expected{
+		Published: 2*sc.Events + sc.Duplicates + sc.OutOfOrder + sc.Poison,
+		Applied:   2 * sc.Events, Duplicate: sc.Duplicates, Stale: sc.OutOfOrder, DeadLettered: sc.Poison,
+	}
+}
+
+// Validate reports a scenario that cannot produce its expected counts.
+func (sc Scenario) Validate() error {
+	switch {
+	case sc.Events < 1:
+		return fmt.Errorf("scenario: events %d: need at least 1", sc.Events)
+	case sc.Duplicates < 0 || sc.Duplicates > sc.Events:
+		return fmt.Errorf("scenario: duplicates %d: must be 0–events (%d): each duplicates one phase-1 event", sc.Duplicates, sc.Events)
+	case sc.OutOfOrder < 0 || sc.OutOfOrder > sc.Events:
+		return fmt.Errorf("scenario: out-of-order %d: must be 0–events (%d): each goes to one phase-1 service", sc.OutOfOrder, sc.Events)
+	case sc.Poison < 0:
+		return fmt.Errorf("scenario: poison %d: must be 0 or more", sc.Poison)
+	case sc.Settle <= 0:
+		return fmt.Errorf("scenario: settle %s: must be positive", sc.Settle)
+	}
+	return nil
+}
+
+// systemEvent is the seed 000 payload.
+type systemEvent struct {
+	EventID    string `json:"eventId"`
+	Service    string `json:"service"`
+	Status     string `json:"status"`
+	ProducedAt string `json:"producedAt"`
+	Sequence   int    `json:"sequence"`
+	Region     string `json:"region"`
+}
+
+// Run plays the scenario on env and returns the final rows. It returns an
+// error only when it cannot run (publishing fails, a phase does not settle
+// within Settle is reported in the rows as pending, not as an error).
+func (sc Scenario) Run(ctx context.Context, env *Env) ([]Row, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if sc.Now == nil {
+		sc.Now = time.Now
+	}
+	base := sc.Now().UTC().Truncate(time.Second)
+	event := func(pipeline string, n, seq int, at time.Time, tag string) []byte {
+		b, _ := json.Marshal(systemEvent{EventID: fmt.Sprintf("%s-%s-%d", pipeline, tag, n), Service: fmt.Sprintf("%s-svc-%03d", pipeline, n),
+			Status: tag, ProducedAt: at.Format(time.RFC3339Nano), Sequence: seq, Region: "local"})
+		return b
+	}
+	publish := func(pipeline string, data []byte) error {
+		_, err := env.Publish(ctx, pipeline, data, map[string]string{"source": "eventpipe-dev"})
+		return err
+	}
+	phases := []struct {
+		name string
+		pub  func(pipeline string) error
+	}{
+		{"events", func(p string) error {
+			for i := 0; i < sc.Events; i++ {
+				if err := publish(p, event(p, i, 2, base, "healthy")); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"duplicates, out-of-order, poison", func(p string) error {
+			for i := 0; i < sc.Duplicates; i++ {
+				if err := publish(p, event(p, i, 2, base, "healthy")); err != nil {
+					return err
+				}
+			}
+			for i := 0; i < sc.OutOfOrder; i++ {
+				if err := publish(p, event(p, i, 1, base.Add(-time.Minute), "starting")); err != nil {
+					return err
+				}
+			}
+			for i := 0; i < sc.Poison; i++ {
+				data := []byte(fmt.Sprintf("not json %d", i))
+				if i%2 == 1 {
+					data = []byte(fmt.Sprintf(`{"unexpected":"shape","n":%d}`, i))
+				}
+				if err := publish(p, data); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"store outage", func(p string) error {
+			for i := 0; i < sc.Events; i++ {
+				if err := publish(p, event(p, i, 3, base.Add(time.Minute), "degraded")); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	}
+	for i, ph := range phases {
+		outage := ph.name == "store outage"
+		if outage {
+			env.Outage.Set(true)
+		}
+		for _, p := range env.Topology.Pipelines {
+			if err := ph.pub(p.Name); err != nil {
+				env.Outage.Set(false)
+				return nil, err
+			}
+		}
+		if outage {
+			t := time.NewTimer(sc.Outage)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+			env.Outage.Set(false)
+		}
+		label := fmt.Sprintf("phase %d/%d (%s)", i+1, len(phases), ph.name)
+		if !sc.settle(ctx, env, label) {
+			break // reported as pending in the rows
+		}
+	}
+	return env.Tally.Rows(env.Topology), nil
+}
+
+// settle waits until every published message has a final state, printing a
+// progress line every Tick. It reports whether everything settled.
+func (sc Scenario) settle(ctx context.Context, env *Env, label string) bool {
+	deadline := time.Now().Add(sc.Settle)
+	tick := sc.Tick
+	if tick <= 0 {
+		tick = time.Second
+	}
+	lastPrint := time.Now()
+	for {
+		rows := env.Tally.Rows(env.Topology)
+		done := true
+		for _, r := range rows {
+			done = done && r.Settled()
+		}
+		if sc.Progress != nil && (done || time.Since(lastPrint) >= tick) {
+			fmt.Fprintln(sc.Progress, ProgressLine(label, rows))
+			lastPrint = time.Now()
+		}
+		if done {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// ProgressLine summarises rows in one line.
+func ProgressLine(label string, rows []Row) string {
+	var pub, pending, retried, dlq int
+	for _, r := range rows {
+		pub += r.Published
+		pending += len(r.Pending)
+		retried += r.Retried
+		dlq += r.DeadLettered
+	}
+	return fmt.Sprintf("dev: %s: %d/%d deliveries settled, %d retried, %d dead-lettered", label, pub-pending, pub, retried, dlq)
+}

@@ -1,0 +1,143 @@
+// Package devpipe runs a stack's pipelines on one machine with no cloud:
+// Google's pstest server holds the topology the stack declares (topics,
+// subscriptions, dead-letter and retry policies, DLQ subscriptions), one
+// consumer per pipeline (the code of cmd/consumer, via server.Run) writes to
+// an embedded bbolt store, a push bridge delivers push subscriptions to the
+// consumers as Pub/Sub does, and a scenario checks that nothing is lost.
+package devpipe
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/eventpipe/eventpipe/spec"
+)
+
+// Topology is the Pub/Sub part of a stack: what the components declare in
+// the cloud, declared in pstest instead.
+type Topology struct {
+	// Project is the stack's project id; every name below is in it.
+	Project string
+	// Pipelines are in name order.
+	Pipelines []PipelineTopology
+}
+
+// PipelineTopology is one pipeline's topic and subscriptions.
+type PipelineTopology struct {
+	// Name is the pipeline key.
+	Name string
+	// Topic is the full topic name: projects/P/topics/T.
+	Topic string
+	// Subscriptions are in key order.
+	Subscriptions []SubscriptionTopology
+}
+
+// SubscriptionTopology is one subscription with its dead-letter queue.
+type SubscriptionTopology struct {
+	// Key is the subscription key in the pipeline.
+	Key string
+	// Name is the full subscription name: projects/P/subscriptions/S.
+	Name string
+	// Push is true for push delivery (the bridge delivers it), false for pull.
+	Push bool
+	// AckDeadline is the subscription's ack deadline (the push timeout).
+	AckDeadline time.Duration
+	// MinBackoff and MaxBackoff are the retry policy.
+	MinBackoff, MaxBackoff time.Duration
+	// MaxAttempts is the dead-letter policy's maximum delivery attempts; 0
+	// when the subscription opted out of its DLQ.
+	MaxAttempts int
+	// DLQTopic and DLQSubscription are full names; empty without a DLQ.
+	DLQTopic, DLQSubscription string
+	// Filter, Ordering and ExactlyOnce are copied from the spec.
+	Filter      string
+	Ordering    bool
+	ExactlyOnce bool
+}
+
+// HasDLQ reports whether the subscription dead-letters.
+func (s SubscriptionTopology) HasDLQ() bool { return s.MaxAttempts > 0 }
+
+// FromSpec builds the topology of a validated stack (spec.Load fills in
+// every default, so the values here are the ones the components declare).
+func FromSpec(st *spec.Stack) Topology {
+	name := func(kind, id string) string { return "projects/" + st.Project + "/" + kind + "/" + id }
+	t := Topology{Project: st.Project}
+	for _, p := range st.SortedPipelines() {
+		pt := PipelineTopology{Name: p.Name, Topic: name("topics", p.Topic.Name)}
+		for _, s := range p.SortedSubscriptions() {
+			sub := SubscriptionTopology{
+				Key: s.Key, Name: name("subscriptions", s.Name), Push: s.Push(),
+				AckDeadline: durOf(s.AckDeadline), MinBackoff: durOf(s.MinBackoff), MaxBackoff: durOf(s.MaxBackoff),
+				Filter: s.Filter, Ordering: s.Ordering, ExactlyOnce: s.ExactlyOnce,
+			}
+			if s.HasDLQ() && s.MaxDeliveryAttempts != nil {
+				sub.MaxAttempts = *s.MaxDeliveryAttempts
+				sub.DLQTopic = name("topics", s.DLQTopicName())
+				sub.DLQSubscription = name("subscriptions", s.DLQSubscriptionName())
+			}
+			pt.Subscriptions = append(pt.Subscriptions, sub)
+		}
+		t.Pipelines = append(t.Pipelines, pt)
+	}
+	return t
+}
+
+func durOf(d *spec.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.D
+}
+
+// Declare creates every topic and subscription of t through client's admin
+// API: DLQ topics and their never-expiring subscriptions first (a dead-letter
+// policy must name an existing topic), then the pipeline topics and their
+// subscriptions with the dead-letter and retry policies of the spec.
+func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
+	createTopic := func(name string) error {
+		if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: name}); err != nil {
+			return fmt.Errorf("devpipe: create topic %s: %w", name, err)
+		}
+		return nil
+	}
+	createSub := func(s *pubsubpb.Subscription) error {
+		if _, err := client.SubscriptionAdminClient.CreateSubscription(ctx, s); err != nil {
+			return fmt.Errorf("devpipe: create subscription %s: %w", s.Name, err)
+		}
+		return nil
+	}
+	for _, p := range t.Pipelines {
+		if err := createTopic(p.Topic); err != nil {
+			return err
+		}
+		for _, s := range p.Subscriptions {
+			pb := &pubsubpb.Subscription{
+				Name: s.Name, Topic: p.Topic, AckDeadlineSeconds: int32(s.AckDeadline / time.Second),
+				RetryPolicy: &pubsubpb.RetryPolicy{MinimumBackoff: durationpb.New(s.MinBackoff), MaximumBackoff: durationpb.New(s.MaxBackoff)},
+				Filter:      s.Filter, EnableMessageOrdering: s.Ordering, EnableExactlyOnceDelivery: s.ExactlyOnce,
+				// The components never let a subscription expire; neither do we.
+				ExpirationPolicy: &pubsubpb.ExpirationPolicy{},
+			}
+			if s.HasDLQ() {
+				if err := createTopic(s.DLQTopic); err != nil {
+					return err
+				}
+				if err := createSub(&pubsubpb.Subscription{Name: s.DLQSubscription, Topic: s.DLQTopic,
+					AckDeadlineSeconds: 60, ExpirationPolicy: &pubsubpb.ExpirationPolicy{}}); err != nil {
+					return err
+				}
+				pb.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: s.DLQTopic, MaxDeliveryAttempts: int32(s.MaxAttempts)}
+			}
+			if err := createSub(pb); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
