@@ -24,11 +24,11 @@ const (
 // the dead-letter queues. It is safe for concurrent use.
 type Tally struct {
 	mu        sync.Mutex
-	topicSubs map[string][]string         // topic -> subscriptions on it
-	published map[string][]string         // subscription -> message ids, in publish order
+	topicSubs map[string][]string          // topic -> subscriptions on it
+	published map[string][]string          // subscription -> message ids, in publish order
 	final     map[string]map[string]string // subscription -> message id -> first final state
-	retried   map[string]int              // subscription -> deliveries nacked
-	filtered  map[string]bool             // subscriptions with a filter: not every message reaches them
+	retried   map[string]int               // subscription -> deliveries nacked
+	filtered  map[string]bool              // subscriptions with a filter: not every message reaches them
 }
 
 // NewTally returns a tally for the topology.

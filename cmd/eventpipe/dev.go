@@ -44,7 +44,9 @@ func newDevCmd() *cobra.Command {
 			"Retry backoffs are scaled by --backoff-scale (default 0.01 for the scenario, 1 with --serve).\n" +
 			"With --serve it keeps running and serves POST /publish/{pipeline} and GET /stats on --addr.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.render.Stack, "stack", "dev", "stack whose pipelines run: dev, staging, prod")
