@@ -153,7 +153,7 @@ func storeOutage(t *testing.T, e *env) {
 	if !errors.As(err, &ee) || ee.Type != engine.TypeTransient || ee.Code != "UNAVAILABLE" || !ee.Retryable() {
 		t.Fatalf("during the outage: %v; want a retryable transient error with code UNAVAILABLE", err)
 	}
-	_, err = eng.Claim(context.Background(), emailEvent("ev-out"), emailReq)
+	_, err = eng.Claim(context.Background(), emailEvent("ev-out"), emailReq())
 	wantType(t, "claim during the outage", err, engine.TypeTransient)
 	o.down.Store(false)
 	if d := e.get(store.Key{Collection: coll, ID: "prod__strategy-engine"}); d != nil {
@@ -162,7 +162,7 @@ func storeOutage(t *testing.T, e *env) {
 	if r := deliver(t, eng, coll, h); r.Outcome != engine.Applied {
 		t.Fatalf("redelivery after the outage: %s, want applied", r.Outcome)
 	}
-	if _, err := eng.Claim(context.Background(), emailEvent("ev-out"), emailReq); err != nil {
+	if _, err := eng.Claim(context.Background(), emailEvent("ev-out"), emailReq()); err != nil {
 		t.Fatalf("claim after the outage: %v (the failed claim must not have been recorded)", err)
 	}
 }

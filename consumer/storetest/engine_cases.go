@@ -22,7 +22,8 @@ type heartbeat struct {
 	seq     *int64
 }
 
-var t0 = time.Date(2026, 1, 8, 10, 0, 0, 0, time.UTC)
+// t0 is the time the suite's events start from.
+func t0() time.Time { return time.Date(2026, 1, 8, 10, 0, 0, 0, time.UTC) }
 
 func (h heartbeat) event() engine.Event {
 	payload, err := json.Marshal(map[string]any{"eventId": h.eventID, "service": h.service, "status": h.status, "producedAt": h.at})
@@ -48,7 +49,7 @@ func deliver(t *testing.T, eng *engine.Engine, coll string, h heartbeat) engine.
 
 func hb(i int, status string) heartbeat {
 	return heartbeat{msgID: fmt.Sprintf("m%d", i), eventID: fmt.Sprintf("e%d", i), service: "strategy-engine",
-		status: status, at: t0.Add(time.Duration(i) * time.Second)}
+		status: status, at: t0().Add(time.Duration(i) * time.Second)}
 }
 
 func stateOf(t *testing.T, e *env, coll, service string) map[string]any {
@@ -141,7 +142,7 @@ func shuffledSequences(t *testing.T, e *env) {
 					// The sequence disagrees with the clock: it must win.
 					s := int64(i)
 					h.seq = &s
-					h.at = t0.Add(time.Duration(events-i) * time.Second)
+					h.at = t0().Add(time.Duration(events-i) * time.Second)
 				}
 				hs = append(hs, h)
 			}
@@ -168,8 +169,8 @@ func shuffledSequences(t *testing.T, e *env) {
 func deterministicTies(t *testing.T, e *env) {
 	eng := e.engine()
 	// Same event time and publish time: the message id decides, whatever the order.
-	a := heartbeat{msgID: "msg-a", eventID: "ea", service: "svc", status: "from-a", at: t0}
-	b := heartbeat{msgID: "msg-b", eventID: "eb", service: "svc", status: "from-b", at: t0}
+	a := heartbeat{msgID: "msg-a", eventID: "ea", service: "svc", status: "from-a", at: t0()}
+	b := heartbeat{msgID: "msg-b", eventID: "eb", service: "svc", status: "from-b", at: t0()}
 	for i, order := range [][]heartbeat{{a, b}, {b, a}} {
 		coll := e.collection(fmt.Sprintf("ties%d", i))
 		for _, h := range order {

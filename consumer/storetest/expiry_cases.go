@@ -27,7 +27,7 @@ func expiredRecordsAbsent(t *testing.T, e *env) {
 	ctx := context.Background()
 	// Lease: COMPLETED, then expired: a new delivery claims afresh.
 	ev := emailEvent("ev-exp")
-	l, err := eng.Claim(ctx, ev, emailReq)
+	l, err := eng.Claim(ctx, ev, emailReq())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func expiredRecordsAbsent(t *testing.T, e *env) {
 	}
 
 	e.clock.Advance(testReceiptTTL + time.Second) // past every TTL; nothing is deleted (TTL lag)
-	if fresh, err := eng.Claim(ctx, ev, emailReq); err != nil {
+	if fresh, err := eng.Claim(ctx, ev, emailReq()); err != nil {
 		t.Errorf("claim after the COMPLETED lease expired: %v, want a fresh claim", err)
 	} else if fresh.Token <= l.Token || fresh.Attempt != 1 {
 		t.Errorf("fresh claim over an expired record: token %d attempt %d; want a token above %d (fencing stays monotonic) and attempt 1", fresh.Token, fresh.Attempt, l.Token)
@@ -84,7 +84,7 @@ func expireAtOnEveryRecord(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	ev := emailEvent("ev-ttl")
-	l, err := eng.Claim(ctx, ev, emailReq)
+	l, err := eng.Claim(ctx, ev, emailReq())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func idNormalisation(t *testing.T, e *env) {
 	folds := map[string]string{}
 	for i, id := range ids {
 		h := heartbeat{msgID: fmt.Sprintf("m%d", i), eventID: fmt.Sprintf("e%d", i), service: id,
-			status: fmt.Sprint(i), at: t0.Add(time.Duration(i) * time.Second)}
+			status: fmt.Sprint(i), at: t0().Add(time.Duration(i) * time.Second)}
 		r, err := eng.Materialize(context.Background(), h.event(), h.write(coll))
 		if err != nil {
 			t.Fatalf("id %q: %v", id, err)

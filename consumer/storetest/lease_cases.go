@@ -10,7 +10,8 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
-var emailReq = engine.LeaseRequest{Handler: "send-email"}
+// emailReq is the lease request of the cases' side effect.
+func emailReq() engine.LeaseRequest { return engine.LeaseRequest{Handler: "send-email"} }
 
 func emailEvent(id string) engine.Event {
 	return engine.Event{MessageID: "msg-" + id, EventID: id, Payload: []byte(`{"eventId":"` + id + `","to":"ops@example.com"}`)}
@@ -27,14 +28,14 @@ func leaseLifecycle(t *testing.T, e *env) {
 	eng := e.engine()
 	ctx := context.Background()
 	ev := emailEvent("ev-1")
-	l, err := eng.Claim(ctx, ev, emailReq)
+	l, err := eng.Claim(ctx, ev, emailReq())
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
 	if l.Token != 1 || l.Attempt != 1 || l.TookOver {
 		t.Errorf("first claim: %+v", l)
 	}
-	_, err = eng.Claim(ctx, ev, emailReq)
+	_, err = eng.Claim(ctx, ev, emailReq())
 	wantType(t, "claim of a live PENDING lease", err, engine.TypeInProgress)
 	var ee *engine.Error
 	if !errors.As(err, &ee) || !ee.Retryable() {
@@ -46,12 +47,12 @@ func leaseLifecycle(t *testing.T, e *env) {
 		t.Fatalf("heartbeat: %v", err)
 	}
 	e.clock.Advance(40 * time.Second) // past the original expiry, within the extended one
-	_, err = eng.Claim(ctx, ev, emailReq)
+	_, err = eng.Claim(ctx, ev, emailReq())
 	wantType(t, "claim after heartbeat extended the lease", err, engine.TypeInProgress)
 	if _, err := eng.Complete(ctx, l, map[string]any{"providerId": "abc"}); err != nil {
 		t.Fatalf("complete: %v", err)
 	}
-	_, err = eng.Claim(ctx, ev, emailReq)
+	_, err = eng.Claim(ctx, ev, emailReq())
 	wantType(t, "claim of a COMPLETED lease", err, engine.TypeDuplicate)
 	// Another handler of the same event has its own lease.
 	if _, err := eng.Claim(ctx, ev, engine.LeaseRequest{Handler: "index-search"}); err != nil {
@@ -63,12 +64,12 @@ func leaseTakeoverAndFencing(t *testing.T, e *env) {
 	eng := e.engine()
 	ctx := context.Background()
 	ev := emailEvent("ev-2")
-	old, err := eng.Claim(ctx, ev, emailReq)
+	old, err := eng.Claim(ctx, ev, emailReq())
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
 	e.clock.Advance(2 * time.Minute) // the holder hung: its lease expired
-	taker, err := eng.Claim(ctx, ev, emailReq)
+	taker, err := eng.Claim(ctx, ev, emailReq())
 	if err != nil {
 		t.Fatalf("takeover claim: %v", err)
 	}
@@ -96,7 +97,7 @@ func leaseRetryThenPoison(t *testing.T, e *env) {
 	ctx := context.Background()
 	ev := emailEvent("ev-3")
 	for attempt := int64(1); attempt <= 3; attempt++ {
-		l, err := eng.Claim(ctx, ev, emailReq)
+		l, err := eng.Claim(ctx, ev, emailReq())
 		if err != nil {
 			t.Fatalf("claim %d: %v", attempt, err)
 		}
@@ -111,7 +112,7 @@ func leaseRetryThenPoison(t *testing.T, e *env) {
 			t.Errorf("attempt %d: poison = %v", attempt, poison)
 		}
 	}
-	_, err := eng.Claim(ctx, ev, emailReq)
+	_, err := eng.Claim(ctx, ev, emailReq())
 	wantType(t, "claim after MaxAttempts failures", err, engine.TypePoison)
 	_, _, _, poisonColl := eng.Collections()
 	rec := e.get(store.Key{Collection: poisonColl, ID: "prod__e-ev-3"})
@@ -152,7 +153,7 @@ func concurrentClaims(t *testing.T, e *env) {
 	ev := emailEvent("ev-race")
 	var won, busy, failed countErrs
 	e.parallel(func(int) {
-		_, err := eng.Claim(context.Background(), ev, emailReq)
+		_, err := eng.Claim(context.Background(), ev, emailReq())
 		switch errType(err) {
 		case "":
 			won.add(nil)

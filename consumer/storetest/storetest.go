@@ -83,10 +83,8 @@ type env struct {
 	n      int
 }
 
-var nonID = regexp.MustCompile(`[^a-z0-9]+`)
-
 func (s *suite) env(t *testing.T) *env {
-	name := strings.Trim(nonID.ReplaceAllString(strings.ToLower(t.Name()), "_"), "_")
+	name := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "_"), "_")
 	if len(name) > 40 {
 		name = name[len(name)-40:]
 	}

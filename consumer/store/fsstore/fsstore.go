@@ -199,15 +199,13 @@ func classify(op string, err error) error {
 	return &store.Error{Op: op, Code: CodeName(st.Code()), Kind: kind, Err: err}
 }
 
-// codeNames are the canonical gRPC code names.
-var codeNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
-
 // CodeName returns the canonical gRPC name of c, e.g. "DEADLINE_EXCEEDED".
 func CodeName(c codes.Code) string {
-	if int(c) < len(codeNames) {
-		return codeNames[c]
+	names := [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+		"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+		"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+	if int(c) < len(names) {
+		return names[c]
 	}
 	return fmt.Sprintf("CODE_%d", uint32(c))
 }
