@@ -150,3 +150,22 @@ func TestOperationCountsPerOutcome(t *testing.T) {
 		}
 	}
 }
+
+func TestMaterializeRejectsReservedFields(t *testing.T) {
+	eng, err := engine.New(engine.Config{Store: memstore.New(), Env: "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := engine.Event{MessageID: "m1"}
+	for _, field := range []string{engine.MetaField, store.ExpireAtField} {
+		_, err := eng.Materialize(context.Background(), ev, engine.Write{Collection: "c", ID: "a", Fields: map[string]any{field: 1}})
+		if typ, _ := engine.Classify(err); typ != engine.TypeConfiguration || !strings.Contains(err.Error(), field) {
+			t.Errorf("field %s: %v; want a configuration error naming it", field, err)
+		}
+	}
+	for _, w := range []engine.Write{{Collection: "a/b", ID: "x"}, {Collection: "c"}, {Collection: "c", ID: "x", Mode: "append"}} {
+		if _, err := eng.Materialize(context.Background(), ev, w); err == nil {
+			t.Errorf("%+v: want an error", w)
+		}
+	}
+}

@@ -50,7 +50,8 @@ type Write struct {
 	// is keys.DocID(Env, ID). Required in ModeLatest; in ModeCreate it
 	// defaults to the event's logical key.
 	ID string
-	// Fields is the document to write (MetaField is added).
+	// Fields is the document to write (MetaField is added). The top-level
+	// names MetaField and "expireAt" are reserved.
 	Fields map[string]any
 	// EventTime is the event's own time, the primary ordering key when the
 	// producer has no sequence.
@@ -151,8 +152,10 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	if err := validCollection(w.Collection); err != nil {
 		return nil, newError(TypeConfiguration, op, "Write.Collection %q: %v", w.Collection, err)
 	}
-	if _, ok := w.Fields[MetaField]; ok {
-		return nil, newError(TypePoison, op, "Write.Fields has the reserved field %q: rename it", MetaField)
+	for _, reserved := range []string{MetaField, store.ExpireAtField} {
+		if _, ok := w.Fields[reserved]; ok {
+			return nil, newError(TypeConfiguration, op, "Write.Fields has the reserved field %q (the engine's own): rename the route's output field", reserved)
+		}
 	}
 	switch w.Mode {
 	case "":
