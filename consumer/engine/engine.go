@@ -110,6 +110,9 @@ func New(cfg Config) (*Engine, error) {
 	setDefault(&cfg.ReceiptTTL, DefaultReceiptTTL)
 	setDefault(&cfg.PoisonTTL, DefaultPoisonTTL)
 	setDefault(&cfg.LeaseDuration, DefaultLeaseDuration)
+	if cfg.LeaseDuration >= cfg.DedupeTTL {
+		return nil, newError(TypeConfiguration, op, "Config.LeaseDuration (%s) must be shorter than Config.DedupeTTL (%s), which also bounds how long lease records live", cfg.LeaseDuration, cfg.DedupeTTL)
+	}
 	if cfg.MaxAttempts < 0 {
 		return nil, newError(TypeConfiguration, op, "Config.MaxAttempts is %d: use a positive count or 0 for the default %d", cfg.MaxAttempts, DefaultMaxAttempts)
 	}

@@ -27,6 +27,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"bad prefix", engine.Config{Store: st, Env: "prod", CollectionPrefix: "a/b"}, "Config.CollectionPrefix"},
 		{"negative ttl", engine.Config{Store: st, Env: "prod", DedupeTTL: -time.Second}, "Config.DedupeTTL"},
 		{"negative attempts", engine.Config{Store: st, Env: "prod", MaxAttempts: -1}, "Config.MaxAttempts"},
+		{"lease outlives record", engine.Config{Store: st, Env: "prod", LeaseDuration: time.Hour, DedupeTTL: time.Minute}, "Config.LeaseDuration"},
 		{"bad mode", engine.Config{Store: st, Env: "prod", Fingerprint: "loud"}, "Config.Fingerprint"},
 	}
 	for _, tc := range tests {
