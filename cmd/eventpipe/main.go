@@ -57,6 +57,7 @@ func newRootCmd() *cobra.Command {
 		newRenderCmd(),
 		newCheckCmd(),
 		newDevCmd(),
+		newReplayCmd(),
 	)
 	return root
 }

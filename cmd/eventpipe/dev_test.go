@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/devpipe"
+	"github.com/eventpipe/eventpipe/render"
+)
+
+// TestDevQuickstart runs the README's run command, go run ./cmd/eventpipe
+// dev, as it is: it must print the table, a progress line and exit 0.
+func TestDevQuickstart(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, err := executeLog(t, "dev", "--data-dir", dir)
+	if err != nil {
+		t.Fatalf("eventpipe dev: exit %d: %v\n%s\n%s", exitCode(err), err, out, errOut)
+	}
+	exp := devpipe.DefaultScenario().Expect()
+	for _, pipeline := range []string{"documents", "ingest-heartbeat", "system-events"} {
+		var row []string
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == pipeline {
+				row = f
+			}
+		}
+		// pipeline subscription published applied duplicate stale dead-lettered poison-acked retried lost
+		if len(row) != 10 {
+			t.Fatalf("no row for %s in\n%s", pipeline, out)
+		}
+		want := []string{strconv.Itoa(exp.Published), strconv.Itoa(exp.Applied), strconv.Itoa(exp.Duplicate), strconv.Itoa(exp.Stale), strconv.Itoa(exp.DeadLettered), "0"}
+		if strings.Join(row[2:8], " ") != strings.Join(want, " ") || row[9] != "0" || row[8] == "0" {
+			t.Errorf("%s row %v, want counts %v, some retries and 0 lost", pipeline, row, want)
+		}
+	}
+	if !strings.Contains(out, "nothing lost") || !strings.Contains(errOut, "dev: phase 3/3 (store outage)") {
+		t.Errorf("missing verdict or progress lines:\n%s\n%s", out, errOut)
+	}
+	// Every delivery left one consumer JSON line with the contract's fields.
+	f, err := os.Open(filepath.Join(dir, "consumer.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	outcomes := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l map[string]any
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			t.Fatalf("consumer.log line is not JSON: %s", sc.Text())
+		}
+		if o, ok := l["outcome"].(string); ok && l["messageId"] != nil {
+			outcomes[o]++
+		}
+	}
+	for _, o := range []string{"applied", "duplicate", "stale_ignored", "poison", "retry"} {
+		if outcomes[o] == 0 {
+			t.Errorf("consumer.log has no %s line (outcomes %v)", o, outcomes)
+		}
+	}
+}
+
+func TestDevRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--stack", "nope"}, `no config for stack "nope"`},
+		{[]string{"dev", "--duplicates", "100"}, "duplicates 100: must be 0–events"},
+		{[]string{"dev", "--backoff-scale", "-1"}, "--backoff-scale -1"},
+	}
+	for _, tc := range tests {
+		_, _, err := executeLog(t, tc.args...)
+		if exitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: exit %d, %v; want exit 2 mentioning %q", tc.args, exitCode(err), err, tc.want)
+		}
+	}
+}
+
+// TestDevServeEndpoints drives the --serve HTTP endpoints on a running
+// local pipeline: publish an event, then see it applied in /stats.
+func TestDevServeEndpoints(t *testing.T) {
+	st, err := loadStack(render.Options{Stack: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := devpipe.Start(context.Background(), devpipe.Options{Stack: st, DataDir: t.TempDir(), BackoffScale: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	srv := httptest.NewServer(devHandler(env))
+	defer srv.Close()
+	body := `{"eventId":"e1","service":"api","status":"healthy","producedAt":"2026-01-08T10:00:00Z"}`
+	resp, err := http.Post(srv.URL+"/publish/system-events?tenant=a", "application/json", strings.NewReader(body))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("publish: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Post(srv.URL+"/publish/nope", "application/json", strings.NewReader(body))
+	if err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("publish to an unknown pipeline: %v %v, want 404", resp, err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(srv.URL + "/stats?format=json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []devpipe.Row
+		err = json.NewDecoder(resp.Body).Decode(&rows)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Pipeline == "system-events" && r.Applied == 1 && r.Published == 1 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the published event was not applied: %+v", rows)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
