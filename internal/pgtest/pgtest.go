@@ -96,7 +96,7 @@ func StartCluster(ctx context.Context) (*Cluster, error) {
 		}
 		c.asPG = u
 	}
-	c.dir, err = os.MkdirTemp("", "eventpipe-pgtest-")
+	c.dir, err = os.MkdirTemp(c.tempBase(), "eventpipe-pgtest-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
@@ -146,6 +146,24 @@ func (c *Cluster) Resume(ctx context.Context) error {
 		return fmt.Errorf("pg_ctl start on port %d: %w\n%s\n%s", c.Port, err, out, log)
 	}
 	return nil
+}
+
+// tempBase is os.TempDir, unless commands run as the postgres user and
+// cannot reach it (a TMPDIR under /root): then /tmp.
+func (c *Cluster) tempBase() string {
+	base := os.TempDir()
+	if c.asPG == nil {
+		return base
+	}
+	for d := base; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return "/tmp"
+		}
+		if d == filepath.Dir(d) {
+			return base
+		}
+	}
 }
 
 // prepareDir makes the temp dir usable by the postgres user.
