@@ -89,8 +89,7 @@ dlq_alerted(s) if {
 dlq_alerted(s) if {
 	some t in dead_letter_topic_of(s)
 	some u in readers[t]
-	some d in subscriptions
-	d.urn == u
+	d := subscription_by_urn[u]
 	some text in alert_condition_texts
 	watches(text, "num_undelivered_messages", subscription_id(d))
 }

@@ -187,6 +187,9 @@ value_of(r, property) := v if {
 
 subscriptions := [s | some s in input.resources; s.type == subscription_type]
 
+# subscription_by_urn maps each subscription's URN to the resource (lookups, not scans).
+subscription_by_urn := {s.urn: s | some s in subscriptions}
+
 # links maps each subscription's URN to what it reads ("topic") and where it dead-letters
 # ("dead"), resolved once per evaluation.
 links := {s.urn: {"topic": all_targets(s, "topic"), "dead": all_targets(s, "deadLetterPolicy")} | some s in subscriptions}
