@@ -15,14 +15,21 @@ import (
 	"github.com/eventpipe/eventpipe/internal/pgtest"
 )
 
-func TestConformance(t *testing.T) {
+// start starts a throwaway cluster and opens the store on it.
+func start(t *testing.T) (*pgtest.Cluster, *pgstore.Store) {
+	t.Helper()
 	c := pgtest.Start(t)
-	ctx := context.Background()
-	s, err := pgstore.Open(ctx, c.URL)
+	s, err := pgstore.Open(context.Background(), c.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { _ = s.Close() })
+	return c, s
+}
+
+func TestConformance(t *testing.T) {
+	c, s := start(t)
+	ctx := context.Background()
 	// A second Open on the same database finds the schema in place.
 	s2, err := pgstore.Open(ctx, c.URL)
 	if err != nil {
@@ -45,13 +52,8 @@ func TestConformance(t *testing.T) {
 // PostgreSQL is down a delivery fails with a retryable transient error and
 // records nothing; once it is back, the redelivery applies the event once.
 func TestOutage(t *testing.T) {
-	c := pgtest.Start(t)
+	c, s := start(t)
 	ctx := context.Background()
-	s, err := pgstore.Open(ctx, c.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	eng, err := engine.New(engine.Config{Store: s, Env: "prod"})
 	if err != nil {
 		t.Fatal(err)
