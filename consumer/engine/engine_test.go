@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
@@ -167,6 +168,28 @@ func TestMaterializeRejectsReservedFields(t *testing.T) {
 	for _, w := range []engine.Write{{Collection: "a/b", ID: "x"}, {Collection: "c"}, {Collection: "c", ID: "x", Mode: "append"}} {
 		if _, err := eng.Materialize(context.Background(), ev, w); err == nil {
 			t.Errorf("%+v: want an error", w)
+		}
+	}
+}
+
+// TestWriteKind keeps Result.WriteKind inside the closed set of the log
+// field write_kind.
+func TestWriteKind(t *testing.T) {
+	eng, err := engine.New(engine.Config{Store: memstore.New(), Env: "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ev := engine.Event{MessageID: "m1", EventID: "e1"}
+	for i, w := range []engine.Write{
+		{Collection: "c", ID: "a", DedupeMarker: true},
+		{Collection: "d", Mode: engine.ModeCreate},
+	} {
+		for _, want := range []string{logfields.WriteKindSet, logfields.WriteKindNone} {
+			r, err := eng.Materialize(ctx, ev, w)
+			if err != nil || r.WriteKind != want {
+				t.Errorf("write %d: %s with write kind %q (%v); want %q", i, r.Outcome, r.WriteKind, err, want)
+			}
 		}
 	}
 }

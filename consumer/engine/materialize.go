@@ -76,7 +76,9 @@ type Result struct {
 	// IdempotencyDoc is the document that decided the outcome: the dedupe
 	// marker when one is used, else the target.
 	IdempotencyDoc string
-	// WriteKind is "set", "create", "create+set", "set+set" or "none".
+	// WriteKind is logfields.WriteKindSet when the target document was
+	// written (created, in ModeCreate) and logfields.WriteKindNone when not;
+	// a dedupe marker written alongside shows in Ops.
 	WriteKind string
 	// Ops counts the store operations made, across transaction retries.
 	Ops opcount.Counts
@@ -119,7 +121,7 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 	}
 	if w.Mode == ModeCreate {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
-			m.res.Outcome, m.res.WriteKind, m.res.Warning = Applied, "create", ""
+			m.res.Outcome, m.res.WriteKind, m.res.Warning = Applied, logfields.WriteKindSet, ""
 			return tx.Create(ctx, m.target, m.doc)
 		})
 	} else {
@@ -211,7 +213,7 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 // find an existing marker; with slow it reads the marker first (so an
 // expired one is overwritten) and costs one more read.
 func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, slow bool) error {
-	m.res.Outcome, m.res.WriteKind, m.res.Warning = "", "none", ""
+	m.res.Outcome, m.res.WriteKind, m.res.Warning = "", logfields.WriteKindNone, ""
 	now := e.now()
 	useMarker := m.marker != store.Key{}
 	if slow && useMarker {
@@ -256,16 +258,15 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		marker := store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.order.messageID,
 			metaFingerprint: m.fingerprint, "target": m.target.String(), "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
 		if slow {
-			err, m.res.WriteKind = tx.Set(ctx, m.marker, marker), "set+set"
+			err = tx.Set(ctx, m.marker, marker)
 		} else {
-			err, m.res.WriteKind = tx.Create(ctx, m.marker, marker), "create+set"
+			err = tx.Create(ctx, m.marker, marker)
 		}
 		if err != nil {
 			return err
 		}
-	} else {
-		m.res.WriteKind = "set"
 	}
+	m.res.WriteKind = logfields.WriteKindSet
 	m.res.Outcome = Applied
 	return tx.Set(ctx, m.target, m.doc)
 }
@@ -273,7 +274,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 // createSlow runs after ModeCreate found the document: a duplicate, unless
 // the fingerprints differ.
 func (e *Engine) createSlow(ctx context.Context, tx store.Tx, m *materialization) error {
-	m.res.Outcome, m.res.WriteKind, m.res.Warning = Duplicate, "none", ""
+	m.res.Outcome, m.res.WriteKind, m.res.Warning = Duplicate, logfields.WriteKindNone, ""
 	cur, err := tx.Get(ctx, m.target)
 	if isNotFound(err) {
 		return fmt.Errorf("%s vanished between create and read: %w", m.target, store.ErrNotFound)
