@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readmeBlock returns the fenced code block of README.md whose first line is first.
+func readmeBlock(t *testing.T, first string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	i := strings.Index(text, "\n"+first+"\n")
+	if i < 0 {
+		t.Fatalf("README.md has no block starting %q", first)
+	}
+	rest := text[i+1:]
+	end := strings.Index(rest, "\n```")
+	if end < 0 {
+		t.Fatalf("README block %q is not closed", first)
+	}
+	return rest[:end+1]
+}
+
+// TestReadmeCheckConfig runs the README's check configuration on every stack: it must be
+// valid, keep every stack passing, and fail naming its waiver once the waiver has expired.
+func TestReadmeCheckConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "eventpipe-check.yaml")
+	if err := os.WriteFile(path, []byte(readmeBlock(t, "# eventpipe-check.yaml")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	day := func(s string) func() time.Time {
+		return func() time.Time {
+			d, err := time.Parse(time.DateOnly, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	for _, stack := range []string{"dev", "staging", "prod"} {
+		var out, errOut bytes.Buffer
+		err := runCheck(context.Background(), nil, &out, &errOut, nil, checkOptions{stack: stack, config: path, output: "text", now: day("2026-11-21")})
+		if err != nil {
+			t.Fatalf("%s with the README config: %v\n%s", stack, err, out.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	err := runCheck(context.Background(), nil, &out, &errOut, nil, checkOptions{stack: "prod", config: path, output: "text", now: day("2027-07-01")})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(out.String(), "EP000") || !strings.Contains(out.String(), "expired on 2027-06-30") {
+		t.Fatalf("after the waiver's expiry: %v\n%s", err, out.String())
+	}
+}
