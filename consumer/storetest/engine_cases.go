@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,6 +164,48 @@ func shuffledSequences(t *testing.T, e *env) {
 				t.Errorf("seq=%v perm %d: %d applied of %d deliveries", withSeq, perm, applied, len(all))
 			}
 		}
+	}
+}
+
+// concurrentShuffled delivers every event of one aggregate twice, shuffled,
+// from e.n goroutines at once: the final document is still the maximum and
+// each event is applied at most once.
+func concurrentShuffled(t *testing.T, e *env) {
+	eng, coll := e.engine(), e.collection("ops_services")
+	const events = 24
+	var all []heartbeat
+	for i := 0; i < events; i++ {
+		h := hb(i, fmt.Sprintf("status-%d", i))
+		all = append(all, h, h)
+	}
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	var mu sync.Mutex
+	applied := map[string]int{}
+	var failed countErrs
+	e.parallel(func(w int) {
+		for i := w; i < len(all); i += e.n {
+			r, err := eng.Materialize(context.Background(), all[i].event(), all[i].write(coll))
+			if err != nil {
+				failed.add(err)
+				continue
+			}
+			if r.Outcome == engine.Applied {
+				mu.Lock()
+				applied[all[i].msgID]++
+				mu.Unlock()
+			}
+		}
+	})
+	if len(failed.errs) > 0 {
+		t.Fatalf("errors: %v", failed.errs)
+	}
+	for id, n := range applied {
+		if n > 1 {
+			t.Errorf("%s applied %d times", id, n)
+		}
+	}
+	if got := stateOf(t, e, coll, "strategy-engine")["status"]; got != fmt.Sprintf("status-%d", events-1) {
+		t.Errorf("final status %v, want status-%d", got, events-1)
 	}
 }
 

@@ -24,6 +24,7 @@ func (s *suite) cases() []testCase {
 		{name: "OperationCounts", run: operationCounts},
 		{name: "ConcurrentSameMessage", isolation: true, run: concurrentSameMessage},
 		{name: "ShuffledSequences", run: shuffledSequences},
+		{name: "ConcurrentShuffledDeliveries", isolation: true, run: concurrentShuffled},
 		{name: "DeterministicTies", run: deterministicTies},
 		{name: "DedupeMarker", run: dedupeMarker},
 		{name: "CreateMode", run: createMode},
