@@ -96,5 +96,3 @@ func wrap(op string, err error) error {
 func newError(t ErrorType, op string, format string, args ...any) *Error {
 	return &Error{Type: t, Op: op, Err: fmt.Errorf(format, args...)}
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

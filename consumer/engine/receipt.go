@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
@@ -130,7 +131,7 @@ func (e *Engine) settleReceipt(ctx context.Context, op string, rc Receipt, statu
 			return err
 		}
 		if !exists || i64(cur.Fields, "token") != rc.token || str(cur.Fields, "status") != ReceiptProcessing {
-			return &Error{Type: TypeStale, Code: "FENCED", Op: op, Err: errorf("%s is no longer reserved by this call (taken over or settled)", rc.Doc)}
+			return &Error{Type: TypeStale, Code: "FENCED", Op: op, Err: fmt.Errorf("%s is no longer reserved by this call (taken over or settled)", rc.Doc)}
 		}
 		if status == "" {
 			return tx.Delete(ctx, rc.key)

@@ -7,6 +7,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -174,4 +175,23 @@ func (c *Clock) Advance(d time.Duration) {
 func errType(err error) engine.ErrorType {
 	t, _ := engine.Classify(err)
 	return t
+}
+
+func isNotFound(err error) bool      { return errors.Is(err, store.ErrNotFound) }
+func isAlreadyExists(err error) bool { return errors.Is(err, store.ErrAlreadyExists) }
+
+// countErrs counts outcomes from many goroutines.
+type countErrs struct {
+	mu   sync.Mutex
+	n    int
+	errs []error
+}
+
+func (c *countErrs) add(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
 }
