@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
-	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
+	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
 	"github.com/eventpipe/eventpipe/consumer/storetest"
+	"github.com/eventpipe/eventpipe/internal/pgtest"
 )
 
 // helperEnv makes the test binary act as a consumer process: it delivers one
-// event to a bbolt store and is expected to SIGKILL itself at the failpoint
-// named by EVENTPIPE_FAILPOINT. Value: "worker|projection:/path/to.db".
+// event to a store and is expected to SIGKILL itself at the failpoint named
+// by EVENTPIPE_FAILPOINT. Value: "worker|projection:STORE-URL".
 const helperEnv = "EVENTPIPE_ENGINE_TEST_HELPER"
 
 func TestMain(m *testing.M) {
@@ -47,7 +48,7 @@ func deliverOnce(ctx context.Context, eng *engine.Engine, flow string) (engine.O
 }
 
 func helperProcess(spec string) error {
-	flow, path, ok := strings.Cut(spec, ":")
+	flow, url, ok := strings.Cut(spec, ":")
 	if !ok {
 		return fmt.Errorf("bad %s %q", helperEnv, spec)
 	}
@@ -55,7 +56,7 @@ func helperProcess(spec string) error {
 	if err != nil {
 		return err
 	}
-	st, err := boltstore.Open(path)
+	st, err := storeurl.Open(context.Background(), url)
 	if err != nil {
 		return err
 	}
@@ -70,9 +71,26 @@ func helperProcess(spec string) error {
 
 // TestProcessKilledAtFailpoint runs a real process per failpoint that
 // SIGKILLs itself there (EVENTPIPE_FAILPOINT), then redelivers the event from
-// this process against the same bbolt file, after the dead holder's lease
-// has lapsed, and checks that the effect happened exactly once.
+// this process against the same store (a bbolt file; a PostgreSQL database),
+// after the dead holder's lease has lapsed, and checks that the effect
+// happened exactly once.
 func TestProcessKilledAtFailpoint(t *testing.T) {
+	pg := pgtest.Start(t)
+	stores := []struct {
+		name string
+		url  func(t *testing.T, fp engine.Failpoint) string
+	}{
+		{"bbolt", func(t *testing.T, _ engine.Failpoint) string {
+			return "bbolt://" + filepath.Join(t.TempDir(), "eventpipe.db")
+		}},
+		{"postgres", func(t *testing.T, fp engine.Failpoint) string {
+			url, err := pg.NewDatabase(context.Background(), strings.ReplaceAll(string(fp), "-", "_"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return url
+		}},
+	}
 	tests := []struct {
 		fp   engine.Failpoint
 		flow string
@@ -88,46 +106,50 @@ func TestProcessKilledAtFailpoint(t *testing.T) {
 		{engine.ProjectionAfterWrite, "projection", engine.Duplicate},
 		{engine.ProjectionBeforeAck, "projection", engine.Duplicate},
 	}
-	for _, tc := range tests {
-		t.Run(string(tc.fp), func(t *testing.T) {
-			db := filepath.Join(t.TempDir(), "eventpipe.db")
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), helperEnv+"="+tc.flow+":"+db, engine.FailpointEnv+"="+string(tc.fp))
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				t.Fatalf("helper process was not killed at %s: %v\n%s", tc.fp, err, out)
-			}
-			if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-				t.Fatalf("helper ended with %v, want SIGKILL at %s\n%s", exit, tc.fp, out)
-			}
+	for _, sc := range stores {
+		for _, tc := range tests {
+			t.Run(sc.name+"/"+string(tc.fp), func(t *testing.T) {
+				killAndRedeliver(t, sc.url(t, tc.fp), tc.fp, tc.flow, tc.redelivery)
+			})
+		}
+	}
+}
 
-			st, err := boltstore.Open(db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			later := func() time.Time { return time.Now().Add(time.Hour) } // the dead holder's lease has lapsed
-			eng, err := engine.New(engine.Config{Store: st, Env: "prod", Now: later})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			o, err := deliverOnce(ctx, eng, tc.flow)
-			if err != nil || o != tc.redelivery {
-				t.Fatalf("redelivery after the kill: %s, %v; want %s", o, err, tc.redelivery)
-			}
-			o, err = deliverOnce(ctx, eng, tc.flow)
-			switch tc.flow {
-			case "worker":
-				if typ, _ := engine.Classify(err); typ != engine.TypeDuplicate {
-					t.Errorf("third delivery: %s, %v; want the lease COMPLETED (duplicate)", o, err)
-				}
-			default:
-				if err != nil || o != engine.Duplicate {
-					t.Errorf("third delivery: %s, %v; want duplicate", o, err)
-				}
-			}
-		})
+// killAndRedeliver runs the helper process against url until it SIGKILLs
+// itself at fp, then redelivers from this process and checks the outcomes.
+func killAndRedeliver(t *testing.T, url string, fp engine.Failpoint, flow string, redelivery engine.Outcome) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+flow+":"+url, engine.FailpointEnv+"="+string(fp))
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("helper process was not killed at %s: %v\n%s", fp, err, out)
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("helper ended with %v, want SIGKILL at %s\n%s", exit, fp, out)
+	}
+
+	ctx := context.Background()
+	st, err := storeurl.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	later := func() time.Time { return time.Now().Add(time.Hour) } // the dead holder's lease has lapsed
+	eng, err := engine.New(engine.Config{Store: st, Env: "prod", Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := deliverOnce(ctx, eng, flow)
+	if err != nil || o != redelivery {
+		t.Fatalf("redelivery after the kill: %s, %v; want %s", o, err, redelivery)
+	}
+	o, err = deliverOnce(ctx, eng, flow)
+	if flow == "worker" {
+		if typ, _ := engine.Classify(err); typ != engine.TypeDuplicate {
+			t.Errorf("third delivery: %s, %v; want the lease COMPLETED (duplicate)", o, err)
+		}
+	} else if err != nil || o != engine.Duplicate {
+		t.Errorf("third delivery: %s, %v; want duplicate", o, err)
 	}
 }
