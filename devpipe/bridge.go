@@ -113,8 +113,8 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 }
 
-// envelope is Pub/Sub's push request body.
-type envelope struct {
+// pushEnvelope is Pub/Sub's push request body.
+type pushEnvelope struct {
 	Message         envelopeMessage `json:"message"`
 	Subscription    string          `json:"subscription"`
 	DeliveryAttempt int32           `json:"deliveryAttempt,omitempty"` // only with a dead-letter policy
@@ -134,7 +134,7 @@ type envelopeMessage struct {
 func PushBody(sub string, rm *pubsubpb.ReceivedMessage) ([]byte, error) {
 	m := rm.GetMessage()
 	pt := m.GetPublishTime().AsTime().UTC().Format(time.RFC3339Nano)
-	return json.Marshal(envelope{
+	return json.Marshal(pushEnvelope{
 		Message: envelopeMessage{Data: m.GetData(), Attributes: m.GetAttributes(), MessageID: m.GetMessageId(),
 			MessageIDSnake: m.GetMessageId(), PublishTime: pt, PublishTimeSnake: pt, OrderingKey: m.GetOrderingKey()},
 		Subscription:    sub,

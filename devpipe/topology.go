@@ -49,6 +49,9 @@ type SubscriptionTopology struct {
 	AckDeadline time.Duration
 	// MinBackoff and MaxBackoff are the retry policy.
 	MinBackoff, MaxBackoff time.Duration
+	// Retention is how long unacked messages are kept; DLQRetention the
+	// same for the DLQ subscription.
+	Retention, DLQRetention time.Duration
 	// MaxAttempts is the dead-letter policy's maximum delivery attempts; 0
 	// when the subscription opted out of its DLQ.
 	MaxAttempts int
@@ -74,6 +77,7 @@ func FromSpec(st *spec.Stack) Topology {
 			sub := SubscriptionTopology{
 				Key: s.Key, Name: name("subscriptions", s.Name), Push: s.Push(),
 				AckDeadline: durOf(s.AckDeadline), MinBackoff: durOf(s.MinBackoff), MaxBackoff: durOf(s.MaxBackoff),
+				Retention: durOf(s.Retention), DLQRetention: durOf(s.DeadLetter.Retention),
 				Filter: s.Filter, Ordering: s.Ordering, ExactlyOnce: s.ExactlyOnce,
 			}
 			if s.HasDLQ() && s.MaxDeliveryAttempts != nil {
@@ -121,6 +125,7 @@ func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 				Name: s.Name, Topic: p.Topic, AckDeadlineSeconds: int32(s.AckDeadline / time.Second),
 				RetryPolicy: &pubsubpb.RetryPolicy{MinimumBackoff: durationpb.New(s.MinBackoff), MaximumBackoff: durationpb.New(s.MaxBackoff)},
 				Filter:      s.Filter, EnableMessageOrdering: s.Ordering, EnableExactlyOnceDelivery: s.ExactlyOnce,
+				MessageRetentionDuration: retention(s.Retention),
 				// The components never let a subscription expire; neither do we.
 				ExpirationPolicy: &pubsubpb.ExpirationPolicy{},
 			}
@@ -129,7 +134,7 @@ func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 					return err
 				}
 				if err := createSub(&pubsubpb.Subscription{Name: s.DLQSubscription, Topic: s.DLQTopic,
-					AckDeadlineSeconds: 60, ExpirationPolicy: &pubsubpb.ExpirationPolicy{}}); err != nil {
+					AckDeadlineSeconds: 60, ExpirationPolicy: &pubsubpb.ExpirationPolicy{}, MessageRetentionDuration: retention(s.DLQRetention)}); err != nil {
 					return err
 				}
 				pb.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: s.DLQTopic, MaxDeliveryAttempts: int32(s.MaxAttempts)}
@@ -140,4 +145,12 @@ func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 		}
 	}
 	return nil
+}
+
+// retention is d as a proto duration, or nil (the server's default) for 0.
+func retention(d time.Duration) *durationpb.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return durationpb.New(d)
 }
