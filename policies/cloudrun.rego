@@ -19,7 +19,7 @@ public_members := {"allUsers", "allAuthenticatedUsers"}
 deny_cloud_run_public_invoker contains msg if {
 	input.type == "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 	role_is(input, "roles/run.invoker")
-	member := prop(input, ["member"])
+	member := input.properties.member
 	member in public_members
 	msg := sprintf("%s grants roles/run.invoker to %s", [display(input), member])
 }
@@ -27,13 +27,13 @@ deny_cloud_run_public_invoker contains msg if {
 deny_cloud_run_public_invoker contains msg if {
 	input.type == "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding"
 	role_is(input, "roles/run.invoker")
-	some member in prop(input, ["members"])
+	some member in input.properties.members
 	member in public_members
 	msg := sprintf("%s grants roles/run.invoker to %s", [display(input), member])
 }
 
 deny_cloud_run_public_invoker contains msg if {
 	input.type == "gcp:cloudrunv2/service:Service"
-	prop(input, ["invokerIamDisabled"]) == true
+	input.properties.invokerIamDisabled == true
 	msg := sprintf("%s disables the invoker IAM check: anyone can call it", [display(input)])
 }

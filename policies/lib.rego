@@ -109,65 +109,54 @@ short_type(t) := parts[count(parts) - 1] if {
 # resolved through propertyDependencies URNs first, then through ids and names when they
 # are known. Unknown references resolve to nothing, so no verdict rests on them.
 
-resource_keys(r, collection) := {k |
-	some k in [r.urn, object.get(r, "id", null), prop(r, ["name"]), full_path(r, collection)]
-	known_string(k)
-}
+topics := [r | some r in input.resources; r.type == topic_type]
 
-full_path(r, collection) := p if {
-	project := prop(r, ["project"])
-	name := prop(r, ["name"])
-	known_string(project)
-	known_string(name)
-	p := sprintf("projects/%s/%s/%s", [project, collection, name])
-} else := ""
+# topic_urns holds the URN of every topic of the plan.
+topic_urns := {r.urn | some r in topics}
 
+topic_name_pairs := [[n, r.urn] | some r in topics; n := r.properties.name; known_string(n)]
+
+# topics_by_name maps each topic name to the URNs of the topics with that name.
+topics_by_name := {n: {u | some p in topic_name_pairs; p[0] == n; u := p[1]} | some q in topic_name_pairs; n := q[0]}
+
+subscription_urns := {r.urn | some r in input.resources; r.type == subscription_type}
+
+subscription_name_pairs := [[n, r.urn] |
+	some r in input.resources
+	r.type == subscription_type
+	n := r.properties.name
+	known_string(n)
+]
+
+# subscriptions_by_name maps each subscription name to the URNs of those with that name.
+subscriptions_by_name := {n: {u | some p in subscription_name_pairs; p[0] == n; u := p[1]} | some q in subscription_name_pairs; n := q[0]}
+
+# basename is the last path segment: a reference "projects/P/topics/NAME" or "NAME" (or an
+# id of that form) resolves by NAME.
 basename(s) := parts[count(parts) - 1] if {
 	parts := split(s, "/")
 } else := s
 
-topic_key_pairs := [[k, r.urn] |
-	some r in input.resources
-	r.type == topic_type
-	some k in resource_keys(r, "topics")
-]
-
-# topic_index maps every key of every topic (URN, id, name, full path) to its URNs.
-topic_index := {k: {u | some p in topic_key_pairs; p[0] == k; u := p[1]} | some q in topic_key_pairs; k := q[0]}
-
-subscription_key_pairs := [[k, r.urn] |
-	some r in input.resources
-	r.type == subscription_type
-	some k in resource_keys(r, "subscriptions")
-]
-
-# subscription_index maps every key of every subscription to its URNs.
-subscription_index := {k: {u | some p in subscription_key_pairs; p[0] == k; u := p[1]} | some q in subscription_key_pairs; k := q[0]}
-
 # topic_targets(r, property) is the set of topics a reference points to: the topic
-# URNs among propertyDependencies[property] when there are any; otherwise the topics whose
-# key equals the value (full path, then last path segment); otherwise, for a known value
-# naming something outside the plan, "external:<value>". Empty when the plan cannot show it.
-# (The index is referenced, not passed: OPA hashes function arguments.)
+# URNs among propertyDependencies[property] when there are any; otherwise the topics named
+# by the value's last path segment; otherwise, for a known value naming something outside
+# the plan, "external:<value>". Undefined when the plan cannot show it. (The indexes are
+# referenced, not passed: OPA hashes function arguments.)
 topic_targets(r, property) := t if {
-	t := {u | some u in r.propertyDependencies[property]; topic_index[u]}
+	t := {u | some u in r.propertyDependencies[property]; topic_urns[u]}
 	count(t) > 0
 } else := t if {
-	t := topic_index[value_of(r, property)]
-} else := t if {
-	t := topic_index[basename(value_of(r, property))]
+	t := topics_by_name[basename(value_of(r, property))]
 } else := {concat("", ["external:", v])} if {
 	v := value_of(r, property)
 }
 
 # subscription_targets(r, property) is topic_targets for references to subscriptions.
 subscription_targets(r, property) := t if {
-	t := {u | some u in r.propertyDependencies[property]; subscription_index[u]}
+	t := {u | some u in r.propertyDependencies[property]; subscription_urns[u]}
 	count(t) > 0
 } else := t if {
-	t := subscription_index[value_of(r, property)]
-} else := t if {
-	t := subscription_index[basename(value_of(r, property))]
+	t := subscriptions_by_name[basename(value_of(r, property))]
 } else := {concat("", ["external:", v])} if {
 	v := value_of(r, property)
 }

@@ -18,22 +18,15 @@ import rego.v1
 #   fix: Set deadLetterPolicy.maxDeliveryAttempts between the configured bounds (5 for poison-heavy streams, 10 when transient Firestore saturation is expected).
 deny_dead_letter_attempts_out_of_range contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
-	policy := prop(input, ["deadLetterPolicy"])
+	policy := input.properties.deadLetterPolicy
 	is_object(policy)
-	attempts := effective_attempts(object.get(policy, "maxDeliveryAttempts", null))
+	raw := object.get(policy, "maxDeliveryAttempts", 0)
+	is_number(raw)
+	attempts := {true: 5, false: raw}[raw == 0] # unset or 0 means Pub/Sub's default, 5
 	low := setting("deny_dead_letter_attempts_out_of_range", "min", 5)
 	high := setting("deny_dead_letter_attempts_out_of_range", "max", 10)
 	not in_range(attempts, low, high)
 	msg := sprintf("%s dead-letters after %v delivery attempts; the allowed range is %v-%v", [display(input), attempts, low, high])
-}
-
-effective_attempts(v) := 5 if v == null
-
-effective_attempts(v) := 5 if v == 0
-
-effective_attempts(v) := v if {
-	is_number(v)
-	v != 0
 }
 
 in_range(n, low, high) if {
@@ -56,15 +49,15 @@ in_range(n, low, high) if {
 #   fix: 'Set retryPolicy with minimumBackoff "10s" and maximumBackoff "600s".'
 deny_retry_policy contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
-	prop(input, ["retryPolicy"]) == null
-	label(input, "eventpipe_role") != "dlq"
+	object.get(input.properties, "retryPolicy", null) == null
+	object.get(input.properties, ["labels", "eventpipe_role"], "") != "dlq"
 	msg := sprintf("%s has no retry policy: nacked messages are redelivered immediately", [display(input)])
 }
 
 deny_retry_policy contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
 	low := setting("deny_retry_policy", "minimumBackoffSeconds", 10)
-	got := seconds(prop(input, ["retryPolicy", "minimumBackoff"]))
+	got := seconds(input.properties.retryPolicy.minimumBackoff)
 	got < low
 	msg := sprintf("%s retries after %vs; the minimum backoff must be at least %vs", [display(input), got, low])
 }
@@ -72,7 +65,7 @@ deny_retry_policy contains msg if {
 deny_retry_policy contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
 	high := setting("deny_retry_policy", "maximumBackoffSeconds", 600)
-	got := seconds(prop(input, ["retryPolicy", "maximumBackoff"]))
+	got := seconds(input.properties.retryPolicy.maximumBackoff)
 	got > high
 	msg := sprintf("%s backs off up to %vs; the maximum backoff must be at most %vs", [display(input), got, high])
 }
@@ -89,7 +82,7 @@ deny_retry_policy contains msg if {
 #   fix: Set pushConfig.oidcToken.serviceAccountEmail to the push service account and grant it roles/run.invoker on the consumer.
 deny_push_without_oidc contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
-	push := prop(input, ["pushConfig"])
+	push := input.properties.pushConfig
 	is_object(push)
 	not unknown(object.get(push, "oidcToken", null))
 	not known_or_unknown_email(object.get(push, ["oidcToken", "serviceAccountEmail"], null))
@@ -110,7 +103,7 @@ known_or_unknown_email(e) if unknown(e)
 #   fix: 'Push to the consumer''s https:// URL (Cloud Run serves HTTPS only), e.g. https://SERVICE-URL/pubsub/push.'
 deny_push_endpoint_not_https contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
-	endpoint := prop(input, ["pushConfig", "pushEndpoint"])
+	endpoint := input.properties.pushConfig.pushEndpoint
 	known_string(endpoint)
 	not startswith(lower(endpoint), "https://")
 	msg := sprintf("%s pushes to %q, which is not an https:// endpoint", [display(input), endpoint])
@@ -128,8 +121,8 @@ deny_push_endpoint_not_https contains msg if {
 #   fix: 'Set expirationPolicy.ttl to "" (never expire).'
 warn_subscription_expires contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
-	ttl := expiration_ttl(input)
-	not strict_expiration(input)
+	ttl := input_expiration_ttl
+	not input_strict_expiration
 	msg := sprintf("%s expires after %s without activity", [display(input), ttl])
 }
 
@@ -145,25 +138,26 @@ warn_subscription_expires contains msg if {
 #   fix: 'Set expirationPolicy.ttl to "" (never expire).'
 deny_subscription_expires contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
-	ttl := expiration_ttl(input)
-	strict_expiration(input)
+	ttl := input_expiration_ttl
+	input_strict_expiration
 	msg := sprintf("%s expires after %s without activity in environment %q", [display(input), ttl, environment(input)])
 }
 
-# expiration_ttl(s) is the finite TTL of s, undefined when s never expires or is unknown.
-expiration_ttl(s) := "31 days (the default)" if {
-	absent(prop(s, ["expirationPolicy"]))
-}
-
-expiration_ttl(s) := ttl if {
-	ttl := prop(s, ["expirationPolicy", "ttl"])
+# input_expiration_ttl is the finite TTL of the subscription in input, undefined when it
+# never expires or the plan cannot show it. (Rules about the input resource are complete
+# rules, computed once per resource and shared by EP011 and EP012.)
+input_expiration_ttl := "31 days (the default)" if {
+	absent(object.get(input.properties, "expirationPolicy", null))
+} else := ttl if {
+	ttl := input.properties.expirationPolicy.ttl
 	known_string(ttl)
 }
 
-strict_expiration(_) if setting("deny_subscription_expires", "enforce", false) == true
+# input_strict_expiration holds when a finite expiration is mandatory for input's environment.
+input_strict_expiration if setting("deny_subscription_expires", "enforce", false) == true
 
-strict_expiration(r) if {
-	environment(r) in setting("deny_subscription_expires", "environments", ["prod"])
+input_strict_expiration if {
+	environment(input) in setting("deny_subscription_expires", "environments", ["prod"])
 }
 
 # METADATA

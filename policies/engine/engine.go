@@ -8,8 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -37,6 +39,10 @@ type Engine struct {
 	stack      []Rule
 	resQuery   rego.PreparedEvalQuery
 	stackQuery rego.PreparedEvalQuery
+	// resourceTypes, when not nil, are the only resource types any resource rule can
+	// match (every definition starts with `input.type == "..."`): other resources skip
+	// the resource rules.
+	resourceTypes map[string]bool
 }
 
 // Finding is one rule result on one resource.
@@ -105,6 +111,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			e.resource = append(e.resource, r)
 		}
 	}
+	e.resourceTypes = guardedTypes(compiler, opts.Package, e.resource)
 	cfg := opts.Config
 	if cfg == nil {
 		cfg = map[string]any{}
@@ -125,15 +132,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			rego.Store(inmem.NewFromObject(data)),
 		).PrepareForEval(ctx)
 	}
-	// Resource rules: one comprehension per rule over input.resources, each resource
-	// given to the rule as its whole input, as Pulumi's analyzer does.
+	// Resource rules: every rule on each resource of the input, the resource given to the
+	// rules as their whole input as Pulumi's analyzer does; one `with` per resource.
 	var q []string
+	fields := make([]string, len(e.resource))
 	for i, r := range e.resource {
-		q = append(q, fmt.Sprintf("r%d = [[i, m] | some i; x := input.resources[i]; m := data.%s.%s[_] with input as x]", i, opts.Package, r.Name))
+		fields[i] = fmt.Sprintf("%q: data.%s.%s", r.Name, opts.Package, r.Name)
 	}
-	if len(q) == 0 {
-		q = append(q, "true")
-	}
+	q = append(q, fmt.Sprintf("r = [[i, o] | some i; x := input.resources[i]; o := {%s} with input as x]", strings.Join(fields, ", ")))
 	if e.resQuery, err = prepare(strings.Join(q, "; ")); err != nil {
 		return nil, fmt.Errorf("preparing resource rules: %w", err)
 	}
@@ -154,65 +160,168 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 func (e *Engine) Rules() []Rule { return append([]Rule(nil), e.rules...) }
 
 // Evaluate runs every rule on p and returns the findings, ordered by resource, level
-// (deny first), rule id and message.
+// (deny first), rule id and message. The resource rules run on shards of the resources
+// while the stack rules run on the whole plan, all concurrently.
 func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) {
 	input, err := ast.InterfaceToValue(p.Input())
 	if err != nil {
 		return nil, fmt.Errorf("converting plan to OPA input: %w", err)
 	}
+	resources, _ := input.(ast.Object).Get(ast.InternedTerm("resources")).Value.(*ast.Array)
 	byURN := make(map[string]*plan.Resource, len(p.Resources))
 	for i := range p.Resources {
 		byURN[p.Resources[i].URN] = &p.Resources[i]
 	}
-	var findings []Finding
-	if len(e.resource) > 0 {
-		rs, err := e.resQuery.Eval(ctx, rego.EvalParsedInput(input))
-		if err != nil {
-			return nil, fmt.Errorf("evaluating resource rules: %w", err)
-		}
-		if len(rs) != 1 {
-			return nil, fmt.Errorf("evaluating resource rules: %d results, want 1", len(rs))
-		}
-		for i, r := range e.resource {
-			pairs, _ := rs[0].Bindings[fmt.Sprintf("r%d", i)].([]any)
-			for _, pair := range pairs {
-				pv, _ := pair.([]any)
-				if len(pv) != 2 {
-					return nil, fmt.Errorf("rule %s: unexpected result %v", r.Name, pair)
-				}
-				idx, err := pv[0].(json.Number).Int64()
-				if err != nil || idx < 0 || int(idx) >= len(p.Resources) {
-					return nil, fmt.Errorf("rule %s: bad resource index %v", r.Name, pv[0])
-				}
-				res := &p.Resources[idx]
-				findings = append(findings, newFinding(r, res, message(pv[1])))
-			}
+	var relevant []int
+	for i := range p.Resources {
+		if e.resourceTypes == nil || e.resourceTypes[p.Resources[i].Type] {
+			relevant = append(relevant, i)
 		}
 	}
-	if len(e.stack) > 0 {
-		rs, err := e.stackQuery.Eval(ctx, rego.EvalParsedInput(input))
-		if err != nil {
-			return nil, fmt.Errorf("evaluating stack rules: %w", err)
+	shards := runtime.GOMAXPROCS(0)
+	if len(relevant) < 2*shards {
+		shards = 1
+	}
+	type result struct {
+		findings []Finding
+		err      error
+	}
+	results := make([]result, shards+1)
+	var wg sync.WaitGroup
+	for s := 0; s < shards; s++ {
+		part := relevant[s*len(relevant)/shards : (s+1)*len(relevant)/shards]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[s].findings, results[s].err = e.evalResources(ctx, p, resources, part)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		results[shards].findings, results[shards].err = e.evalStack(ctx, p, input, byURN)
+	}()
+	wg.Wait()
+	var findings []Finding
+	for _, r := range results {
+		if r.err != nil {
+			return nil, r.err
 		}
-		if len(rs) != 1 {
-			return nil, fmt.Errorf("evaluating stack rules: %d results, want 1", len(rs))
-		}
-		for i, r := range e.stack {
-			msgs, _ := rs[0].Bindings[fmt.Sprintf("s%d", i)].([]any)
-			for _, m := range msgs {
-				text := message(m)
-				res, rest := attribute(text, byURN)
-				f := newFinding(r, res, rest)
-				if !p.Complete && r.NeedsCompleteStack && f.Level == Deny {
-					f.Level = Warn
-					f.Note = IncompleteNote
-				}
-				findings = append(findings, f)
-			}
-		}
+		findings = append(findings, r.findings...)
 	}
 	Sort(findings)
 	return findings, nil
+}
+
+// evalResources runs the resource rules on the resources at the indexes part.
+func (e *Engine) evalResources(ctx context.Context, p *plan.Plan, resources *ast.Array, part []int) ([]Finding, error) {
+	if len(e.resource) == 0 || len(part) == 0 {
+		return nil, nil
+	}
+	terms := make([]*ast.Term, len(part))
+	for i, idx := range part {
+		terms[i] = resources.Elem(idx)
+	}
+	shard := ast.NewObject(ast.Item(ast.InternedTerm("resources"), ast.NewTerm(ast.NewArray(terms...))))
+	rs, err := e.resQuery.Eval(ctx, rego.EvalParsedInput(shard))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating resource rules: %w", err)
+	}
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("evaluating resource rules: %d results, want 1", len(rs))
+	}
+	var findings []Finding
+	pairs, _ := rs[0].Bindings["r"].([]any)
+	for _, pair := range pairs {
+		pv, _ := pair.([]any)
+		if len(pv) != 2 {
+			return nil, fmt.Errorf("resource rules: unexpected result %v", pair)
+		}
+		idx, err := pv[0].(json.Number).Int64()
+		if err != nil || idx < 0 || int(idx) >= len(part) {
+			return nil, fmt.Errorf("resource rules: bad resource index %v", pv[0])
+		}
+		res := &p.Resources[part[idx]]
+		byRule, _ := pv[1].(map[string]any)
+		for _, r := range e.resource {
+			msgs, _ := byRule[r.Name].([]any)
+			for _, m := range msgs {
+				findings = append(findings, newFinding(r, res, message(m)))
+			}
+		}
+	}
+	return findings, nil
+}
+
+// evalStack runs the stack rules on the whole plan.
+func (e *Engine) evalStack(ctx context.Context, p *plan.Plan, input ast.Value, byURN map[string]*plan.Resource) ([]Finding, error) {
+	if len(e.stack) == 0 {
+		return nil, nil
+	}
+	rs, err := e.stackQuery.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating stack rules: %w", err)
+	}
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("evaluating stack rules: %d results, want 1", len(rs))
+	}
+	var findings []Finding
+	for i, r := range e.stack {
+		msgs, _ := rs[0].Bindings[fmt.Sprintf("s%d", i)].([]any)
+		for _, m := range msgs {
+			res, rest := attribute(message(m), byURN)
+			f := newFinding(r, res, rest)
+			if !p.Complete && r.NeedsCompleteStack && f.Level == Deny {
+				f.Level = Warn
+				f.Note = IncompleteNote
+			}
+			findings = append(findings, f)
+		}
+	}
+	return findings, nil
+}
+
+// guardedTypes returns the resource types the resource rules can match, or nil when some
+// definition of some rule does not start with a guard `input.type == "<type>"`.
+func guardedTypes(c *ast.Compiler, pkg string, rules []Rule) map[string]bool {
+	names := map[string]bool{}
+	for _, r := range rules {
+		names[r.Name] = true
+	}
+	inputType := ast.MustParseRef("input.type")
+	types := map[string]bool{}
+	for _, m := range c.Modules {
+		if m.Package.Path.String() != "data."+pkg {
+			continue
+		}
+		for _, r := range m.Rules {
+			name := r.Head.Name.String()
+			if name == "" && len(r.Head.Reference) > 0 {
+				name = r.Head.Reference[0].String()
+			}
+			if !names[name] {
+				continue
+			}
+			guard := ""
+			if len(r.Body) > 0 && r.Body[0].IsEquality() || len(r.Body) > 0 && r.Body[0].Operator().Equal(ast.Equal.Ref()) {
+				terms, ok := r.Body[0].Terms.([]*ast.Term)
+				if ok && len(terms) == 3 {
+					for _, pair := range [][2]*ast.Term{{terms[1], terms[2]}, {terms[2], terms[1]}} {
+						ref, isRef := pair[0].Value.(ast.Ref)
+						str, isStr := pair[1].Value.(ast.String)
+						if isRef && isStr && ref.Equal(inputType) {
+							guard = string(str)
+						}
+					}
+				}
+			}
+			if guard == "" {
+				return nil
+			}
+			types[guard] = true
+		}
+	}
+	return types
 }
 
 func newFinding(r Rule, res *plan.Resource, msg string) Finding {
