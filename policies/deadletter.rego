@@ -19,8 +19,8 @@ import rego.v1
 #   fix: Give the subscription a deadLetterPolicy with a deadLetterTopic (the eventpipe Subscription component always creates one).
 stack_deny_missing_dead_letter_policy contains msg if {
 	some s in subscriptions
-	not has_dead_letter_policy(s)
-	not opted_out(s)
+	not dead_lettering[s.urn]
+	not opted_out_subscriptions[s.urn]
 	not dlq_subscriptions[s.urn]
 	msg := finding(s, sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [display(s)]))
 }

@@ -207,15 +207,17 @@ dead_letter_sources := {t: {u | some p in dead_letter_pairs; p[0] == t; u := p[1
 # dlq_subscriptions holds the URN of every DLQ subscription: one that reads a topic another
 # subscription dead-letters to, or that carries the eventpipe_role=dlq label the components
 # set (so a DLQ subscription whose source is outside the plan is still recognised).
-dlq_subscriptions := {s.urn | some s in subscriptions; dlq_subscription(s)}
-
-dlq_subscription(s) if {
-	some t in links[s.urn].topic
-	some u in dead_letter_sources[t]
-	u != s.urn
+dlq_subscriptions := {u | some u, l in links; some t in l.topic; some v in dead_letter_sources[t]; v != u} | {s.urn |
+	some s in subscriptions
+	s.properties.labels.eventpipe_role == "dlq"
 }
 
-dlq_subscription(s) if label(s, "eventpipe_role") == "dlq"
+# dead_lettering holds the URN of every subscription with a dead-letter topic (or with a
+# dead-letter policy the plan cannot show).
+dead_lettering := {s.urn | some s in subscriptions; has_dead_letter_policy(s)}
+
+# opted_out_subscriptions holds the URN of every subscription with the DLQ opt-out label.
+opted_out_subscriptions := {s.urn | some s in subscriptions; s.properties.labels.eventpipe_dlq_opt_out == "true"}
 
 # self_dead_letter(s) holds when s dead-letters into the topic it reads.
 self_dead_letter(s) if {
@@ -232,9 +234,6 @@ has_dead_letter_policy(s) if {
 	dlt != null
 	dlt != ""
 }
-
-# opted_out(s) holds when the subscription carries the explicit DLQ opt-out label.
-opted_out(s) if label(s, "eventpipe_dlq_opt_out") == "true"
 
 # ---- IAM grants ------------------------------------------------------------------------
 

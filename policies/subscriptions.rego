@@ -172,7 +172,7 @@ input_strict_expiration if {
 #   fix: Remove the opt-out and let the component create the dead-letter topic, or keep the recorded reason current.
 warn_dead_letter_opt_out contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
-	opted_out(input)
+	input.properties.labels.eventpipe_dlq_opt_out == "true"
 	reason := opt_out_reason(input)
 	msg := sprintf("%s opts out of dead-lettering; recorded reason: %s", [display(input), reason])
 }

@@ -324,3 +324,25 @@ func TestAttribute(t *testing.T) {
 		t.Fatalf("attribute = %v, %q", got, text)
 	}
 }
+
+// TestResourceRulesAreTypeGuarded: every core resource rule starts with an input.type
+// guard, so resources of other types skip the resource rules; an unguarded rule turns the
+// shortcut off rather than hiding findings.
+func TestResourceRulesAreTypeGuarded(t *testing.T) {
+	e := newEngine(t, nil)
+	if e.resourceTypes == nil || !e.resourceTypes["gcp:pubsub/subscription:Subscription"] || !e.resourceTypes["gcp:cloudrunv2/serviceIamMember:ServiceIamMember"] {
+		t.Fatalf("guarded types = %v", e.resourceTypes)
+	}
+	src := "package eventpipe\n\nimport rego.v1\n\n# METADATA\n# title: T\n# description: D\n# custom:\n#   id: X1\n#   severity: low\n#   fix: F\nwarn_any contains \"seen\" if input.name\n"
+	u, err := New(context.Background(), Options{Modules: map[string]string{"x.rego": src}, Package: "eventpipe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.resourceTypes != nil {
+		t.Fatalf("unguarded rule still filtered by %v", u.resourceTypes)
+	}
+	fs := evaluate(t, u, fixture(t, "preview_show_sames.json.txt"))
+	if len(fs) != 12 {
+		t.Fatalf("unguarded rule saw %d resources, want all 12", len(fs))
+	}
+}
