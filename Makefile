@@ -29,3 +29,8 @@ run:
 ## build: build every binary.
 build:
 	$(GO) build ./...
+
+.PHONY: build-consumer
+## build-consumer: the static consumer binary, built exactly as the Dockerfile builds it.
+build-consumer:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o bin/consumer ./cmd/consumer

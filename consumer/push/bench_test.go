@@ -1,0 +1,121 @@
+package push
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/envelope"
+	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/logging"
+	"github.com/eventpipe/eventpipe/consumer/process"
+	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+)
+
+// bareHandler is the baseline: a net/http handler that only reads and
+// decodes the push envelope (same strict decoder) and acks.
+func bareHandler(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, envelope.MaxPushBody))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	if _, err := envelope.DecodePush(body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// bodies pre-encodes n distinct system events (services spread so that
+// parallel workers rarely contend on one document, as in production).
+func bodies(b *testing.B, n int) [][]byte {
+	out := make([][]byte, n)
+	base := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	for i := range out {
+		payload := fmt.Sprintf(`{"service":"svc-%d","status":"healthy","version":"1.0","region":"eu","producedAt":%q}`,
+			i%512, base.Add(time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano))
+		out[i] = ct.PushBody(b, ct.Envelope{ID: fmt.Sprintf("m-%d", i), Payload: payload})
+	}
+	return out
+}
+
+// drive pushes distinct pre-encoded bodies through h from parallel workers.
+func drive(b *testing.B, h http.Handler, msgs [][]byte) {
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			body := msgs[int(next.Add(1)-1)%len(msgs)]
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
+			if w.Code >= 300 {
+				b.Errorf("status %d: %s", w.Code, w.Body)
+				return
+			}
+		}
+	})
+}
+
+func idempotentHandler(b *testing.B) http.Handler {
+	table, err := route.Parse(route.SeedRoutes())
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The real JSON logger, writing to io.Discard: its cost is part of the path.
+	proc, err := process.New(process.Config{Store: memstore.New(), Env: "bench", Routes: table, Logger: logging.New(io.Discard, slog.LevelInfo)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return New(proc, nil)
+}
+
+// BenchmarkPushPath runs the bare baseline and the full idempotent push
+// path on the memory store in the same process, same messages, same
+// parallelism, two ways: "http" sends real requests to a loopback net/http
+// server (what Pub/Sub's pushes cost), "handler" calls ServeHTTP directly
+// (the handler's own CPU, no transport). scripts/consumer-bench.sh prints
+// idempotent throughput as a share of the bare handler's (goal >= 50%).
+func BenchmarkPushPath(b *testing.B) {
+	msgs := bodies(b, 1<<14)
+	b.Run("http/bare", func(b *testing.B) { driveHTTP(b, http.HandlerFunc(bareHandler), msgs) })
+	b.Run("http/idempotent", func(b *testing.B) { driveHTTP(b, idempotentHandler(b), msgs) })
+	b.Run("handler/bare", func(b *testing.B) { drive(b, http.HandlerFunc(bareHandler), msgs) })
+	b.Run("handler/idempotent", func(b *testing.B) { drive(b, idempotentHandler(b), msgs) })
+}
+
+// driveHTTP pushes over loopback HTTP with keep-alive connections.
+func driveHTTP(b *testing.B, h http.Handler, msgs [][]byte) {
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer client.CloseIdleConnections()
+	url := srv.URL + Path
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			body := msgs[int(next.Add(1)-1)%len(msgs)]
+			resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode >= 300 {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+}
