@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/policies/plantest"
 	"github.com/eventpipe/eventpipe/render"
 )
 
@@ -107,60 +108,21 @@ func TestCheckEveryStackPasses(t *testing.T) {
 	}
 }
 
-// renderedPlan is the prod stack rendered offline, as a generic document to mutate.
-type renderedPlan map[string]any
-
-func renderProd(t *testing.T) renderedPlan {
+// renderProd renders the prod stack offline, as a document to mutate.
+func renderProd(t *testing.T) plantest.Doc {
 	t.Helper()
 	data, err := render.Stack(context.Background(), render.Options{Stack: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p renderedPlan
-	if err := json.Unmarshal(data, &p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return plantest.Parse(t, data)
 }
 
-func (p renderedPlan) step(t *testing.T, typ, name string) map[string]any {
+// writePlan writes a plan document to a temporary file and returns its path.
+func writePlan(t *testing.T, p plantest.Doc) string {
 	t.Helper()
-	for _, s := range p["steps"].([]any) {
-		st := s.(map[string]any)
-		if strings.HasSuffix(st["urn"].(string), typ+"::"+name) {
-			return st["newState"].(map[string]any)
-		}
-	}
-	t.Fatalf("rendered prod stack has no %s %s", typ, name)
-	return nil
-}
-
-func (p renderedPlan) inputs(t *testing.T, typ, name string) map[string]any {
-	return p.step(t, typ, name)["inputs"].(map[string]any)
-}
-
-func (p renderedPlan) drop(t *testing.T, typ, name string) {
-	t.Helper()
-	var keep []any
-	for _, s := range p["steps"].([]any) {
-		if !strings.HasSuffix(s.(map[string]any)["urn"].(string), typ+"::"+name) {
-			keep = append(keep, s)
-		}
-	}
-	if len(keep) == len(p["steps"].([]any)) {
-		t.Fatalf("rendered prod stack has no %s %s", typ, name)
-	}
-	p["steps"] = keep
-}
-
-func (p renderedPlan) write(t *testing.T) string {
-	t.Helper()
-	data, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "plan.json")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := os.WriteFile(path, p.JSON(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -178,64 +140,64 @@ const (
 func TestCheckMutationsOfRenderedStack(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(t *testing.T, p renderedPlan)
+		mutate func(t *testing.T, p plantest.Doc)
 		want   string
 	}{
-		{"remove deadLetterPolicy", func(t *testing.T, p renderedPlan) {
-			delete(p.inputs(t, subType, pushSub), "deadLetterPolicy")
-			delete(p.step(t, subType, pushSub)["propertyDependencies"].(map[string]any), "deadLetterPolicy")
+		{"remove deadLetterPolicy", func(t *testing.T, p plantest.Doc) {
+			delete(p.Inputs(t, subType, pushSub), "deadLetterPolicy")
+			delete(p.State(t, subType, pushSub)["propertyDependencies"].(map[string]any), "deadLetterPolicy")
 		}, "deny:EP001"},
-		{"attempts 3", func(t *testing.T, p renderedPlan) {
-			p.inputs(t, subType, pushSub)["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
+		{"attempts 3", func(t *testing.T, p plantest.Doc) {
+			p.Inputs(t, subType, pushSub)["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
 		}, "deny:EP002"},
-		{"drop the retry policy", func(t *testing.T, p renderedPlan) {
-			delete(p.inputs(t, subType, pushSub), "retryPolicy")
+		{"drop the retry policy", func(t *testing.T, p plantest.Doc) {
+			delete(p.Inputs(t, subType, pushSub), "retryPolicy")
 		}, "deny:EP003"},
-		{"DLQ = source topic", func(t *testing.T, p renderedPlan) {
-			st := p.step(t, subType, pushSub)
+		{"DLQ = source topic", func(t *testing.T, p plantest.Doc) {
+			st := p.State(t, subType, pushSub)
 			in := st["inputs"].(map[string]any)
 			in["deadLetterPolicy"].(map[string]any)["deadLetterTopic"] = in["topic"]
 			pd := st["propertyDependencies"].(map[string]any)
 			pd["deadLetterPolicy"] = pd["topic"]
 		}, "deny:EP004"},
-		{"delete the DLQ subscription", func(t *testing.T, p renderedPlan) {
-			p.drop(t, subType, dlqSubName)
+		{"delete the DLQ subscription", func(t *testing.T, p plantest.Doc) {
+			p.Drop(t, subType, dlqSubName)
 		}, "deny:EP005"},
-		{"delete the service agent's publisher grant", func(t *testing.T, p renderedPlan) {
-			p.drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", pushSub+"-dlq-agent-publisher")
+		{"delete the service agent's publisher grant", func(t *testing.T, p plantest.Doc) {
+			p.Drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", pushSub+"-dlq-agent-publisher")
 		}, "deny:EP006"},
-		{"delete the service agent's subscriber grant", func(t *testing.T, p renderedPlan) {
-			p.drop(t, "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", pushSub+"-agent-subscriber")
+		{"delete the service agent's subscriber grant", func(t *testing.T, p plantest.Doc) {
+			p.Drop(t, "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", pushSub+"-agent-subscriber")
 		}, "deny:EP007"},
-		{"push without OIDC", func(t *testing.T, p renderedPlan) {
-			delete(p.inputs(t, subType, pushSub)["pushConfig"].(map[string]any), "oidcToken")
+		{"push without OIDC", func(t *testing.T, p plantest.Doc) {
+			delete(p.Inputs(t, subType, pushSub)["pushConfig"].(map[string]any), "oidcToken")
 		}, "deny:EP008"},
-		{"http push endpoint", func(t *testing.T, p renderedPlan) {
-			push := p.inputs(t, subType, pushSub)["pushConfig"].(map[string]any)
+		{"http push endpoint", func(t *testing.T, p plantest.Doc) {
+			push := p.Inputs(t, subType, pushSub)["pushConfig"].(map[string]any)
 			push["pushEndpoint"] = strings.Replace(push["pushEndpoint"].(string), "https://", "http://", 1)
 		}, "deny:EP009"},
-		{"allUsers invoker", func(t *testing.T, p renderedPlan) {
-			p.inputs(t, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember", pushSub+"-push-invoker")["member"] = "allUsers"
+		{"allUsers invoker", func(t *testing.T, p plantest.Doc) {
+			p.Inputs(t, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember", pushSub+"-push-invoker")["member"] = "allUsers"
 		}, "deny:EP010"},
-		{"subscription expires in prod", func(t *testing.T, p renderedPlan) {
-			p.inputs(t, subType, pushSub)["expirationPolicy"] = map[string]any{"ttl": "2678400s"}
+		{"subscription expires in prod", func(t *testing.T, p plantest.Doc) {
+			p.Inputs(t, subType, pushSub)["expirationPolicy"] = map[string]any{"ttl": "2678400s"}
 		}, "deny:EP012"},
-		{"DLQ retention one day", func(t *testing.T, p renderedPlan) {
-			p.inputs(t, subType, dlqSubName)["messageRetentionDuration"] = "86400s"
+		{"DLQ retention one day", func(t *testing.T, p plantest.Doc) {
+			p.Inputs(t, subType, dlqSubName)["messageRetentionDuration"] = "86400s"
 		}, "warn:EP013"},
-		{"delete the TTL policy of the leases collection", func(t *testing.T, p renderedPlan) {
+		{"delete the TTL policy of the leases collection", func(t *testing.T, p plantest.Doc) {
 			// Every pipeline of the stack shares the database and prefix, and each declares
 			// the TTL fields: remove them all for the leases collection.
 			for _, pipeline := range []string{"system-events", "ingest-heartbeat", "documents"} {
-				p.drop(t, "gcp:firestore/field:Field", pipeline+"-eventpipe_leases")
+				p.Drop(t, "gcp:firestore/field:Field", pipeline+"-eventpipe_leases")
 			}
 		}, "warn:EP014"},
-		{"explicit DLQ opt-out", func(t *testing.T, p renderedPlan) {
-			p.drop(t, subType, dlqSubName)
-			p.drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", pushSub+"-dlq-agent-publisher")
-			in := p.inputs(t, subType, pushSub)
+		{"explicit DLQ opt-out", func(t *testing.T, p plantest.Doc) {
+			p.Drop(t, subType, dlqSubName)
+			p.Drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", pushSub+"-dlq-agent-publisher")
+			in := p.Inputs(t, subType, pushSub)
 			delete(in, "deadLetterPolicy")
-			delete(p.step(t, subType, pushSub)["propertyDependencies"].(map[string]any), "deadLetterPolicy")
+			delete(p.State(t, subType, pushSub)["propertyDependencies"].(map[string]any), "deadLetterPolicy")
 			labels := in["labels"].(map[string]any)
 			labels["eventpipe_dlq_opt_out"] = "true"
 			labels["eventpipe_dlq_opt_out_reason"] = "replayed_from_source"
@@ -245,7 +207,7 @@ func TestCheckMutationsOfRenderedStack(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := renderProd(t)
 			tt.mutate(t, p)
-			path := p.write(t)
+			path := writePlan(t, p)
 			r := runCheckCLI(t, "", "check", path, "--env", "prod", "-o", "json")
 			out := decode(t, r)
 			if got := out.ids(); !reflect.DeepEqual(got, []string{tt.want}) {
@@ -309,11 +271,8 @@ func TestCheckRenderedLocations(t *testing.T) {
 
 func TestCheckStdinAndFormats(t *testing.T) {
 	p := renderProd(t)
-	p.inputs(t, subType, pushSub)["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
-	data, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.Inputs(t, subType, pushSub)["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
+	data := p.JSON(t)
 	for _, tt := range []struct{ format, want string }{
 		{"text", "DENY   EP002 [medium] Dead-letter delivery attempts out of range"},
 		{"sarif", `"ruleId": "EP002"`},
@@ -368,8 +327,8 @@ func TestCheckUnusableInput(t *testing.T) {
 
 func TestCheckWaivers(t *testing.T) {
 	p := renderProd(t)
-	p.inputs(t, subType, pushSub)["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
-	path := p.write(t)
+	p.Inputs(t, subType, pushSub)["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
+	path := writePlan(t, p)
 	cfg := filepath.Join(t.TempDir(), "check.yaml")
 	waiver := func(expires string) {
 		body := "waivers:\n  - rule: EP002\n    urn: \"urn:pulumi:prod::eventpipe::*::" + pushSub + "\"\n    reason: load test until the queue is drained\n    expires: " + expires + "\n"

@@ -290,36 +290,31 @@ func guardedTypes(c *ast.Compiler, pkg string, rules []Rule) map[string]bool {
 	}
 	inputType := ast.MustParseRef("input.type")
 	types := map[string]bool{}
-	for _, m := range c.Modules {
-		if m.Package.Path.String() != "data."+pkg {
-			continue
+	guarded := true
+	eachDefinition(c, pkg, func(name string, r *ast.Rule) {
+		if !names[name] {
+			return
 		}
-		for _, r := range m.Rules {
-			name := r.Head.Name.String()
-			if name == "" && len(r.Head.Reference) > 0 {
-				name = r.Head.Reference[0].String()
-			}
-			if !names[name] {
-				continue
-			}
-			guard := ""
-			if len(r.Body) > 0 && r.Body[0].IsEquality() || len(r.Body) > 0 && r.Body[0].Operator().Equal(ast.Equal.Ref()) {
-				terms, ok := r.Body[0].Terms.([]*ast.Term)
-				if ok && len(terms) == 3 {
-					for _, pair := range [][2]*ast.Term{{terms[1], terms[2]}, {terms[2], terms[1]}} {
-						ref, isRef := pair[0].Value.(ast.Ref)
-						str, isStr := pair[1].Value.(ast.String)
-						if isRef && isStr && ref.Equal(inputType) {
-							guard = string(str)
-						}
+		guard := ""
+		// The compiler rewrites `==` against a constant into unification (`=`).
+		if len(r.Body) > 0 && (r.Body[0].IsEquality() || r.Body[0].Operator().Equal(ast.Equal.Ref())) {
+			if terms, ok := r.Body[0].Terms.([]*ast.Term); ok && len(terms) == 3 {
+				for _, pair := range [][2]*ast.Term{{terms[1], terms[2]}, {terms[2], terms[1]}} {
+					ref, isRef := pair[0].Value.(ast.Ref)
+					str, isStr := pair[1].Value.(ast.String)
+					if isRef && isStr && ref.Equal(inputType) {
+						guard = string(str)
 					}
 				}
 			}
-			if guard == "" {
-				return nil
-			}
-			types[guard] = true
 		}
+		if guard == "" {
+			guarded = false
+		}
+		types[guard] = true
+	})
+	if !guarded {
+		return nil
 	}
 	return types
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/plan"
+	"github.com/eventpipe/eventpipe/policies/plantest"
 )
 
 // newEngine builds an engine with the core rule files. The alert-coverage rules
@@ -103,56 +104,6 @@ func TestHealthyPlansPass(t *testing.T) {
 	}
 }
 
-// preview is a generic view of a preview document for mutations.
-type preview map[string]any
-
-func parsePreview(t testing.TB, data []byte) preview {
-	var p preview
-	if err := json.Unmarshal(data, &p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func (p preview) steps() []any { return p["steps"].([]any) }
-
-// state returns the newState of the step whose URN ends with "::"+name.
-func (p preview) state(t testing.TB, typ, name string) map[string]any {
-	for _, s := range p.steps() {
-		st := s.(map[string]any)
-		if strings.HasSuffix(st["urn"].(string), typ+"::"+name) {
-			return st["newState"].(map[string]any)
-		}
-	}
-	t.Fatalf("no step for %s %s", typ, name)
-	return nil
-}
-
-func (p preview) inputs(t testing.TB, typ, name string) map[string]any {
-	return p.state(t, typ, name)["inputs"].(map[string]any)
-}
-
-func (p preview) drop(t testing.TB, typ, name string) {
-	var keep []any
-	for _, s := range p.steps() {
-		if !strings.HasSuffix(s.(map[string]any)["urn"].(string), typ+"::"+name) {
-			keep = append(keep, s)
-		}
-	}
-	if len(keep) == len(p.steps()) {
-		t.Fatalf("no step for %s %s", typ, name)
-	}
-	p["steps"] = keep
-}
-
-func (p preview) bytes(t testing.TB) []byte {
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 const (
 	sub   = "gcp:pubsub/subscription:Subscription"
 	topic = "gcp:pubsub/topic:Topic"
@@ -165,55 +116,55 @@ func TestMutationsFailWithTheirRule(t *testing.T) {
 	srcTopic := "urn:pulumi:prod::eventpipe::eventpipe:components:Pipeline$gcp:pubsub/topic:Topic::orders"
 	tests := []struct {
 		name   string
-		mutate func(t testing.TB, p preview)
+		mutate func(t testing.TB, p plantest.Doc)
 		want   []string
 	}{
-		{"no dead-letter policy", func(t testing.TB, p preview) {
-			delete(p.inputs(t, sub, "orders-push"), "deadLetterPolicy")
+		{"no dead-letter policy", func(t testing.TB, p plantest.Doc) {
+			delete(p.Inputs(t, sub, "orders-push"), "deadLetterPolicy")
 		}, []string{"deny:EP001"}},
-		{"3 delivery attempts", func(t testing.TB, p preview) {
-			p.inputs(t, sub, "orders-push")["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
+		{"3 delivery attempts", func(t testing.TB, p plantest.Doc) {
+			p.Inputs(t, sub, "orders-push")["deadLetterPolicy"].(map[string]any)["maxDeliveryAttempts"] = 3
 		}, []string{"deny:EP002"}},
-		{"no retry policy", func(t testing.TB, p preview) {
-			delete(p.inputs(t, sub, "orders-push"), "retryPolicy")
+		{"no retry policy", func(t testing.TB, p plantest.Doc) {
+			delete(p.Inputs(t, sub, "orders-push"), "retryPolicy")
 		}, []string{"deny:EP003"}},
-		{"DLQ is the source topic", func(t testing.TB, p preview) {
-			p.state(t, sub, "orders-push")["propertyDependencies"].(map[string]any)["deadLetterPolicy"] = []any{srcTopic}
+		{"DLQ is the source topic", func(t testing.TB, p plantest.Doc) {
+			p.State(t, sub, "orders-push")["propertyDependencies"].(map[string]any)["deadLetterPolicy"] = []any{srcTopic}
 		}, []string{"deny:EP004"}},
-		{"DLQ subscription deleted", func(t testing.TB, p preview) {
-			p.drop(t, sub, "orders-push.dlq-sub")
+		{"DLQ subscription deleted", func(t testing.TB, p plantest.Doc) {
+			p.Drop(t, sub, "orders-push.dlq-sub")
 		}, []string{"deny:EP005"}},
-		{"publisher grant deleted", func(t testing.TB, p preview) {
-			p.drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", "orders-push.dlq-publisher")
+		{"publisher grant deleted", func(t testing.TB, p plantest.Doc) {
+			p.Drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", "orders-push.dlq-publisher")
 		}, []string{"deny:EP006"}},
-		{"subscriber grant deleted", func(t testing.TB, p preview) {
-			p.drop(t, "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", "orders-push-dlq-subscriber")
+		{"subscriber grant deleted", func(t testing.TB, p plantest.Doc) {
+			p.Drop(t, "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", "orders-push-dlq-subscriber")
 		}, []string{"deny:EP007"}},
-		{"push without OIDC", func(t testing.TB, p preview) {
-			delete(p.inputs(t, sub, "orders-push")["pushConfig"].(map[string]any), "oidcToken")
+		{"push without OIDC", func(t testing.TB, p plantest.Doc) {
+			delete(p.Inputs(t, sub, "orders-push")["pushConfig"].(map[string]any), "oidcToken")
 		}, []string{"deny:EP008"}},
-		{"http push endpoint", func(t testing.TB, p preview) {
-			p.inputs(t, sub, "orders-push")["pushConfig"].(map[string]any)["pushEndpoint"] = "http://orders-consumer.internal/pubsub/push"
+		{"http push endpoint", func(t testing.TB, p plantest.Doc) {
+			p.Inputs(t, sub, "orders-push")["pushConfig"].(map[string]any)["pushEndpoint"] = "http://orders-consumer.internal/pubsub/push"
 		}, []string{"deny:EP009"}},
-		{"allUsers invoker", func(t testing.TB, p preview) {
-			p.inputs(t, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "orders-consumer-invoker")["member"] = "allUsers"
+		{"allUsers invoker", func(t testing.TB, p plantest.Doc) {
+			p.Inputs(t, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "orders-consumer-invoker")["member"] = "allUsers"
 		}, []string{"deny:EP010"}},
-		{"expiring subscription in prod", func(t testing.TB, p preview) {
-			p.inputs(t, sub, "orders-push")["expirationPolicy"] = map[string]any{"ttl": "2678400s"}
+		{"expiring subscription in prod", func(t testing.TB, p plantest.Doc) {
+			p.Inputs(t, sub, "orders-push")["expirationPolicy"] = map[string]any{"ttl": "2678400s"}
 		}, []string{"deny:EP012"}},
-		{"expiring subscription in dev", func(t testing.TB, p preview) {
-			in := p.inputs(t, sub, "orders-push")
+		{"expiring subscription in dev", func(t testing.TB, p plantest.Doc) {
+			in := p.Inputs(t, sub, "orders-push")
 			in["expirationPolicy"] = map[string]any{"ttl": "2678400s"}
 			in["labels"].(map[string]any)["eventpipe_env"] = "dev"
 		}, []string{"warn:EP011"}},
-		{"short DLQ retention", func(t testing.TB, p preview) {
-			p.inputs(t, sub, "orders-push.dlq-sub")["messageRetentionDuration"] = "86400s"
+		{"short DLQ retention", func(t testing.TB, p plantest.Doc) {
+			p.Inputs(t, sub, "orders-push.dlq-sub")["messageRetentionDuration"] = "86400s"
 		}, []string{"warn:EP013"}},
-		{"TTL policy deleted", func(t testing.TB, p preview) {
-			p.drop(t, "gcp:firestore/field:Field", "eventpipe_leases-ttl")
+		{"TTL policy deleted", func(t testing.TB, p plantest.Doc) {
+			p.Drop(t, "gcp:firestore/field:Field", "eventpipe_leases-ttl")
 		}, []string{"warn:EP014"}},
-		{"explicit opt-out", func(t testing.TB, p preview) {
-			in := p.inputs(t, sub, "orders-push")
+		{"explicit opt-out", func(t testing.TB, p plantest.Doc) {
+			in := p.Inputs(t, sub, "orders-push")
 			delete(in, "deadLetterPolicy")
 			in["labels"].(map[string]any)["eventpipe_dlq_opt_out"] = "true"
 			in["labels"].(map[string]any)["eventpipe_dlq_opt_out_reason"] = "source_is_replayable"
@@ -221,9 +172,9 @@ func TestMutationsFailWithTheirRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := parsePreview(t, fixture(t, "preview_show_sames.json.txt"))
+			p := plantest.Parse(t, fixture(t, "preview_show_sames.json.txt"))
 			tt.mutate(t, p)
-			fs := evaluate(t, e, p.bytes(t))
+			fs := evaluate(t, e, p.JSON(t))
 			if got := ids(fs); !reflect.DeepEqual(got, tt.want) {
 				for _, f := range fs {
 					t.Logf("%s %s %s: %s", f.Level, f.Rule.ID, f.URN, f.Message)
@@ -239,9 +190,9 @@ func TestMutationsFailWithTheirRule(t *testing.T) {
 
 func TestIncompletePreviewDowngradesAbsenceVerdicts(t *testing.T) {
 	e := newEngine(t, nil)
-	p := parsePreview(t, fixture(t, "preview_changes_only.json.txt"))
-	delete(p.inputs(t, sub, "orders-push"), "deadLetterPolicy")
-	fs := evaluate(t, e, p.bytes(t))
+	p := plantest.Parse(t, fixture(t, "preview_changes_only.json.txt"))
+	delete(p.Inputs(t, sub, "orders-push"), "deadLetterPolicy")
+	fs := evaluate(t, e, p.JSON(t))
 	if got := ids(fs); !reflect.DeepEqual(got, []string{"warn:EP001"}) {
 		t.Fatalf("findings %v, want the EP001 deny downgraded to a warning", got)
 	}
@@ -249,19 +200,19 @@ func TestIncompletePreviewDowngradesAbsenceVerdicts(t *testing.T) {
 		t.Errorf("note = %q", fs[0].Note)
 	}
 	// The same mutation on the complete preview stays a deny.
-	full := parsePreview(t, fixture(t, "preview_show_sames.json.txt"))
-	delete(full.inputs(t, sub, "orders-push"), "deadLetterPolicy")
-	if got := ids(evaluate(t, e, full.bytes(t))); !reflect.DeepEqual(got, []string{"deny:EP001"}) {
+	full := plantest.Parse(t, fixture(t, "preview_show_sames.json.txt"))
+	delete(full.Inputs(t, sub, "orders-push"), "deadLetterPolicy")
+	if got := ids(evaluate(t, e, full.JSON(t))); !reflect.DeepEqual(got, []string{"deny:EP001"}) {
 		t.Fatalf("complete preview: %v", got)
 	}
 }
 
 func TestUnknownTopicsGiveNoVerdict(t *testing.T) {
 	e := newEngine(t, nil)
-	p := parsePreview(t, fixture(t, "preview_show_sames.json.txt"))
+	p := plantest.Parse(t, fixture(t, "preview_show_sames.json.txt"))
 	// Without propertyDependencies the subscription's links are unknown: no rule may fire.
-	delete(p.state(t, sub, "orders-push"), "propertyDependencies")
-	if fs := evaluate(t, e, p.bytes(t)); len(fs) != 0 {
+	delete(p.State(t, sub, "orders-push"), "propertyDependencies")
+	if fs := evaluate(t, e, p.JSON(t)); len(fs) != 0 {
 		t.Fatalf("unknown links produced findings: %v", ids(fs))
 	}
 }

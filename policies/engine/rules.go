@@ -56,33 +56,29 @@ func classify(name string) (Level, bool, bool) {
 // each carries complete metadata with a unique id.
 func rulesOf(c *ast.Compiler, pkg string) ([]Rule, error) {
 	byName := map[string]*Rule{}
-	for _, m := range c.Modules {
-		if m.Package.Path.String() != "data."+pkg {
-			continue
+	var fillErr error
+	eachDefinition(c, pkg, func(name string, r *ast.Rule) {
+		level, stack, ok := classify(name)
+		if !ok || fillErr != nil {
+			return
 		}
-		for _, r := range m.Rules {
-			name := r.Head.Name.String()
-			if name == "" && len(r.Head.Reference) > 0 {
-				name = r.Head.Reference[0].String()
-			}
-			level, stack, ok := classify(name)
-			if !ok {
+		rule, seen := byName[name]
+		if !seen {
+			rule = &Rule{Name: name, Level: level, Stack: stack}
+			byName[name] = rule
+		}
+		for _, a := range r.Annotations {
+			if a.Scope != "rule" {
 				continue
 			}
-			rule, seen := byName[name]
-			if !seen {
-				rule = &Rule{Name: name, Level: level, Stack: stack}
-				byName[name] = rule
-			}
-			for _, a := range r.Annotations {
-				if a.Scope != "rule" {
-					continue
-				}
-				if err := fill(rule, a); err != nil {
-					return nil, fmt.Errorf("%s: rule %s: %w", m.Package.Location.File, name, err)
-				}
+			if err := fill(rule, a); err != nil {
+				fillErr = fmt.Errorf("%s: rule %s: %w", r.Location.File, name, err)
+				return
 			}
 		}
+	})
+	if fillErr != nil {
+		return nil, fillErr
 	}
 	rules := make([]Rule, 0, len(byName))
 	ids := map[string]string{}
@@ -142,4 +138,20 @@ func fill(r *Rule, a *ast.Annotations) error {
 		r.NeedsCompleteStack = b
 	}
 	return nil
+}
+
+// eachDefinition calls fn for every rule definition of package pkg with the rule's name.
+func eachDefinition(c *ast.Compiler, pkg string, fn func(name string, r *ast.Rule)) {
+	for _, m := range c.Modules {
+		if m.Package.Path.String() != "data."+pkg {
+			continue
+		}
+		for _, r := range m.Rules {
+			name := r.Head.Name.String()
+			if name == "" && len(r.Head.Reference) > 0 {
+				name = r.Head.Reference[0].String()
+			}
+			fn(name, r)
+		}
+	}
 }

@@ -1,0 +1,83 @@
+// Package plantest edits `pulumi preview --json` documents in tests: find a resource's
+// state by type and name, change its inputs, drop it, write the document back. Tests use
+// it to break a healthy plan one way at a time and check that exactly one rule fires.
+package plantest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Doc is a decoded preview document.
+type Doc map[string]any
+
+// TB is the part of testing.TB the helpers use.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// Parse decodes a preview document.
+func Parse(t TB, data []byte) Doc {
+	t.Helper()
+	var d Doc
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("decoding preview document: %v", err)
+	}
+	return d
+}
+
+func (d Doc) steps() []any {
+	s, _ := d["steps"].([]any)
+	return s
+}
+
+func matches(step any, typ, name string) bool {
+	st, _ := step.(map[string]any)
+	urn, _ := st["urn"].(string)
+	return strings.HasSuffix(urn, typ+"::"+name)
+}
+
+// State returns the newState of the resource of type typ named name.
+func (d Doc) State(t TB, typ, name string) map[string]any {
+	t.Helper()
+	for _, s := range d.steps() {
+		if matches(s, typ, name) {
+			return s.(map[string]any)["newState"].(map[string]any)
+		}
+	}
+	t.Fatalf("the plan has no %s %s", typ, name)
+	return nil
+}
+
+// Inputs returns the inputs of the resource of type typ named name.
+func (d Doc) Inputs(t TB, typ, name string) map[string]any {
+	t.Helper()
+	return d.State(t, typ, name)["inputs"].(map[string]any)
+}
+
+// Drop removes the resource of type typ named name from the plan.
+func (d Doc) Drop(t TB, typ, name string) {
+	t.Helper()
+	var keep []any
+	for _, s := range d.steps() {
+		if !matches(s, typ, name) {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) == len(d.steps()) {
+		t.Fatalf("the plan has no %s %s", typ, name)
+	}
+	d["steps"] = keep
+}
+
+// JSON encodes the document.
+func (d Doc) JSON(t TB) []byte {
+	t.Helper()
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		t.Fatalf("encoding preview document: %v", fmt.Sprint(err))
+	}
+	return b
+}
