@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -184,10 +185,18 @@ var seedRoutes []byte
 func SeedRoutes() []byte { return bytes.Clone(seedRoutes) }
 
 // LoadFile reads and validates a routes file; path "" loads the embedded
-// seed routes.
+// seed routes, and a value starting with "{" is the routes JSON itself
+// (routes passed inline in EVENTPIPE_ROUTES).
 func LoadFile(path string) (*Table, error) {
 	if path == "" {
 		return Parse(seedRoutes)
+	}
+	if inline := strings.TrimSpace(path); strings.HasPrefix(inline, "{") {
+		t, err := Parse([]byte(inline))
+		if err != nil {
+			return nil, fmt.Errorf("EVENTPIPE_ROUTES (inline JSON): %w", err)
+		}
+		return t, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

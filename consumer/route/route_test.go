@@ -3,6 +3,7 @@ package route
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +208,44 @@ func TestParseRejectsUnknownKeys(t *testing.T) {
 	_, err := Parse([]byte(`{"routes":[{"name":"x","mdoe":"lease"}]}`))
 	if err == nil || !strings.Contains(err.Error(), "mdoe") {
 		t.Fatalf("misspelt key accepted: %v", err)
+	}
+}
+
+func TestLoadFileSources(t *testing.T) {
+	inline := `{"routes":[{"name":"svc","match":{"fields":["service"]},"mode":"latest-state",
+		"target":{"collection":"ops","id":"id"},
+		"fields":{"id":{"from":["service"],"type":"string","required":true},"at":{"from":["$publishTime"],"type":"timestamp"}},
+		"ordering":{"eventTime":"at"}}]}`
+	path := t.TempDir() + "/routes.json"
+	if err := os.WriteFile(path, []byte(inline), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, arg string
+		routes    int
+		wantErr   string
+	}{
+		{"embedded seed routes", "", 3, ""},
+		{"file", path, 1, ""},
+		{"inline JSON", "  " + inline, 1, ""},
+		{"missing file", path + ".nope", 0, "read routes file"},
+		{"bad inline JSON", `{"routes":[{"name":"x"}]}`, 0, "EVENTPIPE_ROUTES (inline JSON)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table, err := LoadFile(tt.arg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("want error %q, got %v", tt.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(table.Routes()); n != tt.routes {
+				t.Fatalf("%d routes, want %d", n, tt.routes)
+			}
+		})
 	}
 }

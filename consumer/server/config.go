@@ -51,7 +51,7 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_ENV                         environment, qualifies document ids (default dev)
 //	EVENTPIPE_SERVICE, EVENTPIPE_VERSION  identity in every log line
 //	EVENTPIPE_STORE                       store URL (default: bbolt file in the temp dir)
-//	EVENTPIPE_ROUTES                      routes file (default: embedded seed routes)
+//	EVENTPIPE_ROUTES                      routes file, or inline routes JSON (default: embedded seed routes)
 //	EVENTPIPE_OIDC_AUDIENCE               verify push OIDC tokens for this audience
 //	EVENTPIPE_PUSH_ACCOUNTS               allowed push service accounts (comma-separated)
 //	EVENTPIPE_OIDC_JWKS_URL               JWKS override (tests)
