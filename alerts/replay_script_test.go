@@ -37,11 +37,23 @@ func TestRunbookReplayScriptRuns(t *testing.T) {
 			doc = p.Documentation
 		}
 	}
-	_, rest, ok := strings.Cut(doc, "```sh\n")
-	if !ok {
-		t.Fatal("runbook has no sh block")
+	var script string
+	for _, block := range strings.Split(doc, "```sh\n")[1:] {
+		if b, _, _ := strings.Cut(block, "```"); strings.Contains(b, "gcloud pubsub subscriptions pull") {
+			script = b
+		}
 	}
-	script, _, _ := strings.Cut(rest, "```")
+	if script == "" {
+		t.Fatal("runbook has no gcloud replay script")
+	}
+	for _, line := range []string{
+		"eventpipe replay --subscription projects/acme-prod/subscriptions/orders-push-dlq --topic projects/acme-prod/topics/orders --dry-run\n",
+		"eventpipe replay --subscription projects/acme-prod/subscriptions/orders-push-dlq --topic projects/acme-prod/topics/orders\n",
+	} {
+		if !strings.Contains(doc, line) {
+			t.Errorf("runbook lacks %q", line)
+		}
+	}
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
