@@ -1,7 +1,6 @@
 package callback
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -140,7 +139,7 @@ func TestCallbackTransientFailureReleasesReceipt(t *testing.T) {
 	// Fail only the apply transaction: reserve (1st tx) and release work.
 	var calls int
 	var mu sync.Mutex
-	hook := &hookStore{FailingStore: f.st, fail: func() error {
+	hook := &ct.FailingStore{Store: f.st, Hook: func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -171,19 +170,6 @@ func TestCallbackTransientFailureReleasesReceipt(t *testing.T) {
 	if run.Fields["status"] != "completed" {
 		t.Fatalf("retry did not process: %v", run.Fields)
 	}
-}
-
-// hookStore fails a transaction when fail says so.
-type hookStore struct {
-	*ct.FailingStore
-	fail func() error
-}
-
-func (h *hookStore) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	if err := h.fail(); err != nil {
-		return err
-	}
-	return h.FailingStore.RunTx(ctx, fn)
 }
 
 func TestConcurrentCallbacksProcessOnce(t *testing.T) {

@@ -111,12 +111,11 @@ func TestPullAcksNacksAndDeadLetters(t *testing.T) {
 		DeadLetterPolicy: &pb.DeadLetterPolicy{DeadLetterTopic: topicName("events-dlq"), MaxDeliveryAttempts: 5}})
 	f.sub(t, &pb.Subscription{Name: subName("dlq-reader"), Topic: topicName("events-dlq")})
 
-	fs := &ct.FailingStore{Store: memstore.New()}
 	// The first two transactions fail transiently: those messages are nacked
 	// and redelivered, not lost.
 	var mu sync.Mutex
 	failures := 2
-	hook := &flakyStore{FailingStore: fs, next: func() error {
+	fs := &ct.FailingStore{Store: memstore.New(), Hook: func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if failures > 0 {
@@ -125,7 +124,7 @@ func TestPullAcksNacksAndDeadLetters(t *testing.T) {
 		}
 		return nil
 	}}
-	proc, _, log := ct.NewProcessor(t, ct.Options{Store: hook})
+	proc, _, log := ct.NewProcessor(t, ct.Options{Store: fs})
 	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("plain"), subName("with-dlq")},
 		Settings: pubsub.ReceiveSettings{MaxOutstandingMessages: 10, NumGoroutines: 1}, Processor: proc})
 
@@ -200,19 +199,6 @@ func TestPullAcksNacksAndDeadLetters(t *testing.T) {
 }
 
 var errUnavailable = &store.Error{Op: "commit", Code: "UNAVAILABLE", Kind: store.KindTransient, Err: errors.New("backend restarting")}
-
-// flakyStore fails transactions while next returns an error.
-type flakyStore struct {
-	*ct.FailingStore
-	next func() error
-}
-
-func (s *flakyStore) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	if err := s.next(); err != nil {
-		return err
-	}
-	return s.FailingStore.RunTx(ctx, fn)
-}
 
 func TestPullExactlyOnceAcks(t *testing.T) {
 	f := newFake(t)

@@ -47,22 +47,48 @@ func bodies(b *testing.B, n int) [][]byte {
 	return out
 }
 
-// drive pushes distinct pre-encoded bodies through h from parallel workers.
-func drive(b *testing.B, h http.Handler, msgs [][]byte) {
+// drive sends distinct pre-encoded bodies from parallel workers; send
+// returns the response status.
+func drive(b *testing.B, msgs [][]byte, send func(body []byte) (int, error)) {
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			body := msgs[int(next.Add(1)-1)%len(msgs)]
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
-			if w.Code >= 300 {
-				b.Errorf("status %d: %s", w.Code, w.Body)
+			code, err := send(msgs[int(next.Add(1)-1)%len(msgs)])
+			if err != nil || code >= 300 {
+				b.Errorf("status %d: %v", code, err)
 				return
 			}
 		}
 	})
+}
+
+// direct calls h.ServeHTTP: the handler's own cost, no transport.
+func direct(h http.Handler) func([]byte) (int, error) {
+	return func(body []byte) (int, error) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
+		return w.Code, nil
+	}
+}
+
+// overHTTP serves h on loopback and posts with keep-alive connections.
+func overHTTP(b *testing.B, h http.Handler) func([]byte) (int, error) {
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	b.Cleanup(client.CloseIdleConnections)
+	url := srv.URL + Path
+	return func(body []byte) (int, error) {
+		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
 }
 
 func idempotentHandler(b *testing.B) http.Handler {
@@ -86,36 +112,8 @@ func idempotentHandler(b *testing.B) http.Handler {
 // idempotent throughput as a share of the bare handler's (goal >= 50%).
 func BenchmarkPushPath(b *testing.B) {
 	msgs := bodies(b, 1<<14)
-	b.Run("http/bare", func(b *testing.B) { driveHTTP(b, http.HandlerFunc(bareHandler), msgs) })
-	b.Run("http/idempotent", func(b *testing.B) { driveHTTP(b, idempotentHandler(b), msgs) })
-	b.Run("handler/bare", func(b *testing.B) { drive(b, http.HandlerFunc(bareHandler), msgs) })
-	b.Run("handler/idempotent", func(b *testing.B) { drive(b, idempotentHandler(b), msgs) })
-}
-
-// driveHTTP pushes over loopback HTTP with keep-alive connections.
-func driveHTTP(b *testing.B, h http.Handler, msgs [][]byte) {
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	defer client.CloseIdleConnections()
-	url := srv.URL + Path
-	var next atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			body := msgs[int(next.Add(1)-1)%len(msgs)]
-			resp, err := client.Post(url, "application/json", bytes.NewReader(body))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode >= 300 {
-				b.Errorf("status %d", resp.StatusCode)
-				return
-			}
-		}
-	})
+	b.Run("http/bare", func(b *testing.B) { drive(b, msgs, overHTTP(b, http.HandlerFunc(bareHandler))) })
+	b.Run("http/idempotent", func(b *testing.B) { drive(b, msgs, overHTTP(b, idempotentHandler(b))) })
+	b.Run("handler/bare", func(b *testing.B) { drive(b, msgs, direct(http.HandlerFunc(bareHandler))) })
+	b.Run("handler/idempotent", func(b *testing.B) { drive(b, msgs, direct(idempotentHandler(b))) })
 }

@@ -175,9 +175,13 @@ func Put(t testing.TB, st store.Store, key store.Key, fields map[string]any) {
 	}
 }
 
-// FailingStore fails every transaction with Err while Err is set.
+// FailingStore wraps a store and fails transactions on demand: with the
+// error set by SetErr, or whatever Hook returns before each transaction.
 type FailingStore struct {
 	store.Store
+	// Hook, when set, runs before every transaction; an error fails it.
+	Hook func() error
+
 	mu  sync.Mutex
 	err error
 }
@@ -194,6 +198,9 @@ func (f *FailingStore) RunTx(ctx context.Context, fn func(ctx context.Context, t
 	f.mu.Lock()
 	err := f.err
 	f.mu.Unlock()
+	if err == nil && f.Hook != nil {
+		err = f.Hook()
+	}
 	if err != nil {
 		return err
 	}
