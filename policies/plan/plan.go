@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -79,27 +80,25 @@ func Parse(data []byte, file string) (*Plan, error) {
 	if trimmed[0] != '{' {
 		return nil, fmt.Errorf("%s: input is not a JSON object: %w", file, ErrUnrecognised)
 	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &probe); err != nil {
-		return nil, fmt.Errorf("%s: invalid JSON: %v: %w", file, err, ErrUnrecognised)
+	// One decoding pass: every format's top-level fields at once; the format is the one
+	// whose fields are present.
+	var doc document
+	if err := json.Unmarshal(trimmed, &doc); err != nil {
+		return nil, fmt.Errorf("%s: invalid JSON or unexpected field types: %v: %w", file, err, ErrUnrecognised)
 	}
 	var (
 		p   *Plan
 		err error
 	)
 	switch {
-	case probe["steps"] != nil:
-		p, err = parsePreview(trimmed)
-	case probe["deployment"] != nil:
-		p, err = parseExport(trimmed)
-	case probe["format_version"] != nil && (probe["resource_changes"] != nil || probe["planned_values"] != nil):
-		p, err = parseTerraform(trimmed)
+	case doc.Steps != nil:
+		p, err = fromPreview(&doc.previewDoc)
+	case doc.Deployment != nil:
+		p, err = fromExport(&doc.exportDoc)
+	case doc.FormatVersion != "" && (doc.ResourceChanges != nil || doc.PlannedValues != nil):
+		p, err = fromTerraform(&doc.tfPlan)
 	default:
-		keys := make([]string, 0, len(probe))
-		for k := range probe {
-			keys = append(keys, k)
-		}
-		return nil, fmt.Errorf("%s: top-level keys %v match no known format (expected \"steps\", \"deployment\" or \"format_version\"+\"resource_changes\"): %w", file, keys, ErrUnrecognised)
+		return nil, fmt.Errorf("%s: top-level keys %v match no known format (expected \"steps\", \"deployment\" or \"format_version\"+\"resource_changes\"): %w", file, topLevelKeys(trimmed), ErrUnrecognised)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
@@ -107,6 +106,26 @@ func Parse(data []byte, file string) (*Plan, error) {
 	p.File = file
 	p.raw = data
 	return p, nil
+}
+
+// document holds the top-level fields of every supported format.
+type document struct {
+	previewDoc
+	exportDoc
+	tfPlan
+}
+
+func topLevelKeys(data []byte) []string {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Input is the plan as OPA input for stack rules: {"resources": [...]}, the shape of

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"encoding/json"
 	"fmt"
 )
 
@@ -35,11 +34,7 @@ var removingOps = map[string]bool{
 	"read-discard": true, "remove-pending-replace": true,
 }
 
-func parsePreview(data []byte) (*Plan, error) {
-	var doc previewDoc
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("reading pulumi preview --json: %w", err)
-	}
+func fromPreview(doc *previewDoc) (*Plan, error) {
 	p := &Plan{Format: FormatPreview, Complete: true}
 	sames := 0
 	index := map[string]int{}
@@ -76,17 +71,15 @@ func parsePreview(data []byte) (*Plan, error) {
 }
 
 type exportDoc struct {
-	Version    *int `json:"version"`
-	Deployment struct {
-		Resources []pulumiState `json:"resources"`
-	} `json:"deployment"`
+	Version    *int              `json:"version"`
+	Deployment *exportDeployment `json:"deployment"`
 }
 
-func parseExport(data []byte) (*Plan, error) {
-	var doc exportDoc
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("reading pulumi stack export: %w", err)
-	}
+type exportDeployment struct {
+	Resources []pulumiState `json:"resources"`
+}
+
+func fromExport(doc *exportDoc) (*Plan, error) {
 	if doc.Version == nil {
 		return nil, fmt.Errorf("a stack export has a \"version\" (3): %w", ErrUnrecognised)
 	}

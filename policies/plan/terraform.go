@@ -65,16 +65,13 @@ type tfModuleConfig struct {
 type tfPlan struct {
 	FormatVersion   string             `json:"format_version"`
 	ResourceChanges []tfResourceChange `json:"resource_changes"`
+	PlannedValues   json.RawMessage    `json:"planned_values"`
 	Configuration   struct {
 		RootModule tfModuleConfig `json:"root_module"`
 	} `json:"configuration"`
 }
 
-func parseTerraform(data []byte) (*Plan, error) {
-	var doc tfPlan
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("reading terraform show -json: %w", err)
-	}
+func fromTerraform(doc *tfPlan) (*Plan, error) {
 	if doc.ResourceChanges == nil {
 		return nil, fmt.Errorf("terraform JSON without resource_changes: run `terraform show -json PLANFILE` on a saved plan, not on state: %w", ErrUnrecognised)
 	}
