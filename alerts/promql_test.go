@@ -29,7 +29,16 @@ func promQLConditions(t *testing.T, plan Plan) map[string]ConditionSpec {
 // subscription or consumer it belongs to, and evaluates to a filter (a
 // comparison or a set operation), as an alerting rule must.
 func TestPromQLParses(t *testing.T) {
-	plan := mustPlan(t, testTarget(), Defaults())
+	odd := testTarget()
+	odd.Pipeline, odd.Env = "orders.v2", "pre-prod"
+	odd.Subscriptions[0].Name = "Orders.Push~v2+x%41"
+	for _, tg := range []Target{testTarget(), odd} {
+		checkPromQL(t, mustPlan(t, tg, Defaults()))
+	}
+}
+
+// checkPromQL parses and inspects every PromQL condition of plan.
+func checkPromQL(t *testing.T, plan Plan) {
 	for key, c := range promQLConditions(t, plan) {
 		t.Run(key, func(t *testing.T) {
 			expr, err := parser.ParseExpr(c.Query)
