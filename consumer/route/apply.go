@@ -253,18 +253,17 @@ func convert(v any, typ string) (any, error) {
 
 // lookup follows a dotted path through nested objects.
 func lookup(m map[string]any, path string) (any, bool) {
-	var cur any = m
-	for part := range strings.SplitSeq(path, ".") {
-		obj, ok := cur.(map[string]any)
-		if !ok {
+	for {
+		head, rest, nested := strings.Cut(path, ".")
+		v, ok := m[head]
+		if !ok || !nested {
+			return v, ok
+		}
+		if m, ok = v.(map[string]any); !ok {
 			return nil, false
 		}
-		cur, ok = obj[part]
-		if !ok {
-			return nil, false
-		}
+		path = rest
 	}
-	return cur, true
 }
 
 func stringAt(m map[string]any, path string) (string, bool) {
@@ -274,16 +273,19 @@ func stringAt(m map[string]any, path string) (string, bool) {
 }
 
 func setPath(m map[string]any, path string, v any) {
-	parts := strings.Split(path, ".")
-	for _, p := range parts[:len(parts)-1] {
-		next, ok := m[p].(map[string]any)
+	for {
+		head, rest, nested := strings.Cut(path, ".")
+		if !nested {
+			m[head] = v
+			return
+		}
+		next, ok := m[head].(map[string]any)
 		if !ok {
 			next = map[string]any{}
-			m[p] = next
+			m[head] = next
 		}
-		m = next
+		m, path = next, rest
 	}
-	m[parts[len(parts)-1]] = v
 }
 
 func payloadKeys(m map[string]any) string {
