@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -166,25 +165,70 @@ func (r *Resource) Input() map[string]any {
 	return m
 }
 
-var urnKey = regexp.MustCompile(`"(?:urn|address)"\s*:\s*"((?:[^"\\]|\\.)*)"`)
-
 // Lines maps each resource URN (Terraform: address) to the first line of the input
-// document that names it, for reports that point into the file. One pass over the input.
+// document that names it as "urn" or "address", for reports that point into the file.
+// One pass over the input.
 func (p *Plan) Lines() map[string]int {
-	lines := map[string]int{}
+	lines := make(map[string]int, len(p.Resources))
+	data := p.raw
 	line, last := 1, 0
-	for _, m := range urnKey.FindAllSubmatchIndex(p.raw, -1) {
-		line += bytes.Count(p.raw[last:m[0]], []byte{'\n'})
-		last = m[0]
-		var s string
-		if err := json.Unmarshal(p.raw[m[2]-1:m[3]+1], &s); err != nil {
+	for i := 0; i < len(data); {
+		j := bytes.IndexByte(data[i:], '"')
+		if j < 0 {
+			break
+		}
+		start := i + j
+		key := ""
+		switch {
+		case bytes.HasPrefix(data[start:], []byte(`"urn"`)):
+			key = `"urn"`
+		case bytes.HasPrefix(data[start:], []byte(`"address"`)):
+			key = `"address"`
+		default:
+			i = skipString(data, start)
 			continue
 		}
-		if _, seen := lines[s]; !seen {
-			lines[s] = line
+		k := start + len(key)
+		for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
+			k++
 		}
+		if k >= len(data) || data[k] != ':' {
+			i = start + len(key)
+			continue
+		}
+		k++
+		for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
+			k++
+		}
+		if k >= len(data) || data[k] != '"' {
+			i = k
+			continue
+		}
+		end := skipString(data, k)
+		var value string
+		if err := json.Unmarshal(data[k:end], &value); err == nil {
+			line += bytes.Count(data[last:start], []byte{'\n'})
+			last = start
+			if _, seen := lines[value]; !seen {
+				lines[value] = line
+			}
+		}
+		i = end
 	}
 	return lines
+}
+
+// skipString returns the offset just past the JSON string starting at data[start] ('"').
+func skipString(data []byte, start int) int {
+	for k := start + 1; k < len(data); k++ {
+		switch data[k] {
+		case '\\':
+			k++
+		case '"':
+			return k + 1
+		}
+	}
+	return len(data)
 }
 
 // nameFromURN is the last "::"-separated part of a Pulumi URN.

@@ -30,13 +30,13 @@ func Generate(n int) ([]byte, error) {
 		return urn
 	}
 	// One pipeline = 10 resources, 5 of them subscriptions: source topic, DLQ topic,
-	// 2 source subscriptions, 2 DLQ subscriptions, one more pull subscription on the
-	// source, its DLQ … kept to exactly 5 subscriptions and 5 other resources.
+	// 4 push subscriptions on the source, the DLQ subscription, the service agent's
+	// publisher (on the DLQ topic) and project-wide subscriber grants, and the consumer's
+	// invoker grant.
 	for i := 0; i < n/10; i++ {
 		p := fmt.Sprintf("p%05d", i)
 		src := add("gcp:pubsub/topic:Topic", p, map[string]any{"name": p, "project": "bench"}, nil)
 		dlq := add("gcp:pubsub/topic:Topic", p+".dlq", map[string]any{"name": p + ".dlq", "project": "bench"}, nil)
-		var subs []string
 		for j := 0; j < 4; j++ {
 			name := fmt.Sprintf("%s-s%d", p, j)
 			in := map[string]any{
@@ -54,7 +54,7 @@ func Generate(n int) ([]byte, error) {
 				in["deadLetterPolicy"] = map[string]any{"deadLetterTopic": "projects/bench/topics/" + p + ".dlq", "maxDeliveryAttempts": 5}
 				pd["deadLetterPolicy"] = []string{dlq}
 			}
-			subs = append(subs, add("gcp:pubsub/subscription:Subscription", name, in, pd))
+			add("gcp:pubsub/subscription:Subscription", name, in, pd)
 		}
 		add("gcp:pubsub/subscription:Subscription", p+".dlq-sub", map[string]any{
 			"name": p + ".dlq-sub", "project": "bench", "topic": "projects/bench/topics/" + p + ".dlq",
@@ -68,7 +68,10 @@ func Generate(n int) ([]byte, error) {
 		add("gcp:projects/iAMMember:IAMMember", p+"-subscriber", map[string]any{
 			"project": "bench", "role": "roles/pubsub.subscriber", "member": agent,
 		}, nil)
-		_ = subs
+		add("gcp:cloudrunv2/serviceIamMember:ServiceIamMember", p+"-invoker", map[string]any{
+			"name": p + "-consumer", "location": "europe-west1", "role": "roles/run.invoker",
+			"member": "serviceAccount:push@bench.iam.gserviceaccount.com",
+		}, nil)
 	}
 	return json.MarshalIndent(map[string]any{
 		"config":        map[string]any{},
