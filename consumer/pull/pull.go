@@ -33,7 +33,10 @@ type Config struct {
 	Client *pubsub.Client
 	// Subscriptions are full names, projects/P/subscriptions/S.
 	Subscriptions []string
-	// Settings is the flow control of every subscription.
+	// Settings is the flow control of every subscription. Leave
+	// ShutdownOptions nil: the client's default graceful shutdown waits for
+	// in-flight messages and flushes their acks; a timed shutdown can return
+	// before the acks are sent (they would be redelivered as duplicates).
 	Settings pubsub.ReceiveSettings
 	// Processor handles each message.
 	Processor *process.Processor

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,4 +256,40 @@ func TestRunRejectsBadSubscriptionName(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted a short subscription name")
 	}
+}
+
+// TestPullShutdownFinishesInFlight stops the runner while a message is being
+// processed (its lease action blocks): the message still completes and is
+// acked, nothing is redelivered or lost.
+func TestPullShutdownFinishesInFlight(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "docs")
+	f.sub(t, &pb.Subscription{Name: subName("docs"), Topic: topicName("docs")})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	downstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		<-release
+	}))
+	defer downstream.Close()
+	routes := `{"routes":[{"name":"doc","match":{"fields":["fileHash"]},"mode":"lease",
+		"fields":{"fileHash":{"from":["fileHash"],"type":"string","required":true}},
+		"action":{"urlEnv":"DOWNSTREAM","timeout":"30s"}}]}`
+	proc, _, log := ct.NewProcessor(t, ct.Options{Routes: []byte(routes), Env: map[string]string{"DOWNSTREAM": downstream.URL}})
+	// Default shutdown options, as the server uses them: graceful.
+	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("docs")}, Processor: proc})
+	id := f.publish(t, "docs", `{"fileHash":"abc"}`)
+	waitFor(t, "the action to start", func() bool { return calls.Load() == 1 })
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	time.Sleep(100 * time.Millisecond) // shutdown has begun while the message is in flight
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	lines := ct.With(log.Lines(t), "messageId", id)
+	if len(lines) != 1 || lines[0]["outcome"] != "applied" || lines[0]["ack_action"] != "ack" {
+		t.Fatalf("in-flight message: %v", lines)
+	}
+	waitFor(t, "the ack to reach Pub/Sub", func() bool { return f.srv.Message(id).Acks == 1 })
 }

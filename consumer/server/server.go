@@ -108,11 +108,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 			}
 			defer client.Close()
 		}
+		// PullSettings.ShutdownOptions stays nil: the client's graceful
+		// shutdown, which waits for in-flight messages and flushes their acks
+		// (a timed shutdown returns before acks are sent). Run bounds the
+		// wait with ShutdownTimeout.
+		settings := cfg.PullSettings
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			pullErr <- pull.Run(pullCtx, pull.Config{Client: client, Subscriptions: cfg.PullSubscriptions,
-				Settings: cfg.PullSettings, Processor: proc})
+				Settings: settings, Processor: proc})
 		}()
 	}
 	serveErr := make(chan error, 1)
