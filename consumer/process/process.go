@@ -122,20 +122,27 @@ func (p *Processor) DLQ() classify.DLQMode { return p.cfg.DLQ }
 
 // Result is the outcome of one message and the content of its log line.
 type Result struct {
+	// Decision is the answer: outcome, HTTP status, ack or nack, severity.
 	classify.Decision
+	// Class and Err describe the failure, when there was one.
 	Class classify.Class
 	Err   error
 
-	Msg           *envelope.Message
+	// Msg is the message handled (partial for a rejected envelope).
+	Msg *envelope.Message
+	// Route, Topic, EventType and SchemaVersion come from the matched route.
 	Route         string
 	Topic         string
 	EventType     string
 	SchemaVersion string
-	WriteKind     string
-	DocPath       string
-	IdemDoc       string
+	// WriteKind, DocPath and IdemDoc say what the engine wrote and where.
+	WriteKind string
+	DocPath   string
+	IdemDoc   string
+	// Reads and Writes count the store operations this message cost.
 	Reads, Writes int64
-	Started       time.Time
+	// Started is when handling began (for latency_ms).
+	Started time.Time
 }
 
 // Process handles one decoded message. It never returns an error: every
@@ -151,8 +158,9 @@ func (p *Processor) Process(ctx context.Context, msg *envelope.Message) *Result 
 	return res
 }
 
-// Reject records a message that could not even be decoded (bad envelope).
-// body is kept in the poison record when no DLQ will keep it.
+// Reject answers a message that could not even be decoded (bad envelope or
+// payload): poison. msg.Data (the raw body or data) is kept in the poison
+// record when no DLQ will keep the message.
 func (p *Processor) Reject(ctx context.Context, msg *envelope.Message, err error) *Result {
 	res := &Result{Msg: msg, Started: time.Now()}
 	p.finish(ctx, res, "", err)
