@@ -6,18 +6,41 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
+	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 )
 
 // TestConcurrentDuplicatePushes sends the same message 64 times at once over
 // real HTTP: exactly one delivery applies it, 63 are duplicates, all acked.
 func TestConcurrentDuplicatePushes(t *testing.T) {
-	proc, _, log := ct.NewProcessor(t, ct.Options{})
+	stores := []struct {
+		name string
+		open func(t *testing.T) store.Store
+	}{
+		{"memory", func(*testing.T) store.Store { return memstore.New() }},
+		{"bbolt (the default store)", func(t *testing.T) store.Store {
+			st, err := boltstore.Open(filepath.Join(t.TempDir(), "push.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}},
+	}
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) { concurrentDuplicates(t, s.open(t)) })
+	}
+}
+
+func concurrentDuplicates(t *testing.T, st store.Store) {
+	proc, _, log := ct.NewProcessor(t, ct.Options{Store: st})
 	srv := httptest.NewServer(New(proc, nil))
 	defer srv.Close()
 	body := ct.PushBody(t, ct.Envelope{ID: "same", Payload: sysEvent("healthy", "2026-01-02T03:00:00Z")})
