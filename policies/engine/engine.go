@@ -129,7 +129,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return rego.New(
 			rego.Query(query),
 			rego.Compiler(compiler),
-			rego.Store(inmem.NewFromObject(data)),
+			rego.Store(inmem.NewFromObjectWithOpts(data, inmem.OptReturnASTValuesOnRead(true))),
 		).PrepareForEval(ctx)
 	}
 	// Resource rules: every rule on each resource of the input, the resource given to the
