@@ -131,7 +131,7 @@ func TestLeaseActionRejectedIsPoison(t *testing.T) {
 
 func TestLeaseHeldIsRetriedAndHeartbeatKeepsIt(t *testing.T) {
 	release := make(chan struct{})
-	d, deliver, _ := leaseSetup(t, "400ms", "100ms", func(n int64) int {
+	d, deliver, _ := leaseSetup(t, "1s", "100ms", func(n int64) int {
 		if n == 1 {
 			<-release
 		}
@@ -143,7 +143,7 @@ func TestLeaseHeldIsRetriedAndHeartbeatKeepsIt(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// Longer than the lease: only the heartbeat keeps it.
-	time.Sleep(900 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
 	r := deliver("m2", "sha-slow")
 	if r.outcome != "retry" || r.errType != "in_progress" || r.status != 500 {
 		t.Fatalf("second worker while the lease is held: %+v", r)
