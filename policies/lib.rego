@@ -52,8 +52,7 @@ unknown(x) if x == secret_value
 # known_string(x) holds for a non-empty string the plan shows in clear.
 known_string(x) if {
 	is_string(x)
-	x != ""
-	not unknown(x)
+	not x in {"", unknown_value, secret_value}
 }
 
 # prop(r, path) is the input property at path, or null when it is absent.
@@ -145,21 +144,21 @@ basename(s) := parts[count(parts) - 1] if {
 topic_targets(r, property) := t if {
 	t := {u | some u in r.propertyDependencies[property]; topic_urns[u]}
 	count(t) > 0
-} else := t if {
-	t := topics_by_name[basename(value_of(r, property))]
-} else := {concat("", ["external:", v])} if {
-	v := value_of(r, property)
-}
+} else := named_topics(value_of(r, property))
+
+named_topics(v) := t if {
+	t := topics_by_name[basename(v)]
+} else := {concat("", ["external:", v])}
 
 # subscription_targets(r, property) is topic_targets for references to subscriptions.
 subscription_targets(r, property) := t if {
 	t := {u | some u in r.propertyDependencies[property]; subscription_urns[u]}
 	count(t) > 0
-} else := t if {
-	t := subscriptions_by_name[basename(value_of(r, property))]
-} else := {concat("", ["external:", v])} if {
-	v := value_of(r, property)
-}
+} else := named_subscriptions(value_of(r, property))
+
+named_subscriptions(v) := t if {
+	t := subscriptions_by_name[basename(v)]
+} else := {concat("", ["external:", v])}
 
 # value_of(r, property) is the known reference value of a linking property. The dead-letter
 # policy links through its deadLetterTopic field.
