@@ -53,6 +53,36 @@ func TestRegoUnitTests(t *testing.T) {
 	}
 }
 
+// TestOPATestFolder loads this folder the way `opa test policies/` does — every .rego file
+// as a module and every .json/.yaml file below it as data — and runs the tests with the
+// store it builds, so a data file that the OPA CLI would trip over fails here too.
+func TestOPATestFolder(t *testing.T) {
+	ctx := context.Background()
+	modules, store, err := tester.Load([]string{"."}, nil)
+	if err != nil {
+		t.Fatalf("loading the folder as opa test does: %v", err)
+	}
+	txn, err := store.NewTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Abort(ctx, txn)
+	ch, err := tester.NewRunner().SetStore(store).SetModules(modules).RunTests(ctx, txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for res := range ch {
+		n++
+		if res.Error != nil || res.Fail {
+			t.Errorf("%s: fail %v error %v", res.Name, res.Fail, res.Error)
+		}
+	}
+	if n < 60 {
+		t.Fatalf("opa test ran only %d tests", n)
+	}
+}
+
 var ruleName = regexp.MustCompile(`(?m)^((?:stack_)?(?:deny|warn|violation)_[a-z0-9_]+) contains`)
 
 // TestEveryRuleIsTested checks that each rule is exercised by the unit tests.
