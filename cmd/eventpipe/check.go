@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"text/tabwriter"
 	"time"
 
@@ -120,7 +121,7 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	findings = cfg.Apply(findings, opts.now())
 	rep := &report.Report{
 		Source: source, InputFormat: string(p.Format), Resources: len(p.Resources),
-		Rules: eng.Rules(), Findings: findings, FailOnWarn: opts.failOnWarn, Version: "dev",
+		Rules: eng.Rules(), Findings: findings, FailOnWarn: opts.failOnWarn, Version: buildVersion(),
 	}
 	if err := report.Write(stdout, format, rep); err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("writing %s report: %w", format, err)}
@@ -134,6 +135,15 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 		return &exitError{code: 1, err: fmt.Errorf("check failed: %d denies, %d warnings (fail-on-warn %v)", denies, warnings, opts.failOnWarn)}
 	}
 	return nil
+}
+
+// buildVersion is the eventpipe module version the binary was built from ("(devel)" for a
+// build from a checkout), for the SARIF tool driver.
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
 }
 
 func validFormat(f report.Format) bool {
