@@ -75,9 +75,12 @@ label(r, key) := v if {
 
 # setting(rule, key, default) reads a threshold from data.config.<rule>.<key>, where both
 # Pulumi policy configuration and the eventpipe check configuration file put it.
-setting(rule, key, default_value) := v if {
-	v := data.config[rule][key]
-} else := default_value
+setting(rule, key, default_value) := object.get(config, [rule, key], default_value)
+
+# config is data.config, or empty when neither Pulumi nor eventpipe check provides one.
+default config := {}
+
+config := data.config
 
 # environment(r) is the stack environment: data.config.environment when eventpipe check
 # sets it, otherwise the eventpipe_env label the components put on every resource.

@@ -23,15 +23,10 @@ deny_dead_letter_attempts_out_of_range contains msg if {
 	raw := object.get(policy, "maxDeliveryAttempts", 0)
 	is_number(raw)
 	attempts := {true: 5, false: raw}[raw == 0] # unset or 0 means Pub/Sub's default, 5
-	low := setting("deny_dead_letter_attempts_out_of_range", "min", 5)
-	high := setting("deny_dead_letter_attempts_out_of_range", "max", 10)
-	not in_range(attempts, low, high)
+	low := object.get(config, ["deny_dead_letter_attempts_out_of_range", "min"], 5)
+	high := object.get(config, ["deny_dead_letter_attempts_out_of_range", "max"], 10)
+	[attempts >= low, attempts <= high] != [true, true]
 	msg := sprintf("%s dead-letters after %v delivery attempts; the allowed range is %v-%v", [display(input), attempts, low, high])
-}
-
-in_range(n, low, high) if {
-	n >= low
-	n <= high
 }
 
 # METADATA
@@ -56,16 +51,16 @@ deny_retry_policy contains msg if {
 
 deny_retry_policy contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
-	low := setting("deny_retry_policy", "minimumBackoffSeconds", 10)
-	got := seconds(input.properties.retryPolicy.minimumBackoff)
+	got := time.parse_duration_ns(input.properties.retryPolicy.minimumBackoff) / 1000000000
+	low := object.get(config, ["deny_retry_policy", "minimumBackoffSeconds"], 10)
 	got < low
 	msg := sprintf("%s retries after %vs; the minimum backoff must be at least %vs", [display(input), got, low])
 }
 
 deny_retry_policy contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
-	high := setting("deny_retry_policy", "maximumBackoffSeconds", 600)
-	got := seconds(input.properties.retryPolicy.maximumBackoff)
+	got := time.parse_duration_ns(input.properties.retryPolicy.maximumBackoff) / 1000000000
+	high := object.get(config, ["deny_retry_policy", "maximumBackoffSeconds"], 600)
 	got > high
 	msg := sprintf("%s backs off up to %vs; the maximum backoff must be at most %vs", [display(input), got, high])
 }
@@ -84,14 +79,10 @@ deny_push_without_oidc contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
 	push := input.properties.pushConfig
 	is_object(push)
-	not unknown(object.get(push, "oidcToken", null))
-	not known_or_unknown_email(object.get(push, ["oidcToken", "serviceAccountEmail"], null))
+	not object.get(push, "oidcToken", null) in {unknown_value, secret_value}
+	object.get(push, ["oidcToken", "serviceAccountEmail"], null) in {null, ""} # unknown or set: no verdict
 	msg := sprintf("%s pushes without an OIDC token: the consumer cannot authenticate Pub/Sub", [display(input)])
 }
-
-known_or_unknown_email(e) if known_string(e)
-
-known_or_unknown_email(e) if unknown(e)
 
 # METADATA
 # title: Push endpoint not HTTPS
@@ -104,7 +95,8 @@ known_or_unknown_email(e) if unknown(e)
 deny_push_endpoint_not_https contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
 	endpoint := input.properties.pushConfig.pushEndpoint
-	known_string(endpoint)
+	is_string(endpoint)
+	not endpoint in {"", unknown_value, secret_value}
 	not startswith(lower(endpoint), "https://")
 	msg := sprintf("%s pushes to %q, which is not an https:// endpoint", [display(input), endpoint])
 }
@@ -147,17 +139,18 @@ deny_subscription_expires contains msg if {
 # never expires or the plan cannot show it. (Rules about the input resource are complete
 # rules, computed once per resource and shared by EP011 and EP012.)
 input_expiration_ttl := "31 days (the default)" if {
-	absent(object.get(input.properties, "expirationPolicy", null))
+	object.get(input.properties, "expirationPolicy", null) in {null, {}}
 } else := ttl if {
 	ttl := input.properties.expirationPolicy.ttl
-	known_string(ttl)
+	is_string(ttl)
+	not ttl in {"", unknown_value, secret_value}
 }
 
 # input_strict_expiration holds when a finite expiration is mandatory for input's environment.
-input_strict_expiration if setting("deny_subscription_expires", "enforce", false) == true
+input_strict_expiration if object.get(config, ["deny_subscription_expires", "enforce"], false) == true
 
 input_strict_expiration if {
-	environment(input) in setting("deny_subscription_expires", "environments", ["prod"])
+	environment(input) in object.get(config, ["deny_subscription_expires", "environments"], ["prod"])
 }
 
 # METADATA
