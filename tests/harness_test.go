@@ -1,0 +1,290 @@
+// Package tests holds eventpipe's integration runs: cmd/consumer built and
+// started as a real process against pstest, PostgreSQL and the npm Firestore
+// emulator, driven over HTTP and pull, killed with SIGKILL at the engine's
+// failpoints and restarted. Real-cloud runs are behind the gcp build tag.
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	http_helper "github.com/gruntwork-io/terratest/modules/http-helper"
+	"github.com/gruntwork-io/terratest/modules/logger"
+	"github.com/gruntwork-io/terratest/modules/retry"
+	"github.com/gruntwork-io/terratest/modules/shell"
+	test_structure "github.com/gruntwork-io/terratest/modules/test-structure"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
+	"github.com/eventpipe/eventpipe/devpipe"
+)
+
+// stageDir keeps what test-structure stages save between runs, so that
+// SKIP_build_consumer=1 reuses the binary of an earlier run.
+func stageDir() string { return filepath.Join(os.TempDir(), "eventpipe-integration") }
+
+// buildConsumer is the "build_consumer" stage: go build ./cmd/consumer into
+// the stage folder. It returns the binary's path.
+func buildConsumer(t *testing.T) string {
+	t.Helper()
+	dir := stageDir()
+	test_structure.RunTestStage(t, "build_consumer", func() {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "consumer")
+		shell.RunCommand(t, shell.Command{Command: "go", Args: []string{"build", "-o", bin, "./cmd/consumer"}, WorkingDir: ".."})
+		test_structure.SaveString(t, dir, "consumer_binary", bin)
+	})
+	bin := test_structure.LoadString(t, dir, "consumer_binary")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("consumer binary %s: %v (unset SKIP_build_consumer to build it)", bin, err)
+	}
+	return bin
+}
+
+// proc is one running consumer process.
+type proc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	out  *lineLog
+	done chan struct{}
+	err  error
+}
+
+// lineLog collects a process's output lines; safe for concurrent use.
+type lineLog struct {
+	mu    sync.Mutex
+	lines [][]byte
+	part  []byte
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.part = append(l.part, p...)
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.lines = append(l.lines, append([]byte(nil), l.part[:i]...))
+		l.part = l.part[i+1:]
+	}
+}
+
+// Lines returns the JSON lines decoded (other lines are skipped).
+func (l *lineLog) Lines() []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, b := range l.lines {
+		var m map[string]any
+		if json.Unmarshal(b, &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Raw returns every line as written.
+func (l *lineLog) Raw() [][]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([][]byte(nil), l.lines...)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startProc starts the consumer binary with env on top of this process's
+// environment and waits until /healthz answers.
+func startProc(t *testing.T, bin string, env map[string]string) *proc {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PORT="+fmt.Sprint(port), "EVENTPIPE_SHUTDOWN_TIMEOUT=5s")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	p := &proc{t: t, cmd: cmd, url: fmt.Sprintf("http://127.0.0.1:%d", port), out: &lineLog{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start consumer: %v", err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			var b strings.Builder
+			for _, l := range p.out.Raw() {
+				b.Write(l)
+				b.WriteByte('\n')
+			}
+			t.Logf("consumer output:\n%s", b.String())
+		}
+	})
+	err := http_helper.HttpGetWithRetryE(t, p.url+"/healthz", nil, http.StatusOK, `{"status":"ok"}`, 100, 100*time.Millisecond)
+	if err != nil {
+		t.Fatalf("consumer did not become healthy: %v", err)
+	}
+	return p
+}
+
+// push POSTs a push envelope and returns the status and the outcome the
+// consumer reports in its body; err is set when the connection failed (the
+// process died mid-request).
+func (p *proc) push(body []byte) (int, string, error) {
+	status, resp, err := http_helper.HTTPDoE(p.t, http.MethodPost, p.url+"/pubsub/push", bytes.NewReader(body),
+		map[string]string{"Content-Type": "application/json"}, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	var r struct {
+		Outcome string `json:"outcome"`
+	}
+	_ = json.Unmarshal([]byte(resp), &r)
+	return status, r.Outcome, nil
+}
+
+// pushUntil pushes body until the outcome is one of want (retries while the
+// consumer answers retry, e.g. while a dead holder's lease runs out).
+func (p *proc) pushUntil(t *testing.T, body []byte, want ...string) string {
+	t.Helper()
+	return retry.DoWithRetry(t, "push until "+strings.Join(want, "/"), 100, 100*time.Millisecond, func() (string, error) {
+		status, outcome, err := p.push(body)
+		if err != nil {
+			return "", err
+		}
+		for _, w := range want {
+			if outcome == w {
+				return outcome, nil
+			}
+		}
+		return "", fmt.Errorf("status %d outcome %q", status, outcome)
+	})
+}
+
+// waitKilled waits for the process to end and checks that SIGKILL ended it.
+func (p *proc) waitKilled(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("consumer still running; the failpoint was not hit")
+	}
+	var exit *exec.ExitError
+	if !errors.As(p.err, &exit) {
+		t.Fatalf("consumer ended with %v, want SIGKILL", p.err)
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("consumer ended with %v, want SIGKILL", exit)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("consumer did not stop after SIGTERM")
+	}
+	if p.err != nil {
+		t.Errorf("consumer exit after SIGTERM: %v", p.err)
+	}
+}
+
+// linesWith returns the log lines whose fields equal every key/value pair.
+func linesWith(lines []map[string]any, kv ...string) []map[string]any {
+	var out []map[string]any
+	for _, l := range lines {
+		ok := true
+		for i := 0; i+1 < len(kv); i += 2 {
+			if fmt.Sprint(l[kv[i]]) != kv[i+1] {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// envelopeFor builds the push body Pub/Sub would send for one delivery.
+func envelopeFor(t *testing.T, sub, id string, data []byte, attempt int32) []byte {
+	t.Helper()
+	b, err := devpipe.PushBody(sub, &pubsubpb.ReceivedMessage{DeliveryAttempt: attempt, Message: &pubsubpb.PubsubMessage{
+		MessageId: id, Data: data, PublishTime: timestamppb.New(time.Date(2026, 1, 8, 10, 0, 0, 0, time.UTC))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// systemEvent is a seed 000 payload for the consumer's system_events route.
+func systemEvent(eventID, service, status string, seq int, at time.Time) []byte {
+	b, _ := json.Marshal(map[string]any{"eventId": eventID, "service": service, "status": status, "sequence": seq,
+		"producedAt": at.UTC().Format(time.RFC3339Nano)})
+	return b
+}
+
+// readDocs opens the store at url (after the consumer stopped, for bbolt's
+// file lock) and returns the named documents; missing ones are absent.
+func readDocs(t *testing.T, url string, keys ...store.Key) map[store.Key]store.Document {
+	t.Helper()
+	ctx := context.Background()
+	st, err := storeurl.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	out := map[store.Key]store.Document{}
+	err = st.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		clear(out)
+		for _, k := range keys {
+			d, err := tx.Get(ctx, k)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out[k] = d
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// logf writes through terratest's logger (shown with go test -v).
+func logf(t *testing.T, format string, args ...any) { logger.Default.Logf(t, format, args...) }
