@@ -95,7 +95,7 @@ func duplicatePublish(t *testing.T, bin, url string) {
 	p.pushUntil(t, envelopeFor(t, pushTo, "m-2", ev, 1), "duplicate") // republished
 	p.pushUntil(t, envelopeFor(t, pushTo, "m-1", ev, 2), "duplicate") // redelivered
 	p.pushUntil(t, envelopeFor(t, pushTo, "m-3", ev, 1), "duplicate") // restarted publisher, again
-	p.stop(t) // output is complete once the process has exited
+	p.stop(t)                                                         // output is complete once the process has exited
 	if n := len(linesWith(p.out.Lines(), "outcome", "applied")); n != 1 {
 		t.Errorf("%d applied log lines, want 1", n)
 	}
