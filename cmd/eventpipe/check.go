@@ -147,7 +147,7 @@ func buildVersion() string {
 }
 
 func validFormat(f report.Format) bool {
-	for _, known := range report.Formats {
+	for _, known := range report.Formats() {
 		if f == known {
 			return true
 		}
@@ -233,7 +233,7 @@ func relative(path string) string {
 func listRules(w io.Writer, rules []engine.Rule) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tLEVEL\tSEVERITY\tRULE\tTITLE")
-	for _, r := range append(rules, checkconfig.ExpiredRule) {
+	for _, r := range append(rules, checkconfig.ExpiredRule()) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Level, r.Severity, r.Name, r.Title)
 	}
 	return tw.Flush()

@@ -52,14 +52,16 @@ type Waiver struct {
 }
 
 // ExpiredRule is the rule an expired waiver is reported under.
-var ExpiredRule = engine.Rule{
-	Name:        "deny_expired_waiver",
-	ID:          "EP000",
-	Title:       "Expired waiver",
-	Description: "A waiver in the check configuration has passed its expiry date. Waivers are temporary by design: an expired one fails the check until it is renewed or removed.",
-	Severity:    "high",
-	Fix:         "Fix the waived finding and delete the waiver, or renew it with a new expiry date and a current reason.",
-	Level:       engine.Deny,
+func ExpiredRule() engine.Rule {
+	return engine.Rule{
+		Name:        "deny_expired_waiver",
+		ID:          "EP000",
+		Title:       "Expired waiver",
+		Description: "A waiver in the check configuration has passed its expiry date. Waivers are temporary by design: an expired one fails the check until it is renewed or removed.",
+		Severity:    "high",
+		Fix:         "Fix the waived finding and delete the waiver, or renew it with a new expiry date and a current reason.",
+		Level:       engine.Deny,
+	}
 }
 
 // Load reads a configuration file.
@@ -209,7 +211,7 @@ func (c *Config) Apply(findings []engine.Finding, today time.Time) []engine.Find
 	for _, w := range c.Waivers {
 		if w.expires.Before(day) {
 			out = append(out, engine.Finding{
-				Rule:     ExpiredRule,
+				Rule:     ExpiredRule(),
 				Level:    engine.Deny,
 				URN:      w.URN,
 				Location: waiverLocation(c.path),

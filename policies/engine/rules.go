@@ -37,7 +37,14 @@ type Rule struct {
 	NeedsCompleteStack bool `json:"needsCompleteStack,omitempty"`
 }
 
-var severities = map[string]bool{"critical": true, "high": true, "medium": true, "low": true, "info": true}
+// validSeverity reports whether s is one of the severities rules may declare.
+func validSeverity(s string) bool {
+	switch s {
+	case "critical", "high", "medium", "low", "info":
+		return true
+	}
+	return false
+}
 
 // classify reports the level and scope a rule name implies, and whether it is a rule.
 func classify(name string) (Level, bool, bool) {
@@ -93,7 +100,7 @@ func rulesOf(c *ast.Compiler, pkg string) ([]Rule, error) {
 			sort.Strings(missing)
 			return nil, fmt.Errorf("rule %s: its # METADATA annotation lacks %s; every rule needs id, title, severity, description and fix", r.Name, strings.Join(missing, ", "))
 		}
-		if !severities[r.Severity] {
+		if !validSeverity(r.Severity) {
 			return nil, fmt.Errorf("rule %s: severity %q is not one of critical, high, medium, low, info", r.Name, r.Severity)
 		}
 		if other, dup := ids[r.ID]; dup {

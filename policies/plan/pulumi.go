@@ -28,10 +28,13 @@ type previewDoc struct {
 	ChangeSummary map[string]int `json:"changeSummary"`
 }
 
-// removingOps are preview operations after which the resource no longer exists.
-var removingOps = map[string]bool{
-	"delete": true, "delete-replaced": true, "discard": true, "discard-replaced": true,
-	"read-discard": true, "remove-pending-replace": true,
+// removing reports whether a preview operation leaves the resource gone.
+func removing(op string) bool {
+	switch op {
+	case "delete", "delete-replaced", "discard", "discard-replaced", "read-discard", "remove-pending-replace":
+		return true
+	}
+	return false
 }
 
 func fromPreview(doc *previewDoc) (*Plan, error) {
@@ -45,7 +48,7 @@ func fromPreview(doc *previewDoc) (*Plan, error) {
 		if st.Op == "same" {
 			sames++
 		}
-		if removingOps[st.Op] {
+		if removing(st.Op) {
 			continue
 		}
 		s := st.NewState

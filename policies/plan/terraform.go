@@ -6,35 +6,62 @@ import (
 	"strings"
 )
 
-// terraformTypes maps google provider resource types onto the pulumi-gcp tokens the rules
-// match, so one rule set covers Pulumi and Terraform estates.
-var terraformTypes = map[string]string{
-	"google_pubsub_subscription":              "gcp:pubsub/subscription:Subscription",
-	"google_pubsub_topic":                     "gcp:pubsub/topic:Topic",
-	"google_pubsub_topic_iam_member":          "gcp:pubsub/topicIAMMember:TopicIAMMember",
-	"google_pubsub_topic_iam_binding":         "gcp:pubsub/topicIAMBinding:TopicIAMBinding",
-	"google_pubsub_subscription_iam_member":   "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember",
-	"google_pubsub_subscription_iam_binding":  "gcp:pubsub/subscriptionIAMBinding:SubscriptionIAMBinding",
-	"google_project_iam_member":               "gcp:projects/iAMMember:IAMMember",
-	"google_project_iam_binding":              "gcp:projects/iAMBinding:IAMBinding",
-	"google_cloud_run_v2_service":             "gcp:cloudrunv2/service:Service",
-	"google_cloud_run_v2_service_iam_member":  "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
-	"google_cloud_run_v2_service_iam_binding": "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding",
-	"google_firestore_field":                  "gcp:firestore/field:Field",
+// pulumiType maps a google provider resource type onto the pulumi-gcp token the rules
+// match, so one rule set covers Pulumi and Terraform estates. Other types stay as they are.
+func pulumiType(tf string) string {
+	switch tf {
+	case "google_pubsub_subscription":
+		return "gcp:pubsub/subscription:Subscription"
+	case "google_pubsub_topic":
+		return "gcp:pubsub/topic:Topic"
+	case "google_pubsub_topic_iam_member":
+		return "gcp:pubsub/topicIAMMember:TopicIAMMember"
+	case "google_pubsub_topic_iam_binding":
+		return "gcp:pubsub/topicIAMBinding:TopicIAMBinding"
+	case "google_pubsub_subscription_iam_member":
+		return "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember"
+	case "google_pubsub_subscription_iam_binding":
+		return "gcp:pubsub/subscriptionIAMBinding:SubscriptionIAMBinding"
+	case "google_project_iam_member":
+		return "gcp:projects/iAMMember:IAMMember"
+	case "google_project_iam_binding":
+		return "gcp:projects/iAMBinding:IAMBinding"
+	case "google_cloud_run_v2_service":
+		return "gcp:cloudrunv2/service:Service"
+	case "google_cloud_run_v2_service_iam_member":
+		return "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
+	case "google_cloud_run_v2_service_iam_binding":
+		return "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding"
+	case "google_firestore_field":
+		return "gcp:firestore/field:Field"
+	}
+	return tf
 }
 
-// singleBlocks are the nested blocks (Terraform lists of at most one object) that
-// pulumi-gcp exposes as plain objects, by dotted camelCase path.
-var singleBlocks = map[string]bool{
-	"deadLetterPolicy": true, "retryPolicy": true, "expirationPolicy": true, "pushConfig": true,
-	"pushConfig.oidcToken": true, "pushConfig.noWrapper": true, "bigqueryConfig": true,
-	"cloudStorageConfig": true, "template": true, "template.scaling": true, "template.vpcAccess": true,
-	"ttlConfig": true, "indexConfig": true, "scaling": true, "condition": true,
-	"messageStoragePolicy": true, "schemaSettings": true,
+// singleBlock reports whether the nested block at a dotted camelCase path is a Terraform
+// list of at most one object that pulumi-gcp exposes as a plain object.
+func singleBlock(path string) bool {
+	switch path {
+	case "deadLetterPolicy", "retryPolicy", "expirationPolicy", "pushConfig", "pushConfig.oidcToken",
+		"pushConfig.noWrapper", "bigqueryConfig", "cloudStorageConfig", "template", "template.scaling",
+		"template.vpcAccess", "ttlConfig", "indexConfig", "scaling", "condition", "messageStoragePolicy",
+		"schemaSettings":
+		return true
+	}
+	return false
 }
 
-// renamed are Terraform attribute names that pulumi-gcp spells differently (plural lists).
-var renamed = map[string]string{"env": "envs", "containers.env": "envs", "traffic": "traffics"}
+// pulumiName is the pulumi-gcp name of a Terraform attribute: camelCase, with the plural
+// names pulumi-gcp gives repeated blocks.
+func pulumiName(attr string) string {
+	switch attr {
+	case "env":
+		return "envs"
+	case "traffic":
+		return "traffics"
+	}
+	return camel(attr)
+}
 
 type tfChange struct {
 	Actions        []string `json:"actions"`
@@ -97,11 +124,7 @@ func fromTerraform(doc *tfPlan) (*Plan, error) {
 		if props == nil {
 			props = map[string]any{}
 		}
-		typ := rc.Type
-		if t, ok := terraformTypes[typ]; ok {
-			typ = t
-		}
-		r := Resource{URN: rc.Address, Type: typ, Name: rc.Address, Properties: props, Op: strings.Join(rc.Change.Actions, "+")}
+		r := Resource{URN: rc.Address, Type: pulumiType(rc.Type), Name: rc.Address, Properties: props, Op: strings.Join(rc.Change.Actions, "+")}
 		if id, ok := props["id"].(string); ok && id != Unknown {
 			r.ID = id
 		}
@@ -237,10 +260,7 @@ func convert(v, unknown, sensitive any, path string) any {
 			keys[k] = true
 		}
 		for k := range keys {
-			name := camel(k)
-			if r, ok := renamed[k]; ok {
-				name = r
-			}
+			name := pulumiName(k)
 			child := name
 			if path != "" {
 				child = path + "." + name
@@ -252,14 +272,14 @@ func convert(v, unknown, sensitive any, path string) any {
 		ul, _ := unknown.([]any)
 		sl, _ := sensitive.([]any)
 		elemPath := path
-		if !singleBlocks[path] {
+		if !singleBlock(path) {
 			elemPath = lastSegment(path)
 		}
 		list := make([]any, len(t))
 		for i, e := range t {
 			list[i] = convert(e, at(ul, i), at(sl, i), elemPath)
 		}
-		if singleBlocks[path] {
+		if singleBlock(path) {
 			if len(list) == 0 {
 				return nil
 			}

@@ -24,8 +24,8 @@ const (
 	GitHub Format = "github"
 )
 
-// Formats lists every output format, for flag help.
-var Formats = []Format{Text, JSON, SARIF, JUnit, GitHub}
+// Formats lists every output format.
+func Formats() []Format { return []Format{Text, JSON, SARIF, JUnit, GitHub} }
 
 // Report is the outcome of one check.
 type Report struct {
@@ -86,8 +86,8 @@ func Write(w io.Writer, format Format, r *Report) error {
 	case GitHub:
 		return writeGitHub(w, r)
 	}
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
+	names := make([]string, len(Formats()))
+	for i, f := range Formats() {
 		names[i] = string(f)
 	}
 	return fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(names, ", "))
