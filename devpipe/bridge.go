@@ -50,8 +50,9 @@ type Bridge struct {
 	Sub SubscriptionTopology
 	// Endpoint is the consumer's push URL (http://HOST/pubsub/push).
 	Endpoint string
-	// HTTP is the client for pushes (default: http.DefaultClient with the
-	// subscription's ack deadline as timeout per request).
+	// HTTP is the client for pushes (default: a client of its own that keeps
+	// a connection per concurrent push and closes them when Run returns).
+	// Each push is bounded by the subscription's ack deadline.
 	HTTP *http.Client
 	// Scale multiplies the backoff (1 = the policy's real durations).
 	Scale float64
@@ -77,6 +78,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	if b.Logger == nil {
 		b.Logger = slog.New(slog.DiscardHandler)
+	}
+	if b.HTTP == nil {
+		b.HTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
+		defer b.HTTP.CloseIdleConnections() // after wg.Wait below: no push is in flight
 	}
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
@@ -203,11 +208,7 @@ func (b *Bridge) push(ctx context.Context, rm *pubsubpb.ReceivedMessage) (int, e
 		return 0, fmt.Errorf("build push request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	client := b.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := b.HTTP.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("push to %s: %w", b.Endpoint, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -124,6 +125,12 @@ func freePort(t *testing.T) int {
 // environment and waits until /healthz answers.
 func startProc(t *testing.T, bin string, env map[string]string) *proc {
 	t.Helper()
+	return startProcTee(t, bin, env, nil)
+}
+
+// startProcTee is startProc that also copies the process's output to tee.
+func startProcTee(t *testing.T, bin string, env map[string]string, tee io.Writer) *proc {
+	t.Helper()
 	port := freePort(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PORT="+fmt.Sprint(port), "EVENTPIPE_SHUTDOWN_TIMEOUT=5s")
@@ -131,7 +138,11 @@ func startProc(t *testing.T, bin string, env map[string]string) *proc {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	p := &proc{t: t, cmd: cmd, url: fmt.Sprintf("http://127.0.0.1:%d", port), out: &lineLog{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
+	var w io.Writer = p.out
+	if tee != nil {
+		w = io.MultiWriter(p.out, tee)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start consumer: %v", err)
 	}
