@@ -21,10 +21,11 @@ lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags gcp ./tests/
 
 ## run: the README's run command.
 run:
-	$(GO) run ./cmd/eventpipe render --stack dev
+	$(GO) run ./cmd/eventpipe dev
 
 ## build: build every binary.
 build:
