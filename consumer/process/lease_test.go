@@ -137,7 +137,10 @@ func TestLeaseHeldIsRetriedAndHeartbeatKeepsIt(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	first := make(chan *resultView)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // runs before the downstream server closes, even on failure
+	first := make(chan *resultView, 1)
 	go func() { first <- deliver("m1", "sha-slow") }()
 	for d.calls.Load() == 0 {
 		time.Sleep(5 * time.Millisecond)
@@ -148,7 +151,7 @@ func TestLeaseHeldIsRetriedAndHeartbeatKeepsIt(t *testing.T) {
 	if r.outcome != "retry" || r.errType != "in_progress" || r.status != 500 {
 		t.Fatalf("second worker while the lease is held: %+v", r)
 	}
-	close(release)
+	unblock()
 	if r := <-first; r.outcome != "applied" {
 		t.Fatalf("holder: %+v", r)
 	}
