@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/route"
 )
 
@@ -211,5 +212,24 @@ func TestREADMERoutesExample(t *testing.T) {
 	example := string(f[start+len("```json\n"):len(f)-len(rest)]) + rest[:end]
 	if _, err := route.Parse([]byte(example)); err != nil {
 		t.Fatalf("README routes example: %v\n%s", err, example)
+	}
+}
+
+// TestREADMEDocumentsEveryLogField keeps the README's "Log fields" table in
+// step with consumer/logfields, which alert metrics are built on.
+func TestREADMEDocumentsEveryLogField(t *testing.T) {
+	f, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(f), "### Log fields")
+	if !ok {
+		t.Fatal(`README lost its "### Log fields" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n### ")
+	for _, k := range logfields.All() {
+		if !strings.Contains(section, "`"+k+"`") {
+			t.Errorf("README's Log fields table does not document %q", k)
+		}
 	}
 }

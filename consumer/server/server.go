@@ -21,6 +21,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/callback"
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/pull"
 	"github.com/eventpipe/eventpipe/consumer/push"
@@ -64,7 +65,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	}
 	defer func() {
 		if err := st.Close(); err != nil {
-			log.Error("close store", "error", err.Error())
+			log.Error("close store", logfields.Error, err.Error())
 		}
 	}()
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
