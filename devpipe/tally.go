@@ -110,34 +110,36 @@ func (t *Tally) Observe(b []byte) {
 // observed, then written to w (nil: discarded).
 func (t *Tally) Writer(w io.Writer) io.Writer {
 	if w == nil {
-		w = io.Discard
+		return NewLineWriter(t.Observe)
 	}
-	return &tapWriter{t: t, w: w}
+	return io.MultiWriter(NewLineWriter(t.Observe), w)
 }
 
-type tapWriter struct {
-	mu  sync.Mutex
-	t   *Tally
-	w   io.Writer
-	buf []byte
+// LineWriter is an io.Writer that calls a function with each complete line
+// written to it (without the newline), however the writes split the lines.
+// It is safe for concurrent use.
+type LineWriter struct {
+	mu   sync.Mutex
+	fn   func(line []byte)
+	part []byte
 }
 
-func (tw *tapWriter) Write(p []byte) (int, error) {
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	tw.buf = append(tw.buf, p...)
+// NewLineWriter returns a LineWriter calling fn; fn must not keep the slice.
+func NewLineWriter(fn func(line []byte)) *LineWriter { return &LineWriter{fn: fn} }
+
+// Write implements io.Writer.
+func (lw *LineWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.part = append(lw.part, p...)
 	for {
-		i := bytes.IndexByte(tw.buf, '\n')
+		i := bytes.IndexByte(lw.part, '\n')
 		if i < 0 {
-			break
+			return len(p), nil
 		}
-		tw.t.Observe(tw.buf[:i])
-		tw.buf = tw.buf[i+1:]
+		lw.fn(lw.part[:i])
+		lw.part = lw.part[i+1:]
 	}
-	if _, err := tw.w.Write(p); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }
 
 // Row is one subscription's account.

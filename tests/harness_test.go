@@ -73,21 +73,12 @@ type proc struct {
 type lineLog struct {
 	mu    sync.Mutex
 	lines [][]byte
-	part  []byte
 }
 
-func (l *lineLog) Write(p []byte) (int, error) {
+func (l *lineLog) add(line []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.part = append(l.part, p...)
-	for {
-		i := bytes.IndexByte(l.part, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		l.lines = append(l.lines, append([]byte(nil), l.part[:i]...))
-		l.part = l.part[i+1:]
-	}
+	l.lines = append(l.lines, append([]byte(nil), line...))
 }
 
 // Lines returns the JSON lines decoded (other lines are skipped).
@@ -138,9 +129,9 @@ func startProcTee(t *testing.T, bin string, env map[string]string, tee io.Writer
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	p := &proc{t: t, cmd: cmd, url: fmt.Sprintf("http://127.0.0.1:%d", port), out: &lineLog{}, done: make(chan struct{})}
-	var w io.Writer = p.out
+	var w io.Writer = devpipe.NewLineWriter(p.out.add)
 	if tee != nil {
-		w = io.MultiWriter(p.out, tee)
+		w = io.MultiWriter(w, tee)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
