@@ -64,11 +64,15 @@ type Bridge struct {
 	Logger *slog.Logger
 }
 
-// pushAckCodes are the HTTP statuses Pub/Sub push treats as an ack.
-var pushAckCodes = map[int]bool{102: true, 200: true, 201: true, 202: true, 204: true}
-
-// Acked reports whether Pub/Sub push treats status as an ack.
-func Acked(status int) bool { return pushAckCodes[status] }
+// Acked reports whether Pub/Sub push treats status as an ack: 102, 200,
+// 201, 202 and 204; anything else is a nack.
+func Acked(status int) bool {
+	switch status {
+	case 102, 200, 201, 202, 204:
+		return true
+	}
+	return false
+}
 
 // Run delivers until ctx is done; it returns nil then, or the first pull error.
 func (b *Bridge) Run(ctx context.Context) error {

@@ -48,8 +48,13 @@ func buildConsumer(t *testing.T) string {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		// Build beside, then rename: a concurrent run keeps executing the old file.
 		bin := filepath.Join(dir, "consumer")
-		shell.RunCommand(t, shell.Command{Command: "go", Args: []string{"build", "-o", bin, "./cmd/consumer"}, WorkingDir: ".."})
+		tmp := fmt.Sprintf("%s.%d", bin, os.Getpid())
+		shell.RunCommand(t, shell.Command{Command: "go", Args: []string{"build", "-o", tmp, "./cmd/consumer"}, WorkingDir: ".."})
+		if err := os.Rename(tmp, bin); err != nil {
+			t.Fatal(err)
+		}
 		test_structure.SaveString(t, dir, "consumer_binary", bin)
 	})
 	bin := test_structure.LoadString(t, dir, "consumer_binary")
