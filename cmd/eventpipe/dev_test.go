@@ -135,3 +135,38 @@ func TestDevServeEndpoints(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestDevExitsOneWhenMessagesAreLost: when messages have not reached a
+// final state by the end of a phase, the run reports them lost and exits 1.
+func TestDevExitsOneWhenMessagesAreLost(t *testing.T) {
+	f := devFlags{render: render.Options{Stack: "dev"}, dataDir: t.TempDir(), scenario: devpipe.DefaultScenario()}
+	f.scenario.Events, f.scenario.Duplicates, f.scenario.OutOfOrder, f.scenario.Poison = 5, 0, 0, 0
+	f.scenario.Settle = time.Nanosecond // nothing can settle in time
+	var out, errOut strings.Builder
+	err := runDev(context.Background(), &out, &errOut, f)
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "never reached a final state (lost)") {
+		t.Fatalf("exit %d, %v; want 1 with the lost messages named\n%s", exitCode(err), err, out.String())
+	}
+	if !strings.Contains(out.String(), "pipeline") {
+		t.Errorf("the table is printed even when messages were lost:\n%s", out.String())
+	}
+}
+
+// TestDevServePrintsHowToUseIt runs --serve until its context ends and
+// checks the instructions it prints.
+func TestDevServePrintsHowToUseIt(t *testing.T) {
+	f := devFlags{render: render.Options{Stack: "dev"}, dataDir: t.TempDir(), serve: true, addr: "127.0.0.1:0", scenario: devpipe.DefaultScenario()}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var out, errOut strings.Builder
+	if err := runDev(ctx, &out, &errOut, f); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	for _, want := range []string{"/publish/system-events", "/stats", "export PUBSUB_EMULATOR_HOST=127.0.0.1:",
+		"eventpipe replay --subscription projects/eventpipe-dev/subscriptions/system-events-materializer.dlq-sub --topic projects/eventpipe-dev/topics/system-events",
+		"consumer.log"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--serve output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
