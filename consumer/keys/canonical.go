@@ -9,9 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -25,10 +26,21 @@ import (
 // keys and invalid UTF-8 are errors: either would make two different payloads
 // hash alike.
 func CanonicalJSON(data []byte) ([]byte, error) {
-	if !utf8.Valid(data) {
+	p := getParser(data)
+	defer putParser(p)
+	out, err := p.canonical()
+	if err != nil {
+		return nil, err
+	}
+	return append(make([]byte, 0, len(out)), out...), nil
+}
+
+// canonical parses p.in and returns its canonical form, which aliases p's
+// buffer: use it before the parser goes back to the pool.
+func (p *parser) canonical() ([]byte, error) {
+	if !utf8.Valid(p.in) {
 		return nil, errors.New("canonical JSON: input is not valid UTF-8")
 	}
-	p := parser{in: data, out: make([]byte, 0, len(data))}
 	p.ws()
 	if err := p.value(0); err != nil {
 		return nil, fmt.Errorf("canonical JSON: %w", err)
@@ -40,9 +52,15 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 	return p.out, nil
 }
 
-// CanonicalValue returns the canonical JSON of a Go value (encoded with
-// encoding/json first).
+// CanonicalValue returns the canonical JSON of a Go value: the same bytes as
+// CanonicalJSON of its encoding/json encoding. Values of the shape
+// encoding/json decodes to (nil, bool, string, json.Number, int64, int,
+// []any, map[string]any) are written directly; anything else is encoded
+// with encoding/json first.
 func CanonicalValue(v any) ([]byte, error) {
+	if out, ok := appendCanonicalValue(nil, v, 0); ok {
+		return out, nil
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("canonical JSON: %w", err)
@@ -50,16 +68,123 @@ func CanonicalValue(v any) ([]byte, error) {
 	return CanonicalJSON(data)
 }
 
+// appendCanonicalValue appends the canonical JSON of v when v is made only
+// of values whose encoding/json form it knows exactly; ok is false for
+// anything else (including values encoding/json would reject or alter, such
+// as invalid UTF-8), and the caller falls back to encoding/json.
+func appendCanonicalValue(b []byte, v any, depth int) (out []byte, ok bool) {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case string:
+		if !utf8.ValidString(x) {
+			return b, false
+		}
+		return appendString(b, x), true
+	case json.Number:
+		end, frac, problem := scanNumber(string(x), 0)
+		if problem != "" || end != len(x) {
+			return b, false
+		}
+		out, err := appendCanonNumber(b, string(x), frac)
+		return out, err == nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), true
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case []any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		if depth >= MaxDepth {
+			return b, false
+		}
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendCanonicalValue(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case map[string]any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		if depth >= MaxDepth {
+			return b, false
+		}
+		names := make([]string, 0, len(x))
+		for k := range x {
+			if !utf8.ValidString(k) {
+				return b, false
+			}
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		b = append(b, '{')
+		for i, k := range names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			if b, ok = appendCanonicalValue(b, x[k], depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	}
+	return b, false
+}
+
 // MaxDepth bounds how deeply objects and arrays may nest in canonical JSON
 // (Firestore itself allows 20 levels of maps and arrays).
 const MaxDepth = 128
 
 // parser is a recursive-descent JSON parser (RFC 8259 grammar) that writes
-// the canonical form to out as it goes.
+// the canonical form to out as it goes. Parsers are pooled: members and
+// scratch are working space that nested objects share.
 type parser struct {
-	in  []byte
-	pos int
-	out []byte
+	in      []byte
+	pos     int
+	out     []byte
+	members []member // the members of every object being parsed, innermost last
+	scratch []byte   // an object's values while they are reordered
+}
+
+// member is one object member: its key (unescaped) and where its canonical
+// value is in out.
+type member struct {
+	key        []byte
+	start, end int
+}
+
+// parserPool keeps parsers' buffers between calls.
+var parserPool = sync.Pool{New: func() any { return new(parser) }}
+
+// maxPooledBuffer bounds the buffers a pooled parser keeps, so one huge
+// payload does not pin its memory.
+const maxPooledBuffer = 64 << 10
+
+func getParser(in []byte) *parser {
+	p := parserPool.Get().(*parser)
+	p.in, p.pos = in, 0
+	p.out, p.members, p.scratch = p.out[:0], p.members[:0], p.scratch[:0]
+	return p
+}
+
+func putParser(p *parser) {
+	if cap(p.out) > maxPooledBuffer || cap(p.scratch) > maxPooledBuffer {
+		return
+	}
+	p.in = nil
+	clear(p.members[:cap(p.members)]) // drop references to escaped keys
+	parserPool.Put(p)
 }
 
 func (p *parser) ws() {
@@ -100,7 +225,7 @@ func (p *parser) value(depth int) error {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
-		for _, lit := range []string{"true", "false", "null"} {
+		for _, lit := range [...]string{"true", "false", "null"} {
 			if bytes.HasPrefix(p.in[p.pos:], []byte(lit)) {
 				p.pos += len(lit)
 				p.out = append(p.out, lit...)
@@ -146,10 +271,6 @@ func (p *parser) array(depth int) error {
 // object writes each member's canonical value to out as it is parsed, then
 // reorders the members by key.
 func (p *parser) object(depth int) error {
-	type member struct {
-		key        string
-		start, end int
-	}
 	p.pos++ // '{'
 	p.ws()
 	if p.pos < len(p.in) && p.in[p.pos] == '}' {
@@ -158,7 +279,7 @@ func (p *parser) object(depth int) error {
 		return nil
 	}
 	base := len(p.out)
-	var members []member
+	mbase := len(p.members)
 	for {
 		p.ws()
 		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
@@ -178,7 +299,7 @@ func (p *parser) object(depth int) error {
 		if err := p.value(depth); err != nil {
 			return err
 		}
-		members = append(members, member{key, start, len(p.out)})
+		p.members = append(p.members, member{key, start, len(p.out)})
 		p.ws()
 		if p.pos >= len(p.in) {
 			return p.errorf("unterminated object")
@@ -192,13 +313,15 @@ func (p *parser) object(depth int) error {
 		}
 		p.pos++
 	}
-	sort.Slice(members, func(i, j int) bool { return members[i].key < members[j].key })
+	members := p.members[mbase:]
+	slices.SortFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
 	for i := 1; i < len(members); i++ {
-		if members[i].key == members[i-1].key {
+		if bytes.Equal(members[i].key, members[i-1].key) {
 			return fmt.Errorf("duplicate object key %q", members[i].key)
 		}
 	}
-	values := append([]byte(nil), p.out[base:]...)
+	// Nested objects are reordered already, so scratch is free.
+	p.scratch = append(p.scratch[:0], p.out[base:]...)
 	p.out = append(p.out[:base], '{')
 	for i, m := range members {
 		if i > 0 {
@@ -206,21 +329,23 @@ func (p *parser) object(depth int) error {
 		}
 		p.out = appendString(p.out, m.key)
 		p.out = append(p.out, ':')
-		p.out = append(p.out, values[m.start-base:m.end-base]...)
+		p.out = append(p.out, p.scratch[m.start-base:m.end-base]...)
 	}
 	p.out = append(p.out, '}')
+	p.members = p.members[:mbase]
 	return nil
 }
 
 // str parses a string literal and returns its value, decoding escapes as
-// encoding/json does (an unpaired surrogate becomes U+FFFD).
-func (p *parser) str() (string, error) {
+// encoding/json does (an unpaired surrogate becomes U+FFFD). A string
+// without escapes is returned as a slice of the input: do not modify it.
+func (p *parser) str() ([]byte, error) {
 	p.pos++ // opening quote
 	start := p.pos
 	for p.pos < len(p.in) {
 		c := p.in[p.pos]
 		if c == '"' {
-			s := string(p.in[start:p.pos])
+			s := p.in[start:p.pos:p.pos]
 			p.pos++
 			return s, nil
 		}
@@ -235,16 +360,16 @@ func (p *parser) str() (string, error) {
 		switch {
 		case c == '"':
 			p.pos++
-			return string(buf), nil
+			return buf, nil
 		case c < 0x20:
-			return "", p.errorf("control character in string")
+			return nil, p.errorf("control character in string")
 		case c != '\\':
 			buf = append(buf, c)
 			p.pos++
 			continue
 		}
 		if p.pos+1 >= len(p.in) {
-			return "", p.errorf("unterminated escape")
+			return nil, p.errorf("unterminated escape")
 		}
 		e := p.in[p.pos+1]
 		p.pos += 2
@@ -264,7 +389,7 @@ func (p *parser) str() (string, error) {
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {
-				return "", p.errorf("bad \\u escape")
+				return nil, p.errorf("bad \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
 				if p.pos+1 < len(p.in) && p.in[p.pos] == '\\' && p.in[p.pos+1] == 'u' {
@@ -282,10 +407,10 @@ func (p *parser) str() (string, error) {
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
-			return "", p.errorf("bad escape \\%c", e)
+			return nil, p.errorf("bad escape \\%c", e)
 		}
 	}
-	return "", p.errorf("unterminated string")
+	return nil, p.errorf("unterminated string")
 }
 
 func (p *parser) hex4() (rune, bool) {
@@ -303,43 +428,78 @@ func (p *parser) hex4() (rune, bool) {
 // number checks the JSON number grammar and writes the canonical form.
 func (p *parser) number() error {
 	start := p.pos
-	if p.in[p.pos] == '-' {
-		p.pos++
+	end, frac, problem := scanNumber(p.in, p.pos)
+	p.pos = end
+	if problem != "" {
+		return p.errorf("%s", problem)
 	}
+	out, err := appendCanonNumber(p.out, p.in[start:end], frac)
+	if err != nil {
+		return err
+	}
+	p.out = out
+	return nil
+}
+
+// scanNumber scans the JSON number that starts at s[i] and returns where it
+// ends (or where it breaks the grammar), whether it has a fraction or an
+// exponent, and what breaks the grammar ("" when nothing does).
+func scanNumber[T string | []byte](s T, i int) (end int, frac bool, problem string) {
 	digits := func() int {
 		n := 0
-		for p.pos < len(p.in) && p.in[p.pos] >= '0' && p.in[p.pos] <= '9' {
-			p.pos++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
 			n++
 		}
 		return n
 	}
-	if p.pos < len(p.in) && p.in[p.pos] == '0' {
-		p.pos++
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if i < len(s) && s[i] == '0' {
+		i++
 	} else if digits() == 0 {
-		return p.errorf("bad number")
+		return i, false, "bad number"
 	}
-	if p.pos < len(p.in) && p.in[p.pos] == '.' {
-		p.pos++
+	if i < len(s) && s[i] == '.' {
+		i++
+		frac = true
 		if digits() == 0 {
-			return p.errorf("bad number: no digits after '.'")
+			return i, frac, "bad number: no digits after '.'"
 		}
 	}
-	if p.pos < len(p.in) && (p.in[p.pos] == 'e' || p.in[p.pos] == 'E') {
-		p.pos++
-		if p.pos < len(p.in) && (p.in[p.pos] == '+' || p.in[p.pos] == '-') {
-			p.pos++
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		frac = true
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
 		}
 		if digits() == 0 {
-			return p.errorf("bad number: no exponent digits")
+			return i, frac, "bad number: no exponent digits"
 		}
 	}
-	s, err := canonNumber(string(p.in[start:p.pos]))
+	return i, frac, ""
+}
+
+// maxPlainInteger is the most characters an integer may have to be copied
+// without parsing: any such integer is within float64's range (about
+// 1.8e308), which is all canonNumber checks of an integer.
+const maxPlainInteger = 300
+
+// appendCanonNumber appends the canonical form of the valid JSON number num
+// (frac: it has a fraction or an exponent); see canonNumber.
+func appendCanonNumber[T string | []byte](b []byte, num T, frac bool) ([]byte, error) {
+	if !frac && len(num) <= maxPlainInteger {
+		if string(num) == "-0" {
+			return append(b, '0'), nil
+		}
+		return append(b, num...), nil
+	}
+	s, err := canonNumber(string(num))
 	if err != nil {
-		return err
+		return b, err
 	}
-	p.out = append(p.out, s...)
-	return nil
+	return append(b, s...), nil
 }
 
 // canonNumber rejects numbers beyond float64's range, writes integers (no
@@ -368,7 +528,7 @@ const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string, escaping only '"', '\\' and
 // control characters.
-func appendString(b []byte, s string) []byte {
+func appendString[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]

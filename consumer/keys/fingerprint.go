@@ -13,12 +13,20 @@ const LogicalKeyLen = 52
 // of payload. The same event id with a different fingerprint is a contract
 // violation (a reused event id).
 func Fingerprint(payload []byte) (string, error) {
-	c, err := CanonicalJSON(payload)
+	p := getParser(payload)
+	defer putParser(p)
+	c, err := p.canonical()
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
-	sum := sha256.Sum256(c)
-	return "sha256:" + b32.EncodeToString(sum[:]), nil
+	return "sha256:" + hashText(sha256.Sum256(c)), nil
+}
+
+// hashText is the base32 text of a SHA-256 (LogicalKeyLen characters).
+func hashText(sum [sha256.Size]byte) string {
+	var text [LogicalKeyLen]byte
+	b32.Encode(text[:], sum[:])
+	return string(text[:])
 }
 
 // LogicalKey returns the logical dedupe key of an event, as a normalised id
@@ -40,6 +48,5 @@ func LogicalKey(eventID string, identity map[string]any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("logical key: %w", err)
 	}
-	sum := sha256.Sum256(c)
-	return "h-" + b32.EncodeToString(sum[:])[:LogicalKeyLen], nil
+	return "h-" + hashText(sha256.Sum256(c)), nil
 }

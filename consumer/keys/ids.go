@@ -39,6 +39,9 @@ func Fold(s string) string {
 // Fold(b) (up to a SHA-256 collision for very long ids). An id that folds to
 // the empty string is an error.
 func NormalizeID(s string) (string, error) {
+	if isPlainID(s) {
+		return s, nil // already its own fold and escape
+	}
 	f := Fold(s)
 	if f == "" {
 		return "", errors.New("id is empty or only whitespace: give the aggregate or event a non-empty id")
@@ -65,9 +68,23 @@ func NormalizeID(s string) (string, error) {
 		} else if out[cut-2] == '_' {
 			cut -= 2
 		}
-		out = out[:cut] + "_h" + b32.EncodeToString(sum[:])[:LogicalKeyLen]
+		out = out[:cut] + "_h" + hashText(sum)
 	}
 	return out, nil
+}
+
+// isPlainID reports whether s is non-empty, short enough and only of
+// [a-z0-9-]: NormalizeID returns such an id unchanged.
+func isPlainID(s string) bool {
+	if s == "" || len(s) > maxComponentBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // DocID returns the environment-qualified document id for an aggregate or
