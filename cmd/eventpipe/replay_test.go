@@ -9,7 +9,9 @@ import (
 
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
+	"github.com/eventpipe/eventpipe/devpipe"
 	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/replay"
 )
 
@@ -158,4 +160,53 @@ func TestReplayCommandRejectsBadFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReplayAfterAnOutageAppliesTheDeadLetters is the operator's story on
+// the local pipeline: a store outage outlasts every delivery attempt, so
+// the event is dead-lettered; once the store is back, `eventpipe replay`
+// moves it back and the consumer applies it.
+func TestReplayAfterAnOutageAppliesTheDeadLetters(t *testing.T) {
+	st, err := loadStack(render.Options{Stack: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := devpipe.Start(context.Background(), devpipe.Options{Stack: st, DataDir: t.TempDir(), BackoffScale: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	t.Setenv("PUBSUB_EMULATOR_HOST", env.EmulatorHost)
+	row := func() devpipe.Row {
+		for _, r := range env.Tally.Rows(env.Topology) {
+			if r.Pipeline == "system-events" {
+				return r
+			}
+		}
+		t.Fatal("no system-events row")
+		return devpipe.Row{}
+	}
+	waitFor := func(what string, cond func(devpipe.Row) bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond(row()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s: %+v", what, row())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	env.Outage.Set(true)
+	if _, err := env.Publish(context.Background(), "system-events",
+		[]byte(`{"eventId":"e-out","service":"api","status":"healthy","producedAt":"2026-01-08T10:00:00Z"}`), map[string]string{"tenant": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the event dead-lettered", func(r devpipe.Row) bool { return r.DeadLettered == 1 })
+	env.Outage.Set(false)
+	out, _, err := executeLog(t, "replay", "--subscription", "projects/eventpipe-dev/subscriptions/system-events-materializer.dlq-sub",
+		"--topic", "projects/eventpipe-dev/topics/system-events")
+	if err != nil || !strings.Contains(out, "replayed 1 of 1") {
+		t.Fatalf("replay: %v %q", err, out)
+	}
+	waitFor("the replayed copy applied", func(r devpipe.Row) bool { return r.Applied == 1 })
 }
