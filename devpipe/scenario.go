@@ -20,6 +20,8 @@ import (
 //     the stores come back after Outage: the deliveries that failed are
 //     retried with the subscription's backoff and applied.
 type Scenario struct {
+	// Events is the number of events per pipeline in phase 1 and in phase 3;
+	// Duplicates, OutOfOrder and Poison are the phase-2 messages per pipeline.
 	Events, Duplicates, OutOfOrder, Poison int
 	// Outage is how long the stores stay down in phase 3.
 	Outage time.Duration
@@ -40,6 +42,7 @@ func DefaultScenario() Scenario {
 
 // Expected is what a correct run ends with, per subscription.
 type Expected struct {
+	// The final counts of a subscription (see Row).
 	Published, Applied, Duplicate, Stale, DeadLettered int
 }
 
