@@ -174,9 +174,12 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	var docID string
 	switch {
 	case w.ID != "":
-		if docID, err = keys.DocID(e.cfg.Env, w.ID); err != nil {
+		// keys.DocID(Env, ID), with the environment normalised once, in New.
+		id, err := keys.NormalizeID(w.ID)
+		if err != nil {
 			return nil, newError(TypePoison, op, "aggregate id: %v", err)
 		}
+		docID = keys.JoinID(e.envID, id)
 	case w.Mode == ModeCreate:
 		docID = keys.JoinID(e.envID, key)
 	default:
@@ -189,7 +192,9 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	if w.Sequence != nil {
 		m.order.seq = *w.Sequence
 	}
-	fields, err := store.CopyFields(w.Fields)
+	// The store copies the document when it writes it: a shallow clone
+	// (deep only when values need normalising) keeps w.Fields unchanged.
+	fields, err := store.CloneFields(w.Fields, 1)
 	if err != nil {
 		return nil, newError(TypePoison, op, "Write.Fields: %v", err)
 	}
@@ -200,7 +205,8 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	m.order.toMeta(meta)
 	fields[MetaField] = meta
 	m.doc = store.Document{Fields: fields}
-	m.res = Result{DocPath: m.target.String(), IdempotencyDoc: m.target.String()}
+	target := m.target.String()
+	m.res = Result{DocPath: target, IdempotencyDoc: target}
 	if w.DedupeMarker {
 		m.res.IdempotencyDoc = m.marker.String()
 	} else {

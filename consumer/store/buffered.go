@@ -16,15 +16,27 @@ var ErrReadAfterWrite = errors.New("read after write in one transaction: do ever
 // sees its own buffered writes; its Create fails at once when the document
 // exists.
 type BufferedTx struct {
-	read    func(key Key) (Document, bool, error)
-	writes  map[Key]bufferedWrite
-	order   []Key
+	read func(key Key) (Document, bool, error)
+	// writes are in the order first written; a transaction writes a handful
+	// of documents, so a linear search beats a map.
+	writes  []bufferedWrite
 	written bool
 }
 
 type bufferedWrite struct {
+	key     Key
 	doc     Document
 	deleted bool
+}
+
+// find returns the index of key's write, or -1.
+func (t *BufferedTx) find(key Key) int {
+	for i := range t.writes {
+		if t.writes[i].key == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // NewBufferedTx returns a transaction reading through read, which reports
@@ -34,8 +46,8 @@ func NewBufferedTx(read func(key Key) (Document, bool, error)) *BufferedTx {
 }
 
 func (t *BufferedTx) lookup(key Key) (Document, bool, error) {
-	if w, ok := t.writes[key]; ok {
-		return w.doc, !w.deleted, nil
+	if i := t.find(key); i >= 0 {
+		return t.writes[i].doc, !t.writes[i].deleted, nil
 	}
 	return t.read(key)
 }
@@ -97,33 +109,31 @@ func (t *BufferedTx) put(key Key, doc Document, deleted bool) error {
 		}
 		doc = d
 	}
-	if t.writes == nil {
-		t.writes = make(map[Key]bufferedWrite)
+	w := bufferedWrite{key: key, doc: doc, deleted: deleted}
+	if i := t.find(key); i >= 0 {
+		t.writes[i] = w
+	} else {
+		t.writes = append(t.writes, w)
 	}
-	if _, ok := t.writes[key]; !ok {
-		t.order = append(t.order, key)
-	}
-	t.writes[key] = bufferedWrite{doc: doc, deleted: deleted}
 	t.written = true
 	return nil
 }
 
 // Len returns the number of documents the transaction writes or deletes.
-func (t *BufferedTx) Len() int { return len(t.order) }
+func (t *BufferedTx) Len() int { return len(t.writes) }
 
 // Apply calls set for every written document and del for every deleted one,
 // in the order they were first written.
 func (t *BufferedTx) Apply(set func(key Key, doc Document) error, del func(key Key) error) error {
-	for _, k := range t.order {
-		w := t.writes[k]
+	for _, w := range t.writes {
 		var err error
 		if w.deleted {
-			err = del(k)
+			err = del(w.key)
 		} else {
-			err = set(k, w.doc)
+			err = set(w.key, w.doc)
 		}
 		if err != nil {
-			return fmt.Errorf("apply %s: %w", k, err)
+			return fmt.Errorf("apply %s: %w", w.key, err)
 		}
 	}
 	return nil

@@ -34,6 +34,58 @@ func CopyFields(fields map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
+// CloneFields returns a new top-level map holding fields in the value model,
+// with room for extra more fields. When every value is in the value model
+// already, nested maps and slices are shared with fields rather than copied
+// (the caller must not modify them while the clone is in use; the stores
+// copy what they are given); otherwise it is CopyFields, errors included.
+func CloneFields(fields map[string]any, extra int) (map[string]any, error) {
+	for _, v := range fields {
+		if !inValueModel(v) {
+			return CopyFields(fields)
+		}
+	}
+	out := make(map[string]any, len(fields)+extra)
+	for k, v := range fields {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// inValueModel reports whether normalize would accept v and give back an
+// equal value.
+func inValueModel(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, string, int64:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case time.Time:
+		return x == x.UTC() // UTC and no monotonic reading: == on purpose
+	case []any:
+		if x == nil {
+			return false // normalize makes it an empty slice
+		}
+		for _, e := range x {
+			if !inValueModel(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		if x == nil {
+			return false // normalize makes it an empty map
+		}
+		for _, e := range x {
+			if !inValueModel(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // CopyDocument returns a deep copy of d in the value model (see CopyFields).
 func CopyDocument(d Document) (Document, error) {
 	f, err := CopyFields(d.Fields)

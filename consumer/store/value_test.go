@@ -49,3 +49,48 @@ func TestCopyFieldsNormalisesAndNamesBadFields(t *testing.T) {
 		}
 	}
 }
+
+func TestCloneFieldsEqualsCopyFields(t *testing.T) {
+	utc := time.Date(2026, 1, 8, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		fields map[string]any
+		shares bool // nested values are in the value model: shared, not copied
+	}{
+		{"value model", map[string]any{"s": "x", "i": int64(1), "f": 0.5, "b": true, "n": nil, "t": utc,
+			"m": map[string]any{"k": []any{int64(1), "y"}}}, true},
+		{"int", map[string]any{"m": map[string]any{"i": 7}}, false},
+		{"zoned time", map[string]any{"m": map[string]any{"t": utc.In(time.FixedZone("CET", 3600))}}, false},
+		{"monotonic time", map[string]any{"m": map[string]any{"t": time.Now()}}, false},
+		{"nil slice", map[string]any{"m": map[string]any{"s": []any(nil)}}, false},
+		{"nil map", map[string]any{"m": map[string]any{"s": map[string]any(nil)}}, false},
+		{"typed slice", map[string]any{"m": map[string]any{"s": []string{"a"}}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := store.CopyFields(tc.fields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := store.CloneFields(tc.fields, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("CloneFields = %#v, want %#v", got, want)
+			}
+			got["added"] = "x"
+			if _, ok := tc.fields["added"]; ok {
+				t.Error("adding to the clone changed the input")
+			}
+			shared := reflect.ValueOf(got["m"]).UnsafePointer() == reflect.ValueOf(tc.fields["m"]).UnsafePointer()
+			if shared != tc.shares {
+				t.Errorf("nested map shared = %v, want %v", shared, tc.shares)
+			}
+		})
+	}
+	_, err := store.CloneFields(map[string]any{"outer": map[string]any{"nan": math.NaN()}}, 1)
+	if err == nil || !strings.Contains(err.Error(), `"outer"`) || !strings.Contains(err.Error(), `"nan"`) {
+		t.Errorf("err = %v; want CopyFields' error naming the field path", err)
+	}
+}
