@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +24,9 @@ const timeTag = "$eventpipe_time"
 func CopyFields(fields map[string]any) (map[string]any, error) {
 	if fields == nil {
 		return map[string]any{}, nil
+	}
+	if inValueModel(fields) {
+		return cloneMap(fields), nil
 	}
 	out := make(map[string]any, len(fields))
 	for k, v := range fields {
@@ -50,6 +55,34 @@ func CloneFields(fields map[string]any, extra int) (map[string]any, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// cloneMap deep-copies m, whose values are in the value model: maps.Clone
+// copies a map's table wholesale, which is cheaper than inserting anew.
+func cloneMap(m map[string]any) map[string]any {
+	out := maps.Clone(m)
+	for k, v := range out {
+		switch x := v.(type) {
+		case map[string]any:
+			out[k] = cloneMap(x)
+		case []any:
+			out[k] = cloneSlice(x)
+		}
+	}
+	return out
+}
+
+func cloneSlice(s []any) []any {
+	out := slices.Clone(s)
+	for i, v := range out {
+		switch x := v.(type) {
+		case map[string]any:
+			out[i] = cloneMap(x)
+		case []any:
+			out[i] = cloneSlice(x)
+		}
+	}
+	return out
 }
 
 // inValueModel reports whether normalize would accept v and give back an

@@ -72,6 +72,9 @@ func TestCloneFieldsEqualsCopyFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if reflect.ValueOf(want["m"]).UnsafePointer() == reflect.ValueOf(tc.fields["m"]).UnsafePointer() {
+				t.Error("CopyFields shares a nested map with its input; want a deep copy")
+			}
 			got, err := store.CloneFields(tc.fields, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -92,5 +95,18 @@ func TestCloneFieldsEqualsCopyFields(t *testing.T) {
 	_, err := store.CloneFields(map[string]any{"outer": map[string]any{"nan": math.NaN()}}, 1)
 	if err == nil || !strings.Contains(err.Error(), `"outer"`) || !strings.Contains(err.Error(), `"nan"`) {
 		t.Errorf("err = %v; want CopyFields' error naming the field path", err)
+	}
+}
+
+func TestCopyFieldsCopiesDeeply(t *testing.T) {
+	in := map[string]any{"m": map[string]any{"l": []any{map[string]any{"k": "v"}}}, "s": "x"}
+	out, err := store.CopyFields(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["m"].(map[string]any)["l"].([]any)[0].(map[string]any)["k"] = "changed"
+	out["s"] = "changed"
+	if in["m"].(map[string]any)["l"].([]any)[0].(map[string]any)["k"] != "v" || in["s"] != "x" {
+		t.Errorf("changing the copy changed the input: %v", in)
 	}
 }
