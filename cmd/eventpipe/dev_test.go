@@ -87,18 +87,29 @@ func TestDevRejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestDevServeEndpoints drives the --serve HTTP endpoints on a running
-// local pipeline: publish an event, then see it applied in /stats.
-func TestDevServeEndpoints(t *testing.T) {
+// startDevEnv runs the dev stack's local pipeline until the test ends.
+func startDevEnv(t *testing.T, backoffScale float64) *devpipe.Env {
+	t.Helper()
 	st, err := loadStack(render.Options{Stack: "dev"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := devpipe.Start(context.Background(), devpipe.Options{Stack: st, DataDir: t.TempDir(), BackoffScale: 0.01})
+	env, err := devpipe.Start(context.Background(), devpipe.Options{Stack: st, DataDir: t.TempDir(), BackoffScale: backoffScale})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer env.Close()
+	t.Cleanup(func() {
+		if err := env.Close(); err != nil {
+			t.Errorf("local pipeline: %v", err)
+		}
+	})
+	return env
+}
+
+// TestDevServeEndpoints drives the --serve HTTP endpoints on a running
+// local pipeline: publish an event, then see it applied in /stats.
+func TestDevServeEndpoints(t *testing.T) {
+	env := startDevEnv(t, 0.01)
 	srv := httptest.NewServer(devHandler(env))
 	defer srv.Close()
 	body := `{"eventId":"e1","service":"api","status":"healthy","producedAt":"2026-01-08T10:00:00Z"}`

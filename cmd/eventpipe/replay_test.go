@@ -11,7 +11,6 @@ import (
 
 	"github.com/eventpipe/eventpipe/devpipe"
 	"github.com/eventpipe/eventpipe/internal/pstestutil"
-	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/replay"
 )
 
@@ -167,15 +166,7 @@ func TestReplayCommandRejectsBadFlags(t *testing.T) {
 // the event is dead-lettered; once the store is back, `eventpipe replay`
 // moves it back and the consumer applies it.
 func TestReplayAfterAnOutageAppliesTheDeadLetters(t *testing.T) {
-	st, err := loadStack(render.Options{Stack: "dev"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := devpipe.Start(context.Background(), devpipe.Options{Stack: st, DataDir: t.TempDir(), BackoffScale: 0.001})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	env := startDevEnv(t, 0.001)
 	t.Setenv("PUBSUB_EMULATOR_HOST", env.EmulatorHost)
 	row := func() devpipe.Row {
 		for _, r := range env.Tally.Rows(env.Topology) {
