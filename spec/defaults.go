@@ -1,6 +1,9 @@
 package spec
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Defaults from the reliability design (seed 001) and the limits Google Cloud
 // enforces (see docs/configuration.md for the sources). Every default is
@@ -64,7 +67,9 @@ const (
 	DefaultCPU    = "1"
 	DefaultMemory = "512Mi"
 
-	// DefaultCollectionPrefix prefixes the consumer's store collections.
+	// DefaultCollectionPrefix is the consumer binary's own default collection
+	// prefix (EVENTPIPE_COLLECTION_PREFIX unset); stacks give each pipeline
+	// its own, see PipelineCollectionPrefix.
 	DefaultCollectionPrefix = "eventpipe_"
 	// ExpiryField is the timestamp field Firestore TTL deletes documents by.
 	ExpiryField = "expireAt"
@@ -81,4 +86,30 @@ const (
 // get a Firestore TTL policy (without the prefix).
 func StoreCollections() []string {
 	return []string{"dedupe", "leases", "receipts", "poison"}
+}
+
+// PipelineCollectionPrefix is the collection prefix a pipeline's consumer
+// gets when consumer.collectionPrefix is unset: DefaultCollectionPrefix, the
+// pipeline name with '-' written '_', and '_' (eventpipe_system_events_ for
+// pipeline system-events; pipeline names have no '_', so distinct pipelines
+// get distinct prefixes).
+//
+// Each pipeline owns its collections rather than sharing one set per
+// database, for three reasons:
+//   - the engine's record ids are {env}__{event key}, without the pipeline,
+//     so pipelines sharing {prefix}dedupe or {prefix}poison would take the
+//     same event id arriving on two pipelines for a duplicate (the second
+//     effect silently skipped) or, with another payload, for poison;
+//   - a Firestore TTL policy (one gcp:firestore/field:Field per collection
+//     group and field) is a single object of the database: with collections
+//     of its own, each pipeline declares exactly the TTL policies it needs,
+//     and adding or removing a pipeline never touches another's;
+//   - it keeps seed 001's layout, where each pipeline has its own dedupe
+//     collection (ops_dedupe, ingest_pipelines_dedupe).
+//
+// The cost is four TTL policies and index exemptions per Firestore-backed
+// pipeline instead of four per database. Validation rejects two pipelines
+// using the same prefix in the same shared store (see Consumer.SharedStore).
+func PipelineCollectionPrefix(pipeline string) string {
+	return DefaultCollectionPrefix + strings.ReplaceAll(pipeline, "-", "_") + "_"
 }

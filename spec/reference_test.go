@@ -210,6 +210,9 @@ const referenceOutro = `
   ` + "`deadLetter.retention`" + ` are then errors.
 - Topic and subscription ids (including the derived ` + "`<subscription>.dlq`" + ` and ` + "`<subscription>.dlq-sub`" + `)
   are unique in the stack.
+- Each pipeline owns its store collections: ` + "`consumer.collectionPrefix`" + ` (default ` + "`eventpipe_PIPELINE_`" + `)
+  is unique among the pipelines sharing a Firestore database or PostgreSQL store, and each Firestore-backed
+  pipeline gets its own TTL policies (one ` + "`gcp:firestore/field:Field`" + ` per collection on ` + "`expireAt`" + `).
 - Labels under ` + "`labels`" + ` follow GCP's rules and may not start with ` + "`eventpipe_`" + `.
 
 ## Labels eventpipe sets

@@ -140,7 +140,8 @@ type Consumer struct {
 	// Store is the consumer's store URL: firestore://PROJECT/DATABASE, postgres://…, bbolt:///PATH or mem://
 	// (default eventpipe:store, else firestore://PROJECT/(default)). Firestore stores get TTL policies.
 	Store string `json:"store,omitempty"`
-	// CollectionPrefix is prepended to the store's collection names (default eventpipe_).
+	// CollectionPrefix is prepended to the store's collection names: {prefix}dedupe, leases, receipts, poison
+	// (default eventpipe_PIPELINE_, the pipeline name with - as _). Unique per store: pipelines never share these collections.
 	CollectionPrefix string `json:"collectionPrefix,omitempty"`
 	// Audience is the OIDC audience of push tokens (default PROJECT/PIPELINE/pubsub-push);
 	// it is registered as a custom audience of the service.
@@ -273,6 +274,20 @@ func (c *Consumer) FirestoreDatabase() (project, database string, ok bool) {
 	}
 	project, database, ok = strings.Cut(rest, "/")
 	return project, database, ok && project != "" && database != ""
+}
+
+// SharedStore returns the database a store URL names when consumers of
+// different pipelines would share it: firestore://PROJECT/DATABASE for
+// Firestore, the URL itself for PostgreSQL. bbolt and mem stores live inside
+// one instance and are never shared (ok false).
+func (c *Consumer) SharedStore() (target string, ok bool) {
+	if project, database, ok := c.FirestoreDatabase(); ok {
+		return "firestore://" + project + "/" + database, true
+	}
+	if strings.HasPrefix(c.Store, "postgres://") || strings.HasPrefix(c.Store, "postgresql://") {
+		return c.Store, true
+	}
+	return "", false
 }
 
 // ConsumerAccountID is the account id of the consumer's own service account.

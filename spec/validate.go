@@ -222,7 +222,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 		checkStore(c, p.Name, path+".store", k.Store, false)
 	}
 	if k.CollectionPrefix == "" {
-		k.CollectionPrefix = DefaultCollectionPrefix
+		k.CollectionPrefix = PipelineCollectionPrefix(p.Name)
 	} else if !prefixPattern.MatchString(k.CollectionPrefix) {
 		c.add(p.Name, path+".collectionPrefix", strconv.Quote(k.CollectionPrefix), "lowercase letters, digits and _, starting with a letter, at most 40 characters", "use a prefix such as eventpipe_")
 	}
@@ -300,10 +300,12 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 	}
 }
 
-// checkUniqueNames reports topic, subscription and service names used twice in the stack.
+// checkUniqueNames reports topic, subscription and service names used twice
+// in the stack, and collection prefixes used twice in one shared store.
 func checkUniqueNames(c *collector, s *Stack) {
 	type owner struct{ pipeline, path string }
 	topics, subs, services := map[string]owner{}, map[string]owner{}, map[string]owner{}
+	collections := map[string]owner{} // shared store + collection prefix
 	claim := func(seen map[string]owner, kind, id string, o owner) bool {
 		if prev, dup := seen[id]; dup {
 			c.add(o.pipeline, o.path, strconv.Quote(id), kind+" ids unique in the stack (also used at "+prev.path+")", "set a different name")
@@ -319,6 +321,21 @@ func checkUniqueNames(c *collector, s *Stack) {
 		base := Namespace + ":" + KeyPipelines + "." + p.Name
 		claim(topics, "topic", p.Topic.Name, owner{p.Name, base + ".topic.name"})
 		claim(services, "Cloud Run service", p.Consumer.ServiceName, owner{p.Name, base + ".consumer.serviceName"})
+		if store, ok := p.Consumer.SharedStore(); ok {
+			shown := store
+			if s.StoreSecret && p.Consumer.Store == s.Store {
+				shown = Namespace + ":" + KeyStore // a secret URL is never printed
+			}
+			pp := base + ".consumer.collectionPrefix"
+			key := store + "\x00" + p.Consumer.CollectionPrefix
+			if prev, dup := collections[key]; dup {
+				c.add(p.Name, pp, strconv.Quote(p.Consumer.CollectionPrefix),
+					"a collection prefix no other pipeline uses in the same store (pipeline "+prev.pipeline+" uses it in "+shown+")",
+					"remove collectionPrefix for the default "+PipelineCollectionPrefix(p.Name)+", or set another: each pipeline owns its dedupe, lease, receipt and poison collections and their Firestore TTL policies")
+			} else {
+				collections[key] = owner{p.Name, pp}
+			}
+		}
 		for _, sub := range p.SortedSubscriptions() {
 			if sub == nil {
 				continue

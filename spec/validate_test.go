@@ -34,7 +34,7 @@ func TestLoadFillsEveryDefault(t *testing.T) {
 		{"cpu", k.CPU, spec.DefaultCPU},
 		{"memory", k.Memory, spec.DefaultMemory},
 		{"store", k.Store, "firestore://acme-dev/(default)"},
-		{"collectionPrefix", k.CollectionPrefix, spec.DefaultCollectionPrefix},
+		{"collectionPrefix", k.CollectionPrefix, "eventpipe_orders_"},
 		{"audience", k.Audience, "acme-dev/orders/pubsub-push"},
 		{"version", k.Version(), "1.2.3"},
 	}
@@ -168,6 +168,7 @@ func TestValidationErrors(t *testing.T) {
 		{"duplicate service name", pl, "billing", map[string]any{"consumer": map[string]any{"image": "r/x:1", "serviceName": "orders-consumer"}, "subscriptions": map[string]any{"a": map[string]any{"delivery": "push"}}}, pl + ".orders.consumer.serviceName", "Cloud Run service ids unique"},
 		{"duplicate topic name", pl, "billing", map[string]any{"topic": map[string]any{"name": "orders"}, "consumer": map[string]any{"image": "r/x:1"}, "subscriptions": map[string]any{"a": map[string]any{"delivery": "push"}}}, pl + ".orders.topic.name", "topic ids unique"},
 		{"duplicate subscription name", pl, work + "name", "orders-main", pl + ".orders.subscriptions.work.name", "subscription ids unique"},
+		{"shared collection prefix", pl, "billing", map[string]any{"consumer": map[string]any{"image": "r/x:1", "collectionPrefix": "eventpipe_orders_"}, "subscriptions": map[string]any{"a": map[string]any{"delivery": "push"}}}, pl + ".orders.consumer.collectionPrefix", "no other pipeline uses in the same store (pipeline billing uses it in firestore://acme-dev/(default))"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,4 +275,85 @@ func manyLabels(n int) map[string]any {
 		out[fmt.Sprintf("team%d", i)] = "x"
 	}
 	return out
+}
+
+// TestCollectionPrefixPerStore: every pipeline gets collections of its own,
+// and two pipelines may use one prefix only in stores they do not share.
+func TestCollectionPrefixPerStore(t *testing.T) {
+	const pl = "eventpipe:pipelines"
+	pipeline := func(consumer map[string]any) map[string]any {
+		consumer["image"] = "r/x:1"
+		return map[string]any{"consumer": consumer, "subscriptions": map[string]any{"a": map[string]any{"delivery": "push"}}}
+	}
+	cases := []struct {
+		name      string
+		store     string // eventpipe:store, "" for the default Firestore database
+		billing   map[string]any
+		orders    string // orders' collectionPrefix, "" for the default
+		wantError string // substring of the only error, "" for none
+		prefixes  map[string]string
+	}{
+		{name: "defaults are per pipeline", billing: map[string]any{},
+			prefixes: map[string]string{"orders": "eventpipe_orders_", "ingest-heartbeat": "eventpipe_ingest_heartbeat_"}},
+		{name: "same prefix, other database", billing: map[string]any{"store": "firestore://acme-dev/billing", "collectionPrefix": "eventpipe_orders_"},
+			prefixes: map[string]string{"orders": "eventpipe_orders_", "ingest-heartbeat": "eventpipe_ingest_heartbeat_"}},
+		{name: "same prefix, other project", billing: map[string]any{"store": "firestore://acme-shared/(default)", "collectionPrefix": "eventpipe_orders_"}},
+		{name: "same prefix, same database", billing: map[string]any{"store": "firestore://acme-dev/(default)", "collectionPrefix": "eventpipe_orders_"},
+			wantError: "pipeline billing uses it in firestore://acme-dev/(default)"},
+		{name: "explicit prefix taken by another default", billing: map[string]any{"collectionPrefix": "shared_"}, orders: "shared_",
+			wantError: "pipeline billing uses it in firestore://acme-dev/(default)"},
+		{name: "bbolt stores are per instance", store: "bbolt:///var/lib/eventpipe.db", billing: map[string]any{"collectionPrefix": "eventpipe_orders_"}},
+		{name: "mem stores are per instance", store: "mem://", billing: map[string]any{"collectionPrefix": "eventpipe_orders_"}},
+		{name: "same PostgreSQL store", store: "postgres://db.internal/eventpipe", billing: map[string]any{"collectionPrefix": "eventpipe_orders_"},
+			wantError: "pipeline billing uses it in postgres://db.internal/eventpipe"},
+		{name: "other PostgreSQL store", store: "postgres://db.internal/eventpipe", billing: map[string]any{"store": "postgres://db2.internal/eventpipe", "collectionPrefix": "eventpipe_orders_"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			if tc.store != "" {
+				set(cfg, "eventpipe:store", "", tc.store)
+			}
+			set(cfg, pl, "billing", pipeline(tc.billing))
+			set(cfg, pl, "ingest-heartbeat", pipeline(map[string]any{}))
+			if tc.orders != "" {
+				set(cfg, pl, "orders.consumer.collectionPrefix", tc.orders)
+			}
+			st, errs := load(t, cfg)
+			if tc.wantError == "" {
+				if errs != nil {
+					t.Fatal(errs)
+				}
+				for name, want := range tc.prefixes {
+					if got := st.Pipelines[name].Consumer.CollectionPrefix; got != want {
+						t.Errorf("%s collectionPrefix = %q, want %q", name, got, want)
+					}
+				}
+				return
+			}
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.wantError) {
+				t.Fatalf("errors = %v, want one containing %q", errs, tc.wantError)
+			}
+			if e := errs[0]; e.Pipeline != "orders" || e.Path != pl+".orders.consumer.collectionPrefix" || !strings.Contains(e.Fix, "eventpipe_orders_") {
+				t.Errorf("error = %q: want it on orders' collectionPrefix with the default as the fix", e.Error())
+			}
+		})
+	}
+}
+
+// TestSharedSecretStoreNotEchoed: a collection clash in a secret store names
+// the config key, never the URL.
+func TestSharedSecretStoreNotEchoed(t *testing.T) {
+	cfg := baseConfig()
+	cfg["eventpipe:pipelines"].(map[string]any)["billing"] = map[string]any{
+		"consumer":      map[string]any{"image": "r/x:1", "collectionPrefix": "eventpipe_orders_"},
+		"subscriptions": map[string]any{"a": map[string]any{"delivery": "push"}},
+	}
+	src := source(t, cfg)
+	src.Values["eventpipe:store"] = "postgres://app:hunter2@db.internal/eventpipe"
+	src.Secrets["eventpipe:store"] = true
+	_, err := spec.Load("dev", src)
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "pipeline billing uses it in eventpipe:store") {
+		t.Errorf("err = %v, want the clash reported without the secret URL", err)
+	}
 }
