@@ -46,7 +46,7 @@ func TestConsumer(t *testing.T) {
 		components.EnvOIDCAudience:      "acme-dev/orders/pubsub-push",
 		components.EnvPushAccounts:      pushEmail,
 		components.EnvPullSubscriptions: "projects/acme-dev/subscriptions/orders-work",
-		components.EnvCollectionPrefix:  "eventpipe_",
+		components.EnvCollectionPrefix:  "eventpipe_orders_",
 	}
 	if got := env(t, svc); !equalJSON(got, wantEnv) {
 		t.Errorf("env =\n%v\nwant\n%v", got, wantEnv)

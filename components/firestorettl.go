@@ -28,6 +28,14 @@ type FirestoreTTLArgs struct {
 // monotonically increasing indexed timestamp would limit write throughput.
 // Firestore deletes expired documents within about a day, so the consumer
 // still checks expiry itself.
+//
+// A Field is one object of the database per (project, database, collection
+// group, field): declaring it twice makes the second create fail or two
+// owners fight over it (and destroying either removes the policy). Each
+// Pipeline declares the FirestoreTTL of its own collections, which are its
+// own because spec gives every pipeline its own collection prefix and
+// rejects two pipelines sharing one in a store (spec.PipelineCollectionPrefix
+// says why); DeclareStack checks it again before declaring anything.
 type FirestoreTTL struct {
 	pulumi.ResourceState
 

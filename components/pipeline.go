@@ -20,7 +20,9 @@ type PipelineArgs struct {
 // Consumer service, one Subscription per entry of the spec's subscriptions
 // map (push ones delivering to the consumer's /pubsub/push, pull ones
 // readable by the consumer's account) and, when the consumer's store is
-// Firestore, the FirestoreTTL policies of its collections, and (unless the
+// Firestore, the FirestoreTTL policies of its collections (the pipeline's
+// own: EVENTPIPE_COLLECTION_PREFIX and EVENTPIPE_STORE of its consumer name
+// exactly the collections and database the policies cover), and (unless the
 // pipeline opts out) its alerts.
 type Pipeline struct {
 	pulumi.ResourceState
@@ -33,7 +35,8 @@ type Pipeline struct {
 	Consumer *Consumer
 	// Subscriptions are keyed like the spec's subscriptions.
 	Subscriptions map[string]*Subscription
-	// TTL is nil when the store is not Firestore.
+	// TTL is nil when the store is not Firestore (bbolt, PostgreSQL and
+	// memory stores need no TTL policy).
 	TTL *FirestoreTTL
 	// Alerts are the pipeline's metrics, alert policies and SLOs; nil when
 	// the pipeline opted out of alerts.

@@ -104,6 +104,49 @@ func TestPipelineWithoutFirestoreHasNoTTL(t *testing.T) {
 	}
 }
 
+// TestPipelinesOwnTheirTTLPolicies: two pipelines on one Firestore database
+// each declare the TTL policies of their own collections, the ones their
+// consumer is told to use; a stack built by hand in which two pipelines
+// would declare the same policy is refused before anything is declared.
+func TestPipelinesOwnTheirTTLPolicies(t *testing.T) {
+	doc := baseStack + `    billing-events:
+      consumer:
+        image: europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3
+      subscriptions:
+        main:
+          delivery: push
+`
+	st := loadStack(t, doc)
+	plan := declareStack(t, st)
+	collections := map[string]string{}
+	for name, f := range custom(plan, tField) {
+		collections[name] = fmt.Sprint(input(f, "collection"))
+	}
+	want := map[string]string{}
+	for pipeline, prefix := range map[string]string{"orders": "eventpipe_orders_", "billing-events": "eventpipe_billing_events_"} {
+		if got := env(t, one(t, plan, tService, pipeline))[components.EnvCollectionPrefix]; got != prefix {
+			t.Errorf("%s: %s = %q, want %q", pipeline, components.EnvCollectionPrefix, got, prefix)
+		}
+		for _, c := range components.TTLCollections(prefix) {
+			want[pipeline+"-"+c] = c
+		}
+	}
+	if !equalJSON(collections, want) {
+		t.Errorf("TTL fields = %v\nwant %v", collections, want)
+	}
+
+	st.Pipelines["billing-events"].Consumer.CollectionPrefix = "eventpipe_orders_"
+	mocks := render.NewMocks(render.Project, "dev", nil)
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error { return components.DeclareStack(ctx, st) },
+		pulumi.WithMocks(render.Project, "dev", mocks))
+	if err == nil || !strings.Contains(err.Error(), "pipelines billing-events and orders both use collection prefix \"eventpipe_orders_\" in firestore://acme-dev/(default)") {
+		t.Errorf("err = %v, want the shared TTL policies named", err)
+	}
+	if n := len(mocks.Resources()); n != 0 {
+		t.Errorf("%d resources registered before the clash was found", n)
+	}
+}
+
 // TestAddingPipelineRenamesNothing: pipelines are a map keyed by name, so a
 // new one adds resources and leaves every existing resource as it was.
 func TestAddingPipelineRenamesNothing(t *testing.T) {
