@@ -186,11 +186,8 @@ func TestCheckMutationsOfRenderedStack(t *testing.T) {
 			p.Inputs(t, subType, dlqSubName)["messageRetentionDuration"] = "86400s"
 		}, "warn:EP013"},
 		{"delete the TTL policy of the leases collection", func(t *testing.T, p plantest.Doc) {
-			// Every pipeline of the stack shares the database and prefix, and each declares
-			// the TTL fields: remove them all for the leases collection.
-			for _, pipeline := range []string{"system-events", "ingest-heartbeat", "documents"} {
-				p.Drop(t, "gcp:firestore/field:Field", pipeline+"-eventpipe_leases")
-			}
+			// Each pipeline owns its collections (prefix eventpipe_<pipeline>_) and their TTL fields.
+			p.Drop(t, "gcp:firestore/field:Field", "documents-eventpipe_documents_leases")
 		}, "warn:EP014"},
 		{"explicit DLQ opt-out", func(t *testing.T, p plantest.Doc) {
 			p.Drop(t, subType, dlqSubName)
