@@ -218,10 +218,11 @@ func (ev Event) eventKey() (key, fingerprint string, err error) {
 // fingerprintConflict reports a reused event key: stored and incoming
 // fingerprints both known and different. In warn mode it logs and returns
 // the warning text; in error mode it returns a poison error.
-func (e *Engine) fingerprintConflict(op, doc, stored, incoming string) (warning string, err error) {
+func (e *Engine) fingerprintConflict(op string, key store.Key, stored, incoming string) (warning string, err error) {
 	if stored == "" || incoming == "" || stored == incoming {
 		return "", nil
 	}
+	doc := key.String()
 	msg := fmt.Sprintf("event key of %s was seen before with a different payload (fingerprint %s, now %s): the producer reused an event id", doc, stored, incoming)
 	if e.cfg.Fingerprint == FingerprintWarn {
 		e.cfg.Logger.Warn("fingerprint mismatch", logfields.IdempotencyDoc, doc, "stored_fingerprint", stored, "fingerprint", incoming)

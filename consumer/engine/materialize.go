@@ -96,11 +96,37 @@ type materialization struct {
 	op          string
 	target      store.Key
 	marker      store.Key
+	markerPath  string
 	eventKey    string
 	fingerprint string
 	order       orderKey
-	doc         store.Document
-	res         Result
+	appliedAt   time.Time
+	// fields are the document's fields without MetaField: in the value
+	// model, and shared with Write.Fields (not to be modified).
+	fields map[string]any
+	doc    store.Document // built from fields on the first write
+	res    Result
+}
+
+// document returns the target document: fields plus MetaField. Only
+// applied messages need it, so it is built on first use.
+func (m *materialization) document() store.Document {
+	if m.doc.Fields != nil {
+		return m.doc
+	}
+	// A shallow copy: the store copies the document when it writes it.
+	fields := make(map[string]any, len(m.fields)+1)
+	for k, v := range m.fields {
+		fields[k] = v
+	}
+	meta := map[string]any{metaEventKey: m.eventKey, metaAppliedAt: m.appliedAt}
+	if m.fingerprint != "" {
+		meta[metaFingerprint] = m.fingerprint
+	}
+	m.order.toMeta(meta)
+	fields[MetaField] = meta
+	m.doc = store.Document{Fields: fields}
+	return m.doc
 }
 
 // Materialize applies one message's effect atomically: in ModeLatest it
@@ -122,7 +148,7 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 	if w.Mode == ModeCreate {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
 			m.res.Outcome, m.res.WriteKind, m.res.Warning = Applied, logfields.WriteKindSet, ""
-			return tx.Create(ctx, m.target, m.doc)
+			return tx.Create(ctx, m.target, m.document())
 		})
 	} else {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
@@ -192,23 +218,17 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	if w.Sequence != nil {
 		m.order.seq = *w.Sequence
 	}
-	// The store copies the document when it writes it: a shallow clone
-	// (deep only when values need normalising) keeps w.Fields unchanged.
-	fields, err := store.CloneFields(w.Fields, 1)
-	if err != nil {
+	// Fields not in the value model are converted (or rejected) now; the
+	// document itself is built when it is written (see document).
+	if m.fields, err = store.ValueModelFields(w.Fields); err != nil {
 		return nil, newError(TypePoison, op, "Write.Fields: %v", err)
 	}
-	meta := map[string]any{metaEventKey: key, metaAppliedAt: e.now()}
-	if fp != "" {
-		meta[metaFingerprint] = fp
-	}
-	m.order.toMeta(meta)
-	fields[MetaField] = meta
-	m.doc = store.Document{Fields: fields}
+	m.appliedAt = e.now()
 	target := m.target.String()
 	m.res = Result{DocPath: target, IdempotencyDoc: target}
 	if w.DedupeMarker {
-		m.res.IdempotencyDoc = m.marker.String()
+		m.markerPath = m.marker.String()
+		m.res.IdempotencyDoc = m.markerPath
 	} else {
 		m.marker = store.Key{}
 	}
@@ -229,7 +249,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		}
 		if live {
 			m.res.Outcome = Duplicate
-			m.res.Warning, err = e.fingerprintConflict(m.op, m.marker.String(), str(md.Fields, metaFingerprint), m.fingerprint)
+			m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, str(md.Fields, metaFingerprint), m.fingerprint)
 			return err
 		}
 	}
@@ -241,7 +261,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		meta := sub(cur.Fields, MetaField)
 		if str(meta, metaEventKey) == m.eventKey {
 			m.res.Outcome = Duplicate
-			m.res.Warning, err = e.fingerprintConflict(m.op, m.target.String(), str(meta, metaFingerprint), m.fingerprint)
+			m.res.Warning, err = e.fingerprintConflict(m.op, m.target, str(meta, metaFingerprint), m.fingerprint)
 			return err
 		}
 		if m.order.compare(orderFromMeta(meta)) <= 0 {
@@ -253,8 +273,8 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 				if err != nil || !live {
 					return err
 				}
-				m.res.Outcome, m.res.IdempotencyDoc = Duplicate, m.marker.String()
-				m.res.Warning, err = e.fingerprintConflict(m.op, m.marker.String(), str(md.Fields, metaFingerprint), m.fingerprint)
+				m.res.Outcome, m.res.IdempotencyDoc = Duplicate, m.markerPath
+				m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, str(md.Fields, metaFingerprint), m.fingerprint)
 				return err
 			}
 			return nil
@@ -274,7 +294,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	}
 	m.res.WriteKind = logfields.WriteKindSet
 	m.res.Outcome = Applied
-	return tx.Set(ctx, m.target, m.doc)
+	return tx.Set(ctx, m.target, m.document())
 }
 
 // createSlow runs after ModeCreate found the document: a duplicate, unless
@@ -289,6 +309,6 @@ func (e *Engine) createSlow(ctx context.Context, tx store.Tx, m *materialization
 		return err
 	}
 	meta := sub(cur.Fields, MetaField)
-	m.res.Warning, err = e.fingerprintConflict(m.op, m.target.String(), str(meta, metaFingerprint), m.fingerprint)
+	m.res.Warning, err = e.fingerprintConflict(m.op, m.target, str(meta, metaFingerprint), m.fingerprint)
 	return err
 }

@@ -82,7 +82,7 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 		token := i64(cur.Fields, "token") + 1
 		if err == nil && !cur.Expired(now) {
 			f := cur.Fields
-			if _, err := e.fingerprintConflict(op, key.String(), str(f, metaFingerprint), fp); err != nil {
+			if _, err := e.fingerprintConflict(op, key, str(f, metaFingerprint), fp); err != nil {
 				return err
 			}
 			rc.ReceivedAt, rc.Status = tm(f, "receivedAt"), str(f, "status")

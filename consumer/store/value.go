@@ -39,22 +39,14 @@ func CopyFields(fields map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// CloneFields returns a new top-level map holding fields in the value model,
-// with room for extra more fields. When every value is in the value model
-// already, nested maps and slices are shared with fields rather than copied
-// (the caller must not modify them while the clone is in use; the stores
-// copy what they are given); otherwise it is CopyFields, errors included.
-func CloneFields(fields map[string]any, extra int) (map[string]any, error) {
-	for _, v := range fields {
-		if !inValueModel(v) {
-			return CopyFields(fields)
-		}
+// ValueModelFields returns fields itself when every value is in the value
+// model already (the caller must then not modify what it shares), and
+// otherwise CopyFields(fields), errors included.
+func ValueModelFields(fields map[string]any) (map[string]any, error) {
+	if fields != nil && inValueModel(fields) {
+		return fields, nil
 	}
-	out := make(map[string]any, len(fields)+extra)
-	for k, v := range fields {
-		out[k] = v
-	}
-	return out, nil
+	return CopyFields(fields)
 }
 
 // cloneMap deep-copies m, whose values are in the value model: maps.Clone
