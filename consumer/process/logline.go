@@ -12,13 +12,43 @@ import (
 // Log writes the result's one JSON line. extra carries what only the
 // ingress knows: http_status for push, ack_action for both.
 func (p *Processor) Log(ctx context.Context, r *Result, extra ...slog.Attr) {
-	attrs := r.Attrs(extra...)
-	p.cfg.Logger.LogAttrs(ctx, r.Level, "pubsub message "+r.Outcome, attrs...)
+	buf := p.attrs.Get().(*[]slog.Attr)
+	attrs := r.appendAttrs((*buf)[:0], extra...)
+	// The record copies the attributes: the slice can be reused at once.
+	p.cfg.Logger.LogAttrs(ctx, r.Level, lineMessage(r.Outcome), attrs...)
+	clear(attrs)
+	*buf = attrs[:0]
+	p.attrs.Put(buf)
 }
+
+// lineMessage is the message of a result's line: "pubsub message " and the
+// outcome (constants for the known outcomes, to spare an allocation).
+func lineMessage(outcome string) string {
+	switch outcome {
+	case logfields.OutcomeApplied:
+		return "pubsub message " + logfields.OutcomeApplied
+	case logfields.OutcomeDuplicate:
+		return "pubsub message " + logfields.OutcomeDuplicate
+	case logfields.OutcomeStale:
+		return "pubsub message " + logfields.OutcomeStale
+	case logfields.OutcomePoison:
+		return "pubsub message " + logfields.OutcomePoison
+	case logfields.OutcomeRetry:
+		return "pubsub message " + logfields.OutcomeRetry
+	}
+	return "pubsub message " + outcome
+}
+
+// maxAttrs is the most attributes a result's line has before extra.
+const maxAttrs = 24
 
 // Attrs returns the log fields of r (see package logfields), plus extra.
 func (r *Result) Attrs(extra ...slog.Attr) []slog.Attr {
-	a := make([]slog.Attr, 0, 24+len(extra))
+	return r.appendAttrs(make([]slog.Attr, 0, maxAttrs+len(extra)), extra...)
+}
+
+// appendAttrs appends the log fields of r, then extra, to a.
+func (r *Result) appendAttrs(a []slog.Attr, extra ...slog.Attr) []slog.Attr {
 	if m := r.Msg; m != nil {
 		a = append(a,
 			slog.String(logfields.Subscription, m.Subscription),

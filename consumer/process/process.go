@@ -53,6 +53,7 @@ type Processor struct {
 	cfg    Config
 	engine *engine.Engine
 	leases map[string]*leaseRoute
+	attrs  *sync.Pool // of *[]slog.Attr: log line attribute buffers
 }
 
 // leaseRoute is a lease route with its own engine (its attempt limit and
@@ -87,7 +88,10 @@ func New(cfg Config) (*Processor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)
 	}
-	p := &Processor{cfg: cfg, engine: eng, leases: map[string]*leaseRoute{}}
+	p := &Processor{cfg: cfg, engine: eng, leases: map[string]*leaseRoute{}, attrs: &sync.Pool{New: func() any {
+		a := make([]slog.Attr, 0, maxAttrs+2) // + push's http_status and ack_action
+		return &a
+	}}}
 	for _, r := range cfg.Routes.Routes() {
 		if r.Mode != route.ModeLease {
 			continue

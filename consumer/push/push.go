@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
@@ -97,5 +98,8 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, lev
 func writeJSONStatus(w http.ResponseWriter, status int, outcome string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = fmt.Fprintf(w, "{\"outcome\":%q}\n", outcome)
+	var buf [64]byte
+	body := append(buf[:0], `{"outcome":`...)
+	body = strconv.AppendQuote(body, outcome) // as fmt's %q
+	_, _ = w.Write(append(body, "}\n"...))
 }

@@ -104,12 +104,12 @@ func (r *Route) matches(payload map[string]any) bool {
 // Plan extracts the route's fields from msg and names its target document.
 // Errors are *PlanError (poison).
 func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
-	p := &Plan{Route: r, Fields: map[string]any{}}
+	p := &Plan{Route: r, Fields: make(map[string]any, len(r.Fields))}
 	if r.Match.TypeField != "" {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
 	p.SchemaVersion, _ = stringAt(msg.Payload, "schemaVersion")
-	values := make(map[string]any, len(r.Fields))
+	values := make(namedValues, 0, len(r.fieldOrder))
 	for _, name := range r.fieldOrder {
 		v, ok, err := r.extract(name, r.Fields[name], msg, env)
 		if err != nil {
@@ -118,11 +118,11 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		if !ok {
 			continue
 		}
-		values[name] = v
+		values = append(values, namedValue{name, v})
 		setPath(p.Fields, name, v)
 	}
 	if r.Target.ID != "" {
-		p.AggregateID = fmt.Sprint(values[r.Target.ID])
+		p.AggregateID = sprint(values.get(r.Target.ID))
 		id, err := keys.DocID(env, p.AggregateID)
 		if err != nil {
 			return nil, &PlanError{r.Name, r.Target.ID, "cannot name a document: " + err.Error(), "send a non-empty id"}
@@ -130,15 +130,15 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		p.Target = store.Key{Collection: r.Target.Collection, ID: id}
 	}
 	if o := r.Ordering; o != nil {
-		p.EventTime, _ = values[o.EventTime].(time.Time)
-		if v, ok := values[o.Sequence].(int64); ok && o.Sequence != "" {
+		p.EventTime, _ = values.get(o.EventTime).(time.Time)
+		if v, ok := values.get(o.Sequence).(int64); ok && o.Sequence != "" {
 			p.Sequence = &v
 		}
 	}
 	if d := r.Dedupe; d != nil {
 		if d.EventIDField != "" {
 			if v, ok := lookup(msg.Payload, d.EventIDField); ok && v != nil {
-				p.EventID = fmt.Sprint(v)
+				p.EventID = sprint(v)
 			}
 		}
 		// Identity fields define the event only when all are present; a
@@ -155,6 +155,34 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// namedValue is one extracted output field.
+type namedValue struct {
+	name  string
+	value any
+}
+
+// namedValues are a plan's extracted fields: a route has a dozen, so a
+// slice searched in order is cheaper than a map.
+type namedValues []namedValue
+
+// get returns the value of name, or nil when it was not extracted.
+func (vs namedValues) get(name string) any {
+	for _, v := range vs {
+		if v.name == name {
+			return v.value
+		}
+	}
+	return nil
+}
+
+// sprint is fmt.Sprint(v), without fmt for the common string case.
+func sprint(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
 }
 
 func (r *Route) extract(name string, f Field, msg *envelope.Message, env string) (any, bool, error) {
