@@ -237,13 +237,14 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 
 // latest is the ModeLatest transaction. Without slow it trusts Create to
 // find an existing marker; with slow it reads the marker first (so an
-// expired one is overwritten) and costs one more read.
+// expired one is overwritten) and costs one more read. It only reads the
+// documents it gets, so it reads them shared (store.GetShared).
 func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, slow bool) error {
 	m.res.Outcome, m.res.WriteKind, m.res.Warning = "", logfields.WriteKindNone, ""
 	now := e.now()
 	useMarker := m.marker != store.Key{}
 	if slow && useMarker {
-		md, live, err := getLive(ctx, tx, m.marker, now)
+		md, live, err := getLiveShared(ctx, tx, m.marker, now)
 		if err != nil {
 			return err
 		}
@@ -253,7 +254,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 			return err
 		}
 	}
-	cur, exists, err := getLive(ctx, tx, m.target, now)
+	cur, exists, err := getLiveShared(ctx, tx, m.target, now)
 	if err != nil {
 		return err
 	}
@@ -269,7 +270,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 			if useMarker && !slow {
 				// Older than the state: a republished event is a duplicate
 				// by its marker. One more read, only on this path.
-				md, live, err := getLive(ctx, tx, m.marker, now)
+				md, live, err := getLiveShared(ctx, tx, m.marker, now)
 				if err != nil || !live {
 					return err
 				}

@@ -54,6 +54,15 @@ func (t *BufferedTx) lookup(key Key) (Document, bool, error) {
 
 // Get implements Tx.
 func (t *BufferedTx) Get(ctx context.Context, key Key) (Document, error) {
+	d, err := t.GetShared(ctx, key)
+	if err != nil {
+		return Document{}, err
+	}
+	return CopyDocument(d)
+}
+
+// GetShared implements SharedGetter: Get without the copy.
+func (t *BufferedTx) GetShared(ctx context.Context, key Key) (Document, error) {
 	if err := ctx.Err(); err != nil {
 		return Document{}, err
 	}
@@ -67,7 +76,7 @@ func (t *BufferedTx) Get(ctx context.Context, key Key) (Document, error) {
 	if !ok {
 		return Document{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
-	return CopyDocument(d)
+	return d, nil
 }
 
 // Create implements Tx.

@@ -59,6 +59,23 @@ type Tx interface {
 	Delete(ctx context.Context, key Key) error
 }
 
+// SharedGetter is an optional Tx method: GetShared reads like Get but
+// returns the document without copying it. The document is shared with the
+// store, so the caller must only read it, and only inside the transaction.
+// Drivers whose Get copies a document they keep implement it (BufferedTx).
+type SharedGetter interface {
+	GetShared(ctx context.Context, key Key) (Document, error)
+}
+
+// GetShared reads key with tx's GetShared when it has one, else with Get.
+// The same rules apply: read the document only, inside the transaction.
+func GetShared(ctx context.Context, tx Tx, key Key) (Document, error) {
+	if sg, ok := tx.(SharedGetter); ok {
+		return sg.GetShared(ctx, key)
+	}
+	return tx.Get(ctx, key)
+}
+
 // Store is a transactional document store.
 type Store interface {
 	// RunTx runs fn in a transaction and commits it if fn returns nil. fn may

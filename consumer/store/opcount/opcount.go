@@ -84,6 +84,12 @@ func (t *countingTx) Get(ctx context.Context, key store.Key) (store.Document, er
 	return t.inner.Get(ctx, key)
 }
 
+// GetShared implements store.SharedGetter, counting a read.
+func (t *countingTx) GetShared(ctx context.Context, key store.Key) (store.Document, error) {
+	t.c.reads.Add(1)
+	return store.GetShared(ctx, t.inner, key)
+}
+
 func (t *countingTx) Create(ctx context.Context, key store.Key, doc store.Document) error {
 	t.c.writes.Add(1)
 	return t.inner.Create(ctx, key, doc)

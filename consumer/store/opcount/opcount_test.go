@@ -40,3 +40,51 @@ func TestWrapCountsEveryOperation(t *testing.T) {
 		t.Errorf("Sub = %+v", d)
 	}
 }
+
+func TestGetSharedCountsAReadAndSharesTheDocument(t *testing.T) {
+	s := opcount.Wrap(memstore.New())
+	ctx := context.Background()
+	k := store.Key{Collection: "c", ID: "a"}
+	if err := s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.Set(ctx, k, store.Document{Fields: map[string]any{"v": int64(1)}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Counts()
+	err := s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		shared, err := store.GetShared(ctx, tx, k)
+		if err != nil {
+			return err
+		}
+		again, err := store.GetShared(ctx, tx, k)
+		if err != nil {
+			return err
+		}
+		copied, err := tx.Get(ctx, k)
+		if err != nil {
+			return err
+		}
+		if shared.Fields["v"] != int64(1) {
+			t.Errorf("GetShared = %v", shared.Fields)
+		}
+		copied.Fields["v"] = int64(2) // a copy: the store keeps 1
+		again.Fields["probe"] = true  // shared: visible through the first read
+		if _, ok := shared.Fields["probe"]; !ok {
+			t.Error("two GetShared reads returned different maps; want the store's own document")
+		}
+		delete(again.Fields, "probe")
+		if shared.Fields["v"] != int64(1) {
+			t.Error("changing Get's document changed the store's")
+		}
+		if _, err := store.GetShared(ctx, tx, store.Key{Collection: "c", ID: "missing"}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("missing document: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Counts().Sub(before); got != (opcount.Counts{Reads: 4}) {
+		t.Errorf("counts = %+v, want 4 reads", got)
+	}
+}
