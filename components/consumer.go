@@ -47,8 +47,8 @@ type ConsumerArgs struct {
 // one pipeline, with least privilege:
 //
 //   - its own service account, granted only roles/datastore.user on the
-//     project (the store) — pull subscriptions grant it roles/pubsub.subscriber
-//     on themselves;
+//     project of its Firestore store (no role at all for other stores) — pull
+//     subscriptions grant it roles/pubsub.subscriber on themselves;
 //   - restricted ingress (internal by default; Pub/Sub push from the same
 //     project is internal traffic) and no public invoker: only the push
 //     service accounts get roles/run.invoker, from their Subscription;
@@ -95,13 +95,20 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 		return nil, fmt.Errorf("declare consumer service account of %s: %w", p.Name, err)
 	}
 	c.Account = account
-	storeGrant, err := projects.NewIAMMember(ctx, name+"-run-datastore-user", &projects.IAMMemberArgs{
-		Project: project,
-		Role:    pulumi.String(RoleDatastore),
-		Member:  account.Member,
-	}, parent)
-	if err != nil {
-		return nil, fmt.Errorf("grant consumer datastore.user for %s: %w", p.Name, err)
+	// The store grant goes to the project the Firestore database lives in,
+	// which may be another project than the stack's. PostgreSQL, bbolt and
+	// mem stores need no Google IAM role, so they get none (least privilege).
+	var dependsOn []pulumi.Resource
+	if storeProject, _, ok := k.FirestoreDatabase(); ok {
+		storeGrant, err := projects.NewIAMMember(ctx, name+"-run-datastore-user", &projects.IAMMemberArgs{
+			Project: pulumi.String(storeProject),
+			Role:    pulumi.String(RoleDatastore),
+			Member:  account.Member,
+		}, parent)
+		if err != nil {
+			return nil, fmt.Errorf("grant consumer datastore.user for %s: %w", p.Name, err)
+		}
+		dependsOn = append(dependsOn, storeGrant)
 	}
 
 	pulls := st.PullSubscriptions(p)
@@ -148,7 +155,7 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 				},
 			}},
 		},
-	}, parent, pulumi.DependsOn([]pulumi.Resource{storeGrant}))
+	}, parent, pulumi.DependsOn(dependsOn))
 	if err != nil {
 		return nil, fmt.Errorf("declare consumer service %s: %w", k.ServiceName, err)
 	}

@@ -112,6 +112,34 @@ func TestConsumerSettings(t *testing.T) {
 	}
 }
 
+func TestConsumerStoreGrantFollowsTheStore(t *testing.T) {
+	tests := []struct {
+		store       string
+		wantProject string // "" means no datastore grant at all
+	}{
+		{"firestore://acme-dev/(default)", "acme-dev"},
+		{"firestore://shared-data/events", "shared-data"},
+		{"postgres://db.internal/eventpipe", ""},
+		{"bbolt:///var/lib/eventpipe.db", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.store, func(t *testing.T) {
+			st := loadStack(t, baseStack)
+			st.Pipelines["orders"].Consumer.Store = tc.store
+			grants := custom(consumerPlan(t, st), tProjectIAM)
+			g, ok := grants["orders-run-datastore-user"]
+			switch {
+			case tc.wantProject == "" && ok:
+				t.Errorf("store %s needs no Google IAM role, got grant %v", tc.store, g.Inputs)
+			case tc.wantProject != "" && !ok:
+				t.Errorf("no datastore grant for store %s; have %v", tc.store, keys(grants))
+			case ok && input(g, "project") != tc.wantProject:
+				t.Errorf("datastore grant on project %v, want %s (the store's project)", input(g, "project"), tc.wantProject)
+			}
+		})
+	}
+}
+
 func TestConsumerSecretStore(t *testing.T) {
 	st := loadStack(t, baseStack)
 	st.Store, st.StoreSecret = "postgres://u:pw@db/eventpipe", true
