@@ -218,7 +218,7 @@ func TestSourcesPointAtTheDeclaringConfig(t *testing.T) {
 		"gcp:pubsub/subscription:Subscription::orders-main":                    12,
 		"gcp:pubsub/topic:Topic::orders-main-dlq":                              12,
 		"eventpipe:components:Consumer$gcp:cloudrunv2/service:Service::orders": 9,
-		"gcp:projects/iAMMember:IAMMember::orders-run-datastore-user":          9,
+		"gcp:serviceaccount/account:Account::orders-run":                       9,
 		"eventpipe:components:Topic$gcp:pubsub/topic:Topic::orders":            8,
 	}
 	for suffix, line := range want {
