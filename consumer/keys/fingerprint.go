@@ -44,9 +44,15 @@ func LogicalKey(eventID string, identity map[string]any) (string, error) {
 	if len(identity) == 0 {
 		return "", fmt.Errorf("logical key: the payload has no event id and no identity fields: set an eventId or name the identity fields of the route")
 	}
-	c, err := CanonicalValue(identity)
-	if err != nil {
-		return "", fmt.Errorf("logical key: %w", err)
+	p := getParser(nil)
+	defer putParser(p)
+	c, ok := appendCanonicalValue(p.out[:0], identity, 0)
+	p.out = c // keep the grown buffer in the pool
+	if !ok {
+		var err error
+		if c, err = CanonicalValue(identity); err != nil {
+			return "", fmt.Errorf("logical key: %w", err)
+		}
 	}
 	return "h-" + hashText(sha256.Sum256(c)), nil
 }

@@ -109,7 +109,10 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
 	p.SchemaVersion, _ = stringAt(msg.Payload, "schemaVersion")
-	values := make(namedValues, 0, len(r.fieldOrder))
+	// Of the extracted values, the plan itself needs the target id and the
+	// ordering fields (nil when not extracted).
+	var targetID, eventTime, sequence any
+	o := r.Ordering
 	for _, name := range r.fieldOrder {
 		v, ok, err := r.extract(name, r.Fields[name], msg, env)
 		if err != nil {
@@ -118,20 +121,28 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		if !ok {
 			continue
 		}
-		values = append(values, namedValue{name, v})
 		setPath(p.Fields, name, v)
+		if name == r.Target.ID {
+			targetID = v
+		}
+		if o != nil && name == o.EventTime {
+			eventTime = v
+		}
+		if o != nil && name == o.Sequence {
+			sequence = v
+		}
 	}
 	if r.Target.ID != "" {
-		p.AggregateID = sprint(values.get(r.Target.ID))
+		p.AggregateID = sprint(targetID)
 		id, err := keys.DocID(env, p.AggregateID)
 		if err != nil {
 			return nil, &PlanError{r.Name, r.Target.ID, "cannot name a document: " + err.Error(), "send a non-empty id"}
 		}
 		p.Target = store.Key{Collection: r.Target.Collection, ID: id}
 	}
-	if o := r.Ordering; o != nil {
-		p.EventTime, _ = values.get(o.EventTime).(time.Time)
-		if v, ok := values.get(o.Sequence).(int64); ok && o.Sequence != "" {
+	if o != nil {
+		p.EventTime, _ = eventTime.(time.Time)
+		if v, ok := sequence.(int64); ok && o.Sequence != "" {
 			p.Sequence = &v
 		}
 	}
@@ -155,26 +166,6 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		}
 	}
 	return p, nil
-}
-
-// namedValue is one extracted output field.
-type namedValue struct {
-	name  string
-	value any
-}
-
-// namedValues are a plan's extracted fields: a route has a dozen, so a
-// slice searched in order is cheaper than a map.
-type namedValues []namedValue
-
-// get returns the value of name, or nil when it was not extracted.
-func (vs namedValues) get(name string) any {
-	for _, v := range vs {
-		if v.name == name {
-			return v.value
-		}
-	}
-	return nil
 }
 
 // sprint is fmt.Sprint(v), without fmt for the common string case.
@@ -236,7 +227,7 @@ func convert(v any, typ string) (any, error) {
 	case "string":
 		switch x := v.(type) {
 		case string:
-			return x, nil
+			return v, nil // already boxed: no new allocation
 		case json.Number:
 			return x.String(), nil
 		case time.Time:
@@ -245,6 +236,9 @@ func convert(v any, typ string) (any, error) {
 	case "timestamp":
 		switch x := v.(type) {
 		case time.Time:
+			if x == x.UTC() { // UTC without a monotonic reading: as is
+				return v, nil
+			}
 			return x.UTC(), nil
 		case string:
 			t, err := time.Parse(time.RFC3339Nano, x)
