@@ -73,56 +73,91 @@ pubsub_metric_named(text, metric) if contains(text, sprintf("pubsub.googleapis.c
 
 pubsub_metric_named(text, metric) if contains(text, sprintf("pubsub_googleapis_com:subscription_%s", [metric]))
 
-# subscription_id(s) is the subscription's ID when the plan shows it.
-subscription_id(s) := basename(name) if {
-	name := prop(s, ["name"])
-	known_string(name)
+# alert_metrics are the subscription metrics the alert rules look for.
+alert_metrics := {"dead_letter_message_count", "num_undelivered_messages", "oldest_unacked_message_age"}
+
+# watched holds [metric, subscription ID] for every pair some condition names together, so a
+# subscription's alerts are looked up, not searched for in every condition. An ID is what
+# follows `subscription_id="` up to the next quote.
+watched := {[metric, id] |
+	some text in alert_condition_texts
+	some metric in alert_metrics
+	pubsub_metric_named(text, metric)
+	some i, part in split(text, `subscription_id="`)
+	i > 0
+	end := indexof(part, `"`)
+	end >= 0
+	id := substring(part, 0, end)
 }
 
-# dlq_alerted(s) holds when a policy watches the dead letters of s: its
+# plain_id(sub) holds for an ID of the characters Pub/Sub allows in subscription IDs: its
+# quoted form is "ID" and it cannot contain `subscription_id="`, so watched finds it exactly.
+plain_id(sub) if regex.match(`^[A-Za-z0-9._~+%-]*$`, sub)
+
+# subscription_ids maps the URN of each subscription whose name the plan shows to its ID
+# (the name's last path segment).
+subscription_ids := {s.urn: basename(name) |
+	some s in subscriptions
+	name := s.properties.name
+	is_string(name)
+	not unshown[name]
+}
+
+# nonplain_ids are the subscription IDs watched cannot find exactly (only looked for when
+# the stack has alert conditions).
+nonplain_ids := {id |
+	count(alert_condition_texts) > 0
+	some id in subscription_ids
+	not plain_id(id)
+}
+
+# alerted_ids(metrics) is every subscription ID some condition watches for one of metrics.
+alerted_ids(metrics) := {id | some p in watched; p[0] in metrics; id := p[1]; plain_id(id)} | {id |
+	some id in nonplain_ids
+	some metric in metrics
+	some text in alert_condition_texts
+	watches(text, metric, id)
+}
+
+dead_letter_alerted_ids := alerted_ids({"dead_letter_message_count"})
+
+undelivered_alerted_ids := alerted_ids({"num_undelivered_messages"})
+
+backlog_alerted_ids := alerted_ids({"oldest_unacked_message_age", "num_undelivered_messages"})
+
+# dlq_alerted holds the URN of each subscription whose dead letters a policy watches: its
 # dead_letter_message_count, or the backlog of a subscription reading its dead-letter topic.
-dlq_alerted(s) if {
-	some text in alert_condition_texts
-	watches(text, "dead_letter_message_count", subscription_id(s))
+dlq_alerted := {u | some u, id in subscription_ids; dead_letter_alerted_ids[id]} | {u |
+	count(undelivered_alerted_ids) > 0
+	some u, l in links
+	some t in l.dead
+	some r in readers[t]
+	undelivered_alerted_ids[subscription_ids[r]]
 }
 
-dlq_alerted(s) if {
-	some t in dead_letter_topic_of(s)
-	some u in readers[t]
-	d := subscription_by_urn[u]
-	some text in alert_condition_texts
-	watches(text, "num_undelivered_messages", subscription_id(d))
-}
-
-# backlog_alerted(s) holds when a policy watches the backlog of s: its oldest unacked
-# message age or its undelivered message count.
-backlog_alerted(s) if {
-	some text in alert_condition_texts
-	some metric in ["oldest_unacked_message_age", "num_undelivered_messages"]
-	watches(text, metric, subscription_id(s))
-}
-
-# missing_dlq_alert(s) holds for a subscription that dead-letters (to a topic the plan
-# resolves) with no alert on its dead letters.
-missing_dlq_alert(s) if {
-	count(dead_letter_topic_of(s)) > 0
-	not dlq_subscriptions[s.urn]
-	subscription_id(s)
+# missing_dlq_alerts holds the URN of each subscription that dead-letters (to a topic the
+# plan resolves) with no alert on its dead letters; computed once for the strict and the
+# advisory rule.
+missing_dlq_alerts := {u |
 	not unresolved_alert_policies
-	not dlq_alerted(s)
+	some u, _ in subscription_ids
+	count(links[u].dead) > 0
+	not dlq_subscriptions[u]
+	not dlq_alerted[u]
 }
 
-# missing_backlog_alert(s) holds for a subscription no policy watches for backlog.
-missing_backlog_alert(s) if {
-	subscription_id(s)
+# missing_backlog_alerts holds the URN of each subscription no policy watches for backlog:
+# its oldest unacked message age or its undelivered message count.
+missing_backlog_alerts := {u |
 	not unresolved_alert_policies
-	not backlog_alerted(s)
+	some u, id in subscription_ids
+	not backlog_alerted_ids[id]
 }
 
-# strict_alerts(rule, s) holds when rule is mandatory for the environment of s.
+# strict_alerts(rule, env) holds when rule is mandatory in environment env.
 strict_alerts(rule, _) if setting(rule, "enforce", false) == true
 
-strict_alerts(rule, s) if environment(s) in setting(rule, "environments", ["prod"])
+strict_alerts(rule, env) if env in setting(rule, "environments", ["prod"])
 
 # METADATA
 # title: Dead-lettering subscription without a DLQ alert (strict environment)
@@ -139,9 +174,10 @@ strict_alerts(rule, s) if environment(s) in setting(rule, "environments", ["prod
 #   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates dlq-warning and dlq-critical policies), or add an alert policy on the DLQ subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
 stack_deny_subscription_without_dlq_alert contains msg if {
 	some s in subscriptions
-	strict_alerts("stack_deny_subscription_without_dlq_alert", s)
-	missing_dlq_alert(s)
-	msg := finding(s, sprintf("%s dead-letters, but no alert policy watches its dead letters in environment %q", [display(s), environment(s)]))
+	missing_dlq_alerts[s.urn]
+	env := environment(s)
+	strict_alerts("stack_deny_subscription_without_dlq_alert", env)
+	msg := finding(s, sprintf("%s dead-letters, but no alert policy watches its dead letters in environment %q", [display(s), env]))
 }
 
 # METADATA
@@ -155,8 +191,8 @@ stack_deny_subscription_without_dlq_alert contains msg if {
 #   fix: Keep the pipeline's alerts enabled, or add an alert policy on the DLQ subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
 stack_warn_subscription_without_dlq_alert contains msg if {
 	some s in subscriptions
-	not strict_alerts("stack_deny_subscription_without_dlq_alert", s)
-	missing_dlq_alert(s)
+	missing_dlq_alerts[s.urn]
+	not strict_alerts("stack_deny_subscription_without_dlq_alert", environment(s))
 	msg := finding(s, sprintf("%s dead-letters, but no alert policy watches its dead letters", [display(s)]))
 }
 
@@ -175,9 +211,10 @@ stack_warn_subscription_without_dlq_alert contains msg if {
 #   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates backlog-age and backlog-growth policies), or add an alert policy on the subscription's pubsub.googleapis.com/subscription/oldest_unacked_message_age.
 stack_deny_subscription_without_backlog_alert contains msg if {
 	some s in subscriptions
-	strict_alerts("stack_deny_subscription_without_backlog_alert", s)
-	missing_backlog_alert(s)
-	msg := finding(s, sprintf("%s has no backlog alert in environment %q", [display(s), environment(s)]))
+	missing_backlog_alerts[s.urn]
+	env := environment(s)
+	strict_alerts("stack_deny_subscription_without_backlog_alert", env)
+	msg := finding(s, sprintf("%s has no backlog alert in environment %q", [display(s), env]))
 }
 
 # METADATA
@@ -191,7 +228,7 @@ stack_deny_subscription_without_backlog_alert contains msg if {
 #   fix: Keep the pipeline's alerts enabled, or add an alert policy on the subscription's pubsub.googleapis.com/subscription/oldest_unacked_message_age.
 stack_warn_subscription_without_backlog_alert contains msg if {
 	some s in subscriptions
-	not strict_alerts("stack_deny_subscription_without_backlog_alert", s)
-	missing_backlog_alert(s)
+	missing_backlog_alerts[s.urn]
+	not strict_alerts("stack_deny_subscription_without_backlog_alert", environment(s))
 	msg := finding(s, sprintf("%s has no backlog alert", [display(s)]))
 }

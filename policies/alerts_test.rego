@@ -157,3 +157,27 @@ test_staging_subscription_without_backlog_alert_warns if {
 	count(stack_deny_subscription_without_backlog_alert) == 0 with input as stack_with(s)
 	stack_warn_subscription_without_backlog_alert == {sprintf("%s: Subscription 'orders-push' has no backlog alert", [good_subscription.urn])} with input as stack_with(s)
 }
+
+# The condition index (watched) finds every subscription a condition names, and only those.
+
+test_one_condition_watching_two_subscriptions_counts_for_both if {
+	both := alert_policy("both", [{"displayName": "c", "conditionThreshold": {"filter": `metric.type="pubsub.googleapis.com/subscription/oldest_unacked_message_age" AND (resource.labels.subscription_id="other" OR resource.labels.subscription_id="orders-push")`}}])
+	s := array.concat(drop(alerted_stack, backlog_alert), [both])
+	count(stack_deny_subscription_without_backlog_alert) == 0 with input as stack_with(s)
+}
+
+test_longer_subscription_id_does_not_count if {
+	longer := alert_policy("longer", [threshold_on("oldest_unacked_message_age", "orders-push-2")])
+	s := array.concat(drop(alerted_stack, backlog_alert), [longer])
+	count(stack_deny_subscription_without_backlog_alert) == 1 with input as stack_with(s)
+}
+
+test_subscription_id_outside_pubsub_characters_still_matched if {
+	# An ID with a quote is not one the index can find; such IDs are searched for in every
+	# condition, by their quoted form.
+	odd := with_props(good_subscription, {"name": `orders"push`})
+	watching := alert_policy("odd", [{"displayName": "c", "conditionThreshold": {"filter": `metric.type="pubsub.googleapis.com/subscription/oldest_unacked_message_age" AND resource.labels.subscription_id="orders\"push"`}}])
+	s := array.concat(replace(drop(alerted_stack, backlog_alert), good_subscription, odd), [watching])
+	count(stack_deny_subscription_without_backlog_alert) == 0 with input as stack_with(s)
+	count(stack_deny_subscription_without_backlog_alert) == 1 with input as stack_with(replace(drop(alerted_stack, backlog_alert), good_subscription, odd))
+}

@@ -52,8 +52,11 @@ unknown(x) if x == secret_value
 # known_string(x) holds for a non-empty string the plan shows in clear.
 known_string(x) if {
 	is_string(x)
-	not x in {"", unknown_value, secret_value}
+	not unshown[x]
 }
+
+# unshown are the strings that show no value: empty, unknown or secret.
+unshown := {"", unknown_value, secret_value}
 
 # prop(r, path) is the input property at path, or null when it is absent.
 prop(r, path) := object.get(object.get(r, "properties", {}), path, null)
@@ -186,8 +189,12 @@ subscription_by_urn := {s.urn: s | some s in subscriptions}
 links := {s.urn: {"topic": all_targets(s, "topic"), "dead": all_targets(s, "deadLetterPolicy")} | some s in subscriptions}
 
 # all_targets(r, property) is topic_targets, or the empty set for an unresolvable reference.
+# (topic_targets inlined: this runs twice for every subscription.)
 all_targets(r, property) := t if {
-	t := topic_targets(r, property)
+	t := {u | some u in r.propertyDependencies[property]; topic_urns[u]}
+	count(t) > 0
+} else := t if {
+	t := named_topics(value_of(r, property))
 } else := set()
 
 # topic_of(s) is what subscription s reads.
@@ -259,27 +266,35 @@ role_is(g, role) if prop(g, ["role"]) == role
 
 role_is(g, _) if unknown(prop(g, ["role"]))
 
-agent_grant(g, types, role) if {
-	g.type in types
-	role_is(g, role)
-	grants_agent(g)
+# grant_kinds maps each IAM member and binding type to the scope it grants on.
+grant_kinds := {
+	project_iam_member_type: "project",
+	project_iam_binding_type: "project",
+	topic_iam_member_type: "topic",
+	topic_iam_binding_type: "topic",
+	subscription_iam_member_type: "subscription",
+	subscription_iam_binding_type: "subscription",
 }
+
+# agent_grants is every IAM member or binding that names the Pub/Sub service agent, with
+# its kind (project, topic, subscription): one pass over the resources for every grant rule.
+agent_grants := [[kind, g] |
+	some g in input.resources
+	kind := grant_kinds[g.type]
+	grants_agent(g)
+]
+
+# agent_grant(kind, role) is each grant of kind to the service agent of role.
+agent_grant(kind, role) := [g | some p in agent_grants; p[0] == kind; g := p[1]; role_is(g, role)]
 
 # project_publisher_grant holds when the stack lets the service agent publish project-wide.
-project_publisher_grant if {
-	some g in input.resources
-	agent_grant(g, {project_iam_member_type, project_iam_binding_type}, "roles/pubsub.publisher")
-}
+project_publisher_grant if count(agent_grant("project", "roles/pubsub.publisher")) > 0
 
 # project_subscriber_grant holds when the stack lets the service agent subscribe project-wide.
-project_subscriber_grant if {
-	some g in input.resources
-	agent_grant(g, {project_iam_member_type, project_iam_binding_type}, "roles/pubsub.subscriber")
-}
+project_subscriber_grant if count(agent_grant("project", "roles/pubsub.subscriber")) > 0
 
 publisher_grant_pairs := [[t, g.urn] |
-	some g in input.resources
-	agent_grant(g, {topic_iam_member_type, topic_iam_binding_type}, "roles/pubsub.publisher")
+	some g in agent_grant("topic", "roles/pubsub.publisher")
 	some t in topic_targets(g, "topic")
 ]
 
@@ -287,8 +302,7 @@ publisher_grant_pairs := [[t, g.urn] |
 publisher_grants := {p[0] | some p in publisher_grant_pairs}
 
 subscriber_grant_pairs := [[t, g.urn] |
-	some g in input.resources
-	agent_grant(g, {subscription_iam_member_type, subscription_iam_binding_type}, "roles/pubsub.subscriber")
+	some g in agent_grant("subscription", "roles/pubsub.subscriber")
 	some t in subscription_targets(g, "subscription")
 ]
 
@@ -298,14 +312,12 @@ subscriber_grants := {p[0] | some p in subscriber_grant_pairs}
 # unresolved_publisher_grant holds when some publisher grant points at a topic the plan
 # cannot show: a missing grant is then no longer certain.
 unresolved_publisher_grant if {
-	some g in input.resources
-	agent_grant(g, {topic_iam_member_type, topic_iam_binding_type}, "roles/pubsub.publisher")
+	some g in agent_grant("topic", "roles/pubsub.publisher")
 	not topic_targets(g, "topic")
 }
 
 # unresolved_subscriber_grant is the same for subscriber grants on subscriptions.
 unresolved_subscriber_grant if {
-	some g in input.resources
-	agent_grant(g, {subscription_iam_member_type, subscription_iam_binding_type}, "roles/pubsub.subscriber")
+	some g in agent_grant("subscription", "roles/pubsub.subscriber")
 	not subscription_targets(g, "subscription")
 }
