@@ -4,17 +4,38 @@ import (
 	"context"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/internal/benchgen"
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
-// BenchmarkEvaluate10k parses and checks a 10,000-resource preview with every rule.
+// BenchmarkEvaluate10k parses and checks a 10,000-resource preview with the core rules.
 func BenchmarkEvaluate10k(b *testing.B) {
+	benchmarkEvaluate(b, newEngine(b, nil), 500)
+}
+
+// BenchmarkEvaluate10kAllRules is BenchmarkEvaluate10k with every rule file, the alert
+// rules included, as `eventpipe check` runs them: the generated plan has no alert
+// policies, so each subscription also gets the EP104 backlog warning and each
+// dead-lettering one the EP102 DLQ-alert warning.
+func BenchmarkEvaluate10kAllRules(b *testing.B) {
+	mods, err := policies.Modules()
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(context.Background(), Options{Modules: mods, Package: policies.Package})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchmarkEvaluate(b, e, 500+5000+3500)
+}
+
+// benchmarkEvaluate parses and checks the generated plan b.N times, expecting want findings.
+func benchmarkEvaluate(b *testing.B, e *Engine, want int) {
 	data, err := benchgen.Generate(10000)
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := newEngine(b, nil)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		p, err := plan.Parse(data, "bench.json")
@@ -25,8 +46,8 @@ func BenchmarkEvaluate10k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(fs) != 500 {
-			b.Fatalf("%d findings, want 500 (every tenth subscription lacks a DLQ policy)", len(fs))
+		if len(fs) != want {
+			b.Fatalf("%d findings, want %d", len(fs), want)
 		}
 	}
 }

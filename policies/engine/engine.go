@@ -1,7 +1,8 @@
 // Package engine evaluates eventpipe's Rego rules on a normalised plan. Rules are compiled
 // and their queries prepared once per Engine; each plan is converted to OPA's value form
-// once and shared by the resource rules (evaluated per resource, as Pulumi does) and the
-// stack rules (evaluated once on input.resources).
+// once and shared by the resource rules (one evaluation of the prepared query per resource,
+// each resource as the whole input, as Pulumi does) and the stack rules (evaluated once on
+// input.resources).
 package engine
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/eventpipe/eventpipe/policies/plan"
@@ -37,6 +39,7 @@ type Engine struct {
 	byName     map[string]Rule
 	resource   []Rule
 	stack      []Rule
+	store      storage.Store
 	resQuery   rego.PreparedEvalQuery
 	stackQuery rego.PreparedEvalQuery
 	// resourceTypes, when not nil, are the only resource types any resource rule can
@@ -125,25 +128,21 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err := json.Unmarshal(raw, &data); err != nil {
 		return nil, fmt.Errorf("decoding policy configuration: %w", err)
 	}
+	e.store = inmem.NewFromObjectWithOpts(data, inmem.OptReturnASTValuesOnRead(true))
 	prepare := func(query string) (rego.PreparedEvalQuery, error) {
-		return rego.New(
-			rego.Query(query),
-			rego.Compiler(compiler),
-			rego.Store(inmem.NewFromObjectWithOpts(data, inmem.OptReturnASTValuesOnRead(true))),
-		).PrepareForEval(ctx)
+		return rego.New(rego.Query(query), rego.Compiler(compiler), rego.Store(e.store)).PrepareForEval(ctx)
 	}
-	// Resource rules: every rule on each resource of the input, the resource given to the
-	// rules as their whole input as Pulumi's analyzer does; one `with` per resource.
-	var q []string
+	// Resource rules: every rule on one resource, given to the rules as their whole input
+	// as Pulumi's analyzer does. One evaluation per resource measured cheaper than one
+	// evaluation iterating the resources with `with input as r`.
 	fields := make([]string, len(e.resource))
 	for i, r := range e.resource {
 		fields[i] = fmt.Sprintf("%q: data.%s.%s", r.Name, opts.Package, r.Name)
 	}
-	q = append(q, fmt.Sprintf("r = [[i, o] | some i; x := input.resources[i]; o := {%s} with input as x]", strings.Join(fields, ", ")))
-	if e.resQuery, err = prepare(strings.Join(q, "; ")); err != nil {
+	if e.resQuery, err = prepare(fmt.Sprintf("r = {%s}", strings.Join(fields, ", "))); err != nil {
 		return nil, fmt.Errorf("preparing resource rules: %w", err)
 	}
-	q = q[:0]
+	var q []string
 	for i, r := range e.stack {
 		q = append(q, fmt.Sprintf("s%d = data.%s.%s", i, opts.Package, r.Name))
 	}
@@ -218,31 +217,23 @@ func (e *Engine) evalResources(ctx context.Context, p *plan.Plan, resources *ast
 	if len(e.resource) == 0 || len(part) == 0 {
 		return nil, nil
 	}
-	terms := make([]*ast.Term, len(part))
-	for i, idx := range part {
-		terms[i] = resources.Elem(idx)
-	}
-	shard := ast.NewObject(ast.Item(ast.InternedTerm("resources"), ast.NewTerm(ast.NewArray(terms...))))
-	rs, err := e.resQuery.Eval(ctx, rego.EvalParsedInput(shard))
+	// One read transaction serves every evaluation of the shard.
+	txn, err := e.store.NewTransaction(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating resource rules: %w", err)
 	}
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("evaluating resource rules: %d results, want 1", len(rs))
-	}
+	defer e.store.Abort(ctx, txn)
 	var findings []Finding
-	pairs, _ := rs[0].Bindings["r"].([]any)
-	for _, pair := range pairs {
-		pv, _ := pair.([]any)
-		if len(pv) != 2 {
-			return nil, fmt.Errorf("resource rules: unexpected result %v", pair)
+	for _, idx := range part {
+		res := &p.Resources[idx]
+		rs, err := e.resQuery.Eval(ctx, rego.EvalParsedInput(resources.Elem(idx).Value), rego.EvalTransaction(txn))
+		if err != nil {
+			return nil, fmt.Errorf("evaluating resource rules on %s: %w", res.URN, err)
 		}
-		idx, err := pv[0].(json.Number).Int64()
-		if err != nil || idx < 0 || int(idx) >= len(part) {
-			return nil, fmt.Errorf("resource rules: bad resource index %v", pv[0])
+		if len(rs) != 1 {
+			return nil, fmt.Errorf("evaluating resource rules on %s: %d results, want 1", res.URN, len(rs))
 		}
-		res := &p.Resources[part[idx]]
-		byRule, _ := pv[1].(map[string]any)
+		byRule, _ := rs[0].Bindings["r"].(map[string]any)
 		for _, r := range e.resource {
 			msgs, _ := byRule[r.Name].([]any)
 			for _, m := range msgs {
