@@ -20,13 +20,14 @@ const LevelCritical = slog.Level(12)
 const MaxErrorLen = 512
 
 // New returns a JSON logger writing to w with Cloud Logging's severity and
-// message keys. Attributes added with With are kept on every line.
+// message keys. Attributes added with With are kept on every line. Its
+// lines are those of slog.JSONHandler with replaceAttr, byte for byte (see
+// handler, which encodes the common ones without slog's generic path).
 func New(w io.Writer, level slog.Leveler) *slog.Logger {
-	h := slog.NewJSONHandler(w, &slog.HandlerOptions{
+	return slog.New(newHandler(w, &slog.HandlerOptions{
 		Level:       level,
 		ReplaceAttr: replaceAttr,
-	})
-	return slog.New(h)
+	}))
 }
 
 // replaceAttr renames slog's level and msg keys to Cloud Logging's.
