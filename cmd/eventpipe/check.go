@@ -48,6 +48,12 @@ func newCheckCmd() *cobra.Command {
 			"--fail-on-warn, or an expired waiver), 2 unusable input or usage.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A check is a short-lived process that holds the plan several times over
+			// (JSON, Go values, OPA values): collecting garbage at 4x the live heap rather
+			// than 2x cuts its CPU time by about a sixth. GOGC, when set, still decides.
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(400)
+			}
 			return runCheck(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, opts)
 		},
 	}
@@ -90,29 +96,43 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: cfg.Data(env)})
-	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("loading policy rules: %w", err)}
+	// The rules compile while the plan is read and parsed.
+	type compiled struct {
+		eng *engine.Engine
+		err error
 	}
+	ready := make(chan compiled, 1)
+	go func() {
+		eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: cfg.Data(env)})
+		ready <- compiled{eng, err}
+	}()
+	var (
+		p       *plan.Plan
+		source  string
+		planErr error
+	)
+	if !opts.listRules {
+		if len(args) == 1 {
+			source = args[0]
+			p, planErr = readPlan(stdin, args[0])
+		} else {
+			source = "stack " + opts.stack
+			p, planErr = renderPlan(ctx, opts)
+		}
+	}
+	c := <-ready
+	if c.err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("loading policy rules: %w", c.err)}
+	}
+	eng := c.eng
 	if err := cfg.Validate(eng.Rules()); err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("%s: %w", opts.config, err)}
 	}
 	if opts.listRules {
 		return listRules(stdout, eng.Rules())
 	}
-	var (
-		p      *plan.Plan
-		source string
-	)
-	if len(args) == 1 {
-		source = args[0]
-		p, err = readPlan(stdin, args[0])
-	} else {
-		source = "stack " + opts.stack
-		p, err = renderPlan(ctx, opts)
-	}
-	if err != nil {
-		return &exitError{code: 2, err: err}
+	if planErr != nil {
+		return &exitError{code: 2, err: planErr}
 	}
 	findings, err := eng.Evaluate(ctx, p)
 	if err != nil {

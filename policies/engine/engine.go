@@ -162,11 +162,10 @@ func (e *Engine) Rules() []Rule { return append([]Rule(nil), e.rules...) }
 // (deny first), rule id and message. The resource rules run on shards of the resources
 // while the stack rules run on the whole plan, all concurrently.
 func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) {
-	input, err := ast.InterfaceToValue(p.Input())
+	input, resources, err := toValue(p)
 	if err != nil {
-		return nil, fmt.Errorf("converting plan to OPA input: %w", err)
+		return nil, err
 	}
-	resources, _ := input.(ast.Object).Get(ast.InternedTerm("resources")).Value.(*ast.Array)
 	byURN := make(map[string]*plan.Resource, len(p.Resources))
 	for i := range p.Resources {
 		byURN[p.Resources[i].URN] = &p.Resources[i]
@@ -210,6 +209,37 @@ func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) 
 	}
 	Sort(findings)
 	return findings, nil
+}
+
+// toValue converts the plan to OPA's value form, {"resources": [...]}, converting the
+// resources on every processor at once.
+func toValue(p *plan.Plan) (ast.Value, *ast.Array, error) {
+	terms := make([]*ast.Term, len(p.Resources))
+	shards := runtime.GOMAXPROCS(0)
+	errs := make([]error, shards)
+	var wg sync.WaitGroup
+	for s := 0; s < shards; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := s * len(terms) / shards; i < (s+1)*len(terms)/shards; i++ {
+				v, err := ast.InterfaceToValue(p.Resources[i].Input())
+				if err != nil {
+					errs[s] = fmt.Errorf("converting resource %s to OPA input: %w", p.Resources[i].URN, err)
+					return
+				}
+				terms[i] = ast.NewTerm(v)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	resources := ast.NewArray(terms...)
+	return ast.NewObject(ast.Item(ast.InternedTerm("resources"), ast.NewTerm(resources))), resources, nil
 }
 
 // evalResources runs the resource rules on the resources at the indexes part.
