@@ -16,11 +16,28 @@ type Store struct {
 	mu     sync.Mutex
 	docs   map[store.Key]store.Document
 	closed bool
+	// read, set and del are the transactions' accessors, made once.
+	read func(key store.Key) (store.Document, bool, error)
+	set  func(key store.Key, doc store.Document) error
+	del  func(key store.Key) error
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{docs: make(map[store.Key]store.Document)}
+	s := &Store{docs: make(map[store.Key]store.Document)}
+	s.read = func(key store.Key) (store.Document, bool, error) {
+		d, ok := s.docs[key]
+		return d, ok, nil
+	}
+	s.set = func(key store.Key, doc store.Document) error {
+		s.docs[key] = doc
+		return nil
+	}
+	s.del = func(key store.Key) error {
+		delete(s.docs, key)
+		return nil
+	}
+	return s
 }
 
 // ErrClosed is returned by RunTx after Close.
@@ -33,23 +50,14 @@ func (s *Store) RunTx(ctx context.Context, fn func(ctx context.Context, tx store
 	if s.closed {
 		return &store.Error{Op: "begin", Kind: store.KindConfiguration, Err: ErrClosed}
 	}
-	tx := store.NewBufferedTx(func(key store.Key) (store.Document, bool, error) {
-		d, ok := s.docs[key]
-		return d, ok, nil
-	})
+	tx := store.NewBufferedTx(s.read)
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return tx.Apply(func(key store.Key, doc store.Document) error {
-		s.docs[key] = doc
-		return nil
-	}, func(key store.Key) error {
-		delete(s.docs, key)
-		return nil
-	})
+	return tx.Apply(s.set, s.del)
 }
 
 // Len returns the number of stored documents (for tests).
