@@ -108,16 +108,16 @@ type materialization struct {
 	res    Result
 }
 
-// document returns the target document: fields plus MetaField. Only
-// applied messages need it, so it is built on first use.
-func (m *materialization) document() store.Document {
+// document returns the target document: a deep copy of fields plus
+// MetaField, which the engine hands over to the store (store.SetOwned).
+// Only applied messages need it, so it is built on first use.
+func (m *materialization) document() (store.Document, error) {
 	if m.doc.Fields != nil {
-		return m.doc
+		return m.doc, nil
 	}
-	// A shallow copy: the store copies the document when it writes it.
-	fields := make(map[string]any, len(m.fields)+1)
-	for k, v := range m.fields {
-		fields[k] = v
+	fields, err := store.CopyFields(m.fields)
+	if err != nil {
+		return store.Document{}, err
 	}
 	meta := map[string]any{metaEventKey: m.eventKey, metaAppliedAt: m.appliedAt}
 	if m.fingerprint != "" {
@@ -126,7 +126,7 @@ func (m *materialization) document() store.Document {
 	m.order.toMeta(meta)
 	fields[MetaField] = meta
 	m.doc = store.Document{Fields: fields}
-	return m.doc
+	return m.doc, nil
 }
 
 // Materialize applies one message's effect atomically: in ModeLatest it
@@ -148,7 +148,11 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 	if w.Mode == ModeCreate {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
 			m.res.Outcome, m.res.WriteKind, m.res.Warning = Applied, logfields.WriteKindSet, ""
-			return tx.Create(ctx, m.target, m.document())
+			doc, err := m.document()
+			if err != nil {
+				return err
+			}
+			return store.CreateOwned(ctx, tx, m.target, doc)
 		})
 	} else {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
@@ -285,9 +289,9 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		marker := store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.order.messageID,
 			metaFingerprint: m.fingerprint, "target": m.target.String(), "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
 		if slow {
-			err = tx.Set(ctx, m.marker, marker)
+			err = store.SetOwned(ctx, tx, m.marker, marker)
 		} else {
-			err = tx.Create(ctx, m.marker, marker)
+			err = store.CreateOwned(ctx, tx, m.marker, marker)
 		}
 		if err != nil {
 			return err
@@ -295,7 +299,11 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	}
 	m.res.WriteKind = logfields.WriteKindSet
 	m.res.Outcome = Applied
-	return tx.Set(ctx, m.target, m.document())
+	doc, err := m.document()
+	if err != nil {
+		return err
+	}
+	return store.SetOwned(ctx, tx, m.target, doc)
 }
 
 // createSlow runs after ModeCreate found the document: a duplicate, unless

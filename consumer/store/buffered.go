@@ -81,6 +81,16 @@ func (t *BufferedTx) GetShared(ctx context.Context, key Key) (Document, error) {
 
 // Create implements Tx.
 func (t *BufferedTx) Create(ctx context.Context, key Key, doc Document) error {
+	return t.create(ctx, key, doc, false)
+}
+
+// CreateOwned implements OwnedWriter: Create, keeping doc without a copy
+// when it is in the value model.
+func (t *BufferedTx) CreateOwned(ctx context.Context, key Key, doc Document) error {
+	return t.create(ctx, key, doc, true)
+}
+
+func (t *BufferedTx) create(ctx context.Context, key Key, doc Document, owned bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -91,7 +101,7 @@ func (t *BufferedTx) Create(ctx context.Context, key Key, doc Document) error {
 	if ok {
 		return fmt.Errorf("create %s: %w", key, ErrAlreadyExists)
 	}
-	return t.put(key, doc, false)
+	return t.put(key, doc, false, owned)
 }
 
 // Set implements Tx.
@@ -99,7 +109,16 @@ func (t *BufferedTx) Set(ctx context.Context, key Key, doc Document) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.put(key, doc, false)
+	return t.put(key, doc, false, false)
+}
+
+// SetOwned implements OwnedWriter: Set, keeping doc without a copy when it
+// is in the value model.
+func (t *BufferedTx) SetOwned(ctx context.Context, key Key, doc Document) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.put(key, doc, false, true)
 }
 
 // Delete implements Tx.
@@ -107,11 +126,16 @@ func (t *BufferedTx) Delete(ctx context.Context, key Key) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.put(key, Document{}, true)
+	return t.put(key, Document{}, true, false)
 }
 
-func (t *BufferedTx) put(key Key, doc Document, deleted bool) error {
-	if !deleted {
+// put buffers a write; an owned document in the value model is kept as is.
+func (t *BufferedTx) put(key Key, doc Document, deleted, owned bool) error {
+	switch {
+	case deleted:
+	case owned && doc.Fields != nil && inValueModel(doc.Fields):
+		doc.ExpireAt = doc.ExpireAt.UTC()
+	default:
 		d, err := CopyDocument(doc)
 		if err != nil {
 			return fmt.Errorf("write %s: %w", key, err)

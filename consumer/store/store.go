@@ -76,6 +76,35 @@ func GetShared(ctx context.Context, tx Tx, key Key) (Document, error) {
 	return tx.Get(ctx, key)
 }
 
+// OwnedWriter is an optional Tx interface: CreateOwned and SetOwned are
+// Create and Set for a document the caller hands over. Nothing else refers
+// to the document's maps and slices and the caller never touches them again,
+// so the driver may keep them instead of copying them (values outside the
+// value model are still converted). Drivers whose writes copy a document they
+// keep implement it (BufferedTx).
+type OwnedWriter interface {
+	CreateOwned(ctx context.Context, key Key, doc Document) error
+	SetOwned(ctx context.Context, key Key, doc Document) error
+}
+
+// CreateOwned creates doc with tx's CreateOwned when it has one, else with
+// Create. The caller hands doc over (see OwnedWriter).
+func CreateOwned(ctx context.Context, tx Tx, key Key, doc Document) error {
+	if ow, ok := tx.(OwnedWriter); ok {
+		return ow.CreateOwned(ctx, key, doc)
+	}
+	return tx.Create(ctx, key, doc)
+}
+
+// SetOwned sets doc with tx's SetOwned when it has one, else with Set. The
+// caller hands doc over (see OwnedWriter).
+func SetOwned(ctx context.Context, tx Tx, key Key, doc Document) error {
+	if ow, ok := tx.(OwnedWriter); ok {
+		return ow.SetOwned(ctx, key, doc)
+	}
+	return tx.Set(ctx, key, doc)
+}
+
 // Store is a transactional document store.
 type Store interface {
 	// RunTx runs fn in a transaction and commits it if fn returns nil. fn may

@@ -95,6 +95,18 @@ func (t *countingTx) Create(ctx context.Context, key store.Key, doc store.Docume
 	return t.inner.Create(ctx, key, doc)
 }
 
+// CreateOwned implements store.OwnedWriter, counting a write.
+func (t *countingTx) CreateOwned(ctx context.Context, key store.Key, doc store.Document) error {
+	t.c.writes.Add(1)
+	return store.CreateOwned(ctx, t.inner, key, doc)
+}
+
+// SetOwned implements store.OwnedWriter, counting a write.
+func (t *countingTx) SetOwned(ctx context.Context, key store.Key, doc store.Document) error {
+	t.c.writes.Add(1)
+	return store.SetOwned(ctx, t.inner, key, doc)
+}
+
 func (t *countingTx) Set(ctx context.Context, key store.Key, doc store.Document) error {
 	t.c.writes.Add(1)
 	return t.inner.Set(ctx, key, doc)

@@ -3,6 +3,7 @@ package opcount_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/consumer/store"
@@ -86,5 +87,49 @@ func TestGetSharedCountsAReadAndSharesTheDocument(t *testing.T) {
 	}
 	if got := s.Counts().Sub(before); got != (opcount.Counts{Reads: 4}) {
 		t.Errorf("counts = %+v, want 4 reads", got)
+	}
+}
+
+func TestOwnedWritesCountAndKeepTheDocument(t *testing.T) {
+	s := opcount.Wrap(memstore.New())
+	ctx := context.Background()
+	owned := store.Key{Collection: "c", ID: "owned"}
+	converted := store.Key{Collection: "c", ID: "converted"}
+	doc := map[string]any{"v": int64(1), "m": map[string]any{"k": "x"}}
+	err := s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := store.CreateOwned(ctx, tx, owned, store.Document{Fields: doc}); err != nil {
+			return err
+		}
+		if err := store.CreateOwned(ctx, tx, owned, store.Document{}); !errors.Is(err, store.ErrAlreadyExists) {
+			t.Errorf("second CreateOwned: %v, want ErrAlreadyExists", err)
+		}
+		// Not in the value model (int): converted, as Set would.
+		return store.SetOwned(ctx, tx, converted, store.Document{Fields: map[string]any{"v": 7}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Counts(); got != (opcount.Counts{Writes: 3}) {
+		t.Errorf("counts = %+v, want 3 writes", got)
+	}
+	err = s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		kept, err := store.GetShared(ctx, tx, owned)
+		if err != nil {
+			return err
+		}
+		if reflect.ValueOf(kept.Fields).UnsafePointer() != reflect.ValueOf(doc).UnsafePointer() {
+			t.Error("an owned document in the value model was copied")
+		}
+		conv, err := tx.Get(ctx, converted)
+		if err != nil {
+			return err
+		}
+		if conv.Fields["v"] != int64(7) {
+			t.Errorf("SetOwned kept %#v; want the value converted to int64", conv.Fields["v"])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
