@@ -26,7 +26,8 @@ func CopyFields(fields map[string]any) (map[string]any, error) {
 		return map[string]any{}, nil
 	}
 	if inValueModel(fields) {
-		return cloneMap(fields), nil
+		c, _ := cloneContainer(fields)
+		return c.(map[string]any), nil
 	}
 	out := make(map[string]any, len(fields))
 	for k, v := range fields {
@@ -49,32 +50,29 @@ func ValueModelFields(fields map[string]any) (map[string]any, error) {
 	return CopyFields(fields)
 }
 
-// cloneMap deep-copies m, whose values are in the value model: maps.Clone
-// copies a map's table wholesale, which is cheaper than inserting anew.
-func cloneMap(m map[string]any) map[string]any {
-	out := maps.Clone(m)
-	for k, v := range out {
-		switch x := v.(type) {
-		case map[string]any:
-			out[k] = cloneMap(x)
-		case []any:
-			out[k] = cloneSlice(x)
+// cloneContainer deep-copies v when it is a map or slice in the value
+// model (ok false for anything else): maps.Clone copies a map's table
+// wholesale, which is cheaper than inserting anew, and scalars need no copy.
+func cloneContainer(v any) (c any, ok bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		out := maps.Clone(x)
+		for k, e := range out {
+			if c, ok := cloneContainer(e); ok {
+				out[k] = c
+			}
 		}
-	}
-	return out
-}
-
-func cloneSlice(s []any) []any {
-	out := slices.Clone(s)
-	for i, v := range out {
-		switch x := v.(type) {
-		case map[string]any:
-			out[i] = cloneMap(x)
-		case []any:
-			out[i] = cloneSlice(x)
+		return out, true
+	case []any:
+		out := slices.Clone(x)
+		for i, e := range out {
+			if c, ok := cloneContainer(e); ok {
+				out[i] = c
+			}
 		}
+		return out, true
 	}
-	return out
+	return nil, false
 }
 
 // inValueModel reports whether normalize would accept v and give back an
