@@ -154,6 +154,18 @@ missing_backlog_alerts := {u |
 	not backlog_alerted_ids[id]
 }
 
+# strict_dlq_alerts and strict_backlog_alerts map the URN of each subscription missing
+# such an alert in an environment where the alert is mandatory to that environment.
+strict_dlq_alerts := strict_among(missing_dlq_alerts, "stack_deny_subscription_without_dlq_alert")
+
+strict_backlog_alerts := strict_among(missing_backlog_alerts, "stack_deny_subscription_without_backlog_alert")
+
+strict_among(urns, rule) := {u: env |
+	some u in urns
+	env := environment(subscription_by_urn[u])
+	strict_alerts(rule, env)
+}
+
 # strict_alerts(rule, env) holds when rule is mandatory in environment env.
 strict_alerts(rule, _) if setting(rule, "enforce", false) == true
 
@@ -174,9 +186,7 @@ strict_alerts(rule, env) if env in setting(rule, "environments", ["prod"])
 #   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates dlq-warning and dlq-critical policies), or add an alert policy on the DLQ subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
 stack_deny_subscription_without_dlq_alert contains msg if {
 	some s in subscriptions
-	missing_dlq_alerts[s.urn]
-	env := environment(s)
-	strict_alerts("stack_deny_subscription_without_dlq_alert", env)
+	env := strict_dlq_alerts[s.urn]
 	msg := finding(s, sprintf("%s dead-letters, but no alert policy watches its dead letters in environment %q", [display(s), env]))
 }
 
@@ -192,7 +202,7 @@ stack_deny_subscription_without_dlq_alert contains msg if {
 stack_warn_subscription_without_dlq_alert contains msg if {
 	some s in subscriptions
 	missing_dlq_alerts[s.urn]
-	not strict_alerts("stack_deny_subscription_without_dlq_alert", environment(s))
+	not strict_dlq_alerts[s.urn]
 	msg := finding(s, sprintf("%s dead-letters, but no alert policy watches its dead letters", [display(s)]))
 }
 
@@ -211,9 +221,7 @@ stack_warn_subscription_without_dlq_alert contains msg if {
 #   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates backlog-age and backlog-growth policies), or add an alert policy on the subscription's pubsub.googleapis.com/subscription/oldest_unacked_message_age.
 stack_deny_subscription_without_backlog_alert contains msg if {
 	some s in subscriptions
-	missing_backlog_alerts[s.urn]
-	env := environment(s)
-	strict_alerts("stack_deny_subscription_without_backlog_alert", env)
+	env := strict_backlog_alerts[s.urn]
 	msg := finding(s, sprintf("%s has no backlog alert in environment %q", [display(s), env]))
 }
 
@@ -229,6 +237,6 @@ stack_deny_subscription_without_backlog_alert contains msg if {
 stack_warn_subscription_without_backlog_alert contains msg if {
 	some s in subscriptions
 	missing_backlog_alerts[s.urn]
-	not strict_alerts("stack_deny_subscription_without_backlog_alert", environment(s))
+	not strict_backlog_alerts[s.urn]
 	msg := finding(s, sprintf("%s has no backlog alert", [display(s)]))
 }

@@ -78,13 +78,14 @@ describe(targets_set) := concat(", ", sort([trim_prefix(t, "external:") | some t
 #   needs_complete_stack: true
 #   fix: Grant roles/pubsub.publisher on the dead-letter topic to serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a TopicIAMMember).
 stack_deny_dead_letter_publisher_grant_missing contains msg if {
+	# The stack-wide conditions first: they end the rule at once, whatever the size.
+	not project_publisher_grant
+	not unresolved_publisher_grant
 	some s in subscriptions
-	dead := dead_letter_topic_of(s)
+	dead := links[s.urn].dead
 	count(dead) > 0
 	not self_dead_letter(s)
 	not some_publisher_grant(dead)
-	not project_publisher_grant
-	not unresolved_publisher_grant
 	msg := finding(s, sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [display(s), describe(dead)]))
 }
 
@@ -104,11 +105,11 @@ some_publisher_grant(topics) if {
 #   needs_complete_stack: true
 #   fix: Grant roles/pubsub.subscriber on the subscription to serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a SubscriptionIAMMember).
 stack_deny_dead_letter_subscriber_grant_missing contains msg if {
-	some s in subscriptions
-	count(dead_letter_topic_of(s)) > 0
-	not subscriber_grants[s.urn]
 	not project_subscriber_grant
 	not unresolved_subscriber_grant
+	some s in subscriptions
+	count(links[s.urn].dead) > 0
+	not subscriber_grants[s.urn]
 	msg := finding(s, sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it", [display(s)]))
 }
 

@@ -223,7 +223,12 @@ dlq_subscriptions := {u | some u, l in links; some t in l.topic; some v in dead_
 
 # dead_lettering holds the URN of every subscription with a dead-letter topic (or with a
 # dead-letter policy the plan cannot show).
-dead_lettering := {s.urn | some s in subscriptions; has_dead_letter_policy(s)}
+dead_lettering := {s.urn | some s in subscriptions; s.properties.deadLetterPolicy in {unknown_value, secret_value}} | {s.urn |
+	some s in subscriptions
+	dlt := s.properties.deadLetterPolicy.deadLetterTopic
+	dlt != null
+	dlt != ""
+}
 
 # opted_out_subscriptions holds the URN of every subscription with the DLQ opt-out label.
 opted_out_subscriptions := {s.urn | some s in subscriptions; s.properties.labels.eventpipe_dlq_opt_out == "true"}
@@ -233,15 +238,6 @@ self_dead_letter(s) if {
 	l := links[s.urn]
 	count(l.topic) == 1
 	l.topic == l.dead
-}
-
-# has_dead_letter_policy(s) holds when s names a dead-letter topic (or the plan cannot show it).
-has_dead_letter_policy(s) if unknown(prop(s, ["deadLetterPolicy"]))
-
-has_dead_letter_policy(s) if {
-	dlt := prop(s, ["deadLetterPolicy", "deadLetterTopic"])
-	dlt != null
-	dlt != ""
 }
 
 # ---- IAM grants ------------------------------------------------------------------------

@@ -176,7 +176,9 @@ func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) 
 			relevant = append(relevant, i)
 		}
 	}
-	shards := runtime.GOMAXPROCS(0)
+	// The stack rules, the longest part, keep one processor to themselves; the resource
+	// rules share the others (or, on one processor, run beside them).
+	shards := max(runtime.GOMAXPROCS(0)-1, 1)
 	if len(relevant) < 2*shards {
 		shards = 1
 	}
