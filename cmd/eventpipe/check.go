@@ -190,7 +190,11 @@ func readPlan(stdin io.Reader, name string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading plan: %w", err)
 	}
+	// The lines are found while the plan is parsed.
+	found := make(chan map[string]int, 1)
+	go func() { found <- plan.Lines(data, 0) }()
 	p, err := plan.Parse(data, name)
+	lines := <-found
 	if err != nil {
 		if errors.Is(err, plan.ErrUnrecognised) {
 			return nil, fmt.Errorf("%w; produce one with `pulumi preview --json --show-sames`, `pulumi stack export` or `terraform show -json PLANFILE`", err)
@@ -201,7 +205,6 @@ func readPlan(stdin io.Reader, name string) (*plan.Plan, error) {
 	if name == "-" {
 		file = "stdin"
 	}
-	lines := p.Lines()
 	for i := range p.Resources {
 		r := &p.Resources[i]
 		r.Location = &plan.Location{File: file, Line: lines[r.URN]}

@@ -40,12 +40,22 @@ type Engine struct {
 	resource   []Rule
 	stack      []Rule
 	store      storage.Store
-	resQuery   rego.PreparedEvalQuery
 	stackQuery rego.PreparedEvalQuery
 	// resourceTypes, when not nil, are the only resource types any resource rule can
 	// match (every definition starts with `input.type == "..."`): other resources skip
 	// the resource rules.
 	resourceTypes map[string]bool
+	// byType holds, when resourceTypes is not nil, the query of the rules that can match
+	// each of those types; anyType, otherwise, the query of every resource rule.
+	byType  map[string]*ruleQuery
+	anyType *ruleQuery
+}
+
+// ruleQuery is a prepared query evaluating rules on one resource: binding r maps each
+// rule name to the rule's messages.
+type ruleQuery struct {
+	rules []Rule
+	query rego.PreparedEvalQuery
 }
 
 // Finding is one rule result on one resource.
@@ -132,15 +142,38 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	prepare := func(query string) (rego.PreparedEvalQuery, error) {
 		return rego.New(rego.Query(query), rego.Compiler(compiler), rego.Store(e.store)).PrepareForEval(ctx)
 	}
-	// Resource rules: every rule on one resource, given to the rules as their whole input
-	// as Pulumi's analyzer does. One evaluation per resource measured cheaper than one
-	// evaluation iterating the resources with `with input as r`.
-	fields := make([]string, len(e.resource))
-	for i, r := range e.resource {
-		fields[i] = fmt.Sprintf("%q: data.%s.%s", r.Name, opts.Package, r.Name)
+	// Resource rules: the rules on one resource, given to the rules as their whole input
+	// as Pulumi's analyzer does. One evaluation per resource, of only the rules guarded by
+	// its type, measured cheaper than one evaluation iterating the resources with `with
+	// input as r`.
+	prepareRules := func(rules []Rule) (*ruleQuery, error) {
+		fields := make([]string, len(rules))
+		for i, r := range rules {
+			fields[i] = fmt.Sprintf("%q: data.%s.%s", r.Name, opts.Package, r.Name)
+		}
+		q, err := prepare(fmt.Sprintf("r = {%s}", strings.Join(fields, ", ")))
+		if err != nil {
+			return nil, fmt.Errorf("preparing resource rules: %w", err)
+		}
+		return &ruleQuery{rules: rules, query: q}, nil
 	}
-	if e.resQuery, err = prepare(fmt.Sprintf("r = {%s}", strings.Join(fields, ", "))); err != nil {
-		return nil, fmt.Errorf("preparing resource rules: %w", err)
+	if e.resourceTypes == nil {
+		if e.anyType, err = prepareRules(e.resource); err != nil {
+			return nil, err
+		}
+	} else {
+		e.byType = map[string]*ruleQuery{}
+		for typ, names := range rulesByType(compiler, opts.Package) {
+			var rules []Rule
+			for _, r := range e.resource {
+				if names[r.Name] {
+					rules = append(rules, r)
+				}
+			}
+			if e.byType[typ], err = prepareRules(rules); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var q []string
 	for i, r := range e.stack {
@@ -258,7 +291,11 @@ func (e *Engine) evalResources(ctx context.Context, p *plan.Plan, resources *ast
 	var findings []Finding
 	for _, idx := range part {
 		res := &p.Resources[idx]
-		rs, err := e.resQuery.Eval(ctx, rego.EvalParsedInput(resources.Elem(idx).Value), rego.EvalTransaction(txn))
+		rq := e.anyType
+		if rq == nil {
+			rq = e.byType[res.Type]
+		}
+		rs, err := rq.query.Eval(ctx, rego.EvalParsedInput(resources.Elem(idx).Value), rego.EvalTransaction(txn))
 		if err != nil {
 			return nil, fmt.Errorf("evaluating resource rules on %s: %w", res.URN, err)
 		}
@@ -266,7 +303,7 @@ func (e *Engine) evalResources(ctx context.Context, p *plan.Plan, resources *ast
 			return nil, fmt.Errorf("evaluating resource rules on %s: %d results, want 1", res.URN, len(rs))
 		}
 		byRule, _ := rs[0].Bindings["r"].(map[string]any)
-		for _, r := range e.resource {
+		for _, r := range rq.rules {
 			msgs, _ := byRule[r.Name].([]any)
 			for _, m := range msgs {
 				findings = append(findings, newFinding(r, res, message(m)))
@@ -311,26 +348,13 @@ func guardedTypes(c *ast.Compiler, pkg string, rules []Rule) map[string]bool {
 	for _, r := range rules {
 		names[r.Name] = true
 	}
-	inputType := ast.MustParseRef("input.type")
 	types := map[string]bool{}
 	guarded := true
 	eachDefinition(c, pkg, func(name string, r *ast.Rule) {
 		if !names[name] {
 			return
 		}
-		guard := ""
-		// The compiler rewrites `==` against a constant into unification (`=`).
-		if len(r.Body) > 0 && (r.Body[0].IsEquality() || r.Body[0].Operator().Equal(ast.Equal.Ref())) {
-			if terms, ok := r.Body[0].Terms.([]*ast.Term); ok && len(terms) == 3 {
-				for _, pair := range [][2]*ast.Term{{terms[1], terms[2]}, {terms[2], terms[1]}} {
-					ref, isRef := pair[0].Value.(ast.Ref)
-					str, isStr := pair[1].Value.(ast.String)
-					if isRef && isStr && ref.Equal(inputType) {
-						guard = string(str)
-					}
-				}
-			}
-		}
+		guard := typeGuard(r)
 		if guard == "" {
 			guarded = false
 		}
@@ -340,6 +364,40 @@ func guardedTypes(c *ast.Compiler, pkg string, rules []Rule) map[string]bool {
 		return nil
 	}
 	return types
+}
+
+// rulesByType maps each resource type some definition guards to the names of the rules
+// with a definition guarded by it. Only meaningful when guardedTypes is not nil.
+func rulesByType(c *ast.Compiler, pkg string) map[string]map[string]bool {
+	byType := map[string]map[string]bool{}
+	eachDefinition(c, pkg, func(name string, r *ast.Rule) {
+		if guard := typeGuard(r); guard != "" {
+			if byType[guard] == nil {
+				byType[guard] = map[string]bool{}
+			}
+			byType[guard][name] = true
+		}
+	})
+	return byType
+}
+
+// typeGuard is the type of a definition starting with `input.type == "<type>"`, or "".
+func typeGuard(r *ast.Rule) string {
+	inputType := ast.MustParseRef("input.type")
+	guard := ""
+	// The compiler rewrites `==` against a constant into unification (`=`).
+	if len(r.Body) > 0 && (r.Body[0].IsEquality() || r.Body[0].Operator().Equal(ast.Equal.Ref())) {
+		if terms, ok := r.Body[0].Terms.([]*ast.Term); ok && len(terms) == 3 {
+			for _, pair := range [][2]*ast.Term{{terms[1], terms[2]}, {terms[2], terms[1]}} {
+				ref, isRef := pair[0].Value.(ast.Ref)
+				str, isStr := pair[1].Value.(ast.String)
+				if isRef && isStr && ref.Equal(inputType) {
+					guard = string(str)
+				}
+			}
+		}
+	}
+	return guard
 }
 
 func newFinding(r Rule, res *plan.Resource, msg string) Finding {

@@ -177,8 +177,13 @@ func (r *Resource) Input() map[string]any {
 // document that names it as "urn" or "address", for reports that point into the file.
 // One pass over the input.
 func (p *Plan) Lines() map[string]int {
-	lines := make(map[string]int, len(p.Resources))
-	data := p.raw
+	return Lines(p.raw, len(p.Resources))
+}
+
+// Lines is Plan.Lines on the raw document data, before (or while) it is parsed; n sizes
+// the map (the expected number of resources, 0 if unknown).
+func Lines(data []byte, n int) map[string]int {
+	lines := make(map[string]int, n)
 	line, last := 1, 0
 	for i := 0; i < len(data); {
 		j := bytes.IndexByte(data[i:], '"')
