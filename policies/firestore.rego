@@ -53,13 +53,15 @@ firestore_database(store) := db if {
 
 ttl_fields := [f | some f in input.resources; f.type == firestore_field_type]
 
-ttl_policy(collection, database) if {
+# ttl_policies holds [collection, database] for every TTL policy on expireAt, indexed once
+# so each service's collections are looked up, not searched for among every field.
+ttl_policies := {[prop(f, ["collection"]), field_database(f)] |
 	some f in ttl_fields
-	prop(f, ["collection"]) == collection
 	prop(f, ["field"]) == "expireAt"
-	field_database(f) == database
 	is_object(prop(f, ["ttlConfig"]))
 }
+
+ttl_policy(collection, database) if ttl_policies[[collection, database]]
 
 field_database(f) := db if {
 	db := prop(f, ["database"])
