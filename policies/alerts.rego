@@ -167,6 +167,9 @@ strict_among(urns, rule) := {u: env |
 }
 
 # strict_alerts(rule, env) holds when rule is mandatory in environment env.
+#
+# The alert rules can report every subscription of a stack, so their messages are
+# finding(s, sprintf(..., [display(s), ...])) written out as one sprintf.
 strict_alerts(rule, _) if setting(rule, "enforce", false) == true
 
 strict_alerts(rule, env) if env in setting(rule, "environments", ["prod"])
@@ -187,7 +190,7 @@ strict_alerts(rule, env) if env in setting(rule, "environments", ["prod"])
 stack_deny_subscription_without_dlq_alert contains msg if {
 	some s in subscriptions
 	env := strict_dlq_alerts[s.urn]
-	msg := finding(s, sprintf("%s dead-letters, but no alert policy watches its dead letters in environment %q", [display(s), env]))
+	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters in environment %q", [s.urn, short_type(s.type), s.name, env])
 }
 
 # METADATA
@@ -203,7 +206,7 @@ stack_warn_subscription_without_dlq_alert contains msg if {
 	some s in subscriptions
 	missing_dlq_alerts[s.urn]
 	not strict_dlq_alerts[s.urn]
-	msg := finding(s, sprintf("%s dead-letters, but no alert policy watches its dead letters", [display(s)]))
+	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters", [s.urn, short_type(s.type), s.name])
 }
 
 # METADATA
@@ -222,7 +225,7 @@ stack_warn_subscription_without_dlq_alert contains msg if {
 stack_deny_subscription_without_backlog_alert contains msg if {
 	some s in subscriptions
 	env := strict_backlog_alerts[s.urn]
-	msg := finding(s, sprintf("%s has no backlog alert in environment %q", [display(s), env]))
+	msg := sprintf("%s: %s '%s' has no backlog alert in environment %q", [s.urn, short_type(s.type), s.name, env])
 }
 
 # METADATA
@@ -238,5 +241,5 @@ stack_warn_subscription_without_backlog_alert contains msg if {
 	some s in subscriptions
 	missing_backlog_alerts[s.urn]
 	not strict_backlog_alerts[s.urn]
-	msg := finding(s, sprintf("%s has no backlog alert", [display(s)]))
+	msg := sprintf("%s: %s '%s' has no backlog alert", [s.urn, short_type(s.type), s.name])
 }
