@@ -84,16 +84,22 @@ func (h *handler) WithGroup(name string) slog.Handler { return h.std.WithGroup(n
 
 // Handle implements slog.Handler.
 func (h *handler) Handle(ctx context.Context, r slog.Record) error {
+	return h.write(ctx, func(b []byte) ([]byte, bool) { return h.appendRecord(b, r) }, func() slog.Record { return r })
+}
+
+// write writes one line: the one encode appends when it can, else the
+// wrapped handler's for the record that record builds.
+func (h *handler) write(ctx context.Context, encode func(b []byte) ([]byte, bool), record func() slog.Record) error {
 	if !h.encodable {
-		return h.std.Handle(ctx, r)
+		return h.std.Handle(ctx, record())
 	}
 	bp := h.bufs.Get().(*[]byte)
-	b, ok := h.appendRecord((*bp)[:0], r)
+	b, ok := encode((*bp)[:0])
 	var err error
 	if ok {
 		_, err = h.out.Write(b)
 	} else {
-		err = h.std.Handle(ctx, r)
+		err = h.std.Handle(ctx, record())
 	}
 	if cap(b) <= maxPooledLine {
 		*bp = b[:0]
@@ -105,26 +111,71 @@ func (h *handler) Handle(ctx context.Context, r slog.Record) error {
 // appendRecord encodes r as slog.JSONHandler with replaceAttr would, or
 // reports that it cannot.
 func (h *handler) appendRecord(b []byte, r slog.Record) ([]byte, bool) {
-	b = append(b, '{')
-	if !r.Time.IsZero() {
-		var ok bool
-		b = append(b, `"`+slog.TimeKey+`":`...)
-		if b, ok = appendTime(b, r.Time.Round(0)); !ok {
-			return b, false
-		}
-		b = append(b, ',')
+	b, ok := h.appendHead(b, r.Time, r.Level, r.Message)
+	if !ok {
+		return b, false
 	}
-	b = append(b, `"`+logfields.Severity+`":"`...)
-	b = append(b, SeverityName(r.Level)...)
-	b = append(b, `","`+logfields.Message+`":`...)
-	b = appendString(b, r.Message)
-	b = append(b, h.attrs...)
-	ok := true
 	r.Attrs(func(a slog.Attr) bool {
 		b, ok = appendAttr(b, a)
 		return ok
 	})
 	return append(b, "}\n"...), ok
+}
+
+// appendLine is appendRecord for the record of t, level, msg and attrs.
+func (h *handler) appendLine(b []byte, t time.Time, level slog.Level, msg string, attrs []slog.Attr) ([]byte, bool) {
+	b, ok := h.appendHead(b, t, level, msg)
+	for i := 0; ok && i < len(attrs); i++ {
+		b, ok = appendAttr(b, attrs[i])
+	}
+	return append(b, "}\n"...), ok
+}
+
+// appendHead opens a line: time, severity, message and the WithAttrs
+// attributes.
+func (h *handler) appendHead(b []byte, t time.Time, level slog.Level, msg string) ([]byte, bool) {
+	b = append(b, '{')
+	if !t.IsZero() {
+		var ok bool
+		b = append(b, `"`+slog.TimeKey+`":`...)
+		if b, ok = appendTime(b, t.Round(0)); !ok {
+			return b, false
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"`+logfields.Severity+`":"`...)
+	b = append(b, SeverityName(level)...)
+	b = append(b, `","`+logfields.Message+`":`...)
+	b = appendString(b, msg)
+	return append(b, h.attrs...), true
+}
+
+// LogAttrs writes the line that l.LogAttrs(ctx, level, msg, attrs...)
+// writes, when l's handler is New's (or derived from it with With): it
+// encodes attrs from the slice, sparing slog.Logger's copy of them into a
+// Record and its caller lookup (New's lines have no source). It reports
+// false, having written nothing, for any other handler: the caller then
+// logs through l itself.
+func LogAttrs(ctx context.Context, l *slog.Logger, level slog.Level, msg string, attrs []slog.Attr) bool {
+	h, ok := l.Handler().(*handler)
+	if !ok {
+		return false
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if !h.Enabled(ctx, level) {
+		return true
+	}
+	t := time.Now()
+	encode := func(b []byte) ([]byte, bool) { return h.appendLine(b, t, level, msg, attrs) }
+	record := func() slog.Record {
+		r := slog.NewRecord(t, level, msg, 0)
+		r.AddAttrs(attrs...)
+		return r
+	}
+	_ = h.write(ctx, encode, record) // slog.Logger ignores Handle's error too
+	return true
 }
 
 // appendAttr appends a comma and a as "key":value, or reports that a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -122,5 +123,62 @@ func TestHandlerLevelAndConcurrentLines(t *testing.T) {
 		if !strings.HasPrefix(line, `{"time":`) || !strings.HasSuffix(line, "}") {
 			t.Fatalf("interleaved or broken line %q", line)
 		}
+	}
+}
+
+// timeField matches the time value that two lines written at different
+// moments differ in.
+var timeField = regexp.MustCompile(`^\{"time":"[^"]*",`)
+
+// TestLogAttrsWritesWhatLoggerWrites compares LogAttrs's lines with those
+// of slog.Logger.LogAttrs on the same logger (time values aside), for
+// attributes the fast path encodes and attributes it leaves to slog, and
+// checks that it declines handlers that are not New's.
+func TestLogAttrsWritesWhatLoggerWrites(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6007, time.UTC)
+	attrSets := [][]slog.Attr{
+		nil,
+		{slog.String("s", `q " \ <&> é`), slog.Int64("i", -3), slog.Float64("f", 1.5), slog.Bool("b", true), slog.Time("at", at), slog.Duration("d", time.Second)},
+		{slog.String("a", "x"), slog.Any("error", errors.New("boom"))},
+		{slog.Group("g", slog.String("a", "b")), slog.Any("lv", loggable{}), {}, slog.Group("empty")},
+	}
+	derive := []struct {
+		name     string
+		fn       func(*slog.Logger) *slog.Logger
+		declined bool
+	}{
+		{"plain", func(l *slog.Logger) *slog.Logger { return l }, false},
+		{"with", func(l *slog.Logger) *slog.Logger { return l.With("service", "api", "n", 3) }, false},
+		{"with any", func(l *slog.Logger) *slog.Logger { return l.With("err", errors.New("e")) }, false},
+		{"group", func(l *slog.Logger) *slog.Logger { return l.WithGroup("req") }, true},
+	}
+	ctx := context.Background()
+	for _, d := range derive {
+		for _, lvl := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelError, LevelCritical} {
+			for i, as := range attrSets {
+				var want, got bytes.Buffer
+				d.fn(New(&want, slog.LevelInfo)).LogAttrs(ctx, lvl, "m", as...)
+				handled := LogAttrs(ctx, d.fn(New(&got, slog.LevelInfo)), lvl, "m", as)
+				if handled == d.declined {
+					t.Fatalf("%s, level %v, attrs %d: LogAttrs reported %v, want %v", d.name, lvl, i, handled, !d.declined)
+				}
+				if d.declined {
+					if got.Len() != 0 {
+						t.Errorf("%s: declined but wrote %q", d.name, got.String())
+					}
+					continue
+				}
+				if lvl < slog.LevelInfo && (got.Len() != 0 || want.Len() != 0) {
+					t.Errorf("%s: a DEBUG line below INFO was written: %q", d.name, got.String())
+				}
+				g, w := timeField.ReplaceAllString(got.String(), `{"time":"T",`), timeField.ReplaceAllString(want.String(), `{"time":"T",`)
+				if g != w || (lvl >= slog.LevelInfo && !strings.HasPrefix(g, `{"time":"T",`)) {
+					t.Errorf("%s, level %v, attrs %d:\n got %s\nwant %s", d.name, lvl, i, got.String(), want.String())
+				}
+			}
+		}
+	}
+	if LogAttrs(ctx, slog.New(slog.NewJSONHandler(new(bytes.Buffer), nil)), slog.LevelInfo, "m", nil) {
+		t.Error("LogAttrs handled a logger whose handler is not New's")
 	}
 }

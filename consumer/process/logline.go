@@ -14,8 +14,10 @@ import (
 func (p *Processor) Log(ctx context.Context, r *Result, extra ...slog.Attr) {
 	buf := p.attrs.Get().(*[]slog.Attr)
 	attrs := r.appendAttrs((*buf)[:0], extra...)
-	// The record copies the attributes: the slice can be reused at once.
-	p.cfg.Logger.LogAttrs(ctx, r.Level, lineMessage(r.Outcome), attrs...)
+	// Both write the line before returning: the slice can be reused at once.
+	if msg := lineMessage(r.Outcome); !logging.LogAttrs(ctx, p.cfg.Logger, r.Level, msg, attrs) {
+		p.cfg.Logger.LogAttrs(ctx, r.Level, msg, attrs...)
+	}
 	clear(attrs)
 	*buf = attrs[:0]
 	p.attrs.Put(buf)
