@@ -287,7 +287,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	}
 	if useMarker {
 		marker := store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.order.messageID,
-			metaFingerprint: m.fingerprint, "target": m.target.String(), "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+			metaFingerprint: m.fingerprint, "target": m.res.DocPath, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
 		if slow {
 			err = store.SetOwned(ctx, tx, m.marker, marker)
 		} else {
