@@ -188,8 +188,8 @@ strict_alerts(rule, env) if env in setting(rule, "environments", ["prod"])
 #   needs_complete_stack: true
 #   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates dlq-warning and dlq-critical policies), or add an alert policy on the DLQ subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
 stack_deny_subscription_without_dlq_alert contains msg if {
-	some s in subscriptions
-	env := strict_dlq_alerts[s.urn]
+	some u, env in strict_dlq_alerts
+	s := subscription_by_urn[u]
 	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters in environment %q", [s.urn, short_type(s.type), s.name, env])
 }
 
@@ -203,9 +203,9 @@ stack_deny_subscription_without_dlq_alert contains msg if {
 #   needs_complete_stack: true
 #   fix: Keep the pipeline's alerts enabled, or add an alert policy on the DLQ subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
 stack_warn_subscription_without_dlq_alert contains msg if {
-	some s in subscriptions
-	missing_dlq_alerts[s.urn]
-	not strict_dlq_alerts[s.urn]
+	some u in missing_dlq_alerts
+	not strict_dlq_alerts[u]
+	s := subscription_by_urn[u]
 	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters", [s.urn, short_type(s.type), s.name])
 }
 
@@ -223,8 +223,8 @@ stack_warn_subscription_without_dlq_alert contains msg if {
 #   needs_complete_stack: true
 #   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates backlog-age and backlog-growth policies), or add an alert policy on the subscription's pubsub.googleapis.com/subscription/oldest_unacked_message_age.
 stack_deny_subscription_without_backlog_alert contains msg if {
-	some s in subscriptions
-	env := strict_backlog_alerts[s.urn]
+	some u, env in strict_backlog_alerts
+	s := subscription_by_urn[u]
 	msg := sprintf("%s: %s '%s' has no backlog alert in environment %q", [s.urn, short_type(s.type), s.name, env])
 }
 
@@ -238,8 +238,8 @@ stack_deny_subscription_without_backlog_alert contains msg if {
 #   needs_complete_stack: true
 #   fix: Keep the pipeline's alerts enabled, or add an alert policy on the subscription's pubsub.googleapis.com/subscription/oldest_unacked_message_age.
 stack_warn_subscription_without_backlog_alert contains msg if {
-	some s in subscriptions
-	missing_backlog_alerts[s.urn]
-	not strict_backlog_alerts[s.urn]
+	some u in missing_backlog_alerts
+	not strict_backlog_alerts[u]
+	s := subscription_by_urn[u]
 	msg := sprintf("%s: %s '%s' has no backlog alert", [s.urn, short_type(s.type), s.name])
 }
