@@ -13,6 +13,12 @@ test: deps lint
 
 ## deps: download Go modules and install the tools tests need.
 deps:
+	@# System tools the tests use: PostgreSQL 15 binaries (throwaway clusters), jq and curl
+	@# (runbook and README examples), Node/npm (Firestore emulator). Installed only if missing.
+	@missing=""; test -x /usr/lib/postgresql/15/bin/initdb || missing="$$missing postgresql-15"; \
+	for t in jq curl npm; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	$(GO) mod download
 	mkdir -p $(TOOLS)/firestore-emulator && cp tools/firestore-emulator/package.json tools/firestore-emulator/package-lock.json $(TOOLS)/firestore-emulator/ && npm ci --prefix $(TOOLS)/firestore-emulator --no-audit --no-fund
 
