@@ -6,6 +6,7 @@ require (
 	cloud.google.com/go/firestore v1.28.0
 	cloud.google.com/go/pubsub/v2 v2.8.0
 	github.com/coreos/go-oidc/v3 v3.21.0
+	github.com/goccy/go-json v0.10.6
 	github.com/gruntwork-io/terratest v0.52.0
 	github.com/jackc/pgx/v5 v5.7.1
 	github.com/open-policy-agent/opa v1.22.0
@@ -112,7 +113,6 @@ require (
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/go-sql-driver/mysql v1.8.1 // indirect
 	github.com/gobwas/glob v1.0.0 // indirect
-	github.com/goccy/go-json v0.10.6 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/glog v1.2.5 // indirect
 	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
