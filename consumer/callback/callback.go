@@ -152,7 +152,7 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		return o.fail(statusOf(err), err)
 	}
 	status := "processed"
-	if s, ok := plan.Fields["status"].(string); ok && s != "" {
+	if s, ok := plan.Fields()["status"].(string); ok && s != "" {
 		status = s
 	}
 	done, err := h.engine.Finish(context.WithoutCancel(r.Context()), rc, status)
@@ -242,11 +242,11 @@ func (h *Handler) apply(ctx context.Context, plan *route.Plan, mustExist bool, o
 		case err != nil:
 			return err
 		}
-		fields := make(map[string]any, len(cur.Fields)+len(plan.Fields)+1)
+		fields := make(map[string]any, len(cur.Fields)+len(plan.Fields())+1)
 		for k, v := range cur.Fields {
 			fields[k] = v
 		}
-		for k, v := range plan.Fields {
+		for k, v := range plan.Fields() {
 			fields[k] = v
 		}
 		fields["updatedAt"] = h.now().UTC()

@@ -53,6 +53,10 @@ type Write struct {
 	// Fields is the document to write (MetaField is added). The top-level
 	// names MetaField and "expireAt" are reserved.
 	Fields map[string]any
+	// Source, when Fields is nil, supplies the fields on demand: the engine
+	// builds them only when it writes the target document, so duplicate
+	// and stale messages build none. Checks and errors are those of Fields.
+	Source FieldSource
 	// EventTime is the event's own time, the primary ordering key when the
 	// producer has no sequence.
 	EventTime time.Time
@@ -65,6 +69,19 @@ type Write struct {
 	// version replaced it. It costs one write per applied message; without it
 	// a latest-state route needs none, because its ordering key is total.
 	DedupeMarker bool
+}
+
+// FieldSource supplies a Write's fields without building them first
+// (route.Plan implements it).
+type FieldSource interface {
+	// HasField reports whether the fields have the top-level name.
+	HasField(name string) bool
+	// Values returns every leaf value the fields will hold (nil entries are
+	// absent fields and are ignored).
+	Values() []any
+	// NewFields builds the fields: a new map on every call that shares no
+	// map or slice with anything else, so the engine owns it.
+	NewFields() map[string]any
 }
 
 // Result reports one Materialize call. Its fields map to the log fields
@@ -102,8 +119,11 @@ type materialization struct {
 	order       orderKey
 	appliedAt   time.Time
 	// fields are the document's fields without MetaField: in the value
-	// model, and shared with Write.Fields (not to be modified).
+	// model, and shared with Write.Fields (not to be modified); nil when
+	// source builds them.
 	fields map[string]any
+	// source builds owned fields, all in the value model (Write.Source).
+	source FieldSource
 	doc    store.Document // built from fields on the first write
 	res    Result
 }
@@ -115,9 +135,14 @@ func (m *materialization) document() (store.Document, error) {
 	if m.doc.Fields != nil {
 		return m.doc, nil
 	}
-	fields, err := store.CopyFields(m.fields)
-	if err != nil {
-		return store.Document{}, err
+	var fields map[string]any
+	if m.source != nil {
+		fields = m.source.NewFields() // owned, and checked to be in the value model
+	} else {
+		var err error
+		if fields, err = store.CopyFields(m.fields); err != nil {
+			return store.Document{}, err
+		}
 	}
 	meta := map[string]any{metaEventKey: m.eventKey, metaAppliedAt: m.appliedAt}
 	if m.fingerprint != "" {
@@ -184,8 +209,18 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	if err := validCollection(w.Collection); err != nil {
 		return nil, newError(TypeConfiguration, op, "Write.Collection %q: %v", w.Collection, err)
 	}
+	lazy := w.Fields == nil && w.Source != nil
+	if lazy && !valuesInModel(w.Source.Values()) {
+		// Some value needs converting (or is rejected): build the fields
+		// now and take the Fields path, errors included.
+		w.Fields, lazy = w.Source.NewFields(), false
+	}
 	for _, reserved := range []string{MetaField, store.ExpireAtField} {
-		if _, ok := w.Fields[reserved]; ok {
+		has := lazy && w.Source.HasField(reserved)
+		if !lazy {
+			_, has = w.Fields[reserved]
+		}
+		if has {
 			return nil, newError(TypeConfiguration, op, "Write.Fields has the reserved field %q (the engine's own): rename the route's output field", reserved)
 		}
 	}
@@ -224,7 +259,9 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	}
 	// Fields not in the value model are converted (or rejected) now; the
 	// document itself is built when it is written (see document).
-	if m.fields, err = store.ValueModelFields(w.Fields); err != nil {
+	if lazy {
+		m.source = w.Source
+	} else if m.fields, err = store.ValueModelFields(w.Fields); err != nil {
 		return nil, newError(TypePoison, op, "Write.Fields: %v", err)
 	}
 	m.appliedAt = e.now()
@@ -320,4 +357,15 @@ func (e *Engine) createSlow(ctx context.Context, tx store.Tx, m *materialization
 	meta := sub(cur.Fields, MetaField)
 	m.res.Warning, err = e.fingerprintConflict(m.op, m.target, str(meta, metaFingerprint), m.fingerprint)
 	return err
+}
+
+// valuesInModel reports whether every non-nil value is in the store's value
+// model (so fields built from them need no conversion).
+func valuesInModel(vs []any) bool {
+	for _, v := range vs {
+		if v != nil && !store.InValueModel(v) {
+			return false
+		}
+	}
+	return true
 }

@@ -198,7 +198,7 @@ func (p *Processor) apply(ctx context.Context, msg *envelope.Message, res *Resul
 
 func (p *Processor) materialize(ctx context.Context, ev engine.Event, plan *route.Plan, res *Result) (string, error) {
 	w := engine.Write{
-		Collection: plan.Target.Collection, ID: plan.AggregateID, Fields: plan.Fields,
+		Collection: plan.Target.Collection, ID: plan.AggregateID, Source: plan,
 		EventTime: plan.EventTime, Sequence: plan.Sequence, Mode: engine.ModeLatest,
 		DedupeMarker: plan.Route.Dedupe != nil,
 	}
@@ -236,7 +236,7 @@ func (p *Processor) lease(ctx context.Context, ev engine.Event, plan *route.Plan
 		return "", err
 	}
 	res.IdemDoc = l.Doc
-	body, err := json.Marshal(plan.Fields)
+	body, err := json.Marshal(plan.Fields())
 	if err != nil {
 		return "", classify.Poison(fmt.Errorf("action body: %w", err))
 	}

@@ -39,15 +39,59 @@ type Plan struct {
 	AggregateID string
 	// Target is the document written (latest-state, receipt); empty for lease.
 	Target store.Key
-	// Fields are the output fields, nested on dots.
-	Fields map[string]any
 	// EventTime and Sequence are the ordering values (latest-state).
 	EventTime time.Time
 	Sequence  *int64
 	// EventID and Identity feed the logical-event dedupe key (Route.Dedupe).
 	EventID  string
 	Identity map[string]any
+
+	// values[i] is the extracted value of Route.fieldOrder[i], nil when the
+	// field is absent: the output fields are built from them on demand
+	// (NewFields, Fields), so a duplicate or stale message builds no map.
+	values []any
+	fields map[string]any // cached by Fields
 }
+
+// Fields returns the output fields, nested on dots. The map is built on the
+// first call and shared by later calls: callers must not modify it.
+func (p *Plan) Fields() map[string]any {
+	if p.fields == nil {
+		p.fields = p.NewFields()
+	}
+	return p.fields
+}
+
+// NewFields builds the output fields, nested on dots: a new map on every
+// call, sharing no map or slice with the plan or the payload, so the caller
+// owns it (engine.FieldSource).
+func (p *Plan) NewFields() map[string]any {
+	out := make(map[string]any, len(p.values))
+	for i, v := range p.values {
+		if v != nil {
+			setPath(out, p.Route.fieldOrder[i], store.CloneValue(v))
+		}
+	}
+	return out
+}
+
+// HasField reports whether the output fields have the top-level field name
+// (engine.FieldSource), without building them.
+func (p *Plan) HasField(name string) bool {
+	for i, v := range p.values {
+		if v == nil {
+			continue
+		}
+		if head, _, _ := strings.Cut(p.Route.fieldOrder[i], "."); head == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Values returns the output fields' leaf values, nil for absent fields
+// (engine.FieldSource). The slice is the plan's own: do not modify it.
+func (p *Plan) Values() []any { return p.values }
 
 // PubSubRoutes returns the pubsub routes in match order.
 func (t *Table) PubSubRoutes() []*Route { return t.pubsub }
@@ -104,7 +148,7 @@ func (r *Route) matches(payload map[string]any) bool {
 // Plan extracts the route's fields from msg and names its target document.
 // Errors are *PlanError (poison).
 func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
-	p := &Plan{Route: r, Fields: make(map[string]any, len(r.Fields))}
+	p := &Plan{Route: r, values: make([]any, len(r.fieldOrder))}
 	if r.Match.TypeField != "" {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
@@ -113,7 +157,7 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	// ordering fields (nil when not extracted).
 	var targetID, eventTime, sequence any
 	o := r.Ordering
-	for _, name := range r.fieldOrder {
+	for i, name := range r.fieldOrder {
 		v, ok, err := r.extract(name, r.Fields[name], msg, env)
 		if err != nil {
 			return nil, err
@@ -121,7 +165,7 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		if !ok {
 			continue
 		}
-		setPath(p.Fields, name, v)
+		p.values[i] = v
 		if name == r.Target.ID {
 			targetID = v
 		}

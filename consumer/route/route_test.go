@@ -82,7 +82,7 @@ func TestSeedRoutesPlan(t *testing.T) {
 				t.Fatalf("doc %s, want %s", p.Target, tt.doc)
 			}
 			for k, want := range tt.fields {
-				if got := p.Fields[k]; !equalJSON(got, want) {
+				if got := p.Fields()[k]; !equalJSON(got, want) {
 					t.Errorf("field %s = %#v, want %#v", k, got, want)
 				}
 			}

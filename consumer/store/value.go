@@ -50,6 +50,19 @@ func ValueModelFields(fields map[string]any) (map[string]any, error) {
 	return CopyFields(fields)
 }
 
+// CloneValue returns v with its maps and slices deep-copied (maps and slices
+// in the value model; anything else, scalars included, is returned as is).
+func CloneValue(v any) any {
+	if c, ok := cloneContainer(v); ok {
+		return c
+	}
+	return v
+}
+
+// InValueModel reports whether v is in the value model of Document already:
+// a document holding it needs no conversion (see CopyFields).
+func InValueModel(v any) bool { return inValueModel(v) }
+
 // cloneContainer deep-copies v when it is a map or slice in the value
 // model (ok false for anything else): maps.Clone copies a map's table
 // wholesale, which is cheaper than inserting anew, and scalars need no copy.
