@@ -12,12 +12,9 @@ import rego.v1
 # threshold or absence filter, or a PromQL or MQL query) names both M and
 # subscription_id="S" — the form the alerts component renders and Cloud Monitoring uses.
 
-alert_policy_type := "gcp:monitoring/alertPolicy:AlertPolicy"
-
 # alert_policies is every alert policy of the stack that is not disabled.
 alert_policies := [p |
-	some p in input.resources
-	p.type == alert_policy_type
+	some p in resources_of(alert_policy_type)
 	prop(p, ["enabled"]) != false
 ]
 
@@ -160,19 +157,34 @@ strict_dlq_alerts := strict_among(missing_dlq_alerts, "stack_deny_subscription_w
 
 strict_backlog_alerts := strict_among(missing_backlog_alerts, "stack_deny_subscription_without_backlog_alert")
 
-strict_among(urns, rule) := {u: env |
+# strict_among(urns, rule): every one of urns when rule is enforced everywhere; otherwise
+# those in an environment where rule is mandatory, looked for only when the stack has such
+# an environment at all.
+strict_among(urns, rule) := {u: subscription_environments[u] | some u in urns} if {
+	setting(rule, "enforce", false) == true
+} else := {u: env |
+	strict := {e | some e in present_environments; e in setting(rule, "environments", ["prod"])}
+	count(strict) > 0
 	some u in urns
-	env := environment(subscription_by_urn[u])
-	strict_alerts(rule, env)
+	env := subscription_environments[u]
+	strict[env]
 }
 
-# strict_alerts(rule, env) holds when rule is mandatory in environment env.
-#
-# The alert rules can report every subscription of a stack, so their messages are
-# finding(s, sprintf(..., [display(s), ...])) written out as one sprintf.
-strict_alerts(rule, _) if setting(rule, "enforce", false) == true
+# subscription_environments maps each subscription's URN to its environment (see
+# environment(r)): computed once for both strict rules.
+subscription_environments := envs if {
+	e := data.config.environment
+	is_string(e)
+	envs := {s.urn: e | some s in subscriptions}
+} else := {s.urn: label(s, "eventpipe_env") | some s in subscriptions}
 
-strict_alerts(rule, env) if env in setting(rule, "environments", ["prod"])
+# present_environments are the environments of the stack's subscriptions.
+present_environments := {e | some e in subscription_environments}
+
+# subscription_short_type is short_type of every subscription: the alert rules can report
+# every subscription of a stack, so their messages are finding(s, sprintf(..., [display(s),
+# ...])) written out as one sprintf with this constant.
+subscription_short_type := short_type(subscription_type)
 
 # METADATA
 # title: Dead-lettering subscription without a DLQ alert (strict environment)
@@ -190,7 +202,7 @@ strict_alerts(rule, env) if env in setting(rule, "environments", ["prod"])
 stack_deny_subscription_without_dlq_alert contains msg if {
 	some u, env in strict_dlq_alerts
 	s := subscription_by_urn[u]
-	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters in environment %q", [s.urn, short_type(s.type), s.name, env])
+	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters in environment %q", [s.urn, subscription_short_type, s.name, env])
 }
 
 # METADATA
@@ -206,7 +218,7 @@ stack_warn_subscription_without_dlq_alert contains msg if {
 	some u in missing_dlq_alerts
 	not strict_dlq_alerts[u]
 	s := subscription_by_urn[u]
-	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters", [s.urn, short_type(s.type), s.name])
+	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters", [s.urn, subscription_short_type, s.name])
 }
 
 # METADATA
@@ -225,7 +237,7 @@ stack_warn_subscription_without_dlq_alert contains msg if {
 stack_deny_subscription_without_backlog_alert contains msg if {
 	some u, env in strict_backlog_alerts
 	s := subscription_by_urn[u]
-	msg := sprintf("%s: %s '%s' has no backlog alert in environment %q", [s.urn, short_type(s.type), s.name, env])
+	msg := sprintf("%s: %s '%s' has no backlog alert in environment %q", [s.urn, subscription_short_type, s.name, env])
 }
 
 # METADATA
@@ -241,5 +253,5 @@ stack_warn_subscription_without_backlog_alert contains msg if {
 	some u in missing_backlog_alerts
 	not strict_backlog_alerts[u]
 	s := subscription_by_urn[u]
-	msg := sprintf("%s: %s '%s' has no backlog alert", [s.urn, short_type(s.type), s.name])
+	msg := sprintf("%s: %s '%s' has no backlog alert", [s.urn, subscription_short_type, s.name])
 }

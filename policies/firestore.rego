@@ -20,8 +20,7 @@ consumer_collections := ["dedupe", "leases", "receipts"]
 #   severity: low
 #   fix: Add a firestore Field resource for each collection on field expireAt with a non-nil ttlConfig (the eventpipe Firestore TTL component does this).
 stack_warn_consumer_collection_without_ttl contains msg if {
-	some svc in input.resources
-	svc.type == run_service_type
+	some svc in resources_of(run_service_type)
 	env := service_env(svc)
 	store := env.EVENTPIPE_STORE
 	known_string(store)
@@ -51,7 +50,7 @@ firestore_database(store) := db if {
 	db != ""
 } else := "(default)"
 
-ttl_fields := [f | some f in input.resources; f.type == firestore_field_type]
+ttl_fields := resources_of(firestore_field_type)
 
 # ttl_policies holds [collection, database] for every TTL policy on expireAt, indexed once
 # so each service's collections are looked up, not searched for among every field.
