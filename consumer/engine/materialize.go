@@ -236,7 +236,7 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		return nil, newError(TypePoison, op, "%v", err)
 	}
 	m := &materialization{op: op, eventKey: key, fingerprint: fp}
-	var docID string
+	var target string
 	switch {
 	case w.ID != "":
 		// keys.DocID(Env, ID), with the environment normalised once, in New.
@@ -244,14 +244,12 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		if err != nil {
 			return nil, newError(TypePoison, op, "aggregate id: %v", err)
 		}
-		docID = keys.JoinID(e.envID, id)
+		m.target, target = e.envKey(w.Collection, id)
 	case w.Mode == ModeCreate:
-		docID = keys.JoinID(e.envID, key)
+		m.target, target = e.envKey(w.Collection, key)
 	default:
 		return nil, newError(TypePoison, op, "the message has no aggregate id (Write.ID): latest-state writes need one to name the document")
 	}
-	m.target = store.Key{Collection: w.Collection, ID: docID}
-	m.marker = store.Key{Collection: e.dedupe, ID: keys.JoinID(e.envID, key)}
 	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: w.EventTime.UTC().Truncate(time.Microsecond),
 		publishTime: ev.PublishTime.UTC().Truncate(time.Microsecond), messageID: ev.MessageID}
 	if w.Sequence != nil {
@@ -265,15 +263,22 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		return nil, newError(TypePoison, op, "Write.Fields: %v", err)
 	}
 	m.appliedAt = e.now()
-	target := m.target.String()
 	m.res = Result{DocPath: target, IdempotencyDoc: target}
 	if w.DedupeMarker {
-		m.markerPath = m.marker.String()
+		m.marker, m.markerPath = e.envKey(e.dedupe, key)
 		m.res.IdempotencyDoc = m.markerPath
-	} else {
-		m.marker = store.Key{}
+		// The event key stored is the tail of the marker's path: one string
+		// kept per marker instead of two.
+		m.eventKey = m.markerPath[len(m.markerPath)-len(key):]
 	}
 	return m, nil
+}
+
+// envKey returns the key of collection/{env}__{id} (keys.JoinID with the
+// engine's normalised env) and its String(), sharing one allocation.
+func (e *Engine) envKey(collection, id string) (store.Key, string) {
+	path := collection + "/" + e.envID + keys.Separator + id
+	return store.Key{Collection: collection, ID: path[len(collection)+1:]}, path
 }
 
 // latest is the ModeLatest transaction. Without slow it trusts Create to

@@ -19,7 +19,15 @@ func Fingerprint(payload []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
-	return "sha256:" + hashText(sha256.Sum256(c)), nil
+	return prefixedHash("sha256:", sha256.Sum256(c)), nil
+}
+
+// prefixedHash is prefix + hashText(sum), made in one allocation.
+func prefixedHash(prefix string, sum [sha256.Size]byte) string {
+	var text [16 + LogicalKeyLen]byte // the prefixes used are short
+	n := copy(text[:], prefix)
+	b32.Encode(text[n:], sum[:])
+	return string(text[:n+LogicalKeyLen])
 }
 
 // hashText is the base32 text of a SHA-256 (LogicalKeyLen characters).
@@ -54,5 +62,5 @@ func LogicalKey(eventID string, identity map[string]any) (string, error) {
 			return "", fmt.Errorf("logical key: %w", err)
 		}
 	}
-	return "h-" + hashText(sha256.Sum256(c)), nil
+	return prefixedHash("h-", sha256.Sum256(c)), nil
 }
