@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
@@ -82,6 +83,9 @@ type Engine struct {
 	receipts string
 	poison   string
 	envID    string
+	// mats recycles Materialize's working state (*materialization): one
+	// allocation fewer per message.
+	mats *sync.Pool
 }
 
 // New validates cfg, fills in defaults and returns an Engine.
@@ -137,7 +141,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	p := cfg.CollectionPrefix
 	return &Engine{cfg: cfg, dedupe: p + "dedupe", leases: p + "leases", receipts: p + "receipts",
-		poison: p + "poison", envID: envID}, nil
+		poison: p + "poison", envID: envID, mats: &sync.Pool{New: func() any { return new(materialization) }}}, nil
 }
 
 func setDefault(d *time.Duration, def time.Duration) {

@@ -167,6 +167,8 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
+	// Every return copies m.res before m goes back to the pool.
+	defer e.release(m)
 	if err := e.Hit(ctx, ProjectionBeforeWrite); err != nil {
 		return Result{}, err
 	}
@@ -235,7 +237,8 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	if err != nil {
 		return nil, newError(TypePoison, op, "%v", err)
 	}
-	m := &materialization{op: op, eventKey: key, fingerprint: fp}
+	m := e.mats.Get().(*materialization)
+	*m = materialization{op: op, eventKey: key, fingerprint: fp}
 	var target string
 	switch {
 	case w.ID != "":
@@ -272,6 +275,12 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		m.eventKey = m.markerPath[len(m.markerPath)-len(key):]
 	}
 	return m, nil
+}
+
+// release clears m (the store owns the document it was given) and recycles it.
+func (e *Engine) release(m *materialization) {
+	*m = materialization{}
+	e.mats.Put(m)
 }
 
 // envKey returns the key of collection/{env}__{id} (keys.JoinID with the
