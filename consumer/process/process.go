@@ -184,6 +184,7 @@ func (p *Processor) apply(ctx context.Context, msg *envelope.Message, res *Resul
 	if err != nil {
 		return "", err
 	}
+	defer plan.Release() // nothing below keeps the plan
 	res.EventType, res.SchemaVersion = plan.EventType, plan.SchemaVersion
 	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: plan.EventID, Identity: plan.Identity, Payload: msg.Data}
 	switch r.Mode {

@@ -51,6 +51,33 @@ type Plan struct {
 	// (NewFields, Fields), so a duplicate or stale message builds no map.
 	values []any
 	fields map[string]any // cached by Fields
+	// identity is Identity's map, kept (cleared) across reuses.
+	identity map[string]any
+}
+
+// Release hands p back to its route for reuse by a later Plan call: p and
+// everything it returned (Identity, Values, Fields) must not be used after.
+// Maps from NewFields are the caller's and stay valid.
+func (p *Plan) Release() {
+	r := p.Route
+	if r == nil || r.plans == nil {
+		return
+	}
+	clear(p.values)
+	clear(p.identity)
+	*p = Plan{values: p.values, identity: p.identity}
+	r.plans.Put(p)
+}
+
+// newPlan returns a recycled plan (see Release) or a new one, for r.
+func (r *Route) newPlan() *Plan {
+	if r.plans != nil {
+		if p, ok := r.plans.Get().(*Plan); ok && len(p.values) == len(r.fieldOrder) {
+			p.Route = r
+			return p
+		}
+	}
+	return &Plan{Route: r, values: make([]any, len(r.fieldOrder))}
 }
 
 // Fields returns the output fields, nested on dots. The map is built on the
@@ -148,7 +175,7 @@ func (r *Route) matches(payload map[string]any) bool {
 // Plan extracts the route's fields from msg and names its target document.
 // Errors are *PlanError (poison).
 func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
-	p := &Plan{Route: r, values: make([]any, len(r.fieldOrder))}
+	p := r.newPlan()
 	if r.Match.TypeField != "" {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
@@ -199,14 +226,16 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		// Identity fields define the event only when all are present; a
 		// partial identity could merge distinct events, so the message id
 		// (transport dedupe) is used instead.
-		identity := make(map[string]any, len(d.Identity))
+		if p.identity == nil {
+			p.identity = make(map[string]any, len(d.Identity))
+		}
 		for _, f := range d.Identity {
 			if v, ok := lookup(msg.Payload, f); ok && v != nil {
-				identity[f] = v
+				p.identity[f] = v
 			}
 		}
-		if len(identity) > 0 && len(identity) == len(d.Identity) {
-			p.Identity = identity
+		if len(p.identity) > 0 && len(p.identity) == len(d.Identity) {
+			p.Identity = p.identity
 		}
 	}
 	return p, nil

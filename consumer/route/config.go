@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -75,6 +76,8 @@ type Route struct {
 	// fieldOrder is Fields' names sorted, so extraction (and its first
 	// error) is deterministic.
 	fieldOrder []string
+	// plans recycles released plans (*Plan, see Plan.Release); set by Parse.
+	plans *sync.Pool
 }
 
 // Match selects payloads by a type field, by shape, or both.

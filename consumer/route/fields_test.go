@@ -48,3 +48,38 @@ func TestPlanFieldSource(t *testing.T) {
 		t.Errorf("NewFields() shares the payload's values: tags.k[0] = %v", got)
 	}
 }
+
+// TestPlanReleaseReuse plans a message, releases the plan, and plans one
+// with fewer fields on the same route: nothing of the first may show.
+func TestPlanReleaseReuse(t *testing.T) {
+	table, err := LoadFile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := msg(t, `{"service":"a","status":"up","version":"1","region":"eu","producedAt":"2026-01-02T03:00:00Z","sequence":4}`)
+	r, err := table.Match(full.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		p, err := r.Plan(full, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Identity == nil || p.Sequence == nil || p.Fields()["version"] != "1" {
+			t.Fatalf("round %d: full message planned as %+v", round, p)
+		}
+		p.Release()
+		sparse := msg(t, `{"service":"b","status":"down"}`)
+		q, err := r.Plan(sparse, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := q.Fields()
+		if q.Identity != nil || q.Sequence != nil || q.AggregateID != "b" || f["version"] != nil || f["region"] != nil || f["sequence"] != nil {
+			t.Fatalf("round %d: sparse message after a released plan: identity %v, sequence %v, id %q, fields %v",
+				round, q.Identity, q.Sequence, q.AggregateID, f)
+		}
+		q.Release()
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -53,6 +54,7 @@ func Compile(c Config) (*Table, error) {
 			continue
 		}
 		r.fieldOrder = slices.Sorted(maps.Keys(r.Fields))
+		r.plans = &sync.Pool{}
 		if r.Ingress == IngressCallback {
 			t.callbacks[r.Name] = r
 		} else {
