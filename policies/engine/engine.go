@@ -35,15 +35,12 @@ type Options struct {
 
 // Engine evaluates one rule set with one configuration. It is safe for concurrent use.
 type Engine struct {
-	rules    []Rule
-	byName   map[string]Rule
-	resource []Rule
-	stack    []Rule
-	store    storage.Store
-	// stackQueries evaluate the stack rules: one query per rule file when several
-	// processors can run them at once (each file's rules share their indexes), otherwise
-	// one query for all.
-	stackQueries []*ruleQuery
+	rules      []Rule
+	byName     map[string]Rule
+	resource   []Rule
+	stack      []Rule
+	store      storage.Store
+	stackQuery rego.PreparedEvalQuery
 	// resourceTypes, when not nil, are the only resource types any resource rule can
 	// match (every definition starts with `input.type == "..."`): other resources skip
 	// the resource rules.
@@ -54,8 +51,8 @@ type Engine struct {
 	anyType *ruleQuery
 }
 
-// ruleQuery is a prepared query evaluating rules on one input (a resource, or the whole
-// plan for stack rules): binding r maps each rule name to the rule's messages.
+// ruleQuery is a prepared query evaluating rules on one resource: binding r maps each
+// rule name to the rule's messages.
 type ruleQuery struct {
 	rules []Rule
 	query rego.PreparedEvalQuery
@@ -149,19 +146,19 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// as Pulumi's analyzer does. One evaluation per resource, of only the rules guarded by
 	// its type, measured cheaper than one evaluation iterating the resources with `with
 	// input as r`.
-	prepareRules := func(kind string, rules []Rule) (*ruleQuery, error) {
+	prepareRules := func(rules []Rule) (*ruleQuery, error) {
 		fields := make([]string, len(rules))
 		for i, r := range rules {
 			fields[i] = fmt.Sprintf("%q: data.%s.%s", r.Name, opts.Package, r.Name)
 		}
 		q, err := prepare(fmt.Sprintf("r = {%s}", strings.Join(fields, ", ")))
 		if err != nil {
-			return nil, fmt.Errorf("preparing %s rules: %w", kind, err)
+			return nil, fmt.Errorf("preparing resource rules: %w", err)
 		}
 		return &ruleQuery{rules: rules, query: q}, nil
 	}
 	if e.resourceTypes == nil {
-		if e.anyType, err = prepareRules("resource", e.resource); err != nil {
+		if e.anyType, err = prepareRules(e.resource); err != nil {
 			return nil, err
 		}
 	} else {
@@ -173,51 +170,22 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 					rules = append(rules, r)
 				}
 			}
-			if e.byType[typ], err = prepareRules("resource", rules); err != nil {
+			if e.byType[typ], err = prepareRules(rules); err != nil {
 				return nil, err
 			}
 		}
 	}
-	for _, group := range stackGroups(compiler, opts.Package, e.stack, runtime.GOMAXPROCS(0) > 1) {
-		q, err := prepareRules("stack", group)
-		if err != nil {
-			return nil, err
-		}
-		e.stackQueries = append(e.stackQueries, q)
+	var q []string
+	for i, r := range e.stack {
+		q = append(q, fmt.Sprintf("s%d = data.%s.%s", i, opts.Package, r.Name))
+	}
+	if len(q) == 0 {
+		q = append(q, "true")
+	}
+	if e.stackQuery, err = prepare(strings.Join(q, "; ")); err != nil {
+		return nil, fmt.Errorf("preparing stack rules: %w", err)
 	}
 	return e, nil
-}
-
-// stackGroups splits the stack rules into the groups evaluated by one query each: the
-// rules of each rule file when perFile is set (the files evaluate in parallel, and a
-// file's rules share most of what they compute), otherwise all of them.
-func stackGroups(c *ast.Compiler, pkg string, stack []Rule, perFile bool) [][]Rule {
-	if len(stack) == 0 {
-		return nil
-	}
-	if !perFile {
-		return [][]Rule{stack}
-	}
-	fileOf := map[string]string{}
-	eachDefinition(c, pkg, func(name string, r *ast.Rule) {
-		if _, seen := fileOf[name]; !seen && r.Location != nil {
-			fileOf[name] = r.Location.File
-		}
-	})
-	var files []string
-	byFile := map[string][]Rule{}
-	for _, r := range stack {
-		f := fileOf[r.Name]
-		if byFile[f] == nil {
-			files = append(files, f)
-		}
-		byFile[f] = append(byFile[f], r)
-	}
-	groups := make([][]Rule, len(files))
-	for i, f := range files {
-		groups[i] = byFile[f]
-	}
-	return groups
 }
 
 // Rules lists the rules, ordered by id.
@@ -241,9 +209,8 @@ func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) 
 			relevant = append(relevant, i)
 		}
 	}
-	// The stack rules, the longest part, keep one processor to themselves (their rule
-	// files evaluate concurrently); the resource rules share the others (or, on one
-	// processor, run beside them).
+	// The stack rules, the longest part, keep one processor to themselves; the resource
+	// rules share the others (or, on one processor, run beside them).
 	shards := max(runtime.GOMAXPROCS(0)-1, 1)
 	if len(relevant) < 2*shards {
 		shards = 1
@@ -252,7 +219,7 @@ func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) 
 		findings []Finding
 		err      error
 	}
-	results := make([]result, shards+len(e.stackQueries))
+	results := make([]result, shards+1)
 	var wg sync.WaitGroup
 	for s := 0; s < shards; s++ {
 		part := relevant[s*len(relevant)/shards : (s+1)*len(relevant)/shards]
@@ -262,13 +229,11 @@ func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) 
 			results[s].findings, results[s].err = e.evalResources(ctx, p, resources, part)
 		}()
 	}
-	for i, q := range e.stackQueries {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[shards+i].findings, results[shards+i].err = e.evalStack(ctx, q, p, input, byURN)
-		}()
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		results[shards].findings, results[shards].err = e.evalStack(ctx, p, input, byURN)
+	}()
 	wg.Wait()
 	var findings []Finding
 	for _, r := range results {
@@ -348,19 +313,21 @@ func (e *Engine) evalResources(ctx context.Context, p *plan.Plan, resources *ast
 	return findings, nil
 }
 
-// evalStack runs the stack rules of q on the whole plan.
-func (e *Engine) evalStack(ctx context.Context, q *ruleQuery, p *plan.Plan, input ast.Value, byURN map[string]*plan.Resource) ([]Finding, error) {
-	rs, err := q.query.Eval(ctx, rego.EvalParsedInput(input))
+// evalStack runs the stack rules on the whole plan.
+func (e *Engine) evalStack(ctx context.Context, p *plan.Plan, input ast.Value, byURN map[string]*plan.Resource) ([]Finding, error) {
+	if len(e.stack) == 0 {
+		return nil, nil
+	}
+	rs, err := e.stackQuery.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
 		return nil, fmt.Errorf("evaluating stack rules: %w", err)
 	}
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("evaluating stack rules: %d results, want 1", len(rs))
 	}
-	byRule, _ := rs[0].Bindings["r"].(map[string]any)
 	var findings []Finding
-	for _, r := range q.rules {
-		msgs, _ := byRule[r.Name].([]any)
+	for i, r := range e.stack {
+		msgs, _ := rs[0].Bindings[fmt.Sprintf("s%d", i)].([]any)
 		for _, m := range msgs {
 			res, rest := attribute(message(m), byURN)
 			f := newFinding(r, res, rest)

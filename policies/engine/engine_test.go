@@ -6,13 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/internal/benchgen"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/policies/plantest"
 )
@@ -297,38 +295,5 @@ func TestResourceRulesAreTypeGuarded(t *testing.T) {
 	fs := evaluate(t, u, fixture(t, "preview_show_sames.json.txt"))
 	if len(fs) != 12 {
 		t.Fatalf("unguarded rule saw %d resources, want all 12", len(fs))
-	}
-}
-
-// TestStackRulesPerFileMatchOneQuery: with several processors the stack rules run as one
-// query per rule file; the findings must equal those of the single query used on one
-// processor.
-func TestStackRulesPerFileMatchOneQuery(t *testing.T) {
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := benchgen.Generate(200)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := func(procs int) ([]Finding, int) {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		e, err := New(context.Background(), Options{Modules: mods, Package: policies.Package})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return evaluate(t, e, data), len(e.stackQueries)
-	}
-	one, oneQueries := run(1)
-	split, splitQueries := run(2)
-	if oneQueries != 1 || splitQueries < 2 {
-		t.Fatalf("stack queries: %d on one processor (want 1), %d on two (want one per file)", oneQueries, splitQueries)
-	}
-	if len(one) == 0 {
-		t.Fatal("the generated plan gave no findings")
-	}
-	if !reflect.DeepEqual(one, split) {
-		t.Fatalf("findings differ: %d with one stack query, %d with one per file", len(one), len(split))
 	}
 }
