@@ -35,8 +35,10 @@ stack_deny_missing_dead_letter_policy contains msg if {
 #   severity: high
 #   fix: Point deadLetterPolicy.deadLetterTopic at a separate dead-letter topic (<subscription>.dlq).
 stack_deny_dead_letter_topic_is_source contains msg if {
-	some s in subscriptions
-	self_dead_letter(s)
+	some u, l in links
+	count(l.topic) == 1
+	l.topic == l.dead
+	s := subscription_by_urn[u]
 	msg := finding(s, sprintf("%s dead-letters into the topic it reads", [display(s)]))
 }
 
@@ -51,10 +53,11 @@ stack_deny_dead_letter_topic_is_source contains msg if {
 #   needs_complete_stack: true
 #   fix: Create a never-expiring subscription on the dead-letter topic (the eventpipe component creates <subscription>.dlq-sub).
 stack_deny_dead_letter_topic_unread contains msg if {
-	some s in subscriptions
-	dead := dead_letter_topic_of(s)
+	some u, l in links
+	dead := l.dead
 	count(dead) > 0
 	not some_reader(dead)
+	s := subscription_by_urn[u]
 	msg := finding(s, sprintf("%s dead-letters to %s, which no subscription reads: dead letters would be lost", [display(s), describe(dead)]))
 }
 
@@ -124,8 +127,8 @@ stack_deny_dead_letter_subscriber_grant_missing contains msg if {
 #   severity: low
 #   fix: 'Set messageRetentionDuration on the DLQ subscription to at least "604800s" (7 days).'
 stack_warn_dlq_retention_short contains msg if {
-	some s in subscriptions
-	dlq_subscriptions[s.urn]
+	some u in dlq_subscriptions
+	s := subscription_by_urn[u]
 	days := retention_days(prop(s, ["messageRetentionDuration"]))
 	low := setting("stack_warn_dlq_retention_short", "minimumDays", 7)
 	days < low

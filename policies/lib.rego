@@ -217,12 +217,6 @@ all_targets(r, property) := t if {
 	t := named_topics(value_of(r, property))
 } else := set()
 
-# topic_of(s) is what subscription s reads.
-topic_of(s) := links[s.urn].topic
-
-# dead_letter_topic_of(s) is where subscription s dead-letters to.
-dead_letter_topic_of(s) := links[s.urn].dead
-
 reader_pairs := [[t, u] | some u, l in links; some t in l.topic]
 
 # readers maps each resolved topic to the subscriptions that read it.
