@@ -84,11 +84,12 @@ stack_deny_dead_letter_publisher_grant_missing contains msg if {
 	# The stack-wide conditions first: they end the rule at once, whatever the size.
 	not project_publisher_grant
 	not unresolved_publisher_grant
-	some s in subscriptions
-	dead := links[s.urn].dead
+	some u, l in links
+	dead := l.dead
 	count(dead) > 0
-	not self_dead_letter(s)
 	not some_publisher_grant(dead)
+	s := subscription_by_urn[u]
+	not self_dead_letter(s)
 	msg := finding(s, sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [display(s), describe(dead)]))
 }
 
