@@ -308,6 +308,13 @@ type recordedPoison struct{ error }
 
 func (e *recordedPoison) Unwrap() error { return e.error }
 
+// isRecordedPoison reports whether err wraps a *recordedPoison. Its target
+// lives only here, so only messages to record as poison allocate it.
+func isRecordedPoison(err error) bool {
+	var rp *recordedPoison
+	return errors.As(err, &rp)
+}
+
 // finish decides the response, records poison when no DLQ will keep the
 // message, and fills the result.
 func (p *Processor) finish(ctx context.Context, res *Result, outcome string, err error) {
@@ -317,8 +324,7 @@ func (p *Processor) finish(ctx context.Context, res *Result, outcome string, err
 		res.Class = classify.Of(err)
 	}
 	res.Decision = classify.Decide(outcome, res.Class, err != nil, dlq)
-	var rp *recordedPoison
-	if res.RecordPoison && !errors.As(err, &rp) {
+	if res.RecordPoison && !isRecordedPoison(err) {
 		if perr := p.recordPoison(ctx, res); perr != nil {
 			// Acking now would lose the message: retry instead.
 			res.Err = fmt.Errorf("%v; and recording it as poison failed: %w", err, perr)

@@ -214,7 +214,8 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	if o != nil {
 		p.EventTime, _ = eventTime.(time.Time)
 		if v, ok := sequence.(int64); ok && o.Sequence != "" {
-			p.Sequence = &v
+			seq := v // allocated only when there is a sequence
+			p.Sequence = &seq
 		}
 	}
 	if d := r.Dedupe; d != nil {
