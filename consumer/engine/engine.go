@@ -140,8 +140,10 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := cfg.CollectionPrefix
-	return &Engine{cfg: cfg, dedupe: p + "dedupe", leases: p + "leases", receipts: p + "receipts",
-		poison: p + "poison", envID: envID, mats: &sync.Pool{New: func() any { return new(materialization) }}}, nil
+	e := &Engine{cfg: cfg, dedupe: p + "dedupe", leases: p + "leases", receipts: p + "receipts",
+		poison: p + "poison", envID: envID}
+	e.mats = &sync.Pool{New: func() any { return e.newMaterialization() }}
+	return e, nil
 }
 
 func setDefault(d *time.Duration, def time.Duration) {
@@ -242,6 +244,30 @@ func (e *Engine) runTx(ctx context.Context, counts *opcount.Counts, fn func(ctx 
 		return fn(ctx, tally.Tx(tx))
 	})
 	*counts = counts.Add(tally.Counts())
+	return err
+}
+
+// txCounter is runTx for a recycled caller: its functions are made once,
+// so a transaction costs no closure or tally allocation.
+type txCounter struct {
+	tally   opcount.Tally
+	body    func(ctx context.Context, tx store.Tx) error
+	counted func(ctx context.Context, tx store.Tx) error // body with tally.Tx
+}
+
+func newTxCounter() *txCounter {
+	c := &txCounter{}
+	c.counted = func(ctx context.Context, tx store.Tx) error { return c.body(ctx, c.tally.Tx(tx)) }
+	return c
+}
+
+// run runs fn in a transaction of s, counting its operations into counts,
+// as runTx does. Not for concurrent use.
+func (c *txCounter) run(ctx context.Context, s store.Store, counts *opcount.Counts, fn func(ctx context.Context, tx store.Tx) error) error {
+	c.tally, c.body = opcount.Tally{}, fn
+	err := s.RunTx(ctx, c.counted)
+	c.body = nil
+	*counts = counts.Add(c.tally.Counts())
 	return err
 }
 

@@ -126,6 +126,25 @@ type materialization struct {
 	source FieldSource
 	doc    store.Document // built from fields on the first write
 	res    Result
+	// funcs are kept when m is recycled (see newMaterialization).
+	funcs *matFuncs
+}
+
+// matFuncs are a pooled materialization's transaction functions, made
+// once instead of once per message.
+type matFuncs struct {
+	txc *txCounter
+	// latest is Engine.latest on the materialization, without slow.
+	latest func(ctx context.Context, tx store.Tx) error
+}
+
+// newMaterialization makes a materialization for e's pool.
+func (e *Engine) newMaterialization() *materialization {
+	m := &materialization{}
+	m.funcs = &matFuncs{txc: newTxCounter(), latest: func(ctx context.Context, tx store.Tx) error {
+		return e.latest(ctx, tx, m, false)
+	}}
+	return m
 }
 
 // document returns the target document: a deep copy of fields plus
@@ -182,9 +201,7 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 			return store.CreateOwned(ctx, tx, m.target, doc)
 		})
 	} else {
-		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
-			return e.latest(ctx, tx, m, false)
-		})
+		err = m.funcs.txc.run(ctx, e.cfg.Store, &m.res.Ops, m.funcs.latest)
 	}
 	if isAlreadyExists(err) {
 		// A marker or created document exists: read it to tell a duplicate
@@ -238,7 +255,7 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		return nil, newError(TypePoison, op, "%v", err)
 	}
 	m := e.mats.Get().(*materialization)
-	*m = materialization{op: op, eventKey: key, fingerprint: fp}
+	*m = materialization{op: op, eventKey: key, fingerprint: fp, funcs: m.funcs}
 	var target string
 	switch {
 	case w.ID != "":
@@ -279,7 +296,7 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 
 // release clears m (the store owns the document it was given) and recycles it.
 func (e *Engine) release(m *materialization) {
-	*m = materialization{}
+	*m = materialization{funcs: m.funcs}
 	e.mats.Put(m)
 }
 
@@ -337,12 +354,13 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		}
 	}
 	if useMarker {
-		marker := store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.order.messageID,
-			metaFingerprint: m.fingerprint, "target": m.res.DocPath, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+		key, eventKey, fingerprint, target, messageID := m.markerStrings()
+		marker := store.Document{Fields: map[string]any{metaEventKey: eventKey, metaMessageID: messageID,
+			metaFingerprint: fingerprint, "target": target, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
 		if slow {
-			err = store.SetOwned(ctx, tx, m.marker, marker)
+			err = store.SetOwned(ctx, tx, key, marker)
 		} else {
-			err = store.CreateOwned(ctx, tx, m.marker, marker)
+			err = store.CreateOwned(ctx, tx, key, marker)
 		}
 		if err != nil {
 			return err
@@ -355,6 +373,18 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		return err
 	}
 	return store.SetOwned(ctx, tx, m.target, doc)
+}
+
+// markerStrings returns the dedupe marker's key and the strings it stores,
+// equal to m's but all slices of one string: a marker the store keeps holds
+// one string object instead of four, less for the collector to trace.
+func (m *materialization) markerStrings() (key store.Key, eventKey, fingerprint, target, messageID string) {
+	all := m.markerPath + m.fingerprint + m.res.DocPath + m.order.messageID
+	path, rest := all[:len(m.markerPath)], all[len(m.markerPath):]
+	fingerprint, rest = rest[:len(m.fingerprint)], rest[len(m.fingerprint):]
+	target, messageID = rest[:len(m.res.DocPath)], rest[len(m.res.DocPath):]
+	key = store.Key{Collection: m.marker.Collection, ID: path[len(m.marker.Collection)+1:]}
+	return key, path[len(path)-len(m.eventKey):], fingerprint, target, messageID
 }
 
 // createSlow runs after ModeCreate found the document: a duplicate, unless
