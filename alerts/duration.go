@@ -1,10 +1,12 @@
 package alerts
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
 // Duration is a time.Duration that reads and writes the short forms people
@@ -35,16 +37,12 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // parseDuration parses s as a Go duration or as a whole number of days.
 func parseDuration(s string) (time.Duration, error) {
+	v, err := durations.Parse(s)
 	s = strings.TrimSpace(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("duration %q: want a whole number of days such as \"3d\", or Go syntax such as \"90m\"", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
+	switch {
+	case errors.Is(err, durations.ErrDays):
+		return 0, fmt.Errorf("duration %q: want a whole number of days such as \"3d\", or Go syntax such as \"90m\"", s)
+	case err != nil:
 		return 0, fmt.Errorf("duration %q: want a value such as \"90s\", \"5m\", \"1h\" or \"3d\"", s)
 	}
 	return v, nil
@@ -53,22 +51,14 @@ func parseDuration(s string) (time.Duration, error) {
 // promDuration formats d in the largest of d, h, m, s that divides it
 // exactly; sub-second remainders are not representable and are rounded down.
 func promDuration(d time.Duration) string {
-	units := []struct {
-		suffix string
-		size   time.Duration
-	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}}
 	if d <= 0 {
 		return "0s"
 	}
-	for _, u := range units {
-		if d%u.size == 0 {
-			return strconv.FormatInt(int64(d/u.size), 10) + u.suffix
-		}
+	if w, ok := durations.Whole(d); ok {
+		return w
 	}
-	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	return durations.Seconds(d)
 }
 
 // seconds formats d the way Google APIs spell a protobuf Duration: "300s".
-func seconds(d time.Duration) string {
-	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-}
+func seconds(d time.Duration) string { return durations.Seconds(d) }

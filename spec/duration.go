@@ -2,14 +2,16 @@ package spec
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
 // Day is 24 hours, the unit Pub/Sub retention is usually written in.
-const Day = 24 * time.Hour
+const Day = durations.Day
 
 // Duration is a length of time written in config as a string such as "10s",
 // "10m", "1h30m" or "14d". An unparsable value is kept as written and
@@ -30,23 +32,17 @@ func Dur(d time.Duration) *Duration {
 
 // ParseDuration parses "14d", "10m", "600s", "1h30m", "0s".
 func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
+	if strings.TrimSpace(s) == "" {
 		return 0, fmt.Errorf("empty duration")
 	}
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q is not a whole number of days", s)
-		}
-		return time.Duration(n) * Day, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration like 10s, 10m, 1h or 14d", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q is negative", s)
+	d, err := durations.Parse(s)
+	switch {
+	case errors.Is(err, durations.ErrDays):
+		return 0, fmt.Errorf("%q is not a whole number of days", strings.TrimSpace(s))
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a duration like 10s, 10m, 1h or 14d", strings.TrimSpace(s))
+	case d < 0:
+		return 0, fmt.Errorf("%q is negative", strings.TrimSpace(s))
 	}
 	return d, nil
 }
@@ -54,25 +50,17 @@ func ParseDuration(s string) (time.Duration, error) {
 // FormatDuration writes d in the largest whole unit: "14d", "2h", "10m",
 // "45s" (fractions fall back to Go's notation).
 func FormatDuration(d time.Duration) string {
-	switch {
-	case d == 0:
+	if d == 0 {
 		return "0s"
-	case d%Day == 0:
-		return strconv.FormatInt(int64(d/Day), 10) + "d"
-	case d%time.Hour == 0:
-		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
-	case d%time.Minute == 0:
-		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
-	case d%time.Second == 0:
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	if w, ok := durations.Whole(d); ok {
+		return w
 	}
 	return d.String()
 }
 
 // Seconds renders d as Google API duration string, e.g. "600s".
-func Seconds(d time.Duration) string {
-	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-}
+func Seconds(d time.Duration) string { return durations.Seconds(d) }
 
 // UnmarshalJSON accepts a JSON string; parse errors are kept for validation.
 func (d *Duration) UnmarshalJSON(b []byte) error {
