@@ -14,14 +14,12 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	"github.com/eventpipe/eventpipe/internal/pstestutil"
 )
 
 const project = "proj"
@@ -34,18 +32,12 @@ type fake struct {
 
 func newFake(t *testing.T, opts ...pstest.ServerReactorOption) *fake {
 	t.Helper()
-	srv := pstest.NewServer(opts...)
-	t.Cleanup(func() { _ = srv.Close() })
-	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	ps, err := pstestutil.Start(t.Context(), project, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := pubsub.NewClient(t.Context(), project, option.WithGRPCConn(conn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
-	return &fake{srv: srv, client: client}
+	t.Cleanup(func() { _ = ps.Close() })
+	return &fake{srv: ps.Server, client: ps.Client}
 }
 
 func topicName(id string) string { return "projects/" + project + "/topics/" + id }
