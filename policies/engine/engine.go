@@ -246,37 +246,6 @@ func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) 
 	return findings, nil
 }
 
-// toValue converts the plan to OPA's value form, {"resources": [...]}, converting the
-// resources on every processor at once.
-func toValue(p *plan.Plan) (ast.Value, *ast.Array, error) {
-	terms := make([]*ast.Term, len(p.Resources))
-	shards := runtime.GOMAXPROCS(0)
-	errs := make([]error, shards)
-	var wg sync.WaitGroup
-	for s := 0; s < shards; s++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := s * len(terms) / shards; i < (s+1)*len(terms)/shards; i++ {
-				v, err := ast.InterfaceToValue(p.Resources[i].Input())
-				if err != nil {
-					errs[s] = fmt.Errorf("converting resource %s to OPA input: %w", p.Resources[i].URN, err)
-					return
-				}
-				terms[i] = ast.NewTerm(v)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	resources := ast.NewArray(terms...)
-	return ast.NewObject(ast.Item(ast.InternedTerm("resources"), ast.NewTerm(resources))), resources, nil
-}
-
 // evalResources runs the resource rules on the resources at the indexes part.
 func (e *Engine) evalResources(ctx context.Context, p *plan.Plan, resources *ast.Array, part []int) ([]Finding, error) {
 	if len(e.resource) == 0 || len(part) == 0 {
