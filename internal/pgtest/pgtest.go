@@ -3,6 +3,11 @@
 // initdb refuses root), a server on a free loopback port, and stop + removal
 // afterwards. Any package's tests can use it: Start inside a test, or
 // StartCluster from TestMain to share one cluster.
+//
+// A test process killed before its cleanup (a go test -timeout, SIGKILL)
+// leaves its server running. Every cluster directory records the PID of the
+// process that started it, and StartCluster first stops and removes the
+// clusters whose starting process is gone.
 package pgtest
 
 import (
@@ -17,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,9 +102,15 @@ func StartCluster(ctx context.Context) (*Cluster, error) {
 		}
 		c.asPG = u
 	}
-	c.dir, err = os.MkdirTemp(c.tempBase(), "eventpipe-pgtest-")
+	base := c.tempBase()
+	c.sweep(ctx, base)
+	c.dir, err = os.MkdirTemp(base, dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		_ = os.RemoveAll(c.dir)
+		return nil, fmt.Errorf("record the owner of %s: %w", c.dir, err)
 	}
 	if err := c.prepareDir(); err != nil {
 		_ = os.RemoveAll(c.dir)
@@ -125,6 +137,55 @@ func StartCluster(ctx context.Context) (*Cluster, error) {
 	}
 	_ = os.RemoveAll(c.dir)
 	return nil, lastErr
+}
+
+// dirPrefix starts the name of every cluster directory.
+const dirPrefix = "eventpipe-pgtest-"
+
+// ownerFile, in a cluster directory, holds the PID of the process that
+// started the cluster.
+const ownerFile = "owner.pid"
+
+// unownedGrace is how old a cluster directory without an owner file must be
+// before a sweep removes it: younger ones may be mid-creation.
+const unownedGrace = 10 * time.Minute
+
+// sweep stops and removes the clusters under base left behind by processes
+// that no longer run. Failures are ignored: a leftover cluster costs memory
+// and a port, never a test result.
+func (c *Cluster) sweep(ctx context.Context, base string) {
+	dirs, err := filepath.Glob(filepath.Join(base, dirPrefix+"*"))
+	if err != nil {
+		return
+	}
+	for _, dir := range dirs {
+		if !abandoned(dir) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
+			stale := &Cluster{dir: dir, bin: c.bin, asPG: c.asPG}
+			_, _ = stale.run(ctx, "pg_ctl", "stop", "-D", filepath.Join(dir, "data"), "-m", "immediate", "-w")
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// abandoned reports whether the cluster directory's starting process is gone
+// (or, without an owner file, whether the directory is older than unownedGrace).
+func abandoned(dir string) bool {
+	raw, err := os.ReadFile(filepath.Join(dir, ownerFile))
+	if err != nil {
+		fi, statErr := os.Stat(dir)
+		return errors.Is(err, os.ErrNotExist) && statErr == nil && time.Since(fi.ModTime()) > unownedGrace
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 0 {
+		return true
+	}
+	// Signal 0 checks that the process exists; EPERM means it does, owned by
+	// another user.
+	err = syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH)
 }
 
 // Pause stops the server (fast shutdown) keeping its data, to test how
