@@ -1,0 +1,231 @@
+package irvm
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/compile"
+	"github.com/open-policy-agent/opa/v1/ir"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// planOf compiles Rego modules into an IR policy with the given entrypoints ("pkg/rule").
+func planOf(t testing.TB, modules map[string]string, entrypoints ...string) *ir.Policy {
+	t.Helper()
+	b := &bundle.Bundle{Data: map[string]any{}}
+	for name, src := range modules {
+		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Modules = append(b.Modules, bundle.ModuleFile{Path: name, URL: name, Raw: []byte(src), Parsed: m})
+	}
+	c := compile.New().WithTarget(compile.TargetPlan).WithEntrypoints(entrypoints...).WithBundle(b).WithRegoVersion(ast.RegoV1)
+	if err := c.Build(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var pol ir.Policy
+	if err := json.Unmarshal(c.Bundle().PlanModules[0].Raw, &pol); err != nil {
+		t.Fatal(err)
+	}
+	return &pol
+}
+
+// outcome is one entrypoint's result: its value as JSON, "undefined", or "error: ...".
+func irOutcome(t testing.TB, prog *Program, entrypoint string, input, data ast.Value) string {
+	t.Helper()
+	idx, ok := prog.Plan(entrypoint)
+	if !ok {
+		t.Fatalf("no plan %s among %v", entrypoint, prog.Plans())
+	}
+	rs, err := prog.Eval(context.Background(), input, data, []int{idx})
+	if err != nil {
+		return "error: " + errorCode(err)
+	}
+	if rs[0].Len() == 0 {
+		return "undefined"
+	}
+	if rs[0].Len() != 1 {
+		t.Fatalf("%s: %d results", entrypoint, rs[0].Len())
+	}
+	var out string
+	rs[0].Foreach(func(r *ast.Term) {
+		out = r.Value.(ast.Object).Get(ast.StringTerm("result")).String()
+	})
+	return out
+}
+
+func topdownOutcome(t testing.TB, modules map[string]string, entrypoint string, input, data ast.Value) string {
+	t.Helper()
+	parsed := map[string]*ast.Module{}
+	for name, src := range modules {
+		parsed[name] = ast.MustParseModuleWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	}
+	c := ast.NewCompiler()
+	if c.Compile(parsed); c.Failed() {
+		t.Fatal(c.Errors)
+	}
+	d := map[string]any{}
+	if err := json.Unmarshal([]byte(data.String()), &d); err != nil {
+		t.Fatal(err)
+	}
+	store := inmem.NewFromObject(d)
+	ctx := context.Background()
+	txn := storage.NewTransactionOrDie(ctx, store)
+	defer store.Abort(ctx, txn)
+	q := topdown.NewQuery(ast.MustParseBody("x = data." + strings.ReplaceAll(entrypoint, "/", "."))).
+		WithCompiler(c).WithStore(store).WithTransaction(txn)
+	if input != nil {
+		q = q.WithInput(ast.NewTerm(input))
+	}
+	rs, err := q.Run(ctx)
+	if err != nil {
+		return "error: " + errorCode(err)
+	}
+	if len(rs) == 0 {
+		return "undefined"
+	}
+	return rs[0][ast.Var("x")].String()
+}
+
+// errorCode reduces an evaluation error to its OPA error code, the part both evaluators
+// must agree on.
+func errorCode(err error) string {
+	msg := err.Error()
+	for _, code := range []string{"eval_conflict_error", "eval_type_error", "eval_builtin_error"} {
+		if strings.Contains(msg, code) {
+			return code
+		}
+	}
+	return msg
+}
+
+// differentialCases are Rego programs exercising the statements the planner emits, each
+// run on several inputs by the interpreter and by topdown.
+var differentialCases = []struct {
+	name   string
+	module string
+	rules  []string
+	inputs []string
+	data   string
+}{
+	{
+		name: "complete rules, else, not, comparisons",
+		module: `package t
+import rego.v1
+default allow := false
+allow if { input.user == "admin" }
+allow if { input.level >= 3; not input.blocked }
+grade := "a" if { input.level > 5 } else := "b" if { input.level > 2 } else := "c"
+not_admin if { input.user != "admin" }
+num_eq if { input.level == 3.0 }`,
+		rules:  []string{"allow", "grade", "not_admin", "num_eq"},
+		inputs: []string{`{"user": "admin"}`, `{"user": "bob", "level": 3}`, `{"user": "bob", "level": 7, "blocked": true}`, `{}`, `"scalar"`},
+	},
+	{
+		name: "partial sets and objects, comprehensions, some/in over collections",
+		module: `package t
+import rego.v1
+names contains n if { some r in input.rs; n := r.name }
+by_name[n] := r.kind if { some r in input.rs; n := r.name }
+idx[i] := r if { some i, r in input.rs; r.kind == "a" }
+keys contains k if { some k, _ in input.obj }
+members contains x if { some x in {1, 2, 3}; x > 1 }
+arr := [x | some x in input.rs; x.kind == "a"]
+set := {x.name | some x in input.rs}
+obj := {x.name: count(x.name) | some x in input.rs}
+nested := {k: {v | some p in input.pairs; p[0] == k; v := p[1]} | some q in input.pairs; k := q[0]}
+in_set if { "b" in {n | some n in names} }`,
+		rules: []string{"names", "by_name", "idx", "keys", "members", "arr", "set", "obj", "nested", "in_set"},
+		inputs: []string{
+			`{"rs": [{"name": "x", "kind": "a"}, {"name": "yy", "kind": "b"}, {"name": "b", "kind": "a"}], "obj": {"p": 1, "q": 2}, "pairs": [["a", 1], ["b", 2], ["a", 3], [1, 4], [1.0, 5]]}`,
+			`{"rs": [], "obj": [], "pairs": []}`,
+			`{"rs": "no", "obj": {"z": null}, "pairs": [["a"], "x"]}`,
+			`{}`,
+		},
+	},
+	{
+		name: "conflicts",
+		module: `package t
+import rego.v1
+one := input.a
+one := input.b
+obj[k] := v if { some k, v in input.kv }
+obj[k] := "fixed" if { some k, _ in input.kv }`,
+		rules:  []string{"one", "obj"},
+		inputs: []string{`{"a": 1, "b": 1}`, `{"a": 1, "b": 2}`, `{"kv": {"x": "fixed"}}`, `{"kv": {"x": "other"}}`},
+	},
+	{
+		name: "functions, builtin errors as undefined, every",
+		module: `package t
+import rego.v1
+double(x) := 2 * x
+pick(x) := "big" if { x > 10 } else := "small"
+f := [double(x) | some x in input.nums]
+g := [pick(x) | some x in input.nums]
+bad := to_number(input.s)
+words := split(input.s, "-")
+msg := sprintf("%s has %d", [input.s, count(input.nums)])
+all_pos if { every x in input.nums { x > 0 } }
+obj_every if { every k, v in input.o { k != v } }`,
+		rules:  []string{"f", "g", "bad", "words", "msg", "all_pos", "obj_every"},
+		inputs: []string{`{"nums": [1, 5, 20], "s": "a-b", "o": {"a": "b"}}`, `{"nums": [0, -1], "s": "12", "o": {"a": "a"}}`, `{"nums": [], "s": 3, "o": 7}`},
+	},
+	{
+		name: "with, data documents and dynamic data references",
+		module: `package t
+import rego.v1
+limit := data.config.limit
+over if { input.n > limit }
+over_with if { over with data.config.limit as 100 }
+input_with := v if { v := over with input as {"n": 1000} }
+pkg_rule := data.t.sub[input.which]
+merged := data.t.sub
+seen := object.get(data.config, ["limit"], "none")
+`,
+		rules:  []string{"limit", "over", "over_with", "input_with", "pkg_rule", "merged", "seen"},
+		inputs: []string{`{"n": 50, "which": "a"}`, `{"n": 5, "which": "b"}`, `{"n": 500, "which": "zz"}`},
+		data:   `{"config": {"limit": 10}, "t": {"sub": {"b": "base"}}}`,
+	},
+}
+
+var subModule = `package t.sub
+import rego.v1
+a := "virtual"
+`
+
+func TestEvalMatchesTopdown(t *testing.T) {
+	for _, tc := range differentialCases {
+		t.Run(tc.name, func(t *testing.T) {
+			modules := map[string]string{"t.rego": tc.module, "sub.rego": subModule}
+			var eps []string
+			for _, r := range tc.rules {
+				eps = append(eps, "t/"+r)
+			}
+			prog, err := Load(planOf(t, modules, eps...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := ast.Value(ast.NewObject())
+			if tc.data != "" {
+				data = ast.MustParseTerm(tc.data).Value
+			}
+			for _, in := range tc.inputs {
+				input := ast.MustParseTerm(in).Value
+				for _, ep := range eps {
+					got := irOutcome(t, prog, ep, input, data)
+					want := topdownOutcome(t, modules, ep, input, data)
+					if got != want {
+						t.Errorf("%s on %s: interpreter %s, topdown %s", ep, in, got, want)
+					}
+				}
+			}
+		})
+	}
+}
