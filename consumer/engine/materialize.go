@@ -322,7 +322,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		}
 		if live {
 			m.res.Outcome = Duplicate
-			m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, str(md.Fields, metaFingerprint), m.fingerprint)
+			m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, markerFingerprint(md), m.fingerprint)
 			return err
 		}
 	}
@@ -347,16 +347,15 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 					return err
 				}
 				m.res.Outcome, m.res.IdempotencyDoc = Duplicate, m.markerPath
-				m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, str(md.Fields, metaFingerprint), m.fingerprint)
+				m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, markerFingerprint(md), m.fingerprint)
 				return err
 			}
 			return nil
 		}
 	}
 	if useMarker {
-		key, eventKey, fingerprint, target, messageID := m.markerStrings()
-		marker := store.Document{Fields: map[string]any{metaEventKey: eventKey, metaMessageID: messageID,
-			metaFingerprint: fingerprint, "target": target, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+		key, rec := m.markerRecord(now)
+		marker := store.Document{Record: rec, ExpireAt: now.Add(e.cfg.DedupeTTL)}
 		if slow {
 			err = store.SetOwned(ctx, tx, key, marker)
 		} else {
@@ -375,16 +374,39 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	return store.SetOwned(ctx, tx, m.target, doc)
 }
 
-// markerStrings returns the dedupe marker's key and the strings it stores,
-// equal to m's but all slices of one string: a marker the store keeps holds
-// one string object instead of four, less for the collector to trace.
-func (m *materialization) markerStrings() (key store.Key, eventKey, fingerprint, target, messageID string) {
+// markerRecord returns the dedupe marker's key and content. Its strings
+// are equal to m's but all slices of one string: a marker the store keeps
+// holds one string object and one record instead of a map of boxed values,
+// less for the collector to trace.
+func (m *materialization) markerRecord(now time.Time) (store.Key, *dedupeMarker) {
 	all := m.markerPath + m.fingerprint + m.res.DocPath + m.order.messageID
 	path, rest := all[:len(m.markerPath)], all[len(m.markerPath):]
-	fingerprint, rest = rest[:len(m.fingerprint)], rest[len(m.fingerprint):]
-	target, messageID = rest[:len(m.res.DocPath)], rest[len(m.res.DocPath):]
-	key = store.Key{Collection: m.marker.Collection, ID: path[len(m.marker.Collection)+1:]}
-	return key, path[len(path)-len(m.eventKey):], fingerprint, target, messageID
+	rec := &dedupeMarker{eventKey: path[len(path)-len(m.eventKey):], createdAt: now}
+	rec.fingerprint, rest = rest[:len(m.fingerprint)], rest[len(m.fingerprint):]
+	rec.target, rec.messageID = rest[:len(m.res.DocPath)], rest[len(m.res.DocPath):]
+	return store.Key{Collection: m.marker.Collection, ID: path[len(m.marker.Collection)+1:]}, rec
+}
+
+// dedupeMarker is a dedupe marker's content, a store.Record: stored as the
+// fields eventKey, messageId, fingerprint, target and createdAt.
+type dedupeMarker struct {
+	eventKey, messageID, fingerprint, target string
+	createdAt                                time.Time
+}
+
+// RecordFields implements store.Record.
+func (d *dedupeMarker) RecordFields() map[string]any {
+	return map[string]any{metaEventKey: d.eventKey, metaMessageID: d.messageID,
+		metaFingerprint: d.fingerprint, "target": d.target, "createdAt": d.createdAt}
+}
+
+// markerFingerprint returns the fingerprint a dedupe marker read from the
+// store holds, whether the store kept the record or its fields.
+func markerFingerprint(d store.Document) string {
+	if rec, ok := d.Record.(*dedupeMarker); ok {
+		return rec.fingerprint
+	}
+	return str(d.Fields, metaFingerprint)
 }
 
 // createSlow runs after ModeCreate found the document: a duplicate, unless

@@ -129,11 +129,13 @@ func (t *BufferedTx) Delete(ctx context.Context, key Key) error {
 	return t.put(key, Document{}, true, false)
 }
 
-// put buffers a write; an owned document in the value model is kept as is.
+// put buffers a write; an owned document in the value model, or an owned
+// Record, is kept as is.
 func (t *BufferedTx) put(key Key, doc Document, deleted, owned bool) error {
 	switch {
 	case deleted:
-	case owned && doc.Fields != nil && inValueModel(doc.Fields):
+	case owned && doc.Fields != nil && doc.Record == nil && inValueModel(doc.Fields),
+		owned && doc.Fields == nil && doc.Record != nil:
 		doc.ExpireAt = doc.ExpireAt.UTC()
 	default:
 		d, err := CopyDocument(doc)

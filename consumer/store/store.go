@@ -31,9 +31,26 @@ func (k Key) String() string { return k.Collection + "/" + k.ID }
 // not zero, is stored as the timestamp field "expireAt" that Firestore's TTL
 // policy deletes on; readers must still treat an expired document as absent
 // (package engine does), because TTL deletion can lag by a day.
+//
+// Record, when not nil, holds the fields in a typed form instead of Fields
+// (which must then be nil): drivers store Record.RecordFields(), so the
+// stored document is the same, and a driver that keeps documents in memory
+// may keep the record itself (a few pointers instead of a map of boxed
+// values, less for the collector to trace). Get returns Fields; only
+// GetShared may return a document with its Record.
 type Document struct {
 	Fields   map[string]any
 	ExpireAt time.Time
+	Record   Record
+}
+
+// Record is a document's fields with a fixed shape, as a Go value (the
+// engine's dedupe markers). A record written to a store must not change
+// afterwards.
+type Record interface {
+	// RecordFields returns the fields the record stands for: a new map, in
+	// the value model, without ExpireAtField.
+	RecordFields() map[string]any
 }
 
 // ExpireAtField is the name of the expiry field every engine record carries.

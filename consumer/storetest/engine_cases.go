@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
@@ -242,6 +244,22 @@ func dedupeMarker(t *testing.T, e *env) {
 		t.Errorf("applied with marker: %s reads=%d writes=%d, want applied, <= 1 read + 2 writes (seed 000 spent 2 + 2)", r.Outcome, r.Reads(), r.Writes())
 	}
 	t.Logf("store ops with dedupe marker: applied reads=%d writes=%d", r.Reads(), r.Writes())
+	// The marker as stored, read outside the engine: every driver gives back
+	// the same fields, whatever form the engine handed it.
+	markerKey := store.Key{Collection: e.prefix + "dedupe", ID: "prod__e-e1"}
+	fp, err := keys.Fingerprint(hb(1, "healthy").event().Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMarker := map[string]any{"eventKey": "e-e1", "messageId": "m1", "fingerprint": fp,
+		"target": coll + "/prod__strategy-engine", "createdAt": e.clock.Now().UTC()}
+	switch d := e.get(markerKey); {
+	case d == nil:
+		t.Errorf("no dedupe marker %s", markerKey)
+	case !reflect.DeepEqual(d.Fields, wantMarker) || !d.ExpireAt.Equal(e.clock.Now().Add(engine.DefaultDedupeTTL)):
+		t.Errorf("dedupe marker %s = %#v expiring %v,\nwant %#v expiring %v", markerKey, d.Fields, d.ExpireAt,
+			wantMarker, e.clock.Now().Add(engine.DefaultDedupeTTL))
+	}
 	withMarker(hb(2, "degraded"))
 	// Event 1 republished under a new message id after event 2 replaced it:
 	// the marker still knows it.

@@ -131,7 +131,8 @@ func utc(v any) any {
 }
 
 func data(key store.Key, doc store.Document) (map[string]any, error) {
-	f, err := store.CopyFields(doc.Fields)
+	d, err := store.CopyDocument(doc) // a Record's fields, too
+	f := d.Fields
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", key, err)
 	}
