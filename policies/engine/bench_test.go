@@ -15,19 +15,24 @@ func BenchmarkEvaluate10k(b *testing.B) {
 }
 
 // BenchmarkEvaluate10kAllRules is BenchmarkEvaluate10k with every rule file, the alert
-// rules included, as `eventpipe check` runs them: the generated plan has no alert
-// policies, so each subscription also gets the EP104 backlog warning and each
-// dead-lettering one the EP102 DLQ-alert warning.
+// rules included, as `eventpipe check` runs them, once per evaluator (the ratio of the two
+// is the interpreter's gain): the generated plan has no alert policies, so each
+// subscription also gets the EP104 backlog warning and each dead-lettering one the EP102
+// DLQ-alert warning.
 func BenchmarkEvaluate10kAllRules(b *testing.B) {
 	mods, err := policies.Modules()
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := New(context.Background(), Options{Modules: mods, Package: policies.Package})
-	if err != nil {
-		b.Fatal(err)
+	for _, ev := range Evaluators() {
+		b.Run("evaluator="+string(ev), func(b *testing.B) {
+			e, err := New(context.Background(), Options{Modules: mods, Package: policies.Package, Evaluator: ev})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchmarkEvaluate(b, e, 500+5000+3500)
+		})
 	}
-	benchmarkEvaluate(b, e, 500+5000+3500)
 }
 
 // benchmarkEvaluate parses and checks the generated plan b.N times, expecting want findings.

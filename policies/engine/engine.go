@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/ir"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
@@ -31,6 +32,12 @@ type Options struct {
 	// Config becomes data.config: thresholds as data.config.<rule>.<key>, as Pulumi policy
 	// configuration provides them, and data.config.environment.
 	Config map[string]any
+	// Evaluator selects the evaluator: EvaluatorIR (the default when empty) or
+	// EvaluatorTopdown, OPA's reference evaluator.
+	Evaluator Evaluator
+	// Plan, when set, is the rules as OPA's planner compiled them (see PlanRules), for the
+	// IR evaluator; otherwise New plans the rules itself.
+	Plan *ir.Policy
 }
 
 // Engine evaluates one rule set with one configuration. It is safe for concurrent use.
@@ -49,6 +56,8 @@ type Engine struct {
 	// each of those types; anyType, otherwise, the query of every resource rule.
 	byType  map[string]*ruleQuery
 	anyType *ruleQuery
+	// ir, when set, evaluates the rules instead of the topdown queries above.
+	ir *irRules
 }
 
 // ruleQuery is a prepared query evaluating rules on one resource: binding r maps each
@@ -95,6 +104,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Package == "" {
 		return nil, fmt.Errorf("no rule package given")
 	}
+	switch opts.Evaluator {
+	case "":
+		opts.Evaluator = EvaluatorIR
+	case EvaluatorIR, EvaluatorTopdown:
+	default:
+		return nil, fmt.Errorf("evaluator %q: use %s or %s", opts.Evaluator, EvaluatorIR, EvaluatorTopdown)
+	}
 	modules := make(map[string]*ast.Module, len(opts.Modules))
 	for name, src := range opts.Modules {
 		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1})
@@ -137,6 +153,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	var data map[string]any
 	if err := json.Unmarshal(raw, &data); err != nil {
 		return nil, fmt.Errorf("decoding policy configuration: %w", err)
+	}
+	if opts.Evaluator == EvaluatorIR {
+		if err := e.prepareIR(ctx, opts, modules, compiler, data["config"]); err != nil {
+			return nil, err
+		}
+		return e, nil
 	}
 	e.store = inmem.NewFromObjectWithOpts(data, inmem.OptReturnASTValuesOnRead(true))
 	prepare := func(query string) (rego.PreparedEvalQuery, error) {
@@ -186,6 +208,37 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("preparing stack rules: %w", err)
 	}
 	return e, nil
+}
+
+// prepareIR plans the rules (unless opts.Plan holds them) and loads them into the IR
+// interpreter, with the same per-type rule selection as the topdown queries.
+func (e *Engine) prepareIR(ctx context.Context, opts Options, modules map[string]*ast.Module, compiler *ast.Compiler, config any) error {
+	pol := opts.Plan
+	if pol == nil {
+		var err error
+		if pol, err = PlanRules(ctx, modules, opts.Package, e.rules); err != nil {
+			return err
+		}
+	}
+	cfg, err := ast.InterfaceToValue(config)
+	if err != nil {
+		return fmt.Errorf("converting policy configuration: %w", err)
+	}
+	var byType map[string][]Rule
+	if e.resourceTypes != nil {
+		byType = map[string][]Rule{}
+		for typ, names := range rulesByType(compiler, opts.Package) {
+			for _, r := range e.resource {
+				if names[r.Name] {
+					byType[typ] = append(byType[typ], r)
+				}
+			}
+		}
+	}
+	if e.ir, err = newIRRules(e, pol, opts.Package, cfg, byType); err != nil {
+		return fmt.Errorf("loading the planned rules: %w", err)
+	}
+	return nil
 }
 
 // Rules lists the rules, ordered by id.
@@ -251,6 +304,9 @@ func (e *Engine) evalResources(ctx context.Context, p *plan.Plan, resources *ast
 	if len(e.resource) == 0 || len(part) == 0 {
 		return nil, nil
 	}
+	if e.ir != nil {
+		return e.ir.evalResources(ctx, p, resources, part)
+	}
 	// One read transaction serves every evaluation of the shard.
 	txn, err := e.store.NewTransaction(ctx)
 	if err != nil {
@@ -287,18 +343,33 @@ func (e *Engine) evalStack(ctx context.Context, p *plan.Plan, input ast.Value, b
 	if len(e.stack) == 0 {
 		return nil, nil
 	}
-	rs, err := e.stackQuery.Eval(ctx, rego.EvalParsedInput(input))
-	if err != nil {
-		return nil, fmt.Errorf("evaluating stack rules: %w", err)
-	}
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("evaluating stack rules: %d results, want 1", len(rs))
+	var byRule [][]string
+	if e.ir != nil {
+		var err error
+		if byRule, err = e.ir.evalStack(ctx, e, p, input, byURN); err != nil {
+			return nil, err
+		}
+	} else {
+		rs, err := e.stackQuery.Eval(ctx, rego.EvalParsedInput(input))
+		if err != nil {
+			return nil, fmt.Errorf("evaluating stack rules: %w", err)
+		}
+		if len(rs) != 1 {
+			return nil, fmt.Errorf("evaluating stack rules: %d results, want 1", len(rs))
+		}
+		for i := range e.stack {
+			msgs, _ := rs[0].Bindings[fmt.Sprintf("s%d", i)].([]any)
+			strs := make([]string, len(msgs))
+			for j, m := range msgs {
+				strs[j] = message(m)
+			}
+			byRule = append(byRule, strs)
+		}
 	}
 	var findings []Finding
 	for i, r := range e.stack {
-		msgs, _ := rs[0].Bindings[fmt.Sprintf("s%d", i)].([]any)
-		for _, m := range msgs {
-			res, rest := attribute(message(m), byURN)
+		for _, m := range byRule[i] {
+			res, rest := attribute(m, byURN)
 			f := newFinding(r, res, rest)
 			if !p.Complete && r.NeedsCompleteStack && f.Level == Deny {
 				f.Level = Warn

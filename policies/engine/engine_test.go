@@ -113,12 +113,36 @@ const (
 // must produce exactly its rule's finding and nothing else.
 func TestMutationsFailWithTheirRule(t *testing.T) {
 	e := newEngine(t, nil)
+	for _, tt := range mutations() {
+		t.Run(tt.name, func(t *testing.T) {
+			p := plantest.Parse(t, fixture(t, "preview_show_sames.json.txt"))
+			tt.mutate(t, p)
+			fs := evaluate(t, e, p.JSON(t))
+			if got := ids(fs); !reflect.DeepEqual(got, tt.want) {
+				for _, f := range fs {
+					t.Logf("%s %s %s: %s", f.Level, f.Rule.ID, f.URN, f.Message)
+				}
+				t.Fatalf("findings %v, want %v", got, tt.want)
+			}
+			if fs[0].URN == "" || fs[0].Message == "" || strings.HasPrefix(fs[0].Message, "urn:") {
+				t.Errorf("finding not attributed to its resource: %+v", fs[0])
+			}
+		})
+	}
+}
+
+// mutation breaks the healthy preview (preview_show_sames.json.txt) one way; want are
+// the findings ("level:ID") it must cause.
+type mutation struct {
+	name   string
+	mutate func(t testing.TB, p plantest.Doc)
+	want   []string
+}
+
+// mutations are one break per rule of the healthy preview.
+func mutations() []mutation {
 	srcTopic := "urn:pulumi:prod::eventpipe::eventpipe:components:Pipeline$gcp:pubsub/topic:Topic::orders"
-	tests := []struct {
-		name   string
-		mutate func(t testing.TB, p plantest.Doc)
-		want   []string
-	}{
+	return []mutation{
 		{"no dead-letter policy", func(t testing.TB, p plantest.Doc) {
 			delete(p.Inputs(t, sub, "orders-push"), "deadLetterPolicy")
 		}, []string{"deny:EP001"}},
@@ -169,22 +193,6 @@ func TestMutationsFailWithTheirRule(t *testing.T) {
 			in["labels"].(map[string]any)["eventpipe_dlq_opt_out"] = "true"
 			in["labels"].(map[string]any)["eventpipe_dlq_opt_out_reason"] = "source_is_replayable"
 		}, []string{"warn:EP015"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := plantest.Parse(t, fixture(t, "preview_show_sames.json.txt"))
-			tt.mutate(t, p)
-			fs := evaluate(t, e, p.JSON(t))
-			if got := ids(fs); !reflect.DeepEqual(got, tt.want) {
-				for _, f := range fs {
-					t.Logf("%s %s %s: %s", f.Level, f.Rule.ID, f.URN, f.Message)
-				}
-				t.Fatalf("findings %v, want %v", got, tt.want)
-			}
-			if fs[0].URN == "" || fs[0].Message == "" || strings.HasPrefix(fs[0].Message, "urn:") {
-				t.Errorf("finding not attributed to its resource: %+v", fs[0])
-			}
-		})
 	}
 }
 
