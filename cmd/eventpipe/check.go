@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -31,6 +32,7 @@ type checkOptions struct {
 	config     string
 	failOnWarn bool
 	listRules  bool
+	evaluator  string
 	now        func() time.Time
 }
 
@@ -65,6 +67,7 @@ func newCheckCmd() *cobra.Command {
 	f.StringVar(&opts.config, "config", "", "check configuration file: thresholds per environment and waivers")
 	f.BoolVar(&opts.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
 	f.BoolVar(&opts.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
+	f.StringVar(&opts.evaluator, "evaluator", string(engine.EvaluatorIR), "rule evaluator: ir (OPA's planner output run by eventpipe's interpreter) or topdown (OPA's reference evaluator)")
 	return cmd
 }
 
@@ -79,6 +82,10 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	}
 	if len(args) == 0 && opts.stack == "" && !opts.listRules {
 		return usageError("nothing to check: give a plan FILE (- for standard input) or --stack ENV")
+	}
+	evaluator := engine.Evaluator(opts.evaluator)
+	if !slices.Contains(engine.Evaluators(), evaluator) {
+		return usageError("--evaluator %q: use %s or %s", opts.evaluator, engine.EvaluatorIR, engine.EvaluatorTopdown)
 	}
 	env := opts.env
 	if env == "" {
@@ -103,7 +110,7 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	}
 	ready := make(chan compiled, 1)
 	go func() {
-		eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: cfg.Data(env)})
+		eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: cfg.Data(env), Evaluator: evaluator})
 		ready <- compiled{eng, err}
 	}()
 	var (
