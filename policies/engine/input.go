@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 
@@ -10,32 +9,34 @@ import (
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
-// toValue converts the plan to OPA's value form, {"resources": [...]}, converting the
-// resources on every processor at once.
+// minValuesPerShard is the least number of resources worth a goroutine of their own when
+// the plan is turned into OPA input: a small plan is converted on the calling goroutine.
+const minValuesPerShard = 256
+
+// toValue converts the plan to OPA's value form, {"resources": [...]}, element i being
+// p.Resources[i] as the resource rules see it. The properties, the bulk of it, were built
+// by plan.Parse already and are shared; only each resource's few top-level fields are
+// made here, on every processor at once for a large plan.
 func toValue(p *plan.Plan) (ast.Value, *ast.Array, error) {
 	terms := make([]*ast.Term, len(p.Resources))
-	shards := runtime.GOMAXPROCS(0)
-	errs := make([]error, shards)
-	var wg sync.WaitGroup
-	for s := 0; s < shards; s++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := s * len(terms) / shards; i < (s+1)*len(terms)/shards; i++ {
-				v, err := ast.InterfaceToValue(p.Resources[i].Input())
-				if err != nil {
-					errs[s] = fmt.Errorf("converting resource %s to OPA input: %w", p.Resources[i].URN, err)
-					return
-				}
-				terms[i] = ast.NewTerm(v)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, nil, err
+	convert := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			terms[i] = ast.NewTerm(p.Resources[i].Value())
 		}
+	}
+	shards := min(runtime.GOMAXPROCS(0), len(terms)/minValuesPerShard)
+	if shards <= 1 {
+		convert(0, len(terms))
+	} else {
+		var wg sync.WaitGroup
+		for s := 0; s < shards; s++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				convert(s*len(terms)/shards, (s+1)*len(terms)/shards)
+			}()
+		}
+		wg.Wait()
 	}
 	resources := ast.NewArray(terms...)
 	return ast.NewObject(ast.Item(ast.InternedTerm("resources"), ast.NewTerm(resources))), resources, nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	gojson "github.com/goccy/go-json"
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // Unknown is the value `pulumi preview --json` prints for a value only known after apply.
@@ -43,19 +44,25 @@ type Location struct {
 	Line int    `json:"line,omitempty"`
 }
 
-// Resource is one resource in the normalised model.
+// Resource is one resource in the normalised model. Its properties are held in OPA's
+// value form, the form the rules read, built once while parsing (see Properties).
 type Resource struct {
-	URN                  string              `json:"urn"`
-	Type                 string              `json:"type"`
-	Name                 string              `json:"name"`
-	ID                   string              `json:"id,omitempty"`
-	Properties           map[string]any      `json:"properties"`
-	Dependencies         []string            `json:"dependencies,omitempty"`
-	PropertyDependencies map[string][]string `json:"propertyDependencies,omitempty"`
+	URN                  string
+	Type                 string
+	Name                 string
+	ID                   string
+	Dependencies         []string
+	PropertyDependencies map[string][]string
 	// Op is the planned operation (create, update, same, …), empty for stack exports.
-	Op string `json:"op,omitempty"`
+	Op string
 	// Location, when set, is where the resource was declared (rendered stacks).
-	Location *Location `json:"-"`
+	Location *Location
+
+	// props is the properties object (Pulumi's camelCase input names).
+	props ast.Value
+	// value caches Value, built by Parse from the fields recorded in built.
+	value ast.Value
+	built builtFrom
 }
 
 // Plan is a normalised plan.
@@ -81,8 +88,23 @@ func Parse(data []byte, file string) (*Plan, error) {
 	if trimmed[0] != '{' {
 		return nil, fmt.Errorf("%s: input is not a JSON object: %w", file, ErrUnrecognised)
 	}
-	// One decoding pass: every format's top-level fields at once; the format is the one
-	// whose fields are present.
+	// The fast path handles well-formed documents of the common shapes; it gives up on
+	// anything else, which the general path then reads (and reports).
+	p, ok := parsePulumiFast(trimmed)
+	if !ok {
+		var err error
+		if p, err = parseGeneral(trimmed, file); err != nil {
+			return nil, err
+		}
+	}
+	p.File = file
+	p.raw = data
+	return p, nil
+}
+
+// parseGeneral is Parse for any document, through Go values: one decoding pass of every
+// format's top-level fields at once; the format is the one whose fields are present.
+func parseGeneral(trimmed []byte, file string) (*Plan, error) {
 	// goccy/go-json (already linked in through OPA) decodes a large plan in about half the
 	// time encoding/json takes; when it fails, encoding/json decodes again, so what it
 	// accepts and the error it reports are encoding/json's.
@@ -94,24 +116,26 @@ func Parse(data []byte, file string) (*Plan, error) {
 		}
 	}
 	var (
-		p   *Plan
-		err error
+		p     *Plan
+		props []map[string]any
+		err   error
 	)
 	switch {
 	case doc.Steps != nil:
-		p, err = fromPreview(&doc.previewDoc)
+		p, props, err = fromPreview(&doc.previewDoc)
 	case doc.Deployment != nil:
-		p, err = fromExport(&doc.exportDoc)
+		p, props, err = fromExport(&doc.exportDoc)
 	case doc.FormatVersion != "" && (doc.ResourceChanges != nil || doc.PlannedValues != nil):
-		p, err = fromTerraform(&doc.tfPlan)
+		p, props, err = fromTerraform(&doc.tfPlan)
 	default:
 		return nil, fmt.Errorf("%s: top-level keys %v match no known format (expected \"steps\", \"deployment\" or \"format_version\"+\"resource_changes\"): %w", file, topLevelKeys(trimmed), ErrUnrecognised)
+	}
+	if err == nil {
+		err = setProperties(p.Resources, props)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	p.File = file
-	p.raw = data
 	return p, nil
 }
 
@@ -133,44 +157,6 @@ func topLevelKeys(data []byte) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// Input is the plan as OPA input for stack rules: {"resources": [...]}, the shape of
-// Pulumi's stack policies.
-func (p *Plan) Input() map[string]any {
-	rs := make([]any, len(p.Resources))
-	for i := range p.Resources {
-		rs[i] = p.Resources[i].Input()
-	}
-	return map[string]any{"resources": rs}
-}
-
-// Input is the resource as OPA input for resource rules.
-func (r *Resource) Input() map[string]any {
-	m := map[string]any{
-		"urn":        r.URN,
-		"type":       r.Type,
-		"name":       r.Name,
-		"properties": r.Properties,
-	}
-	if r.ID != "" {
-		m["id"] = r.ID
-	}
-	deps := make([]any, len(r.Dependencies))
-	for i, d := range r.Dependencies {
-		deps[i] = d
-	}
-	m["dependencies"] = deps
-	pd := make(map[string]any, len(r.PropertyDependencies))
-	for k, v := range r.PropertyDependencies {
-		l := make([]any, len(v))
-		for i, d := range v {
-			l[i] = d
-		}
-		pd[k] = l
-	}
-	m["propertyDependencies"] = pd
-	return m
 }
 
 // Lines maps each resource URN (Terraform: address) to the first line of the input

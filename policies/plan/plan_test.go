@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -24,15 +25,15 @@ func load(t *testing.T, name string) *Plan {
 	return p
 }
 
-func find(t *testing.T, p *Plan, urn string) Resource {
+func find(t *testing.T, p *Plan, urn string) *Resource {
 	t.Helper()
-	for _, r := range p.Resources {
-		if r.URN == urn {
-			return r
+	for i := range p.Resources {
+		if p.Resources[i].URN == urn {
+			return &p.Resources[i]
 		}
 	}
 	t.Fatalf("%s: no resource %s", p.File, urn)
-	return Resource{}
+	return nil
 }
 
 const (
@@ -63,7 +64,7 @@ func TestParseFormats(t *testing.T) {
 				if r.Type == "pulumi:pulumi:Stack" || r.Type == "eventpipe:components:Pipeline" {
 					t.Errorf("component resource %s kept: rules only see cloud resources", r.URN)
 				}
-				if r.Properties == nil {
+				if r.PropertiesValue() == nil {
 					t.Errorf("%s: nil properties", r.URN)
 				}
 			}
@@ -74,7 +75,7 @@ func TestParseFormats(t *testing.T) {
 func TestPreviewKeepsUnknownsSecretsAndLinks(t *testing.T) {
 	p := load(t, "preview_show_sames.json.txt")
 	sub := find(t, p, subURN)
-	if got := sub.Properties["topic"]; got != Unknown {
+	if got := sub.Properties()["topic"]; got != Unknown {
 		t.Errorf("topic = %v, want the unknown sentinel", got)
 	}
 	if got := sub.PropertyDependencies["deadLetterPolicy"]; !reflect.DeepEqual(got, []string{dlqURN}) {
@@ -83,7 +84,7 @@ func TestPreviewKeepsUnknownsSecretsAndLinks(t *testing.T) {
 	if sub.Name != "orders-push" || sub.Op != "create" {
 		t.Errorf("name %q op %q", sub.Name, sub.Op)
 	}
-	envs := find(t, p, svcURN).Properties["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
+	envs := find(t, p, svcURN).Properties()["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
 	if got := envs[3].(map[string]any)["value"]; got != Secret {
 		t.Errorf("secret env = %v", got)
 	}
@@ -92,7 +93,7 @@ func TestPreviewKeepsUnknownsSecretsAndLinks(t *testing.T) {
 func TestExportNormalisesSecrets(t *testing.T) {
 	p := load(t, "stack_export.json.txt")
 	svc := find(t, p, svcURN)
-	envs := svc.Properties["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
+	envs := svc.Properties()["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
 	if got := envs[3].(map[string]any)["value"]; got != Secret {
 		t.Errorf("serialised secret became %v, want %q", got, Secret)
 	}
@@ -107,35 +108,35 @@ func TestTerraformNormalisation(t *testing.T) {
 	if sub.Type != "gcp:pubsub/subscription:Subscription" {
 		t.Fatalf("type = %s", sub.Type)
 	}
-	dl, ok := sub.Properties["deadLetterPolicy"].(map[string]any)
+	dl, ok := sub.Properties()["deadLetterPolicy"].(map[string]any)
 	if !ok {
-		t.Fatalf("deadLetterPolicy = %#v, want an object", sub.Properties["deadLetterPolicy"])
+		t.Fatalf("deadLetterPolicy = %#v, want an object", sub.Properties()["deadLetterPolicy"])
 	}
-	if dl["deadLetterTopic"] != Unknown || dl["maxDeliveryAttempts"] != float64(5) {
+	if dl["deadLetterTopic"] != Unknown || dl["maxDeliveryAttempts"] != json.Number("5") {
 		t.Errorf("deadLetterPolicy = %v", dl)
 	}
 	if got := sub.PropertyDependencies["deadLetterPolicy"]; !reflect.DeepEqual(got, []string{"google_pubsub_topic.dlq"}) {
 		t.Errorf("propertyDependencies[deadLetterPolicy] = %v", got)
 	}
-	oidc := sub.Properties["pushConfig"].(map[string]any)["oidcToken"].(map[string]any)
+	oidc := sub.Properties()["pushConfig"].(map[string]any)["oidcToken"].(map[string]any)
 	if oidc["serviceAccountEmail"] != "orders-push@acme-prod.iam.gserviceaccount.com" {
 		t.Errorf("oidcToken = %v", oidc)
 	}
-	if sub.Properties["expirationPolicy"].(map[string]any)["ttl"] != "" {
-		t.Errorf("expirationPolicy = %v", sub.Properties["expirationPolicy"])
+	if sub.Properties()["expirationPolicy"].(map[string]any)["ttl"] != "" {
+		t.Errorf("expirationPolicy = %v", sub.Properties()["expirationPolicy"])
 	}
 	dlqSub := find(t, p, "google_pubsub_subscription.dlq")
-	if dlqSub.Properties["deadLetterPolicy"] != nil || dlqSub.Properties["pushConfig"] != nil {
-		t.Errorf("empty blocks must be absent: %v", dlqSub.Properties)
+	if dlqSub.Properties()["deadLetterPolicy"] != nil || dlqSub.Properties()["pushConfig"] != nil {
+		t.Errorf("empty blocks must be absent: %v", dlqSub.Properties())
 	}
 	svc := find(t, p, "google_cloud_run_v2_service.consumer")
-	envs := svc.Properties["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
+	envs := svc.Properties()["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any)
 	if envs[0].(map[string]any)["value"] != "firestore://acme-prod/(default)" || envs[2].(map[string]any)["value"] != Secret {
 		t.Errorf("envs = %v", envs)
 	}
 	field := find(t, p, `google_firestore_field.ttl["leases"]`)
-	if _, ok := field.Properties["ttlConfig"].(map[string]any); !ok {
-		t.Errorf("ttlConfig = %#v, want an object", field.Properties["ttlConfig"])
+	if _, ok := field.Properties()["ttlConfig"].(map[string]any); !ok {
+		t.Errorf("ttlConfig = %#v, want an object", field.Properties()["ttlConfig"])
 	}
 	for _, r := range p.Resources {
 		if r.URN == "google_pubsub_topic.old" {

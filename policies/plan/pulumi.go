@@ -37,13 +37,14 @@ func removing(op string) bool {
 	return false
 }
 
-func fromPreview(doc *previewDoc) (*Plan, error) {
+func fromPreview(doc *previewDoc) (*Plan, []map[string]any, error) {
 	p := &Plan{Format: FormatPreview, Complete: true}
+	var props []map[string]any
 	sames := 0
 	index := map[string]int{}
 	for i, st := range doc.Steps {
 		if st.Op == "" || st.URN == "" {
-			return nil, fmt.Errorf("steps[%d]: a preview step needs \"op\" and \"urn\" (is this pulumi preview --json output?): %w", i, ErrUnrecognised)
+			return nil, nil, fmt.Errorf("steps[%d]: a preview step needs \"op\" and \"urn\" (is this pulumi preview --json output?): %w", i, ErrUnrecognised)
 		}
 		if st.Op == "same" {
 			sames++
@@ -58,19 +59,20 @@ func fromPreview(doc *previewDoc) (*Plan, error) {
 		if s == nil || !isCustom(s) {
 			continue
 		}
-		r := fromPulumiState(s, st.URN)
+		r, rp := fromPulumiState(s, st.URN)
 		r.Op = st.Op
 		if j, ok := index[r.URN]; ok { // replace steps repeat the URN: keep the last state
-			p.Resources[j] = r
+			p.Resources[j], props[j] = r, rp
 			continue
 		}
 		index[r.URN] = len(p.Resources)
 		p.Resources = append(p.Resources, r)
+		props = append(props, rp)
 	}
 	if sames == 0 && doc.ChangeSummary["same"] > 0 {
 		p.Complete = false
 	}
-	return p, nil
+	return p, props, nil
 }
 
 type exportDoc struct {
@@ -82,22 +84,25 @@ type exportDeployment struct {
 	Resources []pulumiState `json:"resources"`
 }
 
-func fromExport(doc *exportDoc) (*Plan, error) {
+func fromExport(doc *exportDoc) (*Plan, []map[string]any, error) {
 	if doc.Version == nil {
-		return nil, fmt.Errorf("a stack export has a \"version\" (3): %w", ErrUnrecognised)
+		return nil, nil, fmt.Errorf("a stack export has a \"version\" (3): %w", ErrUnrecognised)
 	}
 	p := &Plan{Format: FormatExport, Complete: true}
+	var props []map[string]any
 	for i := range doc.Deployment.Resources {
 		s := &doc.Deployment.Resources[i]
 		if s.URN == "" || s.Type == "" {
-			return nil, fmt.Errorf("deployment.resources[%d]: needs \"urn\" and \"type\": %w", i, ErrUnrecognised)
+			return nil, nil, fmt.Errorf("deployment.resources[%d]: needs \"urn\" and \"type\": %w", i, ErrUnrecognised)
 		}
 		if s.Delete || !isCustom(s) {
 			continue
 		}
-		p.Resources = append(p.Resources, fromPulumiState(s, s.URN))
+		r, rp := fromPulumiState(s, s.URN)
+		p.Resources = append(p.Resources, r)
+		props = append(props, rp)
 	}
-	return p, nil
+	return p, props, nil
 }
 
 // isCustom is false for component resources and the stack itself: rules only see
@@ -106,7 +111,8 @@ func isCustom(s *pulumiState) bool {
 	return s.Custom == nil || *s.Custom
 }
 
-func fromPulumiState(s *pulumiState, urn string) Resource {
+// fromPulumiState returns the resource of a state and its properties.
+func fromPulumiState(s *pulumiState, urn string) (Resource, map[string]any) {
 	if s.URN != "" {
 		urn = s.URN
 	}
@@ -119,10 +125,9 @@ func fromPulumiState(s *pulumiState, urn string) Resource {
 		Type:                 s.Type,
 		Name:                 nameFromURN(urn),
 		ID:                   s.ID,
-		Properties:           props,
 		Dependencies:         s.Dependencies,
 		PropertyDependencies: s.PropertyDependencies,
-	}
+	}, props
 }
 
 // secretSig is the signature key Pulumi uses to mark a secret value in state.

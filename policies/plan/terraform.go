@@ -98,22 +98,23 @@ type tfPlan struct {
 	} `json:"configuration"`
 }
 
-func fromTerraform(doc *tfPlan) (*Plan, error) {
+func fromTerraform(doc *tfPlan) (*Plan, []map[string]any, error) {
 	if doc.ResourceChanges == nil {
-		return nil, fmt.Errorf("terraform JSON without resource_changes: run `terraform show -json PLANFILE` on a saved plan, not on state: %w", ErrUnrecognised)
+		return nil, nil, fmt.Errorf("terraform JSON without resource_changes: run `terraform show -json PLANFILE` on a saved plan, not on state: %w", ErrUnrecognised)
 	}
 	// instances maps a configuration address (no index) to its planned instances.
 	instances := map[string][]tfResourceChange{}
 	p := &Plan{Format: FormatTerraform, Complete: true}
 	for i, rc := range doc.ResourceChanges {
 		if rc.Address == "" || rc.Type == "" {
-			return nil, fmt.Errorf("resource_changes[%d]: needs \"address\" and \"type\": %w", i, ErrUnrecognised)
+			return nil, nil, fmt.Errorf("resource_changes[%d]: needs \"address\" and \"type\": %w", i, ErrUnrecognised)
 		}
 		if rc.Mode == "data" || isDeleteOnly(rc.Change.Actions) {
 			continue
 		}
 		instances[configAddress(rc.Address)] = append(instances[configAddress(rc.Address)], rc)
 	}
+	var allProps []map[string]any
 	refs := map[string]map[string][]string{}
 	collectReferences(doc.Configuration.RootModule, "", refs)
 	for _, rc := range doc.ResourceChanges {
@@ -124,7 +125,7 @@ func fromTerraform(doc *tfPlan) (*Plan, error) {
 		if props == nil {
 			props = map[string]any{}
 		}
-		r := Resource{URN: rc.Address, Type: pulumiType(rc.Type), Name: rc.Address, Properties: props, Op: strings.Join(rc.Change.Actions, "+")}
+		r := Resource{URN: rc.Address, Type: pulumiType(rc.Type), Name: rc.Address, Op: strings.Join(rc.Change.Actions, "+")}
 		if id, ok := props["id"].(string); ok && id != Unknown {
 			r.ID = id
 		}
@@ -141,8 +142,9 @@ func fromTerraform(doc *tfPlan) (*Plan, error) {
 			}
 		}
 		p.Resources = append(p.Resources, r)
+		allProps = append(allProps, props)
 	}
-	return p, nil
+	return p, allProps, nil
 }
 
 func isDeleteOnly(actions []string) bool {

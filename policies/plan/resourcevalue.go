@@ -1,0 +1,137 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// Properties returns the resource's properties as plain Go values (objects as
+// map[string]any, arrays as []any, numbers as json.Number): a new copy on each call,
+// converted from the OPA value Parse built.
+func (r *Resource) Properties() map[string]any {
+	if r.props == nil {
+		return map[string]any{}
+	}
+	v, err := ast.JSON(r.props)
+	if err != nil { // a parsed plan holds JSON values only
+		return map[string]any{}
+	}
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// PropertiesValue returns the properties object in OPA's value form, shared with the
+// plan: callers must not modify it.
+func (r *Resource) PropertiesValue() ast.Value {
+	if r.props == nil {
+		return ast.NewObject()
+	}
+	return r.props
+}
+
+// Value returns the resource as OPA input for resource rules, the shape Pulumi's OPA
+// analyzer gives them: {"urn", "type", "name", "properties", "id" (when known),
+// "dependencies", "propertyDependencies"}. Parse builds it with the resource (on the
+// processor that decoded it); it is built again when URN, Type, Name, ID, Dependencies or
+// PropertyDependencies were given other values since. Edits inside the Dependencies slice
+// or the PropertyDependencies map are not seen: replace them instead. The value is shared:
+// callers must not modify it.
+func (r *Resource) Value() ast.Value {
+	if r.value != nil && r.built.matches(r) {
+		return r.value
+	}
+	return buildValue(nil, r)
+}
+
+// builtFrom records the fields a resource's cached value was built from.
+type builtFrom struct {
+	urn, typ, name, id string
+	deps               []string
+	pdeps              map[string][]string
+}
+
+func snapshot(r *Resource) builtFrom {
+	return builtFrom{urn: r.URN, typ: r.Type, name: r.Name, id: r.ID, deps: r.Dependencies, pdeps: r.PropertyDependencies}
+}
+
+// matches reports whether r's fields are still the ones the value was built from (the
+// same strings, the same slice and map).
+func (b *builtFrom) matches(r *Resource) bool {
+	return b.urn == r.URN && b.typ == r.Type && b.name == r.Name && b.id == r.ID &&
+		len(b.deps) == len(r.Dependencies) && (len(b.deps) == 0 || &b.deps[0] == &r.Dependencies[0]) &&
+		reflect.ValueOf(b.pdeps).UnsafePointer() == reflect.ValueOf(r.PropertyDependencies).UnsafePointer()
+}
+
+// cacheValue builds r's value with decoder d (nil: plain allocations) and keeps it.
+func cacheValue(d *valueDecoder, r *Resource) {
+	r.value = buildValue(d, r)
+	r.built = snapshot(r)
+}
+
+// buildValue builds the value Value returns, with decoder d's interned keys and term slab
+// (nil: plain allocations).
+func buildValue(d *valueDecoder, r *Resource) ast.Value {
+	str := func(s string) *ast.Term { return d.term(ast.String(s)) }
+	deps := make([]*ast.Term, len(r.Dependencies))
+	for i, dep := range r.Dependencies {
+		deps[i] = str(dep)
+	}
+	pdeps := make([][2]*ast.Term, 0, len(r.PropertyDependencies))
+	for k, urns := range r.PropertyDependencies {
+		l := make([]*ast.Term, len(urns))
+		for i, u := range urns {
+			l[i] = str(u)
+		}
+		pdeps = append(pdeps, [2]*ast.Term{d.key(k), d.term(ast.NewArray(l...))})
+	}
+	items := make([][2]*ast.Term, 0, 7)
+	items = append(items,
+		[2]*ast.Term{d.key("urn"), str(r.URN)},
+		[2]*ast.Term{d.key("type"), d.key(r.Type)},
+		[2]*ast.Term{d.key("name"), str(r.Name)},
+		[2]*ast.Term{d.key("properties"), d.term(r.PropertiesValue())},
+		[2]*ast.Term{d.key("dependencies"), d.term(ast.NewArray(deps...))},
+		[2]*ast.Term{d.key("propertyDependencies"), d.term(ast.NewObject(pdeps...))},
+	)
+	if r.ID != "" {
+		items = append(items, [2]*ast.Term{d.key("id"), str(r.ID)})
+	}
+	return ast.NewObject(items...)
+}
+
+// setProperties converts each resource's properties map to OPA's value form, on every
+// processor for a large plan. The general parsing path builds maps; this is its last step.
+func setProperties(rs []Resource, props []map[string]any) error {
+	shards := min(runtime.GOMAXPROCS(0), max(len(rs)/minPerWorker, 1))
+	errs := make([]error, shards)
+	convert := func(s int) {
+		for i := s * len(rs) / shards; i < (s+1)*len(rs)/shards; i++ {
+			v, err := ast.InterfaceToValue(props[i])
+			if err != nil {
+				errs[s] = fmt.Errorf("converting the properties of %s: %w", rs[i].URN, err)
+				return
+			}
+			rs[i].props = v
+			cacheValue(nil, &rs[i])
+		}
+	}
+	if shards == 1 {
+		convert(0)
+		return errs[0]
+	}
+	var wg sync.WaitGroup
+	for s := 0; s < shards; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			convert(s)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

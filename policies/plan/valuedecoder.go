@@ -1,0 +1,595 @@
+package plan
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// valueDecoder reads JSON straight into OPA values (ast terms), without the
+// map[string]any step: the form the rules are evaluated on. It accepts only strict
+// RFC 8259 JSON and gives up (ok == false) on anything the plain decoders might read
+// differently — invalid UTF-8, lone surrogates, duplicate object keys, numbers beyond
+// float64 — so the caller can decode the document the slow way and report what
+// encoding/json reports. Numbers become what OPA makes of the float64 encoding/json
+// decodes them to, so values equal ast.InterfaceToValue's of the decoded document.
+//
+// One decoder serves one goroutine: it interns object keys and short strings (a plan
+// repeats "name", "project", "10s", … thousands of times; the terms are shared, as OPA
+// shares its own interned terms) and reuses its stacks between values.
+type valueDecoder struct {
+	data []byte
+	pos  int
+
+	keys    map[string]*ast.Term
+	strs    map[string]*ast.Term
+	items   [][2]*ast.Term
+	elems   []*ast.Term
+	depth   int
+	scratch []byte
+	// text, when set, is data as a string: strings without escapes are cut from it
+	// rather than copied one by one.
+	text string
+	// slab hands out terms in blocks rather than one allocation each.
+	slab []ast.Term
+}
+
+// maxDepth bounds nesting as encoding/json does.
+const maxDepth = 10000
+
+// maxInterned bounds the short-string cache of one decoder: unique names would otherwise
+// fill it.
+const maxInterned = 4096
+
+// maxInternedLen is the longest string value the decoder interns.
+const maxInternedLen = 24
+
+func newValueDecoder() *valueDecoder {
+	d := &valueDecoder{keys: make(map[string]*ast.Term, 64), strs: make(map[string]*ast.Term, 256)}
+	d.keys[secretSig] = ast.StringTerm(secretSig)
+	return d
+}
+
+// reset points the decoder at a new document range.
+func (d *valueDecoder) reset(data []byte) {
+	d.text = ""
+	d.data = data
+	d.pos = 0
+	d.depth = 0
+	d.items = d.items[:0]
+	d.elems = d.elems[:0]
+}
+
+// resetElement points the decoder at one element of a big array, which it copies into a
+// string once: the strings decoded from the element share that copy.
+func (d *valueDecoder) resetElement(data []byte) {
+	d.reset(data)
+	d.text = string(data)
+}
+
+// term returns a term for v, from the decoder's slab; a nil decoder allocates it alone.
+func (d *valueDecoder) term(v ast.Value) *ast.Term {
+	if d == nil {
+		return ast.NewTerm(v)
+	}
+	if len(d.slab) == 0 {
+		d.slab = make([]ast.Term, 256)
+	}
+	t := &d.slab[0]
+	d.slab = d.slab[1:]
+	t.Value = v
+	return t
+}
+
+// key returns the interned term of an object key; a nil decoder allocates it.
+func (d *valueDecoder) key(k string) *ast.Term {
+	if d == nil {
+		return ast.StringTerm(k)
+	}
+	if t, ok := d.keys[k]; ok {
+		return t
+	}
+	t := ast.StringTerm(k)
+	d.keys[k] = t
+	return t
+}
+
+// isSpace reports JSON whitespace.
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+func (d *valueDecoder) skipSpace() {
+	for d.pos < len(d.data) && isSpace(d.data[d.pos]) {
+		d.pos++
+	}
+}
+
+// atEnd reports whether only whitespace is left.
+func (d *valueDecoder) atEnd() bool {
+	d.skipSpace()
+	return d.pos == len(d.data)
+}
+
+// value decodes the value at the current position. With secrets set, an object holding
+// Pulumi's secret signature key becomes the Secret string (normaliseSecrets' rule).
+func (d *valueDecoder) value(secrets bool) (*ast.Term, bool) {
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return nil, false
+	}
+	switch c := d.data[d.pos]; c {
+	case '{':
+		return d.object(secrets)
+	case '[':
+		return d.array(secrets)
+	case '"':
+		s, ok := d.str(false)
+		if !ok {
+			return nil, false
+		}
+		return s, true
+	case 't':
+		return d.literal("true", ast.InternedBooleanTrue)
+	case 'f':
+		return d.literal("false", ast.InternedBooleanFalse)
+	case 'n':
+		return d.literal("null", ast.InternedNullTerm)
+	default:
+		return d.number()
+	}
+}
+
+func (d *valueDecoder) literal(word string, t *ast.Term) (*ast.Term, bool) {
+	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
+		return nil, false
+	}
+	d.pos += len(word)
+	return t, true
+}
+
+func (d *valueDecoder) object(secrets bool) (*ast.Term, bool) {
+	d.pos++ // '{'
+	if d.depth++; d.depth > maxDepth {
+		return nil, false
+	}
+	base := len(d.items)
+	secret := false
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+	} else {
+		for {
+			d.skipSpace()
+			if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+				return nil, false
+			}
+			k, ok := d.str(true)
+			if !ok {
+				return nil, false
+			}
+			d.skipSpace()
+			if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+				return nil, false
+			}
+			d.pos++
+			v, ok := d.value(secrets)
+			if !ok {
+				return nil, false
+			}
+			if secrets && string(k.Value.(ast.String)) == secretSig {
+				secret = true
+			}
+			d.items = append(d.items, [2]*ast.Term{k, v})
+			d.skipSpace()
+			if d.pos >= len(d.data) {
+				return nil, false
+			}
+			c := d.data[d.pos]
+			d.pos++
+			if c == '}' {
+				break
+			}
+			if c != ',' {
+				return nil, false
+			}
+		}
+	}
+	d.depth--
+	items := d.items[base:]
+	defer func() { d.items = d.items[:base] }()
+	if duplicateKeys(items) {
+		return nil, false
+	}
+	if secret {
+		return d.term(ast.String(Secret)), true
+	}
+	return d.term(ast.NewObject(items...)), true
+}
+
+// duplicateKeys reports whether an object repeats a key. Keys are interned per decoder,
+// so equal keys are the same term.
+func duplicateKeys(items [][2]*ast.Term) bool {
+	if len(items) <= 16 {
+		for i := 1; i < len(items); i++ {
+			for j := 0; j < i; j++ {
+				if items[i][0] == items[j][0] {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[*ast.Term]struct{}, len(items))
+	for _, it := range items {
+		if _, dup := seen[it[0]]; dup {
+			return true
+		}
+		seen[it[0]] = struct{}{}
+	}
+	return false
+}
+
+func (d *valueDecoder) array(secrets bool) (*ast.Term, bool) {
+	d.pos++ // '['
+	if d.depth++; d.depth > maxDepth {
+		return nil, false
+	}
+	base := len(d.elems)
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+	} else {
+		for {
+			v, ok := d.value(secrets)
+			if !ok {
+				d.elems = d.elems[:base]
+				return nil, false
+			}
+			d.elems = append(d.elems, v)
+			d.skipSpace()
+			if d.pos >= len(d.data) {
+				d.elems = d.elems[:base]
+				return nil, false
+			}
+			c := d.data[d.pos]
+			d.pos++
+			if c == ']' {
+				break
+			}
+			if c != ',' {
+				d.elems = d.elems[:base]
+				return nil, false
+			}
+		}
+	}
+	d.depth--
+	// ast.NewArray keeps the slice it is given: each array gets its own.
+	elems := make([]*ast.Term, len(d.elems)-base)
+	copy(elems, d.elems[base:])
+	d.elems = d.elems[:base]
+	return d.term(ast.NewArray(elems...)), true
+}
+
+// rawString scans the string at the current position ('"') and returns its raw bytes
+// (between the quotes) and whether it has escapes or non-ASCII bytes. ok is false for an
+// unterminated string or a control character.
+func (d *valueDecoder) rawString() (raw []byte, escaped, nonASCII, ok bool) {
+	start := d.pos + 1
+	i := start
+	for i < len(d.data) {
+		switch c := d.data[i]; {
+		case c == '"':
+			d.pos = i + 1
+			return d.data[start:i], escaped, nonASCII, true
+		case c == '\\':
+			escaped = true
+			i += 2
+		case c < 0x20:
+			return nil, false, false, false
+		case c >= 0x80:
+			nonASCII = true
+			i++
+		default:
+			i++
+		}
+	}
+	return nil, false, false, false
+}
+
+// str decodes a string; keys are always interned, values when short.
+func (d *valueDecoder) str(key bool) (*ast.Term, bool) {
+	raw, off, ok := d.stringBytes()
+	if !ok {
+		return nil, false
+	}
+	if key {
+		if t, ok := d.keys[string(raw)]; ok {
+			return t, true
+		}
+		t := ast.StringTerm(d.makeString(raw, off))
+		d.keys[string(t.Value.(ast.String))] = t
+		return t, true
+	}
+	if len(raw) == 0 {
+		return ast.InternedEmptyString, true
+	}
+	if len(raw) > maxInternedLen {
+		return d.term(ast.String(d.makeString(raw, off))), true
+	}
+	if t, ok := d.strs[string(raw)]; ok {
+		return t, true
+	}
+	t := d.term(ast.String(d.makeString(raw, off)))
+	if len(d.strs) < maxInterned {
+		d.strs[string(t.Value.(ast.String))] = t
+	}
+	return t, true
+}
+
+// makeString turns decoded string bytes into a string: cut from text when they are a
+// part of data (off >= 0), copied otherwise.
+func (d *valueDecoder) makeString(raw []byte, off int) string {
+	if off >= 0 && d.text != "" {
+		return d.text[off : off+len(raw)]
+	}
+	return string(raw)
+}
+
+// goString decodes a string value into a Go string (not interned).
+func (d *valueDecoder) goString() (string, bool) {
+	raw, off, ok := d.stringBytes()
+	if !ok {
+		return "", false
+	}
+	return d.makeString(raw, off), true
+}
+
+// unescape resolves the escapes of a raw string into the decoder's scratch buffer.
+// Lone or malformed surrogates give up (encoding/json would substitute U+FFFD).
+func (d *valueDecoder) unescape(raw []byte) ([]byte, bool) {
+	out := d.scratch[:0]
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case '"', '\\', '/':
+			out = append(out, raw[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(raw[i+1:])
+			if !ok {
+				return nil, false
+			}
+			i += 4
+			if r >= 0xd800 && r < 0xdc00 {
+				if i+2 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+					return nil, false
+				}
+				lo, ok := hex4(raw[i+3:])
+				if !ok || lo < 0xdc00 || lo >= 0xe000 {
+					return nil, false
+				}
+				i += 6
+				r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
+			} else if r >= 0xdc00 && r < 0xe000 {
+				return nil, false
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return nil, false
+		}
+	}
+	d.scratch = out
+	return out, true
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// numberEnd returns the end of the JSON number at the current position, or -1.
+func (d *valueDecoder) numberEnd() int {
+	i := d.pos
+	n := len(d.data)
+	if i < n && d.data[i] == '-' {
+		i++
+	}
+	switch {
+	case i < n && d.data[i] == '0':
+		i++
+	case i < n && d.data[i] >= '1' && d.data[i] <= '9':
+		for i < n && d.data[i] >= '0' && d.data[i] <= '9' {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < n && d.data[i] == '.' {
+		i++
+		if i >= n || d.data[i] < '0' || d.data[i] > '9' {
+			return -1
+		}
+		for i < n && d.data[i] >= '0' && d.data[i] <= '9' {
+			i++
+		}
+	}
+	if i < n && (d.data[i] == 'e' || d.data[i] == 'E') {
+		i++
+		if i < n && (d.data[i] == '+' || d.data[i] == '-') {
+			i++
+		}
+		if i >= n || d.data[i] < '0' || d.data[i] > '9' {
+			return -1
+		}
+		for i < n && d.data[i] >= '0' && d.data[i] <= '9' {
+			i++
+		}
+	}
+	return i
+}
+
+// number decodes a number as OPA converts the float64 encoding/json makes of it.
+func (d *valueDecoder) number() (*ast.Term, bool) {
+	end := d.numberEnd()
+	if end < 0 {
+		return nil, false
+	}
+	lit := d.data[d.pos:end]
+	d.pos = end
+	// Up to six digits, a plain integer prints as itself in float64's shortest form.
+	if len(lit) <= 6 && (lit[0] != '0' || len(lit) == 1) && allDigits(lit) {
+		n := 0
+		for _, c := range lit {
+			n = n*10 + int(c-'0')
+		}
+		return ast.InternedTerm(n), true
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil {
+		return nil, false
+	}
+	return d.term(ast.Number(strconv.FormatFloat(f, 'g', -1, 64))), true
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// skip passes over the value at the current position, checking it is valid JSON without
+// building anything.
+func (d *valueDecoder) skip() bool {
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false
+	}
+	switch d.data[d.pos] {
+	case '{', '[':
+		closer := byte('}')
+		if d.data[d.pos] == '[' {
+			closer = ']'
+		}
+		isObject := closer == '}'
+		d.pos++
+		if d.depth++; d.depth > maxDepth {
+			return false
+		}
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == closer {
+			d.pos++
+			d.depth--
+			return true
+		}
+		for {
+			if isObject {
+				d.skipSpace()
+				if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+					return false
+				}
+				if _, _, ok := d.stringBytes(); !ok {
+					return false
+				}
+				d.skipSpace()
+				if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+					return false
+				}
+				d.pos++
+			}
+			if !d.skip() {
+				return false
+			}
+			d.skipSpace()
+			if d.pos >= len(d.data) {
+				return false
+			}
+			c := d.data[d.pos]
+			d.pos++
+			if c == closer {
+				d.depth--
+				return true
+			}
+			if c != ',' {
+				return false
+			}
+		}
+	case '"':
+		_, _, ok := d.stringBytes()
+		return ok
+	case 't':
+		_, ok := d.literal("true", nil)
+		return ok
+	case 'f':
+		_, ok := d.literal("false", nil)
+		return ok
+	case 'n':
+		_, ok := d.literal("null", nil)
+		return ok
+	default:
+		end := d.numberEnd()
+		if end < 0 {
+			return false
+		}
+		if _, err := strconv.ParseFloat(string(d.data[d.pos:end]), 64); err != nil {
+			return false
+		}
+		d.pos = end
+		return true
+	}
+}
+
+// stringBytes decodes the string at the current position; the bytes are valid until the
+// next string with escapes. off is their offset in data, or -1 when they were unescaped
+// into the scratch buffer.
+func (d *valueDecoder) stringBytes() (raw []byte, off int, ok bool) {
+	off = d.pos + 1
+	raw, escaped, nonASCII, ok := d.rawString()
+	if !ok {
+		return nil, 0, false
+	}
+	if escaped {
+		off = -1
+		if raw, ok = d.unescape(raw); !ok {
+			return nil, 0, false
+		}
+	}
+	if nonASCII && !utf8.Valid(raw) {
+		return nil, 0, false
+	}
+	return raw, off, true
+}
