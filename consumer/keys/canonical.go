@@ -530,7 +530,14 @@ const hexDigits = "0123456789abcdef"
 // control characters.
 func appendString[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
+	// Copy the run of bytes that need no escape at once (most strings are
+	// all of it), then escape byte by byte from the first that does.
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' {
+		i++
+	}
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '"':
