@@ -53,6 +53,20 @@ type Plan struct {
 	fields map[string]any // cached by Fields
 	// identity is Identity's map, kept (cleared) across reuses.
 	identity map[string]any
+	// converted holds the sources converted so far, so that fields reading
+	// the same source as the same type share one value (kept, cleared,
+	// across reuses).
+	converted []conversion
+	// env and envValue are the last environment and its boxed value, kept
+	// across reuses (a processor plans for one environment).
+	env      string
+	envValue any
+}
+
+// conversion is one source's value converted to a field type.
+type conversion struct {
+	src, typ string
+	v        any
 }
 
 // Release hands p back to its route for reuse by a later Plan call: p and
@@ -65,7 +79,8 @@ func (p *Plan) Release() {
 	}
 	clear(p.values)
 	clear(p.identity)
-	*p = Plan{values: p.values, identity: p.identity}
+	clear(p.converted)
+	*p = Plan{values: p.values, identity: p.identity, converted: p.converted[:0], env: p.env, envValue: p.envValue}
 	r.plans.Put(p)
 }
 
@@ -176,6 +191,9 @@ func (r *Route) matches(payload map[string]any) bool {
 // Errors are *PlanError (poison).
 func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	p := r.newPlan()
+	if p.envValue == nil || p.env != env {
+		p.env, p.envValue = env, env
+	}
 	if r.Match.TypeField != "" {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
@@ -185,7 +203,7 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	var targetID, eventTime, sequence any
 	o := r.Ordering
 	for i, name := range r.fieldOrder {
-		v, ok, err := r.extract(name, r.Fields[name], msg, env)
+		v, ok, err := p.extract(name, r.Fields[name], msg)
 		if err != nil {
 			return nil, err
 		}
@@ -250,9 +268,18 @@ func sprint(v any) string {
 	return fmt.Sprint(v)
 }
 
-func (r *Route) extract(name string, f Field, msg *envelope.Message, env string) (any, bool, error) {
+// extract returns field name's value: the first of its sources present,
+// converted to its type. A source converted to that type already, for
+// another field, gives the same value.
+func (p *Plan) extract(name string, f Field, msg *envelope.Message) (any, bool, error) {
+	r := p.Route
 	for _, src := range f.From {
-		v, ok := source(src, msg, env, r.Topic)
+		for _, c := range p.converted {
+			if c.src == src && c.typ == f.Type {
+				return c.v, true, nil
+			}
+		}
+		v, ok := p.source(src, msg)
 		if !ok || v == nil {
 			continue
 		}
@@ -260,6 +287,7 @@ func (r *Route) extract(name string, f Field, msg *envelope.Message, env string)
 		if err != nil {
 			return nil, false, &PlanError{r.Name, name, fmt.Sprintf("value from %s: %v", src, err), "send a " + f.Type}
 		}
+		p.converted = append(p.converted, conversion{src: src, typ: f.Type, v: cv})
 		return cv, true, nil
 	}
 	if f.Required {
@@ -269,21 +297,25 @@ func (r *Route) extract(name string, f Field, msg *envelope.Message, env string)
 	return nil, false, nil
 }
 
-func source(src string, msg *envelope.Message, env, topic string) (any, bool) {
+// source returns the value of one source of a field: a payload path or
+// one of the $ names. The route's topic and the environment are boxed
+// once, not per message.
+func (p *Plan) source(src string, msg *envelope.Message) (any, bool) {
 	switch {
 	case src == "$messageId":
 		return msg.ID, msg.ID != ""
 	case src == "$publishTime":
 		return msg.PublishTime, !msg.PublishTime.IsZero()
 	case src == "$topic":
-		if topic == "" {
-			topic = msg.Attributes["topic"]
+		if p.Route.topicValue != nil {
+			return p.Route.topicValue, true
 		}
+		topic := msg.Attributes["topic"]
 		return topic, topic != ""
 	case src == "$subscription":
 		return msg.Subscription, msg.Subscription != ""
 	case src == "$env":
-		return env, env != ""
+		return p.envValue, p.env != ""
 	case src == "$orderingKey":
 		return msg.OrderingKey, msg.OrderingKey != ""
 	case strings.HasPrefix(src, "$attributes."):

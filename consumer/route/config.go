@@ -78,6 +78,9 @@ type Route struct {
 	fieldOrder []string
 	// plans recycles released plans (*Plan, see Plan.Release); set by Parse.
 	plans *sync.Pool
+	// topicValue is Topic as the value of $topic, boxed once (nil when the
+	// route has no topic: $topic then comes from the message).
+	topicValue any
 }
 
 // Match selects payloads by a type field, by shape, or both.

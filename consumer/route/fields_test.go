@@ -3,6 +3,7 @@ package route
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 // TestPlanFieldSource checks the plan's on-demand fields: HasField sees
@@ -66,19 +67,28 @@ func TestPlanReleaseReuse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Identity == nil || p.Sequence == nil || p.Fields()["version"] != "1" {
-			t.Fatalf("round %d: full message planned as %+v", round, p)
+		produced := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+		f := p.Fields()
+		if p.Identity == nil || p.Sequence == nil || f["version"] != "1" || f["env"] != "prod" ||
+			f["lastHeartbeatAt"] != produced || f["updatedAt"] != produced || f["source"].(map[string]any)["topic"] != "system-events" {
+			t.Fatalf("round %d: full message planned as %+v, fields %v", round, p, f)
 		}
 		p.Release()
+		// Another environment, and a message without producedAt: neither
+		// the environment nor a converted value of the first may show.
 		sparse := msg(t, `{"service":"b","status":"down"}`)
-		q, err := r.Plan(sparse, "prod")
+		q, err := r.Plan(sparse, "dev")
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := q.Fields()
-		if q.Identity != nil || q.Sequence != nil || q.AggregateID != "b" || f["version"] != nil || f["region"] != nil || f["sequence"] != nil {
-			t.Fatalf("round %d: sparse message after a released plan: identity %v, sequence %v, id %q, fields %v",
-				round, q.Identity, q.Sequence, q.AggregateID, f)
+		f = q.Fields()
+		if q.Identity != nil || q.Sequence != nil || q.AggregateID != "b" || f["version"] != nil || f["region"] != nil || f["sequence"] != nil ||
+			f["env"] != "dev" || f["lastHeartbeatAt"] != nil || f["updatedAt"] != sparse.PublishTime || q.EventTime != sparse.PublishTime {
+			t.Fatalf("round %d: sparse message after a released plan: identity %v, sequence %v, id %q, event time %v, fields %v",
+				round, q.Identity, q.Sequence, q.AggregateID, q.EventTime, f)
+		}
+		if len(q.converted) > len(r.fieldOrder) {
+			t.Fatalf("round %d: %d conversions kept for %d fields: released plans keep old ones", round, len(q.converted), len(r.fieldOrder))
 		}
 		q.Release()
 	}

@@ -55,6 +55,9 @@ func Compile(c Config) (*Table, error) {
 		}
 		r.fieldOrder = slices.Sorted(maps.Keys(r.Fields))
 		r.plans = &sync.Pool{}
+		if r.Topic != "" {
+			r.topicValue = r.Topic
+		}
 		if r.Ingress == IngressCallback {
 			t.callbacks[r.Name] = r
 		} else {
