@@ -257,7 +257,7 @@ type txCounter struct {
 
 func newTxCounter() *txCounter {
 	c := &txCounter{}
-	c.counted = func(ctx context.Context, tx store.Tx) error { return c.body(ctx, c.tally.Tx(tx)) }
+	c.counted = func(ctx context.Context, tx store.Tx) error { return c.body(ctx, c.tally.SerialTx(tx)) }
 	return c
 }
 

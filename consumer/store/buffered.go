@@ -154,6 +154,14 @@ func (t *BufferedTx) put(key Key, doc Document, deleted, owned bool) error {
 	return nil
 }
 
+// Reset makes t a new transaction reading through the same function, for
+// a driver that runs one transaction at a time: the previous one must be
+// over (its documents applied or dropped).
+func (t *BufferedTx) Reset() {
+	clear(t.writes) // no reference to the documents written stays behind
+	t.writes, t.written = t.writes[:0], false
+}
+
 // Len returns the number of documents the transaction writes or deletes.
 func (t *BufferedTx) Len() int { return len(t.writes) }
 

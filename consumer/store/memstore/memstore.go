@@ -16,6 +16,8 @@ type Store struct {
 	mu     sync.Mutex
 	docs   map[store.Key]store.Document
 	closed bool
+	// tx is the transaction, reset for each RunTx (they hold mu in turn).
+	tx *store.BufferedTx
 	// read, set and del are the transactions' accessors, made once.
 	read func(key store.Key) (store.Document, bool, error)
 	set  func(key store.Key, doc store.Document) error
@@ -37,6 +39,7 @@ func New() *Store {
 		delete(s.docs, key)
 		return nil
 	}
+	s.tx = store.NewBufferedTx(s.read)
 	return s
 }
 
@@ -50,7 +53,11 @@ func (s *Store) RunTx(ctx context.Context, fn func(ctx context.Context, tx store
 	if s.closed {
 		return &store.Error{Op: "begin", Kind: store.KindConfiguration, Err: ErrClosed}
 	}
-	tx := store.NewBufferedTx(s.read)
+	// The transaction's state is reused; fn must not keep tx (store.Tx
+	// is valid inside fn only).
+	tx := s.tx
+	tx.Reset()
+	defer tx.Reset() // keep no written document reachable from here
 	if err := fn(ctx, tx); err != nil {
 		return err
 	}
