@@ -57,7 +57,9 @@ func (r *Result) appendAttrs(a []slog.Attr, extra ...slog.Attr) []slog.Attr {
 			slog.String(logfields.MessageID, m.ID),
 		)
 		if !m.PublishTime.IsZero() {
-			a = append(a, slog.String(logfields.PublishTime, m.PublishTime.UTC().Format(time.RFC3339Nano)))
+			// A time, not its text: the JSON line is the same (RFC 3339 with
+			// nanoseconds, quoted), without formatting into a new string.
+			a = append(a, slog.Time(logfields.PublishTime, m.PublishTime.UTC()))
 		}
 		if m.DeliveryAttempt > 0 {
 			a = append(a, slog.Int(logfields.DeliveryAttempt, m.DeliveryAttempt))

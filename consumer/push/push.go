@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
@@ -27,12 +28,33 @@ type Handler struct {
 	proc     *process.Processor
 	verifier *auth.Verifier // nil: authentication is left to Cloud Run IAM
 	maxBody  int64
+	// jsonType is the Content-Type header's value, made once: net/http
+	// copies a handler's header when the status is written, so sharing it
+	// across responses is safe.
+	jsonType []string
+	// bodies are the responses' bodies by outcome, made once.
+	bodies map[string][]byte
+	// deliveries recycles each request's message and result (*delivery).
+	deliveries *sync.Pool
+}
+
+// delivery is one request's decoded message and its result, recycled:
+// neither is used once the response and the log line are written.
+type delivery struct {
+	msg envelope.Message
+	res process.Result
 }
 
 // New returns a push handler. verifier may be nil when no audience is
 // configured.
 func New(proc *process.Processor, verifier *auth.Verifier) *Handler {
-	return &Handler{proc: proc, verifier: verifier, maxBody: envelope.MaxPushBody}
+	h := &Handler{proc: proc, verifier: verifier, maxBody: envelope.MaxPushBody, jsonType: []string{"application/json"},
+		bodies: map[string][]byte{}, deliveries: &sync.Pool{New: func() any { return new(delivery) }}}
+	for _, outcome := range []string{logfields.OutcomeApplied, logfields.OutcomeDuplicate, logfields.OutcomeStale,
+		logfields.OutcomePoison, logfields.OutcomeRetry} {
+		h.bodies[outcome] = jsonStatusBody(nil, outcome)
+	}
+	return h
 }
 
 // ServeHTTP implements http.Handler.
@@ -64,20 +86,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, http.StatusInternalServerError, slog.LevelWarn, logfields.ErrorTypeTransient, fmt.Errorf("read push body: %w", err))
 		return
 	}
-	var res *process.Result
-	msg, err := envelope.DecodePush(body)
-	if err != nil {
+	d := h.deliveries.Get().(*delivery)
+	defer func() {
+		*d = delivery{} // keep no message or error reachable from the pool
+		h.deliveries.Put(d)
+	}()
+	res := &d.res
+	if d.msg, err = envelope.DecodePush(body); err != nil {
 		peek := envelope.Peek(body)
 		res = h.proc.Reject(r.Context(), &peek, err)
 	} else {
-		res = h.proc.Process(r.Context(), &msg)
+		h.proc.ProcessTo(r.Context(), &d.msg, res)
 	}
 	ack := logfields.AckActionNack
 	if res.HTTPStatus >= 200 && res.HTTPStatus < 300 {
 		ack = logfields.AckActionAck
 	}
 	h.proc.Log(r.Context(), res, slog.Int(logfields.HTTPStatus, res.HTTPStatus), slog.String(logfields.AckAction, ack))
-	writeJSONStatus(w, res.HTTPStatus, res.Outcome)
+	h.writeJSONStatus(w, res.HTTPStatus, res.Outcome)
 }
 
 // refuse answers a request that never reached the processor and logs it.
@@ -95,11 +121,19 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, lev
 
 // writeJSONStatus answers with a one-field JSON body; Pub/Sub only reads the
 // status, people reading curl output read the outcome.
-func writeJSONStatus(w http.ResponseWriter, status int, outcome string) {
-	w.Header().Set("Content-Type", "application/json")
+func (h *Handler) writeJSONStatus(w http.ResponseWriter, status int, outcome string) {
+	w.Header()["Content-Type"] = h.jsonType
 	w.WriteHeader(status)
-	var buf [64]byte
-	body := append(buf[:0], `{"outcome":`...)
-	body = strconv.AppendQuote(body, outcome) // as fmt's %q
-	_, _ = w.Write(append(body, "}\n"...))
+	body, ok := h.bodies[outcome]
+	if !ok {
+		body = jsonStatusBody(nil, outcome)
+	}
+	_, _ = w.Write(body)
+}
+
+// jsonStatusBody appends the response body for outcome to b.
+func jsonStatusBody(b []byte, outcome string) []byte {
+	b = append(b, `{"outcome":`...)
+	b = strconv.AppendQuote(b, outcome) // as fmt's %q
+	return append(b, "}\n"...)
 }

@@ -186,3 +186,23 @@ func TestPushAppliesSeedFields(t *testing.T) {
 		t.Fatalf("updatedAt = %v", f["updatedAt"])
 	}
 }
+
+// TestPushResponseAndLineTimes checks the response's content type and body
+// and the line's publishTime: RFC 3339 in UTC with every fractional digit
+// the publish time has, whatever zone Pub/Sub wrote it in.
+func TestPushResponseAndLineTimes(t *testing.T) {
+	proc, _, log := ct.NewProcessor(t, ct.Options{})
+	h := New(proc, nil)
+	published := time.Date(2026, 1, 2, 5, 4, 5, 123456789, time.FixedZone("", 2*3600))
+	for i, want := range []string{`{"outcome":"applied"}`, `{"outcome":"duplicate"}`} {
+		w := post(t, h, ct.PushBody(t, ct.Envelope{ID: "m1", PublishTime: published, Payload: sysEvent("ok", "2026-01-02T03:00:00Z")}))
+		if got := strings.TrimSpace(w.Body.String()); w.Code != 200 || got != want || w.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("delivery %d: %d %q (Content-Type %q), want 200 %q (application/json)", i, w.Code, got, w.Header().Get("Content-Type"), want)
+		}
+	}
+	for _, line := range log.Lines(t) {
+		if got := line["publishTime"]; got != "2026-01-02T03:04:05.123456789Z" {
+			t.Errorf("publishTime = %v, want 2026-01-02T03:04:05.123456789Z (line %v)", got, line)
+		}
+	}
+}
