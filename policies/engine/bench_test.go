@@ -56,3 +56,30 @@ func benchmarkEvaluate(b *testing.B, e *Engine, want int) {
 		}
 	}
 }
+
+// BenchmarkNew measures the start-up cost of an engine with every rule file: with the
+// embedded plan, planning the rules at start (what a changed rule file costs), and the
+// topdown evaluator's compile and query preparation.
+func BenchmarkNew(b *testing.B) {
+	mods, err := policies.Modules()
+	if err != nil {
+		b.Fatal(err)
+	}
+	changed := map[string]string{}
+	for name, src := range mods {
+		changed[name] = src + "\n"
+	}
+	for _, c := range []struct {
+		name string
+		mods map[string]string
+		ev   Evaluator
+	}{{"ir-embedded-plan", mods, EvaluatorIR}, {"ir-planned-at-start", changed, EvaluatorIR}, {"topdown", mods, EvaluatorTopdown}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				if _, err := New(context.Background(), Options{Modules: c.mods, Package: policies.Package, Evaluator: c.ev}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

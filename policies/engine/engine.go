@@ -36,7 +36,8 @@ type Options struct {
 	// EvaluatorTopdown, OPA's reference evaluator.
 	Evaluator Evaluator
 	// Plan, when set, is the rules as OPA's planner compiled them (see PlanRules), for the
-	// IR evaluator; otherwise New plans the rules itself.
+	// IR evaluator. Otherwise New uses the plan embedded in this package when Modules are
+	// exactly the rule files it was made from, and plans the rules itself if not.
 	Plan *ir.Policy
 }
 
@@ -214,8 +215,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 // interpreter, with the same per-type rule selection as the topdown queries.
 func (e *Engine) prepareIR(ctx context.Context, opts Options, modules map[string]*ast.Module, compiler *ast.Compiler, config any) error {
 	pol := opts.Plan
+	var err error
 	if pol == nil {
-		var err error
+		if pol, err = embeddedPlan(opts.Package, opts.Modules); err != nil {
+			return err
+		}
+	}
+	if pol == nil {
 		if pol, err = PlanRules(ctx, modules, opts.Package, e.rules); err != nil {
 			return err
 		}

@@ -59,6 +59,19 @@ func entrypoint(pkg, rule string) string {
 // PlanRules compiles the rule files with OPA's planner, one entrypoint per deny/warn
 // rule of package pkg, into an IR policy for package irvm.
 func PlanRules(ctx context.Context, modules map[string]*ast.Module, pkg string, rules []Rule) (*ir.Policy, error) {
+	raw, err := planJSON(ctx, modules, pkg, rules)
+	if err != nil {
+		return nil, err
+	}
+	var pol ir.Policy
+	if err := json.Unmarshal(raw, &pol); err != nil {
+		return nil, fmt.Errorf("decoding the planned rules: %w", err)
+	}
+	return &pol, nil
+}
+
+// planJSON is PlanRules' policy in the planner's JSON form.
+func planJSON(ctx context.Context, modules map[string]*ast.Module, pkg string, rules []Rule) ([]byte, error) {
 	b := &bundle.Bundle{Data: map[string]any{}}
 	for name, m := range modules {
 		b.Modules = append(b.Modules, bundle.ModuleFile{Path: name, URL: name, Parsed: m})
@@ -75,11 +88,7 @@ func PlanRules(ctx context.Context, modules map[string]*ast.Module, pkg string, 
 	if len(out.PlanModules) != 1 {
 		return nil, fmt.Errorf("planning the rules: %d plan modules, want 1", len(out.PlanModules))
 	}
-	var pol ir.Policy
-	if err := json.Unmarshal(out.PlanModules[0].Raw, &pol); err != nil {
-		return nil, fmt.Errorf("decoding the planned rules: %w", err)
-	}
-	return &pol, nil
+	return out.PlanModules[0].Raw, nil
 }
 
 // newIRRules loads the planned rules and maps each rule to its plan.
@@ -168,13 +177,13 @@ func (x *irRules) evalStack(ctx context.Context, e *Engine, p *plan.Plan, input 
 // messages reads an entrypoint's result set, {{"result": rule value}}, as the rule's
 // messages: the elements of a partial set rule, strings as they are and other values as
 // JSON (as the topdown path prints them). An undefined rule has none.
-func messages(results ast.Set) ([]string, error) {
+func messages(results []*ast.Term) ([]string, error) {
 	var value *ast.Term
-	results.Foreach(func(r *ast.Term) {
+	for _, r := range results {
 		if obj, ok := r.Value.(ast.Object); ok {
 			value = obj.Get(ast.InternedTerm("result"))
 		}
-	})
+	}
 	if value == nil {
 		return nil, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,11 +34,13 @@ type state struct {
 	sp    int
 	// memo holds, per function index, the memoized result of two-parameter functions:
 	// one frame per WithStmt nesting level, the first reused across evaluations.
-	memo    [][]memoEntry
-	results ast.Set
+	memo [][]memoEntry
+	// results collects the values the current plan adds (a set: no duplicates).
+	results []*ast.Term
 	ret     *ast.Term
 	err     error
 	bctx    topdown.BuiltinContext
+	cache   builtins.Cache
 	out     *ast.Term
 	outIter func(*ast.Term) error
 	args    []*ast.Term
@@ -69,10 +72,15 @@ func (s *state) reset(ctx context.Context) {
 	clear(s.memo[0])
 	s.err, s.ret, s.results = nil, nil, nil
 	s.indexes = nil
+	// The builtin cache is per evaluation, as in topdown; the map is reused.
+	if s.cache == nil {
+		s.cache = builtins.Cache{}
+	}
+	clear(s.cache)
 	s.bctx = topdown.BuiltinContext{
 		Context: ctx,
 		Time:    ast.NewTerm(ast.Number(strconv.FormatInt(time.Now().UnixNano(), 10))),
-		Cache:   builtins.Cache{},
+		Cache:   s.cache,
 	}
 }
 
@@ -81,15 +89,16 @@ func (s *state) release() {
 	clear(s.stack[:cap(s.stack)])
 	s.ctx, s.results, s.ret, s.indexes, s.out = nil, nil, nil, nil, nil
 	s.bctx = topdown.BuiltinContext{}
+	clear(s.cache)
 	clear(s.args[:cap(s.args)])
 	clear(s.memo[0])
 }
 
 // Eval evaluates the plans at the given indexes (see Plan) on input and data, sharing
 // one evaluation (so memoized rules are computed once for all of them), and returns
-// each plan's result set: the set of values its ResultSetAddStmts added, for an OPA
-// entrypoint plan objects {"result": value}. An undefined input is nil.
-func (p *Program) Eval(ctx context.Context, input, data ast.Value, plans []int) ([]ast.Set, error) {
+// each plan's result set: the distinct values its ResultSetAddStmts added, in the order
+// added; for an OPA entrypoint plan, objects {"result": value}. An undefined input is nil.
+func (p *Program) Eval(ctx context.Context, input, data ast.Value, plans []int) ([][]*ast.Term, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -101,7 +110,7 @@ func (p *Program) Eval(ctx context.Context, input, data ast.Value, plans []int) 
 	return p.eval(ctx, s, input, data, plans)
 }
 
-func (p *Program) eval(ctx context.Context, s *state, input, data ast.Value, plans []int) ([]ast.Set, error) {
+func (p *Program) eval(ctx context.Context, s *state, input, data ast.Value, plans []int) ([][]*ast.Term, error) {
 	s.reset(ctx)
 	var in, dt *ast.Term
 	if input != nil {
@@ -110,14 +119,13 @@ func (p *Program) eval(ctx context.Context, s *state, input, data ast.Value, pla
 	if data != nil {
 		dt = ast.NewTerm(data)
 	}
-	out := make([]ast.Set, len(plans))
+	out := make([][]*ast.Term, len(plans))
 	for i, idx := range plans {
 		if idx < 0 || idx >= len(p.plans) {
 			return nil, fmt.Errorf("evaluating plan %d: the policy has %d plans", idx, len(p.plans))
 		}
 		pl := p.plans[idx]
-		out[i] = ast.NewSet()
-		s.results = out[i]
+		s.results = nil
 		frame := s.push(pl.nlocals)
 		frame[pl.params[0]], frame[pl.params[1]] = in, dt
 		for _, b := range pl.blocks {
@@ -133,6 +141,7 @@ func (p *Program) eval(ctx context.Context, s *state, input, data ast.Value, pla
 			}
 		}
 		s.pop(pl.nlocals)
+		out[i] = s.results
 	}
 	return out, nil
 }
@@ -346,7 +355,9 @@ func (s *state) block(f []*ast.Term, b *block) int {
 			if v == nil {
 				return s.malformed(st, "ResultSetAdd of an undefined value")
 			}
-			s.results.Add(v)
+			if !slices.ContainsFunc(s.results, func(r *ast.Term) bool { return equal(r, v) }) {
+				s.results = append(s.results, v)
+			}
 		case opReturnLocal:
 			s.ret = f[st.target]
 			return flowReturn
@@ -498,6 +509,11 @@ func (s *state) callBuiltin(f []*ast.Term, st *stmt) (*ast.Term, int) {
 		args = append(args, v)
 	}
 	s.args = args
+	if st.builtin.fast != nil {
+		if v, ok := st.builtin.fast(args); ok {
+			return v, flowNext
+		}
+	}
 	s.out = nil
 	s.bctx.Location = nil
 	err := st.builtin.fn(s.bctx, args, s.outIter)

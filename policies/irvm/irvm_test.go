@@ -48,17 +48,13 @@ func irOutcome(t testing.TB, prog *Program, entrypoint string, input, data ast.V
 	if err != nil {
 		return "error: " + errorCode(err)
 	}
-	if rs[0].Len() == 0 {
+	if len(rs[0]) == 0 {
 		return "undefined"
 	}
-	if rs[0].Len() != 1 {
-		t.Fatalf("%s: %d results", entrypoint, rs[0].Len())
+	if len(rs[0]) != 1 {
+		t.Fatalf("%s: %d results", entrypoint, len(rs[0]))
 	}
-	var out string
-	rs[0].Foreach(func(r *ast.Term) {
-		out = r.Value.(ast.Object).Get(ast.StringTerm("result")).String()
-	})
-	return out
+	return rs[0][0].Value.(ast.Object).Get(ast.StringTerm("result")).String()
 }
 
 func topdownOutcome(t testing.TB, modules map[string]string, entrypoint string, input, data ast.Value) string {

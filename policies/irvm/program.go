@@ -128,6 +128,18 @@ type stmt struct {
 type builtinCall struct {
 	name string
 	fn   topdown.BuiltinFunc
+	// fast, when set, computes the builtin's result for common operands without OPA's
+	// general path (the same value; ok false means: call fn).
+	fast func(args []*ast.Term) (*ast.Term, bool)
+}
+
+// newBuiltinCall looks a builtin up in OPA, or returns nil.
+func newBuiltinCall(name string) *builtinCall {
+	fn := topdown.GetBuiltin(name)
+	if fn == nil {
+		return nil
+	}
+	return &builtinCall{name: name, fn: fn, fast: fastBuiltins(name)}
 }
 
 // Load prepares policy for evaluation: it resolves every operand, function and builtin,
@@ -142,11 +154,11 @@ func Load(policy *ir.Policy) (*Program, error) {
 		l.strings = append(l.strings, ast.StringTerm(s.Value))
 	}
 	for _, b := range policy.Static.BuiltinFuncs {
-		fn := topdown.GetBuiltin(b.Name)
-		if fn == nil {
+		bc := newBuiltinCall(b.Name)
+		if bc == nil {
 			return nil, fmt.Errorf("loading IR policy: builtin %s has no OPA implementation", b.Name)
 		}
-		l.builtins[b.Name] = &builtinCall{name: b.Name, fn: fn}
+		l.builtins[b.Name] = bc
 	}
 	p := &Program{planIndex: map[string]int{}, dynamic: map[string]int{}}
 	for _, f := range policy.Static.Files {
@@ -339,10 +351,9 @@ func (l *loader) stmt(s ir.Stmt) (stmt, error) {
 			out = stmt{op: opCall, index: i, args: args, target: l.local(s.Result)}
 		} else if b, ok := l.builtins[s.Func]; ok {
 			out = stmt{op: opCallBuiltin, builtin: b, args: args, target: l.local(s.Result)}
-		} else if fn := topdown.GetBuiltin(s.Func); fn != nil {
+		} else if b := newBuiltinCall(s.Func); b != nil {
 			// Builtins are normally declared in Static.BuiltinFuncs; accept an undeclared
 			// one OPA implements.
-			b := &builtinCall{name: s.Func, fn: fn}
 			l.builtins[s.Func] = b
 			out = stmt{op: opCallBuiltin, builtin: b, args: args, target: l.local(s.Result)}
 		} else {

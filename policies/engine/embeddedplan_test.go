@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/eventpipe/eventpipe/policies"
+)
+
+// TestEmbeddedPlanIsCurrent plans policies/*.rego and compares the result with the
+// embedded rules.plan.json; EVENTPIPE_UPDATE_PLAN=1 rewrites the file instead:
+//
+//	EVENTPIPE_UPDATE_PLAN=1 go test ./policies/engine -run TestEmbeddedPlanIsCurrent
+func TestEmbeddedPlanIsCurrent(t *testing.T) {
+	mods, err := policies.Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), Options{Modules: mods, Package: policies.Package, Evaluator: EvaluatorTopdown})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed := map[string]*ast.Module{}
+	for name, src := range mods {
+		if parsed[name], err = ast.ParseModuleWithOpts(name, src, ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := planJSON(context.Background(), parsed, policies.Package, e.Rules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(plannedFile{Digest: modulesDigest(policies.Package, mods), Policy: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("EVENTPIPE_UPDATE_PLAN") == "1" {
+		if err := os.WriteFile("rules.plan.json", want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(plannedRules, want) {
+		t.Fatal("rules.plan.json is stale (the rule files or OPA's planner changed): run\n" +
+			"  EVENTPIPE_UPDATE_PLAN=1 go test ./policies/engine -run TestEmbeddedPlanIsCurrent")
+	}
+	if pol, err := embeddedPlan(policies.Package, mods); err != nil || pol == nil {
+		t.Fatalf("the embedded plan is not used for policies/*.rego: %v", err)
+	}
+}
+
+// TestEmbeddedPlanOnlyForItsRules: other rule files (here, the core rules without the
+// alert rules) are planned at New, not served the embedded plan.
+func TestEmbeddedPlanOnlyForItsRules(t *testing.T) {
+	mods, err := policies.Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range mods {
+		mods[name] += "\n# changed\n"
+		break
+	}
+	if pol, err := embeddedPlan(policies.Package, mods); err != nil || pol != nil {
+		t.Fatalf("embedded plan served for changed rule files (err %v)", err)
+	}
+}
