@@ -24,3 +24,19 @@ func BenchmarkParse10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLines10k finds the report lines of the 10,000 resources (run by `eventpipe
+// check` beside Parse).
+func BenchmarkLines10k(b *testing.B) {
+	data, err := benchgen.Generate(10000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n := len(Lines(data, 10000)); n != 10000 {
+			b.Fatalf("%d lines", n)
+		}
+	}
+}

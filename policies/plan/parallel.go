@@ -36,6 +36,9 @@ func (c *cutter) next() (elem []byte, more, ok bool) {
 	for i := start; i < len(data); i++ {
 		switch data[i] {
 		case ' ', '\n', '\t', '\r':
+			for i+9 <= len(data) && spaces8(data, i+1) {
+				i += 8
+			}
 			continue
 		case '"':
 			i = skipString(data, i) - 1

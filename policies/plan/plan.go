@@ -204,11 +204,20 @@ func Lines(data []byte, n int) map[string]int {
 			continue
 		}
 		end := skipString(data, k)
-		var value string
-		if err := json.Unmarshal(data[k:end], &value); err == nil {
-			line += bytes.Count(data[last:start], []byte{'\n'})
-			last = start
-			if _, seen := lines[value]; !seen {
+		if end-k >= 2 && data[end-1] == '"' { // else unterminated
+			raw := data[k+1 : end-1]
+			var value string
+			ok := true
+			if bytes.IndexByte(raw, '\\') >= 0 {
+				ok = json.Unmarshal(data[k:end], &value) == nil
+			} else if _, seen := lines[string(raw)]; seen {
+				ok = false // the lookup allocates nothing; most URNs are seen again
+			} else {
+				value = string(raw)
+			}
+			if _, seen := lines[value]; ok && !seen {
+				line += bytes.Count(data[last:start], []byte{'\n'})
+				last = start
 				lines[value] = line
 			}
 		}
@@ -220,6 +229,12 @@ func Lines(data []byte, n int) map[string]int {
 // skipString returns the offset just past the JSON string starting at data[start] ('"').
 func skipString(data []byte, start int) int {
 	for k := start + 1; k < len(data); k++ {
+		for k+8 <= len(data) && quoteFree8(data, k) {
+			k += 8
+		}
+		if k >= len(data) {
+			break
+		}
 		switch data[k] {
 		case '\\':
 			k++

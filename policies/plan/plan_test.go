@@ -181,3 +181,12 @@ func TestLines(t *testing.T) {
 		}
 	}
 }
+
+func TestLinesFirstMention(t *testing.T) {
+	doc := "{\"steps\": [\n{\"urn\": \"a\\u0062\"},\n{\"urn\": \"ab\"},\n{\"urn\" : \"c\\\"d\"}, {\"x\": \"\\\"urn\\\": \\\"e\\\"\"},\n{\"address\":\"e\"}]}"
+	got := Lines([]byte(doc), 0)
+	want := map[string]int{"ab": 2, `c"d`: 4, "e": 5}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Lines = %v, want %v", got, want)
+	}
+}

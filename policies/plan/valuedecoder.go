@@ -100,6 +100,10 @@ func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\
 
 func (d *valueDecoder) skipSpace() {
 	for d.pos < len(d.data) && isSpace(d.data[d.pos]) {
+		if d.pos+8 <= len(d.data) && spaces8(d.data, d.pos) {
+			d.pos += 8
+			continue
+		}
 		d.pos++
 	}
 }
@@ -277,6 +281,10 @@ func (d *valueDecoder) rawString() (raw []byte, escaped, nonASCII, ok bool) {
 	start := d.pos + 1
 	i := start
 	for i < len(d.data) {
+		if i+8 <= len(d.data) && plainString8(d.data, i) {
+			i += 8
+			continue
+		}
 		switch c := d.data[i]; {
 		case c == '"':
 			d.pos = i + 1
