@@ -3,25 +3,46 @@ package plan
 import (
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/eventpipe/eventpipe/policies/internal/benchgen"
 )
 
-// BenchmarkParse10k parses the 10,000-resource preview scripts/bench-check.sh checks.
-func BenchmarkParse10k(b *testing.B) {
-	data, err := benchgen.Generate(10000)
-	if err != nil {
-		b.Fatal(err)
+// opaInput gathers the plan's OPA input as the engine does ({"resources": [...]}, see
+// policies/engine's toValue) and returns the number of resources.
+func opaInput(p *Plan) int {
+	terms := make([]*ast.Term, len(p.Resources))
+	for i := range p.Resources {
+		terms[i] = ast.NewTerm(p.Resources[i].Value())
 	}
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		p, err := Parse(data, "bench.json")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(p.Resources) != 10000 {
-			b.Fatalf("%d resources", len(p.Resources))
-		}
+	return ast.NewArray(terms...).Len()
+}
+
+// BenchmarkParse10k parses the 10,000-resource plan of scripts/bench-check.sh in each
+// format (parse), and parses it and gathers the OPA input the rules are evaluated on
+// (parse+input).
+func BenchmarkParse10k(b *testing.B) {
+	for _, format := range []Format{FormatPreview, FormatExport, FormatTerraform} {
+		data := generated(b, format, 10000)
+		b.Run(string(format)+"/parse", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if p, err := Parse(data, "bench.json"); err != nil || len(p.Resources) != 10000 {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(string(format)+"/parse+input", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				p, err := Parse(data, "bench.json")
+				if err != nil || opaInput(p) != 10000 {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

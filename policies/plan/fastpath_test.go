@@ -37,14 +37,14 @@ func sameResult(t *testing.T, fast, general *Plan) {
 // with the general path.
 func parseBoth(t *testing.T, data string) (fast *Plan, fastOK bool, general *Plan, generalErr error) {
 	t.Helper()
-	fast, fastOK = parsePulumiFast([]byte(data))
+	fast, fastOK = parseFast([]byte(data))
 	general, generalErr = parseGeneral([]byte(data), "doc")
 	return
 }
 
 func TestFastPathMatchesGeneralPathOnFixtures(t *testing.T) {
 	docs := map[string][]byte{}
-	for _, name := range []string{"preview_show_sames.json.txt", "preview_changes_only.json.txt", "stack_export.json.txt"} {
+	for _, name := range []string{"preview_show_sames.json.txt", "preview_changes_only.json.txt", "stack_export.json.txt", "terraform_plan.json.txt"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +139,11 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		{name: "export resource without type", doc: `{"version": 3, "deployment": {"resources": [{"urn": "u"}]}}`, giveUp: true},
 		{name: "trailing data", doc: previewWith(`{}`) + ` {}`, giveUp: true},
 		{name: "unterminated", doc: previewWith(`{"a": "x`), giveUp: true},
-		{name: "terraform", doc: `{"format_version": "1.2", "resource_changes": []}`, giveUp: true},
+		{name: "terraform without changes", doc: `{"format_version": "1.2", "resource_changes": []}`},
+		{name: "terraform without format version", doc: `{"format_version": "", "resource_changes": []}`, giveUp: true},
+		{name: "terraform state", doc: `{"format_version": "1.0", "values": {"root_module": {}}}`, giveUp: true},
+		{name: "terraform change without type", doc: `{"format_version": "1.2", "resource_changes": [{"address": "a.b"}]}`, giveUp: true},
+		{name: "terraform and pulumi", doc: `{"format_version": "1.2", "resource_changes": [], "steps": []}`, giveUp: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,7 +168,7 @@ func FuzzFastPath(f *testing.F) {
 	f.Add(previewWith(`{"a": [1, 2.5, "x\n", {"b": null}], "c": true}`))
 	f.Add(`{"version": 3, "deployment": {"resources": [{"urn": "u::n", "type": "t", "inputs": {"a": 1}}]}}`)
 	f.Fuzz(func(t *testing.T, doc string) {
-		fast, ok := parsePulumiFast([]byte(doc))
+		fast, ok := parseFast([]byte(doc))
 		if !ok {
 			return
 		}

@@ -90,7 +90,7 @@ func Parse(data []byte, file string) (*Plan, error) {
 	}
 	// The fast path handles well-formed documents of the common shapes; it gives up on
 	// anything else, which the general path then reads (and reports).
-	p, ok := parsePulumiFast(trimmed)
+	p, ok := parseFast(trimmed)
 	if !ok {
 		var err error
 		if p, err = parseGeneral(trimmed, file); err != nil {

@@ -1,46 +1,16 @@
 package plan
 
 import (
-	"encoding/json"
-	"strings"
-
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// This file is the fast path of Parse for Pulumi documents (`pulumi preview --json`, the
-// offline render, `pulumi stack export`): the top level is walked once, the big array
-// (steps or deployment.resources) is cut into its elements, and the elements are decoded
-// on every processor at once, each straight to the resource with its properties as an OPA
-// value. Whatever this path does not handle exactly like the general path (a document
-// mixing formats, a field of an unexpected type, a key differing only in case from a
-// known one, a duplicate key, malformed JSON, a step without op or urn, …) makes it give
-// up, and Parse decodes the document the general way, which reports the error it always
-// reported.
-
-// topLevelField, stepField and stateField number the keys the general path decodes at the
-// top of a document (document's fields), in a preview step (previewStep) and in a resource
-// state (pulumiState): the index of key, -1 for another key, or -2 for a key differing
-// from a known one only in case (encoding/json would match it: the fast path leaves such
-// documents to the general one).
-func topLevelField(key []byte) int {
-	return known(key, "steps", "changeSummary", "version", "deployment", "format_version", "resource_changes", "planned_values", "configuration")
-}
-
+// stepField and stateField number the keys the general path decodes in a preview step
+// (previewStep) and in a resource state (pulumiState); see known.
 func stepField(key []byte) int { return known(key, "op", "urn", "newState", "oldState") }
 
 func stateField(key []byte) int {
 	return known(key, "urn", "type", "id", "custom", "delete", "inputs", "dependencies", "propertyDependencies")
 }
-
-func deploymentField(key []byte) int { return known(key, "resources") }
-
-// The fields' numbers.
-const (
-	topSteps = iota
-	topChangeSummary
-	topVersion
-	topDeployment
-)
 
 const (
 	stepOp = iota
@@ -59,182 +29,6 @@ const (
 	stateDependencies
 	statePropertyDependencies
 )
-
-// known returns the index of key in names, -1 if absent, -2 if it folds to one of them.
-func known(key []byte, names ...string) int {
-	for i, n := range names {
-		if string(key) == n {
-			return i
-		}
-	}
-	for _, n := range names {
-		if strings.EqualFold(string(key), n) {
-			return -2
-		}
-	}
-	return -1
-}
-
-// fields walks the object at the current position, calling fn for each key that field
-// numbers with the decoder at its value; fn must consume the value. Other keys are
-// skipped (checked), known keys may appear once.
-func (d *valueDecoder) fields(field func(key []byte) int, fn func(f int) bool) bool {
-	d.skipSpace()
-	var seen uint64
-	return d.objectEntries(func(key []byte) bool {
-		f := field(key)
-		switch {
-		case f == -2:
-			return false
-		case f < 0:
-			return d.skip()
-		case seen&(1<<f) != 0:
-			return false
-		}
-		seen |= 1 << f
-		d.skipSpace()
-		return fn(f)
-	})
-}
-
-// isNull consumes a null at the current position.
-func (d *valueDecoder) isNull() bool {
-	if _, ok := d.literal("null", nil); ok {
-		return true
-	}
-	return false
-}
-
-// optString decodes a string or null (the empty string).
-func (d *valueDecoder) optString() (string, bool) {
-	if d.isNull() {
-		return "", true
-	}
-	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-		return "", false
-	}
-	return d.goString()
-}
-
-// optBool decodes true, false or null (set == false).
-func (d *valueDecoder) optBool() (v, set, ok bool) {
-	switch {
-	case d.isNull():
-		return false, false, true
-	case d.pos < len(d.data) && d.data[d.pos] == 't':
-		_, ok = d.literal("true", nil)
-		return true, true, ok
-	default:
-		_, ok = d.literal("false", nil)
-		return false, true, ok
-	}
-}
-
-// stringList decodes an array of strings or null.
-func (d *valueDecoder) stringList() ([]string, bool) {
-	if d.isNull() {
-		return nil, true
-	}
-	if d.pos >= len(d.data) || d.data[d.pos] != '[' {
-		return nil, false
-	}
-	d.pos++
-	list := []string{}
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == ']' {
-		d.pos++
-		return list, true
-	}
-	for {
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, false
-		}
-		s, ok := d.goString()
-		if !ok {
-			return nil, false
-		}
-		list = append(list, s)
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, false
-		}
-		c := d.data[d.pos]
-		d.pos++
-		if c == ']' {
-			return list, true
-		}
-		if c != ',' {
-			return nil, false
-		}
-	}
-}
-
-// stringListMap decodes an object of string arrays, or null.
-func (d *valueDecoder) stringListMap() (map[string][]string, bool) {
-	if d.isNull() {
-		return nil, true
-	}
-	m := map[string][]string{}
-	var key string
-	ok := d.objectEntries(func(k []byte) bool {
-		key = string(k)
-		if _, dup := m[key]; dup {
-			return false
-		}
-		d.skipSpace()
-		l, ok := d.stringList()
-		if !ok || l == nil {
-			return false
-		}
-		m[key] = l
-		return true
-	})
-	return m, ok
-}
-
-// objectEntries walks an object with arbitrary keys; fn consumes each value.
-func (d *valueDecoder) objectEntries(fn func(key []byte) bool) bool {
-	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
-		return false
-	}
-	d.pos++
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		return true
-	}
-	for {
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return false
-		}
-		key, _, ok := d.stringBytes()
-		if !ok {
-			return false
-		}
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return false
-		}
-		d.pos++
-		if !fn(key) {
-			return false
-		}
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return false
-		}
-		c := d.data[d.pos]
-		d.pos++
-		if c == '}' {
-			return true
-		}
-		if c != ',' {
-			return false
-		}
-	}
-}
 
 // decodedState is a pulumiState read by the fast path. inputs is the decoded inputs
 // object (nil when absent or null); when the inputs were only checked, raw holds them.
@@ -388,63 +182,11 @@ func (d *valueDecoder) step(out *decodedStep) bool {
 	return ok
 }
 
-// topLevel holds what the fast path reads from the top of a Pulumi document: the steps or
-// the resources, decoded while the top level is read.
-type topLevel struct {
-	steps         []decodedStep
-	resources     []exportedResource
-	hasSteps      bool
-	hasDeployment bool
-	changeSummary []byte
-	version       []byte
-	other         bool // a key of another format
-}
-
 // exportedResource is one element of deployment.resources read by the fast path; keep
 // says whether it yields a resource.
 type exportedResource struct {
 	keep bool
 	res  Resource
-}
-
-// readTopLevel walks the top-level object, decoding the big arrays on every processor.
-func readTopLevel(data []byte) (topLevel, bool) {
-	var top topLevel
-	d := newValueDecoder()
-	d.reset(data)
-	ok := d.fields(topLevelField, func(f int) bool {
-		var ok bool
-		start := d.pos
-		switch f {
-		case topSteps:
-			top.hasSteps = true
-			top.steps, d.pos, ok = decodeArray(d.data, d.pos, func(d *valueDecoder, elem []byte, out *decodedStep) bool {
-				d.resetElement(elem)
-				return d.step(out)
-			})
-		case topChangeSummary:
-			ok = d.skip()
-			top.changeSummary = d.data[start:d.pos]
-		case topVersion:
-			ok = d.skip()
-			top.version = d.data[start:d.pos]
-		case topDeployment:
-			top.hasDeployment = true
-			ok = d.fields(deploymentField, func(int) bool {
-				var ok bool
-				top.resources, d.pos, ok = decodeArray(d.data, d.pos, func(d *valueDecoder, elem []byte, out *exportedResource) bool {
-					d.resetElement(elem)
-					return d.exported(out)
-				})
-				return ok
-			})
-		default:
-			top.other = true
-			ok = d.skip()
-		}
-		return ok
-	})
-	return top, ok && d.atEnd()
 }
 
 // exported decodes one element of deployment.resources.
@@ -462,31 +204,10 @@ func (d *valueDecoder) exported(out *exportedResource) bool {
 	return ok
 }
 
-// parsePulumiFast is the fast path for preview and stack-export documents; ok is false
-// when the document must take the general path.
-func parsePulumiFast(data []byte) (*Plan, bool) {
-	top, ok := readTopLevel(data)
-	if !ok || top.other || top.hasSteps == top.hasDeployment {
-		return nil, false
-	}
-	if top.hasSteps {
-		if top.version != nil {
-			return nil, false
-		}
-		return previewFast(&top)
-	}
-	if top.changeSummary != nil {
-		return nil, false
-	}
-	return exportFast(&top)
-}
-
 func previewFast(top *topLevel) (*Plan, bool) {
 	var summary map[string]int
-	if top.changeSummary != nil {
-		if err := json.Unmarshal(top.changeSummary, &summary); err != nil {
-			return nil, false
-		}
+	if top.changeSummary != nil && !decodeSmall(top.changeSummary, &summary) {
+		return nil, false
 	}
 	steps := top.steps
 	p := &Plan{Format: FormatPreview, Complete: true}
@@ -521,7 +242,7 @@ func previewFast(top *topLevel) (*Plan, bool) {
 
 func exportFast(top *topLevel) (*Plan, bool) {
 	var version *int
-	if err := json.Unmarshal(top.version, &version); err != nil || version == nil {
+	if !decodeSmall(top.version, &version) || version == nil {
 		return nil, false
 	}
 	p := &Plan{Format: FormatExport, Complete: true}

@@ -1,7 +1,7 @@
 package plan
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -107,31 +107,41 @@ func buildValue(d *valueDecoder, r *Resource) ast.Value {
 // setProperties converts each resource's properties map to OPA's value form, on every
 // processor for a large plan. The general parsing path builds maps; this is its last step.
 func setProperties(rs []Resource, props []map[string]any) error {
-	shards := min(runtime.GOMAXPROCS(0), max(len(rs)/minPerWorker, 1))
-	errs := make([]error, shards)
-	convert := func(s int) {
-		for i := s * len(rs) / shards; i < (s+1)*len(rs)/shards; i++ {
+	var (
+		mu       sync.Mutex
+		firstErr error
+	)
+	eachShard(len(rs), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
 			v, err := ast.InterfaceToValue(props[i])
 			if err != nil {
-				errs[s] = fmt.Errorf("converting the properties of %s: %w", rs[i].URN, err)
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, fmt.Errorf("converting the properties of %s: %w", rs[i].URN, err))
+				mu.Unlock()
 				return
 			}
 			rs[i].props = v
 			cacheValue(nil, &rs[i])
 		}
-	}
-	if shards == 1 {
-		convert(0)
-		return errs[0]
+	})
+	return firstErr
+}
+
+// eachShard calls fn on consecutive shards of [0, n), one per processor at once, or on
+// all of it on the calling goroutine when n is too small to share.
+func eachShard(n int, fn func(lo, hi int)) {
+	shards := min(runtime.GOMAXPROCS(0), n/minPerWorker)
+	if shards <= 1 {
+		fn(0, n)
+		return
 	}
 	var wg sync.WaitGroup
 	for s := 0; s < shards; s++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			convert(s)
+			fn(s*n/shards, (s+1)*n/shards)
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
 }

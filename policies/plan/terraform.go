@@ -3,6 +3,8 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -102,36 +104,72 @@ func fromTerraform(doc *tfPlan) (*Plan, []map[string]any, error) {
 	if doc.ResourceChanges == nil {
 		return nil, nil, fmt.Errorf("terraform JSON without resource_changes: run `terraform show -json PLANFILE` on a saved plan, not on state: %w", ErrUnrecognised)
 	}
-	// instances maps a configuration address (no index) to its planned instances.
-	instances := map[string][]tfResourceChange{}
 	p := &Plan{Format: FormatTerraform, Complete: true}
-	for i, rc := range doc.ResourceChanges {
-		if rc.Address == "" || rc.Type == "" {
-			return nil, nil, fmt.Errorf("resource_changes[%d]: needs \"address\" and \"type\": %w", i, ErrUnrecognised)
+	var (
+		props []map[string]any
+		kept  []*tfResourceChange
+	)
+	for i := range doc.ResourceChanges {
+		rc := &doc.ResourceChanges[i]
+		if err := checkChange(rc, i); err != nil {
+			return nil, nil, err
 		}
-		if rc.Mode == "data" || isDeleteOnly(rc.Change.Actions) {
+		if !planned(rc) {
 			continue
 		}
+		r, rp := tfResource(rc)
+		p.Resources = append(p.Resources, r)
+		props = append(props, rp)
+		kept = append(kept, rc)
+	}
+	linkTerraform(p.Resources, kept, doc.Configuration.RootModule)
+	return p, props, nil
+}
+
+// checkChange rejects the i-th resource change if it lacks its address or type.
+func checkChange(rc *tfResourceChange, i int) error {
+	if rc.Address == "" || rc.Type == "" {
+		return fmt.Errorf("resource_changes[%d]: needs \"address\" and \"type\": %w", i, ErrUnrecognised)
+	}
+	return nil
+}
+
+// planned reports whether a resource change leaves a managed resource in place.
+func planned(rc *tfResourceChange) bool {
+	return rc.Mode != "data" && !isDeleteOnly(rc.Change.Actions)
+}
+
+// tfResource returns the resource a change plans (without its links, see linkTerraform)
+// and its properties in pulumi-gcp's shape.
+func tfResource(rc *tfResourceChange) (Resource, map[string]any) {
+	props, _ := convert(rc.Change.After, rc.Change.AfterUnknown, rc.Change.AfterSensitive, "").(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	r := Resource{URN: rc.Address, Type: pulumiType(rc.Type), Name: rc.Address, Op: strings.Join(rc.Change.Actions, "+")}
+	if id, ok := props["id"].(string); ok && id != Unknown {
+		r.ID = id
+	}
+	delete(props, "id")
+	return r, props
+}
+
+// linkTerraform sets the dependencies of the resources rs, planned by the changes kept
+// (rs[i] by kept[i]), from the references in the configuration: Terraform's
+// propertyDependencies, in attribute order.
+func linkTerraform(rs []Resource, kept []*tfResourceChange, root tfModuleConfig) {
+	// instances maps a configuration address (no index) to its planned instances.
+	instances := map[string][]*tfResourceChange{}
+	for _, rc := range kept {
 		instances[configAddress(rc.Address)] = append(instances[configAddress(rc.Address)], rc)
 	}
-	var allProps []map[string]any
 	refs := map[string]map[string][]string{}
-	collectReferences(doc.Configuration.RootModule, "", refs)
-	for _, rc := range doc.ResourceChanges {
-		if rc.Mode == "data" || isDeleteOnly(rc.Change.Actions) {
-			continue
-		}
-		props, _ := convert(rc.Change.After, rc.Change.AfterUnknown, rc.Change.AfterSensitive, "").(map[string]any)
-		if props == nil {
-			props = map[string]any{}
-		}
-		r := Resource{URN: rc.Address, Type: pulumiType(rc.Type), Name: rc.Address, Op: strings.Join(rc.Change.Actions, "+")}
-		if id, ok := props["id"].(string); ok && id != Unknown {
-			r.ID = id
-		}
-		delete(props, "id")
-		for attr, targets := range refs[configAddress(rc.Address)] {
-			for _, target := range targets {
+	collectReferences(root, "", refs)
+	for i, rc := range kept {
+		r := &rs[i]
+		byAttr := refs[configAddress(rc.Address)]
+		for _, attr := range slices.Sorted(maps.Keys(byAttr)) {
+			for _, target := range byAttr[attr] {
 				for _, inst := range resolveInstance(instances[target], rc.Index) {
 					if r.PropertyDependencies == nil {
 						r.PropertyDependencies = map[string][]string{}
@@ -141,10 +179,7 @@ func fromTerraform(doc *tfPlan) (*Plan, []map[string]any, error) {
 				}
 			}
 		}
-		p.Resources = append(p.Resources, r)
-		allProps = append(allProps, props)
 	}
-	return p, allProps, nil
 }
 
 func isDeleteOnly(actions []string) bool {
@@ -170,7 +205,7 @@ func configAddress(addr string) string {
 
 // resolveInstance picks the instance a reference means: the only one, or the one with the
 // referencing resource's own index (for_each/count pairs). Anything else stays unresolved.
-func resolveInstance(insts []tfResourceChange, index any) []string {
+func resolveInstance(insts []*tfResourceChange, index any) []string {
 	if len(insts) == 1 {
 		return []string{insts[0].Address}
 	}
