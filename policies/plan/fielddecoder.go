@@ -184,4 +184,3 @@ func (d *valueDecoder) objectEntries(fn func(key []byte) bool) bool {
 		}
 	}
 }
-
