@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -158,10 +159,10 @@ func (x *irRules) evalResources(ctx context.Context, p *plan.Plan, resources *as
 	return findings, nil
 }
 
-// evalStack runs the stack rules on the whole plan, in one evaluation (the indexes the
-// rules share are built once).
+// evalStack runs the stack rules on the whole plan, in one evaluation spread over every
+// processor (the helpers and indexes the rules share are computed once).
 func (x *irRules) evalStack(ctx context.Context, e *Engine, p *plan.Plan, input ast.Value, byURN map[string]*plan.Resource) ([][]string, error) {
-	sets, err := x.prog.Eval(ctx, input, x.data, x.stack)
+	sets, err := x.prog.EvalParallel(ctx, input, x.data, x.stack, runtime.GOMAXPROCS(0))
 	if err != nil {
 		return nil, fmt.Errorf("evaluating stack rules: %w", err)
 	}

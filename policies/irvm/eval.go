@@ -48,6 +48,8 @@ type state struct {
 	indexes map[indexKey]*scanIndex
 	// ticks counts scan iterations (for the context check, and tests).
 	ticks int
+	// shared, in a parallel evaluation, holds what the goroutines share.
+	shared *shared
 }
 
 type memoEntry struct {
@@ -87,7 +89,7 @@ func (s *state) reset(ctx context.Context) {
 // release drops the references an evaluation left, so a pooled state pins no plan.
 func (s *state) release() {
 	clear(s.stack[:cap(s.stack)])
-	s.ctx, s.results, s.ret, s.indexes, s.out = nil, nil, nil, nil, nil
+	s.ctx, s.results, s.ret, s.indexes, s.out, s.shared = nil, nil, nil, nil, nil, nil
 	s.bctx = topdown.BuiltinContext{}
 	clear(s.cache)
 	clear(s.args[:cap(s.args)])
@@ -460,10 +462,26 @@ func merge(a, b *ast.Term) (*ast.Term, error) {
 // call runs planned function fi with the given arguments; a nil result is undefined.
 func (s *state) call(f []*ast.Term, fi int, args []operand) (*ast.Term, int) {
 	fn := s.prog.funcs[fi]
+	if !fn.memo {
+		return s.invoke(f, fi, args)
+	}
+	if s.shared != nil && len(s.memo) == 1 {
+		return s.sharedCall(f, fi, args)
+	}
 	memo := s.memo[len(s.memo)-1]
-	if fn.memo && memo[fi].done {
+	if memo[fi].done {
 		return memo[fi].value, flowNext
 	}
+	v, r := s.invoke(f, fi, args)
+	if r == flowNext {
+		memo[fi] = memoEntry{done: true, value: v}
+	}
+	return v, r
+}
+
+// invoke runs function fi on a new frame.
+func (s *state) invoke(f []*ast.Term, fi int, args []operand) (*ast.Term, int) {
+	fn := s.prog.funcs[fi]
 	frame := s.push(fn.nlocals)
 	for i, p := range fn.params {
 		frame[p] = get(f, &args[i])
@@ -472,9 +490,6 @@ func (s *state) call(f []*ast.Term, fi int, args []operand) (*ast.Term, int) {
 	s.pop(fn.nlocals)
 	if r != flowNext {
 		return nil, r
-	}
-	if fn.memo {
-		memo[fi] = memoEntry{done: true, value: v}
 	}
 	return v, flowNext
 }

@@ -225,3 +225,54 @@ func TestEvalMatchesTopdown(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalParallelMatchesEval runs every differential case's entrypoints together, on
+// one goroutine and on several sharing the memoized functions and scan indexes.
+func TestEvalParallelMatchesEval(t *testing.T) {
+	cases := append(differentialCases, struct {
+		name   string
+		module string
+		rules  []string
+		inputs []string
+		data   string
+	}{name: "group-by", module: groupBy, rules: []string{"by_name", "by_type"}, inputs: []string{"{}"}})
+	for _, tc := range cases {
+		modules := map[string]string{"t.rego": tc.module, "sub.rego": subModule}
+		pkg := strings.TrimPrefix(strings.SplitN(tc.module, "\n", 2)[0], "package ")
+		var eps []string
+		for _, r := range tc.rules {
+			eps = append(eps, pkg+"/"+r)
+		}
+		prog, err := Load(planOf(t, modules, eps...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans := make([]int, len(eps))
+		for i, ep := range eps {
+			plans[i], _ = prog.Plan(ep)
+		}
+		data := ast.Value(ast.NewObject())
+		if tc.data != "" {
+			data = ast.MustParseTerm(tc.data).Value
+		}
+		inputs := tc.inputs
+		if tc.name == "group-by" {
+			inputs = []string{groupInput(400).String()}
+		}
+		for _, in := range inputs {
+			input := ast.MustParseTerm(in).Value
+			want, wantErr := prog.Eval(context.Background(), input, data, plans)
+			for _, workers := range []int{2, 3, 8} {
+				got, err := prog.EvalParallel(context.Background(), input, data, plans, workers)
+				if (err != nil) != (wantErr != nil) {
+					t.Fatalf("%s, %d workers: error %v, one goroutine: %v", tc.name, workers, err, wantErr)
+				}
+				for i := range got {
+					if ast.NewArray(got[i]...).Compare(ast.NewArray(want[i]...)) != 0 {
+						t.Errorf("%s, %s, %d workers: %v, one goroutine: %v", tc.name, eps[i], workers, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -60,21 +60,9 @@ func (s *state) indexedScan(f []*ast.Term, st *stmt, src *ast.Term) (int, bool) 
 	if outer == nil {
 		return flowNext, false
 	}
-	if s.indexes == nil {
-		s.indexes = map[indexKey]*scanIndex{}
-	}
-	key := indexKey{source: src.Value, pathKey: st.scan.pathKey}
-	idx := s.indexes[key]
+	idx := s.index(src.Value, st.scan)
 	if idx == nil {
-		idx = &scanIndex{}
-		s.indexes[key] = idx
-	}
-	idx.scans++
-	if idx.scans < 2 {
 		return flowNext, false
-	}
-	if idx.buckets == nil {
-		idx.build(src.Value, st.scan.path)
 	}
 	for _, e := range idx.buckets[outer.Value.Hash()] {
 		if !equal(e.derived, outer) {
@@ -85,6 +73,34 @@ func (s *state) indexedScan(f []*ast.Term, st *stmt, src *ast.Term) (int, bool) 
 		}
 	}
 	return flowNext, true
+}
+
+// index returns the index of src by filter's path, or nil while it has been scanned only
+// once in this evaluation. In a parallel evaluation the indexes are shared.
+func (s *state) index(src ast.Value, filter *scanFilter) *scanIndex {
+	indexes := s.indexes
+	if s.shared != nil {
+		s.shared.mu.Lock()
+		defer s.shared.mu.Unlock()
+		indexes = s.shared.indexes
+	} else if indexes == nil {
+		s.indexes = map[indexKey]*scanIndex{}
+		indexes = s.indexes
+	}
+	key := indexKey{source: src, pathKey: filter.pathKey}
+	idx := indexes[key]
+	if idx == nil {
+		idx = &scanIndex{}
+		indexes[key] = idx
+	}
+	idx.scans++
+	if idx.scans < 2 {
+		return nil
+	}
+	if idx.buckets == nil {
+		idx.build(src, filter.path)
+	}
+	return idx
 }
 
 // build lists the source's elements in scan order and buckets them by derived value.
