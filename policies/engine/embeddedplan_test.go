@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -35,7 +36,17 @@ func TestEmbeddedPlanIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := json.Marshal(plannedFile{Digest: modulesDigest(policies.Package, mods), Policy: raw})
+	compiler := ast.NewCompiler()
+	if compiler.Compile(parsed); compiler.Failed() {
+		t.Fatal(compiler.Errors)
+	}
+	e.resourceTypes = guardedTypes(compiler, policies.Package, e.resource)
+	want, err := json.Marshal(plannedFile{
+		Digest: modulesDigest(policies.Package, mods),
+		Rules:  e.Rules(),
+		Types:  resourceRulesByType(e, compiler, policies.Package),
+		Policy: raw,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +60,17 @@ func TestEmbeddedPlanIsCurrent(t *testing.T) {
 		t.Fatal("rules.plan.json is stale (the rule files or OPA's planner changed): run\n" +
 			"  EVENTPIPE_UPDATE_PLAN=1 go test ./policies/engine -run TestEmbeddedPlanIsCurrent")
 	}
-	if pol, err := embeddedPlan(policies.Package, mods); err != nil || pol == nil {
+	planned, err := embeddedPlan(policies.Package, mods)
+	if err != nil || planned == nil {
 		t.Fatalf("the embedded plan is not used for policies/*.rego: %v", err)
+	}
+	// The engine made from it is the engine made from the rule files.
+	embedded, err := New(context.Background(), Options{Modules: mods, Package: policies.Package})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(embedded.Rules(), e.Rules()) || !reflect.DeepEqual(embedded.resourceTypes, e.resourceTypes) {
+		t.Fatal("the embedded rules or type guards differ from the rule files'")
 	}
 }
 

@@ -112,6 +112,39 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	default:
 		return nil, fmt.Errorf("evaluator %q: use %s or %s", opts.Evaluator, EvaluatorIR, EvaluatorTopdown)
 	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	// A JSON round trip gives the store plain JSON types whatever the caller built.
+	raw, err := json.Marshal(map[string]any{"config": cfg})
+	if err != nil {
+		return nil, fmt.Errorf("encoding policy configuration: %w", err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return nil, fmt.Errorf("decoding policy configuration: %w", err)
+	}
+	if opts.Evaluator == EvaluatorIR && opts.Plan == nil {
+		// The rule files planned at build time need neither parsing nor compiling.
+		planned, err := embeddedPlan(opts.Package, opts.Modules)
+		if err != nil {
+			return nil, err
+		}
+		if planned != nil {
+			e := engineOf(planned.Rules)
+			if planned.Types != nil {
+				e.resourceTypes = map[string]bool{}
+				for typ := range planned.Types {
+					e.resourceTypes[typ] = true
+				}
+			}
+			if err := e.prepareIR(planned.policy, opts.Package, data["config"], planned.Types); err != nil {
+				return nil, err
+			}
+			return e, nil
+		}
+	}
 	modules := make(map[string]*ast.Module, len(opts.Modules))
 	for name, src := range opts.Modules {
 		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1})
@@ -132,31 +165,16 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if len(rules) == 0 {
 		return nil, fmt.Errorf("package %s has no deny_*/warn_*/stack_deny_*/stack_warn_* rules", opts.Package)
 	}
-	e := &Engine{rules: rules, byName: map[string]Rule{}}
-	for _, r := range rules {
-		e.byName[r.Name] = r
-		if r.Stack {
-			e.stack = append(e.stack, r)
-		} else {
-			e.resource = append(e.resource, r)
-		}
-	}
+	e := engineOf(rules)
 	e.resourceTypes = guardedTypes(compiler, opts.Package, e.resource)
-	cfg := opts.Config
-	if cfg == nil {
-		cfg = map[string]any{}
-	}
-	// A JSON round trip gives the store plain JSON types whatever the caller built.
-	raw, err := json.Marshal(map[string]any{"config": cfg})
-	if err != nil {
-		return nil, fmt.Errorf("encoding policy configuration: %w", err)
-	}
-	var data map[string]any
-	if err := json.Unmarshal(raw, &data); err != nil {
-		return nil, fmt.Errorf("decoding policy configuration: %w", err)
-	}
 	if opts.Evaluator == EvaluatorIR {
-		if err := e.prepareIR(ctx, opts, modules, compiler, data["config"]); err != nil {
+		pol := opts.Plan
+		if pol == nil {
+			if pol, err = PlanRules(ctx, modules, opts.Package, e.rules); err != nil {
+				return nil, err
+			}
+		}
+		if err := e.prepareIR(pol, opts.Package, data["config"], resourceRulesByType(e, compiler, opts.Package)); err != nil {
 			return nil, err
 		}
 		return e, nil
@@ -211,37 +229,45 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// prepareIR plans the rules (unless opts.Plan holds them) and loads them into the IR
-// interpreter, with the same per-type rule selection as the topdown queries.
-func (e *Engine) prepareIR(ctx context.Context, opts Options, modules map[string]*ast.Module, compiler *ast.Compiler, config any) error {
-	pol := opts.Plan
-	var err error
-	if pol == nil {
-		if pol, err = embeddedPlan(opts.Package, opts.Modules); err != nil {
-			return err
+// engineOf is an engine of the given rules, without evaluator.
+func engineOf(rules []Rule) *Engine {
+	e := &Engine{rules: rules, byName: map[string]Rule{}}
+	for _, r := range rules {
+		e.byName[r.Name] = r
+		if r.Stack {
+			e.stack = append(e.stack, r)
+		} else {
+			e.resource = append(e.resource, r)
 		}
 	}
-	if pol == nil {
-		if pol, err = PlanRules(ctx, modules, opts.Package, e.rules); err != nil {
-			return err
+	return e
+}
+
+// resourceRulesByType maps each resource type to the names of the resource rules that
+// can match it, or is nil when some rule is not guarded by a type (see guardedTypes).
+func resourceRulesByType(e *Engine, compiler *ast.Compiler, pkg string) map[string][]string {
+	if e.resourceTypes == nil {
+		return nil
+	}
+	byType := map[string][]string{}
+	for typ, names := range rulesByType(compiler, pkg) {
+		for _, r := range e.resource {
+			if names[r.Name] {
+				byType[typ] = append(byType[typ], r.Name)
+			}
 		}
 	}
+	return byType
+}
+
+// prepareIR loads the planned rules into the IR interpreter, with the same per-type rule
+// selection as the topdown queries (byType: see resourceRulesByType).
+func (e *Engine) prepareIR(pol *ir.Policy, pkg string, config any, byType map[string][]string) error {
 	cfg, err := ast.InterfaceToValue(config)
 	if err != nil {
 		return fmt.Errorf("converting policy configuration: %w", err)
 	}
-	var byType map[string][]Rule
-	if e.resourceTypes != nil {
-		byType = map[string][]Rule{}
-		for typ, names := range rulesByType(compiler, opts.Package) {
-			for _, r := range e.resource {
-				if names[r.Name] {
-					byType[typ] = append(byType[typ], r)
-				}
-			}
-		}
-	}
-	if e.ir, err = newIRRules(e, pol, opts.Package, cfg, byType); err != nil {
+	if e.ir, err = newIRRules(e, pol, pkg, cfg, byType); err != nil {
 		return fmt.Errorf("loading the planned rules: %w", err)
 	}
 	return nil

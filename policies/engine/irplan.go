@@ -93,7 +93,7 @@ func planJSON(ctx context.Context, modules map[string]*ast.Module, pkg string, r
 }
 
 // newIRRules loads the planned rules and maps each rule to its plan.
-func newIRRules(e *Engine, pol *ir.Policy, pkg string, config ast.Value, byType map[string][]Rule) (*irRules, error) {
+func newIRRules(e *Engine, pol *ir.Policy, pkg string, config ast.Value, byType map[string][]string) (*irRules, error) {
 	prog, err := irvm.Load(pol)
 	if err != nil {
 		return nil, err
@@ -116,7 +116,15 @@ func newIRRules(e *Engine, pol *ir.Policy, pkg string, config ast.Value, byType 
 		}
 	} else {
 		x.byType = map[string]*irQuery{}
-		for typ, rules := range byType {
+		for typ, names := range byType {
+			rules := make([]Rule, len(names))
+			for i, name := range names {
+				r, ok := e.byName[name]
+				if !ok {
+					return nil, fmt.Errorf("type %s: no rule %s", typ, name)
+				}
+				rules[i] = r
+			}
 			if x.byType[typ], err = query(rules); err != nil {
 				return nil, err
 			}
