@@ -53,20 +53,86 @@ type Plan struct {
 	fields map[string]any // cached by Fields
 	// identity is Identity's map, kept (cleared) across reuses.
 	identity map[string]any
-	// converted holds the sources converted so far, so that fields reading
-	// the same source as the same type share one value (kept, cleared,
-	// across reuses).
-	converted []conversion
+	// converted[i] is the value of the route's i-th (source, type) pair once
+	// a field converted it, so that fields reading the same source as the
+	// same type share one value (kept, cleared, across reuses).
+	converted []any
 	// env and envValue are the last environment and its boxed value, kept
 	// across reuses (a processor plans for one environment).
 	env      string
 	envValue any
 }
 
-// conversion is one source's value converted to a field type.
-type conversion struct {
-	src, typ string
-	v        any
+// sourceKind says where a field's source reads its value.
+type sourceKind uint8
+
+// Kinds of sources: a payload path, or one of the $ names.
+const (
+	fromPayload sourceKind = iota
+	fromMessageID
+	fromPublishTime
+	fromTopic
+	fromSubscription
+	fromEnv
+	fromOrderingKey
+	fromAttribute
+)
+
+// compiledSource is one source of a field, resolved when the routes are
+// compiled.
+type compiledSource struct {
+	src  string // as written, for errors
+	kind sourceKind
+	// name is the attribute (fromAttribute) or the payload path (fromPayload).
+	name string
+	// conversion indexes Plan.converted: one per distinct (source, type).
+	conversion int
+}
+
+// compiledField is a field with its sources resolved.
+type compiledField struct {
+	Field
+	from []compiledSource
+}
+
+// compile resolves the fields' sources (r is valid; fieldOrder is set).
+func (r *Route) compile() {
+	type pair struct{ src, typ string }
+	conversions := map[pair]int{}
+	r.compiled = make([]compiledField, len(r.fieldOrder))
+	for i, name := range r.fieldOrder {
+		f := r.Fields[name]
+		cf := compiledField{Field: f, from: make([]compiledSource, len(f.From))}
+		for j, src := range f.From {
+			cs := compiledSource{src: src, kind: fromPayload, name: src}
+			switch {
+			case src == "$messageId":
+				cs.kind = fromMessageID
+			case src == "$publishTime":
+				cs.kind = fromPublishTime
+			case src == "$topic":
+				cs.kind = fromTopic
+			case src == "$subscription":
+				cs.kind = fromSubscription
+			case src == "$env":
+				cs.kind = fromEnv
+			case src == "$orderingKey":
+				cs.kind = fromOrderingKey
+			case strings.HasPrefix(src, "$attributes."):
+				cs.kind, cs.name = fromAttribute, strings.TrimPrefix(src, "$attributes.")
+			}
+			k := pair{src, f.Type}
+			n, ok := conversions[k]
+			if !ok {
+				n = len(conversions)
+				conversions[k] = n
+			}
+			cs.conversion = n
+			cf.from[j] = cs
+		}
+		r.compiled[i] = cf
+	}
+	r.conversions = len(conversions)
 }
 
 // Release hands p back to its route for reuse by a later Plan call: p and
@@ -80,19 +146,19 @@ func (p *Plan) Release() {
 	clear(p.values)
 	clear(p.identity)
 	clear(p.converted)
-	*p = Plan{values: p.values, identity: p.identity, converted: p.converted[:0], env: p.env, envValue: p.envValue}
+	*p = Plan{values: p.values, identity: p.identity, converted: p.converted, env: p.env, envValue: p.envValue}
 	r.plans.Put(p)
 }
 
 // newPlan returns a recycled plan (see Release) or a new one, for r.
 func (r *Route) newPlan() *Plan {
 	if r.plans != nil {
-		if p, ok := r.plans.Get().(*Plan); ok && len(p.values) == len(r.fieldOrder) {
+		if p, ok := r.plans.Get().(*Plan); ok && len(p.values) == len(r.fieldOrder) && len(p.converted) == r.conversions {
 			p.Route = r
 			return p
 		}
 	}
-	return &Plan{Route: r, values: make([]any, len(r.fieldOrder))}
+	return &Plan{Route: r, values: make([]any, len(r.fieldOrder)), converted: make([]any, r.conversions)}
 }
 
 // Fields returns the output fields, nested on dots. The map is built on the
@@ -203,7 +269,7 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	var targetID, eventTime, sequence any
 	o := r.Ordering
 	for i, name := range r.fieldOrder {
-		v, ok, err := p.extract(name, r.Fields[name], msg)
+		v, ok, err := p.extract(name, &r.compiled[i], msg)
 		if err != nil {
 			return nil, err
 		}
@@ -271,13 +337,11 @@ func sprint(v any) string {
 // extract returns field name's value: the first of its sources present,
 // converted to its type. A source converted to that type already, for
 // another field, gives the same value.
-func (p *Plan) extract(name string, f Field, msg *envelope.Message) (any, bool, error) {
-	r := p.Route
-	for _, src := range f.From {
-		for _, c := range p.converted {
-			if c.src == src && c.typ == f.Type {
-				return c.v, true, nil
-			}
+func (p *Plan) extract(name string, f *compiledField, msg *envelope.Message) (any, bool, error) {
+	for i := range f.from {
+		src := &f.from[i]
+		if v := p.converted[src.conversion]; v != nil {
+			return v, true, nil
 		}
 		v, ok := p.source(src, msg)
 		if !ok || v == nil {
@@ -285,44 +349,43 @@ func (p *Plan) extract(name string, f Field, msg *envelope.Message) (any, bool, 
 		}
 		cv, err := convert(v, f.Type)
 		if err != nil {
-			return nil, false, &PlanError{r.Name, name, fmt.Sprintf("value from %s: %v", src, err), "send a " + f.Type}
+			return nil, false, &PlanError{p.Route.Name, name, fmt.Sprintf("value from %s: %v", src.src, err), "send a " + f.Type}
 		}
-		p.converted = append(p.converted, conversion{src: src, typ: f.Type, v: cv})
+		p.converted[src.conversion] = cv
 		return cv, true, nil
 	}
 	if f.Required {
-		return nil, false, &PlanError{r.Name, name, "missing (looked in " + strings.Join(f.From, ", ") + ")",
+		return nil, false, &PlanError{p.Route.Name, name, "missing (looked in " + strings.Join(f.From, ", ") + ")",
 			"send " + f.From[0] + " in the payload"}
 	}
 	return nil, false, nil
 }
 
-// source returns the value of one source of a field: a payload path or
-// one of the $ names. The route's topic and the environment are boxed
-// once, not per message.
-func (p *Plan) source(src string, msg *envelope.Message) (any, bool) {
-	switch {
-	case src == "$messageId":
+// source returns the value of one source of a field. The route's topic
+// and the environment are boxed once, not per message.
+func (p *Plan) source(src *compiledSource, msg *envelope.Message) (any, bool) {
+	switch src.kind {
+	case fromMessageID:
 		return msg.ID, msg.ID != ""
-	case src == "$publishTime":
+	case fromPublishTime:
 		return msg.PublishTime, !msg.PublishTime.IsZero()
-	case src == "$topic":
+	case fromTopic:
 		if p.Route.topicValue != nil {
 			return p.Route.topicValue, true
 		}
 		topic := msg.Attributes["topic"]
 		return topic, topic != ""
-	case src == "$subscription":
+	case fromSubscription:
 		return msg.Subscription, msg.Subscription != ""
-	case src == "$env":
+	case fromEnv:
 		return p.envValue, p.env != ""
-	case src == "$orderingKey":
+	case fromOrderingKey:
 		return msg.OrderingKey, msg.OrderingKey != ""
-	case strings.HasPrefix(src, "$attributes."):
-		v, ok := msg.Attributes[strings.TrimPrefix(src, "$attributes.")]
+	case fromAttribute:
+		v, ok := msg.Attributes[src.name]
 		return v, ok
 	}
-	return lookup(msg.Payload, src)
+	return lookup(msg.Payload, src.name)
 }
 
 // convert turns a JSON value into the route field's type.

@@ -81,6 +81,10 @@ type Route struct {
 	// topicValue is Topic as the value of $topic, boxed once (nil when the
 	// route has no topic: $topic then comes from the message).
 	topicValue any
+	// compiled[i] is Fields[fieldOrder[i]] with its sources resolved;
+	// conversions is how many distinct (source, type) pairs they have.
+	compiled    []compiledField
+	conversions int
 }
 
 // Match selects payloads by a type field, by shape, or both.

@@ -87,8 +87,8 @@ func TestPlanReleaseReuse(t *testing.T) {
 			t.Fatalf("round %d: sparse message after a released plan: identity %v, sequence %v, id %q, event time %v, fields %v",
 				round, q.Identity, q.Sequence, q.AggregateID, q.EventTime, f)
 		}
-		if len(q.converted) > len(r.fieldOrder) {
-			t.Fatalf("round %d: %d conversions kept for %d fields: released plans keep old ones", round, len(q.converted), len(r.fieldOrder))
+		if len(q.converted) != r.conversions {
+			t.Fatalf("round %d: a plan with %d conversion slots, want the route's %d", round, len(q.converted), r.conversions)
 		}
 		q.Release()
 	}

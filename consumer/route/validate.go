@@ -54,6 +54,7 @@ func Compile(c Config) (*Table, error) {
 			continue
 		}
 		r.fieldOrder = slices.Sorted(maps.Keys(r.Fields))
+		r.compile()
 		r.plans = &sync.Pool{}
 		if r.Topic != "" {
 			r.topicValue = r.Topic
