@@ -16,6 +16,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/eventpipe/eventpipe/consumer/internal/jsonplain"
 )
 
 // CanonicalJSON returns the canonical form of the JSON text data: object keys
@@ -314,7 +316,7 @@ func (p *parser) object(depth int) error {
 		p.pos++
 	}
 	members := p.members[mbase:]
-	slices.SortFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	sortMembers(members)
 	for i := 1; i < len(members); i++ {
 		if bytes.Equal(members[i].key, members[i-1].key) {
 			return fmt.Errorf("duplicate object key %q", members[i].key)
@@ -336,24 +338,38 @@ func (p *parser) object(depth int) error {
 	return nil
 }
 
+// sortMembers sorts members by key: by insertion for the few members of a
+// typical object (no comparison function to call), else slices.SortFunc.
+func sortMembers(members []member) {
+	if len(members) > 12 {
+		slices.SortFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+		return
+	}
+	for i := 1; i < len(members); i++ {
+		for j := i; j > 0 && bytes.Compare(members[j].key, members[j-1].key) < 0; j-- {
+			members[j], members[j-1] = members[j-1], members[j]
+		}
+	}
+}
+
 // str parses a string literal and returns its value, decoding escapes as
 // encoding/json does (an unpaired surrogate becomes U+FFFD). A string
 // without escapes is returned as a slice of the input: do not modify it.
 func (p *parser) str() ([]byte, error) {
 	p.pos++ // opening quote
 	start := p.pos
-	for p.pos < len(p.in) {
-		c := p.in[p.pos]
+	in, i := p.in, p.pos
+	for ; i < len(in); i++ {
+		c := in[i]
 		if c == '"' {
-			s := p.in[start:p.pos:p.pos]
-			p.pos++
-			return s, nil
+			p.pos = i + 1
+			return in[start:i:i], nil
 		}
 		if c == '\\' || c < 0x20 {
 			break
 		}
-		p.pos++
 	}
+	p.pos = i
 	buf := append([]byte(nil), p.in[start:p.pos]...)
 	for p.pos < len(p.in) {
 		c := p.in[p.pos]
@@ -531,11 +547,8 @@ const hexDigits = "0123456789abcdef"
 func appendString[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
 	// Copy the run of bytes that need no escape at once (most strings are
-	// all of it), then escape byte by byte from the first that does.
-	i := 0
-	for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' {
-		i++
-	}
+	// all of it), then escape byte by byte from the first that may.
+	i := jsonplain.Prefix(s)
 	b = append(b, s[:i]...)
 	for ; i < len(s); i++ {
 		c := s[i]
