@@ -223,12 +223,15 @@ func (s *state) block(f []*ast.Term, b *block) int {
 		st := &b.stmts[i]
 		switch st.op {
 		case opArrayAppend:
-			arr, ok := termValue(f[st.target]).(*ast.Array)
+			t := f[st.target]
+			arr, ok := termValue(t).(*ast.Array)
 			v := get(f, &st.a)
 			if !ok || v == nil {
 				return s.malformed(st, "ArrayAppend to a local without an array or of an undefined value")
 			}
-			f[st.target] = ast.NewTerm(arr.Append(v))
+			// The array is being built (MakeArray made its term): it grows in place, as
+			// the Wasm runtime's arrays do.
+			t.Value = arr.Append(v)
 		case opAssignInt, opMakeNumber:
 			f[st.target] = st.term
 		case opAssignVar:
