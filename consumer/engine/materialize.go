@@ -117,7 +117,8 @@ type materialization struct {
 	eventKey    string
 	fingerprint string
 	order       orderKey
-	appliedAt   time.Time
+	// appliedAt is set by the transaction that may write the document.
+	appliedAt time.Time
 	// fields are the document's fields without MetaField: in the value
 	// model, and shared with Write.Fields (not to be modified); nil when
 	// source builds them.
@@ -194,6 +195,7 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 	if w.Mode == ModeCreate {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
 			m.res.Outcome, m.res.WriteKind, m.res.Warning = Applied, logfields.WriteKindSet, ""
+			m.appliedAt = e.now()
 			doc, err := m.document()
 			if err != nil {
 				return err
@@ -282,7 +284,6 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	} else if m.fields, err = store.ValueModelFields(w.Fields); err != nil {
 		return nil, newError(TypePoison, op, "Write.Fields: %v", err)
 	}
-	m.appliedAt = e.now()
 	m.res = Result{DocPath: target, IdempotencyDoc: target}
 	if w.DedupeMarker {
 		m.marker, m.markerPath = e.envKey(e.dedupe, key)
@@ -314,6 +315,7 @@ func (e *Engine) envKey(collection, id string) (store.Key, string) {
 func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, slow bool) error {
 	m.res.Outcome, m.res.WriteKind, m.res.Warning = "", logfields.WriteKindNone, ""
 	now := e.now()
+	m.appliedAt = now // the document's appliedAt, if this transaction writes it
 	useMarker := m.marker != store.Key{}
 	if slow && useMarker {
 		md, live, err := getLiveShared(ctx, tx, m.marker, now)

@@ -168,7 +168,29 @@ func LogAttrs(ctx context.Context, l *slog.Logger, level slog.Level, msg string,
 	if !h.Enabled(ctx, level) {
 		return true
 	}
-	t := time.Now()
+	h.logAt(ctx, time.Now(), level, msg, attrs)
+	return true
+}
+
+// LogAttrsAt is LogAttrs for a line whose time is t, for a caller that
+// has read the clock already (slog.Logger would stamp the line with
+// time.Now).
+func LogAttrsAt(ctx context.Context, l *slog.Logger, t time.Time, level slog.Level, msg string, attrs []slog.Attr) bool {
+	h, ok := l.Handler().(*handler)
+	if !ok {
+		return false
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if h.Enabled(ctx, level) {
+		h.logAt(ctx, t, level, msg, attrs)
+	}
+	return true
+}
+
+// logAt writes the line of t, level, msg and attrs.
+func (h *handler) logAt(ctx context.Context, t time.Time, level slog.Level, msg string, attrs []slog.Attr) {
 	encode := func(b []byte) ([]byte, bool) { return h.appendLine(b, t, level, msg, attrs) }
 	record := func() slog.Record {
 		r := slog.NewRecord(t, level, msg, 0)
@@ -176,7 +198,6 @@ func LogAttrs(ctx context.Context, l *slog.Logger, level slog.Level, msg string,
 		return r
 	}
 	_ = h.write(ctx, encode, record) // slog.Logger ignores Handle's error too
-	return true
 }
 
 // appendAttr appends a comma and a as "key":value, or reports that a

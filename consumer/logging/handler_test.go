@@ -181,4 +181,24 @@ func TestLogAttrsWritesWhatLoggerWrites(t *testing.T) {
 	if LogAttrs(ctx, slog.New(slog.NewJSONHandler(new(bytes.Buffer), nil)), slog.LevelInfo, "m", nil) {
 		t.Error("LogAttrs handled a logger whose handler is not New's")
 	}
+	// LogAttrsAt: the line slog writes for a record stamped at, byte for byte.
+	at = time.Date(2026, 1, 2, 3, 4, 5, 6007, time.FixedZone("CET", 3600))
+	for i, as := range attrSets[:3] {
+		var want, got bytes.Buffer
+		r := slog.NewRecord(at, slog.LevelWarn, "m", 0)
+		r.AddAttrs(as...)
+		if err := New(&want, slog.LevelInfo).Handler().Handle(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if !LogAttrsAt(ctx, New(&got, slog.LevelInfo), at, slog.LevelWarn, "m", as) || got.String() != want.String() {
+			t.Errorf("LogAttrsAt, attrs %d:\n got %s\nwant %s", i, got.String(), want.String())
+		}
+		got.Reset()
+		if !LogAttrsAt(ctx, New(&got, slog.LevelInfo), at, slog.LevelDebug, "m", as) || got.Len() != 0 {
+			t.Errorf("LogAttrsAt below the level wrote %q", got.String())
+		}
+	}
+	if LogAttrsAt(ctx, slog.New(slog.NewJSONHandler(new(bytes.Buffer), nil)), at, slog.LevelInfo, "m", nil) {
+		t.Error("LogAttrsAt handled a logger whose handler is not New's")
+	}
 }

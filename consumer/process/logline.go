@@ -13,9 +13,10 @@ import (
 // ingress knows: http_status for push, ack_action for both.
 func (p *Processor) Log(ctx context.Context, r *Result, extra ...slog.Attr) {
 	buf := p.attrs.Get().(*[]slog.Attr)
-	attrs := r.appendAttrs((*buf)[:0], extra...)
+	now := time.Now() // the line's time and the end of latency_ms
+	attrs := r.appendAttrs((*buf)[:0], now, extra...)
 	// Both write the line before returning: the slice can be reused at once.
-	if msg := lineMessage(r.Outcome); !logging.LogAttrs(ctx, p.cfg.Logger, r.Level, msg, attrs) {
+	if msg := lineMessage(r.Outcome); !logging.LogAttrsAt(ctx, p.cfg.Logger, now, r.Level, msg, attrs) {
 		p.cfg.Logger.LogAttrs(ctx, r.Level, msg, attrs...)
 	}
 	clear(attrs)
@@ -46,11 +47,11 @@ const maxAttrs = 24
 
 // Attrs returns the log fields of r (see package logfields), plus extra.
 func (r *Result) Attrs(extra ...slog.Attr) []slog.Attr {
-	return r.appendAttrs(make([]slog.Attr, 0, maxAttrs+len(extra)), extra...)
+	return r.appendAttrs(make([]slog.Attr, 0, maxAttrs+len(extra)), time.Now(), extra...)
 }
 
-// appendAttrs appends the log fields of r, then extra, to a.
-func (r *Result) appendAttrs(a []slog.Attr, extra ...slog.Attr) []slog.Attr {
+// appendAttrs appends the log fields of r as of now, then extra, to a.
+func (r *Result) appendAttrs(a []slog.Attr, now time.Time, extra ...slog.Attr) []slog.Attr {
 	if m := r.Msg; m != nil {
 		a = append(a,
 			slog.String(logfields.Subscription, m.Subscription),
@@ -76,7 +77,7 @@ func (r *Result) appendAttrs(a []slog.Attr, extra ...slog.Attr) []slog.Attr {
 		slog.String(logfields.IdempotencyDoc, r.IdemDoc),
 		slog.Int64(logfields.StoreReads, r.Reads),
 		slog.Int64(logfields.StoreWrites, r.Writes),
-		slog.Float64(logfields.LatencyMS, float64(time.Since(r.Started).Microseconds())/1000),
+		slog.Float64(logfields.LatencyMS, float64(now.Sub(r.Started).Microseconds())/1000),
 	)
 	if r.Err != nil {
 		a = append(a,
