@@ -649,10 +649,14 @@ func (s *state) scan(f []*ast.Term, st *stmt) int {
 			}
 		}
 	case ast.Object:
-		for _, k := range v.Keys() {
-			if r, stop := s.iteration(f, st, k, v.Get(k)); stop {
-				return r
-			}
+		// In key order, as Keys would give them, without a lookup per key.
+		r, stop := flowNext, false
+		v.Until(func(k, val *ast.Term) bool {
+			r, stop = s.iteration(f, st, k, val)
+			return stop
+		})
+		if stop {
+			return r
 		}
 	case ast.Set:
 		for _, e := range v.Slice() {
