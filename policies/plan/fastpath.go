@@ -73,8 +73,8 @@ func readTopLevel(data []byte) (topLevel, bool) {
 				return ok
 			})
 		case topResourceChanges:
-			top.changes, d.pos, ok = decodeArray(d.data, d.pos, func(_ *valueDecoder, elem []byte, out *tfDecoded) bool {
-				return out.decode(elem)
+			top.changes, d.pos, ok = decodeArray(d.data, d.pos, func(d *valueDecoder, elem []byte, out *tfDecoded) bool {
+				return out.decode(d, elem)
 			})
 		default:
 			ok = d.skip()

@@ -82,13 +82,17 @@ type tfResourceChange struct {
 }
 
 type tfModuleConfig struct {
-	Resources []struct {
-		Address     string                     `json:"address"`
-		Expressions map[string]json.RawMessage `json:"expressions"`
-	} `json:"resources"`
+	Resources   []tfConfigResource `json:"resources"`
 	ModuleCalls map[string]struct {
 		Module tfModuleConfig `json:"module"`
 	} `json:"module_calls"`
+}
+
+// tfConfigResource is a resource of a module's configuration: its attributes'
+// expressions, where the references to other resources are.
+type tfConfigResource struct {
+	Address     string                     `json:"address"`
+	Expressions map[string]json.RawMessage `json:"expressions"`
 }
 
 type tfPlan struct {
@@ -163,8 +167,7 @@ func linkTerraform(rs []Resource, kept []*tfResourceChange, root tfModuleConfig)
 	for _, rc := range kept {
 		instances[configAddress(rc.Address)] = append(instances[configAddress(rc.Address)], rc)
 	}
-	refs := map[string]map[string][]string{}
-	collectReferences(root, "", refs)
+	refs := collectReferences(root)
 	for i, rc := range kept {
 		r := &rs[i]
 		byAttr := refs[configAddress(rc.Address)]
@@ -188,6 +191,9 @@ func isDeleteOnly(actions []string) bool {
 
 // configAddress strips instance keys: module.a["x"].google_pubsub_topic.t[0] -> module.a.google_pubsub_topic.t.
 func configAddress(addr string) string {
+	if !strings.Contains(addr, "[") {
+		return addr
+	}
 	var b strings.Builder
 	depth := 0
 	for _, r := range addr {
@@ -217,30 +223,58 @@ func resolveInstance(insts []*tfResourceChange, index any) []string {
 	return nil
 }
 
-// collectReferences records, for every configured resource, which resources each
-// top-level attribute's expression refers to (Terraform's propertyDependencies).
-func collectReferences(m tfModuleConfig, prefix string, out map[string]map[string][]string) {
-	for _, res := range m.Resources {
-		byAttr := map[string][]string{}
-		for attr, raw := range res.Expressions {
-			var v any
-			if err := json.Unmarshal(raw, &v); err != nil {
-				continue
-			}
-			seen := map[string]bool{}
-			walkReferences(v, func(ref string) {
-				target := referencedResource(ref, prefix)
-				if target != "" && !seen[target] {
-					seen[target] = true
-					byAttr[camel(attr)] = append(byAttr[camel(attr)], target)
-				}
-			})
+// collectReferences returns, for every configured resource (by configuration address),
+// which resources each top-level attribute's expression refers to (Terraform's
+// propertyDependencies). The resources are examined on every processor at once.
+func collectReferences(root tfModuleConfig) map[string]map[string][]string {
+	type configured struct {
+		prefix string
+		res    *tfConfigResource
+	}
+	var all []configured
+	var walk func(m *tfModuleConfig, prefix string)
+	walk = func(m *tfModuleConfig, prefix string) {
+		for i := range m.Resources {
+			all = append(all, configured{prefix, &m.Resources[i]})
 		}
-		out[prefix+res.Address] = byAttr
+		for _, name := range slices.Sorted(maps.Keys(m.ModuleCalls)) {
+			call := m.ModuleCalls[name]
+			walk(&call.Module, prefix+"module."+name+".")
+		}
 	}
-	for name, call := range m.ModuleCalls {
-		collectReferences(call.Module, prefix+"module."+name+".", out)
+	walk(&root, "")
+	byAttrs := make([]map[string][]string, len(all))
+	eachShard(len(all), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			byAttrs[i] = references(all[i].res, all[i].prefix)
+		}
+	})
+	out := make(map[string]map[string][]string, len(all))
+	for i, c := range all {
+		out[c.prefix+c.res.Address] = byAttrs[i]
 	}
+	return out
+}
+
+// references maps each attribute of a configured resource in module prefix to the
+// resources its expression refers to.
+func references(res *tfConfigResource, prefix string) map[string][]string {
+	byAttr := map[string][]string{}
+	for _, attr := range slices.Sorted(maps.Keys(res.Expressions)) {
+		var v any
+		if err := json.Unmarshal(res.Expressions[attr], &v); err != nil {
+			continue
+		}
+		seen := map[string]bool{}
+		walkReferences(v, func(ref string) {
+			target := referencedResource(ref, prefix)
+			if target != "" && !seen[target] {
+				seen[target] = true
+				byAttr[camel(attr)] = append(byAttr[camel(attr)], target)
+			}
+		})
+	}
+	return byAttr
 }
 
 func walkReferences(v any, fn func(string)) {
@@ -344,6 +378,9 @@ func lastSegment(path string) string {
 
 // camel converts snake_case to camelCase.
 func camel(s string) string {
+	if !strings.Contains(s, "_") {
+		return s
+	}
 	parts := strings.Split(s, "_")
 	for i := 1; i < len(parts); i++ {
 		if parts[i] != "" {

@@ -33,6 +33,8 @@ type valueDecoder struct {
 	text string
 	// slab hands out terms in blocks rather than one allocation each.
 	slab []ast.Term
+	// renamed caches the pulumi-gcp name of each Terraform attribute key.
+	renamed map[*ast.Term]*ast.Term
 }
 
 // maxDepth bounds nesting as encoding/json does.
