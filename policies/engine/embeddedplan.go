@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/open-policy-agent/opa/v1/ir"
+	"github.com/eventpipe/eventpipe/policies/irvm"
 )
 
 // plannedRules is policies/*.rego as OPA's planner compiles them, one entrypoint per
-// deny/warn rule, with the rules' metadata and type guards and the digest of the rule
-// files it was made from. New uses it instead of parsing, compiling and planning the
+// deny/warn rule, loaded by the interpreter and saved in its binary form
+// (rules.program.bin), with the rules' metadata and type guards and the digest of the
+// rule files it was made from (rules.plan.json). New uses it instead of parsing, compiling and planning the
 // rules (about 80 ms of CPU at every start of `eventpipe check`) when the rule files it
 // is given have that digest, and does all that itself otherwise, so a stale file costs
 // time, never a wrong verdict. TestEmbeddedPlanIsCurrent fails when it is
@@ -21,6 +22,9 @@ import (
 //
 //go:embed rules.plan.json
 var plannedRules []byte
+
+//go:embed rules.program.bin
+var plannedProgram []byte
 
 // plannedFile is the layout of rules.plan.json: what New derives from the rule files.
 type plannedFile struct {
@@ -31,10 +35,8 @@ type plannedFile struct {
 	// Types maps each resource type to the resource rules that can match it, or is nil
 	// when a resource rule is not guarded by its type.
 	Types map[string][]string `json:"types"`
-	// Policy is the planner's output (an ir.Policy).
-	Policy json.RawMessage `json:"policy"`
 
-	policy *ir.Policy
+	program *irvm.Program
 }
 
 // modulesDigest identifies a rule set: SHA-256 over the package name and every file name
@@ -63,9 +65,10 @@ func embeddedPlan(pkg string, modules map[string]string) (*plannedFile, error) {
 	if f.Digest != modulesDigest(pkg, modules) {
 		return nil, nil
 	}
-	f.policy = &ir.Policy{}
-	if err := json.Unmarshal(f.Policy, f.policy); err != nil {
-		return nil, fmt.Errorf("decoding the embedded planned rules: %w", err)
+	prog, err := irvm.UnmarshalProgram(plannedProgram)
+	if err != nil {
+		return nil, fmt.Errorf("the embedded planned rules: %w", err)
 	}
+	f.program = prog
 	return &f, nil
 }

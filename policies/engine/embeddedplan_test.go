@@ -11,10 +11,12 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/eventpipe/eventpipe/policies"
+	"github.com/eventpipe/eventpipe/policies/irvm"
 )
 
 // TestEmbeddedPlanIsCurrent plans policies/*.rego and compares the result with the
-// embedded rules.plan.json; EVENTPIPE_UPDATE_PLAN=1 rewrites the file instead:
+// embedded rules.plan.json and rules.program.bin; EVENTPIPE_UPDATE_PLAN=1 rewrites the
+// files instead:
 //
 //	EVENTPIPE_UPDATE_PLAN=1 go test ./policies/engine -run TestEmbeddedPlanIsCurrent
 func TestEmbeddedPlanIsCurrent(t *testing.T) {
@@ -32,7 +34,15 @@ func TestEmbeddedPlanIsCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	raw, err := planJSON(context.Background(), parsed, policies.Package, e.Rules())
+	pol, err := PlanRules(context.Background(), parsed, policies.Package, e.Rules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := irvm.Load(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantProgram, err := prog.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +55,6 @@ func TestEmbeddedPlanIsCurrent(t *testing.T) {
 		Digest: modulesDigest(policies.Package, mods),
 		Rules:  e.Rules(),
 		Types:  resourceRulesByType(e, compiler, policies.Package),
-		Policy: raw,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -54,9 +63,12 @@ func TestEmbeddedPlanIsCurrent(t *testing.T) {
 		if err := os.WriteFile("rules.plan.json", want, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile("rules.program.bin", wantProgram, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return
 	}
-	if !bytes.Equal(plannedRules, want) {
+	if !bytes.Equal(plannedRules, want) || !bytes.Equal(plannedProgram, wantProgram) {
 		t.Fatal("rules.plan.json is stale (the rule files or OPA's planner changed): run\n" +
 			"  EVENTPIPE_UPDATE_PLAN=1 go test ./policies/engine -run TestEmbeddedPlanIsCurrent")
 	}

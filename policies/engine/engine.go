@@ -20,6 +20,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
+	"github.com/eventpipe/eventpipe/policies/irvm"
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
@@ -139,7 +140,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 					e.resourceTypes[typ] = true
 				}
 			}
-			if err := e.prepareIR(planned.policy, opts.Package, data["config"], planned.Types); err != nil {
+			if err := e.prepareIR(planned.program, opts.Package, data["config"], planned.Types); err != nil {
 				return nil, err
 			}
 			return e, nil
@@ -174,7 +175,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 				return nil, err
 			}
 		}
-		if err := e.prepareIR(pol, opts.Package, data["config"], resourceRulesByType(e, compiler, opts.Package)); err != nil {
+		prog, err := irvm.Load(pol)
+		if err != nil {
+			return nil, fmt.Errorf("loading the planned rules: %w", err)
+		}
+		if err := e.prepareIR(prog, opts.Package, data["config"], resourceRulesByType(e, compiler, opts.Package)); err != nil {
 			return nil, err
 		}
 		return e, nil
@@ -262,12 +267,12 @@ func resourceRulesByType(e *Engine, compiler *ast.Compiler, pkg string) map[stri
 
 // prepareIR loads the planned rules into the IR interpreter, with the same per-type rule
 // selection as the topdown queries (byType: see resourceRulesByType).
-func (e *Engine) prepareIR(pol *ir.Policy, pkg string, config any, byType map[string][]string) error {
+func (e *Engine) prepareIR(prog *irvm.Program, pkg string, config any, byType map[string][]string) error {
 	cfg, err := ast.InterfaceToValue(config)
 	if err != nil {
 		return fmt.Errorf("converting policy configuration: %w", err)
 	}
-	if e.ir, err = newIRRules(e, pol, pkg, cfg, byType); err != nil {
+	if e.ir, err = newIRRules(e, prog, pkg, cfg, byType); err != nil {
 		return fmt.Errorf("loading the planned rules: %w", err)
 	}
 	return nil

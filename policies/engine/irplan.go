@@ -93,11 +93,8 @@ func planJSON(ctx context.Context, modules map[string]*ast.Module, pkg string, r
 }
 
 // newIRRules loads the planned rules and maps each rule to its plan.
-func newIRRules(e *Engine, pol *ir.Policy, pkg string, config ast.Value, byType map[string][]string) (*irRules, error) {
-	prog, err := irvm.Load(pol)
-	if err != nil {
-		return nil, err
-	}
+func newIRRules(e *Engine, prog *irvm.Program, pkg string, config ast.Value, byType map[string][]string) (*irRules, error) {
+	var err error
 	x := &irRules{prog: prog, data: ast.NewObject(ast.Item(ast.InternedTerm("config"), ast.NewTerm(config)))}
 	query := func(rules []Rule) (*irQuery, error) {
 		q := &irQuery{rules: rules}
