@@ -52,10 +52,8 @@ func LogicalKey(eventID string, identity map[string]any) (string, error) {
 	if len(identity) == 0 {
 		return "", fmt.Errorf("logical key: the payload has no event id and no identity fields: set an eventId or name the identity fields of the route")
 	}
-	p := getParser(nil)
-	defer putParser(p)
-	c, ok := appendCanonicalValue(p.out[:0], identity, 0)
-	p.out = c // keep the grown buffer in the pool
+	var buf [256]byte // identities are small: no pooled buffer needed
+	c, ok := appendCanonicalValue(buf[:0], identity, 0)
 	if !ok {
 		var err error
 		if c, err = CanonicalValue(identity); err != nil {
