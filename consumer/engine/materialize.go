@@ -376,37 +376,46 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	return store.SetOwned(ctx, tx, m.target, doc)
 }
 
-// markerRecord returns the dedupe marker's key and content. Its strings
-// are equal to m's but all slices of one string: a marker the store keeps
-// holds one string object and one record instead of a map of boxed values,
-// less for the collector to trace.
+// markerRecord returns the dedupe marker's key and content: one string
+// holding the marker's path (its key's id is a slice of it) and the
+// strings the marker stores, so that a marker the store keeps is two
+// objects with one pointer between them, little for the collector to trace.
 func (m *materialization) markerRecord(now time.Time) (store.Key, *dedupeMarker) {
-	all := m.markerPath + m.fingerprint + m.res.DocPath + m.order.messageID
-	path, rest := all[:len(m.markerPath)], all[len(m.markerPath):]
-	rec := &dedupeMarker{eventKey: path[len(path)-len(m.eventKey):], createdAt: now}
-	rec.fingerprint, rest = rest[:len(m.fingerprint)], rest[len(m.fingerprint):]
-	rec.target, rec.messageID = rest[:len(m.res.DocPath)], rest[len(m.res.DocPath):]
-	return store.Key{Collection: m.marker.Collection, ID: path[len(m.marker.Collection)+1:]}, rec
+	rec := &dedupeMarker{
+		text: m.markerPath + m.fingerprint + m.res.DocPath + m.order.messageID, createdAt: now,
+		eventKeyAt: int32(len(m.markerPath) - len(m.eventKey)), fingerprintAt: int32(len(m.markerPath)),
+	}
+	rec.targetAt = rec.fingerprintAt + int32(len(m.fingerprint))
+	rec.messageIDAt = rec.targetAt + int32(len(m.res.DocPath))
+	return store.Key{Collection: m.marker.Collection, ID: rec.text[len(m.marker.Collection)+1 : len(m.markerPath)]}, rec
 }
 
 // dedupeMarker is a dedupe marker's content, a store.Record: stored as the
-// fields eventKey, messageId, fingerprint, target and createdAt.
+// fields eventKey, messageId, fingerprint, target and createdAt. text is
+// the marker's path, then its fingerprint, target and message id; the
+// event key is the path's tail.
 type dedupeMarker struct {
-	eventKey, messageID, fingerprint, target string
-	createdAt                                time.Time
+	text                                             string
+	eventKeyAt, fingerprintAt, targetAt, messageIDAt int32
+	createdAt                                        time.Time
 }
+
+func (d *dedupeMarker) eventKey() string    { return d.text[d.eventKeyAt:d.fingerprintAt] }
+func (d *dedupeMarker) fingerprint() string { return d.text[d.fingerprintAt:d.targetAt] }
+func (d *dedupeMarker) target() string      { return d.text[d.targetAt:d.messageIDAt] }
+func (d *dedupeMarker) messageID() string   { return d.text[d.messageIDAt:] }
 
 // RecordFields implements store.Record.
 func (d *dedupeMarker) RecordFields() map[string]any {
-	return map[string]any{metaEventKey: d.eventKey, metaMessageID: d.messageID,
-		metaFingerprint: d.fingerprint, "target": d.target, "createdAt": d.createdAt}
+	return map[string]any{metaEventKey: d.eventKey(), metaMessageID: d.messageID(),
+		metaFingerprint: d.fingerprint(), "target": d.target(), "createdAt": d.createdAt}
 }
 
 // markerFingerprint returns the fingerprint a dedupe marker read from the
 // store holds, whether the store kept the record or its fields.
 func markerFingerprint(d store.Document) string {
 	if rec, ok := d.Record.(*dedupeMarker); ok {
-		return rec.fingerprint
+		return rec.fingerprint()
 	}
 	return str(d.Fields, metaFingerprint)
 }
