@@ -82,4 +82,3 @@ func TestUnmarshalProgramRejectsDamage(t *testing.T) {
 		t.Fatal("a program using a local beyond its frame loaded")
 	}
 }
-
