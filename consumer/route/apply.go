@@ -93,6 +93,8 @@ type compiledSource struct {
 type compiledField struct {
 	Field
 	from []compiledSource
+	// head is the field's top-level output name ("source" for "source.topic").
+	head string
 }
 
 // compile resolves the fields' sources (r is valid; fieldOrder is set).
@@ -102,7 +104,8 @@ func (r *Route) compile() {
 	r.compiled = make([]compiledField, len(r.fieldOrder))
 	for i, name := range r.fieldOrder {
 		f := r.Fields[name]
-		cf := compiledField{Field: f, from: make([]compiledSource, len(f.From))}
+		head, _, _ := strings.Cut(name, ".")
+		cf := compiledField{Field: f, from: make([]compiledSource, len(f.From)), head: head}
 		for j, src := range f.From {
 			cs := compiledSource{src: src, kind: fromPayload, name: src}
 			switch {
@@ -187,10 +190,7 @@ func (p *Plan) NewFields() map[string]any {
 // (engine.FieldSource), without building them.
 func (p *Plan) HasField(name string) bool {
 	for i, v := range p.values {
-		if v == nil {
-			continue
-		}
-		if head, _, _ := strings.Cut(p.Route.fieldOrder[i], "."); head == name {
+		if v != nil && p.Route.compiled[i].head == name {
 			return true
 		}
 	}
