@@ -3,7 +3,6 @@ package process_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -11,24 +10,15 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
-	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/process"
-	"github.com/eventpipe/eventpipe/consumer/route"
-	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 )
 
 // BenchmarkProcessDuplicate is the idempotent push path's own work for the
 // message most deliveries are in the push benchmark: a system event seen
 // before, processed and logged (no HTTP, no envelope decoding).
 func BenchmarkProcessDuplicate(b *testing.B) {
-	table, err := route.Parse(route.SeedRoutes())
-	if err != nil {
-		b.Fatal(err)
-	}
-	proc, err := process.New(process.Config{Store: memstore.New(), Env: "bench", Routes: table, Logger: logging.New(io.Discard, slog.LevelInfo)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	proc, _, _ := ct.NewProcessor(b, ct.Options{DiscardLog: true})
+	var err error
 	base := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	msgs := make([]envelope.Message, 1<<12)
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,7 +67,8 @@ type Plan struct {
 // sourceKind says where a field's source reads its value.
 type sourceKind uint8
 
-// Kinds of sources: a payload path, or one of the $ names.
+// Kinds of sources: a payload path, or one of the $ names (the special
+// sources in the order of specialSources, then $attributes.NAME).
 const (
 	fromPayload sourceKind = iota
 	fromMessageID
@@ -108,21 +110,10 @@ func (r *Route) compile() {
 		cf := compiledField{Field: f, from: make([]compiledSource, len(f.From)), head: head}
 		for j, src := range f.From {
 			cs := compiledSource{src: src, kind: fromPayload, name: src}
-			switch {
-			case src == "$messageId":
-				cs.kind = fromMessageID
-			case src == "$publishTime":
-				cs.kind = fromPublishTime
-			case src == "$topic":
-				cs.kind = fromTopic
-			case src == "$subscription":
-				cs.kind = fromSubscription
-			case src == "$env":
-				cs.kind = fromEnv
-			case src == "$orderingKey":
-				cs.kind = fromOrderingKey
-			case strings.HasPrefix(src, "$attributes."):
-				cs.kind, cs.name = fromAttribute, strings.TrimPrefix(src, "$attributes.")
+			if i := slices.Index(specialSources, src); i >= 0 {
+				cs.kind = fromMessageID + sourceKind(i) // specialSources lists them in kind order
+			} else if attr, ok := strings.CutPrefix(src, "$attributes."); ok {
+				cs.kind, cs.name = fromAttribute, attr
 			}
 			k := pair{src, f.Type}
 			n, ok := conversions[k]

@@ -93,3 +93,28 @@ func TestPlanReleaseReuse(t *testing.T) {
 		q.Release()
 	}
 }
+
+// TestPlanSpecialSources plans one field per kind of source and checks
+// each took its value from the right part of the message.
+func TestPlanSpecialSources(t *testing.T) {
+	table, err := Parse([]byte(`{"routes":[{"name":"all","topic":"all-topic","match":{"fields":["id"]},"mode":"latest-state",
+		"target":{"collection":"things","id":"id"},
+		"fields":{"id":{"from":["id"],"type":"string","required":true},"nested":{"from":["a.b"]},
+		"mid":{"from":["$messageId"]},"pub":{"from":["$publishTime"],"type":"timestamp","required":true},"topic":{"from":["$topic"]},
+		"sub":{"from":["$subscription"]},"env":{"from":["$env"]},"okey":{"from":["$orderingKey"]},"attr":{"from":["$attributes.k"]},
+		"fallback":{"from":["missing","$attributes.missing","$messageId"]}},"ordering":{"eventTime":"pub"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := msg(t, `{"id":"x","a":{"b":true}}`)
+	m.OrderingKey, m.Attributes = "ok-1", map[string]string{"k": "attr-value"}
+	p, err := table.PubSubRoutes()[0].Plan(m, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"id": "x", "nested": true, "mid": m.ID, "pub": m.PublishTime, "topic": "all-topic", "sub": m.Subscription,
+		"env": "prod", "okey": "ok-1", "attr": "attr-value", "fallback": m.ID}
+	if got := p.Fields(); !reflect.DeepEqual(got, want) {
+		t.Errorf("fields = %#v,\nwant %#v", got, want)
+	}
+}

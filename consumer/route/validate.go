@@ -29,6 +29,8 @@ var (
 	routeName      = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
 	collectionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,99}$`)
 	fieldType      = []string{"", "any", "string", "timestamp", "integer", "number", "boolean"}
+	// specialSources are the $ names of field sources, in the order of
+	// their sourceKind constants (fromMessageID first).
 	specialSources = []string{"$messageId", "$publishTime", "$topic", "$subscription", "$env", "$orderingKey"}
 )
 

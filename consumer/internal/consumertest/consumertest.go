@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -80,6 +81,9 @@ type Options struct {
 	Routes []byte      // default: the embedded seed routes
 	DLQ    classify.DLQMode
 	Env    map[string]string // lookups for lease routes' urlEnv
+	// DiscardLog writes the lines to io.Discard at INFO, as benchmarks want
+	// (the returned Log stays empty).
+	DiscardLog bool
 }
 
 // NewProcessor builds a processor for tests and returns it with its store
@@ -99,9 +103,13 @@ func NewProcessor(t testing.TB, o Options) (*process.Processor, store.Store, *Lo
 		t.Fatal(err)
 	}
 	log := &Log{}
+	logger := logging.New(log, slog.LevelDebug)
+	if o.DiscardLog {
+		logger = logging.New(io.Discard, slog.LevelInfo)
+	}
 	p, err := process.New(process.Config{
 		Store: st, Env: Env, Routes: table, DLQ: o.DLQ,
-		Logger:    logging.New(log, slog.LevelDebug),
+		Logger:    logger,
 		LookupEnv: func(k string) (string, bool) { v, ok := o.Env[k]; return v, ok },
 	})
 	if err != nil {
