@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench-check.sh: times `eventpipe check` with every rule against conftest v0.71.1 running
 # one equivalent dead-letter rule, on the same generated plan of N resources (default
-# 10,000, half of them subscriptions), in one run, and prints the ratio.
+# 10,000, half of them subscriptions), in one run, and prints the ratio. It also times
+# `eventpipe check --evaluator topdown` (OPA's reference evaluator instead of the default
+# IR interpreter), interleaved with the others, and prints that ratio too.
 #
 #   scripts/bench-check.sh            # N=10000, 5 runs each, median wall time
 #   N=2000 RUNS=3 scripts/bench-check.sh
@@ -57,6 +59,14 @@ if [ "$ep_count" -eq 0 ] || [ "$ep_count" != "$ct_count" ]; then
 	exit 1
 fi
 
+# Both evaluators must print the same report.
+"$tmp/eventpipe" check "$tmp/plan.json" -o json > "$tmp/ir.json" 2>/dev/null || true
+"$tmp/eventpipe" check "$tmp/plan.json" -o json --evaluator topdown > "$tmp/topdown.json" 2>/dev/null || true
+if ! cmp -s "$tmp/ir.json" "$tmp/topdown.json"; then
+	echo "the ir and topdown evaluators' reports differ" >&2
+	exit 1
+fi
+
 # now_ns prints a monotonic-enough wall clock in nanoseconds.
 now_ns() { date +%s%N; }
 
@@ -75,19 +85,23 @@ time_ms() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-ep_times=() ct_times=()
+ep_times=() ct_times=() td_times=()
 for _ in $(seq "$RUNS"); do
 	ep_times+=("$(time_ms "$tmp/eventpipe" check "$tmp/plan.json")")
 	ct_times+=("$(time_ms "$conftest" test --policy "$tmp/policy" --no-color "$tmp/plan.json")")
+	td_times+=("$(time_ms "$tmp/eventpipe" check --evaluator topdown "$tmp/plan.json")")
 done
 ep_ms="$(printf '%s\n' "${ep_times[@]}" | median)"
 ct_ms="$(printf '%s\n' "${ct_times[@]}" | median)"
+td_ms="$(printf '%s\n' "${td_times[@]}" | median)"
 rules="$("$tmp/eventpipe" check --list-rules | tail -n +2 | wc -l)"
 
 echo "plan: $N resources ($((N / 2)) subscriptions), $ep_count missing dead-letter policies found by both"
 echo "eventpipe check ($rules rules): median ${ep_ms} ms of ${RUNS} runs [${ep_times[*]}]"
 echo "conftest $CONFTEST_VERSION (1 rule): median ${ct_ms} ms of ${RUNS} runs [${ct_times[*]}]"
-awk -v e="$ep_ms" -v c="$ct_ms" 'BEGIN {
+echo "eventpipe check --evaluator topdown: median ${td_ms} ms of ${RUNS} runs [${td_times[*]}]"
+awk -v e="$ep_ms" -v c="$ct_ms" -v t="$td_ms" 'BEGIN {
 	printf "ratio conftest/eventpipe: %.2f (above 1 means eventpipe with every rule is faster)\n", c / e
+	printf "ratio topdown/ir evaluator: %.2f\n", t / e
 	printf "goal: faster than conftest %s; under 1 s %s\n", (e < c ? "MET" : "NOT MET"), (e < 1000 ? "MET" : "NOT MET")
 }'
