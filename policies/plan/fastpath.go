@@ -59,22 +59,16 @@ func readTopLevel(data []byte) (topLevel, bool) {
 		start := d.pos
 		switch f {
 		case topSteps:
-			top.steps, d.pos, ok = decodeArray(d.data, d.pos, func(d *valueDecoder, elem []byte, out *decodedStep) bool {
-				d.resetElement(elem)
-				return d.step(out)
-			})
+			top.steps, d.pos, ok = decodeArray(d.data, d.pos, (*valueDecoder).step)
 		case topDeployment:
 			ok = d.fields(deploymentField, func(int) bool {
 				var ok bool
-				top.resources, d.pos, ok = decodeArray(d.data, d.pos, func(d *valueDecoder, elem []byte, out *exportedResource) bool {
-					d.resetElement(elem)
-					return d.exported(out)
-				})
+				top.resources, d.pos, ok = decodeArray(d.data, d.pos, (*valueDecoder).exported)
 				return ok
 			})
 		case topResourceChanges:
-			top.changes, d.pos, ok = decodeArray(d.data, d.pos, func(d *valueDecoder, elem []byte, out *tfDecoded) bool {
-				return out.decode(d, elem)
+			top.changes, d.pos, ok = decodeArray(d.data, d.pos, func(d *valueDecoder, out *tfDecoded) bool {
+				return out.decode(d)
 			})
 		default:
 			ok = d.skip()

@@ -134,7 +134,7 @@ type decodedStep struct {
 	res     Resource
 }
 
-// step decodes one element of "steps".
+// step decodes the element of "steps" at the decoder's position.
 func (d *valueDecoder) step(out *decodedStep) bool {
 	var newState, oldState decodedState
 	hasNew, hasOld := false, false
@@ -160,7 +160,7 @@ func (d *valueDecoder) step(out *decodedStep) bool {
 		}
 		return ok
 	})
-	if !ok || !d.atEnd() || out.op == "" || out.urn == "" {
+	if !ok || out.op == "" || out.urn == "" {
 		return false
 	}
 	if removing(out.op) {
@@ -189,10 +189,10 @@ type exportedResource struct {
 	res  Resource
 }
 
-// exported decodes one element of deployment.resources.
+// exported decodes the element of deployment.resources at the decoder's position.
 func (d *valueDecoder) exported(out *exportedResource) bool {
 	var s decodedState
-	if !d.state(&s, true) || !d.atEnd() || s.urn == "" || s.typ == "" {
+	if !d.state(&s, true) || s.urn == "" || s.typ == "" {
 		return false
 	}
 	if s.deleted || s.notCustom {

@@ -38,10 +38,9 @@ const (
 	rcChange
 )
 
-// decode decodes one element of resource_changes and, when it plans a resource, builds
+// decode decodes the element of resource_changes at the decoder's position and, when it plans a resource, builds
 // the resource with its properties in OPA's value form.
-func (t *tfDecoded) decode(d *valueDecoder, elem []byte) bool {
-	d.resetElement(elem)
+func (t *tfDecoded) decode(d *valueDecoder) bool {
 	rc := &t.rc
 	var values [3]*ast.Term // after, after_unknown, after_sensitive
 	ok := d.fields(resourceChangeField, func(f int) bool {
@@ -75,7 +74,7 @@ func (t *tfDecoded) decode(d *valueDecoder, elem []byte) bool {
 		}
 		return ok
 	})
-	if !ok || !d.atEnd() || rc.Address == "" || rc.Type == "" {
+	if !ok || rc.Address == "" || rc.Type == "" {
 		return false
 	}
 	if !planned(rc) {

@@ -337,9 +337,9 @@ func (d *valueDecoder) str(key bool) (*ast.Term, bool) {
 }
 
 // makeString turns decoded string bytes into a string: cut from text when they are a
-// part of data (off >= 0), copied otherwise.
+// part of data (off >= 0) that text covers, copied otherwise.
 func (d *valueDecoder) makeString(raw []byte, off int) string {
-	if off >= 0 && d.text != "" {
+	if off >= 0 && off+len(raw) <= len(d.text) {
 		return d.text[off : off+len(raw)]
 	}
 	return string(raw)
