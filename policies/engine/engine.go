@@ -1,8 +1,17 @@
-// Package engine evaluates eventpipe's Rego rules on a normalised plan. Rules are compiled
-// and their queries prepared once per Engine; each plan is converted to OPA's value form
-// once and shared by the resource rules (one evaluation of the prepared query per resource,
-// each resource as the whole input, as Pulumi does) and the stack rules (evaluated once on
-// input.resources).
+// Package engine evaluates eventpipe's Rego rules on a normalised plan. The Rego files stay
+// the only source of the rules; by default (EvaluatorIR) they run as OPA's planner compiles
+// them (the IR OPA's Wasm target starts from), in eventpipe's interpreter, policies/irvm,
+// with OPA's own builtins. For policies/*.rego the planned and loaded rules, with their
+// metadata, are embedded (rules.program.bin, rules.plan.json), so an Engine starts without
+// parsing Rego; other rule files are parsed, compiled and planned by New. EvaluatorTopdown
+// runs the same files in OPA's reference evaluator with queries prepared once per Engine;
+// differential tests hold the two to identical findings.
+//
+// Each plan is converted to OPA's value form once and shared by the resource rules (one
+// evaluation per resource, of only the rules its type can match, each resource as the
+// whole input, as Pulumi does) and the stack rules (one evaluation on input.resources,
+// spread over the processors by the IR evaluator, the helpers the rules share computed
+// once).
 package engine
 
 import (
