@@ -84,7 +84,7 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 		return usageError("nothing to check: give a plan FILE (- for standard input) or --stack ENV")
 	}
 	evaluator := engine.Evaluator(opts.evaluator)
-	if !slices.Contains(engine.Evaluators(), evaluator) {
+	if evaluator != "" && !slices.Contains(engine.Evaluators(), evaluator) { // "" is the default
 		return usageError("--evaluator %q: use %s or %s", opts.evaluator, engine.EvaluatorIR, engine.EvaluatorTopdown)
 	}
 	env := opts.env
