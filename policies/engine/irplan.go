@@ -183,16 +183,15 @@ func (x *irRules) evalStack(ctx context.Context, e *Engine, p *plan.Plan, input 
 // messages reads an entrypoint's result set, {{"result": rule value}}, as the rule's
 // messages: the elements of a partial set rule, strings as they are and other values as
 // JSON (as the topdown path prints them). An undefined rule has none.
-func messages(results []*ast.Term) ([]string, error) {
-	var value *ast.Term
-	for _, r := range results {
-		if obj, ok := r.Value.(ast.Object); ok {
-			value = obj.Get(ast.InternedTerm("result"))
-		}
-	}
-	if value == nil {
+func messages(results irvm.ResultSet) ([]string, error) {
+	values := results.Values()
+	if len(values) == 0 {
 		return nil, nil
 	}
+	if len(values) > 1 {
+		return nil, fmt.Errorf("%d rule values, want 1", len(values))
+	}
+	value := values[0]
 	var elems []*ast.Term
 	switch v := value.Value.(type) {
 	case ast.Set:

@@ -16,7 +16,7 @@ import (
 // UnmarshalProgram of the same build agree, nothing else reads it.
 
 // encodingVersion changes whenever the layout below does.
-const encodingVersion = 1
+const encodingVersion = 2
 
 // MarshalBinary encodes the loaded program (see UnmarshalProgram).
 func (p *Program) MarshalBinary() ([]byte, error) {
@@ -487,7 +487,7 @@ func (p *Program) validate() error {
 			}
 			for _, b := range fn.blocks {
 				walkStmts(b, func(st *stmt) {
-					if st.op > opWith {
+					if st.op > opResultValue {
 						err = fmt.Errorf("%s: opcode %d", fn.name, st.op)
 					}
 					opnd(st.a)

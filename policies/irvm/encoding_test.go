@@ -48,8 +48,8 @@ func TestProgramRoundTrip(t *testing.T) {
 				t.Fatalf("%s on %s: error %v, original %v", tc.name, in, err, wantErr)
 			}
 			for i := range got {
-				if ast.NewArray(got[i]...).Compare(ast.NewArray(want[i]...)) != 0 {
-					t.Errorf("%s, %s on %s: reloaded %v, original %v", tc.name, eps[i], in, got[i], want[i])
+				if ast.NewArray(got[i].Terms()...).Compare(ast.NewArray(want[i].Terms()...)) != 0 {
+					t.Errorf("%s, %s on %s: reloaded %v, original %v", tc.name, eps[i], in, got[i].Terms(), want[i].Terms())
 				}
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,8 +34,8 @@ type state struct {
 	// memo holds, per function index, the memoized result of two-parameter functions:
 	// one frame per WithStmt nesting level, the first reused across evaluations.
 	memo [][]memoEntry
-	// results collects the values the current plan adds (a set: no duplicates).
-	results []*ast.Term
+	// results collects the values the current plan adds.
+	results ResultSet
 	ret     *ast.Term
 	err     error
 	bctx    topdown.BuiltinContext
@@ -72,7 +71,7 @@ func (s *state) reset(ctx context.Context) {
 	s.sp = 0
 	s.memo = s.memo[:1]
 	clear(s.memo[0])
-	s.err, s.ret, s.results = nil, nil, nil
+	s.err, s.ret, s.results = nil, nil, ResultSet{}
 	s.indexes = nil
 	// The builtin cache is per evaluation, as in topdown; the map is reused.
 	if s.cache == nil {
@@ -89,7 +88,7 @@ func (s *state) reset(ctx context.Context) {
 // release drops the references an evaluation left, so a pooled state pins no plan.
 func (s *state) release() {
 	clear(s.stack[:cap(s.stack)])
-	s.ctx, s.results, s.ret, s.indexes, s.out, s.shared = nil, nil, nil, nil, nil, nil
+	s.ctx, s.results, s.ret, s.indexes, s.out, s.shared = nil, ResultSet{}, nil, nil, nil, nil
 	s.bctx = topdown.BuiltinContext{}
 	clear(s.cache)
 	clear(s.args[:cap(s.args)])
@@ -98,9 +97,8 @@ func (s *state) release() {
 
 // Eval evaluates the plans at the given indexes (see Plan) on input and data, sharing
 // one evaluation (so memoized rules are computed once for all of them), and returns
-// each plan's result set: the distinct values its ResultSetAddStmts added, in the order
-// added; for an OPA entrypoint plan, objects {"result": value}. An undefined input is nil.
-func (p *Program) Eval(ctx context.Context, input, data ast.Value, plans []int) ([][]*ast.Term, error) {
+// each plan's result set. An undefined input is nil.
+func (p *Program) Eval(ctx context.Context, input, data ast.Value, plans []int) ([]ResultSet, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -112,7 +110,7 @@ func (p *Program) Eval(ctx context.Context, input, data ast.Value, plans []int) 
 	return p.eval(ctx, s, input, data, plans)
 }
 
-func (p *Program) eval(ctx context.Context, s *state, input, data ast.Value, plans []int) ([][]*ast.Term, error) {
+func (p *Program) eval(ctx context.Context, s *state, input, data ast.Value, plans []int) ([]ResultSet, error) {
 	s.reset(ctx)
 	var in, dt *ast.Term
 	if input != nil {
@@ -121,13 +119,13 @@ func (p *Program) eval(ctx context.Context, s *state, input, data ast.Value, pla
 	if data != nil {
 		dt = ast.NewTerm(data)
 	}
-	out := make([][]*ast.Term, len(plans))
+	out := make([]ResultSet, len(plans))
 	for i, idx := range plans {
 		if idx < 0 || idx >= len(p.plans) {
 			return nil, fmt.Errorf("evaluating plan %d: the policy has %d plans", idx, len(p.plans))
 		}
 		pl := p.plans[idx]
-		s.results = nil
+		s.results = ResultSet{}
 		frame := s.push(pl.nlocals)
 		frame[pl.params[0]], frame[pl.params[1]] = in, dt
 		for _, b := range pl.blocks {
@@ -360,9 +358,13 @@ func (s *state) block(f []*ast.Term, b *block) int {
 			if v == nil {
 				return s.malformed(st, "ResultSetAdd of an undefined value")
 			}
-			if !slices.ContainsFunc(s.results, func(r *ast.Term) bool { return equal(r, v) }) {
-				s.results = append(s.results, v)
+			s.results.add(v, false)
+		case opResultValue:
+			v := get(f, &st.a)
+			if v == nil {
+				return s.malformed(st, "ResultSetAdd of an undefined value")
 			}
+			s.results.add(v, true)
 		case opReturnLocal:
 			s.ret = f[st.target]
 			return flowReturn

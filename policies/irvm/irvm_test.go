@@ -48,13 +48,17 @@ func irOutcome(t testing.TB, prog *Program, entrypoint string, input, data ast.V
 	if err != nil {
 		return "error: " + errorCode(err)
 	}
-	if len(rs[0]) == 0 {
+	if rs[0].Len() == 0 {
 		return "undefined"
 	}
-	if len(rs[0]) != 1 {
-		t.Fatalf("%s: %d results", entrypoint, len(rs[0]))
+	if rs[0].Len() != 1 {
+		t.Fatalf("%s: %d results", entrypoint, rs[0].Len())
 	}
-	return rs[0][0].Value.(ast.Object).Get(ast.StringTerm("result")).String()
+	terms := rs[0].Terms()
+	if v := rs[0].Values(); len(v) != 1 || !v[0].Equal(terms[0].Value.(ast.Object).Get(ast.StringTerm("result"))) {
+		t.Fatalf("%s: Values %v disagree with Terms %v", entrypoint, v, terms)
+	}
+	return terms[0].Value.(ast.Object).Get(ast.StringTerm("result")).String()
 }
 
 func topdownOutcome(t testing.TB, modules map[string]string, entrypoint string, input, data ast.Value) string {
@@ -268,11 +272,41 @@ func TestEvalParallelMatchesEval(t *testing.T) {
 					t.Fatalf("%s, %d workers: error %v, one goroutine: %v", tc.name, workers, err, wantErr)
 				}
 				for i := range got {
-					if ast.NewArray(got[i]...).Compare(ast.NewArray(want[i]...)) != 0 {
-						t.Errorf("%s, %s, %d workers: %v, one goroutine: %v", tc.name, eps[i], workers, got[i], want[i])
+					if ast.NewArray(got[i].Terms()...).Compare(ast.NewArray(want[i].Terms()...)) != 0 {
+						t.Errorf("%s, %s, %d workers: %v, one goroutine: %v", tc.name, eps[i], workers, got[i].Terms(), want[i].Terms())
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestEntrypointResultsAreUnwrapped: Load rewrites every entrypoint plan's result wrapper
+// (MakeObject, ObjectInsert "result", ResultSetAdd) into one unwrapped result statement.
+func TestEntrypointResultsAreUnwrapped(t *testing.T) {
+	tc := differentialCases[1]
+	var eps []string
+	for _, r := range tc.rules {
+		eps = append(eps, "t/"+r)
+	}
+	prog, err := Load(planOf(t, map[string]string{"t.rego": tc.module, "sub.rego": subModule}, eps...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pl := range prog.plans {
+		unwrapped, wrapped := 0, 0
+		for _, b := range pl.blocks {
+			walkStmts(b, func(st *stmt) {
+				switch st.op {
+				case opResultValue:
+					unwrapped++
+				case opResultSetAdd, opMakeObject:
+					wrapped++
+				}
+			})
+		}
+		if unwrapped != 1 || wrapped != 0 {
+			t.Errorf("plan %s: %d unwrapped results, %d wrapper statements left", pl.name, unwrapped, wrapped)
 		}
 	}
 }

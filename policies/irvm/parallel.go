@@ -34,7 +34,7 @@ type sharedEntry struct {
 
 // EvalParallel is Eval with the plans spread over up to workers goroutines, which take
 // the next plan as they finish one. The results are Eval's.
-func (p *Program) EvalParallel(ctx context.Context, input, data ast.Value, plans []int, workers int) ([][]*ast.Term, error) {
+func (p *Program) EvalParallel(ctx context.Context, input, data ast.Value, plans []int, workers int) ([]ResultSet, error) {
 	workers = min(workers, len(plans))
 	if workers <= 1 {
 		return p.Eval(ctx, input, data, plans)
@@ -45,7 +45,7 @@ func (p *Program) EvalParallel(ctx context.Context, input, data ast.Value, plans
 		}
 	}
 	sh := &shared{memo: make([]sharedEntry, len(p.funcs)), indexes: map[indexKey]*scanIndex{}}
-	out := make([][]*ast.Term, len(plans))
+	out := make([]ResultSet, len(plans))
 	errs := make([]error, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup

@@ -87,6 +87,9 @@ const (
 	opScan
 	opSetAdd
 	opWith
+	// opResultValue adds a rule value to an entrypoint's result set, unwrapped (see
+	// results.go); Load makes it from three IR statements.
+	opResultValue
 )
 
 // operand is a local (term nil) or a constant (term set: a string or boolean constant).
@@ -190,6 +193,7 @@ func Load(policy *ir.Policy) (*Program, error) {
 		if err := l.function(fn, pl.Blocks); err != nil {
 			return nil, err
 		}
+		unwrapResults(fn)
 		p.plans = append(p.plans, fn)
 		p.planIndex[pl.Name] = i
 	}

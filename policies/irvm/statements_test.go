@@ -45,7 +45,7 @@ func runPlan(t *testing.T, input string, funcs []*ir.Func, body ...ir.Stmt) stri
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	return ast.NewSet(rs[0]...).String()
+	return ast.NewSet(rs[0].Terms()...).String()
 }
 
 func TestBreakLevels(t *testing.T) {
