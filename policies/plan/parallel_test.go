@@ -93,22 +93,33 @@ func TestDecodeArray(t *testing.T) {
 	}
 }
 
-// trySegments runs decodeArray's segment path alone on the array at data[pos].
+// trySegments runs decodeArray's segment path alone on the rest of the array at
+// data[pos], after its first minPerWorker elements.
 func trySegments(data []byte, pos int) ([]*ast.Term, int, bool) {
-	c, _ := newCutter(data, pos)
-	var first [][]byte
-	for len(first) < minPerWorker {
-		elem, more, ok := c.next()
-		if !ok || !more {
-			return nil, 0, false
-		}
-		first = append(first, elem)
-	}
-	return decodeSegments(data, first, c.i, 4, func(d *valueDecoder, out **ast.Term) bool {
+	fn := func(d *valueDecoder, out **ast.Term) bool {
 		var ok bool
 		*out, ok = d.value(false)
 		return ok
-	})
+	}
+	d := newValueDecoder()
+	d.reset(data)
+	d.pos = pos + 1
+	second := -1
+	for n := 1; n <= minPerWorker; n++ {
+		var t *ast.Term
+		if !fn(d, &t) {
+			return nil, 0, false
+		}
+		d.skipSpace()
+		if data[d.pos] != ',' {
+			return nil, 0, false
+		}
+		if n == 1 {
+			second = d.pos
+		}
+		d.pos++
+	}
+	return decodeSegments(data, elementSignature(data[second:]), d.pos, 4, fn)
 }
 
 func TestDecodeArrayRejectsMalformedArrays(t *testing.T) {

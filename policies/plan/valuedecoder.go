@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 
@@ -22,17 +23,23 @@ type valueDecoder struct {
 	data []byte
 	pos  int
 
-	keys    map[string]*ast.Term
-	strs    map[string]*ast.Term
-	items   [][2]*ast.Term
-	elems   []*ast.Term
-	depth   int
-	scratch []byte
+	keys map[string]*ast.Term
+	// recentKeys and recentValues remember the last term made for strings with each
+	// hash: most lookups end there, without hashing the whole string for a map.
+	recentKeys   [512]internSlot
+	recentValues [1024]internSlot
+	items        [][2]*ast.Term
+	elems        []*ast.Term
+	depth        int
+	scratch      []byte
 	// text, when set, is data as a string: strings without escapes are cut from it
 	// rather than copied one by one.
 	text string
 	// slab hands out terms in blocks rather than one allocation each.
 	slab []ast.Term
+	// shared holds the small objects decoded so far by their text (with and without
+	// secret normalisation), see sharedObject.
+	shared [2]map[string]*ast.Term
 	// renamed caches the pulumi-gcp name of each Terraform attribute key.
 	renamed map[*ast.Term]*ast.Term
 }
@@ -40,15 +47,11 @@ type valueDecoder struct {
 // maxDepth bounds nesting as encoding/json does.
 const maxDepth = 10000
 
-// maxInterned bounds the short-string cache of one decoder: unique names would otherwise
-// fill it.
-const maxInterned = 4096
-
 // maxInternedLen is the longest string value the decoder interns.
 const maxInternedLen = 24
 
 func newValueDecoder() *valueDecoder {
-	d := &valueDecoder{keys: make(map[string]*ast.Term, 64), strs: make(map[string]*ast.Term, 256)}
+	d := &valueDecoder{keys: make(map[string]*ast.Term, 64)}
 	d.keys[secretSig] = ast.StringTerm(secretSig)
 	return d
 }
@@ -61,13 +64,6 @@ func (d *valueDecoder) reset(data []byte) {
 	d.depth = 0
 	d.items = d.items[:0]
 	d.elems = d.elems[:0]
-}
-
-// resetElement points the decoder at one element of a big array, which it copies into a
-// string once: the strings decoded from the element share that copy.
-func (d *valueDecoder) resetElement(data []byte) {
-	d.reset(data)
-	d.text = string(data)
 }
 
 // term returns a term for v, from the decoder's slab; a nil decoder allocates it alone.
@@ -125,7 +121,7 @@ func (d *valueDecoder) value(secrets bool) (*ast.Term, bool) {
 	}
 	switch c := d.data[d.pos]; c {
 	case '{':
-		return d.object(secrets)
+		return d.sharedObject(secrets)
 	case '[':
 		return d.array(secrets)
 	case '"':
@@ -151,6 +147,65 @@ func (d *valueDecoder) literal(word string, t *ast.Term) (*ast.Term, bool) {
 	}
 	d.pos += len(word)
 	return t, true
+}
+
+// maxSharedLen is the longest object text sharedObject looks up, and maxShared the most
+// objects one decoder remembers.
+const (
+	maxSharedLen = 256
+	maxShared    = 8192
+)
+
+// sharedObject decodes the object at the current position, or returns the term already
+// made for an object of the same text. Plans repeat small objects thousands of times (a
+// retry policy, labels, an OIDC token), and the same text always decodes to the same
+// value, so one immutable term serves them all, as OPA shares its interned terms.
+func (d *valueDecoder) sharedObject(secrets bool) (*ast.Term, bool) {
+	end := smallObjectEnd(d.data, d.pos, maxSharedLen)
+	if end < 0 {
+		return d.object(secrets)
+	}
+	mode := 0
+	if secrets {
+		mode = 1
+	}
+	text := d.data[d.pos:end]
+	if t, ok := d.shared[mode][string(text)]; ok {
+		d.pos = end
+		return t, true
+	}
+	t, ok := d.object(secrets)
+	if ok && d.pos == end {
+		if d.shared[mode] == nil {
+			d.shared[mode] = make(map[string]*ast.Term, 256)
+		}
+		if len(d.shared[mode]) < maxShared {
+			d.shared[mode][string(text)] = t
+		}
+	}
+	return t, ok
+}
+
+// smallObjectEnd returns the offset just past the object starting at data[pos] ('{') if
+// it ends within limit bytes, else -1. It tracks strings and nesting only: the object is
+// decoded (and checked) when its text is first seen.
+func smallObjectEnd(data []byte, pos, limit int) int {
+	depth := 0
+	stop := min(len(data), pos+limit)
+	for i := pos; i < stop; i++ {
+		switch data[i] {
+		case '"':
+			i = skipString(data, i) - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
 }
 
 func (d *valueDecoder) object(secrets bool) (*ast.Term, bool) {
@@ -313,11 +368,16 @@ func (d *valueDecoder) str(key bool) (*ast.Term, bool) {
 		return nil, false
 	}
 	if key {
-		if t, ok := d.keys[string(raw)]; ok {
-			return t, true
+		slot := &d.recentKeys[internHash(raw)%uint64(len(d.recentKeys))]
+		if slot.t != nil && slot.s == string(raw) {
+			return slot.t, true
 		}
-		t := ast.StringTerm(d.makeString(raw, off))
-		d.keys[string(t.Value.(ast.String))] = t
+		t, ok := d.keys[string(raw)]
+		if !ok {
+			t = ast.StringTerm(d.makeString(raw, off))
+			d.keys[string(t.Value.(ast.String))] = t
+		}
+		*slot = internSlot{string(t.Value.(ast.String)), t}
 		return t, true
 	}
 	if len(raw) == 0 {
@@ -326,14 +386,33 @@ func (d *valueDecoder) str(key bool) (*ast.Term, bool) {
 	if len(raw) > maxInternedLen {
 		return d.term(ast.String(d.makeString(raw, off))), true
 	}
-	if t, ok := d.strs[string(raw)]; ok {
-		return t, true
+	slot := &d.recentValues[internHash(raw)%uint64(len(d.recentValues))]
+	if slot.t != nil && slot.s == string(raw) {
+		return slot.t, true
 	}
 	t := d.term(ast.String(d.makeString(raw, off)))
-	if len(d.strs) < maxInterned {
-		d.strs[string(t.Value.(ast.String))] = t
-	}
+	*slot = internSlot{string(t.Value.(ast.String)), t}
 	return t, true
+}
+
+// internSlot is an entry of a decoder's recent-string tables.
+type internSlot struct {
+	s string
+	t *ast.Term
+}
+
+// internHash is a cheap hash of a short string: its length and its first and last eight
+// bytes.
+func internHash(b []byte) uint64 {
+	h := uint64(len(b))
+	if len(b) >= 8 {
+		h ^= binary.LittleEndian.Uint64(b) ^ binary.LittleEndian.Uint64(b[len(b)-8:])*31
+	} else {
+		for _, c := range b {
+			h = h*31 + uint64(c)
+		}
+	}
+	return (h * 0x9e3779b97f4a7c15) >> 32
 }
 
 // makeString turns decoded string bytes into a string: cut from text when they are a
