@@ -31,6 +31,8 @@ type state struct {
 	ctx   context.Context
 	stack []*ast.Term
 	sp    int
+	// hw is the highest sp since the last release.
+	hw int
 	// memo holds, per function index, the memoized result of two-parameter functions:
 	// one frame per WithStmt nesting level, the first reused across evaluations.
 	memo [][]memoEntry
@@ -87,7 +89,8 @@ func (s *state) reset(ctx context.Context) {
 
 // release drops the references an evaluation left, so a pooled state pins no plan.
 func (s *state) release() {
-	clear(s.stack[:cap(s.stack)])
+	clear(s.stack[:s.hw])
+	s.hw = 0
 	s.ctx, s.results, s.ret, s.indexes, s.out, s.shared = nil, ResultSet{}, nil, nil, nil, nil
 	s.bctx = topdown.BuiltinContext{}
 	clear(s.cache)
@@ -155,6 +158,7 @@ func (s *state) push(n int) []*ast.Term {
 	f := s.stack[s.sp : s.sp+n : s.sp+n]
 	clear(f)
 	s.sp += n
+	s.hw = max(s.hw, s.sp)
 	return f
 }
 
