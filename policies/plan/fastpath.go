@@ -43,7 +43,7 @@ type topLevel struct {
 	changeSummary []byte
 	version       []byte
 	formatVersion []byte
-	configuration []byte
+	configured    []tfConfigured
 }
 
 func (t *topLevel) has(f int) bool { return t.seen&(1<<f) != 0 }
@@ -66,6 +66,8 @@ func readTopLevel(data []byte) (topLevel, bool) {
 				top.resources, d.pos, ok = decodeArray(d.data, d.pos, (*valueDecoder).exported)
 				return ok
 			})
+		case topConfiguration:
+			top.configured, ok = d.configuration()
 		case topResourceChanges:
 			top.changes, d.pos, ok = decodeArray(d.data, d.pos, func(d *valueDecoder, out *tfDecoded) bool {
 				return out.decode(d)
@@ -84,8 +86,6 @@ func readTopLevel(data []byte) (topLevel, bool) {
 			top.version = raw
 		case topFormatVersion:
 			top.formatVersion = raw
-		case topConfiguration:
-			top.configuration = raw
 		}
 		return true
 	})

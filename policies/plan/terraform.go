@@ -126,7 +126,7 @@ func fromTerraform(doc *tfPlan) (*Plan, []map[string]any, error) {
 		props = append(props, rp)
 		kept = append(kept, rc)
 	}
-	linkTerraform(p.Resources, kept, doc.Configuration.RootModule)
+	linkTerraform(p.Resources, kept, collectReferences(doc.Configuration.RootModule))
 	return p, props, nil
 }
 
@@ -159,15 +159,14 @@ func tfResource(rc *tfResourceChange) (Resource, map[string]any) {
 }
 
 // linkTerraform sets the dependencies of the resources rs, planned by the changes kept
-// (rs[i] by kept[i]), from the references in the configuration: Terraform's
-// propertyDependencies, in attribute order.
-func linkTerraform(rs []Resource, kept []*tfResourceChange, root tfModuleConfig) {
+// (rs[i] by kept[i]), from the references of the configuration (see collectReferences):
+// Terraform's propertyDependencies, in attribute order.
+func linkTerraform(rs []Resource, kept []*tfResourceChange, refs map[string]map[string][]string) {
 	// instances maps a configuration address (no index) to its planned instances.
 	instances := map[string][]*tfResourceChange{}
 	for _, rc := range kept {
 		instances[configAddress(rc.Address)] = append(instances[configAddress(rc.Address)], rc)
 	}
-	refs := collectReferences(root)
 	for i, rc := range kept {
 		r := &rs[i]
 		byAttr := refs[configAddress(rc.Address)]
@@ -265,16 +264,22 @@ func references(res *tfConfigResource, prefix string) map[string][]string {
 		if err := json.Unmarshal(res.Expressions[attr], &v); err != nil {
 			continue
 		}
-		seen := map[string]bool{}
-		walkReferences(v, func(ref string) {
-			target := referencedResource(ref, prefix)
-			if target != "" && !seen[target] {
-				seen[target] = true
-				byAttr[camel(attr)] = append(byAttr[camel(attr)], target)
-			}
-		})
+		addReferences(byAttr, attr, prefix, func(fn func(string)) { walkReferences(v, fn) })
 	}
 	return byAttr
+}
+
+// addReferences records in byAttr the resources that attribute attr's expression, in
+// module prefix, refers to: walk calls its argument with each reference.
+func addReferences(byAttr map[string][]string, attr, prefix string, walk func(func(string))) {
+	seen := map[string]bool{}
+	walk(func(ref string) {
+		target := referencedResource(ref, prefix)
+		if target != "" && !seen[target] {
+			seen[target] = true
+			byAttr[camel(attr)] = append(byAttr[camel(attr)], target)
+		}
+	})
 }
 
 func walkReferences(v any, fn func(string)) {

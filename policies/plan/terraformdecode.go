@@ -2,6 +2,8 @@ package plan
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -217,12 +219,6 @@ func terraformFast(top *topLevel) (*Plan, bool) {
 	if !decodeSmall(top.formatVersion, &formatVersion) || formatVersion == "" {
 		return nil, false
 	}
-	var config struct {
-		RootModule tfModuleConfig `json:"root_module"`
-	}
-	if top.configuration != nil && !decodeSmall(top.configuration, &config) {
-		return nil, false
-	}
 	p := &Plan{Format: FormatTerraform, Complete: true}
 	var kept []*tfResourceChange
 	for i := range top.changes {
@@ -231,11 +227,148 @@ func terraformFast(top *topLevel) (*Plan, bool) {
 			p.Resources = append(p.Resources, top.changes[i].res)
 		}
 	}
-	linkTerraform(p.Resources, kept, config.RootModule)
+	refs := make(map[string]map[string][]string, len(top.configured))
+	for _, c := range top.configured {
+		refs[c.address] = c.byAttr
+	}
+	linkTerraform(p.Resources, kept, refs)
 	eachShard(len(p.Resources), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			cacheValue(nil, &p.Resources[i])
 		}
 	})
 	return p, true
+}
+
+// tfConfigured is a configured resource read by the fast path: its address with its
+// module's prefix, and its references by attribute (see collectReferences).
+type tfConfigured struct {
+	address string
+	byAttr  map[string][]string
+}
+
+func configurationField(key []byte) int { return known(key, "root_module") }
+
+func moduleField(key []byte) int { return known(key, "resources", "module_calls") }
+
+func moduleCallField(key []byte) int { return known(key, "module") }
+
+func configResourceField(key []byte) int { return known(key, "address", "expressions") }
+
+// configuration decodes the configuration object at the decoder's position into the
+// references of every configured resource, in collectReferences' order.
+func (d *valueDecoder) configuration() ([]tfConfigured, bool) {
+	configured := []tfConfigured{}
+	ok := d.fields(configurationField, func(int) bool {
+		var ok bool
+		configured, ok = d.moduleConfig("")
+		return ok
+	})
+	return configured, ok
+}
+
+// moduleConfig decodes a module's configuration: its resources (on every processor for
+// many), then its module calls in name order.
+func (d *valueDecoder) moduleConfig(prefix string) ([]tfConfigured, bool) {
+	if d.isNull() {
+		return nil, true
+	}
+	var (
+		resources []tfConfigured
+		calls     = map[string][]tfConfigured{}
+	)
+	ok := d.fields(moduleField, func(f int) bool {
+		if d.isNull() {
+			return true
+		}
+		var ok bool
+		if f == 0 {
+			resources, d.pos, ok = decodeArray(d.data, d.pos, func(d *valueDecoder, out *tfConfigured) bool {
+				return d.configuredResource(prefix, out)
+			})
+			return ok
+		}
+		return d.objectEntries(func(name []byte) bool {
+			n := string(name)
+			if _, dup := calls[n]; dup {
+				return false
+			}
+			d.skipSpace()
+			calls[n] = []tfConfigured{}
+			return d.fields(moduleCallField, func(int) bool {
+				inner, ok := d.moduleConfig(prefix + "module." + n + ".")
+				calls[n] = inner
+				return ok
+			})
+		})
+	})
+	if !ok {
+		return nil, false
+	}
+	for _, name := range slices.Sorted(maps.Keys(calls)) {
+		resources = append(resources, calls[name]...)
+	}
+	return resources, true
+}
+
+// configuredResource decodes one configured resource and the references of its
+// attributes' expressions (references' rules, on OPA values).
+func (d *valueDecoder) configuredResource(prefix string, out *tfConfigured) bool {
+	var exprs [][2]*ast.Term
+	ok := d.fields(configResourceField, func(f int) bool {
+		var ok bool
+		if f == 0 {
+			out.address, ok = d.optString()
+			out.address = prefix + out.address
+			return ok
+		}
+		if d.isNull() {
+			return true
+		}
+		t, ok := d.value(false)
+		if !ok {
+			return false
+		}
+		obj, isObj := t.Value.(ast.Object)
+		if !isObj {
+			return false
+		}
+		obj.Foreach(func(k, v *ast.Term) { exprs = append(exprs, [2]*ast.Term{k, v}) })
+		return true
+	})
+	if !ok {
+		return false
+	}
+	out.byAttr = map[string][]string{}
+	slices.SortFunc(exprs, func(a, b [2]*ast.Term) int { return a[0].Value.Compare(b[0].Value) })
+	for _, e := range exprs {
+		attr, isStr := e[0].Value.(ast.String)
+		if !isStr {
+			return false
+		}
+		addReferences(out.byAttr, string(attr), prefix, func(fn func(string)) { walkTermReferences(e[1], fn) })
+	}
+	return true
+}
+
+// walkTermReferences is walkReferences on an OPA value.
+func walkTermReferences(t *ast.Term, fn func(string)) {
+	switch v := t.Value.(type) {
+	case ast.Object:
+		refsKey := ast.InternedTerm("references")
+		if refs, ok := valueOf(v.Get(refsKey)).(*ast.Array); ok {
+			refs.Foreach(func(r *ast.Term) {
+				if s, ok := r.Value.(ast.String); ok {
+					fn(string(s))
+				}
+			})
+		}
+		v.Foreach(func(k, e *ast.Term) {
+			if k.Value.Compare(refsKey.Value) != 0 {
+				walkTermReferences(e, fn)
+			}
+		})
+	case *ast.Array:
+		v.Foreach(func(e *ast.Term) { walkTermReferences(e, fn) })
+	}
 }
