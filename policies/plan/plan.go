@@ -3,6 +3,16 @@
 // preview shape) and `terraform show -json` — and normalises them onto one model: the
 // resource list Pulumi's OPA stack policies see (type, urn, name, properties with Pulumi's
 // camelCase input names, dependencies, propertyDependencies).
+//
+// Parse produces that model in OPA's value form, the form the rules are evaluated on: each
+// resource's properties are an ast.Object, and each resource keeps its whole rule input
+// (Resource.Value) built while it was decoded, so the engine only gathers them. A
+// document of a usual shape takes the fast path (fastpath.go): the big array (steps,
+// deployment.resources, resource_changes) is decoded on every processor at once, straight
+// from JSON text to OPA values (valuedecoder.go), with no map[string]any step. Anything
+// the fast path cannot read exactly as the general path does makes it give up, and the
+// general path (goccy/go-json into Go values, then ast.InterfaceToValue) reads the
+// document and reports its errors; tests hold both paths to the same results.
 package plan
 
 import (
