@@ -51,10 +51,12 @@ func newCheckCmd() *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A check is a short-lived process that holds the plan several times over
-			// (JSON, Go values, OPA values): collecting garbage at 4x the live heap rather
-			// than 2x cuts its CPU time by about a sixth. GOGC, when set, still decides.
-			if os.Getenv("GOGC") == "" {
-				debug.SetGCPercent(400)
+			// (JSON, Go values, OPA values) and then exits: it collects no garbage until its
+			// heap nears a ceiling (gcCeiling), raised once the input's size is known.
+			// GOGC or GOMEMLIMIT, when set, decide instead.
+			if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetGCPercent(-1)
+				debug.SetMemoryLimit(gcCeiling(0))
 			}
 			return runCheck(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, opts)
 		},
@@ -164,6 +166,15 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	return nil
 }
 
+// gcCeiling is the heap size at which a check starts collecting garbage, for an input of
+// size bytes: 1 GiB, or 40 times the input (a 10 MB preview of 10,000 resources peaks
+// at about 200 MB). Under it, collecting would only cost time: measured on that preview,
+// no collection takes about 10 % less CPU than collecting at 5x the live heap (GOGC=400),
+// for about 10 % more peak memory.
+func gcCeiling(size int) int64 {
+	return max(1<<30, 40*int64(size))
+}
+
 // buildVersion is the eventpipe module version the binary was built from ("(devel)" for a
 // build from a checkout), for the SARIF tool driver.
 func buildVersion() string {
@@ -196,6 +207,9 @@ func readPlan(stdin io.Reader, name string) (*plan.Plan, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading plan: %w", err)
+	}
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(gcCeiling(len(data)))
 	}
 	// The lines are found while the plan is parsed.
 	found := make(chan map[string]int, 1)
