@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -89,6 +90,36 @@ func previewWith(inputs string) string {
 	], "diagnostics": [], "changeSummary": {"create": 1, "same": 2}}`
 }
 
+// terraformWith is a Terraform plan whose subscription has the given after,
+// after_unknown and after_sensitive, beside a data source, a deleted topic, two counted
+// topics and a module, with references between them.
+func terraformWith(after, unknown, sensitive string) string {
+	return `{"format_version": "1.2", "terraform_version": "1.9.8", "planned_values": {"root_module": {}}, "resource_changes": [
+	  {"address": "google_pubsub_subscription.s", "mode": "managed", "type": "google_pubsub_subscription", "name": "s", "index": null,
+	   "change": {"actions": ["update"], "before": {}, "after": ` + after + `, "after_unknown": ` + unknown + `, "before_sensitive": {}, "after_sensitive": ` + sensitive + `}},
+	  {"address": "data.google_project.p", "mode": "data", "type": "google_project", "change": {"actions": ["read"], "after": {"number": "1"}}},
+	  {"address": "google_pubsub_topic.old", "mode": "managed", "type": "google_pubsub_topic", "change": {"actions": ["delete"], "after": null}},
+	  {"address": "google_pubsub_topic.t[0]", "mode": "managed", "type": "google_pubsub_topic", "index": 0, "change": {"actions": ["create"], "after": {"name": "t0"}, "after_unknown": {"id": true}}},
+	  {"address": "google_pubsub_topic.t[1]", "mode": "managed", "type": "google_pubsub_topic", "index": 1, "change": {"actions": ["delete", "create"], "after": {"name": "t1"}}},
+	  {"address": "module.m.google_pubsub_topic.dlq", "module_address": "module.m", "mode": "managed", "type": "google_pubsub_topic", "change": {"actions": ["no-op"], "after": {"name": "d"}}}
+	], "configuration": {"provider_config": {"google": {"name": "google"}}, "root_module": {
+	  "resources": [{"address": "google_pubsub_subscription.s", "expressions": {"topic": {"references": ["google_pubsub_topic.t[0].id", "google_pubsub_topic.t"]},
+	     "dead_letter_policy": [{"dead_letter_topic": {"references": ["module.m.google_pubsub_topic.dlq.id"]}}], "name": {"constant_value": "s"}}},
+	    {"address": "google_pubsub_topic.t", "expressions": {"name": {"references": ["var.x", "local.y", "data.google_project.p.number"]}}, "count_expression": {"constant_value": 2}}],
+	  "module_calls": {"m": {"source": "./m", "module": {"resources": [{"address": "google_pubsub_topic.dlq", "expressions": {"labels": {"references": ["google_pubsub_topic.other"]}}}]}}}}}}`
+}
+
+func manyLabels(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `"k%d": "v%d"`, i, i)
+	}
+	return b.String()
+}
+
 // TestFastPathMatchesGeneralPath runs both paths on documents with the values where a
 // hand-written decoder could go wrong; the fast path must take each (or give up, where
 // listed) and agree with the general path.
@@ -140,6 +171,16 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		{name: "trailing data", doc: previewWith(`{}`) + ` {}`, giveUp: true},
 		{name: "unterminated", doc: previewWith(`{"a": "x`), giveUp: true},
 		{name: "terraform without changes", doc: `{"format_version": "1.2", "resource_changes": []}`},
+		{name: "terraform values", doc: terraformWith(`{"name": "s", "id": "projects/p/subscriptions/s", "labels": {` + manyLabels(40) + `},
+			"push_config": [{"push_endpoint": "https://x", "oidc_token": [{"service_account_email": "a@b"}], "no_wrapper": []}],
+			"dead_letter_policy": [], "retry_policy": [{"minimum_backoff": "10s", "maximum_backoff": null}], "big": 1e6, "n": null,
+			"template": [{"containers": [{"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}]}], "expiration_policy": [{"ttl": ""}]}`,
+			`{"topic": true, "push_config": [{"oidc_token": [{"audience": true}]}], "dead_letter_policy": [], "etag": true}`,
+			`{"labels": {"k1": true}, "template": [{"containers": [{"env": [{}, {"value": true}]}]}]}`)},
+		{name: "terraform unknown id and whole values", doc: terraformWith(`{"id": "x"}`, `{"id": true}`, `true`)},
+		{name: "terraform without after", doc: terraformWith(`null`, `{"name": true}`, `{}`)},
+		{name: "terraform duplicate attribute", doc: terraformWith(`{"a": 1, "a": 2}`, `{}`, `{}`), giveUp: true},
+		{name: "terraform attributes colliding once renamed", doc: terraformWith(`{"a_b": 1, "aB": 2}`, `{}`, `{}`), giveUp: true},
 		{name: "terraform without format version", doc: `{"format_version": "", "resource_changes": []}`, giveUp: true},
 		{name: "terraform state", doc: `{"format_version": "1.0", "values": {"root_module": {}}}`, giveUp: true},
 		{name: "terraform change without type", doc: `{"format_version": "1.2", "resource_changes": [{"address": "a.b"}]}`, giveUp: true},

@@ -10,10 +10,10 @@ import (
 )
 
 // The fast path for `terraform show -json` plans: each element of resource_changes is
-// decoded and converted to pulumi-gcp's shape straight in OPA's value form on the worker
-// that cut it out (convertValue is convert on OPA values; the tests hold both to the same
-// results); only the links between resources are resolved afterwards, in one pass over
-// all of them, by the general path's own linkTerraform.
+// decoded and converted to pulumi-gcp's shape straight from its JSON text into OPA values
+// (convertedValue is convert on the text; the tests hold both to the same results); only
+// the links between resources are resolved afterwards, in one pass over all of them, by
+// the general path's own linkTerraform.
 
 // tfDecoded is one element of resource_changes read by the fast path.
 type tfDecoded struct {
@@ -44,7 +44,11 @@ const (
 // the resource with its properties in OPA's value form.
 func (t *tfDecoded) decode(d *valueDecoder) bool {
 	rc := &t.rc
-	var values [3]*ast.Term // after, after_unknown, after_sensitive
+	var (
+		after     = -1 // offset of the "after" value, decoded last
+		unknown   *ast.Term
+		sensitive *ast.Term
+	)
 	ok := d.fields(resourceChangeField, func(f int) bool {
 		var ok bool
 		switch f {
@@ -64,13 +68,18 @@ func (t *tfDecoded) decode(d *valueDecoder) bool {
 				return true
 			}
 			ok = d.fields(changeField, func(f int) bool {
-				if f == 0 {
-					var ok bool
-					rc.Change.Actions, ok = d.stringList()
-					return ok
-				}
 				var ok bool
-				values[f-1], ok = d.value(false)
+				switch f {
+				case 0:
+					rc.Change.Actions, ok = d.stringList()
+				case 1:
+					after = d.pos
+					ok = d.skip()
+				case 2:
+					unknown, ok = d.value(false)
+				case 3:
+					sensitive, ok = d.value(false)
+				}
 				return ok
 			})
 		}
@@ -82,9 +91,15 @@ func (t *tfDecoded) decode(d *valueDecoder) bool {
 	if !planned(rc) {
 		return true
 	}
-	props, id, ok := d.convertValue(values[0], values[1], values[2], "")
-	if !ok {
-		return false
+	props, id := absentValue(unknown, sensitive), ""
+	if after >= 0 {
+		end := d.pos
+		d.pos = after
+		props, id, ok = d.convertedValue(unknown, sensitive, "")
+		d.pos = end
+		if !ok {
+			return false
+		}
 	}
 	obj, isObj := props.Value.(ast.Object)
 	if !isObj {
@@ -94,36 +109,40 @@ func (t *tfDecoded) decode(d *valueDecoder) bool {
 	return true
 }
 
-// convertValue is convert on OPA values: Terraform's value v with its after_unknown and
-// after_sensitive twins (nil when absent) in pulumi-gcp's shape. At the top (path ""),
-// the "id" attribute is taken out of the object and returned when it is a known string
-// (tfResource's rule). ok is false for an object whose keys collide once renamed.
-func (d *valueDecoder) convertValue(v, unknown, sensitive *ast.Term, path string) (out *ast.Term, id string, ok bool) {
-	if unknown != nil && unknown.Value.Compare(ast.InternedBooleanTrue.Value) == 0 {
-		return d.term(ast.String(Unknown)), "", true
+// convertedValue decodes the Terraform value at the decoder's position ("after", or a
+// part of it at path) straight into pulumi-gcp's shape, with its after_unknown and
+// after_sensitive twins (nil when absent): convert's rules, on the JSON text. At the top
+// (path ""), the "id" attribute is taken out of the object and returned when it is a
+// known string (tfResource's rule). ok is false for malformed JSON or an object whose
+// keys repeat, or collide once renamed.
+func (d *valueDecoder) convertedValue(unknown, sensitive *ast.Term, path string) (out *ast.Term, id string, ok bool) {
+	if isTrue(unknown) || isTrue(sensitive) {
+		return absentValue(unknown, sensitive), "", d.skip()
 	}
-	if sensitive != nil && sensitive.Value.Compare(ast.InternedBooleanTrue.Value) == 0 {
-		return d.term(ast.String(Secret)), "", true
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return nil, "", false
 	}
-	if v == nil {
-		return ast.InternedNullTerm, "", true
-	}
-	switch t := v.Value.(type) {
-	case ast.Object:
+	switch d.data[d.pos] {
+	case '{':
 		um, _ := valueOf(unknown).(ast.Object)
 		sm, _ := valueOf(sensitive).(ast.Object)
 		base := len(d.items)
 		defer func() { d.items = d.items[:base] }()
-		add := func(k *ast.Term) bool {
+		var seen keySet
+		add := func(k *ast.Term, present bool) bool {
 			nk := d.pulumiKey(k)
 			name := string(nk.Value.(ast.String))
 			child := name
 			if path != "" {
 				child = path + "." + name
 			}
-			c, _, ok := d.convertValue(t.Get(k), get(um, k), get(sm, k), child)
-			if !ok {
-				return false
+			c := absentValue(get(um, k), get(sm, k))
+			if present {
+				var ok bool
+				if c, _, ok = d.convertedValue(get(um, k), get(sm, k), child); !ok {
+					return false
+				}
 			}
 			if path == "" && name == "id" {
 				if s, isStr := c.Value.(ast.String); isStr && string(s) != Unknown {
@@ -134,14 +153,45 @@ func (d *valueDecoder) convertValue(v, unknown, sensitive *ast.Term, path string
 			d.items = append(d.items, [2]*ast.Term{nk, c})
 			return true
 		}
-		for _, k := range t.Keys() {
-			if !add(k) {
-				return nil, "", false
+		d.pos++
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == '}' {
+			d.pos++
+		} else {
+			for {
+				d.skipSpace()
+				if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+					return nil, "", false
+				}
+				k, ok := d.str(true)
+				if !ok || !seen.add(k) {
+					return nil, "", false
+				}
+				d.skipSpace()
+				if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+					return nil, "", false
+				}
+				d.pos++
+				if !add(k, true) {
+					return nil, "", false
+				}
+				d.skipSpace()
+				if d.pos >= len(d.data) {
+					return nil, "", false
+				}
+				c := d.data[d.pos]
+				d.pos++
+				if c == '}' {
+					break
+				}
+				if c != ',' {
+					return nil, "", false
+				}
 			}
 		}
 		if um != nil {
 			for _, k := range um.Keys() { // attributes unknown at plan time are absent from "after"
-				if t.Get(k) == nil && !add(k) {
+				if !seen.has(k) && !add(k, false) {
 					return nil, "", false
 				}
 			}
@@ -151,18 +201,37 @@ func (d *valueDecoder) convertValue(v, unknown, sensitive *ast.Term, path string
 			return nil, "", false
 		}
 		return d.term(ast.NewObject(items...)), id, true
-	case *ast.Array:
+	case '[':
 		ul, _ := valueOf(unknown).(*ast.Array)
 		sl, _ := valueOf(sensitive).(*ast.Array)
 		elemPath := path
 		if !singleBlock(path) {
 			elemPath = lastSegment(path)
 		}
-		list := make([]*ast.Term, t.Len())
-		for i := range list {
-			var ok bool
-			if list[i], _, ok = d.convertValue(t.Elem(i), elem(ul, i), elem(sl, i), elemPath); !ok {
-				return nil, "", false
+		var list []*ast.Term
+		d.pos++
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+		} else {
+			for {
+				e, _, ok := d.convertedValue(elem(ul, len(list)), elem(sl, len(list)), elemPath)
+				if !ok {
+					return nil, "", false
+				}
+				list = append(list, e)
+				d.skipSpace()
+				if d.pos >= len(d.data) {
+					return nil, "", false
+				}
+				c := d.data[d.pos]
+				d.pos++
+				if c == ']' {
+					break
+				}
+				if c != ',' {
+					return nil, "", false
+				}
 			}
 		}
 		if singleBlock(path) {
@@ -173,8 +242,58 @@ func (d *valueDecoder) convertValue(v, unknown, sensitive *ast.Term, path string
 		}
 		return d.term(ast.NewArray(list...)), "", true
 	default:
-		return v, "", true
+		v, ok := d.value(false)
+		return v, "", ok
 	}
+}
+
+// keySet is a set of a decoder's (interned) key terms: a slice while small.
+type keySet struct {
+	list []*ast.Term
+	big  map[*ast.Term]bool
+}
+
+// add adds k and reports whether it was new.
+func (s *keySet) add(k *ast.Term) bool {
+	if s.has(k) {
+		return false
+	}
+	if s.big == nil && len(s.list) < 32 {
+		s.list = append(s.list, k)
+		return true
+	}
+	if s.big == nil {
+		s.big = make(map[*ast.Term]bool, 64)
+		for _, e := range s.list {
+			s.big[e] = true
+		}
+	}
+	s.big[k] = true
+	return true
+}
+
+func (s *keySet) has(k *ast.Term) bool {
+	if s.big != nil {
+		return s.big[k]
+	}
+	return slices.Contains(s.list, k)
+}
+
+// absentValue is what convert makes of a value absent from "after" (or known to be
+// unknown or sensitive): Unknown, Secret or null.
+func absentValue(unknown, sensitive *ast.Term) *ast.Term {
+	switch {
+	case isTrue(unknown):
+		return ast.StringTerm(Unknown)
+	case isTrue(sensitive):
+		return ast.StringTerm(Secret)
+	}
+	return ast.InternedNullTerm
+}
+
+// isTrue reports whether t is the JSON true.
+func isTrue(t *ast.Term) bool {
+	return t != nil && t.Value.Compare(ast.InternedBooleanTrue.Value) == 0
 }
 
 // pulumiKey is the key term of the pulumi-gcp name of the Terraform attribute key k.
