@@ -171,7 +171,7 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		{name: "trailing data", doc: previewWith(`{}`) + ` {}`, giveUp: true},
 		{name: "unterminated", doc: previewWith(`{"a": "x`), giveUp: true},
 		{name: "terraform without changes", doc: `{"format_version": "1.2", "resource_changes": []}`},
-		{name: "terraform values", doc: terraformWith(`{"name": "s", "id": "projects/p/subscriptions/s", "labels": {` + manyLabels(40) + `},
+		{name: "terraform values", doc: terraformWith(`{"name": "s", "id": "projects/p/subscriptions/s", "labels": {`+manyLabels(40)+`},
 			"push_config": [{"push_endpoint": "https://x", "oidc_token": [{"service_account_email": "a@b"}], "no_wrapper": []}],
 			"dead_letter_policy": [], "retry_policy": [{"minimum_backoff": "10s", "maximum_backoff": null}], "big": 1e6, "n": null,
 			"template": [{"containers": [{"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}]}], "expiration_policy": [{"ttl": ""}]}`,
