@@ -42,6 +42,7 @@ type state struct {
 	err     error
 	bctx    topdown.BuiltinContext
 	cache   builtins.Cache
+	cancel  ctxCancel
 	out     *ast.Term
 	outIter func(*ast.Term) error
 	args    []*ast.Term
@@ -52,6 +53,19 @@ type state struct {
 	// shared, in a parallel evaluation, holds what the goroutines share.
 	shared *shared
 }
+
+// ctxCancel tells builtins that check for cancellation (long generators such as
+// net.cidr_expand) that the evaluation's context is done; they then end it with a
+// topdown.Halt, as under topdown.
+type ctxCancel struct {
+	ctx context.Context
+}
+
+// Cancel does nothing: the evaluation is cancelled through its context.
+func (c *ctxCancel) Cancel() {}
+
+// Cancelled reports whether the evaluation's context is done.
+func (c *ctxCancel) Cancelled() bool { return c.ctx != nil && c.ctx.Err() != nil }
 
 type memoEntry struct {
 	done  bool
@@ -80,8 +94,10 @@ func (s *state) reset(ctx context.Context) {
 		s.cache = builtins.Cache{}
 	}
 	clear(s.cache)
+	s.cancel.ctx = ctx
 	s.bctx = topdown.BuiltinContext{
 		Context: ctx,
+		Cancel:  &s.cancel,
 		Time:    ast.NewTerm(ast.Number(strconv.FormatInt(time.Now().UnixNano(), 10))),
 		Cache:   s.cache,
 	}
@@ -93,6 +109,7 @@ func (s *state) release() {
 	s.hw = 0
 	s.ctx, s.results, s.ret, s.indexes, s.out, s.shared = nil, ResultSet{}, nil, nil, nil, nil
 	s.bctx = topdown.BuiltinContext{}
+	s.cancel.ctx = nil
 	clear(s.cache)
 	clear(s.args[:cap(s.args)])
 	clear(s.memo[0])

@@ -3,8 +3,10 @@ package irvm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -308,5 +310,31 @@ func TestEntrypointResultsAreUnwrapped(t *testing.T) {
 		if unwrapped != 1 || wrapped != 0 {
 			t.Errorf("plan %s: %d unwrapped results, %d wrapper statements left", pl.name, unwrapped, wrapped)
 		}
+	}
+}
+
+// TestCancellation: a cancelled context ends an evaluation with its error, and a builtin
+// that notices the cancellation (net.cidr_expand) ends it with its topdown.Halt error, which
+// is not swallowed as builtin errors are.
+func TestCancellation(t *testing.T) {
+	module := `package t
+import rego.v1
+many := count(net.cidr_expand("10.0.0.0/8"))
+`
+	prog, err := Load(planOf(t, map[string]string{"t.rego": module}, "t/many"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := prog.Eval(cancelled, ast.NewObject(), ast.NewObject(), []int{0}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("evaluation under a cancelled context: %v", err)
+	}
+	ctx, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer stop()
+	_, err = prog.Eval(ctx, ast.NewObject(), ast.NewObject(), []int{0})
+	var te *topdown.Error
+	if !errors.As(err, &te) || te.Code != topdown.CancelErr || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("evaluation cancelled inside net.cidr_expand: %v, want its cancel error", err)
 	}
 }
