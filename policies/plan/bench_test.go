@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -81,6 +83,22 @@ func BenchmarkLines10k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if n := len(Lines(data, 10000)); n != 10000 {
 			b.Fatalf("%d lines", n)
+		}
+	}
+}
+
+// BenchmarkParseSmall parses the 12-resource preview fixture and gathers its OPA input:
+// a small plan must not pay for the parallel machinery.
+func BenchmarkParseSmall(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "preview_show_sames.json.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p, err := Parse(data, "small.json")
+		if err != nil || opaInput(p) != 12 {
+			b.Fatal(err)
 		}
 	}
 }
