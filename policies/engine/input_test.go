@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/eventpipe/eventpipe/policies/internal/benchgen"
 	"github.com/eventpipe/eventpipe/policies/plan"
@@ -18,27 +16,14 @@ func benchPlan(b *testing.B) []byte {
 	return data
 }
 
-// cpuTime is the processor time (user + system) the process has used so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// measure runs fn b.N times and reports, beside the wall time, the processor time per
-// run (every goroutine and the garbage collector included): on a shared machine it
-// varies less than the wall time.
+// measure runs fn b.N times (policies/plan's benchmarks of the same work also report the
+// processor time per run).
 func measure(b *testing.B, fn func()) {
 	b.ReportAllocs()
-	start := cpuTime(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		fn()
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N)/1e6, "cpu-ms/op")
 }
 
 // BenchmarkToValue10k converts the parsed 10,000-resource preview to OPA input.

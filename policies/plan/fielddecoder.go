@@ -28,9 +28,8 @@ func known(key []byte, names ...string) int {
 // numbers with the decoder at its value; fn must consume the value. Other keys are
 // skipped (checked), known keys may appear once.
 func (d *valueDecoder) fields(field func(key []byte) int, fn func(f int) bool) bool {
-	d.skipSpace()
 	var seen uint64
-	return d.objectEntries(func(key []byte) bool {
+	return d.members(func(key []byte, _ int) bool {
 		f := field(key)
 		switch {
 		case f == -2:
@@ -41,7 +40,6 @@ func (d *valueDecoder) fields(field func(key []byte) int, fn func(f int) bool) b
 			return false
 		}
 		seen |= 1 << f
-		d.skipSpace()
 		return fn(f)
 	})
 }
@@ -84,39 +82,16 @@ func (d *valueDecoder) stringList() ([]string, bool) {
 	if d.isNull() {
 		return nil, true
 	}
-	if d.pos >= len(d.data) || d.data[d.pos] != '[' {
-		return nil, false
-	}
-	d.pos++
 	list := []string{}
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == ']' {
-		d.pos++
-		return list, true
-	}
-	for {
-		d.skipSpace()
+	ok := d.elements(func() bool {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, false
+			return false
 		}
 		s, ok := d.goString()
-		if !ok {
-			return nil, false
-		}
 		list = append(list, s)
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, false
-		}
-		c := d.data[d.pos]
-		d.pos++
-		if c == ']' {
-			return list, true
-		}
-		if c != ',' {
-			return nil, false
-		}
-	}
+		return ok
+	})
+	return list, ok
 }
 
 // stringListMap decodes an object of string arrays, or null.
@@ -126,12 +101,11 @@ func (d *valueDecoder) stringListMap() (map[string][]string, bool) {
 	}
 	m := map[string][]string{}
 	var key string
-	ok := d.objectEntries(func(k []byte) bool {
+	ok := d.members(func(k []byte, _ int) bool {
 		key = string(k)
 		if _, dup := m[key]; dup {
 			return false
 		}
-		d.skipSpace()
 		l, ok := d.stringList()
 		if !ok || l == nil {
 			return false
@@ -140,47 +114,4 @@ func (d *valueDecoder) stringListMap() (map[string][]string, bool) {
 		return true
 	})
 	return m, ok
-}
-
-// objectEntries walks an object with arbitrary keys; fn consumes each value.
-func (d *valueDecoder) objectEntries(fn func(key []byte) bool) bool {
-	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
-		return false
-	}
-	d.pos++
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		return true
-	}
-	for {
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return false
-		}
-		key, _, ok := d.stringBytes()
-		if !ok {
-			return false
-		}
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return false
-		}
-		d.pos++
-		if !fn(key) {
-			return false
-		}
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return false
-		}
-		c := d.data[d.pos]
-		d.pos++
-		if c == '}' {
-			return true
-		}
-		if c != ',' {
-			return false
-		}
-	}
 }

@@ -153,41 +153,12 @@ func (d *valueDecoder) convertedValue(unknown, sensitive *ast.Term, path string)
 			d.items = append(d.items, [2]*ast.Term{nk, c})
 			return true
 		}
-		d.pos++
-		d.skipSpace()
-		if d.pos < len(d.data) && d.data[d.pos] == '}' {
-			d.pos++
-		} else {
-			for {
-				d.skipSpace()
-				if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-					return nil, "", false
-				}
-				k, ok := d.str(true)
-				if !ok || !seen.add(k) {
-					return nil, "", false
-				}
-				d.skipSpace()
-				if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-					return nil, "", false
-				}
-				d.pos++
-				if !add(k, true) {
-					return nil, "", false
-				}
-				d.skipSpace()
-				if d.pos >= len(d.data) {
-					return nil, "", false
-				}
-				c := d.data[d.pos]
-				d.pos++
-				if c == '}' {
-					break
-				}
-				if c != ',' {
-					return nil, "", false
-				}
-			}
+		ok := d.members(func(raw []byte, off int) bool {
+			k := d.internKey(raw, off)
+			return seen.add(k) && add(k, true)
+		})
+		if !ok {
+			return nil, "", false
 		}
 		if um != nil {
 			for _, k := range um.Keys() { // attributes unknown at plan time are absent from "after"
@@ -209,30 +180,13 @@ func (d *valueDecoder) convertedValue(unknown, sensitive *ast.Term, path string)
 			elemPath = lastSegment(path)
 		}
 		var list []*ast.Term
-		d.pos++
-		d.skipSpace()
-		if d.pos < len(d.data) && d.data[d.pos] == ']' {
-			d.pos++
-		} else {
-			for {
-				e, _, ok := d.convertedValue(elem(ul, len(list)), elem(sl, len(list)), elemPath)
-				if !ok {
-					return nil, "", false
-				}
-				list = append(list, e)
-				d.skipSpace()
-				if d.pos >= len(d.data) {
-					return nil, "", false
-				}
-				c := d.data[d.pos]
-				d.pos++
-				if c == ']' {
-					break
-				}
-				if c != ',' {
-					return nil, "", false
-				}
-			}
+		ok := d.elements(func() bool {
+			e, _, ok := d.convertedValue(elem(ul, len(list)), elem(sl, len(list)), elemPath)
+			list = append(list, e)
+			return ok
+		})
+		if !ok {
+			return nil, "", false
 		}
 		if singleBlock(path) {
 			if len(list) == 0 {
@@ -407,12 +361,11 @@ func (d *valueDecoder) moduleConfig(prefix string) ([]tfConfigured, bool) {
 			})
 			return ok
 		}
-		return d.objectEntries(func(name []byte) bool {
+		return d.members(func(name []byte, _ int) bool {
 			n := string(name)
 			if _, dup := calls[n]; dup {
 				return false
 			}
-			d.skipSpace()
 			calls[n] = []tfConfigured{}
 			return d.fields(moduleCallField, func(int) bool {
 				inner, ok := d.moduleConfig(prefix + "module." + n + ".")

@@ -125,11 +125,7 @@ func (d *valueDecoder) value(secrets bool) (*ast.Term, bool) {
 	case '[':
 		return d.array(secrets)
 	case '"':
-		s, ok := d.str(false)
-		if !ok {
-			return nil, false
-		}
-		return s, true
+		return d.str()
 	case 't':
 		return d.literal("true", ast.InternedBooleanTrue)
 	case 'f':
@@ -209,62 +205,100 @@ func smallObjectEnd(data []byte, pos, limit int) int {
 }
 
 func (d *valueDecoder) object(secrets bool) (*ast.Term, bool) {
-	d.pos++ // '{'
-	if d.depth++; d.depth > maxDepth {
-		return nil, false
-	}
 	base := len(d.items)
-	secret := false
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-	} else {
-		for {
-			d.skipSpace()
-			if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-				return nil, false
-			}
-			k, ok := d.str(true)
-			if !ok {
-				return nil, false
-			}
-			d.skipSpace()
-			if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-				return nil, false
-			}
-			d.pos++
-			v, ok := d.value(secrets)
-			if !ok {
-				return nil, false
-			}
-			if secrets && string(k.Value.(ast.String)) == secretSig {
-				secret = true
-			}
-			d.items = append(d.items, [2]*ast.Term{k, v})
-			d.skipSpace()
-			if d.pos >= len(d.data) {
-				return nil, false
-			}
-			c := d.data[d.pos]
-			d.pos++
-			if c == '}' {
-				break
-			}
-			if c != ',' {
-				return nil, false
-			}
-		}
-	}
-	d.depth--
-	items := d.items[base:]
 	defer func() { d.items = d.items[:base] }()
-	if duplicateKeys(items) {
+	secret := false
+	ok := d.members(func(raw []byte, off int) bool {
+		k := d.internKey(raw, off)
+		v, ok := d.value(secrets)
+		if !ok {
+			return false
+		}
+		if secrets && string(k.Value.(ast.String)) == secretSig {
+			secret = true
+		}
+		d.items = append(d.items, [2]*ast.Term{k, v})
+		return true
+	})
+	items := d.items[base:]
+	if !ok || duplicateKeys(items) {
 		return nil, false
 	}
 	if secret {
 		return d.term(ast.String(Secret)), true
 	}
 	return d.term(ast.NewObject(items...)), true
+}
+
+// members walks the object at the current position, calling fn for each member with its
+// key (valid until fn decodes something; off as stringBytes gives it) and the decoder at
+// its value, which fn consumes.
+func (d *valueDecoder) members(fn func(key []byte, off int) bool) bool {
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
+		return false
+	}
+	return d.container('}', func() bool {
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return false
+		}
+		key, off, ok := d.stringBytes()
+		if !ok {
+			return false
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return false
+		}
+		d.pos++
+		d.skipSpace()
+		return fn(key, off)
+	})
+}
+
+// elements walks the array at the current position, calling fn with the decoder at each
+// element, which fn consumes.
+func (d *valueDecoder) elements(fn func() bool) bool {
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != '[' {
+		return false
+	}
+	return d.container(']', fn)
+}
+
+// container walks the entries of the object or array whose opening byte is at the
+// current position, calling entry with the decoder at each (after whitespace); entries
+// are separated by commas and end with closer.
+func (d *valueDecoder) container(closer byte, entry func() bool) bool {
+	d.pos++
+	if d.depth++; d.depth > maxDepth {
+		return false
+	}
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == closer {
+		d.pos++
+		d.depth--
+		return true
+	}
+	for {
+		d.skipSpace()
+		if !entry() {
+			return false
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return false
+		}
+		c := d.data[d.pos]
+		d.pos++
+		if c == closer {
+			d.depth--
+			return true
+		}
+		if c != ',' {
+			return false
+		}
+	}
 }
 
 // duplicateKeys reports whether an object repeats a key. Keys are interned per decoder,
@@ -291,43 +325,19 @@ func duplicateKeys(items [][2]*ast.Term) bool {
 }
 
 func (d *valueDecoder) array(secrets bool) (*ast.Term, bool) {
-	d.pos++ // '['
-	if d.depth++; d.depth > maxDepth {
+	base := len(d.elems)
+	defer func() { d.elems = d.elems[:base] }()
+	ok := d.elements(func() bool {
+		v, ok := d.value(secrets)
+		d.elems = append(d.elems, v)
+		return ok
+	})
+	if !ok {
 		return nil, false
 	}
-	base := len(d.elems)
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == ']' {
-		d.pos++
-	} else {
-		for {
-			v, ok := d.value(secrets)
-			if !ok {
-				d.elems = d.elems[:base]
-				return nil, false
-			}
-			d.elems = append(d.elems, v)
-			d.skipSpace()
-			if d.pos >= len(d.data) {
-				d.elems = d.elems[:base]
-				return nil, false
-			}
-			c := d.data[d.pos]
-			d.pos++
-			if c == ']' {
-				break
-			}
-			if c != ',' {
-				d.elems = d.elems[:base]
-				return nil, false
-			}
-		}
-	}
-	d.depth--
 	// ast.NewArray keeps the slice it is given: each array gets its own.
 	elems := make([]*ast.Term, len(d.elems)-base)
 	copy(elems, d.elems[base:])
-	d.elems = d.elems[:base]
 	return d.term(ast.NewArray(elems...)), true
 }
 
@@ -361,24 +371,11 @@ func (d *valueDecoder) rawString() (raw []byte, escaped, nonASCII, ok bool) {
 	return nil, false, false, false
 }
 
-// str decodes a string; keys are always interned, values when short.
-func (d *valueDecoder) str(key bool) (*ast.Term, bool) {
+// str decodes a string value; short ones are interned.
+func (d *valueDecoder) str() (*ast.Term, bool) {
 	raw, off, ok := d.stringBytes()
 	if !ok {
 		return nil, false
-	}
-	if key {
-		slot := &d.recentKeys[internHash(raw)%uint64(len(d.recentKeys))]
-		if slot.t != nil && slot.s == string(raw) {
-			return slot.t, true
-		}
-		t, ok := d.keys[string(raw)]
-		if !ok {
-			t = ast.StringTerm(d.makeString(raw, off))
-			d.keys[string(t.Value.(ast.String))] = t
-		}
-		*slot = internSlot{string(t.Value.(ast.String)), t}
-		return t, true
 	}
 	if len(raw) == 0 {
 		return ast.InternedEmptyString, true
@@ -393,6 +390,22 @@ func (d *valueDecoder) str(key bool) (*ast.Term, bool) {
 	t := d.term(ast.String(d.makeString(raw, off)))
 	*slot = internSlot{string(t.Value.(ast.String)), t}
 	return t, true
+}
+
+// internKey returns the decoder's one term for an object key (decoded string bytes, off
+// as stringBytes gives it): equal keys are the same term.
+func (d *valueDecoder) internKey(raw []byte, off int) *ast.Term {
+	slot := &d.recentKeys[internHash(raw)%uint64(len(d.recentKeys))]
+	if slot.t != nil && slot.s == string(raw) {
+		return slot.t
+	}
+	t, ok := d.keys[string(raw)]
+	if !ok {
+		t = ast.StringTerm(d.makeString(raw, off))
+		d.keys[string(t.Value.(ast.String))] = t
+	}
+	*slot = internSlot{string(t.Value.(ast.String)), t}
+	return t
 }
 
 // internSlot is an entry of a decoder's recent-string tables.
@@ -589,54 +602,10 @@ func (d *valueDecoder) skip() bool {
 		return false
 	}
 	switch d.data[d.pos] {
-	case '{', '[':
-		closer := byte('}')
-		if d.data[d.pos] == '[' {
-			closer = ']'
-		}
-		isObject := closer == '}'
-		d.pos++
-		if d.depth++; d.depth > maxDepth {
-			return false
-		}
-		d.skipSpace()
-		if d.pos < len(d.data) && d.data[d.pos] == closer {
-			d.pos++
-			d.depth--
-			return true
-		}
-		for {
-			if isObject {
-				d.skipSpace()
-				if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-					return false
-				}
-				if _, _, ok := d.stringBytes(); !ok {
-					return false
-				}
-				d.skipSpace()
-				if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-					return false
-				}
-				d.pos++
-			}
-			if !d.skip() {
-				return false
-			}
-			d.skipSpace()
-			if d.pos >= len(d.data) {
-				return false
-			}
-			c := d.data[d.pos]
-			d.pos++
-			if c == closer {
-				d.depth--
-				return true
-			}
-			if c != ',' {
-				return false
-			}
-		}
+	case '{':
+		return d.members(func([]byte, int) bool { return d.skip() })
+	case '[':
+		return d.elements(d.skip)
 	case '"':
 		_, _, ok := d.stringBytes()
 		return ok
