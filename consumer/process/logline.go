@@ -12,15 +12,26 @@ import (
 // Log writes the result's one JSON line. extra carries what only the
 // ingress knows: http_status for push, ack_action for both.
 func (p *Processor) Log(ctx context.Context, r *Result, extra ...slog.Attr) {
-	buf := p.attrs.Get().(*[]slog.Attr)
 	now := time.Now() // the line's time and the end of latency_ms
-	attrs := r.appendAttrs((*buf)[:0], now, extra...)
-	// Both write the line before returning: the slice can be reused at once.
-	if msg := lineMessage(r.Outcome); !logging.LogAttrsAt(ctx, p.cfg.Logger, now, r.Level, msg, attrs) {
-		p.cfg.Logger.LogAttrs(ctx, r.Level, msg, attrs...)
+	msg := lineMessage(r.Outcome)
+	w := lineWriter{keys: p.keys}
+	if w.line, w.direct = logging.StartLine(ctx, p.cfg.Logger, now, r.Level, msg); w.direct {
+		r.fields(&w, now, extra)
+		if w.line.End() {
+			return
+		}
 	}
-	clear(attrs)
-	*buf = attrs[:0]
+	// slog writes the line: the logger is not logging.New's, or a field
+	// needs slog's own encoding.
+	buf := p.attrs.Get().(*[]slog.Attr)
+	w = lineWriter{keys: p.keys, attrs: (*buf)[:0]}
+	r.fields(&w, now, extra)
+	// Both write the line before returning: the slice can be reused at once.
+	if !logging.LogAttrsAt(ctx, p.cfg.Logger, now, r.Level, msg, w.attrs) {
+		p.cfg.Logger.LogAttrs(ctx, r.Level, msg, w.attrs...)
+	}
+	clear(w.attrs)
+	*buf = w.attrs[:0]
 	p.attrs.Put(buf)
 }
 
@@ -43,59 +54,164 @@ func lineMessage(outcome string) string {
 }
 
 // maxAttrs is the most attributes a result's line has before extra.
-const maxAttrs = 24
+const maxAttrs = int(numLineFields)
+
+// lineField is a field of a result's line: an index into lineKeys.
+type lineField int
+
+// The fields of a result's line, in the order they are written.
+const (
+	lfSubscription lineField = iota
+	lfMessageID
+	lfPublishTime
+	lfDeliveryAttempt
+	lfTopic
+	lfRoute
+	lfEventType
+	lfSchemaVersion
+	lfOutcome
+	lfWriteKind
+	lfDocPath
+	lfIdempotencyDoc
+	lfStoreReads
+	lfStoreWrites
+	lfLatency
+	lfErrorType
+	lfErrorCode
+	lfError
+	lfRetryable
+	numLineFields
+)
+
+// lineKeys are the names of a result's fields (see package logfields),
+// as they are and encoded for logging.Line.
+type lineKeys struct {
+	names [numLineFields]string
+	keys  [numLineFields]logging.Key
+}
+
+func newLineKeys() *lineKeys {
+	k := &lineKeys{names: [numLineFields]string{
+		lfSubscription: logfields.Subscription, lfMessageID: logfields.MessageID, lfPublishTime: logfields.PublishTime,
+		lfDeliveryAttempt: logfields.DeliveryAttempt, lfTopic: logfields.Topic, lfRoute: logfields.Route,
+		lfEventType: logfields.EventType, lfSchemaVersion: logfields.SchemaVersion, lfOutcome: logfields.Outcome,
+		lfWriteKind: logfields.WriteKind, lfDocPath: logfields.DocPath, lfIdempotencyDoc: logfields.IdempotencyDoc,
+		lfStoreReads: logfields.StoreReads, lfStoreWrites: logfields.StoreWrites, lfLatency: logfields.LatencyMS,
+		lfErrorType: logfields.ErrorType, lfErrorCode: logfields.ErrorCode, lfError: logfields.Error,
+		lfRetryable: logfields.Retryable,
+	}}
+	for i, name := range k.names {
+		k.keys[i] = logging.NewKey(name)
+	}
+	return k
+}
+
+// lineWriter takes a result's fields into line when direct is set, else
+// as attributes appended to attrs.
+type lineWriter struct {
+	keys   *lineKeys
+	direct bool
+	line   logging.Line
+	attrs  []slog.Attr
+}
+
+func (w *lineWriter) str(f lineField, v string) {
+	if w.direct {
+		w.line.String(w.keys.keys[f], v)
+		return
+	}
+	w.attrs = append(w.attrs, slog.String(w.keys.names[f], v))
+}
+
+func (w *lineWriter) int(f lineField, v int64) {
+	if w.direct {
+		w.line.Int64(w.keys.keys[f], v)
+		return
+	}
+	w.attrs = append(w.attrs, slog.Int64(w.keys.names[f], v))
+}
+
+func (w *lineWriter) float(f lineField, v float64) {
+	if w.direct {
+		w.line.Float64(w.keys.keys[f], v)
+		return
+	}
+	w.attrs = append(w.attrs, slog.Float64(w.keys.names[f], v))
+}
+
+func (w *lineWriter) bool(f lineField, v bool) {
+	if w.direct {
+		w.line.Bool(w.keys.keys[f], v)
+		return
+	}
+	w.attrs = append(w.attrs, slog.Bool(w.keys.names[f], v))
+}
+
+func (w *lineWriter) time(f lineField, v time.Time) {
+	if w.direct {
+		w.line.Time(w.keys.keys[f], v)
+		return
+	}
+	w.attrs = append(w.attrs, slog.Time(w.keys.names[f], v))
+}
+
+func (w *lineWriter) extra(a slog.Attr) {
+	if w.direct {
+		w.line.Attr(a)
+		return
+	}
+	w.attrs = append(w.attrs, a)
+}
 
 // Attrs returns the log fields of r (see package logfields), plus extra.
 func (r *Result) Attrs(extra ...slog.Attr) []slog.Attr {
-	return r.appendAttrs(make([]slog.Attr, 0, maxAttrs+len(extra)), time.Now(), extra...)
+	w := lineWriter{keys: newLineKeys(), attrs: make([]slog.Attr, 0, maxAttrs+len(extra))}
+	r.fields(&w, time.Now(), extra)
+	return w.attrs
 }
 
-// appendAttrs appends the log fields of r as of now, then extra, to a.
-func (r *Result) appendAttrs(a []slog.Attr, now time.Time, extra ...slog.Attr) []slog.Attr {
+// fields writes the log fields of r as of now, then extra, to w.
+func (r *Result) fields(w *lineWriter, now time.Time, extra []slog.Attr) {
 	if m := r.Msg; m != nil {
-		a = append(a,
-			slog.String(logfields.Subscription, m.Subscription),
-			slog.String(logfields.MessageID, m.ID),
-		)
+		w.str(lfSubscription, m.Subscription)
+		w.str(lfMessageID, m.ID)
 		if !m.PublishTime.IsZero() {
 			// A time, not its text: the JSON line is the same (RFC 3339 with
 			// nanoseconds, quoted), without formatting into a new string.
-			a = append(a, slog.Time(logfields.PublishTime, m.PublishTime.UTC()))
+			w.time(lfPublishTime, m.PublishTime.UTC())
 		}
 		if m.DeliveryAttempt > 0 {
-			a = append(a, slog.Int(logfields.DeliveryAttempt, m.DeliveryAttempt))
+			w.int(lfDeliveryAttempt, int64(m.DeliveryAttempt))
 		}
 	}
-	a = append(a,
-		slog.String(logfields.Topic, r.Topic),
-		slog.String(logfields.Route, r.Route),
-		slog.String(logfields.EventType, r.EventType),
-		slog.String(logfields.SchemaVersion, r.SchemaVersion),
-		slog.String(logfields.Outcome, r.Outcome),
-		slog.String(logfields.WriteKind, writeKind(r.WriteKind)),
-		slog.String(logfields.DocPath, r.DocPath),
-		slog.String(logfields.IdempotencyDoc, r.IdemDoc),
-		slog.Int64(logfields.StoreReads, r.Reads),
-		slog.Int64(logfields.StoreWrites, r.Writes),
-		slog.Float64(logfields.LatencyMS, float64(now.Sub(r.Started).Microseconds())/1000),
-	)
+	w.str(lfTopic, r.Topic)
+	w.str(lfRoute, r.Route)
+	w.str(lfEventType, r.EventType)
+	w.str(lfSchemaVersion, r.SchemaVersion)
+	w.str(lfOutcome, r.Outcome)
+	w.str(lfWriteKind, writeKind(r.WriteKind))
+	w.str(lfDocPath, r.DocPath)
+	w.str(lfIdempotencyDoc, r.IdemDoc)
+	w.int(lfStoreReads, r.Reads)
+	w.int(lfStoreWrites, r.Writes)
+	w.float(lfLatency, float64(now.Sub(r.Started).Microseconds())/1000)
 	if r.Err != nil {
-		a = append(a,
-			slog.String(logfields.ErrorType, r.Class.Type),
-			slog.String(logfields.ErrorCode, r.Class.Code),
-			slog.String(logfields.Error, logging.Bound(r.Err.Error())),
-			slog.Bool(logfields.Retryable, r.Class.Retryable),
-		)
+		w.str(lfErrorType, r.Class.Type)
+		w.str(lfErrorCode, r.Class.Code)
+		w.str(lfError, logging.Bound(r.Err.Error()))
+		w.bool(lfRetryable, r.Class.Retryable)
 	} else {
-		a = append(a, slog.Bool(logfields.Retryable, false))
+		w.bool(lfRetryable, false)
 		switch r.Outcome {
 		case logfields.OutcomeDuplicate:
-			a = append(a, slog.String(logfields.ErrorType, logfields.ErrorTypeDuplicate))
+			w.str(lfErrorType, logfields.ErrorTypeDuplicate)
 		case logfields.OutcomeStale:
-			a = append(a, slog.String(logfields.ErrorType, logfields.ErrorTypeStale))
+			w.str(lfErrorType, logfields.ErrorTypeStale)
 		}
 	}
-	return append(a, extra...)
+	for _, a := range extra {
+		w.extra(a)
+	}
 }
 
 func writeKind(k string) string {
