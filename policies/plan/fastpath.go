@@ -6,11 +6,11 @@ import (
 	gojson "github.com/goccy/go-json"
 )
 
-// This file is the fast path of Parse: the top level of the document is walked once, the
-// big array (preview steps, deployment.resources, Terraform resource_changes) is cut
-// into its elements, and the elements are decoded on every processor at once while it is
-// being cut, each straight to its resource with its OPA value. Whatever this path does
-// not handle exactly like the general path (a document mixing formats, a field of an
+// This file is the fast path of Parse: the top level of the document is walked once, and
+// the big array (preview steps, deployment.resources, Terraform resource_changes) is
+// decoded on every processor at once (decodeArray), each element straight to its
+// resource with its OPA value. Whatever this path does not handle exactly like the
+// general path (a document mixing formats, a field of an
 // unexpected type, a key differing only in case from a known one, a duplicate key,
 // malformed JSON, a step without op or urn, …) makes it give up, and Parse decodes the
 // document the general way, which reports the error it always reported.
@@ -34,7 +34,8 @@ const (
 func deploymentField(key []byte) int { return known(key, "resources") }
 
 // topLevel holds what the fast path reads from the top of a document: the big array
-// decoded element by element, the small fields raw.
+// decoded element by element, a Terraform configuration's references, the small fields
+// raw.
 type topLevel struct {
 	seen          uint64 // bit f: field f is present
 	steps         []decodedStep

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // Fixtures end in .txt so that `opa test policies/` does not load them as policy data.
@@ -188,5 +190,36 @@ func TestLinesFirstMention(t *testing.T) {
 	want := map[string]int{"ab": 2, `c"d`: 4, "e": 5}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Lines = %v, want %v", got, want)
+	}
+}
+
+func TestValueFollowsTheFields(t *testing.T) {
+	p := load(t, "preview_show_sames.json.txt")
+	r := find(t, p, subURN)
+	first := r.Value()
+	if r.Value() != first {
+		t.Error("an unchanged resource's value is built again")
+	}
+	get := func(v ast.Value, key string) *ast.Term { return v.(ast.Object).Get(ast.StringTerm(key)) }
+	if got := get(first, "urn"); got == nil || got.Value.Compare(ast.String(subURN)) != 0 {
+		t.Fatalf("urn = %v", got)
+	}
+	// Edits to the properties' copy do not reach the rules' input.
+	r.Properties()["topic"] = "changed"
+	if got := get(get(r.Value(), "properties").Value, "topic"); got.Value.Compare(ast.String(Unknown)) != 0 {
+		t.Errorf("properties.topic = %v after editing a copy", got)
+	}
+	r.URN = "urn:pulumi:prod::eventpipe::gcp:pubsub/subscription:Subscription::renamed"
+	r.Dependencies = []string{"a"}
+	r.PropertyDependencies = map[string][]string{"topic": {"a"}}
+	v := r.Value()
+	if get(v, "urn").Value.Compare(ast.String(r.URN)) != 0 {
+		t.Errorf("urn = %v after the field changed", get(v, "urn"))
+	}
+	if got := get(v, "dependencies").Value; got.Compare(ast.NewArray(ast.StringTerm("a"))) != 0 {
+		t.Errorf("dependencies = %v", got)
+	}
+	if got := get(get(v, "propertyDependencies").Value, "topic"); got.Value.Compare(ast.NewArray(ast.StringTerm("a"))) != 0 {
+		t.Errorf("propertyDependencies.topic = %v", got)
 	}
 }

@@ -32,8 +32,8 @@ type valueDecoder struct {
 	elems        []*ast.Term
 	depth        int
 	scratch      []byte
-	// text, when set, is data as a string: strings without escapes are cut from it
-	// rather than copied one by one.
+	// text, when set, is the start of data as a string: strings without escapes that lie
+	// in it are cut from it rather than copied one by one.
 	text string
 	// slab hands out terms in blocks rather than one allocation each.
 	slab []ast.Term
@@ -44,16 +44,15 @@ type valueDecoder struct {
 	renamed map[*ast.Term]*ast.Term
 }
 
-// maxDepth bounds nesting as encoding/json does.
-const maxDepth = 10000
+// maxDepth bounds nesting within one decoded value, well under encoding/json's limit
+// (10000): a deeper document is left to the general path, whatever the depth it starts at.
+const maxDepth = 1000
 
 // maxInternedLen is the longest string value the decoder interns.
 const maxInternedLen = 24
 
 func newValueDecoder() *valueDecoder {
-	d := &valueDecoder{keys: make(map[string]*ast.Term, 64)}
-	d.keys[secretSig] = ast.StringTerm(secretSig)
-	return d
+	return &valueDecoder{keys: make(map[string]*ast.Term, 64)}
 }
 
 // reset points the decoder at a new document range.
