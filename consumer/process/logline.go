@@ -59,7 +59,7 @@ const maxAttrs = int(numLineFields)
 // lineField is a field of a result's line: an index into lineKeys.
 type lineField int
 
-// The fields of a result's line, in the order they are written.
+// The fields of a result's line (Result.fields writes them).
 const (
 	lfSubscription lineField = iota
 	lfMessageID
@@ -123,7 +123,7 @@ func (w *lineWriter) str(f lineField, v string) {
 	w.attrs = append(w.attrs, slog.String(w.keys.names[f], v))
 }
 
-func (w *lineWriter) int(f lineField, v int64) {
+func (w *lineWriter) integer(f lineField, v int64) {
 	if w.direct {
 		w.line.Int64(w.keys.keys[f], v)
 		return
@@ -131,7 +131,7 @@ func (w *lineWriter) int(f lineField, v int64) {
 	w.attrs = append(w.attrs, slog.Int64(w.keys.names[f], v))
 }
 
-func (w *lineWriter) float(f lineField, v float64) {
+func (w *lineWriter) number(f lineField, v float64) {
 	if w.direct {
 		w.line.Float64(w.keys.keys[f], v)
 		return
@@ -139,7 +139,7 @@ func (w *lineWriter) float(f lineField, v float64) {
 	w.attrs = append(w.attrs, slog.Float64(w.keys.names[f], v))
 }
 
-func (w *lineWriter) bool(f lineField, v bool) {
+func (w *lineWriter) boolean(f lineField, v bool) {
 	if w.direct {
 		w.line.Bool(w.keys.keys[f], v)
 		return
@@ -147,7 +147,7 @@ func (w *lineWriter) bool(f lineField, v bool) {
 	w.attrs = append(w.attrs, slog.Bool(w.keys.names[f], v))
 }
 
-func (w *lineWriter) time(f lineField, v time.Time) {
+func (w *lineWriter) timestamp(f lineField, v time.Time) {
 	if w.direct {
 		w.line.Time(w.keys.keys[f], v)
 		return
@@ -178,10 +178,10 @@ func (r *Result) fields(w *lineWriter, now time.Time, extra []slog.Attr) {
 		if !m.PublishTime.IsZero() {
 			// A time, not its text: the JSON line is the same (RFC 3339 with
 			// nanoseconds, quoted), without formatting into a new string.
-			w.time(lfPublishTime, m.PublishTime.UTC())
+			w.timestamp(lfPublishTime, m.PublishTime.UTC())
 		}
 		if m.DeliveryAttempt > 0 {
-			w.int(lfDeliveryAttempt, int64(m.DeliveryAttempt))
+			w.integer(lfDeliveryAttempt, int64(m.DeliveryAttempt))
 		}
 	}
 	w.str(lfTopic, r.Topic)
@@ -192,16 +192,16 @@ func (r *Result) fields(w *lineWriter, now time.Time, extra []slog.Attr) {
 	w.str(lfWriteKind, writeKind(r.WriteKind))
 	w.str(lfDocPath, r.DocPath)
 	w.str(lfIdempotencyDoc, r.IdemDoc)
-	w.int(lfStoreReads, r.Reads)
-	w.int(lfStoreWrites, r.Writes)
-	w.float(lfLatency, float64(now.Sub(r.Started).Microseconds())/1000)
+	w.integer(lfStoreReads, r.Reads)
+	w.integer(lfStoreWrites, r.Writes)
+	w.number(lfLatency, float64(now.Sub(r.Started).Microseconds())/1000)
 	if r.Err != nil {
 		w.str(lfErrorType, r.Class.Type)
 		w.str(lfErrorCode, r.Class.Code)
 		w.str(lfError, logging.Bound(r.Err.Error()))
-		w.bool(lfRetryable, r.Class.Retryable)
+		w.boolean(lfRetryable, r.Class.Retryable)
 	} else {
-		w.bool(lfRetryable, false)
+		w.boolean(lfRetryable, false)
 		switch r.Outcome {
 		case logfields.OutcomeDuplicate:
 			w.str(lfErrorType, logfields.ErrorTypeDuplicate)
