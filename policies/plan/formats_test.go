@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -137,25 +138,32 @@ func snake(s string) string {
 
 func TestFastPathMatchesGeneralPathOnEveryFormat(t *testing.T) {
 	for _, format := range []Format{FormatPreview, FormatExport, FormatTerraform} {
-		t.Run(string(format), func(t *testing.T) {
-			fast, ok, general, err := parseBoth(t, string(generated(t, format, 1000)))
-			if !ok {
-				t.Fatal("the fast path gave up on a well-formed document")
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(fast.Resources) != 1000 || fast.Format != format {
-				t.Fatalf("%s with %d resources, want %s with 1000", fast.Format, len(fast.Resources), format)
-			}
-			sameResult(t, fast, general)
-			links := 0
-			for _, r := range fast.Resources {
-				links += len(r.PropertyDependencies)
-			}
-			if links == 0 {
-				t.Error("no resource has property dependencies: the links were lost")
-			}
-		})
+		indented := generated(t, format, 1000)
+		var compact bytes.Buffer // as terraform show -json prints it
+		if err := json.Compact(&compact, indented); err != nil {
+			t.Fatal(err)
+		}
+		for layout, doc := range map[string][]byte{"indented": indented, "compact": compact.Bytes()} {
+			t.Run(string(format)+"/"+layout, func(t *testing.T) {
+				fast, ok, general, err := parseBoth(t, string(doc))
+				if !ok {
+					t.Fatal("the fast path gave up on a well-formed document")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(fast.Resources) != 1000 || fast.Format != format {
+					t.Fatalf("%s with %d resources, want %s with 1000", fast.Format, len(fast.Resources), format)
+				}
+				sameResult(t, fast, general)
+				links := 0
+				for _, r := range fast.Resources {
+					links += len(r.PropertyDependencies)
+				}
+				if links == 0 {
+					t.Error("no resource has property dependencies: the links were lost")
+				}
+			})
+		}
 	}
 }

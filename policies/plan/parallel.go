@@ -138,8 +138,12 @@ func decodeSegments[T any](data, sig []byte, rest, workers int, fn func(d *value
 	}
 	var (
 		claim atomic.Int64
-		wg    sync.WaitGroup
+		// closed is the first segment found to end the array: the ones after it were
+		// guessed past its end and are left, or abandoned.
+		closed atomic.Int64
+		wg     sync.WaitGroup
 	)
+	closed.Store(int64(len(segs)))
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
@@ -147,10 +151,14 @@ func decodeSegments[T any](data, sig []byte, rest, workers int, fn func(d *value
 			d := newValueDecoder()
 			for {
 				k := int(claim.Add(1)) - 1
-				if k >= len(segs) {
+				if k >= len(segs) || int64(k) > closed.Load() {
 					return
 				}
-				decodeSegment(d, data, &segs[k], fn)
+				decodeSegment(d, data, &segs[k], fn, func() bool { return int64(k) > closed.Load() })
+				if segs[k].closed {
+					for c := closed.Load(); int64(k) < c && !closed.CompareAndSwap(c, int64(k)); c = closed.Load() {
+					}
+				}
 			}
 		}()
 	}
@@ -181,13 +189,13 @@ func decodeSegments[T any](data, sig []byte, rest, workers int, fn func(d *value
 }
 
 // decodeSegment decodes the elements of one segment: it ends where the next segment
-// starts, or at the array's ']'.
-func decodeSegment[T any](d *valueDecoder, data []byte, sg *segment[T], fn func(d *valueDecoder, out *T) bool) {
+// starts, or at the array's ']', or early (not ok) once abandoned reports true.
+func decodeSegment[T any](d *valueDecoder, data []byte, sg *segment[T], fn func(d *valueDecoder, out *T) bool, abandoned func() bool) {
 	d.reset(data[sg.start:])
 	if sg.next > sg.start {
 		d.text = string(data[sg.start:sg.next])
 	}
-	for {
+	for !abandoned() {
 		var out T
 		if !fn(d, &out) {
 			return
