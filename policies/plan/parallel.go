@@ -61,7 +61,8 @@ func decodeArray[T any](data []byte, pos int, fn func(d *valueDecoder, out *T) b
 			second = d.pos - 1
 		}
 		if len(results) == minPerWorker && workers > 1 {
-			if rest, end, ok := decodeSegments(data, elementSignature(data[second:]), d.pos, workers, fn); ok {
+			perElement := (d.pos - pos) / minPerWorker
+			if rest, end, ok := decodeSegments(data, elementSignature(data[second:]), d.pos, workers, perElement, fn); ok {
 				return append(results, rest...), end, true
 			}
 		}
@@ -107,8 +108,9 @@ type segment[T any] struct {
 }
 
 // decodeSegments decodes the rest of an array, from rest on, in segments guessed by the
-// elements' signature sig; see decodeArray.
-func decodeSegments[T any](data, sig []byte, rest, workers int, fn func(d *valueDecoder, out *T) bool) ([]T, int, bool) {
+// elements' signature sig; see decodeArray. perElement, the first elements' average
+// length, sizes each segment's results.
+func decodeSegments[T any](data, sig []byte, rest, workers, perElement int, fn func(d *valueDecoder, out *T) bool) ([]T, int, bool) {
 	if sig == nil {
 		return nil, 0, false
 	}
@@ -134,6 +136,7 @@ func decodeSegments[T any](data, sig []byte, rest, workers int, fn func(d *value
 		segs[k] = segment[T]{start: s, next: -1}
 		if k+1 < len(starts) {
 			segs[k].next = starts[k+1]
+			segs[k].out = make([]T, 0, (starts[k+1]-s)/max(perElement, 1)+8)
 		}
 	}
 	var (

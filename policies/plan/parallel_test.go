@@ -119,7 +119,7 @@ func trySegments(data []byte, pos int) ([]*ast.Term, int, bool) {
 		}
 		d.pos++
 	}
-	return decodeSegments(data, elementSignature(data[second:]), d.pos, 4, fn)
+	return decodeSegments(data, elementSignature(data[second:]), d.pos, 4, (d.pos-pos)/minPerWorker, fn)
 }
 
 func TestDecodeArrayRejectsMalformedArrays(t *testing.T) {

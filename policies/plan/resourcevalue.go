@@ -76,32 +76,69 @@ func cacheValue(d *valueDecoder, r *Resource) {
 // buildValue builds the value Value returns, with decoder d's interned keys and term slab
 // (nil: plain allocations).
 func buildValue(d *valueDecoder, r *Resource) ast.Value {
-	str := func(s string) *ast.Term { return d.term(ast.String(s)) }
+	// The URNs of propertyDependencies are among the dependencies: one term serves both.
 	deps := make([]*ast.Term, len(r.Dependencies))
 	for i, dep := range r.Dependencies {
-		deps[i] = str(dep)
+		deps[i] = d.term(ast.String(dep))
+	}
+	urn := func(u string) *ast.Term {
+		for i, dep := range r.Dependencies {
+			if dep == u {
+				return deps[i]
+			}
+		}
+		return d.term(ast.String(u))
 	}
 	pdeps := make([][2]*ast.Term, 0, len(r.PropertyDependencies))
 	for k, urns := range r.PropertyDependencies {
 		l := make([]*ast.Term, len(urns))
 		for i, u := range urns {
-			l[i] = str(u)
+			l[i] = urn(u)
 		}
 		pdeps = append(pdeps, [2]*ast.Term{d.key(k), d.term(ast.NewArray(l...))})
 	}
+	keys := d.inputKeys()
 	items := make([][2]*ast.Term, 0, 7)
 	items = append(items,
-		[2]*ast.Term{d.key("urn"), str(r.URN)},
-		[2]*ast.Term{d.key("type"), d.key(r.Type)},
-		[2]*ast.Term{d.key("name"), str(r.Name)},
-		[2]*ast.Term{d.key("properties"), d.term(r.PropertiesValue())},
-		[2]*ast.Term{d.key("dependencies"), d.term(ast.NewArray(deps...))},
-		[2]*ast.Term{d.key("propertyDependencies"), d.term(ast.NewObject(pdeps...))},
+		[2]*ast.Term{keys[inputURN], d.term(ast.String(r.URN))},
+		[2]*ast.Term{keys[inputType], d.key(r.Type)},
+		[2]*ast.Term{keys[inputName], d.term(ast.String(r.Name))},
+		[2]*ast.Term{keys[inputProperties], d.term(r.PropertiesValue())},
+		[2]*ast.Term{keys[inputDependencies], d.term(ast.NewArray(deps...))},
+		[2]*ast.Term{keys[inputPropertyDependencies], d.term(ast.NewObject(pdeps...))},
 	)
 	if r.ID != "" {
-		items = append(items, [2]*ast.Term{d.key("id"), str(r.ID)})
+		items = append(items, [2]*ast.Term{keys[inputID], d.term(ast.String(r.ID))})
 	}
 	return ast.NewObject(items...)
+}
+
+// The keys of a resource's input object, as inputKeys numbers them.
+const (
+	inputURN = iota
+	inputType
+	inputName
+	inputProperties
+	inputDependencies
+	inputPropertyDependencies
+	inputID
+)
+
+// inputKeys returns the terms of the keys of a resource's input object, made once per
+// decoder (each time for a nil decoder).
+func (d *valueDecoder) inputKeys() *[7]*ast.Term {
+	if d != nil && d.resourceKeys[0] != nil {
+		return &d.resourceKeys
+	}
+	var keys [7]*ast.Term
+	for i, k := range []string{"urn", "type", "name", "properties", "dependencies", "propertyDependencies", "id"} {
+		keys[i] = d.key(k)
+	}
+	if d == nil {
+		return &keys
+	}
+	d.resourceKeys = keys
+	return &d.resourceKeys
 }
 
 // setProperties converts each resource's properties map to OPA's value form, on every

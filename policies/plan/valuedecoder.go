@@ -40,6 +40,8 @@ type valueDecoder struct {
 	// shared holds the small objects decoded so far by their text (with and without
 	// secret normalisation), see sharedObject.
 	shared [2]map[string]*ast.Term
+	// resourceKeys are the keys of a resource's input object (see inputKeys).
+	resourceKeys [7]*ast.Term
 	// renamed caches the pulumi-gcp name of each Terraform attribute key.
 	renamed map[*ast.Term]*ast.Term
 }
