@@ -4,6 +4,10 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
+// The fast path for Pulumi documents (preview steps, stack-export resources): each
+// element is decoded into its resource with fromPreview's and fromExport's rules, its
+// inputs straight into OPA values with Pulumi's serialised secrets replaced by Secret.
+
 // stepField and stateField number the keys the general path decodes in a preview step
 // (previewStep) and in a resource state (pulumiState); see known.
 func stepField(key []byte) int { return known(key, "op", "urn", "newState", "oldState") }
