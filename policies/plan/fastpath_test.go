@@ -220,3 +220,21 @@ func FuzzFastPath(f *testing.F) {
 		sameResult(t, fast, general)
 	})
 }
+
+// TestTerraformMapKeysKeepTheirNames checks that the keys of map attributes (label names)
+// are not renamed like attributes, on both paths: the rules read labels.eventpipe_role.
+func TestTerraformMapKeysKeepTheirNames(t *testing.T) {
+	doc := terraformWith(`{"labels": {"eventpipe_role": "dlq", "eventpipe_env": "prod"}, "push_config": [{"attributes": {"x_goog_version": "v1"}}]}`, `{}`, `{}`)
+	fast, ok, general, err := parseBoth(t, doc)
+	if !ok || err != nil {
+		t.Fatalf("fast path took it: %v; general path: %v", ok, err)
+	}
+	for name, p := range map[string]*Plan{"fast": fast, "general": general} {
+		props := find(t, p, "google_pubsub_subscription.s").Properties()
+		labels, _ := props["labels"].(map[string]any)
+		attrs, _ := props["pushConfig"].(map[string]any)["attributes"].(map[string]any)
+		if labels["eventpipe_role"] != "dlq" || labels["eventpipe_env"] != "prod" || attrs["x_goog_version"] != "v1" {
+			t.Errorf("%s path: labels %v, push attributes %v", name, labels, attrs)
+		}
+	}
+}

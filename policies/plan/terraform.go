@@ -53,6 +53,16 @@ func singleBlock(path string) bool {
 	return false
 }
 
+// mapAttribute reports whether the attribute at a dotted camelCase path is a map (of
+// user-chosen keys, such as label names), whose keys pulumi-gcp keeps as they are.
+func mapAttribute(path string) bool {
+	switch lastSegment(path) {
+	case "labels", "effectiveLabels", "terraformLabels", "pulumiLabels", "annotations", "effectiveAnnotations", "attributes", "limits":
+		return true
+	}
+	return false
+}
+
 // pulumiName is the pulumi-gcp name of a Terraform attribute: camelCase, with the plural
 // names pulumi-gcp gives repeated blocks.
 func pulumiName(attr string) string {
@@ -337,6 +347,9 @@ func convert(v, unknown, sensitive any, path string) any {
 		}
 		for k := range keys {
 			name := pulumiName(k)
+			if mapAttribute(path) {
+				name = k
+			}
 			child := name
 			if path != "" {
 				child = path + "." + name

@@ -131,7 +131,10 @@ func (d *valueDecoder) convertedValue(unknown, sensitive *ast.Term, path string)
 		defer func() { d.items = d.items[:base] }()
 		var seen keySet
 		add := func(k *ast.Term, present bool) bool {
-			nk := d.pulumiKey(k)
+			nk := k
+			if !mapAttribute(path) {
+				nk = d.pulumiKey(k)
+			}
 			name := string(nk.Value.(ast.String))
 			child := name
 			if path != "" {
