@@ -246,7 +246,9 @@ func filterOf(st *stmt) *scanFilter {
 			}
 			if p, ok := derived[s.a.local]; ok {
 				derived[s.target] = p
-			} else if s.a.local != st.key {
+			} else if s.a.local == st.key {
+				delete(derived, s.target) // the key is not derived from the element
+			} else {
 				return nil
 			}
 			delete(consts, s.target)

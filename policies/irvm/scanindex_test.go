@@ -117,3 +117,41 @@ func BenchmarkGroupBy(b *testing.B) {
 		}
 	}
 }
+
+// TestFilterOf recognises filtering scans and refuses look-alikes: a comparison with a
+// local the block writes, with the scan key, or with a local the key overwrote.
+func TestFilterOf(t *testing.T) {
+	zero := ast.InternedTerm(0)
+	const key, val, outer = 3, 4, 2
+	scan := func(body ...stmt) *stmt {
+		return &stmt{op: opScan, target: 1, key: key, value: val, block: &block{stmts: body}}
+	}
+	assign := func(src, dst int) stmt { return stmt{op: opAssignVar, a: operand{local: src}, target: dst} }
+	cases := []struct {
+		name string
+		scan *stmt
+		path string // "" when not a filter
+	}{
+		{"p[0] == outer", scan(assign(key, 5), assign(val, 6), stmt{op: opMakeNumber, term: zero, target: 7},
+			stmt{op: opDot, a: operand{local: 6}, b: operand{local: 7}, target: 8},
+			stmt{op: opEqual, a: operand{local: 8}, b: operand{local: outer}}), "[0]"},
+		{"element == constant", scan(assign(val, 6), stmt{op: opEqual, a: operand{local: -1, term: ast.StringTerm("x")}, b: operand{local: 6}}), "[]"},
+		{"outer written in the block", scan(assign(val, 6), stmt{op: opEqual, a: operand{local: 6}, b: operand{local: outer}},
+			assign(val, outer)), ""},
+		{"key compared", scan(assign(key, 5), stmt{op: opEqual, a: operand{local: 5}, b: operand{local: outer}}), ""},
+		{"derived local overwritten by the key", scan(assign(val, 6), assign(key, 6),
+			stmt{op: opEqual, a: operand{local: 6}, b: operand{local: outer}}), ""},
+		{"other statement first", scan(stmt{op: opMakeObject, target: 9}, assign(val, 6),
+			stmt{op: opEqual, a: operand{local: 6}, b: operand{local: outer}}), ""},
+	}
+	for _, tc := range cases {
+		f := filterOf(tc.scan)
+		got := ""
+		if f != nil {
+			got = f.pathKey
+		}
+		if got != tc.path {
+			t.Errorf("%s: filter path %q, want %q", tc.name, got, tc.path)
+		}
+	}
+}
