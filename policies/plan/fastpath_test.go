@@ -208,6 +208,7 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 func FuzzFastPath(f *testing.F) {
 	f.Add(previewWith(`{"a": [1, 2.5, "x\n", {"b": null}], "c": true}`))
 	f.Add(`{"version": 3, "deployment": {"resources": [{"urn": "u::n", "type": "t", "inputs": {"a": 1}}]}}`)
+	f.Add(terraformWith(`{"name": "s", "labels": {"a_b": "c"}, "retry_policy": [{"minimum_backoff": "10s"}]}`, `{"topic": true}`, `{"name": true}`))
 	f.Fuzz(func(t *testing.T, doc string) {
 		fast, ok := parseFast([]byte(doc))
 		if !ok {
