@@ -130,6 +130,29 @@ func TestHandlerLevelAndConcurrentLines(t *testing.T) {
 // moments differ in.
 var timeField = regexp.MustCompile(`^\{"time":"[^"]*",`)
 
+// derivation derives a logger from New's, as callers do; declined says
+// whether the fast path under test leaves its lines to slog.
+type derivation struct {
+	name     string
+	fn       func(*slog.Logger) *slog.Logger
+	declined bool
+}
+
+// derivations are the ways loggers are derived, with the names in
+// declined marked declined.
+func derivations(declined map[string]bool) []derivation {
+	ds := []derivation{
+		{name: "plain", fn: func(l *slog.Logger) *slog.Logger { return l }},
+		{name: "with", fn: func(l *slog.Logger) *slog.Logger { return l.With("service", "api", "n", 3) }},
+		{name: "with any", fn: func(l *slog.Logger) *slog.Logger { return l.With("err", errors.New("e")) }},
+		{name: "group", fn: func(l *slog.Logger) *slog.Logger { return l.WithGroup("req") }},
+	}
+	for i := range ds {
+		ds[i].declined = declined[ds[i].name]
+	}
+	return ds
+}
+
 // TestLogAttrsWritesWhatLoggerWrites compares LogAttrs's lines with those
 // of slog.Logger.LogAttrs on the same logger (time values aside), for
 // attributes the fast path encodes and attributes it leaves to slog, and
@@ -142,18 +165,8 @@ func TestLogAttrsWritesWhatLoggerWrites(t *testing.T) {
 		{slog.String("a", "x"), slog.Any("error", errors.New("boom"))},
 		{slog.Group("g", slog.String("a", "b")), slog.Any("lv", loggable{}), {}, slog.Group("empty")},
 	}
-	derive := []struct {
-		name     string
-		fn       func(*slog.Logger) *slog.Logger
-		declined bool
-	}{
-		{"plain", func(l *slog.Logger) *slog.Logger { return l }, false},
-		{"with", func(l *slog.Logger) *slog.Logger { return l.With("service", "api", "n", 3) }, false},
-		{"with any", func(l *slog.Logger) *slog.Logger { return l.With("err", errors.New("e")) }, false},
-		{"group", func(l *slog.Logger) *slog.Logger { return l.WithGroup("req") }, true},
-	}
 	ctx := context.Background()
-	for _, d := range derive {
+	for _, d := range derivations(map[string]bool{"group": true}) {
 		for _, lvl := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelError, LevelCritical} {
 			for i, as := range attrSets {
 				var want, got bytes.Buffer

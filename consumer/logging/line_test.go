@@ -48,18 +48,8 @@ func TestLineWritesWhatSlogWrites(t *testing.T) {
 		{[]slog.Attr{slog.Time("y10k", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))}, true},
 		{[]slog.Attr{slog.String("msg", "special key")}, true},
 	}
-	derive := []struct {
-		name     string
-		fn       func(*slog.Logger) *slog.Logger
-		declined bool
-	}{
-		{"plain", func(l *slog.Logger) *slog.Logger { return l }, false},
-		{"with", func(l *slog.Logger) *slog.Logger { return l.With("service", "api", "n", 3) }, false},
-		{"with any", func(l *slog.Logger) *slog.Logger { return l.With("err", errors.New("e")) }, true},
-		{"group", func(l *slog.Logger) *slog.Logger { return l.WithGroup("req") }, true},
-	}
 	ctx := context.Background()
-	for _, d := range derive {
+	for _, d := range derivations(map[string]bool{"with any": true, "group": true}) {
 		for _, lvl := range []slog.Level{slog.LevelDebug, slog.LevelInfo, LevelCritical} {
 			for i, set := range attrSets {
 				var want, got bytes.Buffer
