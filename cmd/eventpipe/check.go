@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -52,11 +53,11 @@ func newCheckCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A check is a short-lived process that holds the plan several times over
 			// (JSON, Go values, OPA values) and then exits: it collects no garbage until its
-			// heap nears a ceiling (gcCeiling), raised once the input's size is known.
-			// GOGC or GOMEMLIMIT, when set, decide instead.
-			if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+			// heap nears gcCeiling, unless the input turns out too big for that (see
+			// readPlan). GOGC or GOMEMLIMIT, when set, decide instead.
+			if gcTuned() {
 				debug.SetGCPercent(-1)
-				debug.SetMemoryLimit(gcCeiling(0))
+				debug.SetMemoryLimit(gcCeiling)
 			}
 			return runCheck(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, opts)
 		},
@@ -166,13 +167,33 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	return nil
 }
 
-// gcCeiling is the heap size at which a check starts collecting garbage, for an input of
-// size bytes: 1 GiB, or 40 times the input (a 10 MB preview of 10,000 resources peaks
-// at about 200 MB). Under it, collecting would only cost time: measured on that preview,
-// no collection takes about 10 % less CPU than collecting at 5x the live heap (GOGC=400),
-// for about 10 % more peak memory.
-func gcCeiling(size int) int64 {
-	return max(1<<30, 40*int64(size))
+// gcCeiling is the heap size at which a check starts collecting garbage. Under it,
+// collecting would only cost time: measured on a 10 MB preview of 10,000 resources (peak
+// heap about 200 MB), no collection takes about 10 % less CPU than collecting at 5x the
+// live heap (GOGC=400), for about 10 % more peak memory.
+const gcCeiling = 1 << 30
+
+// gcInputFactor is how many times its input's size a check's heap may grow to; an input
+// for which that passes gcCeiling (over about 25 MB) is checked with the garbage collector
+// at Go's defaults, so the heap follows the live data instead of a fixed ceiling the live
+// data could exceed.
+const gcInputFactor = 40
+
+// gcTuned reports whether eventpipe sets the garbage collector: not when GOGC or
+// GOMEMLIMIT says how to run it.
+func gcTuned() bool {
+	return os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == ""
+}
+
+// gcForInput returns the collector to Go's defaults when an input of size bytes is too big
+// to check without collecting under gcCeiling. It reports whether it did.
+func gcForInput(size int) bool {
+	if !gcTuned() || gcInputFactor*int64(size) <= gcCeiling {
+		return false
+	}
+	debug.SetGCPercent(100)
+	debug.SetMemoryLimit(math.MaxInt64)
+	return true
 }
 
 // buildVersion is the eventpipe module version the binary was built from ("(devel)" for a
@@ -208,9 +229,7 @@ func readPlan(stdin io.Reader, name string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading plan: %w", err)
 	}
-	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(gcCeiling(len(data)))
-	}
+	gcForInput(len(data))
 	// The lines are found while the plan is parsed.
 	found := make(chan map[string]int, 1)
 	go func() { found <- plan.Lines(data, 0) }()
