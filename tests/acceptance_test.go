@@ -95,8 +95,8 @@ func duplicatePublish(t *testing.T, bin, url string) {
 	p.pushUntil(t, envelopeFor(t, pushTo, "m-2", ev, 1), "duplicate") // republished
 	p.pushUntil(t, envelopeFor(t, pushTo, "m-1", ev, 2), "duplicate") // redelivered
 	p.pushUntil(t, envelopeFor(t, pushTo, "m-3", ev, 1), "duplicate") // restarted publisher, again
-	p.stop(t)                                                         // output is complete once the process has exited
-	if n := len(linesWith(p.out.Lines(), "outcome", "applied")); n != 1 {
+	p.Stop(t)                                                         // output is complete once the process has exited
+	if n := len(linesWith(p.Lines(), "outcome", "applied")); n != 1 {
 		t.Errorf("%d applied log lines, want 1", n)
 	}
 	k := serviceKey(t, "svc-dup")
@@ -201,7 +201,7 @@ func workerCrash(t *testing.T, bin string, b backend) {
 			if _, _, err := p.push(body); err == nil {
 				t.Fatal("the push was answered; the process should have died at the failpoint")
 			}
-			p.waitKilled(t)
+			p.WaitKilled(t)
 			if calls, _ := d.snapshot(); len(calls) != tc.callsBefore {
 				t.Fatalf("%d action calls before the crash, want %d", len(calls), tc.callsBefore)
 			}
@@ -242,13 +242,13 @@ func projectionCrash(t *testing.T, bin string, b backend) {
 			if _, _, err := p.push(envelopeFor(t, pushTo, "m-crash", ev, 1)); err == nil {
 				t.Fatal("the push was answered; the process should have died at the failpoint")
 			}
-			p.waitKilled(t)
+			p.WaitKilled(t)
 			q := startProc(t, bin, env)
 			if got := q.pushUntil(t, envelopeFor(t, pushTo, "m-crash", ev, 2), "applied", "duplicate"); got != tc.redelivery {
 				t.Errorf("redelivery after the kill: %s, want %s", got, tc.redelivery)
 			}
 			q.pushUntil(t, envelopeFor(t, pushTo, "m-crash", ev, 3), "duplicate")
-			q.stop(t)
+			q.Stop(t)
 			k := serviceKey(t, "svc-crash")
 			doc, ok := readDocs(t, url, k)[k]
 			if !ok || doc.Fields["status"] != "healthy" || fmt.Sprint(doc.Fields["sequence"]) != "7" {
@@ -276,7 +276,7 @@ func outOfOrder(t *testing.T, bin, url string) {
 	if counts["applied"]+counts["stale_ignored"] != n || counts["stale_ignored"] == 0 {
 		t.Errorf("outcomes %v for %d shuffled events, want some stale and all accounted for", counts, n)
 	}
-	p.stop(t)
+	p.Stop(t)
 	k := serviceKey(t, "svc-order")
 	if doc := readDocs(t, url, k)[k]; doc.Fields["status"] != fmt.Sprintf("s%d", n) {
 		t.Errorf("converged doc %v, want the newest event (s%d)", doc.Fields, n)
@@ -321,7 +321,7 @@ func retryAfterMarkFailed(t *testing.T, bin, url string) {
 	if len(after) != len(before) || len(after) != 5 {
 		t.Errorf("action calls %d then %d, want 2 (sha-ok) + 3 (sha-bad) and none after poison", len(before), len(after))
 	}
-	p.stop(t)
+	p.Stop(t)
 	k := store.Key{Collection: "eventpipe_poison", ID: itEnv + "__e-sha-bad"}
 	if _, ok := readDocs(t, url, k)[k]; !ok {
 		t.Errorf("no poison audit record %s", k)
@@ -339,7 +339,7 @@ func normalisation(t *testing.T, bin, url string) {
 		p.pushUntil(t, envelopeFor(t, pushTo, fmt.Sprintf("m-norm-%d", i), ev, 1), "applied")
 		groups[keys.Fold(id)] = id
 	}
-	p.stop(t)
+	p.Stop(t)
 	var ks []store.Key
 	distinct := map[string]bool{}
 	for _, id := range raw {
@@ -388,8 +388,8 @@ func concurrentDelivery(t *testing.T, bin, url string) {
 	if calls, _ := d.snapshot(); len(calls) != 1 {
 		t.Errorf("action called %d times, want once", len(calls))
 	}
-	a.stop(t)
-	b.stop(t)
+	a.Stop(t)
+	b.Stop(t)
 	// The same for a projection: 16 concurrent deliveries of one event split
 	// over two processes with the default routes: exactly one applies it.
 	env = map[string]string{"EVENTPIPE_STORE": url, "EVENTPIPE_ENV": itEnv}
@@ -449,8 +449,8 @@ func registryOutage(t *testing.T, bin string, b backend) {
 	}
 	resumed = true
 	p.pushUntil(t, body, "applied")
-	p.stop(t)
-	line := linesWith(p.out.Lines(), "messageId", "m-during", "outcome", "retry")
+	p.Stop(t)
+	line := linesWith(p.Lines(), "messageId", "m-during", "outcome", "retry")
 	if len(line) == 0 || line[0]["error_type"] != "transient" || line[0]["retryable"] != true || line[0]["error_code"] == "" {
 		t.Errorf("outage log line %v, want error_type transient, retryable, an error_code", line)
 	} else {

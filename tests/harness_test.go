@@ -11,14 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +29,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
 	"github.com/eventpipe/eventpipe/devpipe"
+	"github.com/eventpipe/eventpipe/internal/proctest"
 )
 
 // stageDir keeps what test-structure stages save between runs, so that
@@ -66,55 +63,8 @@ func buildConsumer(t *testing.T) string {
 
 // proc is one running consumer process.
 type proc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	url  string
-	out  *lineLog
-	done chan struct{}
-	err  error
-}
-
-// lineLog collects a process's output lines; safe for concurrent use.
-type lineLog struct {
-	mu    sync.Mutex
-	lines [][]byte
-}
-
-func (l *lineLog) add(line []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, append([]byte(nil), line...))
-}
-
-// Lines returns the JSON lines decoded (other lines are skipped).
-func (l *lineLog) Lines() []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, b := range l.lines {
-		var m map[string]any
-		if json.Unmarshal(b, &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// Raw returns every line as written.
-func (l *lineLog) Raw() [][]byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([][]byte(nil), l.lines...)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	*proctest.Proc
+	t *testing.T
 }
 
 // startProc starts the consumer binary with env on top of this process's
@@ -127,46 +77,18 @@ func startProc(t *testing.T, bin string, env map[string]string) *proc {
 // startProcTee is startProc that also copies the process's output to tee.
 func startProcTee(t *testing.T, bin string, env map[string]string, tee io.Writer) *proc {
 	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PORT="+fmt.Sprint(port), "EVENTPIPE_SHUTDOWN_TIMEOUT=5s")
+	pairs := []string{"EVENTPIPE_SHUTDOWN_TIMEOUT=5s"}
 	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		pairs = append(pairs, k+"="+v)
 	}
-	p := &proc{t: t, cmd: cmd, url: fmt.Sprintf("http://127.0.0.1:%d", port), out: &lineLog{}, done: make(chan struct{})}
-	var w io.Writer = devpipe.NewLineWriter(p.out.add)
-	if tee != nil {
-		w = io.MultiWriter(w, tee)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start consumer: %v", err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			var b strings.Builder
-			for _, l := range p.out.Raw() {
-				b.Write(l)
-				b.WriteByte('\n')
-			}
-			t.Logf("consumer output:\n%s", b.String())
-		}
-	})
-	err := http_helper.HttpGetWithRetryE(t, p.url+"/healthz", nil, http.StatusOK, `{"status":"ok"}`, 100, 100*time.Millisecond)
-	if err != nil {
-		t.Fatalf("consumer did not become healthy: %v", err)
-	}
-	return p
+	return &proc{Proc: proctest.Start(t, bin, proctest.Options{Env: pairs, Tee: tee}), t: t}
 }
 
 // push POSTs a push envelope and returns the status and the outcome the
 // consumer reports in its body; err is set when the connection failed (the
 // process died mid-request).
 func (p *proc) push(body []byte) (int, string, error) {
-	status, resp, err := http_helper.HTTPDoE(p.t, http.MethodPost, p.url+"/pubsub/push", bytes.NewReader(body),
+	status, resp, err := http_helper.HTTPDoE(p.t, http.MethodPost, p.URL+"/pubsub/push", bytes.NewReader(body),
 		map[string]string{"Content-Type": "application/json"}, nil)
 	if err != nil {
 		return 0, "", err
@@ -194,37 +116,6 @@ func (p *proc) pushUntil(t *testing.T, body []byte, want ...string) string {
 		}
 		return "", fmt.Errorf("status %d outcome %q", status, outcome)
 	})
-}
-
-// waitKilled waits for the process to end and checks that SIGKILL ended it.
-func (p *proc) waitKilled(t *testing.T) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("consumer still running; the failpoint was not hit")
-	}
-	var exit *exec.ExitError
-	if !errors.As(p.err, &exit) {
-		t.Fatalf("consumer ended with %v, want SIGKILL", p.err)
-	}
-	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("consumer ended with %v, want SIGKILL", exit)
-	}
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (p *proc) stop(t *testing.T) {
-	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("consumer did not stop after SIGTERM")
-	}
-	if p.err != nil {
-		t.Errorf("consumer exit after SIGTERM: %v", p.err)
-	}
 }
 
 // linesWith returns the log lines whose fields equal every key/value pair.

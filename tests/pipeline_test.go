@@ -80,7 +80,7 @@ func (f *pubsubFixture) publish(t *testing.T, data ...[]byte) []string {
 func (f *pubsubFixture) bridge(t *testing.T, p *proc, concurrency int) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &devpipe.Bridge{API: replay.ClientAPI{Client: f.fake.Client}, Sub: f.sub, Endpoint: p.url + "/pubsub/push",
+	b := &devpipe.Bridge{API: replay.ClientAPI{Client: f.fake.Client}, Sub: f.sub, Endpoint: p.URL + "/pubsub/push",
 		Scale: 1, Concurrency: concurrency, Tally: f.tally}
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
@@ -139,8 +139,8 @@ func TestPoisonLandsInDLQAfterMaxAttempts(t *testing.T) {
 		t.Errorf("DLQ message %q %v", dl.GetData(), dl.GetAttributes())
 	}
 	stopBridge()
-	p.stop(t)
-	poison := linesWith(p.out.Lines(), "messageId", ids[0], "outcome", "poison")
+	p.Stop(t)
+	poison := linesWith(p.Lines(), "messageId", ids[0], "outcome", "poison")
 	if len(poison) != 5 {
 		t.Fatalf("%d poison deliveries logged, want 5", len(poison))
 	}
@@ -162,7 +162,7 @@ func TestPullConsumerKilledMidMessageConverges(t *testing.T) {
 		"EVENTPIPE_PULL_SUBSCRIPTIONS": f.sub.Name}
 	p := startProc(t, bin, with(env, engine.FailpointEnv, string(engine.ProjectionAfterWrite)))
 	ids := f.publish(t, systemEvent("evt-pull", "svc-pull", "healthy", 1, t0))
-	p.waitKilled(t)
+	p.WaitKilled(t)
 	// The dead process's stream held the message with a 60 s deadline;
 	// Pub/Sub would redeliver when it runs out. A nack (pstest's ack ids are
 	// "<message id>:<delivery>") stands in for that wait.
@@ -175,8 +175,8 @@ func TestPullConsumerKilledMidMessageConverges(t *testing.T) {
 	if row.Duplicate != 1 || row.Applied != 0 {
 		t.Errorf("after the restart: %+v, want the redelivery found done (duplicate)", row)
 	}
-	q.stop(t)
-	if l := linesWith(q.out.Lines(), "messageId", ids[0], "ack_action", "ack"); len(l) != 1 || fmt.Sprint(l[0]["deliveryAttempt"]) != "2" {
+	q.Stop(t)
+	if l := linesWith(q.Lines(), "messageId", ids[0], "ack_action", "ack"); len(l) != 1 || fmt.Sprint(l[0]["deliveryAttempt"]) != "2" {
 		t.Errorf("ack line of the redelivery: %v, want one with deliveryAttempt 2", l)
 	}
 	k := serviceKey(t, "svc-pull")
@@ -222,7 +222,7 @@ func TestBurstConverges(t *testing.T) {
 	logf(t, "burst: %d messages (%d applied, %d duplicate, %d stale, %d retried) in %s: %.0f messages per second",
 		total, row.Applied, row.Duplicate, row.Stale, row.Retried, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
 	stopBridge()
-	p.stop(t)
+	p.Stop(t)
 	var ks []store.Key
 	for svc := range newest {
 		ks = append(ks, serviceKey(t, svc))

@@ -4,99 +4,42 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/internal/proctest"
 )
 
-// proc is a running consumer binary.
-type proc struct {
-	cmd    *exec.Cmd
-	port   string
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	exited chan error
+// startBinary runs the consumer on the embedded bbolt store (as `go run
+// ./cmd/consumer` would) in a minimal environment, and waits until /healthz
+// answers 200.
+func startBinary(t *testing.T) *proctest.Proc {
+	t.Helper()
+	return proctest.Start(t, consumerBinary(t), proctest.Options{
+		Base: []string{"PATH=" + os.Getenv("PATH")},
+		Env:  []string{"EVENTPIPE_STORE=bbolt://" + filepath.Join(t.TempDir(), "consumer.db")},
+	})
 }
 
-func (p *proc) lines(t *testing.T) []map[string]any {
+// jsonLines returns the process's output lines decoded, failing the test on
+// any line that is not a JSON object: the consumer logs nothing else.
+func jsonLines(t *testing.T, p *proctest.Proc) []map[string]any {
 	t.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(p.stdout.String()), "\n") {
+	for _, l := range p.Raw() {
 		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("stdout line is not JSON: %q", l)
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("output line is not JSON: %q", l)
 		}
 		out = append(out, m)
 	}
 	return out
-}
-
-type lockedWriter struct{ p *proc }
-
-func (w lockedWriter) Write(b []byte) (int, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
-	return w.p.stdout.Write(b)
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
-}
-
-// startBinary runs the consumer with env added to a minimal environment and
-// waits until /healthz answers 200.
-func startBinary(t *testing.T, env ...string) *proc {
-	t.Helper()
-	p := &proc{port: freePort(t), exited: make(chan error, 1)}
-	p.cmd = exec.Command(consumerBinary(t))
-	p.cmd.Env = append([]string{"PORT=" + p.port, "PATH=" + os.Getenv("PATH"),
-		"EVENTPIPE_STORE=bbolt://" + filepath.Join(t.TempDir(), "consumer.db")}, env...)
-	p.cmd.Stdout = lockedWriter{p}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://127.0.0.1:" + p.port + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
-		select {
-		case err := <-p.exited:
-			t.Fatalf("consumer exited before becoming healthy: %v\n%s", err, p.stdout.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("consumer not healthy after 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // readmeBlock returns the fenced block that follows marker in README.md.
@@ -137,7 +80,7 @@ func TestREADMEPushExample(t *testing.T) {
 		t.Fatalf("README example should start the consumer with go run: %q", block)
 	}
 	p := startBinary(t)
-	script := strings.ReplaceAll(strings.Join(block[1:], "\n"), "localhost:8080", "127.0.0.1:"+p.port)
+	script := strings.ReplaceAll(strings.Join(block[1:], "\n"), "localhost:8080", "127.0.0.1:"+strconv.Itoa(p.Port))
 	run := func() string {
 		out, err := exec.Command("bash", "-euo", "pipefail", "-c", script).CombinedOutput()
 		if err != nil {
@@ -151,19 +94,10 @@ func TestREADMEPushExample(t *testing.T) {
 	if out := run(); out != `{"outcome":"duplicate"}` {
 		t.Fatalf("second push answered %q", out)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-p.exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no exit within 10s of SIGTERM")
-	}
+	p.Stop(t)
+	lines := jsonLines(t, p)
 	var applied map[string]any
-	for _, l := range p.lines(t) {
+	for _, l := range lines {
 		if l["outcome"] == "applied" {
 			applied = l
 		}
@@ -176,7 +110,7 @@ func TestREADMEPushExample(t *testing.T) {
 			t.Errorf("log %s = %v, want %v (line %v)", k, applied[k], v, applied)
 		}
 	}
-	last := p.lines(t)[len(p.lines(t))-1]
+	last := lines[len(lines)-1]
 	if last["message"] != "consumer stopped" {
 		t.Errorf("last line %v, want the clean stop", last)
 	}
@@ -184,7 +118,7 @@ func TestREADMEPushExample(t *testing.T) {
 
 func TestBadConfigurationExits(t *testing.T) {
 	cmd := exec.Command(consumerBinary(t))
-	cmd.Env = []string{"EVENTPIPE_DLQ=maybe", "PORT=" + freePort(t)}
+	cmd.Env = []string{"EVENTPIPE_DLQ=maybe", "PORT=" + strconv.Itoa(proctest.FreePort(t))}
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	err := cmd.Run()
