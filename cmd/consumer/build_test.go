@@ -161,16 +161,26 @@ func TestDockerfileMatchesMakefile(t *testing.T) {
 	}
 }
 
+// The consumer binary the tests run, built on first use (consumerBinary) and
+// removed by TestMain when the tests end.
 var (
 	buildOnce sync.Once
 	binPath   string
 	buildErr  error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // consumerBinary builds the binary once per test run into a temporary
 // directory. It uses the default build settings, so the packages compiled
 // for the tests are reused; the release flags are checked against the
-// Dockerfile above and measured by scripts/consumer-figures.sh.
+// Dockerfile above and measured by scripts/consumer-startup.sh.
 func consumerBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
