@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/ir"
@@ -308,15 +309,26 @@ func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) 
 			relevant = append(relevant, i)
 		}
 	}
-	// The stack rules, the longest part, keep one processor to themselves; the resource
-	// rules share the others (or, on one processor, run beside them).
+	var findings []Finding
+	if e.ir != nil {
+		findings, err = e.evaluateIR(ctx, p, input, resources, relevant, byURN)
+	} else {
+		findings, err = e.evaluateTopdown(ctx, p, input, resources, relevant, byURN)
+	}
+	if err != nil {
+		return nil, err
+	}
+	Sort(findings)
+	return findings, nil
+}
+
+// evaluateTopdown runs the rules through OPA's topdown evaluator. The stack rules, the
+// longest part, keep one processor to themselves; the resource rules share the others
+// (or, on one processor, run beside them).
+func (e *Engine) evaluateTopdown(ctx context.Context, p *plan.Plan, input ast.Value, resources *ast.Array, relevant []int, byURN map[string]*plan.Resource) ([]Finding, error) {
 	shards := max(runtime.GOMAXPROCS(0)-1, 1)
 	if len(relevant) < 2*shards {
 		shards = 1
-	}
-	type result struct {
-		findings []Finding
-		err      error
 	}
 	results := make([]result, shards+1)
 	var wg sync.WaitGroup
@@ -331,17 +343,65 @@ func (e *Engine) Evaluate(ctx context.Context, p *plan.Plan) ([]Finding, error) 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		results[shards].findings, results[shards].err = e.evalStack(ctx, p, input, byURN)
+		results[shards].findings, results[shards].err = e.evalStack(ctx, p, input, byURN, nil)
 	}()
 	wg.Wait()
-	var findings []Finding
+	return gather(results)
+}
+
+// resourceChunk is how many resources one unit of the resource rules' work evaluates
+// when the IR evaluator spreads it over the stack rules' idle time: small enough that a
+// goroutine doing one comes back soon to a helper it was waiting for.
+const resourceChunk = 64
+
+// evaluateIR runs the rules through the IR interpreter: the stack rules spread over
+// every processor, and the resource rules, in chunks, in the time their goroutines
+// would wait for a shared helper another is computing, or have no stack rule left. So
+// the stack rules' longest chain of helpers is never slowed by the resource rules.
+func (e *Engine) evaluateIR(ctx context.Context, p *plan.Plan, input ast.Value, resources *ast.Array, relevant []int, byURN map[string]*plan.Resource) ([]Finding, error) {
+	chunks := 0
+	if len(e.resource) > 0 {
+		chunks = (len(relevant) + resourceChunk - 1) / resourceChunk
+	}
+	results := make([]result, chunks+1)
+	var next atomic.Int64
+	spare := func() bool {
+		c := int(next.Add(1) - 1)
+		if c >= chunks {
+			return false
+		}
+		part := relevant[c*resourceChunk : min((c+1)*resourceChunk, len(relevant))]
+		results[c].findings, results[c].err = e.ir.evalResources(ctx, p, resources, part)
+		return true
+	}
+	results[chunks].findings, results[chunks].err = e.evalStack(ctx, p, input, byURN, spare)
+	for spare() { // the stack rules ran out early, or there are none
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("evaluating rules: %w", err)
+	}
+	return gather(results)
+}
+
+// result is one part of an evaluation's findings.
+type result struct {
+	findings []Finding
+	err      error
+}
+
+// gather concatenates the parts' findings, or returns the first part's error.
+func gather(results []result) ([]Finding, error) {
+	n := 0
 	for _, r := range results {
 		if r.err != nil {
 			return nil, r.err
 		}
+		n += len(r.findings)
+	}
+	findings := make([]Finding, 0, n)
+	for _, r := range results {
 		findings = append(findings, r.findings...)
 	}
-	Sort(findings)
 	return findings, nil
 }
 
@@ -385,14 +445,16 @@ func (e *Engine) evalResources(ctx context.Context, p *plan.Plan, resources *ast
 }
 
 // evalStack runs the stack rules on the whole plan.
-func (e *Engine) evalStack(ctx context.Context, p *plan.Plan, input ast.Value, byURN map[string]*plan.Resource) ([]Finding, error) {
+// The IR evaluator's goroutines run spare, if not nil, when they would idle
+// (irvm.Program.EvalParallelSpare).
+func (e *Engine) evalStack(ctx context.Context, p *plan.Plan, input ast.Value, byURN map[string]*plan.Resource, spare func() bool) ([]Finding, error) {
 	if len(e.stack) == 0 {
 		return nil, nil
 	}
 	var byRule [][]string
 	if e.ir != nil {
 		var err error
-		if byRule, err = e.ir.evalStack(ctx, e, p, input, byURN); err != nil {
+		if byRule, err = e.ir.evalStack(ctx, e, input, spare); err != nil {
 			return nil, err
 		}
 	} else {

@@ -165,9 +165,10 @@ func (x *irRules) evalResources(ctx context.Context, p *plan.Plan, resources *as
 }
 
 // evalStack runs the stack rules on the whole plan, in one evaluation spread over every
-// processor (the helpers and indexes the rules share are computed once).
-func (x *irRules) evalStack(ctx context.Context, e *Engine, p *plan.Plan, input ast.Value, byURN map[string]*plan.Resource) ([][]string, error) {
-	sets, err := x.prog.EvalParallel(ctx, input, x.data, x.stack, runtime.GOMAXPROCS(0))
+// processor (the helpers and indexes the rules share are computed once), running spare
+// work when they would idle (irvm.Program.EvalParallelSpare).
+func (x *irRules) evalStack(ctx context.Context, e *Engine, input ast.Value, spare func() bool) ([][]string, error) {
+	sets, err := x.prog.EvalParallelSpare(ctx, input, x.data, x.stack, runtime.GOMAXPROCS(0), spare)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating stack rules: %w", err)
 	}

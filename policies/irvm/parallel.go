@@ -21,6 +21,8 @@ type shared struct {
 	mu      sync.Mutex
 	memo    []sharedEntry
 	indexes map[indexKey]*scanIndex
+	// spare is EvalParallelSpare's other work, nil when there is none.
+	spare func() bool
 }
 
 // sharedEntry is one function's memoized result: computing while done is open, then
@@ -35,16 +37,30 @@ type sharedEntry struct {
 // EvalParallel is Eval with the plans spread over up to workers goroutines, which take
 // the next plan as they finish one. The results are Eval's.
 func (p *Program) EvalParallel(ctx context.Context, input, data ast.Value, plans []int, workers int) ([]ResultSet, error) {
+	return p.EvalParallelSpare(ctx, input, data, plans, workers, nil)
+}
+
+// EvalParallelSpare is EvalParallel that gives its goroutines other work when they would
+// idle: spare, if not nil, runs one small unit of work of the caller's (it must be safe
+// to call from several goroutines at once, and must not evaluate this evaluation's
+// plans) and reports whether it found one to run. A goroutine calls it while it waits
+// for a helper another goroutine is computing, and once no plan is left, until spare
+// reports false; so when EvalParallelSpare returns, spare has no work left. The plans'
+// goroutines stay as many as workers: the spare work fills the time they would wait,
+// rather than competing with them for processors.
+func (p *Program) EvalParallelSpare(ctx context.Context, input, data ast.Value, plans []int, workers int, spare func() bool) ([]ResultSet, error) {
 	workers = min(workers, len(plans))
 	if workers <= 1 {
-		return p.Eval(ctx, input, data, plans)
+		rs, err := p.Eval(ctx, input, data, plans)
+		drain(ctx, spare)
+		return rs, err
 	}
 	for _, idx := range plans {
 		if idx < 0 || idx >= len(p.plans) {
 			return nil, fmt.Errorf("evaluating plan %d: the policy has %d plans", idx, len(p.plans))
 		}
 	}
-	sh := &shared{memo: make([]sharedEntry, len(p.funcs)), indexes: map[indexKey]*scanIndex{}}
+	sh := &shared{memo: make([]sharedEntry, len(p.funcs)), indexes: map[indexKey]*scanIndex{}, spare: spare}
 	out := make([]ResultSet, len(plans))
 	errs := make([]error, workers)
 	var next atomic.Int64
@@ -53,6 +69,7 @@ func (p *Program) EvalParallel(ctx context.Context, input, data ast.Value, plans
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer drain(ctx, spare)
 			s := p.states.Get().(*state)
 			defer func() {
 				s.release()
@@ -83,6 +100,37 @@ func (p *Program) EvalParallel(ctx context.Context, input, data ast.Value, plans
 	return out, nil
 }
 
+// drain runs spare work until there is none left or ctx ends.
+func drain(ctx context.Context, spare func() bool) {
+	if spare == nil {
+		return
+	}
+	for ctx.Err() == nil && spare() {
+	}
+}
+
+// await waits for done, running spare work meanwhile. It reports false if ctx ended first.
+func await(ctx context.Context, done <-chan struct{}, spare func() bool) bool {
+	for spare != nil {
+		select {
+		case <-done:
+			return true
+		case <-ctx.Done():
+			return false
+		default:
+		}
+		if !spare() {
+			break
+		}
+	}
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // sharedCall is call for a memoized function at the base memoization level of a parallel
 // evaluation.
 func (s *state) sharedCall(f []*ast.Term, fi int, args []operand) (*ast.Term, int) {
@@ -92,9 +140,7 @@ func (s *state) sharedCall(f []*ast.Term, fi int, args []operand) (*ast.Term, in
 	if e.started {
 		done := e.done
 		sh.mu.Unlock()
-		select {
-		case <-done:
-		case <-s.ctx.Done():
+		if !await(s.ctx, done, sh.spare) {
 			return nil, s.fail(s.ctx.Err())
 		}
 		if e.err != nil {
