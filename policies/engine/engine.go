@@ -19,7 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -584,19 +584,38 @@ func attribute(msg string, byURN map[string]*plan.Resource) (*plan.Resource, str
 	return nil, msg
 }
 
-// Sort orders findings by resource, level (deny first), rule id and message.
+// Sort orders findings by resource, level (deny first), rule id and message, keeping the
+// order of findings equal in all four. It sorts their indexes and moves each finding
+// once: a Finding is large, and a report has thousands.
 func Sort(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		if a.URN != b.URN {
-			return a.URN < b.URN
+	order := make([]int, len(fs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return compareFindings(&fs[i], &fs[j]) })
+	sorted := make([]Finding, len(fs))
+	for k, i := range order {
+		sorted[k] = fs[i]
+	}
+	copy(fs, sorted)
+}
+
+// compareFindings orders two findings as Sort does.
+func compareFindings(a, b *Finding) int {
+	if c := strings.Compare(a.URN, b.URN); c != 0 {
+		return c
+	}
+	if a.Level != b.Level {
+		switch Deny {
+		case a.Level:
+			return -1
+		case b.Level:
+			return 1
 		}
-		if a.Level != b.Level {
-			return a.Level == Deny
-		}
-		if a.Rule.ID != b.Rule.ID {
-			return a.Rule.ID < b.Rule.ID
-		}
-		return a.Message < b.Message
-	})
+		return 0
+	}
+	if c := strings.Compare(a.Rule.ID, b.Rule.ID); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Message, b.Message)
 }
