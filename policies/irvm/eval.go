@@ -491,14 +491,21 @@ func (s *state) call(f []*ast.Term, fi int, args []operand) (*ast.Term, int) {
 	if !fn.memo {
 		return s.invoke(f, fi, args)
 	}
-	if s.shared != nil && len(s.memo) == 1 {
-		return s.sharedCall(f, fi, args)
-	}
 	memo := s.memo[len(s.memo)-1]
 	if memo[fi].done {
 		return memo[fi].value, flowNext
 	}
-	v, r := s.invoke(f, fi, args)
+	var (
+		v *ast.Term
+		r int
+	)
+	if s.shared != nil && len(s.memo) == 1 {
+		// The shared result is kept in this goroutine's memo too: later calls need no
+		// lock or channel.
+		v, r = s.sharedCall(f, fi, args)
+	} else {
+		v, r = s.invoke(f, fi, args)
+	}
 	if r == flowNext {
 		memo[fi] = memoEntry{done: true, value: v}
 	}
