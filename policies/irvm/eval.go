@@ -52,6 +52,9 @@ type state struct {
 	ticks int
 	// shared, in a parallel evaluation, holds what the goroutines share.
 	shared *shared
+	// ints holds the terms of the integers 0, 1, … that intTerm has needed, kept across
+	// evaluations (terms are immutable).
+	ints []*ast.Term
 }
 
 // ctxCancel tells builtins that check for cancellation (long generators such as
@@ -332,7 +335,7 @@ func (s *state) block(f []*ast.Term, b *block) int {
 			if !ok {
 				return s.malformed(st, "Len of an undefined value")
 			}
-			f[st.target] = ast.InternedTerm(n)
+			f[st.target] = s.intTerm(n)
 		case opMakeArray:
 			f[st.target] = ast.NewTerm(ast.NewArray(make([]*ast.Term, 0, st.index)...))
 		case opMakeNull:
@@ -674,7 +677,7 @@ func (s *state) scan(f []*ast.Term, st *stmt) int {
 	switch v := src.Value.(type) {
 	case *ast.Array:
 		for i := 0; i < v.Len(); i++ {
-			if r, stop := s.iteration(f, st, ast.InternedTerm(i), v.Elem(i)); stop {
+			if r, stop := s.iteration(f, st, s.intTerm(i), v.Elem(i)); stop {
 				return r
 			}
 		}
@@ -696,6 +699,21 @@ func (s *state) scan(f []*ast.Term, st *stmt) int {
 		}
 	}
 	return flowNext
+}
+
+// maxIntTerms bounds state.ints.
+const maxIntTerms = 1 << 17
+
+// intTerm returns the term of integer i. OPA interns only small integers, so the index
+// of each element of a big array would otherwise cost two allocations per scan.
+func (s *state) intTerm(i int) *ast.Term {
+	if i < 0 || i >= maxIntTerms {
+		return ast.InternedTerm(i)
+	}
+	for len(s.ints) <= i {
+		s.ints = append(s.ints, ast.InternedTerm(len(s.ints)))
+	}
+	return s.ints[i]
 }
 
 // iteration runs a scan's block on one element; stop reports that the scan ends with r.

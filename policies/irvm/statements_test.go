@@ -273,3 +273,18 @@ func TestTwoParameterFunctionsAreMemoized(t *testing.T) {
 		t.Errorf("a memoized result crossed a with frame")
 	}
 }
+
+// TestIntTerm: intTerm gives the integer's term (from its table below maxIntTerms, the
+// same term each time), as OPA numbers them.
+func TestIntTerm(t *testing.T) {
+	s := newState(&Program{})
+	for _, i := range []int{0, 1, 511, 512, 513, 10000, maxIntTerms - 1, maxIntTerms, -1, -600} {
+		got := s.intTerm(i)
+		if want := ast.InternedTerm(i); got.Value.Compare(want.Value) != 0 || got.String() != want.String() {
+			t.Errorf("intTerm(%d) = %v, want %v", i, got, want)
+		}
+		if i >= 0 && i < maxIntTerms && s.intTerm(i) != got {
+			t.Errorf("intTerm(%d) gave a new term the second time", i)
+		}
+	}
+}
