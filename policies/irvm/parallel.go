@@ -49,10 +49,16 @@ func (p *Program) EvalParallel(ctx context.Context, input, data ast.Value, plans
 // goroutines stay as many as workers: the spare work fills the time they would wait,
 // rather than competing with them for processors.
 func (p *Program) EvalParallelSpare(ctx context.Context, input, data ast.Value, plans []int, workers int, spare func() bool) ([]ResultSet, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	workers = min(workers, len(plans))
 	if workers <= 1 {
 		rs, err := p.Eval(ctx, input, data, plans)
 		drain(ctx, spare)
+		if err == nil && spare != nil {
+			err = ctx.Err() // the spare work may be unfinished
+		}
 		return rs, err
 	}
 	for _, idx := range plans {
@@ -95,6 +101,11 @@ func (p *Program) EvalParallelSpare(ctx context.Context, input, data ast.Value, 
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
+		}
+	}
+	if spare != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err // the spare work may be unfinished
 		}
 	}
 	return out, nil

@@ -57,7 +57,9 @@ func TestEvalParallelSpare(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	spare := func() bool { t.Error("spare work ran in a cancelled evaluation"); return false }
-	if _, err := prog.EvalParallelSpare(ctx, input, data, plans, 2, spare); err == nil {
-		t.Error("a cancelled evaluation succeeded")
+	for _, workers := range []int{1, 2} {
+		if _, err := prog.EvalParallelSpare(ctx, input, data, plans, workers, spare); err == nil {
+			t.Errorf("%d workers: a cancelled evaluation succeeded", workers)
+		}
 	}
 }
