@@ -143,7 +143,7 @@ topic_urns := {r.urn | some r in topics}
 topic_name_pairs := [[n, r.urn] | some r in topics; n := r.properties.name; known_string(n)]
 
 # topics_by_name maps each topic name to the URNs of the topics with that name.
-topics_by_name := {n: {u | some p in topic_name_pairs; p[0] == n; u := p[1]} | some q in topic_name_pairs; n := q[0]}
+topics_by_name := {n: {u | some p in topic_name_pairs; p[0] == n; u := p[1]} | some n in {q[0] | some q in topic_name_pairs}}
 
 subscription_urns := {r.urn | some r in subscriptions}
 
@@ -154,7 +154,7 @@ subscription_name_pairs := [[n, r.urn] |
 ]
 
 # subscriptions_by_name maps each subscription name to the URNs of those with that name.
-subscriptions_by_name := {n: {u | some p in subscription_name_pairs; p[0] == n; u := p[1]} | some q in subscription_name_pairs; n := q[0]}
+subscriptions_by_name := {n: {u | some p in subscription_name_pairs; p[0] == n; u := p[1]} | some n in {q[0] | some q in subscription_name_pairs}}
 
 # basename is the last path segment: a reference "projects/P/topics/NAME" or "NAME" (or an
 # id of that form) resolves by NAME.
@@ -219,13 +219,14 @@ all_targets(r, property) := t if {
 
 reader_pairs := [[t, u] | some u, l in links; some t in l.topic]
 
-# readers maps each resolved topic to the subscriptions that read it.
-readers := {t: {u | some p in reader_pairs; p[0] == t; u := p[1]} | some q in reader_pairs; t := q[0]}
+# readers maps each resolved topic to the subscriptions that read it. Each group is built
+# once per distinct key (a topic has several readers), as in the other group-bys here.
+readers := {t: {u | some p in reader_pairs; p[0] == t; u := p[1]} | some t in {q[0] | some q in reader_pairs}}
 
 dead_letter_pairs := [[t, u] | some u, l in links; some t in l.dead]
 
 # dead_letter_sources maps each dead-letter topic to the subscriptions that dead-letter to it.
-dead_letter_sources := {t: {u | some p in dead_letter_pairs; p[0] == t; u := p[1]} | some q in dead_letter_pairs; t := q[0]}
+dead_letter_sources := {t: {u | some p in dead_letter_pairs; p[0] == t; u := p[1]} | some t in {q[0] | some q in dead_letter_pairs}}
 
 # dlq_subscriptions holds the URN of every DLQ subscription: one that reads a topic another
 # subscription dead-letters to, or that carries the eventpipe_role=dlq label the components
