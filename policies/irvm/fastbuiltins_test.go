@@ -34,3 +34,52 @@ func TestFastBuiltinsMatchOPA(t *testing.T) {
 		t.Fatalf("the shortcut handled only %d divisions", handled)
 	}
 }
+
+// TestFastSprintfMatchesOPA compares the sprintf shortcut with OPA's sprintf on formats
+// and arguments it handles and on those it must leave to OPA.
+func TestFastSprintfMatchesOPA(t *testing.T) {
+	formats := []string{"", "plain", "%s", "%v", "%q", "%d", "%%", "100%% %s", "%s: %s '%s' has no backlog alert",
+		"%s dead-letters after %v delivery attempts; the allowed range is %v-%v", "subscription_id=%q", "%s %d",
+		"%x", "%5s", "%-s", "%.2f", "%", "trailing %", "%s%s", "%v%%%v", "é %s ü"}
+	values := []string{`"a"`, `""`, `"urn:pulumi:prod::eventpipe::gcp:pubsub/subscription:Subscription::orders"`,
+		`"quote \" and \\ back"`, `"tab\tnewline\n"`, `"ünïcödé ☃"`, `"\u0000\u007f"`, `"%s"`,
+		"0", "5", "-7", "600", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"1.5", "1.0", "1e3", "12345678901234567890123", "true", "null", `["x"]`, `{"a": 1}`}
+	opa := topdown.GetBuiltin("sprintf")
+	handled := 0
+	check := func(format string, list []*ast.Term) {
+		args := []*ast.Term{ast.StringTerm(format), ast.ArrayTerm(list...)}
+		got, ok := fastSprintf(args)
+		if !ok {
+			return
+		}
+		handled++
+		var want *ast.Term
+		err := opa(topdown.BuiltinContext{}, args, func(t *ast.Term) error { want = t; return nil })
+		if err != nil || want == nil || got.Value.Compare(want.Value) != 0 {
+			t.Errorf("sprintf(%q, %v): shortcut %v, OPA %v (error %v)", format, list, got, want, err)
+		}
+	}
+	for _, f := range formats {
+		check(f, nil)
+		for _, x := range values {
+			check(f, []*ast.Term{ast.MustParseTerm(x)})
+			for _, y := range values {
+				check(f, []*ast.Term{ast.MustParseTerm(x), ast.MustParseTerm(y)})
+				check(f, []*ast.Term{ast.MustParseTerm(x), ast.MustParseTerm(y), ast.MustParseTerm(x)})
+			}
+		}
+	}
+	if handled < 400 {
+		t.Fatalf("the shortcut handled only %d calls", handled)
+	}
+	for _, c := range []struct {
+		format string
+		args   string
+	}{{"%s", `[1.5]`}, {"%d", `["a"]`}, {"%s", `[]`}, {"%s", `["a", "b"]`}, {"%x", `["a"]`}, {"%5s", `["a"]`},
+		{"%d", `[12345678901234567890123]`}, {"%v", `[true]`}, {"trailing %", `[]`}, {"%s", `[{"a": 1}]`}} {
+		if got, ok := fastSprintf([]*ast.Term{ast.StringTerm(c.format), ast.MustParseTerm(c.args)}); ok {
+			t.Errorf("sprintf(%q, %s): the shortcut gave %v, want it left to OPA", c.format, c.args, got)
+		}
+	}
+}
