@@ -474,7 +474,11 @@ func (e *Engine) evalStack(ctx context.Context, p *plan.Plan, input ast.Value, b
 			byRule = append(byRule, strs)
 		}
 	}
-	var findings []Finding
+	n := 0
+	for _, msgs := range byRule {
+		n += len(msgs)
+	}
+	findings := make([]Finding, 0, n)
 	for i, r := range e.stack {
 		for _, m := range byRule[i] {
 			res, rest := attribute(m, byURN)
