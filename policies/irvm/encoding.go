@@ -16,7 +16,7 @@ import (
 // UnmarshalProgram of the same build agree, nothing else reads it.
 
 // encodingVersion changes whenever the layout below does.
-const encodingVersion = 2
+const encodingVersion = 3
 
 // MarshalBinary encodes the loaded program (see UnmarshalProgram).
 func (p *Program) MarshalBinary() ([]byte, error) {
@@ -147,6 +147,33 @@ func (w *writer) term(t *ast.Term) error {
 		w.bool(bool(v))
 	case ast.Null:
 		w.uint(3)
+	case *ast.Array: // collections folded at load (constfold.go), elements inline
+		w.uint(4)
+		w.uint(uint64(v.Len()))
+		for i := range v.Len() {
+			if err := w.term(v.Elem(i)); err != nil {
+				return err
+			}
+		}
+	case ast.Set:
+		w.uint(5)
+		w.uint(uint64(v.Len()))
+		for _, e := range v.Slice() {
+			if err := w.term(e); err != nil {
+				return err
+			}
+		}
+	case ast.Object:
+		w.uint(6)
+		w.uint(uint64(v.Len()))
+		for _, k := range v.Keys() {
+			if err := w.term(k); err != nil {
+				return err
+			}
+			if err := w.term(v.Get(k)); err != nil {
+				return err
+			}
+		}
 	default:
 		return fmt.Errorf("saving an IR program: constant %v of type %T", t, t.Value)
 	}
@@ -337,6 +364,33 @@ func (r *reader) term() *ast.Term {
 		return ast.InternedTerm(r.bool())
 	case 3:
 		return ast.InternedNullTerm
+	case 4, 5:
+		n := r.count()
+		elems := make([]*ast.Term, 0, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			elems = append(elems, r.term())
+		}
+		if r.err != nil {
+			return nil
+		}
+		if kind == 4 {
+			return ast.ArrayTerm(elems...)
+		}
+		return ast.SetTerm(elems...)
+	case 6:
+		n := r.count()
+		obj := ast.NewObject()
+		for i := 0; i < n && r.err == nil; i++ {
+			k := r.term()
+			v := r.term()
+			if r.err == nil {
+				obj.Insert(k, v)
+			}
+		}
+		if r.err != nil {
+			return nil
+		}
+		return ast.NewTerm(obj)
 	default:
 		r.fail(fmt.Errorf("constant of unknown kind %d", kind))
 		return nil
@@ -487,7 +541,7 @@ func (p *Program) validate() error {
 			}
 			for _, b := range fn.blocks {
 				walkStmts(b, func(st *stmt) {
-					if st.op > opResultValue {
+					if st.op > opAssignConst {
 						err = fmt.Errorf("%s: opcode %d", fn.name, st.op)
 					}
 					opnd(st.a)

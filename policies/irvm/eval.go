@@ -254,7 +254,7 @@ func (s *state) block(f []*ast.Term, b *block) int {
 			// The array is being built (MakeArray made its term): it grows in place, as
 			// the Wasm runtime's arrays do.
 			t.Value = arr.Append(v)
-		case opAssignInt, opMakeNumber:
+		case opAssignInt, opMakeNumber, opAssignConst:
 			f[st.target] = st.term
 		case opAssignVar:
 			f[st.target] = get(f, &st.a)

@@ -195,6 +195,21 @@ seen := object.get(data.config, ["limit"], "none")
 		inputs: []string{`{"n": 50, "which": "a"}`, `{"n": 5, "which": "b"}`, `{"n": 500, "which": "zz"}`},
 		data:   `{"config": {"limit": 10}, "t": {"sub": {"b": "base"}}}`,
 	},
+	{
+		name: "constant collections (folded at load) beside built ones",
+		module: `package t
+import rego.v1
+paths contains v if { some r in input.rs; v := object.get(r, ["labels", "env"], "none") }
+blank contains r.name if { some r in input.rs; r.env in {null, "", 0} }
+ranged contains r.name if { some r in input.rs; [r.n >= 2, r.n <= 5] != [true, true] }
+nested := [{"a": [1, 2.5, {"b": null}], "c": {"x", "y"}}, [], {}, set()]
+mixed contains m if { some r in input.rs; m := [r.name, "const", 3] }
+chosen contains v if { some r in input.rs; v := {true: "t", false: r.name}[r.n > 3] }
+grown := {x | some x in [1, 2, 3]} | {4}
+`,
+		rules:  []string{"paths", "blank", "ranged", "nested", "mixed", "chosen", "grown"},
+		inputs: []string{`{"rs": [{"name": "a", "n": 1, "env": "", "labels": {"env": "prod"}}, {"name": "b", "n": 4, "env": 0}, {"name": "c", "n": 9, "labels": {}}]}`, `{}`},
+	},
 }
 
 var subModule = `package t.sub

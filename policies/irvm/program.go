@@ -90,6 +90,9 @@ const (
 	// opResultValue adds a rule value to an entrypoint's result set, unwrapped (see
 	// results.go); Load makes it from three IR statements.
 	opResultValue
+	// opAssignConst assigns a collection built at load from constants (see constfold.go);
+	// Load makes it from the statements that build the collection.
+	opAssignConst
 )
 
 // operand is a local (term nil) or a constant (term set: a string or boolean constant).
@@ -110,7 +113,7 @@ type stmt struct {
 	key, value int
 	// index: BreakStmt Index; CallStmt function index.
 	index int
-	// term: a constant built at load (MakeNumberRef, MakeNumberInt, AssignInt).
+	// term: a constant built at load (MakeNumberRef, MakeNumberInt, AssignInt, opAssignConst).
 	term   *ast.Term
 	block  *block
 	blocks []*block
@@ -197,8 +200,41 @@ func Load(policy *ir.Policy) (*Program, error) {
 		p.plans = append(p.plans, fn)
 		p.planIndex[pl.Name] = i
 	}
+	if !mutatesParams(p) {
+		for _, fn := range p.funcs {
+			foldConstants(fn)
+		}
+		for _, fn := range p.plans {
+			foldConstants(fn)
+		}
+	}
 	p.states.New = func() any { return newState(p) }
 	return p, nil
+}
+
+// mutatesParams reports whether a function adds to a collection it was passed: then a
+// constant collection passed to it could change, so foldConstants is not applied. (The
+// planner makes a new collection for everything it builds; this guards the assumption.)
+func mutatesParams(p *Program) bool {
+	for _, fn := range p.funcs {
+		params := map[int]bool{}
+		for _, l := range fn.params {
+			params[l] = true
+		}
+		found := false
+		for _, b := range fn.blocks {
+			walkStmts(b, func(st *stmt) {
+				switch st.op {
+				case opArrayAppend, opSetAdd, opObjectInsert, opObjectInsertOnce:
+					found = found || params[st.target]
+				}
+			})
+		}
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // Plans lists the names of the plans (the entrypoints), in the policy's order.

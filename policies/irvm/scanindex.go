@@ -167,7 +167,7 @@ func walkStmts(b *block, visit func(*stmt)) {
 // writes lists the locals a statement assigns.
 func writes(st *stmt) []int {
 	switch st.op {
-	case opArrayAppend, opAssignInt, opAssignVar, opAssignVarOnce, opCall, opCallBuiltin, opCallDynamic,
+	case opArrayAppend, opAssignInt, opAssignConst, opAssignVar, opAssignVarOnce, opCall, opCallBuiltin, opCallDynamic,
 		opDot, opLen, opMakeArray, opMakeNull, opMakeNumber, opMakeObject, opMakeSet, opObjectInsert,
 		opObjectInsertOnce, opObjectMerge, opResetLocal, opSetAdd, opWith:
 		return []int{st.target}
