@@ -1,6 +1,8 @@
 package irvm
 
 import (
+	"maps"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -46,75 +48,114 @@ func foldConstants(fn *function) {
 // foldBlock folds the constant collections built by straight runs of b's statements: a
 // MakeArray, MakeSet or MakeObject and the ArrayAppends, SetAdds or ObjectInserts of
 // constants into it that follow, with the number constants they use made in between.
+// A constant is a literal operand or a local the block gave a constant (a number, null,
+// or a collection folded before) and has not changed since.
 func foldBlock(b *block, fills map[int]int, aliased map[int]bool) {
 	out := b.stmts[:0:0]
 	changed := false
+	known := map[int]*ast.Term{}
 	for i := 0; i < len(b.stmts); i++ {
 		st := b.stmts[i]
-		if st.op != opMakeArray && st.op != opMakeSet && st.op != opMakeObject || aliased[st.target] {
-			out = append(out, st)
+		if c, kept, next := foldRun(b.stmts, i, known, fills, aliased); c != nil {
+			out = append(out, kept...)
+			out = append(out, stmt{op: opAssignConst, term: c, target: st.target, loc: st.loc})
+			for _, k := range kept {
+				noteConstant(known, &k)
+			}
+			noteConstant(known, &out[len(out)-1])
+			i = next - 1
+			changed = true
 			continue
 		}
-		coll := st.target
-		consts := map[int]*ast.Term{}
-		var elems, keys []*ast.Term
-		var kept []stmt // the number and null constants made within the run
-		ok := true
-		j := i + 1
-	run:
-		for ; j < len(b.stmts); j++ {
-			s := b.stmts[j]
-			switch {
-			case (s.op == opMakeNumber || s.op == opAssignInt) && s.target != coll:
-				consts[s.target] = s.term
-				kept = append(kept, s)
-			case s.op == opMakeNull && s.target != coll:
-				consts[s.target] = ast.InternedNullTerm
-				kept = append(kept, s)
-			case s.op == opArrayAppend && st.op == opMakeArray && s.target == coll,
-				s.op == opSetAdd && st.op == opMakeSet && s.target == coll:
-				v := constOperand(s.a, consts)
-				if v == nil {
-					ok = false
-					break run
-				}
-				elems = append(elems, v)
-			case s.op == opObjectInsert && st.op == opMakeObject && s.target == coll:
-				k, v := constOperand(s.b, consts), constOperand(s.a, consts)
-				if k == nil || v == nil {
-					ok = false
-					break run
-				}
-				keys, elems = append(keys, k), append(elems, v)
-			default:
-				break run
-			}
-		}
-		if !ok || len(elems) != fills[coll] {
-			out = append(out, st)
-			continue
-		}
-		var c *ast.Term
-		switch st.op {
-		case opMakeArray:
-			c = ast.ArrayTerm(elems...)
-		case opMakeSet:
-			c = ast.SetTerm(elems...)
-		default:
-			obj := ast.NewObject()
-			for n, k := range keys {
-				obj.Insert(k, elems[n])
-			}
-			c = ast.NewTerm(obj)
-		}
-		out = append(out, kept...)
-		out = append(out, stmt{op: opAssignConst, term: c, target: coll, loc: st.loc})
-		i = j - 1
-		changed = true
+		out = append(out, st)
+		noteConstant(known, &st)
 	}
 	if changed {
 		b.stmts = out
 	}
+}
+
+// noteConstant updates known, the constants the block's locals hold, after st.
+func noteConstant(known map[int]*ast.Term, st *stmt) {
+	if st.block != nil || len(st.blocks) > 0 {
+		clear(known) // nested blocks may assign anything
+		return
+	}
+	for _, l := range writes(st) {
+		delete(known, l)
+	}
+	switch st.op {
+	case opMakeNumber, opAssignInt, opAssignConst:
+		known[st.target] = st.term
+	case opMakeNull:
+		known[st.target] = ast.InternedNullTerm
+	}
+}
+
+// foldRun returns the constant collection built from stmts[i] on (nil if there is none
+// to fold there), the constant-making statements within the run to keep (inner
+// collections folded too), and the index after the run.
+func foldRun(stmts []stmt, i int, known map[int]*ast.Term, fills map[int]int, aliased map[int]bool) (*ast.Term, []stmt, int) {
+	st := stmts[i]
+	if st.op != opMakeArray && st.op != opMakeSet && st.op != opMakeObject || aliased[st.target] {
+		return nil, nil, i + 1
+	}
+	coll := st.target
+	consts := maps.Clone(known)
+	delete(consts, coll)
+	var elems, keys []*ast.Term
+	var kept []stmt
+	j := i + 1
+run:
+	for ; j < len(stmts); j++ {
+		s := stmts[j]
+		switch {
+		case (s.op == opMakeNumber || s.op == opAssignInt) && s.target != coll:
+			consts[s.target] = s.term
+			kept = append(kept, s)
+		case s.op == opMakeNull && s.target != coll:
+			consts[s.target] = ast.InternedNullTerm
+			kept = append(kept, s)
+		case (s.op == opMakeArray || s.op == opMakeSet || s.op == opMakeObject) && s.target != coll:
+			// A collection within the collection, such as {} in {null, {}}.
+			c, inner, next := foldRun(stmts, j, consts, fills, aliased)
+			if c == nil {
+				break run
+			}
+			kept = append(append(kept, inner...), stmt{op: opAssignConst, term: c, target: s.target, loc: s.loc})
+			consts[s.target] = c
+			j = next - 1
+		case s.op == opArrayAppend && st.op == opMakeArray && s.target == coll,
+			s.op == opSetAdd && st.op == opMakeSet && s.target == coll:
+			v := constOperand(s.a, consts)
+			if v == nil {
+				return nil, nil, i + 1
+			}
+			elems = append(elems, v)
+		case s.op == opObjectInsert && st.op == opMakeObject && s.target == coll:
+			k, v := constOperand(s.b, consts), constOperand(s.a, consts)
+			if k == nil || v == nil {
+				return nil, nil, i + 1
+			}
+			keys, elems = append(keys, k), append(elems, v)
+		default:
+			break run
+		}
+	}
+	if len(elems) != fills[coll] {
+		return nil, nil, i + 1
+	}
+	switch st.op {
+	case opMakeArray:
+		return ast.ArrayTerm(elems...), kept, j
+	case opMakeSet:
+		return ast.SetTerm(elems...), kept, j
+	}
+	obj := ast.NewObject()
+	for n, k := range keys {
+		obj.Insert(k, elems[n])
+	}
+	return ast.NewTerm(obj), kept, j
 }
 
 // constOperand returns an operand's constant: its own, or the one a local was given.

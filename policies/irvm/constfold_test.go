@@ -19,8 +19,9 @@ import rego.v1
 in_set contains r.name if { some r in input.rs; r.env in {null, "", 0} }
 path contains v if { some r in input.rs; v := object.get(r, ["labels", "env"], "none") }
 variable contains v if { some r in input.rs; v := [r.name, "const"] }
+nested contains r.name if { some r in input.rs; object.get(r, "p", null) in {null, {}} }
 `
-	prog, err := Load(planOf(t, map[string]string{"t.rego": module}, "t/in_set", "t/path", "t/variable"))
+	prog, err := Load(planOf(t, map[string]string{"t.rego": module}, "t/in_set", "t/path", "t/variable", "t/nested"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +45,17 @@ variable contains v if { some r in input.rs; v := [r.name, "const"] }
 			t.Errorf("%s: folded %v, want %s", plan, consts[plan], want)
 		}
 	}
+	found := false
+	for _, c := range consts["t/nested"] {
+		found = found || c.Value.Compare(ast.MustParseTerm(`{null, {}}`).Value) == 0
+	}
+	if !found {
+		t.Errorf("t/nested: folded %v, want {null, {}} among them (a set of a folded object)", consts["t/nested"])
+	}
 	if len(consts["t/variable"]) != 0 || makes["t/variable"] == 0 {
 		t.Errorf("t/variable: folded %v (%d collections still built), want [r.name, \"const\"] built each time", consts["t/variable"], makes["t/variable"])
 	}
-	input := ast.MustParseTerm(`{"rs": [{"name": "a", "env": ""}, {"name": "b", "env": "x", "labels": {"env": "prod"}}]}`).Value
+	input := ast.MustParseTerm(`{"rs": [{"name": "a", "env": "", "p": {}}, {"name": "b", "env": "x", "labels": {"env": "prod"}}, {"name": "c", "p": 1}]}`).Value
 	var plans []int
 	for i := range prog.plans {
 		plans = append(plans, i)
