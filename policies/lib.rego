@@ -238,7 +238,7 @@ dlq_subscriptions := {u | some u, l in links; some t in l.topic; some v in dead_
 
 # dead_lettering holds the URN of every subscription with a dead-letter topic (or with a
 # dead-letter policy the plan cannot show).
-dead_lettering := {s.urn | some s in subscriptions; s.properties.deadLetterPolicy in {unknown_value, secret_value}} | {s.urn |
+dead_lettering := {s.urn | some s in subscriptions; unknown(s.properties.deadLetterPolicy)} | {s.urn |
 	some s in subscriptions
 	dlt := s.properties.deadLetterPolicy.deadLetterTopic
 	dlt != null

@@ -79,7 +79,7 @@ deny_push_without_oidc contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
 	push := input.properties.pushConfig
 	is_object(push)
-	not object.get(push, "oidcToken", null) in {unknown_value, secret_value}
+	not unknown(object.get(push, "oidcToken", null))
 	object.get(push, ["oidcToken", "serviceAccountEmail"], null) in {null, ""} # unknown or set: no verdict
 	msg := sprintf("%s pushes without an OIDC token: the consumer cannot authenticate Pub/Sub", [display(input)])
 }
@@ -96,7 +96,7 @@ deny_push_endpoint_not_https contains msg if {
 	input.type == "gcp:pubsub/subscription:Subscription"
 	endpoint := input.properties.pushConfig.pushEndpoint
 	is_string(endpoint)
-	not endpoint in {"", unknown_value, secret_value}
+	not unshown[endpoint]
 	not startswith(lower(endpoint), "https://")
 	msg := sprintf("%s pushes to %q, which is not an https:// endpoint", [display(input), endpoint])
 }
@@ -143,7 +143,7 @@ input_expiration_ttl := "31 days (the default)" if {
 } else := ttl if {
 	ttl := input.properties.expirationPolicy.ttl
 	is_string(ttl)
-	not ttl in {"", unknown_value, secret_value}
+	not unshown[ttl]
 }
 
 # input_strict_expiration holds when a finite expiration is mandatory for input's environment.
