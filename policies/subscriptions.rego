@@ -22,11 +22,23 @@ deny_dead_letter_attempts_out_of_range contains msg if {
 	is_object(policy)
 	raw := object.get(policy, "maxDeliveryAttempts", 0)
 	is_number(raw)
-	attempts := {true: 5, false: raw}[raw == 0] # unset or 0 means Pub/Sub's default, 5
+	attempts := delivery_attempts(raw)
 	low := object.get(config, ["deny_dead_letter_attempts_out_of_range", "min"], 5)
 	high := object.get(config, ["deny_dead_letter_attempts_out_of_range", "max"], 10)
-	[attempts >= low, attempts <= high] != [true, true]
+	not in_range(attempts, low, high)
 	msg := sprintf("%s dead-letters after %v delivery attempts; the allowed range is %v-%v", [display(input), attempts, low, high])
+}
+
+# delivery_attempts is a maxDeliveryAttempts setting in effect: unset or 0 means Pub/Sub's
+# default, 5.
+delivery_attempts(raw) := 5 if {
+	raw == 0
+} else := raw
+
+# in_range holds when low <= x <= high.
+in_range(x, low, high) if {
+	x >= low
+	x <= high
 }
 
 # METADATA
