@@ -288,10 +288,8 @@ func TestEvalParallelMatchesEval(t *testing.T) {
 				if (err != nil) != (wantErr != nil) {
 					t.Fatalf("%s, %d workers: error %v, one goroutine: %v", tc.name, workers, err, wantErr)
 				}
-				for i := range got {
-					if ast.NewArray(got[i].Terms()...).Compare(ast.NewArray(want[i].Terms()...)) != 0 {
-						t.Errorf("%s, %s, %d workers: %v, one goroutine: %v", tc.name, eps[i], workers, got[i].Terms(), want[i].Terms())
-					}
+				for _, i := range differingPlans(t, got, want) {
+					t.Errorf("%s, %s, %d workers: %v, one goroutine: %v", tc.name, eps[i], workers, got[i].Terms(), want[i].Terms())
 				}
 			}
 		}
@@ -352,4 +350,20 @@ many := count(net.cidr_expand("10.0.0.0/8"))
 	if !errors.As(err, &te) || te.Code != topdown.CancelErr || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("evaluation cancelled inside net.cidr_expand: %v, want its cancel error", err)
 	}
+}
+
+// differingPlans returns the indexes of the plans whose results differ between got and
+// want, after failing the test when they do not hold the same number of result sets.
+func differingPlans(t testing.TB, got, want []ResultSet) []int {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d result sets, want %d", len(got), len(want))
+	}
+	var out []int
+	for i := range got {
+		if ast.NewArray(got[i].Terms()...).Compare(ast.NewArray(want[i].Terms()...)) != 0 {
+			out = append(out, i)
+		}
+	}
+	return out
 }

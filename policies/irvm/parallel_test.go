@@ -47,10 +47,8 @@ func TestEvalParallelSpare(t *testing.T) {
 				t.Fatalf("%d workers: spare unit %d ran %d times, want once", workers, i, n)
 			}
 		}
-		for i := range want {
-			if ast.NewArray(got[i].Terms()...).Compare(ast.NewArray(want[i].Terms()...)) != 0 {
-				t.Errorf("%d workers, plan %d: %v, Eval: %v", workers, i, got[i].Terms(), want[i].Terms())
-			}
+		for _, i := range differingPlans(t, got, want) {
+			t.Errorf("%d workers, plan %d: %v, Eval: %v", workers, i, got[i].Terms(), want[i].Terms())
 		}
 	}
 
