@@ -18,3 +18,40 @@ const MemoryLimitPercent = 90
 func MemoryLimit(containerBytes int64) int64 {
 	return containerBytes / 100 * MemoryLimitPercent
 }
+
+// MaxPushBodyBytes is the largest push request body a message of maxMessageBytes can make:
+// its data grows by 4/3 in base64, and the envelope (ids, times, the subscription name and
+// the attributes, JSON-escaped) adds EnvelopeOverheadBytes at most.
+func MaxPushBodyBytes(maxMessageBytes int64) int64 {
+	return (maxMessageBytes+2)/3*4 + EnvelopeOverheadBytes
+}
+
+// EnvelopeOverheadBytes bounds what a push envelope adds to the base64 data.
+const EnvelopeOverheadBytes = 1 << 20
+
+// PerMessageFactor is how many times its push body a delivery in flight may hold in memory
+// at once (the body as read, and the decoded data while it is processed).
+const PerMessageFactor = 2
+
+// BaseBytes is the consumer's own heap and runtime with no message in flight.
+const BaseBytes = 32 << 20
+
+// PerMessageBytes is the memory one delivery of a maxMessageBytes message may take.
+func PerMessageBytes(maxMessageBytes int64) int64 {
+	return PerMessageFactor * MaxPushBodyBytes(maxMessageBytes)
+}
+
+// MaxConcurrency is how many deliveries of maxMessageBytes messages an instance with
+// containerBytes of memory can hold at once without passing its memory limit, at most
+// requested. It is 0 when not even one fits: the container is too small for the message
+// size, which configuration validation reports.
+func MaxConcurrency(containerBytes, maxMessageBytes int64, requested int) int {
+	fit := (MemoryLimit(containerBytes) - BaseBytes) / PerMessageBytes(maxMessageBytes)
+	if fit < 0 {
+		return 0
+	}
+	if fit < int64(requested) {
+		return int(fit)
+	}
+	return requested
+}
