@@ -16,8 +16,6 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/eventpipe/eventpipe/consumer/internal/jsonplain"
 )
 
 // CanonicalJSON returns the canonical form of the JSON text data: object keys
@@ -546,11 +544,7 @@ const hexDigits = "0123456789abcdef"
 // control characters.
 func appendString[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
-	// Copy the run of bytes that need no escape at once (most strings are
-	// all of it), then escape byte by byte from the first that may.
-	i := jsonplain.Prefix(s)
-	b = append(b, s[:i]...)
-	for ; i < len(s); i++ {
+	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '"':

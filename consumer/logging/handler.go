@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/eventpipe/eventpipe/consumer/internal/jsonplain"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 )
 
@@ -271,10 +270,11 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i += jsonplain.Prefix(s[i:]); i == len(s) {
-			break
-		}
 		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++ // printable ASCII: as is
+			continue
+		}
 		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {
