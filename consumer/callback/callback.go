@@ -186,10 +186,11 @@ func statusOf(err error) int {
 
 // idempotencyKey reads the key from the body field or the header; both
 // present must agree.
-func idempotencyKey(rc *route.Receipt, payload map[string]any, hdr http.Header) (string, error) {
+func idempotencyKey(rc *route.Receipt, payload envelope.Payload, hdr http.Header) (string, error) {
 	var fromBody, fromHeader string
 	if rc.KeyField != "" {
-		switch v := payload[rc.KeyField].(type) {
+		v, _ := payload.Get(rc.KeyField)
+		switch v := v.(type) {
 		case nil:
 		case string:
 			fromBody = v

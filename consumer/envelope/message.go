@@ -24,8 +24,8 @@ type Message struct {
 	ID string
 	// Data is the decoded message payload (raw JSON bytes).
 	Data []byte
-	// Payload is Data parsed as a JSON object; numbers are json.Number.
-	Payload map[string]any
+	// Payload is Data as a JSON object, its values decoded on demand.
+	Payload Payload
 	// Attributes are the message attributes (never nil after decoding).
 	Attributes map[string]string
 	// PublishTime is when Pub/Sub accepted the message.

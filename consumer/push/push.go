@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/process"
@@ -27,7 +28,9 @@ const Path = "/pubsub/push"
 type Handler struct {
 	proc     *process.Processor
 	verifier *auth.Verifier // nil: authentication is left to Cloud Run IAM
-	maxBody  int64
+	// maxBody is the largest push body accepted: what the largest Pub/Sub
+	// message (10 MB) takes in base64 inside its envelope.
+	maxBody int64
 	// jsonType is the Content-Type header's value, made once: net/http
 	// copies a handler's header when the status is written, so sharing it
 	// across responses is safe.
@@ -48,7 +51,7 @@ type delivery struct {
 // New returns a push handler. verifier may be nil when no audience is
 // configured.
 func New(proc *process.Processor, verifier *auth.Verifier) *Handler {
-	h := &Handler{proc: proc, verifier: verifier, maxBody: envelope.MaxPushBody, jsonType: []string{"application/json"},
+	h := &Handler{proc: proc, verifier: verifier, maxBody: limits.MaxPushBodyBytes(limits.MaxMessageBytes), jsonType: []string{"application/json"},
 		bodies: map[string][]byte{}, deliveries: &sync.Pool{New: func() any { return new(delivery) }}}
 	for _, outcome := range []string{logfields.OutcomeApplied, logfields.OutcomeDuplicate, logfields.OutcomeStale,
 		logfields.OutcomePoison, logfields.OutcomeRetry} {
@@ -75,12 +78,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	body, err := readBody(w, r, h.maxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			h.refuse(w, r, http.StatusRequestEntityTooLarge, slog.LevelError, logfields.ErrorTypePoison,
-				fmt.Errorf("push body larger than %d bytes: Pub/Sub messages are at most 10 MB; the subscription's pusher is not Pub/Sub or the limit is wrong", h.maxBody))
+				fmt.Errorf("push body larger than %d bytes, the most a 10 MB Pub/Sub message takes in base64 inside its envelope: the pusher is not Pub/Sub", h.maxBody))
 			return
 		}
 		h.refuse(w, r, http.StatusInternalServerError, slog.LevelWarn, logfields.ErrorTypeTransient, fmt.Errorf("read push body: %w", err))
@@ -96,6 +99,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		peek := envelope.Peek(body)
 		res = h.proc.Reject(r.Context(), &peek, err)
 	} else {
+		// The message holds its decoded data, not the body: the body is
+		// garbage from here on, so a delivery holds its message once.
 		h.proc.ProcessTo(r.Context(), &d.msg, res)
 	}
 	ack := logfields.AckActionNack
@@ -104,6 +109,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.proc.Log(r.Context(), res, slog.Int(logfields.HTTPStatus, res.HTTPStatus), slog.String(logfields.AckAction, ack))
 	h.writeJSONStatus(w, res.HTTPStatus, res.Outcome)
+}
+
+// readBody reads the request body into one buffer of its declared length
+// (a push has one), so reading a large body allocates it once; a body of
+// unknown length is read as it comes. Bodies over max fail with
+// *http.MaxBytesError.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, &http.MaxBytesError{Limit: max}
+	}
+	body := http.MaxBytesReader(w, r.Body, max)
+	if r.ContentLength < 0 {
+		return io.ReadAll(body)
+	}
+	buf := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(body, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // refuse answers a request that never reached the processor and logs it.

@@ -2,6 +2,7 @@ package push
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -9,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventpipe/eventpipe/consumer/envelope"
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 )
@@ -144,13 +145,13 @@ func TestPushRefusals(t *testing.T) {
 		t.Fatalf("GET: %d", w.Code)
 	}
 
-	big := bytes.Repeat([]byte("a"), envelope.MaxPushBody+1)
+	big := bytes.Repeat([]byte("a"), int(limits.MaxPushBodyBytes(limits.MaxMessageBytes))+1)
 	if w := post(t, h, big); w.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("oversized body: %d", w.Code)
 	}
 	// A body at the limit of a 10 MB message is read (and here rejected as
 	// poison, not as too large).
-	maxData := bytes.Repeat([]byte("A"), 10<<20*4/3)
+	maxData := bytes.Repeat([]byte("A"), base64.StdEncoding.EncodedLen(limits.MaxMessageBytes))
 	body := append(append([]byte(`{"message":{"data":"`), maxData...), []byte(`","messageId":"x","publishTime":"2026-01-02T03:04:05Z"},"subscription":"`+ct.Subscription+`"}`)...)
 	if w := post(t, h, body); w.Code == http.StatusRequestEntityTooLarge {
 		t.Fatalf("a 10 MB message was refused as too large")
