@@ -23,6 +23,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/route"
@@ -201,6 +202,11 @@ func idempotencyKey(rc *route.Receipt, payload envelope.Payload, hdr http.Header
 	if rc.Header != "" {
 		fromHeader = hdr.Get(rc.Header)
 	}
+	for _, k := range [][2]string{{rc.KeyField, fromBody}, {rc.Header, fromHeader}} {
+		if len(k[1]) > limits.MaxIDBytes {
+			return "", fmt.Errorf("idempotency key %s is %d bytes long; keys are at most %d bytes (fix: send a shorter callback_id)", k[0], len(k[1]), limits.MaxIDBytes)
+		}
+	}
 	if fromBody != "" && fromHeader != "" && fromBody != fromHeader {
 		return "", fmt.Errorf("body %s %q and header %s %q disagree (fix: send one key, or the same in both)", rc.KeyField, fromBody, rc.Header, fromHeader)
 	}
@@ -283,7 +289,7 @@ func (h *Handler) logLine(ctx context.Context, o *outcome) {
 	}
 	if o.err != nil {
 		a = append(a, slog.String(logfields.ErrorType, o.class.Type), slog.String(logfields.ErrorCode, o.class.Code),
-			slog.String(logfields.Error, logging.Bound(o.err.Error())))
+			slog.String(logfields.Error, o.err.Error()))
 	} else if o.result == logfields.OutcomeDuplicate {
 		a = append(a, slog.String(logfields.ErrorType, logfields.ErrorTypeDuplicate))
 	}

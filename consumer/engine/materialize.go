@@ -268,11 +268,13 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		}
 		m.target, target = e.envKey(w.Collection, id)
 	case w.Mode == ModeCreate:
-		m.target, target = e.envKey(w.Collection, key)
+		// One document per event: under a derived key, the payload tells
+		// events apart too.
+		m.target, target = e.envKey(w.Collection, eventRecordID(key, fp))
 	default:
 		return nil, newError(TypePoison, op, "the message has no aggregate id (Write.ID): latest-state writes need one to name the document")
 	}
-	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: w.EventTime.UTC().Truncate(time.Microsecond),
+	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: e.orderingTime(ev, w, target),
 		publishTime: ev.PublishTime.UTC().Truncate(time.Microsecond), messageID: ev.MessageID}
 	if w.Sequence != nil {
 		m.order.seq = *w.Sequence
@@ -293,6 +295,22 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		m.eventKey = m.markerPath[len(m.markerPath)-len(key):]
 	}
 	return m, nil
+}
+
+// orderingTime is the event time that orders w: its own, unless that is
+// more than MaxEventSkew ahead of the publish time, which then stands in
+// for it (logged at WARNING with both times), so that one event from a
+// clock far ahead cannot make every later update of its aggregate stale.
+func (e *Engine) orderingTime(ev Event, w Write, target string) time.Time {
+	at := w.EventTime.UTC().Truncate(time.Microsecond)
+	if ev.PublishTime.IsZero() || !at.After(ev.PublishTime.Add(e.cfg.MaxEventSkew)) {
+		return at
+	}
+	published := ev.PublishTime.UTC().Truncate(time.Microsecond)
+	e.cfg.Logger.Warn("event time is beyond the maximum skew ahead of the publish time: ordered by the publish time",
+		logfields.MessageID, ev.MessageID, logfields.EventTime, at, logfields.PublishTime, published,
+		"max_event_skew", e.cfg.MaxEventSkew.String(), logfields.DocPath, target)
+	return published
 }
 
 // release clears m (the store owns the document it was given) and recycles it.
@@ -323,9 +341,10 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 			return err
 		}
 		if live {
-			m.res.Outcome = Duplicate
-			m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, markerFingerprint(md), m.fingerprint)
-			return err
+			if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
+				return err
+			}
+			// Another event under the same derived key: ordered below.
 		}
 	}
 	cur, exists, err := getLiveShared(ctx, tx, m.target, now)
@@ -334,9 +353,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	}
 	if exists {
 		meta := sub(cur.Fields, MetaField)
-		if str(meta, metaEventKey) == m.eventKey {
-			m.res.Outcome = Duplicate
-			m.res.Warning, err = e.fingerprintConflict(m.op, m.target, str(meta, metaFingerprint), m.fingerprint)
+		if dup, err := m.duplicateOf(e, m.target, str(meta, metaEventKey), str(meta, metaFingerprint)); dup || err != nil {
 			return err
 		}
 		if m.order.compare(orderFromMeta(meta)) <= 0 {
@@ -348,9 +365,10 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 				if err != nil || !live {
 					return err
 				}
-				m.res.Outcome, m.res.IdempotencyDoc = Duplicate, m.markerPath
-				m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, markerFingerprint(md), m.fingerprint)
-				return err
+				if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
+					m.res.IdempotencyDoc = m.markerPath
+					return err
+				}
 			}
 			return nil
 		}
@@ -374,6 +392,17 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		return err
 	}
 	return store.SetOwned(ctx, tx, m.target, doc)
+}
+
+// duplicateOf reports whether the event recorded in rec (its key and
+// fingerprint) is this message's event (Engine.sameEvent), and if so makes
+// the outcome a duplicate, with a warning or an error for a reused event id.
+func (m *materialization) duplicateOf(e *Engine, rec store.Key, storedKey, storedFP string) (bool, error) {
+	same, warning, err := e.sameEvent(m.op, rec, storedKey, storedFP, m.eventKey, m.fingerprint)
+	if same {
+		m.res.Outcome, m.res.Warning = Duplicate, warning
+	}
+	return same, err
 }
 
 // markerRecord returns the dedupe marker's key and content: one string

@@ -55,7 +55,7 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 	if err != nil {
 		return Receipt{}, newError(TypeConfiguration, op, "ReceiptRequest.Route: %v", err)
 	}
-	cb, err := keys.NormalizeID(r.CallbackID)
+	cb, err := keys.EscapeID(r.CallbackID)
 	if err != nil {
 		return Receipt{}, newError(TypePoison, op, "callback id: %v (the callback must echo the callback_id it was given)", err)
 	}

@@ -94,6 +94,9 @@ func DecodePush(body []byte) (Message, error) {
 			return Message{}, err
 		}
 	}
+	if err := m.CheckIDs(); err != nil {
+		return Message{}, err
+	}
 	if m.Data, err = messageData(raw.Data); err != nil {
 		return Message{}, err
 	}
@@ -242,7 +245,8 @@ func truncate(raw []byte) string {
 
 // Peek salvages what it can from a body DecodePush rejected, for the log
 // line, the DLQ decision and the poison record: message id, subscription,
-// delivery attempt and publish time when they parse. Data is the raw body.
+// delivery attempt and publish time when they parse (ids only when they are
+// within limits.MaxIDBytes). Data is the raw body.
 func Peek(body []byte) Message {
 	m := Message{Data: body, Attributes: map[string]string{}}
 	var env struct {
@@ -262,6 +266,12 @@ func Peek(body []byte) Message {
 		m.ID, _ = env.Message.MessageID2.(string)
 	}
 	m.Subscription, _ = env.Subscription.(string)
+	if CheckID("", m.ID) != nil {
+		m.ID = ""
+	}
+	if CheckID("", m.Subscription) != nil {
+		m.Subscription = ""
+	}
 	if n, ok := env.DeliveryAttempt.(float64); ok && n >= 1 && n == float64(int(n)) {
 		m.DeliveryAttempt = int(n)
 	}

@@ -44,13 +44,14 @@ func hashText(sum [sha256.Size]byte) string {
 	return string(text[:])
 }
 
-// LogicalKey returns the logical dedupe key of an event, as a normalised id
-// component: the event id when the payload has one ("e-" + NormalizeID), else
+// LogicalKey returns the logical dedupe key of an event, as an id
+// component: the event id when the payload has one ("e-" + EscapeID: kept
+// exactly, case and spaces included), else
 // "h-" and the base32 SHA-256 of the canonical JSON of the identity fields
 // (the fields that define the event, not derived or transient ones).
 func LogicalKey(eventID string, identity map[string]any) (string, error) {
 	if eventID != "" {
-		n, err := NormalizeID(eventID)
+		n, err := EscapeID(eventID)
 		if err != nil {
 			return "", fmt.Errorf("event id: %w", err)
 		}

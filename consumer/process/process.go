@@ -43,6 +43,9 @@ type Config struct {
 	LookupEnv func(string) (string, bool)
 	// Owner names this process in lease records.
 	Owner string
+	// MaxEventSkew bounds how far ahead of its publish time an event's own
+	// time is trusted for ordering (engine.Config.MaxEventSkew).
+	MaxEventSkew time.Duration
 	// Failpoint is the engine's crash-test hook (engine.KillAtFailpoints of
 	// EVENTPIPE_FAILPOINT in cmd/consumer); nil for none.
 	Failpoint engine.FailpointHook
@@ -84,7 +87,8 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
-	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner, Logger: cfg.Logger, Failpoint: cfg.Failpoint}
+	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner,
+		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew}
 	eng, err := engine.New(base)
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)

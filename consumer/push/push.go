@@ -17,7 +17,6 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
-	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/process"
 )
 
@@ -138,7 +137,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, lev
 		slog.String(logfields.ErrorType, errType),
 		slog.Int(logfields.HTTPStatus, status),
 		slog.String(logfields.AckAction, logfields.AckActionNack),
-		slog.String(logfields.Error, logging.Bound(err.Error())),
+		slog.String(logfields.Error, err.Error()),
 	)
 	http.Error(w, http.StatusText(status)+": "+err.Error(), status)
 }

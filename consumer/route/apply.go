@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
@@ -278,6 +279,9 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	}
 	if r.Target.ID != "" {
 		p.AggregateID = sprint(targetID)
+		if err := checkID(r, r.Target.ID, p.AggregateID); err != nil {
+			return nil, err
+		}
 		id, err := keys.DocID(env, p.AggregateID)
 		if err != nil {
 			return nil, &PlanError{r.Name, r.Target.ID, "cannot name a document: " + err.Error(), "send a non-empty id"}
@@ -295,6 +299,9 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		if d.EventIDField != "" {
 			if v, ok := msg.Payload.Get(d.EventIDField); ok && v != nil {
 				p.EventID = sprint(v)
+				if err := checkID(r, d.EventIDField, p.EventID); err != nil {
+					return nil, err
+				}
 			}
 		}
 		// Identity fields define the event only when all are present; a
@@ -313,6 +320,15 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// checkID reports an id longer than limits.MaxIDBytes as a *PlanError.
+func checkID(r *Route, field, id string) error {
+	if len(id) <= limits.MaxIDBytes {
+		return nil
+	}
+	return &PlanError{r.Name, field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
+		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes)}
 }
 
 // sprint is fmt.Sprint(v), without fmt for the common string case.

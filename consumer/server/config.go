@@ -33,6 +33,7 @@ type Config struct {
 	DLQ               classify.DLQMode
 	PullSettings      pubsub.ReceiveSettings
 	ShutdownTimeout   time.Duration
+	MaxEventSkew      time.Duration
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -61,6 +62,7 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_COLLECTION_PREFIX           engine collection prefix (default eventpipe_)
 //	EVENTPIPE_DLQ                         auto (default), on or off: whether poison gets 400/nack
 //	EVENTPIPE_SHUTDOWN_TIMEOUT            drain time after SIGTERM (default 9s)
+//	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k, def string) string {
 		if v, ok := lookup(k); ok && strings.TrimSpace(v) != "" {
@@ -82,6 +84,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		JWKSURL:          get("EVENTPIPE_OIDC_JWKS_URL", ""),
 		CollectionPrefix: get("EVENTPIPE_COLLECTION_PREFIX", engine.DefaultCollectionPrefix),
 		ShutdownTimeout:  DefaultShutdownTimeout,
+		MaxEventSkew:     engine.DefaultMaxEventSkew,
 		PullSettings:     pubsub.ReceiveSettings{MaxOutstandingMessages: 100, MaxOutstandingBytes: 100 << 20, NumGoroutines: 1, MaxExtension: 10 * time.Minute},
 	}
 	if n, err := strconv.Atoi(c.Port); err != nil || n < 0 || n > 65535 {
@@ -119,14 +122,20 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	positive("EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES", &c.PullSettings.MaxOutstandingMessages)
 	positive("EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES", &c.PullSettings.MaxOutstandingBytes)
 	positive("EVENTPIPE_PULL_GOROUTINES", &c.PullSettings.NumGoroutines)
-	if v := get("EVENTPIPE_SHUTDOWN_TIMEOUT", ""); v != "" {
+	duration := func(k, example string, dst *time.Duration) {
+		v := get(k, "")
+		if v == "" {
+			return
+		}
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			bad("EVENTPIPE_SHUTDOWN_TIMEOUT", v, "use a positive Go duration such as 9s")
-		} else {
-			c.ShutdownTimeout = d
+			bad(k, v, "use a positive Go duration such as "+example)
+			return
 		}
+		*dst = d
 	}
+	duration("EVENTPIPE_SHUTDOWN_TIMEOUT", "9s", &c.ShutdownTimeout)
+	duration("EVENTPIPE_MAX_EVENT_SKEW", "5m", &c.MaxEventSkew)
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration:\n%w", err)
 	}

@@ -18,7 +18,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Port != "8080" || c.Env != "dev" || c.StoreURL != DefaultStoreURL() || !strings.HasPrefix(c.StoreURL, "bbolt:///") ||
-		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout {
+		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout || c.MaxEventSkew != 5*time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -29,12 +29,13 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"EVENTPIPE_OIDC_AUDIENCE": "https://x.run.app/pubsub/push", "EVENTPIPE_PUSH_ACCOUNTS": "a@p.iam.gserviceaccount.com, b@p.iam.gserviceaccount.com",
 		"EVENTPIPE_PULL_SUBSCRIPTIONS":            "projects/p/subscriptions/a,projects/p/subscriptions/b",
 		"EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES": "7", "EVENTPIPE_DLQ": "on", "EVENTPIPE_SHUTDOWN_TIMEOUT": "3s",
+		"EVENTPIPE_MAX_EVENT_SKEW": "30s",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Port != "9090" || c.Env != "prod" || len(c.PushAccounts) != 2 || c.PushAccounts[1] != "b@p.iam.gserviceaccount.com" ||
-		len(c.PullSubscriptions) != 2 || c.PullSettings.MaxOutstandingMessages != 7 || c.DLQ != classify.DLQOn || c.ShutdownTimeout != 3*time.Second {
+		len(c.PullSubscriptions) != 2 || c.PullSettings.MaxOutstandingMessages != 7 || c.DLQ != classify.DLQOn || c.ShutdownTimeout != 3*time.Second || c.MaxEventSkew != 30*time.Second {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -52,6 +53,7 @@ func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
 		{"dlq mode", map[string]string{"EVENTPIPE_DLQ": "maybe"}, "EVENTPIPE_DLQ"},
 		{"flow control", map[string]string{"EVENTPIPE_PULL_GOROUTINES": "0"}, "EVENTPIPE_PULL_GOROUTINES"},
 		{"timeout", map[string]string{"EVENTPIPE_SHUTDOWN_TIMEOUT": "soon"}, "EVENTPIPE_SHUTDOWN_TIMEOUT"},
+		{"skew", map[string]string{"EVENTPIPE_MAX_EVENT_SKEW": "-1m"}, "EVENTPIPE_MAX_EVENT_SKEW"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/auth/authtest"
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
@@ -222,7 +223,12 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	lease, ok := ct.Get(t, st, store.Key{Collection: "eventpipe_leases", ID: "test__doc__m-m1"})
+	// A message-id key names the lease with part of the payload's hash.
+	fp, err := keys.Fingerprint([]byte(`{"fileHash":"abc"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, ok := ct.Get(t, st, store.Key{Collection: "eventpipe_leases", ID: "test__doc__m-m1-" + fp[len("sha256:"):][:16]})
 	if !ok || lease.Fields["status"] != "COMPLETED" {
 		t.Fatalf("lease record after shutdown: %v %v", ok, lease.Fields)
 	}
