@@ -203,6 +203,10 @@ type Event struct {
 	// Payload is the raw JSON payload; its fingerprint detects a reused event
 	// id. Optional: without it no fingerprint is checked.
 	Payload []byte
+	// Attributes and OrderingKey are the message's: a poison record keeps
+	// them with the payload (RecordPoison).
+	Attributes  map[string]string
+	OrderingKey string
 }
 
 // eventKey returns the logical key component and the fingerprint. Event

@@ -203,7 +203,8 @@ func (p *Processor) apply(ctx context.Context, msg *envelope.Message, res *Resul
 	}
 	defer plan.Release() // nothing below keeps the plan
 	res.EventType, res.SchemaVersion = plan.EventType, plan.SchemaVersion
-	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: plan.EventID, Identity: plan.Identity, Payload: msg.Data}
+	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: plan.EventID, Identity: plan.Identity, Payload: msg.Data,
+		Attributes: msg.Attributes, OrderingKey: msg.OrderingKey}
 	switch r.Mode {
 	case route.ModeLatestState:
 		return p.materialize(ctx, ev, plan, res)
@@ -315,6 +316,7 @@ func (p *Processor) lease(ctx context.Context, ev engine.Event, plan *route.Plan
 	}
 	if poison {
 		// The engine wrote the poison audit record already.
+		res.IdemDoc = lr.engine.PoisonDoc(ev)
 		return "", &recordedPoison{classify.Poison(fmt.Errorf("action failed %d times: %w", l.Attempt, callErr))}
 	}
 	return "", callErr
@@ -343,9 +345,13 @@ func (p *Processor) finish(ctx context.Context, res *Result, outcome string, err
 	res.Decision = classify.Decide(outcome, res.Class, err != nil, dlq)
 	if res.RecordPoison && !isRecordedPoison(err) {
 		if perr := p.recordPoison(ctx, res); perr != nil {
-			// Acking now would lose the message: retry instead.
+			// Acking now would lose the message: retry instead, whatever
+			// kept it from being recorded.
 			res.Err = fmt.Errorf("%v; and recording it as poison failed: %w", err, perr)
 			res.Class = classify.Of(perr)
+			if res.Class.Type == logfields.ErrorTypePoison {
+				res.Class = classify.Class{Type: logfields.ErrorTypeTransient, Code: res.Class.Code, Retryable: true}
+			}
 			res.Decision = classify.Decide("", res.Class, true, dlq)
 			res.Outcome = logfields.OutcomeRetry
 		}
@@ -360,7 +366,7 @@ func (p *Processor) recordPoison(ctx context.Context, res *Result) error {
 	ev := engine.Event{}
 	source := ""
 	if m != nil {
-		ev = engine.Event{MessageID: m.ID, PublishTime: m.PublishTime, Payload: m.Data}
+		ev = engine.Event{MessageID: m.ID, PublishTime: m.PublishTime, Payload: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey}
 		source = m.Subscription
 	}
 	attempts := int64(0)

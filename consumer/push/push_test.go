@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -205,5 +206,40 @@ func TestPushResponseAndLineTimes(t *testing.T) {
 		if got := line["publishTime"]; got != "2026-01-02T03:04:05.123456789Z" {
 			t.Errorf("publishTime = %v, want 2026-01-02T03:04:05.123456789Z (line %v)", got, line)
 		}
+	}
+}
+
+// TestPoisonRecordKeepsTheWholeMessage: without a DLQ a poison message is
+// acknowledged only once its record holds all of it: a 300 KiB payload and
+// its attributes come back whole; a message whose attributes no record can
+// hold is not acknowledged (500: Pub/Sub retries it).
+func TestPoisonRecordKeepsTheWholeMessage(t *testing.T) {
+	proc, _, log := ct.NewProcessor(t, ct.Options{})
+	h := New(proc, nil)
+	payload := `{"unroutable":"` + strings.Repeat("é and ✓ ", 300<<10/11) + `"}`
+	attrs := map[string]string{"origin": "billing"}
+	if w := post(t, h, ct.PushBody(t, ct.Envelope{ID: "p1", Payload: payload, Attributes: attrs})); w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	lines := log.Lines(t)
+	last := lines[len(lines)-1]
+	m, err := proc.Engine().ReadPoison(t.Context(), last["idempotency_doc"].(string))
+	if err != nil {
+		t.Fatalf("read the poison record of %v: %v", last, err)
+	}
+	if string(m.Data) != payload || m.Attributes["origin"] != "billing" {
+		t.Errorf("poison record keeps %d of %d bytes, attributes %v", len(m.Data), len(payload), m.Attributes)
+	}
+
+	huge := map[string]string{}
+	for i := range 300 {
+		huge[fmt.Sprintf("attribute-%03d", i)] = strings.Repeat("v", 1024)
+	}
+	if w := post(t, h, ct.PushBody(t, ct.Envelope{ID: "p2", Payload: `{"unroutable":1}`, Attributes: huge})); w.Code != 500 {
+		t.Errorf("poison message a record cannot hold: status %d, want 500 (retried, never acknowledged)", w.Code)
+	}
+	lines = log.Lines(t)
+	if last := lines[len(lines)-1]; last["outcome"] != "retry" || last["ack_action"] != "nack" {
+		t.Errorf("line %v: want retry and nack", last)
 	}
 }

@@ -35,6 +35,7 @@ func (s *suite) cases() []testCase {
 		{name: "ExactEventIDs", run: exactEventIDs},
 		{name: "DerivedKeyCollision", run: derivedKeyCollision},
 		{name: "EventTimeSkew", run: eventTimeSkew},
+		{name: "PoisonKeepsWholeMessage", run: poisonKeepsWholeMessage},
 		{name: "LeaseLifecycle", run: leaseLifecycle},
 		{name: "LeaseTakeoverAndFencing", run: leaseTakeoverAndFencing},
 		{name: "LeaseRetryThenPoison", run: leaseRetryThenPoison},
