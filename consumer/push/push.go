@@ -63,17 +63,14 @@ func New(proc *process.Processor, verifier *auth.Verifier) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		h.refuse(w, r, http.StatusMethodNotAllowed, slog.LevelWarn, logfields.ErrorTypeConfiguration, fmt.Errorf("method %s: Pub/Sub pushes with POST", r.Method))
+		err := fmt.Errorf("method %s: Pub/Sub pushes with POST", r.Method)
+		h.refuse(w, r, http.StatusMethodNotAllowed, slog.LevelWarn, logfields.ErrorTypeConfiguration, err, err.Error())
 		return
 	}
 	if h.verifier != nil {
 		if _, err := h.verifier.Verify(r); err != nil {
-			status := http.StatusUnauthorized
-			var ae *auth.Error
-			if errors.As(err, &ae) {
-				status = ae.Status
-			}
-			h.refuse(w, r, status, slog.LevelWarn, logfields.ErrorTypeConfiguration, err)
+			status, level, errType, public := authRefusal(err)
+			h.refuse(w, r, status, level, errType, err, public)
 			return
 		}
 	}
@@ -81,11 +78,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			h.refuse(w, r, http.StatusRequestEntityTooLarge, slog.LevelError, logfields.ErrorTypePoison,
-				fmt.Errorf("push body larger than %d bytes, the most a 10 MB Pub/Sub message takes in base64 inside its envelope: the pusher is not Pub/Sub", h.maxBody))
+			err := fmt.Errorf("push body larger than %d bytes, the most a 10 MB Pub/Sub message takes in base64 inside its envelope: the pusher is not Pub/Sub", h.maxBody)
+			h.refuse(w, r, http.StatusRequestEntityTooLarge, slog.LevelError, logfields.ErrorTypePoison, err, err.Error())
 			return
 		}
-		h.refuse(w, r, http.StatusInternalServerError, slog.LevelWarn, logfields.ErrorTypeTransient, fmt.Errorf("read push body: %w", err))
+		h.refuse(w, r, http.StatusInternalServerError, slog.LevelWarn, logfields.ErrorTypeTransient, fmt.Errorf("read push body: %w", err),
+			"the request body could not be read; retry")
 		return
 	}
 	d := h.deliveries.Get().(*delivery)
@@ -129,9 +127,24 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 	return buf, nil
 }
 
-// refuse answers a request that never reached the processor and logs it.
-// Pub/Sub will deliver it again: the outcome is retry.
-func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, level slog.Level, errType string, err error) {
+// authRefusal is how a push whose token was refused is answered and
+// logged: a 401 or 403 at WARNING as a configuration problem (the caller's
+// or the subscription's); a 503 at ERROR as transient when Google's keys
+// could not be fetched (the consumer's dependency failed: Pub/Sub retries).
+// public is the response text, which names no URL or error of the
+// consumer's own.
+func authRefusal(err error) (status int, level slog.Level, errType, public string) {
+	status, transient, public := auth.Refusal(err)
+	if transient {
+		return status, slog.LevelError, logfields.ErrorTypeTransient, public
+	}
+	return status, slog.LevelWarn, logfields.ErrorTypeConfiguration, public
+}
+
+// refuse answers a request that never reached the processor with public
+// (the error itself is only logged). Pub/Sub will deliver it again: the
+// outcome is retry.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, level slog.Level, errType string, err error, public string) {
 	h.proc.Logger().LogAttrs(r.Context(), level, "push request refused",
 		slog.String(logfields.Outcome, logfields.OutcomeRetry),
 		slog.String(logfields.ErrorType, errType),
@@ -139,7 +152,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, lev
 		slog.String(logfields.AckAction, logfields.AckActionNack),
 		slog.String(logfields.Error, err.Error()),
 	)
-	http.Error(w, http.StatusText(status)+": "+err.Error(), status)
+	http.Error(w, public, status)
 }
 
 // writeJSONStatus answers with a one-field JSON body; Pub/Sub only reads the

@@ -25,8 +25,10 @@ type Config struct {
 	Version           string
 	StoreURL          string
 	RoutesPath        string // "" = embedded seed routes
-	Audience          string // "" = no in-app OIDC check
+	Audience          string // "" = no in-app OIDC check of pushes
 	PushAccounts      []string
+	CallbackAudience  string // "" = no in-app OIDC check of callbacks (default: Audience)
+	CallbackAccounts  []string
 	JWKSURL           string // "" = Google's
 	PullSubscriptions []string
 	CollectionPrefix  string
@@ -55,6 +57,8 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_ROUTES                      routes file, or inline routes JSON (default: embedded seed routes)
 //	EVENTPIPE_OIDC_AUDIENCE               verify push OIDC tokens for this audience
 //	EVENTPIPE_PUSH_ACCOUNTS               allowed push service accounts (comma-separated)
+//	EVENTPIPE_CALLBACK_AUDIENCE           verify callback OIDC tokens for this audience (default: EVENTPIPE_OIDC_AUDIENCE)
+//	EVENTPIPE_CALLBACK_ACCOUNTS           service accounts allowed to call back (comma-separated)
 //	EVENTPIPE_OIDC_JWKS_URL               JWKS override (tests)
 //	EVENTPIPE_PULL_SUBSCRIPTIONS          streaming-pull subscriptions (comma-separated full names)
 //	EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES, EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES,
@@ -81,6 +85,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		RoutesPath:       get("EVENTPIPE_ROUTES", ""),
 		Audience:         get("EVENTPIPE_OIDC_AUDIENCE", ""),
 		PushAccounts:     list(get("EVENTPIPE_PUSH_ACCOUNTS", "")),
+		CallbackAccounts: list(get("EVENTPIPE_CALLBACK_ACCOUNTS", "")),
 		JWKSURL:          get("EVENTPIPE_OIDC_JWKS_URL", ""),
 		CollectionPrefix: get("EVENTPIPE_COLLECTION_PREFIX", engine.DefaultCollectionPrefix),
 		ShutdownTimeout:  DefaultShutdownTimeout,
@@ -95,6 +100,10 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.Audience == "" && len(c.PushAccounts) > 0 {
 		bad("EVENTPIPE_OIDC_AUDIENCE", "", "push accounts are set: set the audience (the push endpoint URL) so tokens are verified")
+	}
+	c.CallbackAudience = get("EVENTPIPE_CALLBACK_AUDIENCE", c.Audience)
+	if c.CallbackAudience == "" && len(c.CallbackAccounts) > 0 {
+		bad("EVENTPIPE_CALLBACK_AUDIENCE", "", "callback accounts are set: set the audience the calling jobs request tokens for (or EVENTPIPE_OIDC_AUDIENCE)")
 	}
 	for _, s := range list(get("EVENTPIPE_PULL_SUBSCRIPTIONS", "")) {
 		if err := pull.ValidSubscription(s); err != nil {

@@ -73,16 +73,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	if err != nil {
 		return err
 	}
-	var verifier *auth.Verifier
-	if cfg.Audience != "" {
-		if verifier, err = auth.New(context.WithoutCancel(ctx), auth.Config{Audience: cfg.Audience,
-			AllowedEmails: cfg.PushAccounts, JWKSURL: cfg.JWKSURL}); err != nil {
-			return err
-		}
+	verifier, callbackVerifier, err := verifiers(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if callbackVerifier != nil && len(cfg.CallbackAccounts) == 0 {
+		log.Warn("callbacks are refused: tokens are verified but no account may call back (fix: set EVENTPIPE_CALLBACK_ACCOUNTS to the calling jobs' service accounts)")
 	}
 	mux := http.NewServeMux()
 	mux.Handle(push.Path, push.New(proc, verifier)) // the handler answers other methods with 405
-	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log}))
+	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log,
+		Verifier: callbackVerifier}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
@@ -124,7 +125,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("consumer started", "addr", ln.Addr().String(), "routes", len(routes.Routes()),
-		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions),
+		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "callback_oidc", callbackVerifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions),
 		"startup_ms", time.Since(started).Milliseconds())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
@@ -158,6 +159,26 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	}
 	log.Info("consumer stopped")
 	return runErr
+}
+
+// verifiers returns the token verifiers of pushes and of callbacks (nil
+// where no audience is configured), sharing one set of Google's keys.
+// Callbacks verified without accounts refuse every caller (fail closed).
+func verifiers(ctx context.Context, cfg Config) (push, callbacks *auth.Verifier, err error) {
+	if cfg.Audience == "" && cfg.CallbackAudience == "" {
+		return nil, nil, nil
+	}
+	keys := auth.NewKeys(context.WithoutCancel(ctx), cfg.JWKSURL, 0)
+	if cfg.Audience != "" {
+		if push, err = keys.Verifier(auth.Config{Audience: cfg.Audience, AllowedEmails: cfg.PushAccounts}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.CallbackAudience != "" {
+		callbacks, err = keys.Verifier(auth.Config{Audience: cfg.CallbackAudience, AllowedEmails: cfg.CallbackAccounts,
+			AccountsSetting: "EVENTPIPE_CALLBACK_ACCOUNTS"})
+	}
+	return push, callbacks, err
 }
 
 func owner(cfg Config) string {

@@ -39,7 +39,7 @@ func expiredRecordsAbsent(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Finish(ctx, rc, "SUCCEEDED"); err != nil {
+	if _, err := eng.Finish(ctx, rc, "SUCCEEDED", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Dedupe marker: event 1 then 2; event 1 again is a duplicate by its marker.

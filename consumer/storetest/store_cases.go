@@ -42,6 +42,7 @@ func (s *suite) cases() []testCase {
 		{name: "LeaseAggregateSequence", run: leaseAggregateSequence},
 		{name: "ConcurrentClaims", isolation: true, run: concurrentClaims},
 		{name: "Receipts", run: receipts},
+		{name: "ReceiptHolderDies", run: receiptHolderDies},
 		{name: "ReceiptsRace", isolation: true, run: receiptsRace},
 		{name: "ExpiredRecordsAbsent", run: expiredRecordsAbsent},
 		{name: "ExpireAtOnEveryRecord", run: expireAtOnEveryRecord},
