@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,4 +135,48 @@ func postCallback(t *testing.T, url, body string) (int, http.Header, map[string]
 		t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, out
+}
+
+// TestSIGTERMWithOnlyHTTPInFlight: a push is still in flight when the
+// shutdown timeout ends; with no pull configured the process says the
+// requests did not finish, at ERROR, and never CRITICAL or "pull".
+func TestSIGTERMWithOnlyHTTPInFlight(t *testing.T) {
+	release := make(chan struct{})
+	called := make(chan struct{}, 1)
+	downstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		called <- struct{}{}
+		<-release
+	}))
+	defer func() {
+		close(release) // first: Close waits for the handler
+		downstream.Close()
+	}()
+	routes := `{"routes":[{"name":"doc","match":{"fields":["fileHash"]},"mode":"lease",
+		"fields":{"fileHash":{"from":["fileHash"],"type":"string","required":true}},"action":{"urlEnv":"DOC_URL","timeout":"30s"}}]}`
+	p := proctest.Start(t, consumerBinary(t), proctest.Options{Base: []string{"PATH=" + os.Getenv("PATH")}, Env: []string{
+		"EVENTPIPE_STORE=bbolt://" + filepath.Join(t.TempDir(), "consumer.db"), "EVENTPIPE_ROUTES=" + routes,
+		"DOC_URL=" + downstream.URL, "EVENTPIPE_SHUTDOWN_TIMEOUT=200ms"}})
+	go func() {
+		body := `{"message":{"data":"eyJmaWxlSGFzaCI6ImFiYyJ9","messageId":"m1","publishTime":"2026-01-02T03:04:05Z"},"subscription":"projects/p/subscriptions/s"}`
+		if resp, err := http.Post(p.URL+"/pubsub/push", "application/json", strings.NewReader(body)); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-called
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	<-p.Done()
+	var stopped bool
+	for _, l := range jsonLines(t, p) {
+		msg, _ := l["message"].(string)
+		errText, _ := l["error"].(string)
+		if l["severity"] == "CRITICAL" || strings.Contains(errText, "pull") {
+			t.Errorf("line %v: no pull is configured and a request outliving the timeout is not CRITICAL", l)
+		}
+		if l["severity"] == "ERROR" && msg == "consumer stopped before in-flight work finished" && strings.Contains(errText, "in-flight requests") {
+			stopped = true
+		}
+	}
+	if !stopped {
+		t.Errorf("no ERROR line naming the requests cut short:\n%s", p.Output())
+	}
 }

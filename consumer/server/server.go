@@ -33,6 +33,11 @@ import (
 // HealthPath serves Cloud Run's startup and liveness probes.
 const HealthPath = "/healthz"
 
+// ErrShutdownTimeout is wrapped by Run's error when work was still in
+// flight at the end of the shutdown timeout: Pub/Sub redelivers what was
+// not answered, so it is worth an ERROR, not a CRITICAL.
+var ErrShutdownTimeout = errors.New("shutdown timed out")
+
 // Options are what tests (and the binary) pass besides Config.
 type Options struct {
 	// Listener, when set, is served instead of listening on Config.Port.
@@ -148,14 +153,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	// cancelled) and stop pulling (in-flight messages finish and are acked).
 	stopPull()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		runErr = errors.Join(runErr, fmt.Errorf("shutdown: %w", err))
+		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within EVENTPIPE_SHUTDOWN_TIMEOUT (%s): %w", ErrShutdownTimeout, cfg.ShutdownTimeout, err))
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-sctx.Done():
-		runErr = errors.Join(runErr, errors.New("shutdown: pull did not drain in time"))
+	if len(cfg.PullSubscriptions) > 0 {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-sctx.Done():
+			runErr = errors.Join(runErr, fmt.Errorf("%w: pull did not drain within EVENTPIPE_SHUTDOWN_TIMEOUT (%s)", ErrShutdownTimeout, cfg.ShutdownTimeout))
+		}
 	}
 	log.Info("consumer stopped")
 	return runErr

@@ -164,8 +164,17 @@ func TestOIDCRejectedPushesApplyNothing(t *testing.T) {
 // action blocks) when the server is told to stop. New connections are
 // refused at once; the in-flight push completes with 200 and its effect is
 // recorded; Run returns cleanly.
-func TestGracefulShutdownFinishesInFlight(t *testing.T) {
-	release := make(chan struct{})
+// reply is a push's answer.
+type reply struct {
+	code    int
+	outcome string
+}
+
+// pushInFlight starts a server whose lease route's action blocks until
+// release is closed, sends it a push and returns once the action runs:
+// the push is in flight. Its answer comes on the returned channel.
+func pushInFlight(t *testing.T, shutdownTimeout, dbPath string, release chan struct{}) (*started, chan reply) {
+	t.Helper()
 	var calls atomic.Int64
 	downstream := httptestServer(t, func(w http.ResponseWriter, _ *http.Request) {
 		calls.Add(1)
@@ -179,14 +188,8 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("EVENTPIPE_TEST_DOWNSTREAM", downstream)
-	dbPath := filepath.Join(t.TempDir(), "consumer.db")
-	cfg := testConfig(t, map[string]string{"EVENTPIPE_ROUTES": routes, "EVENTPIPE_STORE": "bbolt://" + dbPath, "EVENTPIPE_SHUTDOWN_TIMEOUT": "10s"})
+	cfg := testConfig(t, map[string]string{"EVENTPIPE_ROUTES": routes, "EVENTPIPE_STORE": "bbolt://" + dbPath, "EVENTPIPE_SHUTDOWN_TIMEOUT": shutdownTimeout})
 	s := start(t, cfg)
-
-	type reply struct {
-		code    int
-		outcome string
-	}
 	inflight := make(chan reply, 1)
 	go func() {
 		code, outcome := pushReq(t, s.url, ct.PushBody(t, ct.Envelope{ID: "m1", Payload: `{"fileHash":"abc"}`}), "")
@@ -195,6 +198,29 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	for calls.Load() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
+	return s, inflight
+}
+
+// TestShutdownTimeoutWithoutPull: when requests outlive the shutdown
+// timeout and no pull is configured, Run's error says the requests did not
+// finish, never that a pull did not drain.
+func TestShutdownTimeoutWithoutPull(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	for round := range 6 { // the wrong message came from a random choice
+		s, _ := pushInFlight(t, "50ms", filepath.Join(t.TempDir(), "consumer.db"), release)
+		s.stop() // SIGTERM
+		err := s.wait()
+		if err == nil || !strings.Contains(err.Error(), "in-flight requests did not finish") || strings.Contains(err.Error(), "pull") {
+			t.Fatalf("round %d: Run = %v; want the requests named, and no pull (none is configured)", round, err)
+		}
+	}
+}
+
+func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	release := make(chan struct{})
+	dbPath := filepath.Join(t.TempDir(), "consumer.db")
+	s, inflight := pushInFlight(t, "10s", dbPath, release)
 	s.stop() // SIGTERM
 	deadline := time.Now().Add(5 * time.Second)
 	for {
