@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -131,7 +132,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("consumer started", "addr", ln.Addr().String(), "routes", len(routes.Routes()),
 		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "callback_oidc", callbackVerifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions),
-		"startup_ms", time.Since(started).Milliseconds())
+		"memory_limit_bytes", debug.SetMemoryLimit(-1), "startup_ms", time.Since(started).Milliseconds())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}
