@@ -135,3 +135,22 @@ func TestLongIDsArePoison(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONNestingLimit: message data nested 128 levels deep is processed;
+// one level deeper is poison naming the limit (README, Limits).
+func TestJSONNestingLimit(t *testing.T) {
+	nested := func(levels int) string {
+		return `{"service":"api","status":"ok","producedAt":"2026-01-02T03:00:00Z","deep":` +
+			strings.Repeat(`[`, levels-1) + strings.Repeat(`]`, levels-1) + `}`
+	}
+	for levels, want := range map[int]string{128: "applied", 129: "poison"} {
+		proc, _, log := ct.NewProcessor(t, ct.Options{})
+		if w := post(t, New(proc, nil), ct.PushBody(t, ct.Envelope{ID: "m1", Payload: nested(levels)})); w.Code != 200 {
+			t.Fatalf("%d levels: status %d", levels, w.Code)
+		}
+		last := log.Lines(t)[len(log.Lines(t))-1]
+		if last["outcome"] != want || (want == "poison" && !strings.Contains(last["error"].(string), "nested deeper than 128 levels")) {
+			t.Errorf("%d levels: %v, want %s", levels, last, want)
+		}
+	}
+}
