@@ -125,6 +125,9 @@ type materialization struct {
 	fields map[string]any
 	// source builds owned fields, all in the value model (Write.Source).
 	source FieldSource
+	// checkSize measures the document before it is written (a large
+	// payload, or fields the caller built).
+	checkSize bool
 	doc    store.Document // built from fields on the first write
 	res    Result
 	// funcs are kept when m is recycled (see newMaterialization).
@@ -170,8 +173,40 @@ func (m *materialization) document() (store.Document, error) {
 	}
 	m.order.toMeta(meta)
 	fields[MetaField] = meta
-	m.doc = store.Document{Fields: fields}
+	doc := store.Document{Fields: fields}
+	if m.checkSize {
+		if err := checkDocumentSize(m.op, m.res.DocPath, doc); err != nil {
+			return store.Document{}, err
+		}
+	}
+	m.doc = doc
 	return m.doc, nil
+}
+
+// MaxDocumentBytes is the largest document the engine writes: Firestore's
+// limit, kept on every store so that a message behaves the same whatever
+// the store.
+const MaxDocumentBytes = 1 << 20
+
+// sizeCheckFrom is the payload size from which a target document is
+// measured before it is written: below it, fields taken from the payload,
+// ids (at most limits.MaxIDBytes each) and the engine's own fields cannot
+// come near MaxDocumentBytes.
+const sizeCheckFrom = 256 << 10
+
+// checkDocumentSize makes a document too large for Firestore poison, with
+// the fix, instead of a write every store but Firestore accepts and
+// Firestore refuses forever. Its size is taken as its JSON encoding.
+func checkDocumentSize(op, path string, doc store.Document) error {
+	enc, err := store.EncodeJSON(doc)
+	if err != nil {
+		return err
+	}
+	if len(enc) > MaxDocumentBytes {
+		return newError(TypePoison, op, "%s would take about %d bytes; a document holds at most %d (fix: route fewer or smaller fields into it)",
+			path, len(enc), MaxDocumentBytes)
+	}
+	return nil
 }
 
 // Materialize applies one message's effect atomically: in ModeLatest it
@@ -287,6 +322,7 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		return nil, newError(TypePoison, op, "Write.Fields: %v", err)
 	}
 	m.res = Result{DocPath: target, IdempotencyDoc: target}
+	m.checkSize = !lazy || len(ev.Payload)+attributeBytes(ev.Attributes) >= sizeCheckFrom
 	if w.DedupeMarker {
 		m.marker, m.markerPath = e.envKey(e.dedupe, key)
 		m.res.IdempotencyDoc = m.markerPath

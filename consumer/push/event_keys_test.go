@@ -154,3 +154,25 @@ func TestJSONNestingLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedDocumentIsPoison: a payload whose routed fields would make
+// a document larger than Firestore holds is poison naming the limit, on
+// every store (here the memory store, which would hold it), and its poison
+// record keeps the message.
+func TestOversizedDocumentIsPoison(t *testing.T) {
+	proc, _, log := ct.NewProcessor(t, ct.Options{})
+	status := strings.Repeat("s", 2<<20)
+	w := post(t, New(proc, nil), ct.PushBody(t, ct.Envelope{ID: "m1", Payload: sysEvent(status, "2026-01-02T03:00:00Z")}))
+	if w.Code != 200 {
+		t.Fatalf("status %d, want 200 (poison, no DLQ)", w.Code)
+	}
+	lines := log.Lines(t)
+	last := lines[len(lines)-1]
+	if errText, _ := last["error"].(string); last["outcome"] != "poison" || !strings.Contains(errText, "a document holds at most 1048576") {
+		t.Fatalf("line %v: want poison naming the document limit", last)
+	}
+	m, err := proc.Engine().ReadPoison(t.Context(), last["idempotency_doc"].(string))
+	if err != nil || !strings.Contains(string(m.Data), status) {
+		t.Fatalf("poison record: %v (%d bytes)", err, len(m.Data))
+	}
+}
