@@ -27,7 +27,6 @@ type fixture struct {
 	srv *httptest.Server
 	st  *ct.FailingStore
 	log *ct.Log
-	mux *http.ServeMux
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -46,7 +45,7 @@ func serve(t *testing.T, st store.Store, base *ct.FailingStore, verifier *auth.V
 	mux.Handle(Pattern, New(Config{Routes: proc.Routes(), Engine: proc.Engine(), Store: st, Env: ct.Env, Logger: proc.Logger(), Verifier: verifier}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &fixture{srv: srv, st: base, log: log, mux: mux}
+	return &fixture{srv: srv, st: base, log: log}
 }
 
 func (f *fixture) call(t *testing.T, path, body string, hdr map[string]string) (int, map[string]any) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 )
@@ -189,16 +190,7 @@ func attributeBytes(attrs map[string]string) int {
 
 // boundID keeps an id the record stores within limits.MaxIDBytes (a message
 // may be poison for carrying a longer one; its data keeps what it has).
-func boundID(id string) string {
-	if len(id) <= limits.MaxIDBytes {
-		return id
-	}
-	cut := limits.MaxIDBytes - len("…")
-	for cut > 0 && !utf8.RuneStart(id[cut]) {
-		cut--
-	}
-	return id[:cut] + "…"
-}
+func boundID(id string) string { return logging.Truncate(id, limits.MaxIDBytes) }
 
 // PoisonMessage is a message as its poison record keeps it.
 type PoisonMessage struct {

@@ -76,11 +76,15 @@ func SeverityName(l slog.Level) string {
 
 // Bound truncates s to at most MaxFieldLen bytes on a rune boundary, marking
 // the cut with an ellipsis.
-func Bound(s string) string {
-	if len(s) <= MaxFieldLen {
+func Bound(s string) string { return Truncate(s, MaxFieldLen) }
+
+// Truncate cuts s to at most max bytes on a rune boundary, marking the cut
+// with an ellipsis.
+func Truncate(s string, max int) string {
+	if len(s) <= max {
 		return s
 	}
-	cut := MaxFieldLen - len("…")
+	cut := max - len("…")
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
