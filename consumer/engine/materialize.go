@@ -128,8 +128,8 @@ type materialization struct {
 	// checkSize measures the document before it is written (a large
 	// payload, or fields the caller built).
 	checkSize bool
-	doc    store.Document // built from fields on the first write
-	res    Result
+	doc       store.Document // built from fields on the first write
+	res       Result
 	// funcs are kept when m is recycled (see newMaterialization).
 	funcs *matFuncs
 }
