@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/render"
 )
 
@@ -50,7 +51,7 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatalf("README stack example: %v", err)
 	}
 	checkReliable(t, res.Plan)
-	if got := len(res.Plan.StepsOfType("eventpipe:components:Pipeline")); got != 2 {
+	if got := len(res.Plan.StepsOfType(components.TypePipeline)); got != 2 {
 		t.Errorf("pipelines = %d, want 2", got)
 	}
 	for _, s := range res.Plan.StepsOfType("gcp:pubsub/subscription:Subscription") {

@@ -60,9 +60,9 @@ func Stack(ctx context.Context, opts Options) ([]byte, error) {
 	return res.JSON, nil
 }
 
-// Render reads and validates the stack config, runs components.Program with
-// mocks, and builds the plan. On any validation error it returns spec.Errors
-// (with file locations) and no plan.
+// Render reads and validates the stack config (components.LoadStack), runs
+// components.Program with mocks, and builds the plan. On any validation
+// error it returns spec.Errors (with file locations) and no plan.
 func Render(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Stack == "" {
 		return nil, errors.New("render: no stack given; pass a stack name such as dev, staging or prod")
@@ -75,10 +75,14 @@ func Render(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := file.Load(opts.Stack)
+	loaded, err := components.LoadStack(opts.Stack, file.Source)
+	if errs, ok := err.(spec.Errors); ok {
+		return nil, file.Place(errs)
+	}
 	if err != nil {
 		return nil, err
 	}
+	st := loaded.Spec
 	program := components.Program(components.ProgramOptions{ConfigKeys: file.Source.Keys()})
 	plan, err := RunProgram(ctx, opts.Stack, file.Source, st, program)
 	if err != nil {
@@ -190,7 +194,7 @@ func buildPlan(stack string, src spec.MapSource, regs []Registered) *Plan {
 	)
 	for _, r := range topoSort(regs) {
 		st := State{URN: r.URN, Type: r.Type, Custom: r.Custom, Inputs: propertyMap(r.Inputs), Parent: r.Parent,
-			Dependencies: r.Dependencies, PropertyDependencies: r.PropertyDependencies}
+			Protect: r.Protect, Dependencies: r.Dependencies, PropertyDependencies: r.PropertyDependencies}
 		if st.Dependencies == nil {
 			st.Dependencies = []string{}
 		}
