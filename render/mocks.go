@@ -149,6 +149,9 @@ func (m *Mocks) outputs(typ, name string, in resource.PropertyMap) (string, map[
 	case "gcp:secretmanager/secretVersion:SecretVersion":
 		id := str("secret") + "/versions/1"
 		return id, map[string]string{"name": id, "version": "1"}
+	case "gcp:monitoring/notificationChannel:NotificationChannel":
+		id := "projects/" + project + "/notificationChannels/" + digits(name)
+		return id, map[string]string{"name": id}
 	case "gcp:firestore/field:Field":
 		id := "projects/" + project + "/databases/" + str("database") + "/collectionGroups/" + str("collection") + "/fields/" + str("field")
 		return id, map[string]string{"name": id}

@@ -103,9 +103,16 @@ func Render(ctx context.Context, opts Options) (*Result, error) {
 // Render uses it with components.Program; component tests use it with a
 // program that declares one component.
 func RunProgram(ctx context.Context, stack string, src spec.MapSource, st *spec.Stack, program pulumi.RunFunc) (*Plan, error) {
-	mocks := NewMocks(Project, stack, st)
+	return RunProjectProgram(ctx, Project, stack, src, st, program)
+}
+
+// RunProjectProgram is RunProgram for the program of another Pulumi
+// project than eventpipe's (a user's program, such as the examples): its
+// config is read in the project's namespace.
+func RunProjectProgram(ctx context.Context, project, stack string, src spec.MapSource, st *spec.Stack, program pulumi.RunFunc) (*Plan, error) {
+	mocks := NewMocks(project, stack, st)
 	pctx, err := pulumi.NewContext(ctx, pulumi.RunInfo{
-		Project:          Project,
+		Project:          project,
 		Stack:            stack,
 		Config:           src.Values,
 		ConfigSecretKeys: spec.SortedKeys(src.Secrets),
@@ -119,7 +126,7 @@ func RunProgram(ctx context.Context, stack string, src spec.MapSource, st *spec.
 	if err := pulumi.RunWithContext(pctx, program); err != nil {
 		return nil, fmt.Errorf("render %s: %w", stack, err)
 	}
-	return buildPlan(stack, src, mocks.Resources()), nil
+	return buildPlan(project, stack, src, mocks.Resources()), nil
 }
 
 // ConfigPath resolves the stack config file of opts.
@@ -175,9 +182,9 @@ func FindStackDir(start string) (string, error) {
 // buildPlan turns registrations into preview steps: the root stack, the
 // default gcp provider, then every resource with parents and dependencies
 // before dependents (ties by URN), so output order is stable.
-func buildPlan(stack string, src spec.MapSource, regs []Registered) *Plan {
-	stackURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(Project), "", resource.RootStackType, Project+"-"+stack))
-	providerURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(Project), "", "pulumi:providers:gcp", "default_"+strings.ReplaceAll(ProviderVersion, ".", "_")))
+func buildPlan(project, stack string, src spec.MapSource, regs []Registered) *Plan {
+	stackURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(project), "", resource.RootStackType, project+"-"+stack))
+	providerURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(project), "", "pulumi:providers:gcp", "default_"+strings.ReplaceAll(ProviderVersion, ".", "_")))
 	provider := providerURN + "::" + Unknown
 	plan := &Plan{Config: map[string]string{}, Diagnostics: []any{}, ChangeSummary: map[string]int{}}
 	for k, v := range src.Values {
