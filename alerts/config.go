@@ -18,17 +18,17 @@ import (
 // `thresholds: {push: {serverErrorWarning: 0.02}}`.
 type Config struct {
 	// DLQ configures the dead-letter alerts.
-	DLQ DLQThresholds `json:"dlq" yaml:"dlq" pulumi:"dlq,optional"`
+	DLQ *DLQThresholds `json:"dlq" yaml:"dlq" pulumi:"dlq,optional"`
 	// Push configures the push error-ratio alerts.
-	Push PushThresholds `json:"push" yaml:"push" pulumi:"push,optional"`
+	Push *PushThresholds `json:"push" yaml:"push" pulumi:"push,optional"`
 	// Backlog configures the backlog age and growth alerts of every subscription.
-	Backlog BacklogThresholds `json:"backlog" yaml:"backlog" pulumi:"backlog,optional"`
+	Backlog *BacklogThresholds `json:"backlog" yaml:"backlog" pulumi:"backlog,optional"`
 	// Firestore configures the store-error alerts.
-	Firestore FirestoreThresholds `json:"firestore" yaml:"firestore" pulumi:"firestore,optional"`
+	Firestore *FirestoreThresholds `json:"firestore" yaml:"firestore" pulumi:"firestore,optional"`
 	// Leases configures the lease alerts.
-	Leases LeaseThresholds `json:"leases" yaml:"leases" pulumi:"leases,optional"`
+	Leases *LeaseThresholds `json:"leases" yaml:"leases" pulumi:"leases,optional"`
 	// SLO configures the ack-ratio SLO of push subscriptions and its burn-rate alerts.
-	SLO SLOConfig `json:"slo" yaml:"slo" pulumi:"slo,optional"`
+	SLO *SLOConfig `json:"slo" yaml:"slo" pulumi:"slo,optional"`
 
 	// ConfirmFor is how long a windowed count (dead-lettered messages in a
 	// window, lease failures per window) must stay over its threshold before
@@ -174,13 +174,13 @@ const (
 // the SLO burn-rate windows of Google's SRE workbook.
 func Defaults() Config {
 	return Config{
-		DLQ: DLQThresholds{
+		DLQ: &DLQThresholds{
 			WarningFor:           Dur(5 * time.Minute),
 			CriticalFor:          Dur(15 * time.Minute),
 			DeadLetteredCritical: 10,
 			DeadLetteredWindow:   Dur(10 * time.Minute),
 		},
-		Push: PushThresholds{
+		Push: &PushThresholds{
 			ServerErrorWarning:  0.01,
 			ServerErrorCritical: 0.05,
 			ServerErrorFor:      Dur(5 * time.Minute),
@@ -191,26 +191,26 @@ func Defaults() Config {
 			// 100 requests: below that a single failure is already ≥ 1 %.
 			MinRequests: 100,
 		},
-		Backlog: BacklogThresholds{
+		Backlog: &BacklogThresholds{
 			OldestAgeWarning:  Dur(5 * time.Minute),
 			OldestAgeCritical: Dur(15 * time.Minute),
 			GrowthWarningFor:  Dur(15 * time.Minute),
 			GrowthCriticalFor: Dur(30 * time.Minute),
 			GrowthWindow:      Dur(10 * time.Minute),
 		},
-		Firestore: FirestoreThresholds{
+		Firestore: &FirestoreThresholds{
 			TransientWarningPerMinute:  5,
 			TransientCriticalPerMinute: 20,
 			TransientFor:               Dur(10 * time.Minute),
 			RateWindow:                 Dur(5 * time.Minute),
 		},
-		Leases: LeaseThresholds{
+		Leases: &LeaseThresholds{
 			AcquireFailures:   10,
 			HeartbeatFailures: 5,
 			StaleLeases:       3,
 			Window:            Dur(time.Hour),
 		},
-		SLO: SLOConfig{
+		SLO: &SLOConfig{
 			Goal:        0.995,
 			RollingDays: 30,
 			BurnRates: []BurnRate{
@@ -234,13 +234,17 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// fillZero sets every zero leaf of dst (a settable struct) to def's value.
+// fillZero sets every zero leaf of dst (a settable struct) to def's value;
+// a section (pointer to a struct) set by the caller is copied, not changed.
 func fillZero(dst, def reflect.Value) {
 	for i := range dst.NumField() {
 		f := dst.Field(i)
 		switch {
-		case f.Kind() == reflect.Struct:
-			fillZero(f, def.Field(i))
+		case f.Kind() == reflect.Pointer && !f.IsNil():
+			section := reflect.New(f.Type().Elem())
+			section.Elem().Set(f.Elem())
+			fillZero(section.Elem(), def.Field(i).Elem())
+			f.Set(section)
 		case f.IsZero() || (f.Kind() == reflect.Slice && f.Len() == 0):
 			f.Set(def.Field(i))
 		}
@@ -319,8 +323,28 @@ func (v *validator) orderedDur(warnField string, warn, crit Duration, critField 
 }
 
 // Validate reports every invalid value in c, joined; nil means c renders.
+// A section left nil is checked as if all its values were zero: every one
+// is reported (WithDefaults fills unset values instead).
 func (c Config) Validate() error {
 	v := &validator{}
+	if c.DLQ == nil {
+		c.DLQ = &DLQThresholds{}
+	}
+	if c.Push == nil {
+		c.Push = &PushThresholds{}
+	}
+	if c.Backlog == nil {
+		c.Backlog = &BacklogThresholds{}
+	}
+	if c.Firestore == nil {
+		c.Firestore = &FirestoreThresholds{}
+	}
+	if c.Leases == nil {
+		c.Leases = &LeaseThresholds{}
+	}
+	if c.SLO == nil {
+		c.SLO = &SLOConfig{}
+	}
 	v.window("dlq.warningFor", c.DLQ.WarningFor, MaxDuration)
 	v.window("dlq.criticalFor", c.DLQ.CriticalFor, MaxDuration)
 	v.orderedDur("dlq.warningFor", c.DLQ.WarningFor, c.DLQ.CriticalFor, "dlq.criticalFor")

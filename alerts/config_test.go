@@ -220,9 +220,7 @@ func TestDuration(t *testing.T) {
 // TestWithDefaultsFillsOnlyUnsetValues: a program names the thresholds it
 // changes; every other one, nested and in lists, takes its default.
 func TestWithDefaultsFillsOnlyUnsetValues(t *testing.T) {
-	var c Config
-	c.Push.MinRequests = 500
-	c.DLQ.WarningFor = "10m"
+	c := Config{Push: &PushThresholds{MinRequests: 500}, DLQ: &DLQThresholds{WarningFor: "10m"}}
 	got := c.WithDefaults()
 	want := Defaults()
 	want.Push.MinRequests = 500
@@ -233,8 +231,8 @@ func TestWithDefaultsFillsOnlyUnsetValues(t *testing.T) {
 	if err := (Config{}).WithDefaults().Validate(); err != nil {
 		t.Errorf("an empty config with defaults is invalid: %v", err)
 	}
-	if c.SLO.BurnRates != nil {
-		t.Error("WithDefaults changed its receiver")
+	if c.SLO != nil || c.Push.ClientErrorFor != "" {
+		t.Error("WithDefaults changed its receiver or a section it was given")
 	}
 }
 

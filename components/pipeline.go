@@ -3,6 +3,7 @@ package components
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/spec"
@@ -57,7 +58,7 @@ type Pipeline struct {
 	// ConsumerServiceAccount is the email of the account the consumer runs as.
 	ConsumerServiceAccount pulumi.StringOutput `pulumi:"consumerServiceAccount"`
 	// SubscriptionNames are the subscription ids, by key.
-	SubscriptionNames pulumi.StringMapOutput `pulumi:"subscriptions"`
+	SubscriptionNames pulumi.StringMapOutput `pulumi:"subscriptionNames"`
 	// DeadLetterSubscriptions are the ids of the subscriptions keeping the dead letters, by key (none on a DLQ opt-out).
 	DeadLetterSubscriptions pulumi.StringMapOutput `pulumi:"deadLetterSubscriptions"`
 
@@ -111,7 +112,7 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 		topicID, pl.TopicName = pl.Topic.ID, pl.Topic.Name
 	} else {
 		topicID = sc.d.str(p.Topic.Existing)
-		pl.TopicName = sc.d.str(p.Topic.Name).ToStringOutput()
+		pl.TopicName = topicID.ToStringOutput().ApplyT(func(id string) string { return id[strings.LastIndex(id, "/")+1:] }).(pulumi.StringOutput)
 		if err := grantPublishers(ctx, name, sc, topicID, parent); err != nil {
 			return nil, err
 		}

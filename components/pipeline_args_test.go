@@ -70,7 +70,7 @@ func TestPipelineRejectsBadArgs(t *testing.T) {
 	bad.Consumer.Memory, bad.Consumer.CPU = "64Mi", "1500m"
 	bad.Subscriptions["main"] = components.SubscriptionSettings{Delivery: "PUSH"}
 	bad.Subscriptions["audit"] = components.SubscriptionSettings{Delivery: "pull", External: true}
-	bad.Alerts = &components.AlertSettings{Thresholds: &alerts.Config{Push: alerts.PushThresholds{ServerErrorWarning: 2}}}
+	bad.Alerts = &components.AlertSettings{Thresholds: &alerts.Config{Push: &alerts.PushThresholds{ServerErrorWarning: 2}}}
 	cases := []struct {
 		name, pipeline string
 		args           *components.PipelineArgs
@@ -158,6 +158,7 @@ func TestPipelineOnExistingTopic(t *testing.T) {
 // program; they validate as stand-ins and every name derived from them is
 // filled in with the real value at deploy time.
 func TestPipelineWithOutputsOfOtherResources(t *testing.T) {
+	var outputs []string
 	plan := runMocked(t, func(ctx *pulumi.Context) error {
 		topic, err := pubsub.NewTopic(ctx, "producer", &pubsub.TopicArgs{Project: pulumi.String("producer-prod"), Name: pulumi.String("orders")})
 		if err != nil {
@@ -172,9 +173,21 @@ func TestPipelineWithOutputsOfOtherResources(t *testing.T) {
 		args.Consumer.ServiceAccount = pulumi.Sprintf("runner@%s.iam.gserviceaccount.com", project)
 		args.Subscriptions["work"] = components.SubscriptionSettings{Delivery: "pull"}
 		args.Consumer.MinInstances = intPtr(1)
-		_, err = components.NewPipeline(ctx, "orders", args)
-		return err
+		pl, err := components.NewPipeline(ctx, "orders", args)
+		if err != nil {
+			return err
+		}
+		pulumi.All(pl.TopicID, pl.TopicName, pl.ConsumerServiceAccount).ApplyT(func(v []any) error {
+			for _, s := range v {
+				outputs = append(outputs, s.(string))
+			}
+			return nil
+		})
+		return nil
 	})
+	if want := []string{producerTopic, "orders", "runner@acme-dev.iam.gserviceaccount.com"}; !equalJSON(outputs, want) {
+		t.Errorf("pipeline outputs = %v, want %v", outputs, want)
+	}
 	b, _ := json.Marshal(plan)
 	if strings.Contains(string(b), "eventpipe-deferred") {
 		t.Fatalf("a stand-in value reached the plan:\n%s", grepLines(string(b), "eventpipe-deferred"))

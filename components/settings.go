@@ -69,7 +69,7 @@ type ConsumerSettings struct {
 	Store string `pulumi:"store,optional"`
 	// StoreSecret is a store URL carrying a credential (a PostgreSQL URL with its password), best a secret
 	// output; it is kept in a Secret Manager secret the consumer reads, never in the service definition.
-	StoreSecret pulumi.StringInput `pulumi:"storeSecret,optional"`
+	StoreSecret pulumi.StringInput `pulumi:"storeSecret,optional" provider:"secret"`
 	// CollectionPrefix is prepended to the store's collection names (default eventpipe_NAME_); unique per store.
 	CollectionPrefix string `pulumi:"collectionPrefix,optional"`
 	// Audience is the OIDC audience of push tokens (default PROJECT/NAME/pubsub-push).
