@@ -45,15 +45,15 @@ const (
 	RoleSecretAccessor = "roles/secretmanager.secretAccessor"
 )
 
-// FormerType is the token stacks deployed before the components became a
+// formerType is the token stacks deployed before the components became a
 // Pulumi package recorded for component type typ (eventpipe:components:X).
-func FormerType(typ string) string { return strings.Replace(typ, ":index:", ":components:", 1) }
+func formerType(typ string) string { return strings.Replace(typ, ":index:", ":components:", 1) }
 
 // register registers component c of type typ under name, with an alias to
 // its former token: the engine then finds every resource a stack deployed
 // under the old token (children inherit the alias) and keeps it, instead of
 // deleting and re-creating topics and subscriptions with their backlog.
 func register(ctx *pulumi.Context, typ, name string, c pulumi.ComponentResource, opts []pulumi.ResourceOption) error {
-	opts = append(opts[:len(opts):len(opts)], pulumi.Aliases([]pulumi.Alias{{Type: pulumi.String(FormerType(typ))}}))
+	opts = append(opts[:len(opts):len(opts)], pulumi.Aliases([]pulumi.Alias{{Type: pulumi.String(formerType(typ))}}))
 	return ctx.RegisterComponentResource(typ, name, c, opts...)
 }
