@@ -62,7 +62,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		Policies: map[string]*monitoring.AlertPolicy{},
 		SLOs:     map[string]*monitoring.Slo{},
 	}
-	opts = append(opts, pulumi.Aliases([]pulumi.Alias{{Type: pulumi.String(formerComponentType)}}))
+	opts = append(opts[:len(opts):len(opts)], pulumi.Aliases([]pulumi.Alias{{Type: pulumi.String(formerComponentType)}}))
 	if err := ctx.RegisterComponentResource(ComponentType, name, a, opts...); err != nil {
 		return nil, fmt.Errorf("alerts %s: register component: %w", name, err)
 	}
