@@ -3,6 +3,7 @@ package components
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/eventpipe/eventpipe/spec"
@@ -15,6 +16,9 @@ import (
 // standaloneKey is the key a Subscription on its own has in its scope: its
 // push service account is NAME-sub-push.
 const standaloneKey = "sub"
+
+// accountIDPattern is what GCP accepts as a service account id.
+var accountIDPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
 
 // SubscriptionArgs configure a Subscription on its own, on any topic: a
 // topic of the same program or one another team owns.
@@ -119,6 +123,10 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	case sub.Push() && (args.Push == nil || args.Push.Audience == "" || args.Push.Endpoint == nil && sub.PushEndpoint == ""):
 		problems = append(problems, spec.FieldError{Path: "push", Allowed: "an endpoint and an audience with delivery: push",
 			Fix: "set push.endpoint (the consumer's URL + /pubsub/push) and push.audience (the audience the endpoint checks)"})
+	case sub.Push() && !accountIDPattern.MatchString(sc.pipeline.PushAccountID(sub)):
+		problems = append(problems, spec.FieldError{Path: "name", Value: fmt.Sprintf("%q", name),
+			Allowed: "lowercase letters, digits and hyphens, starting with a letter, for a push subscription",
+			Fix: "rename the component: it names the push service account " + name + "-" + standaloneKey + "-push, and GCP account ids allow only these characters"})
 	case sub.Push():
 		push = &pushTarget{endpoint: args.Push.Endpoint, audience: args.Push.Audience, service: args.Push.Service}
 	case args.Push != nil:

@@ -165,6 +165,8 @@ func TestSubscriptionRejectsBadArgs(t *testing.T) {
 		name string
 		args *components.SubscriptionArgs
 		want []string
+		// component is the component's name (default orders-main).
+		component string
 	}{
 		{"nil args", nil, []string{"subscription orders-main: no arguments"}},
 		{"no push target", subscriptionArgs(components.SubscriptionSettings{Delivery: "push"}), []string{"push (not set): allowed an endpoint and an audience"}},
@@ -172,6 +174,11 @@ func TestSubscriptionRejectsBadArgs(t *testing.T) {
 			Delivery: "pull", MaxDeliveryAttempts: intPtr(3), MinBackoff: "20m", Subscribers: []string{"reader@x.iam.gserviceaccount.com"}}},
 			[]string{"(5 problems)", "projectNumber (not set)", "topic (not set)", "subscription.maxDeliveryAttempts = 3: allowed 5–100",
 				`subscription.minBackoff = "20m": allowed 0s–10m`, "subscription.subscribers[0]"}},
+		{"push account id from the name", func() *components.SubscriptionArgs {
+			a := subscriptionArgs(components.SubscriptionSettings{Delivery: "push", Name: "Orders.v2"})
+			a.Push = &components.PushTarget{Endpoint: pulumi.String("https://x.example"), Audience: "a"}
+			return a
+		}(), []string{`name = "Orders_Main": allowed lowercase letters, digits and hyphens`}, "Orders_Main"},
 		{"push on pull", func() *components.SubscriptionArgs {
 			a := subscriptionArgs(components.SubscriptionSettings{Delivery: "pull"})
 			a.Push = &components.PushTarget{Endpoint: pulumi.String("https://x.example"), Audience: "a"}
@@ -181,7 +188,11 @@ func TestSubscriptionRejectsBadArgs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err, regs := runErr(func(ctx *pulumi.Context) error {
-				_, err := components.NewSubscription(ctx, "orders-main", tc.args)
+				name := tc.component
+				if name == "" {
+					name = "orders-main"
+				}
+				_, err := components.NewSubscription(ctx, name, tc.args)
 				return err
 			})
 			for _, want := range tc.want {
