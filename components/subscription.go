@@ -126,7 +126,7 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	case sub.Push() && !accountIDPattern.MatchString(sc.pipeline.PushAccountID(sub)):
 		problems = append(problems, spec.FieldError{Path: "name", Value: fmt.Sprintf("%q", name),
 			Allowed: "lowercase letters, digits and hyphens, starting with a letter, for a push subscription",
-			Fix: "rename the component: it names the push service account " + name + "-" + standaloneKey + "-push, and GCP account ids allow only these characters"})
+			Fix:     "rename the component: it names the push service account " + name + "-" + standaloneKey + "-push, and GCP account ids allow only these characters"})
 	case sub.Push():
 		push = &pushTarget{endpoint: args.Push.Endpoint, audience: args.Push.Audience, service: args.Push.Service}
 	case args.Push != nil:

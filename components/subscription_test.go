@@ -168,12 +168,12 @@ func TestSubscriptionRejectsBadArgs(t *testing.T) {
 		// component is the component's name (default orders-main).
 		component string
 	}{
-		{"nil args", nil, []string{"subscription orders-main: no arguments"}},
-		{"no push target", subscriptionArgs(components.SubscriptionSettings{Delivery: "push"}), []string{"push (not set): allowed an endpoint and an audience"}},
+		{"nil args", nil, []string{"subscription orders-main: no arguments"}, ""},
+		{"no push target", subscriptionArgs(components.SubscriptionSettings{Delivery: "push"}), []string{"push (not set): allowed an endpoint and an audience"}, ""},
 		{"everything at once", &components.SubscriptionArgs{Project: pulumi.String("acme-dev"), Subscription: components.SubscriptionSettings{
 			Delivery: "pull", MaxDeliveryAttempts: intPtr(3), MinBackoff: "20m", Subscribers: []string{"reader@x.iam.gserviceaccount.com"}}},
 			[]string{"(5 problems)", "projectNumber (not set)", "topic (not set)", "subscription.maxDeliveryAttempts = 3: allowed 5–100",
-				`subscription.minBackoff = "20m": allowed 0s–10m`, "subscription.subscribers[0]"}},
+				`subscription.minBackoff = "20m": allowed 0s–10m`, "subscription.subscribers[0]"}, ""},
 		{"push account id from the name", func() *components.SubscriptionArgs {
 			a := subscriptionArgs(components.SubscriptionSettings{Delivery: "push", Name: "Orders.v2"})
 			a.Push = &components.PushTarget{Endpoint: pulumi.String("https://x.example"), Audience: "a"}
@@ -183,7 +183,7 @@ func TestSubscriptionRejectsBadArgs(t *testing.T) {
 			a := subscriptionArgs(components.SubscriptionSettings{Delivery: "pull"})
 			a.Push = &components.PushTarget{Endpoint: pulumi.String("https://x.example"), Audience: "a"}
 			return a
-		}(), []string{"push = (set): allowed only with delivery: push"}},
+		}(), []string{"push = (set): allowed only with delivery: push"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
