@@ -1,8 +1,6 @@
 package alerts
 
 import (
-	"bytes"
-	"os"
 	"strings"
 	"testing"
 
@@ -23,24 +21,10 @@ func alertToken(name string) string {
 
 // TestAnnotationsFollowTheDocComments keeps the Annotate methods of the
 // thresholds (part of a pipeline's arguments) generated from their doc
-// comments; EVENTPIPE_UPDATE_ANNOTATIONS=1 regenerates them.
+// comments.
 func TestAnnotationsFollowTheDocComments(t *testing.T) {
-	got, err := annotategen.Generate(".", "alerts", alertToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if os.Getenv("EVENTPIPE_UPDATE_ANNOTATIONS") != "" {
-		if err := os.WriteFile(annotategen.File, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(annotategen.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is out of date with the doc comments; run EVENTPIPE_UPDATE_ANNOTATIONS=1 go test ./alerts/ -run Annotations", annotategen.File)
+	if err := annotategen.Sync(".", "alerts", alertToken); err != nil {
+		t.Error(err)
 	}
 }
 

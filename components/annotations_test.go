@@ -1,38 +1,18 @@
 package components_test
 
 import (
-	"bytes"
-	"os"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/internal/annotate/annotategen"
 )
 
-// updateAnnotationsEnv regenerates annotations.go instead of comparing:
-// EVENTPIPE_UPDATE_ANNOTATIONS=1 go test ./components/ ./alerts/ -run Annotations
-const updateAnnotationsEnv = "EVENTPIPE_UPDATE_ANNOTATIONS"
-
 // TestAnnotationsFollowTheDocComments keeps the Annotate methods (what a
 // component provider shows other languages) generated from the doc
 // comments Go users read.
 func TestAnnotationsFollowTheDocComments(t *testing.T) {
-	got, err := annotategen.Generate(".", "components", func(name string) string { return name })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if os.Getenv(updateAnnotationsEnv) != "" {
-		if err := os.WriteFile(annotategen.File, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(annotategen.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is out of date with the doc comments; run %s=1 go test ./components/ -run Annotations", annotategen.File, updateAnnotationsEnv)
+	if err := annotategen.Sync(".", "components", func(name string) string { return name }); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -101,6 +102,32 @@ func Generate(dir, pkg string, tokenName func(string) string) ([]byte, error) {
 		b.WriteString("}\n")
 	}
 	return format.Source(b.Bytes())
+}
+
+// UpdateEnv names the variable that makes Sync write File instead of
+// comparing: EVENTPIPE_UPDATE_ANNOTATIONS=1 go test ./components/ ./alerts/ -run Annotations
+const UpdateEnv = "EVENTPIPE_UPDATE_ANNOTATIONS"
+
+// Sync generates File for the package in dir and, when UpdateEnv is set,
+// writes it; otherwise it reports a File that differs from what the doc
+// comments give.
+func Sync(dir, pkg string, tokenName func(string) string) error {
+	got, err := Generate(dir, pkg, tokenName)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, File)
+	if os.Getenv(UpdateEnv) != "" {
+		return os.WriteFile(path, got, 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%s is out of date with the doc comments; run %s=1 go test ./%s/ -run Annotations", path, UpdateEnv, pkg)
+	}
+	return nil
 }
 
 // describe turns a field's doc comment into a description: one line, without
