@@ -81,3 +81,15 @@ func (d Doc) JSON(t TB) []byte {
 	}
 	return b
 }
+
+// SetOp changes the preview operation of the resource of type typ named name.
+func (d Doc) SetOp(t TB, typ, name, op string) {
+	t.Helper()
+	for _, s := range d.steps() {
+		if matches(s, typ, name) {
+			s.(map[string]any)["op"] = op
+			return
+		}
+	}
+	t.Fatalf("the plan has no %s %s", typ, name)
+}
