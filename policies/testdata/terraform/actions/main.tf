@@ -1,7 +1,8 @@
 # The change under review, planned against the state of applying before/: the orders
 # worker's filter changes (replaced: delete, then create), the events topic moves to a
 # new name and its worker follows (replaced the other way round: create_before_destroy),
-# the dead-letter subscription keeps messages for a shorter time (updated), the legacy
+# the dead-letter subscription gets a new address (a moved block) and keeps messages for a
+# shorter time (updated), the legacy
 # audit subscription goes (deleted), a data source waits for the apply (read), and the
 # rest stays as it is (no-op).
 
@@ -78,7 +79,12 @@ resource "google_pubsub_subscription" "events_worker" {
   }
 }
 
-resource "google_pubsub_subscription" "orders_dlq_hold" {
+moved {
+  from = google_pubsub_subscription.orders_dlq_hold
+  to   = google_pubsub_subscription.dlq_hold
+}
+
+resource "google_pubsub_subscription" "dlq_hold" {
   name                       = "orders-dlq-hold"
   topic                      = google_pubsub_topic.orders_dlq.id
   message_retention_duration = "259200s"

@@ -1,7 +1,7 @@
 # An eventpipe consumer on Cloud Run storing its idempotency records in Firestore, with
 # TTL policies on two of its three collections, an invoker grant to everyone, the
 # Pub/Sub push subscription that feeds it and a partner webhook subscription pushing
-# over plain HTTP without OIDC.
+# over plain HTTP without OIDC; a terraform_data resource records the deployed release.
 
 terraform {
   required_providers {
@@ -149,4 +149,11 @@ resource "google_pubsub_subscription_iam_member" "subscriber" {
   member       = local.pubsub_agent
 
   depends_on = [google_pubsub_subscription.payments_push, google_pubsub_subscription.partner_webhook]
+}
+
+resource "terraform_data" "release" {
+  input = {
+    image   = google_cloud_run_v2_service.consumer.template[0].containers[0].image
+    version = "2.3.0"
+  }
 }
