@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates the Terraform plan fixtures of policies/testdata/terraform: for every case
-# folder (one with an expected.yaml), each CLI its `clis:` line names plans the case's
+# folder (one with an expected.yaml.txt), each CLI its `clis:` line names plans the case's
 # configuration with the stand-in google provider (internal/tfprovider) and writes
-# `CLI show -json` of the plan to CASE/CLI.plan.json. A case with a before/ folder is
+# `CLI show -json` of the plan to CASE/CLI.plan.json.txt. A case with a before/ folder is
 # planned against the state of applying before/ first (updates, replacements, deletions).
 #
 # Usage: scripts/terraform-fixtures.sh [OUTDIR] [CASE...]
-#   OUTDIR  where CASE/CLI.plan.json go (default: the fixtures folder itself)
+#   OUTDIR  where CASE/CLI.plan.json.txt go (default: the fixtures folder itself)
 #   CASE    only these cases (default: all)
 # Environment: TERRAFORM, TOFU (default .tools/bin/terraform, .tools/bin/tofu, installed
 # by `make deps`), JOBS (cases planned at once, default 2).
@@ -57,7 +57,7 @@ if [ $# -gt 0 ]; then
   cases=("$@")
 else
   cases=()
-  for f in "$fixtures"/*/expected.yaml; do cases+=("$(basename "$(dirname "$f")")"); done
+  for f in "$fixtures"/*/expected.yaml.txt; do cases+=("$(basename "$(dirname "$f")")"); done
 fi
 
 # Each CLI works in its own copy of the fixtures: each writes its own lock files and state.
@@ -66,13 +66,13 @@ for cli in terraform tofu; do
   cp -r "$fixtures/." "$work/$cli/"
 done
 
-# plan_case CASE CLI: plans CASE with CLI and writes OUT/CASE/CLI.plan.json.
+# plan_case CASE CLI: plans CASE with CLI and writes OUT/CASE/CLI.plan.json.txt.
 plan_case() {
   local case=$1 cli=$2 bin dir log
   case $cli in
     terraform) bin=$terraform ;;
     tofu) bin=$tofu ;;
-    *) echo "$case: unknown CLI $cli in expected.yaml" >&2; return 1 ;;
+    *) echo "$case: unknown CLI $cli in expected.yaml.txt" >&2; return 1 ;;
   esac
   dir=$work/$cli/$case
   log=$work/$cli-$case.log
@@ -85,18 +85,18 @@ plan_case() {
   } >"$log" 2>&1 || { echo "$case: $cli failed:" >&2; cat "$log" >&2; return 1; }
   mkdir -p "$out/$case"
   (cd "$dir" && "$bin" show -json plan.bin) >"$dir/plan.json" &&
-    "$work/tfplan-normalise" <"$dir/plan.json" >"$out/$case/$cli.plan.json" ||
+    "$work/tfplan-normalise" <"$dir/plan.json" >"$out/$case/$cli.plan.json.txt" ||
     { echo "$case: $cli show failed" >&2; return 1; }
-  echo "$case: $cli.plan.json"
+  echo "$case: $cli.plan.json.txt"
 }
 
-# Each case's CLIs come from its expected.yaml: `clis: [terraform, tofu]`.
+# Each case's CLIs come from its expected.yaml.txt: `clis: [terraform, tofu]`.
 failed=0
 running=0
 for case in "${cases[@]}"; do
-  [ -f "$fixtures/$case/expected.yaml" ] || { echo "$case: no $fixtures/$case/expected.yaml" >&2; exit 2; }
-  clis=$(sed -n 's/^clis: *\[\(.*\)\] *$/\1/p' "$fixtures/$case/expected.yaml" | tr -d ' ' | tr ',' ' ')
-  [ -n "$clis" ] || { echo "$case: expected.yaml has no clis: line" >&2; exit 2; }
+  [ -f "$fixtures/$case/expected.yaml.txt" ] || { echo "$case: no $fixtures/$case/expected.yaml.txt" >&2; exit 2; }
+  clis=$(sed -n 's/^clis: *\[\(.*\)\] *$/\1/p' "$fixtures/$case/expected.yaml.txt" | tr -d ' ' | tr ',' ' ')
+  [ -n "$clis" ] || { echo "$case: expected.yaml.txt has no clis: line" >&2; exit 2; }
   for cli in $clis; do
     if [ "$running" -ge "$jobs" ]; then
       wait -n || failed=1

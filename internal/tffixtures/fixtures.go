@@ -17,8 +17,18 @@ import (
 // CLIs are the command-line tools a case's plans can be made with.
 var CLIs = []string{"terraform", "tofu"}
 
-// Case is one fixture: a folder holding a root configuration, its expected.yaml and one
-// plan per CLI (CLI.plan.json).
+// The files of a case end in .txt because `opa test policies/` and `opa eval -d
+// policies/` load every .json and .yaml file below policies/ as data (as
+// policies/plan/testdata does).
+const (
+	// ExpectedFile holds a case's verdicts (Expected, in YAML).
+	ExpectedFile = "expected.yaml.txt"
+	// PlanSuffix follows the CLI's name in a plan's file name: terraform.plan.json.txt.
+	PlanSuffix = ".plan.json.txt"
+)
+
+// Case is one fixture: a folder holding a root configuration, its ExpectedFile and one
+// plan per CLI (CLI+PlanSuffix).
 type Case struct {
 	Name     string
 	Dir      string
@@ -26,9 +36,9 @@ type Case struct {
 }
 
 // Plan is the path of the plan cli made of the case.
-func (c Case) Plan(cli string) string { return filepath.Join(c.Dir, cli+".plan.json") }
+func (c Case) Plan(cli string) string { return filepath.Join(c.Dir, cli+PlanSuffix) }
 
-// Expected is a case's expected.yaml: the verdicts of a correct check on the case's plans.
+// Expected is a case's ExpectedFile: the verdicts of a correct check on the case's plans.
 //
 // Judging is per (rule, address) pair, address being a resource_changes address. A pair
 // no Unjudged entry covers is judged: the check reports it exactly when Findings lists
@@ -60,7 +70,7 @@ func (e Expected) Judged(rule, address string) bool {
 	return true
 }
 
-// Load reads every case under root (a folder per case, with an expected.yaml; other
+// Load reads every case under root (a folder per case, with an ExpectedFile; other
 // folders, such as the shared modules, are skipped), in name order.
 func Load(root string) ([]Case, error) {
 	entries, err := os.ReadDir(root)
@@ -73,7 +83,7 @@ func Load(root string) ([]Case, error) {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
-		data, err := os.ReadFile(filepath.Join(dir, "expected.yaml"))
+		data, err := os.ReadFile(filepath.Join(dir, ExpectedFile))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -82,11 +92,11 @@ func Load(root string) ([]Case, error) {
 		}
 		c := Case{Name: e.Name(), Dir: dir}
 		if err := yaml.Unmarshal(data, &c.Expected); err != nil {
-			return nil, fmt.Errorf("case %s: expected.yaml: %w", e.Name(), err)
+			return nil, fmt.Errorf("case %s: %s: %w", e.Name(), ExpectedFile, err)
 		}
 		for _, cli := range c.Expected.CLIs {
 			if !slices.Contains(CLIs, cli) {
-				return nil, fmt.Errorf("case %s: expected.yaml: clis: unknown CLI %q (want one of %v)", e.Name(), cli, CLIs)
+				return nil, fmt.Errorf("case %s: %s: clis: unknown CLI %q (want one of %v)", e.Name(), ExpectedFile, cli, CLIs)
 			}
 		}
 		cases = append(cases, c)

@@ -69,7 +69,7 @@ func addresses(t *testing.T, path string) []string {
 	return out
 }
 
-// TestExpectedVerdictsNameRealRulesAndResources checks every expected.yaml against the
+// TestExpectedVerdictsNameRealRulesAndResources checks every case's verdicts against the
 // rules and the case's plans, so a typo cannot make a verdict vacuous.
 func TestExpectedVerdictsNameRealRulesAndResources(t *testing.T) {
 	ids := ruleIDs(t)
@@ -77,7 +77,7 @@ func TestExpectedVerdictsNameRealRulesAndResources(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			e := c.Expected
 			if e.Description == "" || len(e.CLIs) == 0 {
-				t.Fatal("expected.yaml needs a description and clis")
+				t.Fatal(ExpectedFile + " needs a description and clis")
 			}
 			var planned [][]string
 			for _, cli := range CLIs {
@@ -147,7 +147,7 @@ func TestFixturePlansAreCurrent(t *testing.T) {
 				t.Error(err)
 				continue
 			}
-			fresh, err := os.ReadFile(filepath.Join(out, c.Name, cli+".plan.json"))
+			fresh, err := os.ReadFile(filepath.Join(out, c.Name, cli+PlanSuffix))
 			if err != nil {
 				t.Error(err)
 				continue
