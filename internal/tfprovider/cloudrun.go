@@ -35,7 +35,8 @@ func probe(name string, o opts, tcpPort opts) field {
 	)
 }
 
-// condition is the shape of a service's conditions and terminal_condition.
+// conditionFields is a service's conditions or terminal_condition: computed only, so an
+// attribute holding a list of objects.
 func conditionFields(name string) field {
 	return list(name, computed, 0,
 		str("execution_reason", computed),

@@ -125,11 +125,6 @@ func toValue(t tftypes.Type, v any) (tftypes.Value, error) {
 		}
 		return tftypes.NewValue(t, out), nil
 	}
-	if t.Is(tftypes.Number) {
-		if i, ok := v.(int); ok {
-			v = big.NewFloat(float64(i))
-		}
-	}
 	if err := tftypes.ValidateValue(t, v); err != nil {
 		return tftypes.Value{}, err
 	}
