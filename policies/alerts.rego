@@ -30,15 +30,18 @@ condition_paths := [
 ]
 
 # condition_text(c) joins a condition's filters and queries, with the spaces around "="
-# removed so `subscription_id = "x"` and `subscription_id="x"` read the same.
+# removed and the label key unquoted, so `subscription_id = "x"`, `"subscription_id" = "x"`
+# and `subscription_id="x"` read the same.
 condition_text(c) := text if {
 	parts := [v |
 		some path in condition_paths
 		v := object.get(c, path, null)
 		is_string(v)
 	]
-	text := strings.replace_n({"= ": "="}, strings.replace_n({" =": "="}, concat("\n", parts)))
+	text := strings.replace_n({"= ": "="}, strings.replace_n({" =": "="}, strings.replace_n(quoted_labels, concat("\n", parts))))
 }
+
+quoted_labels := {`"subscription_id"`: "subscription_id"}
 
 # alert_condition_texts holds the text of every condition of every enabled policy.
 alert_condition_texts := {t |
@@ -111,7 +114,7 @@ nonplain_ids := {id |
 }
 
 # alerted_ids(metrics) is every subscription ID some condition watches for one of metrics.
-alerted_ids(metrics) := {id | some p in watched; p[0] in metrics; id := p[1]; plain_id(id)} | {id |
+alerted_ids(metrics) := {p[1] | some p in watched; p[0] in metrics; plain_id(p[1])} | {id |
 	some id in nonplain_ids
 	some metric in metrics
 	some text in alert_condition_texts
@@ -183,7 +186,7 @@ strict_among(urns, rule) := {u: subscription_environments[u] | some u in urns} i
 
 # subscription_environments maps each subscription's URN to its environment (see
 # environment(r)): computed once for both strict rules.
-subscription_environments := {s.urn: e | some s in lib.subscriptions; e := lib.config.environment} if {
+subscription_environments := {s.urn: lib.config.environment | some s in lib.subscriptions} if {
 	is_string(lib.config.environment)
 } else := {s.urn: lib.label(s, "eventpipe_env") | some s in lib.subscriptions}
 
@@ -206,7 +209,10 @@ subscription_short_type := lib.short_type(lib.subscription_type)
 #   id: EP101
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates dlq-warning and dlq-critical policies), or add an alert policy on the DLQ subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
+#   fix: >-
+#     Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates
+#     dlq-warning and dlq-critical policies), or add an alert policy on the DLQ
+#     subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
 stack_deny_subscription_without_dlq_alert contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some u, env in strict_dlq_alerts
@@ -223,7 +229,9 @@ stack_deny_subscription_without_dlq_alert contains f if {
 #   id: EP102
 #   severity: medium
 #   needs_complete_stack: true
-#   fix: Keep the pipeline's alerts enabled, or add an alert policy on the DLQ subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
+#   fix: >-
+#     Keep the pipeline's alerts enabled, or add an alert policy on the DLQ subscription's
+#     pubsub.googleapis.com/subscription/num_undelivered_messages.
 stack_warn_subscription_without_dlq_alert contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some u in missing_dlq_alerts
@@ -245,7 +253,10 @@ stack_warn_subscription_without_dlq_alert contains f if {
 #   id: EP103
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates backlog-age and backlog-growth policies), or add an alert policy on the subscription's pubsub.googleapis.com/subscription/oldest_unacked_message_age.
+#   fix: >-
+#     Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates
+#     backlog-age and backlog-growth policies), or add an alert policy on the subscription's
+#     pubsub.googleapis.com/subscription/oldest_unacked_message_age.
 stack_deny_subscription_without_backlog_alert contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some u, env in strict_backlog_alerts
@@ -262,7 +273,9 @@ stack_deny_subscription_without_backlog_alert contains f if {
 #   id: EP104
 #   severity: medium
 #   needs_complete_stack: true
-#   fix: Keep the pipeline's alerts enabled, or add an alert policy on the subscription's pubsub.googleapis.com/subscription/oldest_unacked_message_age.
+#   fix: >-
+#     Keep the pipeline's alerts enabled, or add an alert policy on the subscription's
+#     pubsub.googleapis.com/subscription/oldest_unacked_message_age.
 stack_warn_subscription_without_backlog_alert contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some u in missing_backlog_alerts

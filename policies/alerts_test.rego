@@ -44,7 +44,7 @@ test_wrong_metric_on_dlq_does_not_count if {
 
 test_disabled_dlq_alert_does_not_count if {
 	off := fx.with_props(fx.dlq_alert, {"enabled": false})
-	count(rules.stack_deny_subscription_without_dlq_alert) == 1 with data.eventpipe.model.resources as fx.replace(fx.good_stack, fx.dlq_alert, off)
+	count(rules.stack_deny_subscription_without_dlq_alert) == 1 with data.eventpipe.model.resources as fx.swap(fx.good_stack, fx.dlq_alert, off)
 }
 
 test_promql_dlq_alert_counts if {
@@ -54,18 +54,18 @@ test_promql_dlq_alert_counts if {
 
 test_unknown_alert_conditions_no_verdict if {
 	blind := fx.with_props(fx.dlq_alert, {"conditions": lib.unknown_value})
-	count(alert_verdicts(fx.replace(fx.good_stack, fx.dlq_alert, blind))) == 0
+	count(alert_verdicts(fx.swap(fx.good_stack, fx.dlq_alert, blind))) == 0
 }
 
 test_unknown_dead_letter_topic_no_dlq_alert_verdict if {
 	blind := fx.with_props(sub, {"deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}})
-	count(alert_verdicts(fx.replace(without_dlq_alert, sub, blind))) == 1 # EP103 for the DLQ subscription's backlog only
-	not "deny:EP101" in alert_verdicts(fx.replace(without_dlq_alert, sub, blind))
+	count(alert_verdicts(fx.swap(without_dlq_alert, sub, blind))) == 1 # EP103 for the DLQ subscription's backlog only
+	not "deny:EP101" in alert_verdicts(fx.swap(without_dlq_alert, sub, blind))
 }
 
 test_opted_out_subscription_needs_no_dlq_alert if {
 	opted := fx.with_props(fx.without_prop(sub, "deadLetterPolicy"), {"labels": {"eventpipe_dlq_opt_out": "true", "eventpipe_env": "prod"}})
-	count(rules.stack_deny_subscription_without_dlq_alert) == 0 with data.eventpipe.model.resources as fx.replace(without_dlq_alert, sub, opted)
+	count(rules.stack_deny_subscription_without_dlq_alert) == 0 with data.eventpipe.model.resources as fx.swap(without_dlq_alert, sub, opted)
 }
 
 # EP102 stack_warn_subscription_without_dlq_alert
@@ -73,13 +73,13 @@ test_opted_out_subscription_needs_no_dlq_alert if {
 dev_sub := fx.with_props(sub, {"labels": {"eventpipe_role": "consumer", "eventpipe_env": "dev"}})
 
 test_dev_subscription_without_dlq_alert_warns if {
-	s := fx.replace(without_dlq_alert, sub, dev_sub)
+	s := fx.swap(without_dlq_alert, sub, dev_sub)
 	count(rules.stack_deny_subscription_without_dlq_alert) == 0 with data.eventpipe.model.resources as s
 	fx.messages(rules.stack_warn_subscription_without_dlq_alert) == {"EP102: Subscription 'orders-push' dead-letters, but no alert policy watches its dead letters"} with data.eventpipe.model.resources as s
 }
 
 test_dlq_alert_strictness_configurable if {
-	s := fx.replace(without_dlq_alert, sub, dev_sub)
+	s := fx.swap(without_dlq_alert, sub, dev_sub)
 	count(rules.stack_deny_subscription_without_dlq_alert) == 1 with data.eventpipe.model.resources as s with data.config as {"stack_deny_subscription_without_dlq_alert": {"environments": ["dev", "prod"]}}
 	count(rules.stack_deny_subscription_without_dlq_alert) == 1 with data.eventpipe.model.resources as s with data.config as {"stack_deny_subscription_without_dlq_alert": {"enforce": true}}
 	count(rules.stack_warn_subscription_without_dlq_alert) == 0 with data.eventpipe.model.resources as s with data.config as {"stack_deny_subscription_without_dlq_alert": {"enforce": true}}
@@ -117,19 +117,19 @@ test_spaced_filter_counts if {
 
 test_unknown_subscription_name_no_verdict if {
 	blind := fx.with_props(sub, {"name": lib.unknown_value})
-	count(rules.stack_deny_subscription_without_backlog_alert) == 0 with data.eventpipe.model.resources as fx.replace(without_backlog_alert, sub, blind)
+	count(rules.stack_deny_subscription_without_backlog_alert) == 0 with data.eventpipe.model.resources as fx.swap(without_backlog_alert, sub, blind)
 }
 
 test_full_subscription_name_is_its_id if {
 	full := fx.with_props(sub, {"name": "projects/acme-prod/subscriptions/orders-push"})
-	count(alert_verdicts(fx.replace(fx.good_stack, sub, full))) == 0
+	count(alert_verdicts(fx.swap(fx.good_stack, sub, full))) == 0
 }
 
 # EP104 stack_warn_subscription_without_backlog_alert
 
 test_staging_subscription_without_backlog_alert_warns if {
 	staging := fx.with_props(sub, {"labels": {"eventpipe_role": "consumer", "eventpipe_env": "staging"}})
-	s := fx.replace(without_backlog_alert, sub, staging)
+	s := fx.swap(without_backlog_alert, sub, staging)
 	count(rules.stack_deny_subscription_without_backlog_alert) == 0 with data.eventpipe.model.resources as s
 	fx.messages(rules.stack_warn_subscription_without_backlog_alert) == {"EP104: Subscription 'orders-push' has no backlog alert"} with data.eventpipe.model.resources as s
 }
@@ -151,7 +151,7 @@ test_subscription_id_outside_pubsub_characters_still_matched if {
 	# condition, by their quoted form.
 	odd := fx.with_props(sub, {"name": `orders"push`})
 	watching := fx.alert_policy("odd", [{"displayName": "c", "conditionThreshold": {"filter": `metric.type="pubsub.googleapis.com/subscription/oldest_unacked_message_age" AND resource.labels.subscription_id="orders\"push"`}}])
-	s := fx.replace(without_backlog_alert, sub, odd)
+	s := fx.swap(without_backlog_alert, sub, odd)
 	count(rules.stack_deny_subscription_without_backlog_alert) == 0 with data.eventpipe.model.resources as array.concat(s, [watching])
 	count(rules.stack_deny_subscription_without_backlog_alert) == 1 with data.eventpipe.model.resources as s
 }

@@ -19,7 +19,9 @@ run_iam_types := {lib.run_iam_member_type, lib.run_iam_binding_type, lib.run_iam
 # custom:
 #   id: EP010
 #   severity: critical
-#   fix: Remove the public member and grant roles/run.invoker only to the push service account; keep invokerIamDisabled unset.
+#   fix: >-
+#     Remove the public member and grant roles/run.invoker only to the push service account;
+#     keep invokerIamDisabled unset.
 deny_cloud_run_public_invoker contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some [r, text] in public_invokers

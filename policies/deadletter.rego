@@ -18,7 +18,9 @@ import data.eventpipe.lib
 #   id: EP001
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Give the subscription a deadLetterPolicy with a deadLetterTopic (the eventpipe Subscription component always creates one).
+#   fix: >-
+#     Give the subscription a deadLetterPolicy with a deadLetterTopic (the eventpipe
+#     Subscription component always creates one).
 stack_deny_missing_dead_letter_policy contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some s in lib.subscriptions
@@ -37,7 +39,9 @@ stack_deny_missing_dead_letter_policy contains f if {
 # custom:
 #   id: EP004
 #   severity: high
-#   fix: Point deadLetterPolicy.deadLetterTopic at a separate dead-letter topic (<subscription>.dlq).
+#   fix: >-
+#     Point deadLetterPolicy.deadLetterTopic at a separate dead-letter topic
+#     (<subscription>.dlq).
 stack_deny_dead_letter_topic_is_source contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some u in self_dead_letters
@@ -60,10 +64,12 @@ self_dead_letters contains u if {
 #   id: EP005
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Create a never-expiring subscription on the dead-letter topic (the eventpipe component creates <subscription>.dlq-sub).
+#   fix: >-
+#     Create a never-expiring subscription on the dead-letter topic (the eventpipe component
+#     creates <subscription>.dlq-sub).
 stack_deny_dead_letter_topic_unread contains f if {
-	m := lib.rule(rego.metadata.chain())
 	count(lib.unknown_readers) == 0
+	m := lib.rule(rego.metadata.chain())
 	some u, t in lib.dead_letters_to
 	lib.topic_urns[t]
 	not lib.read_topics[t]
@@ -84,9 +90,13 @@ stack_deny_dead_letter_topic_unread contains f if {
 #   id: EP006
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Grant roles/pubsub.publisher on the dead-letter topic to serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a TopicIAMMember).
+#   fix: >-
+#     Grant roles/pubsub.publisher on the dead-letter topic to
+#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a
+#     TopicIAMMember).
 stack_deny_dead_letter_publisher_grant_missing contains f if {
 	m := lib.rule(rego.metadata.chain())
+
 	# The stack-wide conditions first: they end the rule at once, whatever the size.
 	not lib.project_publisher_grant
 	not lib.unknown_publisher
@@ -108,7 +118,10 @@ stack_deny_dead_letter_publisher_grant_missing contains f if {
 #   id: EP007
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Grant roles/pubsub.subscriber on the subscription to serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a SubscriptionIAMMember).
+#   fix: >-
+#     Grant roles/pubsub.subscriber on the subscription to
+#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a
+#     SubscriptionIAMMember).
 stack_deny_dead_letter_subscriber_grant_missing contains f if {
 	m := lib.rule(rego.metadata.chain())
 	not lib.project_subscriber_grant
@@ -141,4 +154,6 @@ stack_warn_dlq_retention_short contains f if {
 	f := lib.finding(s, text, m)
 }
 
-retention_days(d) := 7 if d == null else := lib.seconds(d) / 86400
+retention_days(d) := 7 if d == null
+
+else := lib.seconds(d) / 86400

@@ -10,20 +10,20 @@ import data.eventpipe.rules
 
 sub := fx.good_subscription
 
-with_sub(patch) := fx.replace(fx.good_stack, sub, fx.with_props(sub, patch))
+with_sub(patch) := fx.swap(fx.good_stack, sub, fx.with_props(sub, patch))
 
 dead_letter_to(topic) := with_sub({"deadLetterPolicy": {"deadLetterTopic": topic, "maxDeliveryAttempts": 5}})
 
 # EP001 stack_deny_missing_dead_letter_policy
 
 test_missing_dead_letter_policy_deny if {
-	s := fx.replace(fx.good_stack, sub, fx.without_prop(sub, "deadLetterPolicy"))
+	s := fx.swap(fx.good_stack, sub, fx.without_prop(sub, "deadLetterPolicy"))
 	fx.messages(rules.stack_deny_missing_dead_letter_policy) == {"EP001: Subscription 'orders-push' has no dead-letter policy: poison messages are redelivered forever"} with data.eventpipe.model.resources as s
 	fx.verdicts(s) == {"deny:EP001"}
 }
 
 test_dlq_subscription_recognised_without_labels if {
-	s := fx.replace(fx.good_stack, fx.dlq_subscription, fx.without_prop(fx.dlq_subscription, "labels"))
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, fx.without_prop(fx.dlq_subscription, "labels"))
 	count(fx.results(s)) == 0
 }
 
@@ -31,14 +31,14 @@ test_dlq_subscription_recognised_through_property_dependencies if {
 	# Both topics unknown at preview time: the DLQ subscription is found by its links.
 	linked_sub := fx.with_links(fx.with_props(sub, {"deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}}), {"deadLetterPolicy": [fx.dlq_topic.urn], "topic": [fx.source_topic.urn]})
 	linked_dlq := fx.with_links(fx.with_props(fx.without_prop(fx.dlq_subscription, "labels"), {"topic": lib.unknown_value}), {"topic": [fx.dlq_topic.urn]})
-	s := fx.replace(fx.replace(fx.good_stack, sub, linked_sub), fx.dlq_subscription, linked_dlq)
+	s := fx.swap(fx.swap(fx.good_stack, sub, linked_sub), fx.dlq_subscription, linked_dlq)
 	lib.dlq_subscriptions == {fx.dlq_subscription.urn} with data.eventpipe.model.resources as s
 	count(fx.results(s)) == 0
 }
 
 test_subscription_on_a_topic_nobody_dead_letters_to_is_not_a_dlq if {
 	lone := fx.with_props(fx.without_prop(fx.without_prop(fx.dlq_subscription, "labels"), "retryPolicy"), {"topic": "orders"})
-	s := fx.replace(fx.good_stack, fx.dlq_subscription, lone)
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, lone)
 	not lib.maybe_dlq_subscriptions[lone.urn] with data.eventpipe.model.resources as s
 }
 
@@ -48,7 +48,7 @@ test_maybe_dlq_subscription_is_not_denied if {
 	other := {"type": lib.topic_type, "urn": fx.urn(lib.topic_type, "other"), "properties": {"name": "other", "project": "acme-prod"}}
 	either := fx.with_links(fx.with_props(sub, {"deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}}), {"deadLetterPolicy": [fx.dlq_topic.urn, other.urn], "topic": [fx.source_topic.urn]})
 	bare := fx.without_prop(fx.without_prop(fx.without_prop(fx.dlq_subscription, "labels"), "retryPolicy"), "deadLetterPolicy")
-	s := array.concat(fx.replace(fx.replace(fx.good_stack, sub, either), fx.dlq_subscription, bare), [other])
+	s := array.concat(fx.swap(fx.swap(fx.good_stack, sub, either), fx.dlq_subscription, bare), [other])
 	lib.maybe_dlq_subscriptions[bare.urn] with data.eventpipe.model.resources as s
 	not lib.dlq_subscriptions[bare.urn] with data.eventpipe.model.resources as s
 	count(rules.stack_deny_missing_dead_letter_policy) == 0 with data.eventpipe.model.resources as s
@@ -57,7 +57,7 @@ test_maybe_dlq_subscription_is_not_denied if {
 
 test_opted_out_subscription_not_denied if {
 	opted := fx.with_props(fx.without_prop(sub, "deadLetterPolicy"), {"labels": {"eventpipe_dlq_opt_out": "true"}})
-	count(rules.stack_deny_missing_dead_letter_policy) == 0 with data.eventpipe.model.resources as fx.replace(fx.good_stack, sub, opted)
+	count(rules.stack_deny_missing_dead_letter_policy) == 0 with data.eventpipe.model.resources as fx.swap(fx.good_stack, sub, opted)
 }
 
 test_unknown_dead_letter_policy_no_verdict if {
@@ -74,7 +74,7 @@ test_dead_letter_to_source_topic_deny if {
 
 test_short_and_full_topic_names_are_one_topic if {
 	# topic "orders" (in the subscription's project) and projects/acme-prod/topics/orders.
-	s := fx.replace(dead_letter_to("projects/acme-prod/topics/orders"), sub, fx.with_props(sub, {"topic": "orders", "deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders"}}))
+	s := fx.swap(dead_letter_to("projects/acme-prod/topics/orders"), sub, fx.with_props(sub, {"topic": "orders", "deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders"}}))
 	count(rules.stack_deny_dead_letter_topic_is_source) == 1 with data.eventpipe.model.resources as s
 	outside := fx.with_props(sub, {"topic": "elsewhere", "deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/elsewhere"}})
 	count(rules.stack_deny_dead_letter_topic_is_source) == 1 with data.eventpipe.model.resources as [outside]
@@ -87,12 +87,12 @@ test_same_name_in_other_project_is_another_topic if {
 
 test_dead_letter_loop_found_through_property_dependencies if {
 	looped := fx.with_links(fx.with_props(sub, {"topic": lib.unknown_value, "deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}}), {"topic": [fx.source_topic.urn], "deadLetterPolicy": [fx.source_topic.urn]})
-	count(rules.stack_deny_dead_letter_topic_is_source) == 1 with data.eventpipe.model.resources as fx.replace(fx.good_stack, sub, looped)
+	count(rules.stack_deny_dead_letter_topic_is_source) == 1 with data.eventpipe.model.resources as fx.swap(fx.good_stack, sub, looped)
 }
 
 test_unknown_topics_without_dependencies_no_verdict if {
 	blind := fx.with_props(sub, {"topic": lib.unknown_value, "deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}})
-	count(fx.results(fx.replace(fx.good_stack, sub, blind))) == 0
+	count(fx.results(fx.swap(fx.good_stack, sub, blind))) == 0
 }
 
 # EP005 stack_deny_dead_letter_topic_unread
@@ -111,7 +111,7 @@ test_dead_letter_topic_outside_plan_no_verdict if {
 
 test_reader_the_plan_cannot_show_no_verdict if {
 	blind := fx.with_props(fx.dlq_subscription, {"topic": lib.unknown_value})
-	count(rules.stack_deny_dead_letter_topic_unread) == 0 with data.eventpipe.model.resources as fx.replace(fx.good_stack, fx.dlq_subscription, blind)
+	count(rules.stack_deny_dead_letter_topic_unread) == 0 with data.eventpipe.model.resources as fx.swap(fx.good_stack, fx.dlq_subscription, blind)
 }
 
 # EP006 stack_deny_dead_letter_publisher_grant_missing
@@ -123,7 +123,7 @@ test_publisher_grant_missing_deny if {
 }
 
 test_publisher_grant_to_wrong_member_deny if {
-	s := fx.replace(fx.good_stack, fx.publisher_grant, fx.with_props(fx.publisher_grant, {"member": "user:someone@example.com"}))
+	s := fx.swap(fx.good_stack, fx.publisher_grant, fx.with_props(fx.publisher_grant, {"member": "user:someone@example.com"}))
 	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 1 with data.eventpipe.model.resources as s
 }
 
@@ -134,7 +134,7 @@ test_project_wide_publisher_grant_pass if {
 }
 
 test_unresolvable_publisher_grant_no_verdict if {
-	s := fx.replace(fx.good_stack, fx.publisher_grant, fx.with_props(fx.publisher_grant, {"topic": lib.unknown_value}))
+	s := fx.swap(fx.good_stack, fx.publisher_grant, fx.with_props(fx.publisher_grant, {"topic": lib.unknown_value}))
 	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 0 with data.eventpipe.model.resources as s
 }
 
@@ -145,7 +145,7 @@ test_publisher_grant_binding_pass if {
 }
 
 test_publisher_grant_in_iam_member_project_slash_topic_form_pass if {
-	s := fx.replace(fx.good_stack, fx.publisher_grant, fx.with_props(fx.publisher_grant, {"topic": "acme-prod/orders-push.dlq"}))
+	s := fx.swap(fx.good_stack, fx.publisher_grant, fx.with_props(fx.publisher_grant, {"topic": "acme-prod/orders-push.dlq"}))
 	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 0 with data.eventpipe.model.resources as s
 }
 
@@ -181,11 +181,11 @@ test_subscriber_grant_missing_deny if {
 
 test_subscriber_grant_through_dependencies_pass if {
 	linked := fx.with_links(fx.with_props(fx.subscriber_grant, {"subscription": lib.unknown_value}), {"subscription": [sub.urn]})
-	count(rules.stack_deny_dead_letter_subscriber_grant_missing) == 0 with data.eventpipe.model.resources as fx.replace(fx.good_stack, fx.subscriber_grant, linked)
+	count(rules.stack_deny_dead_letter_subscriber_grant_missing) == 0 with data.eventpipe.model.resources as fx.swap(fx.good_stack, fx.subscriber_grant, linked)
 }
 
 test_subscriber_grant_with_wrong_role_deny if {
-	s := fx.replace(fx.good_stack, fx.subscriber_grant, fx.with_props(fx.subscriber_grant, {"role": "roles/pubsub.viewer"}))
+	s := fx.swap(fx.good_stack, fx.subscriber_grant, fx.with_props(fx.subscriber_grant, {"role": "roles/pubsub.viewer"}))
 	count(rules.stack_deny_dead_letter_subscriber_grant_missing) == 1 with data.eventpipe.model.resources as s
 }
 
@@ -200,19 +200,19 @@ test_authoritative_subscription_policy_grant_pass if {
 # EP013 stack_warn_dlq_retention_short
 
 test_dlq_retention_default_pass if {
-	s := fx.replace(fx.good_stack, fx.dlq_subscription, fx.without_prop(fx.dlq_subscription, "messageRetentionDuration"))
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, fx.without_prop(fx.dlq_subscription, "messageRetentionDuration"))
 	count(fx.results(s)) == 0
 }
 
 test_dlq_retention_short_warns if {
-	s := fx.replace(fx.good_stack, fx.dlq_subscription, fx.with_props(fx.dlq_subscription, {"messageRetentionDuration": "86400s"}))
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, fx.with_props(fx.dlq_subscription, {"messageRetentionDuration": "86400s"}))
 	fx.messages(rules.stack_warn_dlq_retention_short) == {"EP013: Subscription 'orders-push.dlq-sub' keeps dead letters for 1 days; keep them at least 7 days for triage"} with data.eventpipe.model.resources as s
 	fx.verdicts(s) == {"warn:EP013"}
 }
 
 test_dlq_retention_of_structural_dlq_warns if {
 	bare := fx.with_props(fx.without_prop(fx.dlq_subscription, "labels"), {"messageRetentionDuration": "86400s"})
-	fx.verdicts(fx.replace(fx.good_stack, fx.dlq_subscription, bare)) == {"warn:EP013"}
+	fx.verdicts(fx.swap(fx.good_stack, fx.dlq_subscription, bare)) == {"warn:EP013"}
 }
 
 test_source_retention_short_not_flagged if {

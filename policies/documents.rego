@@ -17,7 +17,9 @@ import data.eventpipe.model
 # custom:
 #   id: EP900
 #   severity: critical
-#   fix: Check the output of pulumi preview --json --show-sames, pulumi stack export or terraform show -json PLANFILE.
+#   fix: >-
+#     Check the output of pulumi preview --json --show-sames, pulumi stack export or
+#     terraform show -json PLANFILE.
 deny_unusable_document contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some problem in model.problems
@@ -33,7 +35,9 @@ deny_unusable_document contains f if {
 # custom:
 #   id: EP000
 #   severity: high
-#   fix: Fix the waived finding and delete the waiver, or renew it with a new expiry date and a current reason.
+#   fix: >-
+#     Fix the waived finding and delete the waiver, or renew it with a new expiry date and a
+#     current reason.
 deny_expired_waiver contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some [urn, text] in lib.waiver_problems

@@ -10,7 +10,7 @@ import data.eventpipe.rules
 
 test_unusable_document_denied if {
 	msgs := fx.messages(data.eventpipe.deny) with input as {"apiVersion": "v1", "kind": "ConfigMap"}
-	msgs == {`EP900: top-level keys ["apiVersion", "kind"] match no known format: expected "steps" (pulumi preview --json), "deployment" (pulumi stack export) or "format_version" with "planned_values" (terraform show -json PLANFILE)`}
+	msgs == {`EP900: top-level keys ["apiVersion", "kind"] match no known format: expected "steps" (pulumi preview --json), "deployment" (pulumi stack export), or "format_version" with "planned_values" (terraform show -json PLANFILE)`}
 }
 
 test_non_object_input_denied if {
@@ -27,7 +27,7 @@ test_terraform_state_denied if {
 
 waiver(rule, urn, expires) := {"rule": rule, "urn": urn, "reason": "drained by the replay job", "expires": expires}
 
-without_retry := fx.replace(fx.good_stack, fx.good_subscription, fx.without_prop(fx.good_subscription, "retryPolicy"))
+without_retry := fx.swap(fx.good_stack, fx.good_subscription, fx.without_prop(fx.good_subscription, "retryPolicy"))
 
 test_live_waiver_suppresses_its_finding if {
 	cfg := {"today": "2026-06-01", "waivers": [waiver("EP003", "urn:pulumi:prod::eventpipe::*::orders-*", "2026-06-01")]}

@@ -20,7 +20,9 @@ consumer_collections := ["dedupe", "leases", "receipts"]
 # custom:
 #   id: EP014
 #   severity: low
-#   fix: Add a firestore Field resource for each collection on field expireAt with a non-nil ttlConfig (the eventpipe Firestore TTL component does this).
+#   fix: >-
+#     Add a firestore Field resource for each collection on field expireAt with a non-nil
+#     ttlConfig (the eventpipe Firestore TTL component does this).
 stack_warn_consumer_collection_without_ttl contains f if {
 	m := lib.rule(rego.metadata.chain())
 	not unknown_ttl_policy

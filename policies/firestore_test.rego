@@ -17,19 +17,19 @@ test_ttl_policy_missing_warns if {
 }
 
 test_ttl_config_nil_warns if {
-	s := fx.replace(fx.good_stack, fx.ttl_field("eventpipe_dedupe"), fx.without_prop(fx.ttl_field("eventpipe_dedupe"), "ttlConfig"))
+	s := fx.swap(fx.good_stack, fx.ttl_field("eventpipe_dedupe"), fx.without_prop(fx.ttl_field("eventpipe_dedupe"), "ttlConfig"))
 	count(ttl_warnings(s)) == 1
 }
 
 test_collection_prefix_from_env if {
 	envs := [{"name": "EVENTPIPE_STORE", "value": "firestore://acme-prod/(default)"}, {"name": "EVENTPIPE_COLLECTION_PREFIX", "value": "ops_"}]
 	svc := fx.with_props(fx.consumer_service, {"template": {"containers": [{"image": "i", "envs": envs}]}})
-	count(ttl_warnings(fx.replace(fx.good_stack, fx.consumer_service, svc))) == 3
+	count(ttl_warnings(fx.swap(fx.good_stack, fx.consumer_service, svc))) == 3
 }
 
 test_named_database if {
 	svc := fx.with_props(fx.consumer_service, {"template": {"containers": [{"image": "i", "envs": [{"name": "EVENTPIPE_STORE", "value": "firestore://acme-prod/events"}]}]}})
-	count(ttl_warnings(fx.replace(fx.good_stack, fx.consumer_service, svc))) == 3
+	count(ttl_warnings(fx.swap(fx.good_stack, fx.consumer_service, svc))) == 3
 }
 
 test_non_firestore_store_pass if {
@@ -39,5 +39,5 @@ test_non_firestore_store_pass if {
 
 test_unknown_field_collection_no_verdict if {
 	blind := fx.with_props(fx.ttl_field("eventpipe_dedupe"), {"collection": lib.unknown_value})
-	count(ttl_warnings(fx.replace(fx.good_stack, fx.ttl_field("eventpipe_dedupe"), blind))) == 0
+	count(ttl_warnings(fx.swap(fx.good_stack, fx.ttl_field("eventpipe_dedupe"), blind))) == 0
 }

@@ -113,8 +113,8 @@ without_prop(r, key) := object.union(object.remove(r, ["properties"]), {"propert
 # with_links(r, links) is r with propertyDependencies links.
 with_links(r, links) := object.union(r, {"propertyDependencies": links})
 
-# replace(stack, old, new) swaps resource old for new.
-replace(stack, old, new) := [pick(r, old, new) | some r in stack]
+# swap(stack, old, new) swaps resource old for new.
+swap(stack, old, new) := [pick(r, old, new) | some r in stack]
 
 pick(r, old, new) := new if r.urn == old.urn
 
@@ -140,5 +140,5 @@ results(stack) := array.concat(denied, warned) if {
 verdicts(stack) := {v |
 	denied := data.eventpipe.deny with data.eventpipe.model.resources as stack with data.eventpipe.model.problems as []
 	warned := data.eventpipe.warn with data.eventpipe.model.resources as stack with data.eventpipe.model.problems as []
-	some v in {concat(":", ["deny", f.id]) | some f in denied} | {concat(":", ["warn", f.id]) | some f in warned}
+	some v in ({concat(":", ["deny", f.id]) | some f in denied} | {concat(":", ["warn", f.id]) | some f in warned})
 }

@@ -16,12 +16,16 @@ import data.eventpipe.lib
 import data.eventpipe.model
 import data.eventpipe.rules
 
-# deny is every finding that fails the check.
+# METADATA
+# description: Every finding that fails the check.
+# entrypoint: true
 deny := [f | some f in denies] if {
 	count(lib.live_waivers) == 0
 } else := [f | some f in denies; not lib.waiver_of(f)]
 
-# warn is every advisory finding, with the denies a note turns into warnings.
+# METADATA
+# description: Every advisory finding, with the denies a note turns into warnings.
+# entrypoint: true
 warn := [f | some f in warnings] if {
 	count(lib.live_waivers) == 0
 } else := [f | some f in warnings; not lib.waiver_of(f)]
@@ -42,7 +46,9 @@ summary := {
 	"problems": model.problems,
 }
 
-document_format := model.format if model.format else := ""
+default document_format := ""
+
+document_format := model.format
 
 # denies and warnings are the findings of the sets named deny_*/stack_deny_* and
 # warn_*/stack_warn_* of package eventpipe.rules; a deny with a note is a warning.

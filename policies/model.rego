@@ -30,13 +30,15 @@ terraform_plan_keys if "resource_changes" in object.keys(input)
 terraform_plan_keys if "planned_values" in object.keys(input)
 
 # resources is every managed resource the document leaves in place, in document order.
+default resources := []
+
 resources := preview_resources if {
 	format == "pulumi-preview"
 } else := export_resources if {
 	format == "pulumi-stack-export"
 } else := terraform_resources if {
 	format == "terraform-plan"
-} else := []
+}
 
 # complete is false when the document leaves out resources that exist (a preview printed
 # without --show-sames, a Terraform plan that errored or stopped early): a verdict that
@@ -57,11 +59,13 @@ complete := false if {
 # {"urn", "type", "action" ("delete" or "replace"), "properties"}: replacing or
 # deleting either drops messages (a subscription's backlog; a topic's subscriptions are
 # detached from it).
+default removals := []
+
 removals := preview_removals if {
 	format == "pulumi-preview"
 } else := terraform_removals if {
 	format == "terraform-plan"
-} else := []
+}
 
 # problems lists why the input cannot be checked; empty for a usable document.
 problems := document_problems if {
@@ -79,16 +83,22 @@ document_problems contains msg if {
 	is_object(input)
 	not format
 	not terraform_state
-	msg := sprintf(
-		"top-level keys %v match no known format: expected \"steps\" (pulumi preview --json), \"deployment\" (pulumi stack export) or \"format_version\" with \"planned_values\" (terraform show -json PLANFILE)",
-		[sort(object.keys(input))],
-	)
+	msg := sprintf("top-level keys %v match no known format: expected %s", [sort(object.keys(input)), expected_keys])
 }
 
 document_problems contains msg if {
 	terraform_state
-	msg := "this is Terraform state (terraform show -json without a plan file), not a plan: run terraform plan -out=PLANFILE, then terraform show -json PLANFILE"
+	msg := concat("", [
+		"this is Terraform state (terraform show -json without a plan file), not a plan: ",
+		"run terraform plan -out=PLANFILE, then terraform show -json PLANFILE",
+	])
 }
+
+expected_keys := concat(", ", [
+	`"steps" (pulumi preview --json)`,
+	`"deployment" (pulumi stack export)`,
+	`or "format_version" with "planned_values" (terraform show -json PLANFILE)`,
+])
 
 # terraform_state holds for `terraform show -json` of state rather than of a saved plan.
 terraform_state if {

@@ -32,7 +32,7 @@ stateful_types := {"gcp:pubsub/subscription:Subscription", "gcp:pubsub/topic:Top
 replaced_urns := {st.urn | some st in special_steps; st.op == "replace"}
 
 # special_steps are the steps that replace or delete a resource: one pass finds them all.
-special_steps := [st | some st in input.steps; removal_ops[st.op]] 
+special_steps := [st | some st in input.steps; removal_ops[st.op]]
 
 # preview_resources are the new states of the managed resources (component resources and
 # the stack itself have custom false; resources read with .get() are external), plus those
@@ -121,7 +121,9 @@ removal_state(st) := st.oldState if {
 	is_object(st.newState)
 }
 
-removal_action(actions) := "replace" if "replace" in actions else := "delete"
+removal_action(actions) := "replace" if "replace" in actions
+
+else := "delete"
 
 # ---- stack exports -----------------------------------------------------------------------
 
@@ -167,7 +169,10 @@ export_states := object.get(input.deployment, "resources", [])
 secret_states := {i | some i, state in export_states; contains(json.marshal(object.get(state, "inputs", {})), secret_signature)}
 
 export_problems := array.concat(
-	[msg | not is_number(object.get(input, "version", null)); msg := "a stack export has a \"version\" (3); this document has none: produce one with pulumi stack export"],
+	[msg |
+		not is_number(object.get(input, "version", null))
+		msg := `a stack export has a "version" (3); this document has none: produce one with pulumi stack export`
+	],
 	[msg |
 		some i, state in object.get(input.deployment, "resources", [])
 		not valid_state(state)
@@ -187,7 +192,12 @@ secret_signature := "4dabf18193072939515e22adb298388d"
 # pulumi preview prints secrets.
 unsecret(v) := secret_value if {
 	v[secret_signature]
-} else := json.patch(v, [{"op": "replace", "path": path, "value": secret_value} |
+} else := json.patch(v, [{"op": "replace", "path": path, "value": secret_value} | some path in secret_paths(v)])
+
+# secret_paths(v) are the paths of the secrets in v.
+secret_paths(v) := [path |
+	# The path is this comprehension's output, which walk-no-path does not see.
+	# regal ignore:walk-no-path
 	walk(v, [path, x])
 	x[secret_signature]
-])
+]

@@ -27,9 +27,13 @@ change(module, type, name, key, actions, after, unknown) := object.union(
 	module_address(module),
 )
 
-prefix(module) := "" if module == "" else := concat("", [module, "."])
+prefix(module) := "" if module == ""
 
-module_address(module) := {} if module == "" else := {"module_address": module}
+else := concat("", [module, "."])
+
+module_address(module) := {} if module == ""
+
+else := {"module_address": module}
 
 # created is a resource change creating a resource; a subscription's topic and dead-letter
 # topic are unknown until apply, as when they are other resources' ids.
@@ -48,6 +52,12 @@ links_of(address, p) := links if {
 	some r in model.resources with input as p
 	r.urn == address
 	links := r.propertyDependencies
+}
+
+possible_of(address, p) := links if {
+	some r in model.resources with input as p
+	r.urn == address
+	links := r.possibleDependencies
 }
 
 # ---- types, values and actions -----------------------------------------------------------
@@ -214,13 +224,16 @@ test_nested_modules if {
 	# root -> module.pipeline -> module.queue; the DLQ topic comes out of the inner module
 	# through two outputs and into a sibling through a variable.
 	inner := {"resources": [resource_config(topic, "t", {})], "outputs": {"id": {"expression": refs(["google_pubsub_topic.t.id", "google_pubsub_topic.t"])}}}
-	pipeline := {"module_calls": {
-		"queue": {"source": "./queue", "module": inner},
-		"reader": {"source": "./reader", "expressions": {"dlq": refs(["module.queue.id", "module.queue"])}, "module": {
-			"resources": [resource_config(sub, "dlq_reader", {"topic": refs(["var.dlq"])})],
-			"variables": {"dlq": {}},
-		}},
-	}, "outputs": {"dlq_id": {"expression": refs(["module.queue.id", "module.queue"])}}}
+	pipeline := {
+		"module_calls": {
+			"queue": {"source": "./queue", "module": inner},
+			"reader": {"source": "./reader", "expressions": {"dlq": refs(["module.queue.id", "module.queue"])}, "module": {
+				"resources": [resource_config(sub, "dlq_reader", {"topic": refs(["var.dlq"])})],
+				"variables": {"dlq": {}},
+			}},
+		},
+		"outputs": {"dlq_id": {"expression": refs(["module.queue.id", "module.queue"])}},
+	}
 	root := {
 		"resources": [resource_config(topic, "orders", {}), resource_config(sub, "push", {
 			"topic": refs(["google_pubsub_topic.orders.id", "google_pubsub_topic.orders"]),
@@ -235,6 +248,7 @@ test_nested_modules if {
 	p := plan(changes, root)
 	links_of("google_pubsub_subscription.push", p).deadLetterPolicy == ["module.pipeline.module.queue.google_pubsub_topic.t"]
 	links_of("module.pipeline.module.reader.google_pubsub_subscription.dlq_reader", p).topic == ["module.pipeline.module.queue.google_pubsub_topic.t"]
+
 	# The DLQ subscription two modules down is recognised by structure.
 	dlqs := lib.dlq_subscriptions with input as p
 	dlqs == {"module.pipeline.module.reader.google_pubsub_subscription.dlq_reader"}
@@ -242,10 +256,13 @@ test_nested_modules if {
 
 keyed_topics := {"resources": [
 	object.union(resource_config(topic, "t", {}), {"for_each_expression": refs(["var.topics"])}),
-	object.union(resource_config(sub, "s", {
-		"topic": refs(["google_pubsub_topic.t[\"orders\"].id", "google_pubsub_topic.t[\"orders\"]", "google_pubsub_topic.t"]),
-		"dead_letter_policy": [{"dead_letter_topic": refs(["google_pubsub_topic.t[\"dead-letters\"].id", "google_pubsub_topic.t[\"dead-letters\"]", "google_pubsub_topic.t"])}],
-	}), {"for_each_expression": refs(["var.subscriptions"])}),
+	object.union(
+		resource_config(sub, "s", {
+			"topic": refs(["google_pubsub_topic.t[\"orders\"].id", "google_pubsub_topic.t[\"orders\"]", "google_pubsub_topic.t"]),
+			"dead_letter_policy": [{"dead_letter_topic": refs(["google_pubsub_topic.t[\"dead-letters\"].id", "google_pubsub_topic.t[\"dead-letters\"]", "google_pubsub_topic.t"])}],
+		}),
+		{"for_each_expression": refs(["var.subscriptions"])},
+	),
 ]}
 
 keyed_changes := [
@@ -268,9 +285,10 @@ test_key_the_plan_cannot_show_is_one_of_the_instances if {
 		object.union(resource_config(sub, "s", {"topic": refs(["google_pubsub_topic.t", "each.key"])}), {"for_each_expression": refs(["var.subscriptions"])}),
 	]}
 	p := plan(keyed_changes, config)
-	links_of(`google_pubsub_subscription.s["orders"]`, p) == {"topic": [`google_pubsub_topic.t["dead-letters"]`, `google_pubsub_topic.t["orders"]`]}
-	l := lib.links[`google_pubsub_subscription.s["orders"]`].topic with input as p
-	l.exact == false
+	not links_of(`google_pubsub_subscription.s["orders"]`, p).topic
+	possible_of(`google_pubsub_subscription.s["orders"]`, p).topic == [`google_pubsub_topic.t["dead-letters"]`, `google_pubsub_topic.t["orders"]`]
+	l := lib.links["google_pubsub_subscription.s[\"orders\"]"].topic with input as p
+	l == {"targets": {`google_pubsub_topic.t["dead-letters"]`, `google_pubsub_topic.t["orders"]`}, "exact": false}
 }
 
 test_count_instances if {
@@ -282,17 +300,33 @@ test_count_instances if {
 	links_of("google_pubsub_subscription.s", p) == {"topic": ["google_pubsub_topic.t[1]"]}
 }
 
-test_references_the_plan_cannot_follow_leave_the_value if {
-	# A local value (absent from the plan), a data source, a root variable, a constant and a
-	# dynamic block give no propertyDependencies: the planned value decides.
-	config := {"resources": [resource_config(topic, "t", {}), resource_config(sub, "s", {
-		"topic": refs(["local.topic_id"]),
-		"subscription": refs(["data.google_pubsub_subscription.other.id", "data.google_pubsub_subscription.other"]),
-	})]}
+test_references_the_plan_cannot_follow if {
+	# A local value (the plan does not show locals): what the module instance sees.
+	config := {"resources": [resource_config(topic, "t", {}), resource_config(sub, "s", {"topic": refs(["local.topic_id"])})]}
 	p := plan([created("", topic, "t", ""), created("", sub, "s", "")], config)
 	not links_of("google_pubsub_subscription.s", p).topic
+	possible_of("google_pubsub_subscription.s", p).topic == ["google_pubsub_subscription.s", "google_pubsub_topic.t"]
+
+	# A constant beside a reference, the value unknown: only possibly that instance.
 	mixed := {"resources": [resource_config(topic, "t", {}), resource_config(sub, "s", {"topic": refs(["var.prefix", "google_pubsub_topic.t.name", "google_pubsub_topic.t"])})]}
-	not links_of("google_pubsub_subscription.s", plan([created("", topic, "t", ""), created("", sub, "s", "")], mixed)).topic
+	possible_of("google_pubsub_subscription.s", plan([created("", topic, "t", ""), created("", sub, "s", "")], mixed)).topic == ["google_pubsub_topic.t"]
+
+	# A known value beside a constant: the value decides.
+	known := change("", sub, "s", "", ["create"], {"topic": "projects/p/topics/t"}, {})
+	not links_of("google_pubsub_subscription.s", plan([created("", topic, "t", ""), known], mixed)).topic
+	not possible_of("google_pubsub_subscription.s", plan([created("", topic, "t", ""), known], mixed)).topic
+}
+
+test_dynamic_block_with_unknown_value_names_what_its_module_sees if {
+	# A dynamic dead_letter_policy is absent from the configuration: its unknown topic is
+	# one of the module instance's resources or what its caller passes in.
+	module := {"source": "./m", "expressions": {"dlq": refs(["google_pubsub_topic.dlq.id", "google_pubsub_topic.dlq"])}, "module": {
+		"resources": [resource_config(topic, "source", {}), resource_config(sub, "s", {"topic": refs(["google_pubsub_topic.source.id", "google_pubsub_topic.source"])})],
+		"variables": {"dlq": {}},
+	}}
+	root := {"resources": [resource_config(topic, "dlq", {}), resource_config(topic, "other", {})], "module_calls": {"m": module}}
+	p := plan([created("", topic, "dlq", ""), created("", topic, "other", ""), created("module.m", topic, "source", ""), created("module.m", sub, "s", "")], root)
+	possible_of("module.m.google_pubsub_subscription.s", p).deadLetterPolicy == ["google_pubsub_topic.dlq", "module.m.google_pubsub_subscription.s", "module.m.google_pubsub_topic.source"]
 }
 
 test_each_value_follows_the_for_each_expression if {

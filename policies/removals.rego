@@ -21,7 +21,10 @@ import data.eventpipe.model
 # custom:
 #   id: EP016
 #   severity: high
-#   fix: Create a new subscription, drain the old one, then delete it (for a topic, create the new topic and its subscriptions, move the publishers, drain the old subscriptions, then delete the old topic); a deliberate removal needs a waiver.
+#   fix: >-
+#     Create a new subscription, drain the old one, then delete it (for a topic, create the
+#     new topic and its subscriptions, move the publishers, drain the old subscriptions,
+#     then delete the old topic); a deliberate removal needs a waiver.
 deny_subscription_removed contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some r in losing_removals
@@ -36,7 +39,10 @@ deny_subscription_removed contains f if {
 # custom:
 #   id: EP017
 #   severity: medium
-#   fix: Create a new subscription, drain the old one, then delete it (for a topic, create the new topic and its subscriptions, move the publishers, drain the old subscriptions, then delete the old topic).
+#   fix: >-
+#     Create a new subscription, drain the old one, then delete it (for a topic, create the
+#     new topic and its subscriptions, move the publishers, drain the old subscriptions,
+#     then delete the old topic).
 warn_subscription_removed contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some r in losing_removals

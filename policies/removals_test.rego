@@ -57,6 +57,6 @@ test_deleted_topic_a_kept_subscription_reads_is_flagged if {
 	by_name := [removal(fx.source_topic, "delete")]
 	verdicts := fx.verdicts(fx.drop(fx.good_stack, fx.source_topic)) with data.eventpipe.model.removals as by_name with data.config as {"environment": "prod"}
 	"deny:EP016" in verdicts
-	linked := fx.replace(fx.drop(fx.good_stack, fx.source_topic), fx.good_subscription, fx.with_links(fx.good_subscription, {"topic": [fx.source_topic.urn]}))
+	linked := fx.swap(fx.drop(fx.good_stack, fx.source_topic), fx.good_subscription, fx.with_links(fx.good_subscription, {"topic": [fx.source_topic.urn]}))
 	"warn:EP017" in fx.verdicts(linked) with data.eventpipe.model.removals as [removal(fx.with_props(fx.source_topic, {"name": "renamed"}), "delete")]
 }

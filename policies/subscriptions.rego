@@ -26,7 +26,9 @@ import data.eventpipe.lib
 # custom:
 #   id: EP002
 #   severity: medium
-#   fix: Set deadLetterPolicy.maxDeliveryAttempts between the configured bounds (5 for poison-heavy streams, 10 when transient Firestore saturation is expected).
+#   fix: >-
+#     Set deadLetterPolicy.maxDeliveryAttempts between the configured bounds (5 for
+#     poison-heavy streams, 10 when transient Firestore saturation is expected).
 deny_dead_letter_attempts_out_of_range contains f if {
 	m := lib.rule(rego.metadata.chain())
 	low := lib.setting("deny_dead_letter_attempts_out_of_range", "min", 5)
@@ -44,7 +46,9 @@ deny_dead_letter_attempts_out_of_range contains f if {
 
 # delivery_attempts is a maxDeliveryAttempts setting in effect: unset or 0 means Pub/Sub's
 # default, 5.
-delivery_attempts(raw) := 5 if raw == 0 else := raw
+delivery_attempts(raw) := 5 if raw == 0
+
+else := raw
 
 # in_range holds when low <= x <= high.
 in_range(x, low, high) if {
@@ -104,7 +108,9 @@ retry_problems contains [s, text] if {
 # custom:
 #   id: EP008
 #   severity: high
-#   fix: Set pushConfig.oidcToken.serviceAccountEmail to the push service account and grant it roles/run.invoker on the consumer.
+#   fix: >-
+#     Set pushConfig.oidcToken.serviceAccountEmail to the push service account and grant it
+#     roles/run.invoker on the consumer.
 deny_push_without_oidc contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some s in lib.subscriptions
@@ -123,7 +129,9 @@ deny_push_without_oidc contains f if {
 # custom:
 #   id: EP009
 #   severity: high
-#   fix: 'Push to the consumer''s https:// URL (Cloud Run serves HTTPS only), e.g. https://SERVICE-URL/pubsub/push.'
+#   fix: >-
+#     Push to the consumer's https:// URL (Cloud Run serves HTTPS only), e.g.
+#     https://SERVICE-URL/pubsub/push.
 deny_push_endpoint_not_https contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some s in lib.subscriptions
@@ -177,7 +185,11 @@ deny_subscription_expires contains f if {
 # plan cannot show it.
 expiring_subscriptions := object.union(
 	{s.urn: "31 days (the default)" | some s in lib.subscriptions; unset_expiration[object.get(s.properties, "expirationPolicy", null)]},
-	{s.urn: ttl | some s in lib.subscriptions; ttl := s.properties.expirationPolicy.ttl; is_string(ttl); not lib.unshown[ttl]},
+	{s.urn: s.properties.expirationPolicy.ttl |
+		some s in lib.subscriptions
+		is_string(s.properties.expirationPolicy.ttl)
+		not lib.unshown[s.properties.expirationPolicy.ttl]
+	},
 )
 
 unset_expiration := {null, {}}
@@ -191,7 +203,9 @@ unset_expiration := {null, {}}
 # custom:
 #   id: EP015
 #   severity: info
-#   fix: Remove the opt-out and let the component create the dead-letter topic, or keep the recorded reason current.
+#   fix: >-
+#     Remove the opt-out and let the component create the dead-letter topic, or keep the
+#     recorded reason current.
 warn_dead_letter_opt_out contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some u in lib.opted_out_subscriptions

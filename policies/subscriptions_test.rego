@@ -8,9 +8,9 @@ import data.eventpipe.rules
 
 # Rules on one subscription, each tested on the healthy stack broken one way.
 
-with_sub(patch) := fx.replace(fx.good_stack, fx.good_subscription, fx.with_props(fx.good_subscription, patch))
+with_sub(patch) := fx.swap(fx.good_stack, fx.good_subscription, fx.with_props(fx.good_subscription, patch))
 
-without(key) := fx.replace(fx.good_stack, fx.good_subscription, fx.without_prop(fx.good_subscription, key))
+without(key) := fx.swap(fx.good_stack, fx.good_subscription, fx.without_prop(fx.good_subscription, key))
 
 test_healthy_stack_passes_every_rule if {
 	count(fx.results(fx.good_stack)) == 0
@@ -62,19 +62,19 @@ test_retry_missing_deny if {
 }
 
 test_dlq_subscription_may_omit_retry_policy if {
-	s := fx.replace(fx.good_stack, fx.dlq_subscription, fx.without_prop(fx.dlq_subscription, "retryPolicy"))
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, fx.without_prop(fx.dlq_subscription, "retryPolicy"))
 	count(fx.results(s)) == 0
 }
 
 test_dlq_subscription_recognised_by_structure_may_omit_retry_policy if {
 	# No eventpipe_role label: it reads the topic orders-push dead-letters to.
 	bare := fx.without_prop(fx.without_prop(fx.dlq_subscription, "retryPolicy"), "labels")
-	count(fx.results(fx.replace(fx.good_stack, fx.dlq_subscription, bare))) == 0
+	count(fx.results(fx.swap(fx.good_stack, fx.dlq_subscription, bare))) == 0
 }
 
 test_subscription_reading_a_topic_nobody_dead_letters_to_needs_retry_policy if {
 	lone := fx.with_props(fx.without_prop(fx.without_prop(fx.dlq_subscription, "retryPolicy"), "labels"), {"topic": "projects/acme-prod/topics/orders"})
-	"deny:EP003" in fx.verdicts(fx.replace(fx.good_stack, fx.dlq_subscription, lone))
+	"deny:EP003" in fx.verdicts(fx.swap(fx.good_stack, fx.dlq_subscription, lone))
 }
 
 test_retry_min_too_low_deny if {
@@ -160,10 +160,9 @@ test_unknown_expiration_no_verdict if {
 # EP015 warn_dead_letter_opt_out
 
 test_opt_out_reported_with_reason if {
-	opted := fx.with_props(fx.without_prop(fx.good_subscription, "deadLetterPolicy"), {"labels": {
-		"eventpipe_env": "prod", "eventpipe_dlq_opt_out": "true", "eventpipe_dlq_opt_out_reason": "replayed_from_source",
-	}})
-	s := fx.drop(fx.drop(fx.replace(fx.good_stack, fx.good_subscription, opted), fx.dlq_subscription), fx.publisher_grant)
+	labels := {"eventpipe_env": "prod", "eventpipe_dlq_opt_out": "true", "eventpipe_dlq_opt_out_reason": "replayed_from_source"}
+	opted := fx.with_props(fx.without_prop(fx.good_subscription, "deadLetterPolicy"), {"labels": labels})
+	s := fx.drop(fx.drop(fx.swap(fx.good_stack, fx.good_subscription, opted), fx.dlq_subscription), fx.publisher_grant)
 	fx.verdicts(s) == {"warn:EP015"}
 	fx.messages(rules.warn_dead_letter_opt_out) == {"EP015: Subscription 'orders-push' opts out of dead-lettering; recorded reason: replayed_from_source"} with data.eventpipe.model.resources as s
 }
