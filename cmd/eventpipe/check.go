@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -31,6 +33,7 @@ type checkOptions struct {
 	config     string
 	failOnWarn bool
 	listRules  bool
+	printData  bool
 	now        func() time.Time
 }
 
@@ -59,6 +62,7 @@ func newCheckCmd() *cobra.Command {
 	f.StringVar(&opts.config, "config", "", "check configuration file: thresholds per environment and waivers")
 	f.BoolVar(&opts.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
 	f.BoolVar(&opts.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
+	f.BoolVar(&opts.printData, "print-data", false, "print the data document the rules get for --config and --env (conftest --data, opa eval -d) and exit")
 	return cmd
 }
 
@@ -71,7 +75,7 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	if !validFormat(format) {
 		return usageError("--output %q: use one of text, json, sarif, junit, github", opts.output)
 	}
-	if len(args) == 0 && opts.stack == "" && !opts.listRules {
+	if len(args) == 0 && opts.stack == "" && !opts.listRules && !opts.printData {
 		return usageError("nothing to check: give a plan FILE (- for standard input) or --stack ENV")
 	}
 	env := opts.env
@@ -86,10 +90,15 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 		}
 		cfg = c
 	}
+	data := cfg.Data(env)
 	mods, err := policies.Modules()
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	// The check judges waivers on opts.now's date (tests set it); conftest and opa eval
+	// users' rules judge them on today's.
+	config := maps.Clone(data)
+	config["today"] = opts.now().Format(time.DateOnly)
 	// The rules compile while the plan is read and parsed.
 	type compiled struct {
 		eng *engine.Engine
@@ -97,7 +106,7 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	}
 	ready := make(chan compiled, 1)
 	go func() {
-		eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: cfg.Data(env, opts.now())})
+		eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: config})
 		ready <- compiled{eng, err}
 	}()
 	var (
@@ -105,7 +114,7 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 		source  string
 		planErr error
 	)
-	if !opts.listRules {
+	if !opts.listRules && !opts.printData {
 		if len(args) == 1 {
 			source = args[0]
 			p, planErr = readPlan(stdin, args[0])
@@ -124,6 +133,11 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	}
 	if opts.listRules {
 		return listRules(stdout, eng.Rules())
+	}
+	if opts.printData {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"config": data})
 	}
 	if planErr != nil {
 		return &exitError{code: 2, err: planErr}

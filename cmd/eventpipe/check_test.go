@@ -134,15 +134,17 @@ const (
 	dlqSubName = "system-events-materializer-dlq"
 )
 
-// TestCheckMutationsOfRenderedStack breaks the rendered prod stack one way per rule: each
-// mutation must be reported with exactly its rule id and nothing else, and exit 1 for a
-// deny (0 for a warning, 1 with --fail-on-warn).
-func TestCheckMutationsOfRenderedStack(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(t *testing.T, p plantest.Doc)
-		want   string
-	}{
+// stackMutation breaks the rendered prod stack one way; want is the only finding it must
+// cause ("level:ID").
+type stackMutation struct {
+	name   string
+	mutate func(t *testing.T, p plantest.Doc)
+	want   string
+}
+
+// stackMutations are one break of the rendered prod stack per rule.
+func stackMutations() []stackMutation {
+	return []stackMutation{
 		{"remove deadLetterPolicy", func(t *testing.T, p plantest.Doc) {
 			delete(p.Inputs(t, subType, pushSub), "deadLetterPolicy")
 			delete(p.State(t, subType, pushSub)["propertyDependencies"].(map[string]any), "deadLetterPolicy")
@@ -199,8 +201,21 @@ func TestCheckMutationsOfRenderedStack(t *testing.T) {
 			labels["eventpipe_dlq_opt_out"] = "true"
 			labels["eventpipe_dlq_opt_out_reason"] = "replayed_from_source"
 		}, "warn:EP015"},
+		{"replace the subscription (a new filter)", func(t *testing.T, p plantest.Doc) {
+			p.SetOp(t, subType, pushSub, "replace")
+		}, "deny:EP016"},
+		{"delete a subscription and its DLQ subscription", func(t *testing.T, p plantest.Doc) {
+			p.SetOp(t, subType, dlqSubName, "delete")
+			p.SetOp(t, subType, pushSub, "delete")
+		}, "deny:EP016"},
 	}
-	for _, tt := range tests {
+}
+
+// TestCheckMutationsOfRenderedStack breaks the rendered prod stack one way per rule: each
+// mutation must be reported with exactly its rule id and nothing else, and exit 1 for a
+// deny (0 for a warning, 1 with --fail-on-warn).
+func TestCheckMutationsOfRenderedStack(t *testing.T) {
+	for _, tt := range stackMutations() {
 		t.Run(tt.name, func(t *testing.T) {
 			p := renderProd(t)
 			tt.mutate(t, p)

@@ -96,10 +96,10 @@ func (c *Config) Path() string {
 	return c.path
 }
 
-// Data is data.config for env on the day today: the thresholds for every environment,
-// overridden key by key by env's, "environment": env when env is set, "waivers" and
-// "today" (YYYY-MM-DD), the date the waivers' expiry is judged on.
-func (c *Config) Data(env string, today time.Time) map[string]any {
+// Data is data.config for env: the thresholds for every environment, overridden key by
+// key by env's, "environment": env when env is set, and "waivers". (The rules judge the
+// waivers' expiry on config.today, YYYY-MM-DD, when it is set, or on today's date in UTC.)
+func (c *Config) Data(env string) map[string]any {
 	out := map[string]any{}
 	merge := func(th map[string]map[string]any) {
 		for rule, kv := range th {
@@ -125,7 +125,6 @@ func (c *Config) Data(env string, today time.Time) map[string]any {
 		out["environment"] = env
 	}
 	out["waivers"] = waivers
-	out["today"] = today.Format(time.DateOnly)
 	return out
 }
 
