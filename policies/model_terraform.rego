@@ -52,7 +52,7 @@ terraform_resources := [r |
 		"urn": rc.address,
 		"type": pulumi_type(rc.type),
 		"op": concat("+", rc.change.actions),
-		"properties": terraform_properties(rc.change.after, rc.change.after_unknown, rc.change.after_sensitive),
+		"properties": terraform_properties(rc.type, rc.change.after, rc.change.after_unknown, rc.change.after_sensitive),
 		"dependencies": sort({a | some targets in object.get(links, "exact", {}); some a in targets}),
 		"propertyDependencies": object.get(links, "exact", {}),
 		"possibleDependencies": object.get(links, "possible", {}),
@@ -68,7 +68,7 @@ terraform_removals := [removal |
 		"urn": rc.address,
 		"type": pulumi_type(rc.type),
 		"action": action,
-		"properties": terraform_properties(rc.change.before, false, object.get(rc.change, "before_sensitive", false)),
+		"properties": terraform_properties(rc.type, rc.change.before, false, object.get(rc.change, "before_sensitive", false)),
 	}
 ]
 

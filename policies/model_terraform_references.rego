@@ -13,8 +13,23 @@ import rego.v1
 # instance sees: its scope (S:), whose edges lead to the instance's resources, variables
 # and child modules, and to X. terraform_links turns the ends into links.
 
-# linking_attributes are the attributes by which the rules link resources.
-linking_attributes := {"topic", "dead_letter_policy", "subscription"}
+# linking_attributes are, by resource type, the attributes by which the rules link
+# resources.
+linking_attributes := {
+	"google_pubsub_subscription": {"topic", "dead_letter_policy"},
+	"google_pubsub_topic_iam_member": {"topic"},
+	"google_pubsub_topic_iam_binding": {"topic"},
+	"google_pubsub_topic_iam_policy": {"topic"},
+	"google_pubsub_subscription_iam_member": {"subscription"},
+	"google_pubsub_subscription_iam_binding": {"subscription"},
+	"google_pubsub_subscription_iam_policy": {"subscription"},
+}
+
+# linking_changes are the planned changes of resources with linking attributes.
+linking_changes := [rc | some rc in planned_changes; linking_attributes[rc.type]]
+
+# config_paths maps each planned module instance to its config path.
+config_paths := {mi: config_path(mi) | some mi in planned_modules}
 
 # max_module_depth is how deep module calls are followed; references through deeper
 # modules are unknown.
@@ -259,11 +274,11 @@ each_node_of(mi, owner, config) := concat("", ["f:", mi, "|", owner]) if {
 
 # attribute_edges: each linking attribute of each planned resource instance.
 attribute_edges := {node: nodes |
-	some rc in planned_changes
+	some rc in linking_changes
 	mi := object.get(rc, "module_address", "")
 	resource := concat(".", [rc.type, rc.name])
-	config := config_resources[concat("", [config_path(mi), resource])]
-	some attribute in linking_attributes
+	config := config_resources[concat("", [config_paths[mi], resource])]
+	some attribute in linking_attributes[rc.type]
 	expr := linking_expression(config.expressions, attribute)
 	node := concat("", ["a:", rc.address, "|", attribute])
 	nodes := expression_nodes(expr, mi, each_node_of(mi, resource, config))
@@ -281,10 +296,10 @@ linking_expression(expressions, attribute) := expressions[attribute] if attribut
 each_edges := object.union(resource_each_edges, module_each_edges)
 
 resource_each_edges := {node: nodes |
-	some rc in planned_changes
+	some rc in linking_changes
 	mi := object.get(rc, "module_address", "")
 	resource := concat(".", [rc.type, rc.name])
-	config := config_resources[concat("", [config_path(mi), resource])]
+	config := config_resources[concat("", [config_paths[mi], resource])]
 	config.for_each_expression
 	node := each_node_of(mi, resource, config)
 	nodes := expression_nodes(config.for_each_expression, mi, "")
@@ -293,7 +308,7 @@ resource_each_edges := {node: nodes |
 module_each_edges := {node: nodes |
 	some mi in planned_modules
 	mi != ""
-	call := module_calls[config_path(mi)]
+	call := module_calls[config_paths[mi]]
 	call.for_each_expression
 	parent := parent_module(mi)
 	node := each_node_of(parent, concat("", ["module.", module_segments(mi)[count(module_segments(mi)) - 1][1]]), call)
@@ -305,7 +320,7 @@ module_each_edges := {node: nodes |
 variable_edges := {node: nodes |
 	some mi in planned_modules
 	mi != ""
-	call := module_calls[config_path(mi)]
+	call := module_calls[config_paths[mi]]
 	parent := parent_module(mi)
 	owner := concat("", ["module.", module_segments(mi)[count(module_segments(mi)) - 1][1]])
 	some name in (object.keys(object.get(call, "expressions", {})) | object.keys(object.get(object.get(call, "module", {}), "variables", {})))
@@ -321,7 +336,7 @@ variable_value_nodes(call, name, parent, each_node) := expression_nodes(call.exp
 output_edges := {node: nodes |
 	some mi in planned_modules
 	mi != ""
-	some name, output in object.get(module_configs[config_path(mi)], "outputs", {})
+	some name, output in object.get(module_configs[config_paths[mi]], "outputs", {})
 	node := output_node(mi, name)
 	nodes := expression_nodes(object.get(output, "expression", {}), mi, "")
 }
@@ -350,16 +365,25 @@ undescribed_nodes := {node: {"U"} |
 # source read at apply, say).
 scope_edges := {scope_node(mi): nodes |
 	some mi in planned_modules
-	nodes := ({concat("", ["r:", rc.address]) | some rc in planned_changes; object.get(rc, "module_address", "") == mi} | {"X"}) | ({node |
-		mi != ""
-		some node, _ in variable_edges
-		startswith(node, concat("", ["v:", mi, "|"]))
-	} | {scope_node(child) |
-		some child in planned_modules
-		child != ""
-		parent_module(child) == mi
-	})
+	nodes := ((object.get(scope_resources, mi, set()) | {"X"}) | object.get(scope_variables, mi, set())) | object.get(scope_children, mi, set())
 }
+
+# scope_resources, scope_variables and scope_children group a scope's edges by module
+# instance, each group built once (OPA indexes the inner comprehensions).
+scope_resources := {mi: {p[1] | some p in module_resource_pairs; p[0] == mi} | some mi in planned_modules}
+
+module_resource_pairs := [[object.get(rc, "module_address", ""), concat("", ["r:", rc.address])] | some rc in planned_changes]
+
+scope_variables := {mi: {p[1] | some p in module_variable_pairs; p[0] == mi} | some mi in planned_modules}
+
+module_variable_pairs := [[mi, node] |
+	some node, _ in variable_edges
+	mi := substring(node, 2, indexof(node, "|") - 2)
+]
+
+scope_children := {mi: {p[1] | some p in module_child_pairs; p[0] == mi} | some mi in planned_modules}
+
+module_child_pairs := [[parent_module(child), scope_node(child)] | some child in planned_modules; child != ""]
 
 # terraform_links maps each planned instance's address to its links: {"exact":
 # propertyDependencies, "possible": the instances a linking attribute may name}. A linking
@@ -373,9 +397,9 @@ scope_edges := {scope_node(mi): nodes |
 # expression in the configuration (a dynamic block) whose value is unknown may name what its
 # module instance sees (its scope).
 terraform_links := {rc.address: links |
-	some rc in planned_changes
+	some rc in linking_changes
 	found := [[attribute, exact, targets] |
-		some attribute in linking_attributes
+		some attribute in linking_attributes[rc.type]
 		start := link_start(rc, attribute)
 		reached := graph.reachable(reference_graph, {start})
 		not reached.U

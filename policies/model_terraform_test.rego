@@ -100,9 +100,14 @@ test_repeated_blocks_and_sensitive_values if {
 
 test_values_deeper_than_the_model_reads_are_unknown if {
 	deep := {"a": [{"b": [{"c": [{"d": [{"e": "x"}]}]}]}]}
-	props := model.resources[0].properties with input as plan([change("", "t_t", "x", "", ["create"], deep, {})], {})
+	props := model.resources[0].properties with input as plan([change("", "google_pubsub_topic", "x", "", ["create"], deep, {})], {})
 	json.marshal(props) != json.marshal(deep)
 	contains(json.marshal(props), lib.unknown_value)
+}
+
+test_resources_of_types_no_rule_judges_have_no_properties if {
+	props := model.resources[0].properties with input as plan([change("", "random_id", "x", "", ["create"], {"byte_length": 4}, {})], {})
+	props == {}
 }
 
 test_only_resources_that_exist_after_apply_are_judged if {

@@ -2,14 +2,18 @@ package eventpipe.model
 
 import rego.v1
 
-# terraform_properties converts a planned value to pulumi-gcp's shape: camelCase attribute
-# names (the names of map attributes such as labels stay as they are), single nested blocks
-# (lists of at most one object) as objects, empty ones absent, unknown values (after_unknown)
-# as unknown_value and sensitive ones as secret_value. The id is not an input. Rego has no
-# recursion, so the conversion is unrolled to 8 nested objects and lists (tf_value_0 to
-# tf_value_7): a container deeper than that becomes unknown_value, on which no rule decides.
+# terraform_properties converts a planned value of a resource of the types the rules judge
+# (terraform_types; others get no properties) to pulumi-gcp's shape: camelCase attribute
+# names (the names of map attributes such as labels stay as they are), null attributes
+# absent (as unset inputs are), single nested blocks (lists of at most one object) as
+# objects, empty ones absent, unknown values (after_unknown) as unknown_value and sensitive
+# ones as secret_value. The id is not an input. Rego has no recursion, so the conversion is
+# unrolled to 8 nested objects and lists (tf_value_0 to tf_value_7): a container deeper than
+# that becomes unknown_value, on which no rule decides. Scalars are copied without a call
+# per attribute: the conversion runs for every attribute of every planned resource.
 
-terraform_properties(after, unknown, sensitive) := object.remove(v, ["id"]) if {
+terraform_properties(type, after, unknown, sensitive) := object.remove(v, ["id"]) if {
+	terraform_types[type]
 	v := tf_value_0(after, unknown, sensitive, "")
 	is_object(v)
 } else := {}
@@ -39,19 +43,21 @@ map_attributes := {
 # camelCase: repeated blocks get plural names.
 renamed_attributes := {"env": "envs", "traffic": "traffics"}
 
-tf_name(path, key) := key if {
-	map_attributes[last_segment(path, ".")]
-} else := renamed_attributes[key] if {
+# tf_in_map is whether path is a map attribute, whose keys stay as they are.
+tf_in_map(path) if map_attributes[last_segment(path, ".")]
+
+else := false
+
+tf_name(true, key) := key
+
+tf_name(false, key) := renamed_attributes[key] if {
 	renamed_attributes[key]
 } else := camel_case(key)
 
-camel_case(s) := s if {
-	not contains(s, "_")
-} else := concat("", [parts[0], concat("", [capitalised(p) | some p in array.slice(parts, 1, count(parts))])]) if {
-	parts := split(s, "_")
-}
+# camel_case converts snake_case to camelCase in one replacement of every "_x" by "X".
+camel_case(s) := strings.replace_n(camel_replacements, s)
 
-capitalised(p) := concat("", [upper(substring(p, 0, 1)), substring(p, 1, -1)])
+camel_replacements := {concat("", ["_", c]): upper(c) | some c in split("abcdefghijklmnopqrstuvwxyz0123456789", "")}
 
 tf_child(path, name) := name if path == ""
 
@@ -60,7 +66,28 @@ else := concat(".", [path, name])
 # tf_element_path is the path the elements of a repeated block are known by: its name.
 tf_element_path(path) := last_segment(path, ".")
 
-tf_keys(v, unknown) := object.keys(v) | {k | is_object(unknown); some k, x in unknown; x == true}
+# tf_scalars are the attributes of object v copied as they are: scalars neither null,
+# unknown nor sensitive. tf_nested are the others' names: objects, lists, and values
+# unknown (absent from v) or sensitive.
+tf_scalars(v, u, s, in_map) := {tf_name(in_map, k): x |
+	some k, x in v
+	x != null
+	not is_object(x)
+	not is_array(x)
+	not u[k] == true
+	not s[k] == true
+}
+
+tf_nested(v, u, s) := (({k | some k, x in v; is_object(x)} | {k | some k, x in v; is_array(x)}) | {k |
+	is_object(u)
+	some k, x in u
+	x == true
+}) | {k |
+	is_object(s)
+	some k, x in s
+	x == true
+	v[k] != null
+}
 
 tf_at(x, k) := x[k] if {
 	is_object(x)
@@ -90,8 +117,12 @@ tf_leaf_value(v, unknown, sensitive) := unknown_value if {
 
 tf_value_0(v, u, s, p) := tf_leaf_value(v, u, s) if {
 	tf_leaf(v, u, s)
-} else := {n: tf_value_1(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) | some k in tf_keys(v, u); n := tf_name(p, k)} if {
+} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_1(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
+	some k in tf_nested(v, u, s)
+	n := tf_name(in_map, k)
+}) if {
 	is_object(v)
+	in_map := tf_in_map(p)
 } else := tf_value_1(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
@@ -101,8 +132,12 @@ tf_value_0(v, u, s, p) := tf_leaf_value(v, u, s) if {
 
 tf_value_1(v, u, s, p) := tf_leaf_value(v, u, s) if {
 	tf_leaf(v, u, s)
-} else := {n: tf_value_2(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) | some k in tf_keys(v, u); n := tf_name(p, k)} if {
+} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_2(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
+	some k in tf_nested(v, u, s)
+	n := tf_name(in_map, k)
+}) if {
 	is_object(v)
+	in_map := tf_in_map(p)
 } else := tf_value_2(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
@@ -112,8 +147,12 @@ tf_value_1(v, u, s, p) := tf_leaf_value(v, u, s) if {
 
 tf_value_2(v, u, s, p) := tf_leaf_value(v, u, s) if {
 	tf_leaf(v, u, s)
-} else := {n: tf_value_3(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) | some k in tf_keys(v, u); n := tf_name(p, k)} if {
+} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_3(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
+	some k in tf_nested(v, u, s)
+	n := tf_name(in_map, k)
+}) if {
 	is_object(v)
+	in_map := tf_in_map(p)
 } else := tf_value_3(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
@@ -123,8 +162,12 @@ tf_value_2(v, u, s, p) := tf_leaf_value(v, u, s) if {
 
 tf_value_3(v, u, s, p) := tf_leaf_value(v, u, s) if {
 	tf_leaf(v, u, s)
-} else := {n: tf_value_4(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) | some k in tf_keys(v, u); n := tf_name(p, k)} if {
+} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_4(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
+	some k in tf_nested(v, u, s)
+	n := tf_name(in_map, k)
+}) if {
 	is_object(v)
+	in_map := tf_in_map(p)
 } else := tf_value_4(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
@@ -134,8 +177,12 @@ tf_value_3(v, u, s, p) := tf_leaf_value(v, u, s) if {
 
 tf_value_4(v, u, s, p) := tf_leaf_value(v, u, s) if {
 	tf_leaf(v, u, s)
-} else := {n: tf_value_5(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) | some k in tf_keys(v, u); n := tf_name(p, k)} if {
+} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_5(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
+	some k in tf_nested(v, u, s)
+	n := tf_name(in_map, k)
+}) if {
 	is_object(v)
+	in_map := tf_in_map(p)
 } else := tf_value_5(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
@@ -145,8 +192,12 @@ tf_value_4(v, u, s, p) := tf_leaf_value(v, u, s) if {
 
 tf_value_5(v, u, s, p) := tf_leaf_value(v, u, s) if {
 	tf_leaf(v, u, s)
-} else := {n: tf_value_6(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) | some k in tf_keys(v, u); n := tf_name(p, k)} if {
+} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_6(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
+	some k in tf_nested(v, u, s)
+	n := tf_name(in_map, k)
+}) if {
 	is_object(v)
+	in_map := tf_in_map(p)
 } else := tf_value_6(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
@@ -156,8 +207,12 @@ tf_value_5(v, u, s, p) := tf_leaf_value(v, u, s) if {
 
 tf_value_6(v, u, s, p) := tf_leaf_value(v, u, s) if {
 	tf_leaf(v, u, s)
-} else := {n: tf_value_7(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) | some k in tf_keys(v, u); n := tf_name(p, k)} if {
+} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_7(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
+	some k in tf_nested(v, u, s)
+	n := tf_name(in_map, k)
+}) if {
 	is_object(v)
+	in_map := tf_in_map(p)
 } else := tf_value_7(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
