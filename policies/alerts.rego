@@ -193,10 +193,6 @@ subscription_environments := {s.urn: lib.config.environment | some s in lib.subs
 # present_environments are the environments of the stack's subscriptions.
 present_environments := {e | some e in subscription_environments}
 
-# subscription_short_type is the short type of every subscription, computed once: the
-# alert rules can report every subscription of a stack.
-subscription_short_type := lib.short_type(lib.subscription_type)
-
 # METADATA
 # title: Dead-lettering subscription without a DLQ alert (strict environment)
 # description: >-
@@ -217,7 +213,7 @@ stack_deny_subscription_without_dlq_alert contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some u, env in strict_dlq_alerts
 	s := lib.subscription_by_urn[u]
-	text := sprintf("%s '%s' dead-letters, but no alert policy watches its dead letters in environment %q", [subscription_short_type, lib.name(s), env])
+	text := sprintf("%s dead-letters, but no alert policy watches its dead letters in environment %q", [lib.display(s), env])
 	f := lib.finding(s, text, m)
 }
 
@@ -237,7 +233,7 @@ stack_warn_subscription_without_dlq_alert contains f if {
 	some u in missing_dlq_alerts
 	not strict_dlq_alerts[u]
 	s := lib.subscription_by_urn[u]
-	text := sprintf("%s '%s' dead-letters, but no alert policy watches its dead letters", [subscription_short_type, lib.name(s)])
+	text := concat("", [lib.display(s), " dead-letters, but no alert policy watches its dead letters"])
 	f := lib.finding(s, text, m)
 }
 
@@ -261,7 +257,7 @@ stack_deny_subscription_without_backlog_alert contains f if {
 	m := lib.rule(rego.metadata.chain())
 	some u, env in strict_backlog_alerts
 	s := lib.subscription_by_urn[u]
-	text := sprintf("%s '%s' has no backlog alert in environment %q", [subscription_short_type, lib.name(s), env])
+	text := sprintf("%s has no backlog alert in environment %q", [lib.display(s), env])
 	f := lib.finding(s, text, m)
 }
 
@@ -281,6 +277,6 @@ stack_warn_subscription_without_backlog_alert contains f if {
 	some u in missing_backlog_alerts
 	not strict_backlog_alerts[u]
 	s := lib.subscription_by_urn[u]
-	text := sprintf("%s '%s' has no backlog alert", [subscription_short_type, lib.name(s)])
+	text := concat("", [lib.display(s), " has no backlog alert"])
 	f := lib.finding(s, text, m)
 }

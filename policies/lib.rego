@@ -101,12 +101,10 @@ seconds(d) := n if {
 }
 
 # name(r) is a resource's name: the last part of its Pulumi URN, or its Terraform address.
-name(r) := parts[count(parts) - 1] if {
-	parts := split(r.urn, "::")
-}
+name(r) := regex.replace(r.urn, `^.*::`, "")
 
 # display(r) names a resource in messages: its short type and name.
-display(r) := sprintf("%s '%s'", [short_type(r.type), name(r)])
+display(r) := concat("", [short_type(r.type), " '", name(r), "'"])
 
 short_type(t) := parts[count(parts) - 1] if {
 	parts := split(t, ":")

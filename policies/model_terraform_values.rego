@@ -50,9 +50,7 @@ else := false
 
 tf_name(true, key) := key
 
-tf_name(false, key) := renamed_attributes[key] if {
-	renamed_attributes[key]
-} else := camel_case(key)
+tf_name(false, key) := object.get(renamed_attributes, key, camel_case(key))
 
 # camel_case converts snake_case to camelCase in one replacement of every "_x" by "X".
 camel_case(s) := strings.replace_n(camel_replacements, s)
