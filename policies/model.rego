@@ -4,10 +4,11 @@
 #   Reads the document a check is given (pulumi preview --json, pulumi stack export,
 #   terraform show -json of a saved plan) and normalises it onto the one model every rule
 #   reads: resources with urn (a Pulumi URN or a Terraform address), type (pulumi-gcp's type
-#   token), op, properties (pulumi-gcp's camelCase input names), dependencies and
-#   propertyDependencies; whether the
-#   document shows every resource (complete); the subscriptions and topics the plan deletes
-#   or replaces; and the problems that make the document unusable.
+#   token), op, properties (pulumi-gcp's camelCase input names), dependencies,
+#   propertyDependencies (the resources each property surely depends on, one of several
+#   when there are several) and, from Terraform plans, possibleDependencies (those a
+#   property may name); whether the document shows every resource (complete); the
+#   subscriptions and topics it deletes or replaces; and the problems that make it unusable.
 # scope: package
 package eventpipe.model
 

@@ -46,7 +46,8 @@ func newCheckCmd() *cobra.Command {
 		Long: "check evaluates eventpipe's OPA rules on a `pulumi preview --json` document (with or\n" +
 			"without --show-sames), a `pulumi stack export`, a `terraform show -json` plan, or — with\n" +
 			"--stack and no FILE — the stack rendered offline (no cloud credentials needed).\n" +
-			"FILE - reads standard input.\n\n" +
+			"FILE - reads standard input. The same rules run under conftest (--namespace eventpipe)\n" +
+			"and opa eval (data.eventpipe.deny): --print-data prints the --data document they need.\n\n" +
 			"Exit codes (as conftest): 0 no failing findings, 1 a deny (or a warning with\n" +
 			"--fail-on-warn, or an expired waiver), 2 unusable input or usage.",
 		Args: cobra.MaximumNArgs(1),
