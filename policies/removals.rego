@@ -89,11 +89,13 @@ read_after_removal(t) if {
 
 read_after_removal(_) if count(lib.unknown_readers) > 0
 
-removal_text(r) := sprintf("%s is %s: %s", [lib.display(r), removal_verbs[r.action], removal_effects[r.type]])
+removal_text(r) := sprintf("%s is %s: %s", [lib.display(r), removal_verbs[r.action], removal_effects[[r.type, r.action]]])
 
 removal_verbs := {"delete": "deleted", "replace": "replaced (deleted, then created again)"}
 
 removal_effects := {
-	lib.subscription_type: "its unacknowledged messages (its backlog) are lost",
-	lib.topic_type: "its subscriptions are detached and receive nothing published to the new topic",
+	[lib.subscription_type, "delete"]: "its unacknowledged messages (its backlog) are lost",
+	[lib.subscription_type, "replace"]: "its unacknowledged messages (its backlog) are lost",
+	[lib.topic_type, "replace"]: "its subscriptions are detached and receive nothing published to the new topic",
+	[lib.topic_type, "delete"]: "the subscriptions still reading it are detached and receive nothing more",
 }

@@ -59,4 +59,6 @@ test_deleted_topic_a_kept_subscription_reads_is_flagged if {
 	"deny:EP016" in verdicts
 	linked := fx.swap(fx.drop(fx.good_stack, fx.source_topic), fx.good_subscription, fx.with_links(fx.good_subscription, {"topic": [fx.source_topic.urn]}))
 	"warn:EP017" in fx.verdicts(linked) with data.eventpipe.model.removals as [removal(fx.with_props(fx.source_topic, {"name": "renamed"}), "delete")]
+	msgs := fx.messages(rules.warn_subscription_removed) with data.eventpipe.model.removals as [removal(fx.source_topic, "delete")] with data.eventpipe.model.resources as fx.drop(fx.good_stack, fx.source_topic)
+	msgs == {"EP017: Topic 'orders' is deleted: the subscriptions still reading it are detached and receive nothing more"}
 }
