@@ -88,7 +88,7 @@ type Result struct {
 var ErrUnusableDocument = errors.New("the document cannot be checked")
 
 // IncompleteNote is the note on findings downgraded on previews without unchanged
-// resources (main.rego's incomplete_note).
+// resources: lib.rego's incomplete_note, which the tests hold it to.
 const IncompleteNote = "the preview leaves out unchanged resources, so this verdict could be wrong: run `pulumi preview --json --show-sames` for a firm one"
 
 // New compiles the modules, reads the rules' metadata and prepares the query.
