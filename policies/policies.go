@@ -1,8 +1,8 @@
-// Package policies holds eventpipe's OPA (Rego) rules — the *.rego files beside this one,
-// which are also a Pulumi OPA policy pack (PulumiPolicy.yaml) — and gives them to the
-// checker. Every non-test *.rego file in this folder is a rule file: adding one needs no
-// Go change. Evaluation lives in policies/engine, input normalisation in policies/plan,
-// output formats in policies/report.
+// Package policies holds eventpipe's OPA (Rego) rules — the *.rego files beside this one:
+// the model of the documents they read, the rules and the entry every runtime evaluates —
+// and gives them to the checker. Every non-test *.rego file in this folder is loaded:
+// adding a rule file needs no Go change. Evaluation lives in policies/engine, decoding in
+// policies/plan, output formats in policies/report.
 package policies
 
 import (
@@ -16,7 +16,8 @@ import (
 //go:embed *.rego
 var files embed.FS
 
-// Package is the Rego package every rule file declares.
+// Package is the entry package: its deny, warn, waived and summary rules are what every
+// runtime evaluates; the rules themselves are in Package + ".rules".
 const Package = "eventpipe"
 
 // Modules returns the rule files (name → source), without the *_test.rego files.
