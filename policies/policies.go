@@ -21,18 +21,25 @@ const Package = "eventpipe"
 
 // Modules returns the rule files (name → source), without the *_test.rego files.
 func Modules() (map[string]string, error) {
-	return read(false)
+	return read(files, false)
 }
 
 // TestModules returns the rule files and their *_test.rego unit tests.
 func TestModules() (map[string]string, error) {
-	return read(true)
+	return read(files, true)
 }
 
-func read(withTests bool) (map[string]string, error) {
-	names, err := fs.Glob(files, "*.rego")
+// ModulesIn returns the rule files of a folder holding this policy pack (os.DirFS of it),
+// chosen and named as Modules chooses and names the embedded ones: the files Pulumi's
+// analyzer plugin evaluates.
+func ModulesIn(fsys fs.FS) (map[string]string, error) {
+	return read(fsys, false)
+}
+
+func read(fsys fs.FS, withTests bool) (map[string]string, error) {
+	names, err := fs.Glob(fsys, "*.rego")
 	if err != nil {
-		return nil, fmt.Errorf("listing embedded rule files: %w", err)
+		return nil, fmt.Errorf("listing rule files: %w", err)
 	}
 	sort.Strings(names)
 	out := make(map[string]string, len(names))
@@ -40,7 +47,7 @@ func read(withTests bool) (map[string]string, error) {
 		if !withTests && strings.HasSuffix(name, "_test.rego") {
 			continue
 		}
-		src, err := files.ReadFile(name)
+		src, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, fmt.Errorf("reading rule file %s: %w", name, err)
 		}
