@@ -575,3 +575,32 @@ func TestPackCancel(t *testing.T) {
 		t.Fatalf("AnalyzeStack after Cancel: %v", err)
 	}
 }
+
+// TestReadmePolicyConfig: the README's --policy-pack-config example is valid, and the
+// prod stack passes under it.
+func TestReadmePolicyConfig(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n### Running the rules under pulumi preview\n")
+	if !ok {
+		t.Fatal("README.md has no section Running the rules under pulumi preview")
+	}
+	_, block, ok := strings.Cut(section, "\n```json\n")
+	if !ok {
+		t.Fatal("the section has no json example")
+	}
+	block, _, _ = strings.Cut(block, "\n```")
+	p := mustStartPack(t, writeFile(t, "policy-config.json", block))
+	if got := p.analyze(t, renderStack(t, "prod")); len(got) != 0 {
+		t.Fatalf("prod under the README's policy configuration: %q", got)
+	}
+	levels := map[string]apitype.EnforcementLevel{}
+	for _, pol := range p.info.Policies {
+		levels[pol.Name] = pol.EnforcementLevel
+	}
+	if levels["stack_warn_dlq_retention_short"] != apitype.Mandatory || levels["warn_dead_letter_opt_out"] != apitype.Disabled {
+		t.Fatalf("the example's enforcement levels were not applied: %v", levels)
+	}
+}
