@@ -1,6 +1,6 @@
 // Package policies holds eventpipe's OPA (Rego) rules — the *.rego files beside this one,
-// which are also a Pulumi OPA policy pack (PulumiPolicy.yaml) — and gives them to the
-// checker. Every non-test *.rego file in this folder is a rule file: adding one needs no
+// which are also a Pulumi policy pack (PulumiPolicy.yaml, run by policies/analyzer) — and
+// gives them to the checker. Every non-test *.rego file in this folder is a rule file: adding one needs no
 // Go change. Evaluation lives in policies/engine, input normalisation in policies/plan,
 // output formats in policies/report.
 package policies
