@@ -61,12 +61,15 @@ func packDir(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and starts the analyzer plugin")
 	}
-	dir, err := filepath.Abs("..")
+	dir, err := packDirAbs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
+
+// packDirAbs is the policies folder, made absolute.
+func packDirAbs() (string, error) { return filepath.Abs("..") }
 
 // pack is the policy pack started through Pulumi's plugin host, as `pulumi preview
 // --policy-pack` starts it.
@@ -149,7 +152,7 @@ func mustStartPack(t *testing.T, configFile string) *pack {
 // resources turns a preview document's steps into what Pulumi's engine gives analyzers:
 // each resource's properties, with the preview's unknown and secret markers as Pulumi's
 // computed and secret values, and its provider, parent and dependencies.
-func resources(t *testing.T, doc plantest.Doc) []plugin.AnalyzerStackResource {
+func resources(t testing.TB, doc plantest.Doc) []plugin.AnalyzerStackResource {
 	t.Helper()
 	var out []plugin.AnalyzerStackResource
 	for _, raw := range doc["steps"].([]any) {
@@ -280,7 +283,7 @@ func ids(findings []string) []string {
 	return out
 }
 
-func renderStack(t *testing.T, stack string) plantest.Doc {
+func renderStack(t testing.TB, stack string) plantest.Doc {
 	t.Helper()
 	data, err := render.Stack(context.Background(), render.Options{Stack: stack})
 	if err != nil {
