@@ -2,7 +2,7 @@
 // starts it for `pulumi preview --policy-pack DIR` (and `pulumi up`) when
 // DIR/PulumiPolicy.yaml says `runtime: eventpipe`, finding it on $PATH:
 //
-//	go install github.com/eventpipe/eventpipe/cmd/pulumi-analyzer-policy-eventpipe@latest
+//	go install ./cmd/pulumi-analyzer-policy-eventpipe
 //	pulumi preview --policy-pack policies --policy-pack-config policy-config.json
 //
 // It evaluates the pack's rule files with eventpipe's rule engine (see policies/analyzer).
