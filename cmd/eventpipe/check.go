@@ -29,7 +29,7 @@ type checkOptions struct {
 	stack      string
 	stackDir   string
 	env        string
-	output     string
+	outputs    []string
 	config     string
 	failOnWarn bool
 	listRules  bool
@@ -59,7 +59,7 @@ func newCheckCmd() *cobra.Command {
 	f.StringVar(&opts.stack, "stack", "", "render this stack (dev, staging, prod) offline and check it; also the environment for thresholds")
 	f.StringVar(&opts.stackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name)")
-	f.StringVarP(&opts.output, "output", "o", string(report.Text), "output format: text, json, sarif, junit, github")
+	f.StringArrayVarP(&opts.outputs, "output", "o", []string{string(report.Text)}, "output format (text, json, sarif, junit, github) to standard output, or FORMAT=FILE to a file; repeat to write several formats of one evaluation")
 	f.StringVar(&opts.config, "config", "", "check configuration file: thresholds per environment and waivers")
 	f.BoolVar(&opts.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
 	f.BoolVar(&opts.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
@@ -72,9 +72,9 @@ func usageError(format string, a ...any) error {
 }
 
 func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string, opts checkOptions) error {
-	format := report.Format(opts.output)
-	if !validFormat(format) {
-		return usageError("--output %q: use one of text, json, sarif, junit, github", opts.output)
+	outputs, err := report.ParseOutputs(opts.outputs)
+	if err != nil {
+		return usageError("--output %v", err)
 	}
 	if len(args) == 0 && opts.stack == "" && !opts.listRules && !opts.printData {
 		return usageError("nothing to check: give a plan FILE (- for standard input) or --stack ENV")
@@ -159,8 +159,8 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 		Source: source, InputFormat: res.Format, Resources: res.Resources,
 		Rules: eng.Rules(), Findings: res.Findings, FailOnWarn: opts.failOnWarn, Version: buildVersion(),
 	}
-	if err := report.Write(stdout, format, rep); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("writing %s report: %w", format, err)}
+	if err := report.WriteOutputs(stdout, outputs, rep); err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	denies, warnings, waived := rep.Counts()
 	slog.New(slog.NewJSONHandler(stderr, nil)).LogAttrs(ctx, slog.LevelInfo, "check finished",
@@ -180,15 +180,6 @@ func buildVersion() string {
 		return info.Main.Version
 	}
 	return "(devel)"
-}
-
-func validFormat(f report.Format) bool {
-	for _, known := range report.Formats() {
-		if f == known {
-			return true
-		}
-	}
-	return false
 }
 
 // readPlan reads and decodes a plan file (or standard input for "-"); each resource is
@@ -238,25 +229,21 @@ func renderPlan(ctx context.Context, opts checkOptions) (*plan.Plan, error) {
 	return p, nil
 }
 
-// relative makes a stack config path relative to the Pulumi project root (the nearest
-// folder above it holding Pulumi.yaml), which is the repository root SARIF uploads resolve
-// locations against. Paths outside a project are returned unchanged.
+// relative makes a stack config path relative to the working directory, as every location
+// of a report is (the reports locate files from the repository root themselves).
 func relative(path string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return path
 	}
-	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "Pulumi.yaml")); err == nil {
-			if rel, err := filepath.Rel(dir, abs); err == nil {
-				return filepath.ToSlash(rel)
-			}
-			return path
-		}
-		if filepath.Dir(dir) == dir {
-			return path
-		}
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
 	}
+	if rel, err := filepath.Rel(wd, abs); err == nil {
+		return rel
+	}
+	return path
 }
 
 func listRules(w io.Writer, rules []engine.Rule) error {

@@ -235,15 +235,15 @@ func TestConftestAndOPAGiveTheCheckVerdicts(t *testing.T) {
 	want := map[string]string{}
 	for i, m := range stackMutations() {
 		p := renderProd(t)
-		m.mutate(t, p)
-		path := filepath.Join(dir, strings.ReplaceAll(m.name, " ", "-")+".json")
+		m.Apply(t, p)
+		path := filepath.Join(dir, strings.ReplaceAll(m.Name, " ", "-")+".json")
 		if err := os.WriteFile(path, p.JSON(t), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		docs = append(docs, document{name: m.name, path: path, env: "prod"})
-		want[m.name] = m.want
+		docs = append(docs, document{name: m.Name, path: path, env: "prod"})
+		want[m.Name] = m.Want
 		if i == 0 { // the same break without an environment: the labels decide
-			docs = append(docs, document{name: m.name + " (no --env)", path: path})
+			docs = append(docs, document{name: m.Name + " (no --env)", path: path})
 		}
 	}
 	// A preview printed without --show-sames: the absence verdicts are warnings.
