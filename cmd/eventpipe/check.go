@@ -18,7 +18,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/checkconfig"
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/policies/report"
 	"github.com/eventpipe/eventpipe/render"
@@ -102,12 +102,12 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	config["today"] = opts.now().Format(time.DateOnly)
 	// The rules compile while the plan is read and parsed.
 	type compiled struct {
-		eng *engine.Engine
+		eng *evaluate.Engine
 		err error
 	}
 	ready := make(chan compiled, 1)
 	go func() {
-		eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: config})
+		eng, err := evaluate.New(ctx, evaluate.Options{Modules: mods, Package: policies.Package, Config: config})
 		ready <- compiled{eng, err}
 	}()
 	var (
@@ -145,7 +145,7 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 	}
 	res, err := eng.Check(ctx, p)
 	if err != nil {
-		if errors.Is(err, engine.ErrUnusableDocument) {
+		if errors.Is(err, evaluate.ErrUnusableDocument) {
 			err = fmt.Errorf("%w; produce one with `pulumi preview --json --show-sames`, `pulumi stack export` or `terraform show -json PLANFILE`", err)
 		}
 		return &exitError{code: 2, err: err}
@@ -246,7 +246,7 @@ func relative(path string) string {
 	return path
 }
 
-func listRules(w io.Writer, rules []engine.Rule) error {
+func listRules(w io.Writer, rules []evaluate.Rule) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tLEVEL\tSEVERITY\tRULE\tTITLE")
 	for _, r := range rules {
