@@ -137,7 +137,7 @@ func TestLongIDsArePoison(t *testing.T) {
 }
 
 // TestJSONNestingLimit: message data nested 128 levels deep is processed;
-// one level deeper is poison naming the limit (README, Limits).
+// one level deeper is poison naming the limit (docs/consumer.md, Limits).
 func TestJSONNestingLimit(t *testing.T) {
 	nested := func(levels int) string {
 		return `{"service":"api","status":"ok","producedAt":"2026-01-02T03:00:00Z","deep":` +
