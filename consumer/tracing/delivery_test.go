@@ -295,7 +295,7 @@ func TestPulledMessageContinuesThePublishersTrace(t *testing.T) {
 	want := map[string]string{
 		"messaging.system": "gcp_pubsub", "messaging.operation.type": "process",
 		"messaging.destination.subscription.name": "projects/" + project + "/subscriptions/" + subID,
-		"eventpipe.ingress": "pull", "eventpipe.outcome": "applied", "eventpipe.ack_action": "ack", "eventpipe.route": "system_events",
+		"eventpipe.ingress":                       "pull", "eventpipe.outcome": "applied", "eventpipe.ack_action": "ack", "eventpipe.route": "system_events",
 	}
 	for k, v := range want {
 		if got := attr(delivery, k); got != v {
@@ -451,7 +451,6 @@ func TestTracingOffTracesNothing(t *testing.T) {
 		t.Errorf("%d spans with tracing off: %v", n, names(c.spans.Ended()))
 	}
 }
-
 
 // message is a pulled message of subscription projects/p/subscriptions/sub.
 func message(id string, attrs map[string]string) *envelope.Message {
