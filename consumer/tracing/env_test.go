@@ -2,17 +2,11 @@ package tracing_test
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/eventpipe/eventpipe/consumer/tracing"
+	"github.com/eventpipe/eventpipe/internal/otlptest"
 )
 
 // otelVars are the variables FromEnv reads; each case starts with all unset.
@@ -68,57 +62,11 @@ func TestFromEnvTurnsTracingOnOnlyWhenAsked(t *testing.T) {
 	}
 }
 
-// otlpReceiver is an OTLP/HTTP trace endpoint that keeps what it receives.
-type otlpReceiver struct {
-	mu       sync.Mutex
-	requests []*collectortrace.ExportTraceServiceRequest
-}
-
-func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	req := &collectortrace.ExportTraceServiceRequest{}
-	if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, req) != nil {
-		http.Error(w, "not an OTLP trace export", http.StatusBadRequest)
-		return
-	}
-	o.mu.Lock()
-	o.requests = append(o.requests, req)
-	o.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-	_, _ = w.Write(out)
-}
-
-// spans returns "service/span name" of every span received.
-func (o *otlpReceiver) spans() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []string
-	for _, req := range o.requests {
-		for _, rs := range req.ResourceSpans {
-			service := ""
-			for _, a := range rs.Resource.Attributes {
-				if a.Key == "service.name" {
-					service = a.Value.GetStringValue()
-				}
-			}
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					out = append(out, service+"/"+s.Name)
-				}
-			}
-		}
-	}
-	return out
-}
-
 // Spans are batched, and Shutdown exports the last ones: what the
 // consumer does on SIGTERM.
 func TestShutdownExportsBatchedSpans(t *testing.T) {
-	recv := &otlpReceiver{}
-	srv := httptest.NewServer(recv)
-	t.Cleanup(srv.Close)
-	setEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=test"})
+	recv := otlptest.Start(t)
+	setEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.URL, "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=test"})
 	tr, shutdown, err := tracing.FromEnv(t.Context(), tracing.Identity{Service: "eventpipe-consumer", Version: "v1"})
 	if err != nil {
 		t.Fatal(err)
@@ -126,13 +74,13 @@ func TestShutdownExportsBatchedSpans(t *testing.T) {
 	msg := message("m-1", nil)
 	_, span := tr.StartMessage(t.Context(), tracing.IngressPull, msg, nil)
 	tracing.Finish(span, "applied", nil)
-	if got := recv.spans(); len(got) != 0 {
+	if got := recv.Spans(); len(got) != 0 {
 		t.Fatalf("spans exported before the batch was due: %v", got)
 	}
 	if err := shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv.spans(); len(got) != 1 || got[0] != "eventpipe-consumer/process sub" {
+	if got := recv.Spans(); len(got) != 1 || got[0].Service != "eventpipe-consumer" || got[0].Name != "process sub" {
 		t.Fatalf("exported %v, want the one delivery span of service eventpipe-consumer", got)
 	}
 }
