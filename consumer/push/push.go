@@ -95,8 +95,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		*d = delivery{} // keep no message or error reachable from the pool
 		h.deliveries.Put(d)
 	}()
-	res := &d.res
-	msg, decodeErr := &d.msg, error(nil)
+	res, msg := &d.res, &d.msg
+	var decodeErr error
 	if d.msg, decodeErr = envelope.DecodePush(body); decodeErr != nil {
 		peek := envelope.Peek(body)
 		msg = &peek

@@ -293,9 +293,13 @@ func TestPulledMessageContinuesThePublishersTrace(t *testing.T) {
 		t.Fatalf("consumer span parent %v, want the publisher's create span %v", delivery.Parent(), publish.SpanContext())
 	}
 	want := map[string]string{
-		"messaging.system": "gcp_pubsub", "messaging.operation.type": "process",
+		"messaging.system":                        "gcp_pubsub",
+		"messaging.operation.type":                "process",
 		"messaging.destination.subscription.name": "projects/" + project + "/subscriptions/" + subID,
-		"eventpipe.ingress":                       "pull", "eventpipe.outcome": "applied", "eventpipe.ack_action": "ack", "eventpipe.route": "system_events",
+		"eventpipe.ingress":                       "pull",
+		"eventpipe.outcome":                       "applied",
+		"eventpipe.ack_action":                    "ack",
+		"eventpipe.route":                         "system_events",
 	}
 	for k, v := range want {
 		if got := attr(delivery, k); got != v {

@@ -25,15 +25,20 @@ type tracedStore struct {
 }
 
 // Store returns st with every transaction a CLIENT span "transaction
-// SYSTEM" (system is the store URL's scheme: firestore, postgres, bbolt,
-// mem), a child of the delivery that runs it. Transactions are passed
-// through as they are, so drivers' optional Tx methods still apply. With t
-// nil it returns st as it is.
-func (t *Tracer) Store(st store.Store, system string) store.Store {
+// SYSTEM", a child of the delivery that runs it. scheme is the store URL's
+// (firestore, postgres, bbolt, mem); db.system.name is the semantic
+// conventions' name where they have one (postgresql). Transactions are
+// passed through as they are, so drivers' optional Tx methods still apply.
+// With t nil it returns st as it is.
+func (t *Tracer) Store(st store.Store, scheme string) store.Store {
 	if t == nil {
 		return st
 	}
-	return &tracedStore{Store: st, tracer: t.tracer, system: semconv.DBSystemNameKey.String(system)}
+	system := semconv.DBSystemNameKey.String(scheme)
+	if scheme == "postgres" || scheme == "postgresql" {
+		system = semconv.DBSystemNamePostgreSQL
+	}
+	return &tracedStore{Store: st, tracer: t.tracer, system: system}
 }
 
 // RunTx implements store.Store.
