@@ -129,29 +129,33 @@ func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 		msg.Payload = payload
 		res = p.Process(ctx, &msg)
 	}
-	ack := answer(ctx, m, res)
-	p.Log(ctx, res, ack...)
+	action, ackErr := answer(ctx, m, res)
+	if ackErr != nil {
+		// Not acked: Pub/Sub will redeliver, and the engine will find the
+		// effect already applied. Log it as an error so the rate is visible.
+		res.Level = slog.LevelError
+		p.Log(ctx, res, slog.String(logfields.AckAction, action), slog.String(logfields.AckError, ackErr.Error()))
+	} else {
+		p.Log(ctx, res, slog.String(logfields.AckAction, action))
+	}
 	if span != nil {
-		tracing.Finish(span, res.Outcome, res.Err, tracing.RouteKey.String(res.Route), tracing.AckActionKey.String(ack[0].Value.String()))
+		tracing.Finish(span, res.Outcome, res.Err, tracing.RouteKey.String(res.Route), tracing.AckActionKey.String(action))
 	}
 }
 
-// answer acks or nacks m as res decides and returns the log fields of
-// what was done (ack_action first).
-func answer(ctx context.Context, m *pubsub.Message, res *process.Result) []slog.Attr {
+// answer acks or nacks m as res decides and returns the ack action, with
+// the error of an ack that failed (ack_failed: the message is not acked).
+func answer(ctx context.Context, m *pubsub.Message, res *process.Result) (action string, ackErr error) {
 	if !res.Ack {
 		m.Nack()
-		return []slog.Attr{slog.String(logfields.AckAction, logfields.AckActionNack)}
+		return logfields.AckActionNack, nil
 	}
 	status, err := m.AckWithResult().Get(ctx)
 	if err == nil && status != pubsub.AcknowledgeStatusSuccess {
 		err = fmt.Errorf("ack status %d", status)
 	}
 	if err != nil {
-		// Not acked: Pub/Sub will redeliver, and the engine will find the
-		// effect already applied. Log it as an error so the rate is visible.
-		res.Level = slog.LevelError
-		return []slog.Attr{slog.String(logfields.AckAction, logfields.AckActionAckFailed), slog.String(logfields.AckError, err.Error())}
+		return logfields.AckActionAckFailed, err
 	}
-	return []slog.Attr{slog.String(logfields.AckAction, logfields.AckActionAck)}
+	return logfields.AckActionAck, nil
 }
