@@ -92,13 +92,6 @@ func (c messageCarrier) Keys() []string {
 	return keys
 }
 
-// InjectMessage writes ctx's span context into attrs as Google's Pub/Sub
-// clients do (googclient_traceparent): what a publisher with tracing on
-// sends. The consumer only reads it; tests and tools publish with it.
-func InjectMessage(ctx context.Context, attrs map[string]string) {
-	propagation.TraceContext{}.Inject(ctx, messageCarrier(attrs))
-}
-
 // StartMessage starts the consumer span of a Pub/Sub message that arrived
 // by ingress (IngressPush or IngressPull): a CONSUMER span named
 // "process SUBSCRIPTION", whose parent is the message's
