@@ -34,8 +34,9 @@ const (
 )
 
 // collectorConfig receives OTLP/gRPC from the consumer on localhost only,
-// bounds the collector's memory, labels spans with the Cloud Run resource and
-// exports them to Cloud Trace.
+// bounds the collector's memory below its container's 256 MiB (in MiB: a
+// percentage needs a cgroup limit the first generation may not show), labels
+// spans with the Cloud Run resource and exports them to Cloud Trace.
 const collectorConfig = `receivers:
   otlp:
     protocols:
@@ -44,8 +45,8 @@ const collectorConfig = `receivers:
 processors:
   memory_limiter:
     check_interval: 1s
-    limit_percentage: 65
-    spike_limit_percentage: 20
+    limit_mib: 200
+    spike_limit_mib: 50
   resourcedetection:
     detectors: [env, gcp]
     timeout: 2s
