@@ -77,6 +77,11 @@ func TestTraceCollectorSidecar(t *testing.T) {
 				}
 			} `yaml:"otlp"`
 		}
+		Processors struct {
+			MemoryLimiter struct {
+				LimitMiB int `yaml:"limit_mib"`
+			} `yaml:"memory_limiter"`
+		}
 		Extensions struct {
 			Health struct{ Endpoint string } `yaml:"health_check"`
 		}
@@ -93,6 +98,9 @@ func TestTraceCollectorSidecar(t *testing.T) {
 	}
 	if port := input(svc, collector+"startupProbe.httpGet.port"); !strings.HasSuffix(cfg.Extensions.Health.Endpoint, ":13133") || port != float64(13133) {
 		t.Errorf("startup probe port %v, health_check on %q", port, cfg.Extensions.Health.Endpoint)
+	}
+	if limit, mem := cfg.Processors.MemoryLimiter.LimitMiB, input(svc, collector+"resources.limits.memory"); limit <= 0 || mem != "256Mi" || limit >= 256 {
+		t.Errorf("collector memory_limiter %d MiB in a %v container: it must refuse data before the container is killed", limit, mem)
 	}
 	traces := cfg.Service.Pipelines["traces"]
 	if !equalJSON(traces.Receivers, []string{"otlp"}) || !equalJSON(traces.Exporters, []string{"googlecloud"}) || !equalJSON(cfg.Service.Extensions, []string{"health_check"}) {
