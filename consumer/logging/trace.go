@@ -14,14 +14,17 @@ import (
 // traceFields writes the span of a line's context in Cloud Logging's
 // special fields. A nil *traceFields writes none.
 type traceFields struct {
-	// prefix is "projects/PROJECT/traces/", "" when no project is known.
-	prefix string
+	// prefix is "projects/PROJECT/traces/", "" when no project is known;
+	// prefixJSON is it escaped as in a JSON string.
+	prefix, prefixJSON string
 }
 
 func newTraceFields(project string) *traceFields {
 	f := &traceFields{}
 	if project != "" {
 		f.prefix = "projects/" + project + "/traces/"
+		quoted := appendString(nil, f.prefix)
+		f.prefixJSON = string(quoted[1 : len(quoted)-1])
 	}
 	return f
 }
@@ -37,7 +40,7 @@ func (f *traceFields) appendTo(ctx context.Context, b []byte) []byte {
 	}
 	if f.prefix != "" {
 		b = append(b, `,"`+logfields.Trace+`":"`...)
-		b = append(b, f.prefix...)
+		b = append(b, f.prefixJSON...)
 		id := sc.TraceID()
 		b = hex.AppendEncode(b, id[:])
 		b = append(b, '"')

@@ -61,6 +61,8 @@ func TestTraceFieldsOnEveryPath(t *testing.T) {
 				{"unsampled", []Option{WithTrace("p1")}, unsampled, map[string]any{
 					logfields.Trace: "projects/p1/traces/4bf92f3577b34da6a3ce929d0e0e4736", logfields.SpanID: "00f067aa0ba902b7", logfields.TraceSampled: false}},
 				{"no project", []Option{WithTrace("")}, sc, map[string]any{logfields.SpanID: "00f067aa0ba902b7", logfields.TraceSampled: true}},
+				{"project to escape", []Option{WithTrace(`p"1`)}, sc, map[string]any{
+					logfields.Trace: `projects/p"1/traces/4bf92f3577b34da6a3ce929d0e0e4736`, logfields.SpanID: "00f067aa0ba902b7", logfields.TraceSampled: true}},
 				{"no span", []Option{WithTrace("p1")}, trace.SpanContext{}, map[string]any{}},
 				{"tracing off", nil, sc, map[string]any{}},
 			} {
