@@ -3,6 +3,7 @@ package components
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,6 +64,9 @@ type ConsumerArgs struct {
 	Labels map[string]string `pulumi:"labels,optional"`
 	// Protect turns on Cloud Run deletion protection (default true).
 	Protect *bool `pulumi:"protect,optional"`
+	// TraceCollector adds the OpenTelemetry Collector as a sidecar, which the consumer exports its traces
+	// to Cloud Trace through (default false).
+	TraceCollector bool `pulumi:"traceCollector,optional"`
 	// Consumer is the service's settings.
 	Consumer ConsumerSettings `pulumi:"consumer"`
 	// PushAccounts are the emails of the service accounts whose push tokens the consumer accepts.
@@ -124,6 +128,7 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	}
 	sc := newScope(ctx, name, args.Project, nil, args.Region, args.Environment, args.Labels, args.Protect)
 	sc.pipeline.Consumer = args.Consumer.toSpec(sc.d)
+	sc.traceCollector = args.TraceCollector
 	problems := sc.storeSecret(args.Consumer.StoreSecret)
 	if args.PullSubscriptions != nil {
 		// The consumer pulls: validation asks for CPU and warm instances to match.
@@ -214,6 +219,40 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 	labels := sc.labels(spec.RoleConsumer)
 	probePath := pulumi.String(spec.HealthPath)
 	port := pulumi.Int(spec.ContainerPort)
+	traced := sc.traceCollector
+	consumer := &cloudrunv2.ServiceTemplateContainerArgs{
+		Name:  pulumi.String("consumer"),
+		Image: deferredImage(in.Image, k.Image),
+		Ports: &cloudrunv2.ServiceTemplateContainerPortsArgs{ContainerPort: port},
+		Envs:  consumerEnv(sc, in.Image, store, pushAccounts, pulls, pulling, traced),
+		Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
+			Limits:  pulumi.StringMap{"cpu": pulumi.String(k.CPU), "memory": pulumi.String(k.Memory)},
+			CpuIdle: pulumi.Bool(!pulling),
+		},
+		StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
+			HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: probePath, Port: port},
+			PeriodSeconds:    pulumi.Int(2),
+			FailureThreshold: pulumi.Int(15),
+			TimeoutSeconds:   pulumi.Int(1),
+		},
+		LivenessProbe: &cloudrunv2.ServiceTemplateContainerLivenessProbeArgs{
+			HttpGet:          &cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs{Path: probePath, Port: port},
+			PeriodSeconds:    pulumi.Int(10),
+			FailureThreshold: pulumi.Int(3),
+			TimeoutSeconds:   pulumi.Int(2),
+		},
+	}
+	containers := cloudrunv2.ServiceTemplateContainerArray{consumer}
+	if traced {
+		collector, grant, err := declareTraceCollector(ctx, name, project, c.Member, parent)
+		if err != nil {
+			return nil, err
+		}
+		// The consumer starts once the collector is ready to take its spans.
+		consumer.DependsOns = pulumi.StringArray{pulumi.String(CollectorContainer)}
+		containers = append(containers, collector)
+		dependsOn = append(dependsOn, grant)
+	}
 	svc, err := cloudrunv2.NewService(ctx, name, &cloudrunv2.ServiceArgs{
 		Project:     project,
 		Location:    pulumi.String(sc.stack.Region),
@@ -235,28 +274,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 				MinInstanceCount: pulumi.Int(*k.MinInstances),
 				MaxInstanceCount: pulumi.Int(*k.MaxInstances),
 			},
-			Containers: cloudrunv2.ServiceTemplateContainerArray{&cloudrunv2.ServiceTemplateContainerArgs{
-				Name:  pulumi.String("consumer"),
-				Image: deferredImage(in.Image, k.Image),
-				Ports: &cloudrunv2.ServiceTemplateContainerPortsArgs{ContainerPort: port},
-				Envs:  consumerEnv(sc, in.Image, store, pushAccounts, pulls, pulling),
-				Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
-					Limits:  pulumi.StringMap{"cpu": pulumi.String(k.CPU), "memory": pulumi.String(k.Memory)},
-					CpuIdle: pulumi.Bool(!pulling),
-				},
-				StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
-					HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: probePath, Port: port},
-					PeriodSeconds:    pulumi.Int(2),
-					FailureThreshold: pulumi.Int(15),
-					TimeoutSeconds:   pulumi.Int(1),
-				},
-				LivenessProbe: &cloudrunv2.ServiceTemplateContainerLivenessProbeArgs{
-					HttpGet:          &cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs{Path: probePath, Port: port},
-					PeriodSeconds:    pulumi.Int(10),
-					FailureThreshold: pulumi.Int(3),
-					TimeoutSeconds:   pulumi.Int(2),
-				},
-			}},
+			Containers: containers,
 		},
 	}, parent, pulumi.DependsOn(dependsOn))
 	if err != nil {
@@ -312,9 +330,10 @@ func declareStoreSecret(ctx *pulumi.Context, name string, sc *scope, url pulumi.
 }
 
 // consumerEnv is the consumer's environment, by name; store is the
-// EVENTPIPE_STORE entry (a value or a secret reference).
+// EVENTPIPE_STORE entry (a value or a secret reference); traced adds the
+// variables that send its spans to the collector sidecar.
 func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
-	pushAccounts, pulls pulumi.StringArrayInput, pulling bool) cloudrunv2.ServiceTemplateContainerEnvArray {
+	pushAccounts, pulls pulumi.StringArrayInput, pulling, traced bool) cloudrunv2.ServiceTemplateContainerEnvArray {
 	k := &sc.pipeline.Consumer
 	version := pulumi.String(k.Version()).ToStringOutput()
 	if k.Image == placeholderImage {
@@ -336,6 +355,9 @@ func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceT
 	}
 	if pulling {
 		vars[EnvPullMaxOutstanding] = pulumi.String(strconv.Itoa(k.RequestConcurrency()))
+	}
+	if traced {
+		maps.Copy(vars, traceCollectorEnv(sc.project))
 	}
 	names := append(spec.SortedKeys(vars), EnvStore)
 	sort.Strings(names)

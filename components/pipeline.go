@@ -28,6 +28,9 @@ type PipelineArgs struct {
 	// Protect guards the pipeline's state (default true): Pulumi's protect on the topic, subscriptions and
 	// dead-letter queues, and Cloud Run deletion protection on the consumer. Set false in short-lived stacks.
 	Protect *bool `pulumi:"protect,optional"`
+	// TraceCollector adds the OpenTelemetry Collector as a sidecar of the consumer, which then exports its
+	// traces to Cloud Trace through it (default false).
+	TraceCollector bool `pulumi:"traceCollector,optional"`
 	// Topic is the source topic: one the pipeline declares, or an existing one.
 	Topic *TopicSettings `pulumi:"topic,optional"`
 	// Consumer is the Cloud Run service the subscriptions feed.
@@ -185,6 +188,7 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*scope, alerts.Config, error) {
 	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, nil)
 	sc.inPipeline = true
+	sc.traceCollector = args.TraceCollector
 	st, p := sc.stack, sc.pipeline
 	p.Protect = args.Protect
 	p.Topic = args.Topic.toSpec(sc.d)

@@ -122,6 +122,8 @@ type scope struct {
 	// inPipeline labels resources with their pipeline (eventpipe_pipeline);
 	// a component on its own belongs to none.
 	inPipeline bool
+	// traceCollector adds the collector sidecar to the consumer.
+	traceCollector bool
 }
 
 // newScope starts the scope of a component named name from its common

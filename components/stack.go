@@ -51,12 +51,13 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 		k := &p.Consumer
 		protect := st.Protected(p)
 		args := &PipelineArgs{
-			Project:       pulumi.String(st.Project),
-			ProjectNumber: pulumi.String(st.ProjectNumber),
-			Region:        st.Region,
-			Environment:   st.Env,
-			Labels:        p.Labels,
-			Protect:       &protect,
+			Project:        pulumi.String(st.Project),
+			ProjectNumber:  pulumi.String(st.ProjectNumber),
+			Region:         st.Region,
+			Environment:    st.Env,
+			Labels:         p.Labels,
+			Protect:        &protect,
+			TraceCollector: st.Defaults.TraceCollector != nil && *st.Defaults.TraceCollector,
 			Topic: &TopicSettings{
 				Existing:         optional(p.Topic.Existing),
 				MessageRetention: raw(p.Topic.MessageRetention),

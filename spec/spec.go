@@ -84,6 +84,10 @@ type Defaults struct {
 	// (which drops a subscription's backlog) fails until it is set false, and Cloud Run deletion protection
 	// on every consumer. Set false in development and short-lived stacks so `pulumi destroy` works.
 	Protect *bool `json:"protect,omitempty"`
+	// TraceCollector adds the Google-Built OpenTelemetry Collector as a sidecar of every consumer (default
+	// false): the consumer exports its traces to it over OTLP (localhost:4317) and it writes them to Cloud
+	// Trace; the consumer's service account gets roles/cloudtrace.agent.
+	TraceCollector *bool `json:"traceCollector,omitempty"`
 }
 
 // Pipeline is one named event pipeline: a topic, the subscriptions on it and

@@ -4,7 +4,9 @@
 // subscriptions in EVENTPIPE_PULL_SUBSCRIPTIONS, and writes one JSON log line
 // per message to stdout. Configuration is environment only (see
 // server.ConfigFromEnv); with none it serves on :8080 with the embedded
-// default routes and a bbolt store in the temporary directory.
+// default routes and a bbolt store in the temporary directory. The standard
+// OTEL_* variables turn on OpenTelemetry tracing (see tracing.FromEnv);
+// GOOGLE_CLOUD_PROJECT then names the traces' project in log lines.
 //
 // It imports only eventpipe's consumer packages (no Pulumi, no OPA), so it
 // stays small and starts fast.
@@ -18,12 +20,23 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/server"
+	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
+
+// TraceProjectEnv names the Google Cloud project of the traces in log lines
+// (logging.googleapis.com/trace is projects/PROJECT/traces/TRACE_ID).
+const TraceProjectEnv = "GOOGLE_CLOUD_PROJECT"
+
+// traceFlushTimeout bounds the export of the last spans after shutdown:
+// what is left of Cloud Run's 10 s SIGTERM grace after the default 9 s
+// EVENTPIPE_SHUTDOWN_TIMEOUT.
+const traceFlushTimeout = time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -40,6 +53,28 @@ func run(ctx context.Context) int {
 		fmt.Fprintln(os.Stderr, "consumer:", err)
 		return 2
 	}
+	tracer, flush, err := tracing.FromEnv(ctx, tracing.Identity{Service: cfg.Service, Version: cfg.Version})
+	if err != nil {
+		log.Log(ctx, logging.LevelCritical, "consumer cannot start", logfields.ErrorType, logfields.ErrorTypeConfiguration, logfields.Error, err.Error())
+		fmt.Fprintln(os.Stderr, "consumer:", err)
+		return 2
+	}
+	if tracer.Enabled() {
+		// Lines of a traced delivery name their trace in the project
+		// Cloud Trace keeps it in: the service's own.
+		project := os.Getenv(TraceProjectEnv)
+		log = logging.New(os.Stdout, slog.LevelInfo, logging.WithTrace(project))
+		if project == "" {
+			log.Warn("tracing is on but " + TraceProjectEnv + " is unset: log lines carry span ids but no logging.googleapis.com/trace (fix: set it to the project id)")
+		}
+		defer func() {
+			fctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+			defer cancel()
+			if err := flush(fctx); err != nil {
+				log.Warn("spans not exported before exit", logfields.Error, err.Error())
+			}
+		}()
+	}
 	log = log.With(logfields.Service, cfg.Service, logfields.Env, cfg.Env, logfields.Version, cfg.Version)
 	// Crash tests only: SIGKILL this process at the failpoints named in EVENTPIPE_FAILPOINT.
 	hook, err := engine.KillAtFailpoints(os.Getenv(engine.FailpointEnv))
@@ -47,7 +82,7 @@ func run(ctx context.Context) int {
 		fmt.Fprintln(os.Stderr, "consumer:", err)
 		return 2
 	}
-	if err := server.Run(ctx, cfg, log, server.Options{Failpoint: hook}); err != nil {
+	if err := server.Run(ctx, cfg, log, server.Options{Failpoint: hook, Tracer: tracer}); err != nil {
 		if errors.Is(err, server.ErrShutdownTimeout) {
 			// Work cut short by the shutdown deadline: Pub/Sub redelivers it.
 			log.Error("consumer stopped before in-flight work finished", logfields.ErrorType, logfields.ErrorTypeTransient, logfields.Error, err.Error())

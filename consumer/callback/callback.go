@@ -29,6 +29,9 @@ import (
 	"strconv"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/engine"
@@ -39,6 +42,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
+	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
 
 // Pattern is the ServeMux pattern of the handler.
@@ -55,6 +59,7 @@ type Handler struct {
 	env      string
 	log      *slog.Logger
 	verifier *auth.Verifier
+	tracer   *tracing.Tracer
 	now      func() time.Time
 }
 
@@ -68,12 +73,15 @@ type Config struct {
 	// Verifier, when set, checks every callback's OIDC token (the calling
 	// job's service account); nil leaves authentication to Cloud Run IAM.
 	Verifier *auth.Verifier
+	// Tracer, when set, makes every callback a span whose parent is the
+	// request's traceparent header.
+	Tracer *tracing.Tracer
 }
 
 // New returns a callback handler.
 func New(cfg Config) *Handler {
 	return &Handler{routes: cfg.Routes, engine: cfg.Engine, store: cfg.Store, env: cfg.Env, log: cfg.Logger,
-		verifier: cfg.Verifier, now: time.Now}
+		verifier: cfg.Verifier, tracer: cfg.Tracer, now: time.Now}
 }
 
 // outcome collects one request's log fields.
@@ -93,8 +101,17 @@ type outcome struct {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o := &outcome{route: r.PathValue("route"), started: time.Now()}
+	var span trace.Span
+	if h.tracer.Enabled() {
+		var ctx context.Context
+		ctx, span = h.tracer.StartCallback(r, o.route)
+		r = r.WithContext(ctx)
+	}
 	resp := h.handle(r, o)
 	h.logLine(r.Context(), o)
+	if span != nil {
+		tracing.Finish(span, o.result, o.err, semconv.HTTPResponseStatusCode(o.status))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if o.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((o.retryAfter+time.Second-1)/time.Second)))

@@ -145,14 +145,14 @@ func (e *Engine) Claim(ctx context.Context, ev Event, r LeaseRequest) (Lease, er
 	})
 	if err != nil {
 		t, code := Classify(err)
-		e.cfg.Logger.Info("lease", logfields.LeaseEvent, logfields.LeaseAcquireFailed, logfields.IdempotencyDoc, key.String(), logfields.ErrorType, string(t), logfields.ErrorCode, code)
+		e.cfg.Logger.InfoContext(ctx, "lease", logfields.LeaseEvent, logfields.LeaseAcquireFailed, logfields.IdempotencyDoc, key.String(), logfields.ErrorType, string(t), logfields.ErrorCode, code)
 		return Lease{}, wrap(op, err)
 	}
 	event := logfields.LeaseAcquired
 	if l.TookOver {
 		event = logfields.LeaseStaleFound
 	}
-	e.cfg.Logger.Info("lease", logfields.LeaseEvent, event, logfields.IdempotencyDoc, key.String(), "token", l.Token, "attempt", l.Attempt)
+	e.cfg.Logger.InfoContext(ctx, "lease", logfields.LeaseEvent, event, logfields.IdempotencyDoc, key.String(), "token", l.Token, "attempt", l.Attempt)
 	if err := e.Hit(ctx, WorkerAfterClaim); err != nil {
 		return Lease{}, err
 	}
@@ -201,7 +201,7 @@ func (e *Engine) Heartbeat(ctx context.Context, l Lease) (Lease, error) {
 		return nil
 	})
 	if err != nil {
-		e.cfg.Logger.Warn("lease", logfields.LeaseEvent, logfields.LeaseHeartbeatFailed, logfields.IdempotencyDoc, l.Doc, logfields.Error, err.Error())
+		e.cfg.Logger.WarnContext(ctx, "lease", logfields.LeaseEvent, logfields.LeaseHeartbeatFailed, logfields.IdempotencyDoc, l.Doc, logfields.Error, err.Error())
 	}
 	return l, err
 }
@@ -245,7 +245,7 @@ func (e *Engine) Complete(ctx context.Context, l Lease, result map[string]any) (
 		return nil
 	}))
 	if err == nil {
-		e.cfg.Logger.Info("lease", logfields.LeaseEvent, logfields.LeaseCompleted, logfields.IdempotencyDoc, l.Doc, "token", l.Token)
+		e.cfg.Logger.InfoContext(ctx, "lease", logfields.LeaseEvent, logfields.LeaseCompleted, logfields.IdempotencyDoc, l.Doc, "token", l.Token)
 	}
 	return l, err
 }
@@ -269,7 +269,7 @@ func (e *Engine) Fail(ctx context.Context, l Lease, ev Event, cause error) (pois
 	if err != nil {
 		return false, err
 	}
-	e.cfg.Logger.Info("lease", logfields.LeaseEvent, logfields.LeaseFailed, logfields.IdempotencyDoc, l.Doc, "attempt", l.Attempt, "poison", poison)
+	e.cfg.Logger.InfoContext(ctx, "lease", logfields.LeaseEvent, logfields.LeaseFailed, logfields.IdempotencyDoc, l.Doc, "attempt", l.Attempt, "poison", poison)
 	if poison {
 		t, code := Classify(cause)
 		_, err = e.RecordPoison(ctx, ev, PoisonRecord{Handler: l.handler, Reason: msg,

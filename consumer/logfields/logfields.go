@@ -15,6 +15,14 @@ const (
 	Message  = "message"
 )
 
+// Cloud Logging's trace keys: a line of a traced delivery names its trace
+// and span, and Cloud Logging nests the delivery's lines under the trace.
+const (
+	Trace        = "logging.googleapis.com/trace"         // projects/PROJECT/traces/TRACE_ID
+	SpanID       = "logging.googleapis.com/spanId"        // the delivery's (or store transaction's) span id, 16 hex digits
+	TraceSampled = "logging.googleapis.com/trace_sampled" // whether the trace is sampled (exported)
+)
+
 // Identity of the running consumer.
 const (
 	Service = "service" // EVENTPIPE_SERVICE
@@ -125,6 +133,7 @@ const (
 func All() []string {
 	return []string{
 		Severity, Message,
+		Trace, SpanID, TraceSampled,
 		Service, Env, Version,
 		Subscription, Topic, MessageID, PublishTime, DeliveryAttempt,
 		Route, EventType, SchemaVersion, EventTime,

@@ -28,6 +28,8 @@ type handler struct {
 	attrs     []byte
 	encodable bool
 	bufs      *sync.Pool // of *[]byte
+	// trace, when set, adds the context's span to every line (WithTrace).
+	trace *traceFields
 }
 
 // lockedWriter serialises the writes of the fast path and of the wrapped
@@ -46,14 +48,14 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // maxPooledLine bounds the line buffers kept for reuse.
 const maxPooledLine = 16 << 10
 
-func newHandler(w io.Writer, opts *slog.HandlerOptions) *handler {
+func newHandler(w io.Writer, opts *slog.HandlerOptions, trace *traceFields) *handler {
 	out := &lockedWriter{w: w}
 	level := opts.Level
 	if level == nil {
 		level = slog.LevelInfo
 	}
 	return &handler{
-		std: slog.NewJSONHandler(out, opts), out: out, level: level, encodable: true,
+		std: slog.NewJSONHandler(out, opts), out: out, level: level, encodable: true, trace: trace,
 		bufs: &sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }},
 	}
 }
@@ -79,19 +81,22 @@ func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
 	return &h2
 }
 
-// WithGroup implements slog.Handler: groups are left to slog.JSONHandler.
+// WithGroup implements slog.Handler: groups are left to slog.JSONHandler
+// (the trace fields would land inside the group, where Cloud Logging does
+// not read them, so lines of a group carry none).
 func (h *handler) WithGroup(name string) slog.Handler { return h.std.WithGroup(name) }
 
 // Handle implements slog.Handler.
 func (h *handler) Handle(ctx context.Context, r slog.Record) error {
-	return h.write(ctx, func(b []byte) ([]byte, bool) { return h.appendRecord(b, r) }, func() slog.Record { return r })
+	return h.write(ctx, func(b []byte) ([]byte, bool) { return h.appendRecord(ctx, b, r) }, func() slog.Record { return r })
 }
 
 // write writes one line: the one encode appends when it can, else the
-// wrapped handler's for the record that record builds.
+// wrapped handler's for the record that record builds (with the trace
+// fields the fast path appends last).
 func (h *handler) write(ctx context.Context, encode func(b []byte) ([]byte, bool), record func() slog.Record) error {
 	if !h.encodable {
-		return h.std.Handle(ctx, record())
+		return h.std.Handle(ctx, h.trace.addTo(ctx, record()))
 	}
 	bp := h.bufs.Get().(*[]byte)
 	b, ok := encode((*bp)[:0])
@@ -99,7 +104,7 @@ func (h *handler) write(ctx context.Context, encode func(b []byte) ([]byte, bool
 	if ok {
 		_, err = h.out.Write(b)
 	} else {
-		err = h.std.Handle(ctx, record())
+		err = h.std.Handle(ctx, h.trace.addTo(ctx, record()))
 	}
 	if cap(b) <= maxPooledLine {
 		*bp = b[:0]
@@ -110,7 +115,7 @@ func (h *handler) write(ctx context.Context, encode func(b []byte) ([]byte, bool
 
 // appendRecord encodes r as slog.JSONHandler with replaceAttr would, or
 // reports that it cannot.
-func (h *handler) appendRecord(b []byte, r slog.Record) ([]byte, bool) {
+func (h *handler) appendRecord(ctx context.Context, b []byte, r slog.Record) ([]byte, bool) {
 	b, ok := h.appendHead(b, r.Time, r.Level, r.Message)
 	if !ok {
 		return b, false
@@ -119,15 +124,17 @@ func (h *handler) appendRecord(b []byte, r slog.Record) ([]byte, bool) {
 		b, ok = appendAttr(b, a)
 		return ok
 	})
+	b = h.trace.appendTo(ctx, b)
 	return append(b, "}\n"...), ok
 }
 
 // appendLine is appendRecord for the record of t, level, msg and attrs.
-func (h *handler) appendLine(b []byte, t time.Time, level slog.Level, msg string, attrs []slog.Attr) ([]byte, bool) {
+func (h *handler) appendLine(ctx context.Context, b []byte, t time.Time, level slog.Level, msg string, attrs []slog.Attr) ([]byte, bool) {
 	b, ok := h.appendHead(b, t, level, msg)
 	for i := 0; ok && i < len(attrs); i++ {
 		b, ok = appendAttr(b, attrs[i])
 	}
+	b = h.trace.appendTo(ctx, b)
 	return append(b, "}\n"...), ok
 }
 
@@ -190,7 +197,7 @@ func LogAttrsAt(ctx context.Context, l *slog.Logger, t time.Time, level slog.Lev
 
 // logAt writes the line of t, level, msg and attrs.
 func (h *handler) logAt(ctx context.Context, t time.Time, level slog.Level, msg string, attrs []slog.Attr) {
-	encode := func(b []byte) ([]byte, bool) { return h.appendLine(b, t, level, msg, attrs) }
+	encode := func(b []byte) ([]byte, bool) { return h.appendLine(ctx, b, t, level, msg, attrs) }
 	record := func() slog.Record {
 		r := slog.NewRecord(t, level, msg, 0)
 		r.AddAttrs(attrs...)

@@ -88,7 +88,7 @@ func TestHandlerFastPathIsUsed(t *testing.T) {
 	h := New(new(bytes.Buffer), slog.LevelInfo).With("service", "api").Handler().(*handler)
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, "m", 0)
 	r.AddAttrs(slog.String("s", "x"), slog.Int("i", 1), slog.Float64("f", 1.5), slog.Bool("b", true))
-	if _, ok := h.appendRecord(nil, r); !ok || !h.encodable {
+	if _, ok := h.appendRecord(context.Background(), nil, r); !ok || !h.encodable {
 		t.Fatal("a record of strings, numbers and booleans went to slog's generic path")
 	}
 }

@@ -27,10 +27,11 @@ func NewKey(name string) Key {
 // for a record of the same time, level, message and attributes. Start one
 // with StartLine; End writes it.
 type Line struct {
-	h  *handler // nil: the level is disabled, nothing is written
-	bp *[]byte  // the pooled buffer b came from
-	b  []byte
-	ok bool
+	h   *handler // nil: the level is disabled, nothing is written
+	bp  *[]byte  // the pooled buffer b came from
+	b   []byte
+	ok  bool
+	ctx context.Context // its span's trace fields end the line
 }
 
 // StartLine starts the line of t, level and msg on l. ok is false when l's
@@ -50,7 +51,7 @@ func StartLine(ctx context.Context, l *slog.Logger, t time.Time, level slog.Leve
 	}
 	bp := h.bufs.Get().(*[]byte)
 	b, ok := h.appendHead((*bp)[:0], t, level, msg)
-	return Line{h: h, bp: bp, b: b, ok: ok}, true
+	return Line{h: h, bp: bp, b: b, ok: ok, ctx: ctx}, true
 }
 
 func (ln *Line) key(k Key) {
@@ -124,6 +125,7 @@ func (ln *Line) End() bool {
 	}
 	ok := ln.ok
 	if ok {
+		ln.b = h.trace.appendTo(ln.ctx, ln.b)
 		ln.b = append(ln.b, "}\n"...)
 		_, _ = h.out.Write(ln.b) // slog.Logger ignores Handle's error too
 	}

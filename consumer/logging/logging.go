@@ -26,11 +26,31 @@ const MaxFieldLen = 1024
 // added with With are kept on every line. Its lines are those of
 // slog.JSONHandler with replaceAttr, byte for byte (see handler, which
 // encodes the common ones without slog's generic path).
-func New(w io.Writer, level slog.Leveler) *slog.Logger {
+func New(w io.Writer, level slog.Leveler, opts ...Option) *slog.Logger {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	return slog.New(newHandler(w, &slog.HandlerOptions{
 		Level:       level,
 		ReplaceAttr: replaceAttr,
-	}))
+	}, o.trace))
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct{ trace *traceFields }
+
+// WithTrace makes every line logged with a context holding a valid span
+// carry the span for Cloud Logging, which nests the lines under their
+// trace: logging.googleapis.com/trace (projects/PROJECT/traces/TRACE_ID),
+// logging.googleapis.com/spanId and logging.googleapis.com/trace_sampled.
+// project is the Google Cloud project of the trace; when it is empty the
+// trace field is left out (Cloud Logging needs the project) and the other
+// two are written.
+func WithTrace(project string) Option {
+	return func(o *options) { o.trace = newTraceFields(project) }
 }
 
 // replaceAttr renames slog's level and msg keys to Cloud Logging's and

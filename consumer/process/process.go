@@ -21,6 +21,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
 
 // Config configures a Processor.
@@ -37,8 +38,11 @@ type Config struct {
 	DLQ classify.DLQMode
 	// Logger receives one line per message, plus lease events; required.
 	Logger *slog.Logger
-	// Downstream performs lease routes' actions (default: a plain client).
+	// Downstream performs lease routes' actions (default: a plain client,
+	// traced by Tracer).
 	Downstream *downstream.Caller
+	// Tracer starts the delivery spans of push and pull (nil: tracing off).
+	Tracer *tracing.Tracer
 	// LookupEnv resolves lease routes' urlEnv (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
 	// Owner names this process in lease records.
@@ -82,7 +86,7 @@ func New(cfg Config) (*Processor, error) {
 		cfg.DLQ = classify.DLQAuto
 	}
 	if cfg.Downstream == nil {
-		cfg.Downstream = downstream.New(nil)
+		cfg.Downstream = downstream.New(cfg.Tracer.HTTPClient(nil))
 	}
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
@@ -130,6 +134,9 @@ func (p *Processor) Routes() *route.Table { return p.cfg.Routes }
 
 // Logger returns the processor's logger.
 func (p *Processor) Logger() *slog.Logger { return p.cfg.Logger }
+
+// Tracer returns the processor's tracer (nil when tracing is off).
+func (p *Processor) Tracer() *tracing.Tracer { return p.cfg.Tracer }
 
 // DLQ returns the processor's DLQ mode.
 func (p *Processor) DLQ() classify.DLQMode { return p.cfg.DLQ }

@@ -20,10 +20,12 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/process"
+	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
 
 // Config configures a Runner.
@@ -114,6 +116,10 @@ func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 	defer cancel()
 	p := cfg.Processor
 	msg := message(sub, m)
+	var span trace.Span
+	if tr := p.Tracer(); tr.Enabled() {
+		ctx, span = tr.StartMessage(ctx, tracing.IngressPull, &msg, nil)
+	}
 	var res *process.Result
 	if err := msg.CheckIDs(); err != nil {
 		res = p.Reject(ctx, &msg, err)
@@ -123,22 +129,33 @@ func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 		msg.Payload = payload
 		res = p.Process(ctx, &msg)
 	}
+	action, ackErr := answer(ctx, m, res)
+	if ackErr != nil {
+		// Not acked: Pub/Sub will redeliver, and the engine will find the
+		// effect already applied. Log it as an error so the rate is visible.
+		res.Level = slog.LevelError
+		p.Log(ctx, res, slog.String(logfields.AckAction, action), slog.String(logfields.AckError, ackErr.Error()))
+	} else {
+		p.Log(ctx, res, slog.String(logfields.AckAction, action))
+	}
+	if span != nil {
+		tracing.Finish(span, res.Outcome, res.Err, tracing.RouteKey.String(res.Route), tracing.AckActionKey.String(action))
+	}
+}
+
+// answer acks or nacks m as res decides and returns the ack action, with
+// the error of an ack that failed (ack_failed: the message is not acked).
+func answer(ctx context.Context, m *pubsub.Message, res *process.Result) (action string, ackErr error) {
 	if !res.Ack {
 		m.Nack()
-		p.Log(ctx, res, slog.String(logfields.AckAction, logfields.AckActionNack))
-		return
+		return logfields.AckActionNack, nil
 	}
 	status, err := m.AckWithResult().Get(ctx)
 	if err == nil && status != pubsub.AcknowledgeStatusSuccess {
 		err = fmt.Errorf("ack status %d", status)
 	}
 	if err != nil {
-		// Not acked: Pub/Sub will redeliver, and the engine will find the
-		// effect already applied. Log it as an error so the rate is visible.
-		res.Level = slog.LevelError
-		p.Log(ctx, res, slog.String(logfields.AckAction, logfields.AckActionAckFailed),
-			slog.String(logfields.AckError, err.Error()))
-		return
+		return logfields.AckActionAckFailed, err
 	}
-	p.Log(ctx, res, slog.String(logfields.AckAction, logfields.AckActionAck))
+	return logfields.AckActionAck, nil
 }

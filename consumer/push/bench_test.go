@@ -2,6 +2,7 @@ package push
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/limits"
@@ -18,6 +22,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
 
 // bareHandler is the baseline: a net/http handler that only reads and
@@ -92,13 +97,20 @@ func overHTTP(b *testing.B, h http.Handler) func([]byte) (int, error) {
 	}
 }
 
-func idempotentHandler(b *testing.B) http.Handler {
+// idempotentHandler is the consumer's push handler on the memory store;
+// tracer nil is tracing off.
+func idempotentHandler(b *testing.B, tracer *tracing.Tracer) http.Handler {
 	table, err := route.Parse(route.DefaultRoutes())
 	if err != nil {
 		b.Fatal(err)
 	}
 	// The real JSON logger, writing to io.Discard: its cost is part of the path.
-	proc, err := process.New(process.Config{Store: memstore.New(), Env: "bench", Routes: table, Logger: logging.New(io.Discard, slog.LevelInfo)})
+	var logOpts []logging.Option
+	if tracer.Enabled() {
+		logOpts = append(logOpts, logging.WithTrace("bench"))
+	}
+	proc, err := process.New(process.Config{Store: tracer.Store(memstore.New(), "mem"), Env: "bench", Routes: table,
+		Logger: logging.New(io.Discard, slog.LevelInfo, logOpts...), Tracer: tracer})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -114,7 +126,14 @@ func idempotentHandler(b *testing.B) http.Handler {
 func BenchmarkPushPath(b *testing.B) {
 	msgs := bodies(b, 1<<14)
 	b.Run("http/bare", func(b *testing.B) { drive(b, msgs, overHTTP(b, http.HandlerFunc(bareHandler))) })
-	b.Run("http/idempotent", func(b *testing.B) { drive(b, msgs, overHTTP(b, idempotentHandler(b))) })
+	b.Run("http/idempotent", func(b *testing.B) { drive(b, msgs, overHTTP(b, idempotentHandler(b, nil))) })
 	b.Run("handler/bare", func(b *testing.B) { drive(b, msgs, direct(http.HandlerFunc(bareHandler))) })
-	b.Run("handler/idempotent", func(b *testing.B) { drive(b, msgs, direct(idempotentHandler(b))) })
+	b.Run("handler/idempotent", func(b *testing.B) { drive(b, msgs, direct(idempotentHandler(b, nil))) })
+	// Tracing on: every push a span with a store transaction child, batched
+	// to an exporter that drops them (what the SDK costs, not the network).
+	b.Run("handler/idempotent-traced", func(b *testing.B) {
+		provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		b.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+		drive(b, msgs, direct(idempotentHandler(b, tracing.New(provider))))
+	})
 }

@@ -13,11 +13,15 @@ import (
 	"strconv"
 	"sync"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/process"
+	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
 
 // Path is where Pub/Sub pushes.
@@ -91,20 +95,33 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		*d = delivery{} // keep no message or error reachable from the pool
 		h.deliveries.Put(d)
 	}()
-	res := &d.res
-	if d.msg, err = envelope.DecodePush(body); err != nil {
+	res, msg := &d.res, &d.msg
+	var decodeErr error
+	if d.msg, decodeErr = envelope.DecodePush(body); decodeErr != nil {
 		peek := envelope.Peek(body)
-		res = h.proc.Reject(r.Context(), &peek, err)
+		msg = &peek
+	}
+	ctx := r.Context()
+	var span trace.Span
+	if tr := h.proc.Tracer(); tr.Enabled() {
+		ctx, span = tr.StartMessage(ctx, tracing.IngressPush, msg, r.Header)
+	}
+	if decodeErr != nil {
+		res = h.proc.Reject(ctx, msg, decodeErr)
 	} else {
 		// The message holds its decoded data, not the body: the body is
 		// garbage from here on, so a delivery holds its message once.
-		h.proc.ProcessTo(r.Context(), &d.msg, res)
+		h.proc.ProcessTo(ctx, msg, res)
 	}
 	ack := logfields.AckActionNack
 	if res.HTTPStatus >= 200 && res.HTTPStatus < 300 {
 		ack = logfields.AckActionAck
 	}
-	h.proc.Log(r.Context(), res, slog.Int(logfields.HTTPStatus, res.HTTPStatus), slog.String(logfields.AckAction, ack))
+	h.proc.Log(ctx, res, slog.Int(logfields.HTTPStatus, res.HTTPStatus), slog.String(logfields.AckAction, ack))
+	if span != nil {
+		tracing.Finish(span, res.Outcome, res.Err, tracing.RouteKey.String(res.Route),
+			semconv.HTTPResponseStatusCode(res.HTTPStatus), tracing.AckActionKey.String(ack))
+	}
 	h.writeJSONStatus(w, res.HTTPStatus, res.Outcome)
 }
 

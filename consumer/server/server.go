@@ -29,6 +29,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
+	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
 
 // HealthPath serves Cloud Run's startup and liveness probes.
@@ -52,6 +53,9 @@ type Options struct {
 	Store store.Store
 	// Failpoint is the engine's crash-test hook (EVENTPIPE_FAILPOINT).
 	Failpoint engine.FailpointHook
+	// Tracer, when set, traces every delivery, store transaction and lease
+	// action (tracing.FromEnv); nil turns tracing off.
+	Tracer *tracing.Tracer
 }
 
 // Run serves until ctx is cancelled (SIGTERM), then shuts down gracefully.
@@ -74,8 +78,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 			log.Error("close store", logfields.Error, err.Error())
 		}
 	}()
+	st = opts.Tracer.Store(st, scheme(cfg.StoreURL))
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
-		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew})
+		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
+		Tracer: opts.Tracer})
 	if err != nil {
 		return err
 	}
@@ -89,7 +95,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	mux := http.NewServeMux()
 	mux.Handle(push.Path, push.New(proc, verifier)) // the handler answers other methods with 405
 	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log,
-		Verifier: callbackVerifier}))
+		Verifier: callbackVerifier, Tracer: opts.Tracer}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
@@ -131,7 +137,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("consumer started", "addr", ln.Addr().String(), "routes", len(routes.Routes()),
-		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "callback_oidc", callbackVerifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions),
+		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "callback_oidc", callbackVerifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions), "tracing", opts.Tracer.Enabled(),
 		"memory_limit_bytes", debug.SetMemoryLimit(-1), "startup_ms", time.Since(started).Milliseconds())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())

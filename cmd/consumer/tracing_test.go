@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/internal/otlptest"
+	"github.com/eventpipe/eventpipe/internal/proctest"
+)
+
+// TestTracedBinaryExportsOnSIGTERM runs the binary with tracing turned on by
+// the standard variables, pushes one message whose publisher traced it, and
+// stops the binary with SIGTERM: the delivery's span reaches the OTLP
+// endpoint (flushed at shutdown, well before the batch would be due) as a
+// child of the publisher's span, and the message's log line names it.
+func TestTracedBinaryExportsOnSIGTERM(t *testing.T) {
+	recv := otlptest.Start(t)
+	p := proctest.Start(t, consumerBinary(t), proctest.Options{
+		Base: []string{"PATH=" + os.Getenv("PATH")},
+		Env: []string{"EVENTPIPE_STORE=bbolt://" + filepath.Join(t.TempDir(), "consumer.db"),
+			"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL, "OTEL_BSP_SCHEDULE_DELAY=600000", TraceProjectEnv + "=demo"},
+	})
+	const traceID, publishSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	body := `{"message":{"data":"eyJzZXJ2aWNlIjoiY2hlY2tvdXQiLCJzdGF0dXMiOiJoZWFsdGh5In0=","messageId":"2001","publishTime":"2026-01-02T03:04:06Z",` +
+		`"attributes":{"googclient_traceparent":"00-` + traceID + `-` + publishSpan + `-01"}},"subscription":"projects/demo/subscriptions/system-events"}`
+	resp, err := http.Post(p.URL+"/pubsub/push", "application/json", bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("push answered %d", resp.StatusCode)
+	}
+	p.Stop(t)
+
+	var delivery *otlptest.Span
+	for _, s := range recv.Spans() {
+		if s.Name == "process system-events" {
+			delivery = &s
+		}
+	}
+	if delivery == nil || delivery.TraceID != traceID || delivery.ParentID != publishSpan || delivery.Service != "eventpipe-consumer" {
+		t.Fatalf("exported spans %+v, want process system-events of eventpipe-consumer under the publisher's span", recv.Spans())
+	}
+	var line map[string]any
+	for _, l := range jsonLines(t, p) {
+		if l[logfields.MessageID] == "2001" {
+			line = l
+		}
+	}
+	want := map[string]any{logfields.Trace: "projects/demo/traces/" + traceID, logfields.SpanID: delivery.SpanID, logfields.TraceSampled: true}
+	for k, v := range want {
+		if line[k] != v {
+			t.Errorf("log line %s = %v, want %v (line %v)", k, line[k], v, line)
+		}
+	}
+}
