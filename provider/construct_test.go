@@ -111,7 +111,7 @@ func goodCases() []constructCase {
 				"project": "acme-dev", "projectNumber": "123456789012",
 				"topic": map[string]any{"existing": "projects/shared-prod/topics/orders", "publishers": []any{"serviceAccount:api@acme-dev.iam.gserviceaccount.com"}},
 				"consumer": map[string]any{
-					"image": image,
+					"image":       image,
 					"storeSecret": presource.MakeSecret(presource.NewProperty("postgres://app:s3cret@db.internal/events")),
 				},
 				"subscriptions": map[string]any{"main": map[string]any{"delivery": "push", "deadLetter": map[string]any{"optOut": true, "reason": "replayed from the warehouse"}}},
@@ -121,7 +121,7 @@ func goodCases() []constructCase {
 				Project: pulumi.String("acme-dev"), ProjectNumber: pulumi.String("123456789012"),
 				Topic: &components.TopicSettings{Existing: pulumi.String("projects/shared-prod/topics/orders"), Publishers: []string{"serviceAccount:api@acme-dev.iam.gserviceaccount.com"}},
 				Consumer: components.ConsumerSettings{
-					Image: pulumi.String(image),
+					Image:       pulumi.String(image),
 					StoreSecret: pulumi.ToSecret(pulumi.String("postgres://app:s3cret@db.internal/events")).(pulumi.StringOutput),
 				},
 				Subscriptions: map[string]components.SubscriptionSettings{"main": {Delivery: "push", DeadLetter: &components.DeadLetterSettings{OptOut: true, Reason: "replayed from the warehouse"}}},
@@ -200,7 +200,7 @@ func goodCases() []constructCase {
 		},
 		{
 			name: "firestore ttl", typ: components.TypeFirestoreTTL,
-			inputs:  map[string]any{"project": "acme-dev", "database": "(default)", "collections": []any{"eventpipe_orders_dedupe"}},
+			inputs: map[string]any{"project": "acme-dev", "database": "(default)", "collections": []any{"eventpipe_orders_dedupe"}},
 			program: func(ctx *pulumi.Context) error {
 				_, err := components.NewFirestoreTTL(ctx, "orders", &components.FirestoreTTLArgs{
 					Project: pulumi.String("acme-dev"), Database: "(default)", Collections: []string{"eventpipe_orders_dedupe"},

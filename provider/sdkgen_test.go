@@ -1,0 +1,108 @@
+package provider_test
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// nodeModules holds the TypeScript compiler and @pulumi/pulumi that
+// `make deps` installs from tools/tsc (npm ci).
+var nodeModules = filepath.Join("..", ".tools", "tsc", "node_modules")
+
+// run runs a command in dir and fails the test with its output if it fails.
+func run(t *testing.T, dir, name string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), name, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+// tscPath is the TypeScript compiler `make deps` installs. Missing, the test
+// is skipped on a workstation and fails in CI, where make deps has run.
+func tscPath(t *testing.T) string {
+	t.Helper()
+	tsc, err := filepath.Abs(filepath.Join(nodeModules, ".bin", "tsc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tsc); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("tsc is not installed (%v): make deps installs it from tools/tsc", err)
+		}
+		t.Skipf("tsc is not installed (%v): run make deps", err)
+	}
+	return tsc
+}
+
+// generateSDK writes the language SDK of the served schema under a new
+// directory with tools/sdkgen, Pulumi's own code generator (the one `pulumi
+// package add` runs), and returns the directory and its file names.
+func generateSDK(t *testing.T, sdkgen, schemaPath, language string) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	run(t, ".", sdkgen, "-schema", schemaPath, "-language", language, "-out", dir)
+	var names []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, path)
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, names
+}
+
+// TestGeneratedSDKsCompile generates the Node.js and Python SDKs from the
+// schema the provider serves over gRPC, as `pulumi package add` does for a
+// TypeScript or Python program, compiles the TypeScript one with tsc
+// against the Pulumi Node.js SDK and byte-compiles the Python one, so a
+// user never gets an SDK that does not compile.
+func TestGeneratedSDKsCompile(t *testing.T) {
+	tsc := tscPath(t)
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 not found on PATH: %v", err)
+	}
+	work := t.TempDir()
+	schemaPath := filepath.Join(work, "schema.json")
+	if err := os.WriteFile(schemaPath, servedSchema(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sdkgen := filepath.Join(work, "sdkgen")
+	run(t, filepath.Join("..", "tools", "sdkgen"), "go", "build", "-o", sdkgen, ".")
+
+	t.Run("typescript", func(t *testing.T) {
+		dir, files := generateSDK(t, sdkgen, schemaPath, "nodejs")
+		for _, want := range []string{"pipeline.ts", "subscription.ts", "topic.ts", "consumer.ts", "firestoreTTL.ts", "types/input.ts", "package.json"} {
+			if !slices.Contains(files, want) {
+				t.Errorf("the Node.js SDK has no %s: %v", want, files)
+			}
+		}
+		modules, err := filepath.Abs(nodeModules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+			t.Fatal(err)
+		}
+		run(t, dir, tsc, "--project", "tsconfig.json", "--outDir", filepath.Join(t.TempDir(), "bin"))
+	})
+	t.Run("python", func(t *testing.T) {
+		dir, files := generateSDK(t, sdkgen, schemaPath, "python")
+		for _, want := range []string{"pulumi_eventpipe/pipeline.py", "pulumi_eventpipe/subscription.py", "pulumi_eventpipe/_inputs.py", "pyproject.toml"} {
+			if !slices.Contains(files, want) {
+				t.Errorf("the Python SDK has no %s: %v", want, files)
+			}
+		}
+		run(t, dir, python, "-m", "compileall", "-q", ".")
+	})
+}
