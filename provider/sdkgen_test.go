@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -38,6 +39,24 @@ func tscPath(t *testing.T) string {
 		t.Skipf("tsc is not installed (%v): run make deps", err)
 	}
 	return tsc
+}
+
+// readmeExample is the README's first code block in language.
+func readmeExample(t *testing.T, language string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "\n```"+language+"\n")
+	if !ok {
+		t.Fatalf("the README has no %s example", language)
+	}
+	block, _, ok := strings.Cut(rest, "\n```\n")
+	if !ok {
+		t.Fatalf("the README's %s example does not end", language)
+	}
+	return block + "\n"
 }
 
 // generateSDK writes the language SDK of the served schema under a new
@@ -94,7 +113,30 @@ func TestGeneratedSDKsCompile(t *testing.T) {
 		if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
 			t.Fatal(err)
 		}
-		run(t, dir, tsc, "--project", "tsconfig.json", "--outDir", filepath.Join(t.TempDir(), "bin"))
+		run(t, dir, tsc, "--project", "tsconfig.json")
+
+		// The README's TypeScript example, compiled against this SDK as
+		// @eventpipe/eventpipe.
+		program := t.TempDir()
+		for name, target := range map[string]string{
+			"@pulumi":              filepath.Join(modules, "@pulumi"),
+			"@types":               filepath.Join(modules, "@types"),
+			"@eventpipe/eventpipe": dir,
+		} {
+			link := filepath.Join(program, "node_modules", filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+		}
+		example := readmeExample(t, "typescript")
+		if err := os.WriteFile(filepath.Join(program, "index.ts"), []byte(example), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, program, tsc, "--strict", "--noEmit", "--target", "ES2020", "--module", "commonjs",
+			"--moduleResolution", "node", "index.ts")
 	})
 	t.Run("python", func(t *testing.T) {
 		dir, files := generateSDK(t, sdkgen, schemaPath, "python")
@@ -102,6 +144,9 @@ func TestGeneratedSDKsCompile(t *testing.T) {
 			if !slices.Contains(files, want) {
 				t.Errorf("the Python SDK has no %s: %v", want, files)
 			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "readme_example.py"), []byte(readmeExample(t, "python")), 0o644); err != nil {
+			t.Fatal(err)
 		}
 		run(t, dir, python, "-m", "compileall", "-q", ".")
 	})
