@@ -229,8 +229,15 @@ func stackURN() presource.URN {
 
 // runGo runs program with Pulumi's Go mocks: what a Go program declares.
 func runGo(program pulumi.RunFunc) ([]render.Registered, error) {
+	return runGoPreview(program, false)
+}
+
+// runGoPreview runs program with Pulumi's Go mocks, as a preview (dry run)
+// when preview is set.
+func runGoPreview(program pulumi.RunFunc, preview bool) ([]render.Registered, error) {
 	mocks := render.NewMocks(mockProject, mockStack, nil)
-	err := pulumi.RunErr(program, pulumi.WithMocks(mockProject, mockStack, mocks))
+	err := pulumi.RunErr(program, pulumi.WithMocks(mockProject, mockStack, mocks),
+		func(info *pulumi.RunInfo) { info.DryRun = preview })
 	return mocks.Resources(), err
 }
 
@@ -239,14 +246,52 @@ func runGo(program pulumi.RunFunc) ([]render.Registered, error) {
 // program.
 func construct(t *testing.T, typ, name string, inputs map[string]any) (p.ConstructResponse, []render.Registered, error) {
 	t.Helper()
+	return constructPreview(t, typ, name, presource.NewPropertyMapFromMap(inputs), false)
+}
+
+// constructPreview is construct, as a preview (dry run) when preview is set.
+func constructPreview(t *testing.T, typ, name string, inputs presource.PropertyMap, preview bool) (p.ConstructResponse, []render.Registered, error) {
+	t.Helper()
 	mocks := render.NewMocks(mockProject, mockStack, nil)
 	s := newServer(t, mocks)
 	resp, err := s.Construct(p.ConstructRequest{
 		Urn:    presource.NewURN(mockStack, mockProject, "", tokens.Type(typ), name),
 		Parent: stackURN(),
-		Inputs: presource.FromResourcePropertyMap(presource.NewPropertyMapFromMap(inputs)),
+		Inputs: presource.FromResourcePropertyMap(inputs),
+		DryRun: preview,
 	})
 	return resp, mocks.Resources(), err
+}
+
+// TestConstructWithInputsUnknownAtPreview: a project or image that is
+// another resource's output, unknown during pulumi preview, is passed on
+// as unknown: the provider declares what the Go component declares in the
+// same preview, instead of failing.
+func TestConstructWithInputsUnknownAtPreview(t *testing.T) {
+	unknown := func() pulumi.StringOutput {
+		return pulumi.UnsafeUnknownOutput(nil).ApplyT(func(v any) string { return v.(string) }).(pulumi.StringOutput)
+	}
+	want, err := runGoPreview(pipelineProgram("orders", &components.PipelineArgs{
+		Project: unknown(), ProjectNumber: pulumi.String("123456789012"),
+		Consumer:      components.ConsumerSettings{Image: unknown(), MinInstances: intPtr(1)},
+		Subscriptions: map[string]components.SubscriptionSettings{"main": {Delivery: "push"}, "work": {Delivery: "pull"}},
+	}), true)
+	if err != nil {
+		t.Fatalf("Go program: %v", err)
+	}
+	inputs := presource.NewPropertyMapFromMap(map[string]any{
+		"projectNumber": "123456789012",
+		"consumer":      map[string]any{"image": presource.MakeComputed(presource.NewProperty("")), "minInstances": 1},
+		"subscriptions": map[string]any{"main": map[string]any{"delivery": "push"}, "work": map[string]any{"delivery": "pull"}},
+	})
+	inputs["project"] = presource.MakeComputed(presource.NewProperty(""))
+	_, got, err := constructPreview(t, components.TypePipeline, "orders", inputs, true)
+	if err != nil {
+		t.Fatalf("Construct: %v", err)
+	}
+	if diff := cmp.Diff(normalized(t, want), normalized(t, got)); diff != "" {
+		t.Errorf("registrations through the provider differ from Go's (-go +provider):\n%s", diff)
+	}
 }
 
 // TestConstructDeclaresWhatGoDeclares: every component constructed through
@@ -281,7 +326,8 @@ func TestConstructDeclaresWhatGoDeclares(t *testing.T) {
 }
 
 // normalized is regs in a form cmp can diff: inputs as plain values
-// (secrets marked), everything else as registered.
+// (secrets marked; values unknown at preview left out, as Pulumi's Go mocks
+// leave them out of what they record), everything else as registered.
 func normalized(t *testing.T, regs []render.Registered) []map[string]any {
 	t.Helper()
 	out := make([]map[string]any, 0, len(regs))
@@ -289,7 +335,7 @@ func normalized(t *testing.T, regs []render.Registered) []map[string]any {
 		b, err := json.Marshal(struct {
 			render.Registered
 			Inputs map[string]any
-		}{r, r.Inputs.Mappable()})
+		}{r, known(r.Inputs).Mappable()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,6 +346,34 @@ func normalized(t *testing.T, regs []render.Registered) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// known is m without its unknown (computed) values, at any depth; in
+// arrays they become nulls, as the Go mocks record them.
+func known(m presource.PropertyMap) presource.PropertyMap {
+	out := presource.PropertyMap{}
+	for k, v := range m {
+		if !v.IsComputed() {
+			out[k] = knownValue(v)
+		}
+	}
+	return out
+}
+
+func knownValue(v presource.PropertyValue) presource.PropertyValue {
+	switch {
+	case v.IsComputed():
+		return presource.NewNullProperty()
+	case v.IsObject():
+		return presource.NewProperty(known(v.ObjectValue()))
+	case v.IsArray():
+		arr := make([]presource.PropertyValue, len(v.ArrayValue()))
+		for i, e := range v.ArrayValue() {
+			arr[i] = knownValue(e)
+		}
+		return presource.NewProperty(arr)
+	}
+	return v
 }
 
 // TestConstructRejectsWhatGoRejects: arguments the Go component rejects are
