@@ -145,9 +145,17 @@ func TestGeneratedSDKsCompile(t *testing.T) {
 				t.Errorf("the Python SDK has no %s: %v", want, files)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, "readme_example.py"), []byte(readmeExample(t, "python")), 0o644); err != nil {
+		example := filepath.Join(dir, "readme_example.py")
+		if err := os.WriteFile(example, []byte(readmeExample(t, "python")), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		run(t, dir, python, "-m", "compileall", "-q", ".")
+		// The README's Python example calls only classes and arguments the
+		// SDK has (the Pulumi Python SDK cannot be installed here to run it).
+		checker, err := filepath.Abs(filepath.Join("testdata", "check_python_example.py"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, dir, python, checker, "pulumi_eventpipe", "eventpipe", example)
 	})
 }
