@@ -9,10 +9,9 @@ import (
 	"time"
 )
 
-// Config holds every alert threshold of one environment. Defaults returns
-// seed 001's starting values (seed 003 for leases); a stack's config
-// overrides any subset of them (WithDefaults fills the rest), and Validate
-// rejects values that would make an alert useless, noisy or unrenderable.
+// Config holds every alert threshold of one environment. Unset values keep
+// their defaults (Defaults, filled in by WithDefaults); Validate rejects
+// values that would make an alert useless, noisy or unrenderable.
 //
 // Field names are the keys of the thresholds block in stack config, e.g.
 // `thresholds: {push: {serverErrorWarning: 0.02}}`.
@@ -110,7 +109,7 @@ type FirestoreThresholds struct {
 	RateWindow Duration `json:"rateWindow" yaml:"rateWindow" pulumi:"rateWindow,optional"`
 }
 
-// LeaseThresholds configure the lease policies (seed 003, "Monitoring").
+// LeaseThresholds configure the lease policies.
 // Each counts events in Window and fires when the count exceeds the limit.
 type LeaseThresholds struct {
 	// AcquireFailures is how many lease acquisition failures per Window are tolerated (default 10).
