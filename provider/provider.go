@@ -16,6 +16,7 @@ import (
 	"github.com/blang/semver"
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	"golang.org/x/mod/module"
 
 	"github.com/eventpipe/eventpipe/components"
 )
@@ -92,10 +93,9 @@ func languages() map[string]any {
 	}
 }
 
-// Version is the version this binary reports: the module version Go stamped
-// into it (a tag such as v1.4.0 when built from a tagged checkout, as the
-// Pulumi CLI builds a plugin fetched from git), without its "v"; DevVersion
-// when there is none.
+// Version is the version this binary reports, from the module version Go
+// stamps into a build inside a git checkout (versionOf); DevVersion when
+// there is none.
 func Version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -104,9 +104,19 @@ func Version() string {
 	return versionOf(info.Main.Version)
 }
 
-// versionOf is the semantic version of Go module version v, DevVersion for
-// "(devel)", an empty one or one that is not semantic.
+// versionOf is the plugin version for Go module version v, in the form
+// the Pulumi CLI gives a plugin it fetches from git, so the version a
+// generated SDK records fetches the same source again
+// (workspace.NewPluginSpec): a release tag v1.4.0 is 1.4.0; a commit
+// (a pseudo-version, v0.0.0-20260102150405-abcdef123456) is
+// 0.0.0-xabcdef123456, the short hash with Pulumi's "x" prefix; "(devel)",
+// an empty or another version is DevVersion.
 func versionOf(v string) string {
+	if module.IsPseudoVersion(v) {
+		if rev, err := module.PseudoVersionRev(v); err == nil {
+			return "0.0.0-x" + rev
+		}
+	}
 	s := strings.TrimPrefix(v, "v")
 	if _, err := semver.Parse(s); err != nil {
 		return DevVersion
