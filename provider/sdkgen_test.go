@@ -41,14 +41,22 @@ func tscPath(t *testing.T) string {
 	return tsc
 }
 
-// readmeExample is the README's first code block in language.
+// readmeSection is the README section the examples of other languages are in.
+const readmeSection = "\n### From TypeScript, Python or YAML\n"
+
+// readmeExample is the first code block in language of the README's
+// section on other languages.
 func readmeExample(t *testing.T, language string) string {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "\n```"+language+"\n")
+	_, section, ok := strings.Cut(string(readme), readmeSection)
+	if !ok {
+		t.Fatalf("the README has no section %q", strings.TrimSpace(readmeSection))
+	}
+	_, rest, ok := strings.Cut(section, "\n```"+language+"\n")
 	if !ok {
 		t.Fatalf("the README has no %s example", language)
 	}
