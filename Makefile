@@ -23,9 +23,10 @@ test: deps lint
 ## deps: download Go modules and install the tools tests need.
 deps:
 	@# System tools the tests use: PostgreSQL 15 binaries (throwaway clusters), jq and curl
-	@# (runbook and README examples), Node/npm (Firestore emulator). Installed only if missing.
+	@# (runbook and README examples), Node/npm (Firestore emulator, TypeScript), python3
+	@# (the generated Python SDK). Installed only if missing.
 	@missing=""; test -x /usr/lib/postgresql/15/bin/initdb || missing="$$missing postgresql-15"; \
-	for t in jq curl npm; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	for t in jq curl npm python3; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	$(GO) mod download
@@ -51,6 +52,11 @@ deps:
 	  echo "installing regal $(REGAL_VERSION)"; \
 	  cd tools/regal && GOBIN=$(TOOLS)/bin $(GO) install tool; }
 	mkdir -p $(TOOLS)/firestore-emulator && cp tools/firestore-emulator/package.json tools/firestore-emulator/package-lock.json $(TOOLS)/firestore-emulator/ && npm ci --prefix $(TOOLS)/firestore-emulator --no-audit --no-fund
+	@# The component provider's SDK tests: TypeScript and the Pulumi Node.js SDK the generated
+	@# TypeScript SDK compiles against (tools/tsc), and the modules of the SDK generator
+	@# (tools/sdkgen, its own module: see its doc comment).
+	mkdir -p $(TOOLS)/tsc && cp tools/tsc/package.json tools/tsc/package-lock.json $(TOOLS)/tsc/ && npm ci --prefix $(TOOLS)/tsc --no-audit --no-fund
+	cd tools/sdkgen && $(GO) mod download
 
 ## lint: gofmt and go vet (also with every build tag the repo uses); opa fmt and Regal on
 ## the rules (.regal/config.yaml).
@@ -59,6 +65,7 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags gcp ./tests/
+	cd tools/sdkgen && $(GO) vet ./...
 	@out="$$($(TOOLS)/bin/opa fmt --list policies)"; \
 	if [ -n "$$out" ]; then echo "opa fmt needed on:"; echo "$$out"; exit 1; fi
 	$(TOOLS)/bin/regal lint --no-color policies

@@ -28,7 +28,7 @@ func (x *BurnRate) Annotate(a annotate.Annotator) {
 // Annotate describes Config and its fields for a component provider's schema.
 func (x *Config) Annotate(a annotate.Annotator) {
 	a.SetToken("index", "AlertThresholds")
-	a.Describe(x, "Config holds every alert threshold of one environment. Defaults returns\nthe starting values; a stack's config\noverrides any subset of them (WithDefaults fills the rest), and Validate\nrejects values that would make an alert useless, noisy or unrenderable.\n\nField names are the keys of the thresholds block in stack config, e.g.\n`thresholds: {push: {serverErrorWarning: 0.02}}`.")
+	a.Describe(x, "Config holds every alert threshold of one environment. Unset values keep\ntheir defaults (Defaults, filled in by WithDefaults); Validate rejects\nvalues that would make an alert useless, noisy or unrenderable.\n\nField names are the keys of the thresholds block in stack config, e.g.\n`thresholds: {push: {serverErrorWarning: 0.02}}`.")
 	a.Describe(&x.DLQ, "Configures the dead-letter alerts.")
 	a.Describe(&x.Push, "Configures the push error-ratio alerts.")
 	a.Describe(&x.Backlog, "Configures the backlog age and growth alerts of every subscription.")

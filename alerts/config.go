@@ -9,10 +9,9 @@ import (
 	"time"
 )
 
-// Config holds every alert threshold of one environment. Defaults returns
-// the starting values; a stack's config
-// overrides any subset of them (WithDefaults fills the rest), and Validate
-// rejects values that would make an alert useless, noisy or unrenderable.
+// Config holds every alert threshold of one environment. Unset values keep
+// their defaults (Defaults, filled in by WithDefaults); Validate rejects
+// values that would make an alert useless, noisy or unrenderable.
 //
 // Field names are the keys of the thresholds block in stack config, e.g.
 // `thresholds: {push: {serverErrorWarning: 0.02}}`.

@@ -62,6 +62,8 @@ func (x *ConsumerSettings) Annotate(a annotate.Annotator) {
 	a.Describe(&x.StoreSecret, "A store URL carrying a credential (a PostgreSQL URL with its password), best a secret output; it is kept in a Secret Manager secret the consumer reads, never in the service definition.")
 	a.Describe(&x.CollectionPrefix, "Prepended to the store's collection names (default eventpipe_NAME_); unique per store.")
 	a.Describe(&x.Audience, "The OIDC audience of push tokens (default PROJECT/NAME/pubsub-push).")
+	a.Describe(&x.CallbackAccounts, "The emails of the service accounts whose jobs may call the consumer's callback endpoint; each is granted roles/run.invoker on the service (default none: callbacks are refused).")
+	a.Describe(&x.CallbackAudience, "The OIDC audience callers request their tokens for (default: audience); only with callbackAccounts.")
 }
 
 // Annotate describes DeadLetterSettings and its fields for a component provider's schema.

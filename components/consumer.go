@@ -30,6 +30,8 @@ const (
 	EnvPushAccounts      = "EVENTPIPE_PUSH_ACCOUNTS"
 	EnvPullSubscriptions = "EVENTPIPE_PULL_SUBSCRIPTIONS"
 	EnvCollectionPrefix  = "EVENTPIPE_COLLECTION_PREFIX"
+	EnvCallbackAccounts  = "EVENTPIPE_CALLBACK_ACCOUNTS"
+	EnvCallbackAudience  = "EVENTPIPE_CALLBACK_AUDIENCE"
 	// EnvPullMaxOutstanding bounds the messages a pulling consumer holds at
 	// once, like the service's request concurrency bounds pushed ones.
 	EnvPullMaxOutstanding = "EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES"
@@ -147,14 +149,15 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	if pulls == nil {
 		pulls = pulumi.StringArray{}
 	}
-	return declareConsumer(ctx, name, sc, &args.Consumer, pushAccounts, pulls, args.PullSubscriptions != nil, opts)
+	return declareConsumer(ctx, name, sc, &args.Consumer, pushAccounts, pulls, args.PushAccounts != nil, args.PullSubscriptions != nil, opts)
 }
 
 // declareConsumer declares the consumer of sc under name. in are its
-// settings' inputs; pushAccounts the emails it accepts push tokens of;
-// pulls the subscriptions it pulls (pulling says whether there are any).
+// settings' inputs; pushAccounts the emails it accepts push tokens of
+// (pushing says whether there are any); pulls the subscriptions it pulls
+// (pulling says whether there are any).
 func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSettings, pushAccounts, pulls pulumi.StringArrayInput,
-	pulling bool, opts []pulumi.ResourceOption) (*Consumer, error) {
+	pushing, pulling bool, opts []pulumi.ResourceOption) (*Consumer, error) {
 	p := sc.pipeline
 	k := &p.Consumer
 	c := &Consumer{}
@@ -224,7 +227,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 		Name:  pulumi.String("consumer"),
 		Image: deferredImage(in.Image, k.Image),
 		Ports: &cloudrunv2.ServiceTemplateContainerPortsArgs{ContainerPort: port},
-		Envs:  consumerEnv(sc, in.Image, store, pushAccounts, pulls, pulling, traced),
+		Envs:  consumerEnv(sc, in.Image, store, pushAccounts, pulls, pushing, pulling, traced),
 		Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
 			Limits:  pulumi.StringMap{"cpu": pulumi.String(k.CPU), "memory": pulumi.String(k.Memory)},
 			CpuIdle: pulumi.Bool(!pulling),
@@ -263,7 +266,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 		// Explicit either way: the provider's default (true) makes every
 		// destroy and replacement of an unprotected stack fail.
 		DeletionProtection: pulumi.Bool(sc.stack.Protected(p)),
-		CustomAudiences:    pulumi.StringArray{sc.d.str(k.Audience)},
+		CustomAudiences:    customAudiences(sc),
 		Template: &cloudrunv2.ServiceTemplateArgs{
 			ServiceAccount:                email,
 			ExecutionEnvironment:          pulumi.String(executionEnvironment(k.ExecutionEnvironment)),
@@ -281,6 +284,19 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 		return nil, fmt.Errorf("declare consumer service %s: %w", k.ServiceName, err)
 	}
 	c.Service, c.URI, c.ServiceName = svc, svc.Uri, svc.Name
+	// Callers reach the service only with roles/run.invoker: there is no
+	// public invoker. One non-authoritative grant per calling account.
+	for _, account := range k.CallbackAccounts {
+		if _, err := cloudrunv2.NewServiceIamMember(ctx, name+"-callback-invoker-"+account, &cloudrunv2.ServiceIamMemberArgs{
+			Project:  project,
+			Location: svc.Location,
+			Name:     svc.Name,
+			Role:     pulumi.String(RoleRunInvoker),
+			Member:   pulumi.String("serviceAccount:" + account),
+		}, parent); err != nil {
+			return nil, fmt.Errorf("grant %s run.invoker on consumer %s for callbacks: %w", account, k.ServiceName, err)
+		}
+	}
 	c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
 	if err := ctx.RegisterResourceOutputs(c, outputs(c)); err != nil {
 		return nil, fmt.Errorf("register consumer outputs %s: %w", name, err)
@@ -329,11 +345,25 @@ func declareStoreSecret(ctx *pulumi.Context, name string, sc *scope, url pulumi.
 	}, grant, nil
 }
 
+// customAudiences are the OIDC audiences Cloud Run accepts tokens for
+// besides the service URL: the push audience, and the callback audience
+// when callers use another one.
+func customAudiences(sc *scope) pulumi.StringArray {
+	k := &sc.pipeline.Consumer
+	audiences := pulumi.StringArray{sc.d.str(k.Audience)}
+	if k.CallbackAudience != "" && k.CallbackAudience != k.Audience {
+		audiences = append(audiences, sc.d.str(k.CallbackAudience))
+	}
+	return audiences
+}
+
 // consumerEnv is the consumer's environment, by name; store is the
-// EVENTPIPE_STORE entry (a value or a secret reference); traced adds the
-// variables that send its spans to the collector sidecar.
+// EVENTPIPE_STORE entry (a value or a secret reference). The push audience
+// is set only when some account pushes (pushing): the consumer refuses an
+// audience without push accounts. traced adds the variables that send its
+// spans to the collector sidecar.
 func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
-	pushAccounts, pulls pulumi.StringArrayInput, pulling, traced bool) cloudrunv2.ServiceTemplateContainerEnvArray {
+	pushAccounts, pulls pulumi.StringArrayInput, pushing, pulling, traced bool) cloudrunv2.ServiceTemplateContainerEnvArray {
 	k := &sc.pipeline.Consumer
 	version := pulumi.String(k.Version()).ToStringOutput()
 	if k.Image == placeholderImage {
@@ -343,12 +373,18 @@ func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceT
 		EnvEnvironment:       pulumi.String(sc.stack.Env),
 		EnvService:           pulumi.String(k.ServiceName),
 		EnvVersion:           version,
-		EnvOIDCAudience:      sc.d.str(k.Audience),
 		EnvPushAccounts:      join(pushAccounts),
 		EnvPullSubscriptions: join(pulls),
 		EnvCollectionPrefix:  pulumi.String(k.CollectionPrefix),
 		// The Go runtime collects before the container's limit is reached.
 		EnvMemoryLimit: pulumi.String(strconv.FormatInt(limits.MemoryLimit(k.MemoryBytes()), 10)),
+	}
+	if pushing {
+		vars[EnvOIDCAudience] = sc.d.str(k.Audience)
+	}
+	if len(k.CallbackAccounts) > 0 {
+		vars[EnvCallbackAccounts] = pulumi.String(strings.Join(k.CallbackAccounts, ","))
+		vars[EnvCallbackAudience] = sc.d.str(k.CallbackAudience)
 	}
 	if k.Routes != "" {
 		vars[EnvRoutes] = pulumi.String(k.Routes)

@@ -13,15 +13,19 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// baseStack is a valid stack with one pipeline: a push and a pull subscription.
-const baseStack = `config:
+// stackHead opens a stack config document with the pipeline orders and its
+// consumer image; more consumer settings and the subscriptions follow.
+const stackHead = `config:
   eventpipe:project: acme-dev
   eventpipe:projectNumber: "123456789012"
   eventpipe:pipelines:
     orders:
       consumer:
         image: europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3
-        minInstances: 1
+`
+
+// baseStack is a valid stack with one pipeline: a push and a pull subscription.
+const baseStack = stackHead + `        minInstances: 1
       subscriptions:
         main:
           delivery: push

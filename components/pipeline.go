@@ -123,7 +123,7 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 	pl.TopicID = topicID.ToStringOutput()
 
 	pulls := sc.stack.PullSubscriptions(p)
-	pl.Consumer, err = declareConsumer(ctx, name, sc, &args.Consumer, sc.d.strs(sc.stack.PushAccounts(p)), sc.d.strs(pulls), len(pulls) > 0,
+	pl.Consumer, err = declareConsumer(ctx, name, sc, &args.Consumer, sc.d.strs(sc.stack.PushAccounts(p)), sc.d.strs(pulls), len(sc.stack.PushAccounts(p)) > 0, len(pulls) > 0,
 		[]pulumi.ResourceOption{parent})
 	if err != nil {
 		return nil, err

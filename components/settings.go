@@ -74,6 +74,12 @@ type ConsumerSettings struct {
 	CollectionPrefix string `pulumi:"collectionPrefix,optional"`
 	// Audience is the OIDC audience of push tokens (default PROJECT/NAME/pubsub-push).
 	Audience string `pulumi:"audience,optional"`
+	// CallbackAccounts are the emails of the service accounts whose jobs may call the consumer's callback
+	// endpoint; each is granted roles/run.invoker on the service (default none: callbacks are refused).
+	CallbackAccounts []string `pulumi:"callbackAccounts,optional"`
+	// CallbackAudience is the OIDC audience callers request their tokens for (default: audience); only with
+	// callbackAccounts.
+	CallbackAudience string `pulumi:"callbackAudience,optional"`
 }
 
 // SubscriptionSettings configure one subscription, with its dead-letter queue.
@@ -170,6 +176,8 @@ func (c *ConsumerSettings) toSpec(d *deferrals) spec.Consumer {
 		Store:                c.Store,
 		CollectionPrefix:     c.CollectionPrefix,
 		Audience:             c.Audience,
+		CallbackAccounts:     c.CallbackAccounts,
+		CallbackAudience:     c.CallbackAudience,
 	}
 }
 

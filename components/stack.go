@@ -83,6 +83,8 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 				Store:                k.Store,
 				CollectionPrefix:     k.CollectionPrefix,
 				Audience:             k.Audience,
+				CallbackAccounts:     k.CallbackAccounts,
+				CallbackAudience:     k.CallbackAudience,
 			},
 			Subscriptions: map[string]SubscriptionSettings{},
 			Alerts: &AlertSettings{

@@ -175,6 +175,13 @@ type Consumer struct {
 	// Audience is the OIDC audience of push tokens (default PROJECT/PIPELINE/pubsub-push);
 	// it is registered as a custom audience of the service.
 	Audience string `json:"audience,omitempty"`
+	// CallbackAccounts are the emails of the service accounts (NAME@PROJECT.iam.gserviceaccount.com) whose
+	// jobs may call the consumer's callback endpoint; each is granted roles/run.invoker on the service
+	// (default none: callbacks are refused).
+	CallbackAccounts []string `json:"callbackAccounts,omitempty"`
+	// CallbackAudience is the OIDC audience callers request their tokens for (default: audience); it is
+	// registered as a custom audience of the service. Only with callbackAccounts.
+	CallbackAudience string `json:"callbackAudience,omitempty"`
 }
 
 // Subscription configures one subscription on the pipeline topic.

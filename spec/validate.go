@@ -333,6 +333,19 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	if k.Audience == "" {
 		k.Audience = s.Project + "/" + p.Name + "/pubsub-push"
 	}
+	for i, account := range k.CallbackAccounts {
+		if !accountEmailPattern.MatchString(account) {
+			c.add(p.Name, fmt.Sprintf("%s.callbackAccounts[%d]", path, i), strconv.Quote(account), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
+				"write the calling job's service account email (without serviceAccount:)")
+		}
+	}
+	switch {
+	case len(k.CallbackAccounts) == 0 && k.CallbackAudience != "":
+		c.add(p.Name, path+".callbackAudience", strconv.Quote(k.CallbackAudience), "only with callbackAccounts",
+			"list the service accounts that may call back in callbackAccounts, or remove callbackAudience")
+	case len(k.CallbackAccounts) > 0 && k.CallbackAudience == "":
+		k.CallbackAudience = k.Audience
+	}
 }
 
 // validateSubscription fills defaults and checks one subscription.

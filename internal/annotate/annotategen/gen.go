@@ -191,3 +191,9 @@ func (r *recorder) Describe(i any, description string) {
 func (r *recorder) SetToken(module tokens.ModuleName, name tokens.TypeName) {
 	r.token = string(module) + ":" + string(name)
 }
+
+// SetDefault, AddAlias and Deprecate complete annotate.Annotator; the
+// generated methods do not call them.
+func (r *recorder) SetDefault(any, any, ...string)              {}
+func (r *recorder) AddAlias(tokens.ModuleName, tokens.TypeName) {}
+func (r *recorder) Deprecate(any, string)                       {}

@@ -1,0 +1,59 @@
+package provider_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+
+	"github.com/eventpipe/eventpipe/provider"
+)
+
+// packageAddSource is the source the installation docs give `pulumi
+// package add`: this repository's plugin folder at a release tag.
+const packageAddSource = "github.com/eventpipe/eventpipe/cmd/pulumi-resource-eventpipe@v1.0.0"
+
+// TestPackageAddFindsThePlugin resolves the documented `pulumi package add`
+// source and the schema's pluginDownloadURL with Pulumi's own parser
+// (workspace.NewPluginSpec, as ProviderFromSource does): both name this
+// repository and the plugin folder, and that folder holds the
+// PulumiPlugin.yaml (runtime go) the plugin host reads to build the plugin
+// from source (plugin.ExecPlugin).
+func TestPackageAddFindsThePlugin(t *testing.T) {
+	for _, source := range []string{packageAddSource, provider.PluginDownloadURL + "@v1.0.0"} {
+		spec, err := workspace.NewPluginSpec(t.Context(), source, apitype.ResourcePlugin, nil, "", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", source, err)
+		}
+		if !spec.IsGitPlugin() {
+			t.Errorf("%s is not read as a git source: %+v", source, spec)
+		}
+		if got, want := spec.PluginDownloadURL, "git://github.com/eventpipe/eventpipe/cmd/pulumi-resource-eventpipe"; got != want {
+			t.Errorf("%s: download URL %q, want %q", source, got, want)
+		}
+		if spec.Version == nil || spec.Version.String() != "1.0.0" {
+			t.Errorf("%s: version %v, want 1.0.0", source, spec.Version)
+		}
+		sub := spec.SubDir()
+		if sub != "cmd/pulumi-resource-eventpipe" {
+			t.Fatalf("%s: plugin folder %q, want cmd/pulumi-resource-eventpipe", source, sub)
+		}
+		proj, err := workspace.LoadPluginProject(filepath.Join("..", filepath.FromSlash(sub), "PulumiPlugin.yaml"))
+		if err != nil {
+			t.Fatalf("the plugin folder %s: %v", sub, err)
+		}
+		if proj.Runtime.Name() != "go" {
+			t.Errorf("PulumiPlugin.yaml runtime %q, want go", proj.Runtime.Name())
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "provider-installation.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "pulumi package add "+packageAddSource) {
+		t.Errorf("docs/provider-installation.md does not show `pulumi package add %s`", packageAddSource)
+	}
+}
