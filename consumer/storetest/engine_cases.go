@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,6 +105,83 @@ func operationCounts(t *testing.T, e *env) {
 				c.name, r.Outcome, r.Reads(), r.Writes(), c.outcome, c.reads, c.writes)
 		}
 	}
+}
+
+// operationCountsHotDocument asserts the cost of a hot aggregate: while
+// one delivery's transaction is in flight, 2*e.n newer deliveries for the
+// same document arrive; they are decided together, so the whole burst
+// costs a few writes, not one per message, and the newest event wins.
+func operationCountsHotDocument(t *testing.T, e *env) {
+	gate := &firstTxGate{Store: e.st, entered: make(chan struct{}), release: make(chan struct{})}
+	var arrived atomic.Int64
+	n := 2*e.n + 1
+	eng := e.engine(func(c *engine.Config) {
+		c.Store = gate
+		c.Failpoint = func(_ context.Context, fp engine.Failpoint) error {
+			// Every delivery but the first passes here before it waits.
+			if fp == engine.ProjectionBeforeWrite && arrived.Add(1) == int64(n) {
+				close(gate.release)
+			}
+			return nil
+		}
+	})
+	coll := e.collection("ops_services")
+	results := make([]engine.Result, n)
+	var failed countErrs
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := eng.Materialize(context.Background(), hb(i, fmt.Sprintf("status-%d", i)).event(), hb(i, fmt.Sprintf("status-%d", i)).write(coll))
+			failed.add(err)
+			results[i] = r
+		}()
+		if i == 0 {
+			<-gate.entered // the first delivery's transaction is in flight
+		}
+	}
+	wg.Wait()
+	if len(failed.errs) > 0 {
+		t.Fatalf("errors: %v", failed.errs)
+	}
+	var reads, writes int64
+	applied := 0
+	for _, r := range results {
+		reads, writes = reads+r.Reads(), writes+r.Writes()
+		if r.Outcome == engine.Applied {
+			applied++
+		}
+	}
+	t.Logf("store ops per message: hot document, %d deliveries at once: reads=%.2f writes=%.2f (%d applied)",
+		n, float64(reads)/float64(n), float64(writes)/float64(n), applied)
+	if writes > int64(n)/4 || int64(applied) != writes {
+		t.Errorf("%d deliveries for one document cost %d writes, %d applied; want at most %d (one per transaction, not per message)",
+			n, writes, applied, n/4)
+	}
+	if e.h.NoIsolation == "" {
+		if got := stateOf(t, e, coll, "strategy-engine")["status"]; got != fmt.Sprintf("status-%d", n-1) {
+			t.Errorf("final status %v, want status-%d", got, n-1)
+		}
+	}
+}
+
+// firstTxGate holds the first transaction at its start until release is
+// closed, and closes entered when it gets there.
+type firstTxGate struct {
+	store.Store
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (g *firstTxGate) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	return g.Store.RunTx(ctx, fn)
 }
 
 func concurrentSameMessage(t *testing.T, e *env) {
