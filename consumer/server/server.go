@@ -75,7 +75,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		}
 	}()
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
-		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew})
+		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
+		MaxWaitingPerDocument: cfg.MaxWaitingPerDocument})
 	if err != nil {
 		return err
 	}
