@@ -176,11 +176,18 @@ func (e *Engine) runGroup(group []*waiter) {
 	}
 	var ops opcount.Counts
 	var winner *materialization
-	err := e.runTx(ctx, &ops, func(ctx context.Context, tx store.Tx) error {
+	slow := false
+	group0 := func(ctx context.Context, tx store.Tx) error {
 		var err error
-		winner, err = e.latestGroup(ctx, tx, group)
+		winner, err = e.latestGroup(ctx, tx, group, slow)
 		return err
-	})
+	}
+	err := e.runTx(ctx, &ops, group0)
+	if isAlreadyExists(err) {
+		// The winner's dedupe marker exists: read every marker first.
+		slow = true
+		err = e.runTx(ctx, &ops, group0)
+	}
 	// Each delivery counts its own marker reads; the target's read and the
 	// writes are the winner's (or, with none, the first delivery's).
 	payer := group[0].m
@@ -197,15 +204,18 @@ func (e *Engine) runGroup(group []*waiter) {
 }
 
 // latestGroup is the ModeLatest transaction of a group of deliveries for
-// one document. It reads the document and each delivery's dedupe marker
-// once, and decides every delivery as if they ran one after another by
-// today's rules: first those that are duplicates or stale against the
-// stored state, then the newest of the others (the winner, which it
-// writes with its marker), then the rest, now stale or duplicates of the
-// winner. A delivery's own error (a reused event id in error mode, a
-// document too large) is its own: the others still commit. It returns the
-// winner, if any.
-func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter) (*materialization, error) {
+// one document. It reads the document once and decides every delivery as
+// if they ran one after another, each as Engine.latest would: first those
+// that are duplicates of the stored state or older than it, then the
+// newest of the others (the winner, written with its dedupe marker), then
+// the rest, now older than the winner or duplicates of it. Like latest, it
+// reads a delivery's marker only when the delivery is not newer than the
+// stored state (is it a republished event?) and creates the winner's
+// marker without reading it; with slow, after that create found the
+// marker, it reads every marker first. A delivery's own error (a reused
+// event id in error mode, a document too large) is its own: the others
+// still commit. It returns the winner, if any.
+func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, slow bool) (*materialization, error) {
 	now := e.now()
 	target := group[0].m.target
 	cur, exists, err := getLiveShared(ctx, tx, target, now)
@@ -218,34 +228,39 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter) 
 		meta := sub(cur.Fields, MetaField)
 		stored, storedKey, storedFP = orderFromMeta(meta), str(meta, metaEventKey), str(meta, metaFingerprint)
 	}
-	// Live markers by key (nil: absent or expired), each read once.
+	// Against the stored state. Live markers by key (nil: absent or
+	// expired) are read once each, before any write.
 	markers := map[store.Key]*store.Document{}
+	readMarker := func(m *materialization) (*store.Document, error) {
+		if md, read := markers[m.marker]; read {
+			return md, nil
+		}
+		md, live, err := getLiveShared(ctx, tx, m.marker, now)
+		m.res.Ops.Reads++
+		if err != nil || !live {
+			markers[m.marker] = nil
+			return nil, err
+		}
+		markers[m.marker] = &md
+		return &md, nil
+	}
+	var candidates []*waiter
 	for _, w := range group {
 		m := w.m
 		m.res.Outcome, m.res.WriteKind, m.res.Warning = "", logfields.WriteKindNone, ""
 		m.appliedAt = now
 		w.err = nil
-		if _, read := markers[m.marker]; read || m.marker == (store.Key{}) {
-			continue
-		}
-		md, live, err := getLiveShared(ctx, tx, m.marker, now)
-		m.res.Ops.Reads++
-		if err != nil {
-			return nil, err
-		}
-		markers[m.marker] = nil
-		if live {
-			markers[m.marker] = &md
-		}
-	}
-	// Against the stored state.
-	var candidates []*waiter
-	for _, w := range group {
-		m := w.m
-		if md := markers[m.marker]; md != nil {
-			if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(*md)); dup || err != nil {
-				w.err = err
-				continue
+		useMarker := m.marker != store.Key{}
+		if slow && useMarker {
+			md, err := readMarker(m)
+			if err != nil {
+				return nil, err
+			}
+			if md != nil {
+				if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(*md)); dup || err != nil {
+					w.err = err
+					continue
+				}
 			}
 		}
 		if exists {
@@ -255,12 +270,23 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter) 
 			}
 			if m.order.compare(stored) <= 0 {
 				m.res.Outcome = Stale
+				if useMarker && !slow {
+					md, err := readMarker(m)
+					if err != nil {
+						return nil, err
+					}
+					if md != nil {
+						if _, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(*md)); err != nil {
+							w.err = err
+						}
+					}
+				}
 				continue
 			}
 		}
 		candidates = append(candidates, w)
 	}
-	// The newest candidate whose document can be built wins (first
+	// The newest candidate whose document can be built wins (the first
 	// arrived on a tie).
 	var win *materialization
 	var doc store.Document
@@ -293,7 +319,13 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter) 
 	}
 	if win.marker != (store.Key{}) {
 		key, rec := win.markerRecord(now)
-		if err := store.SetOwned(ctx, tx, key, store.Document{Record: rec, ExpireAt: now.Add(e.cfg.DedupeTTL)}); err != nil {
+		marker := store.Document{Record: rec, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+		if slow {
+			err = store.SetOwned(ctx, tx, key, marker)
+		} else {
+			err = store.CreateOwned(ctx, tx, key, marker)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 )
@@ -243,8 +244,9 @@ func TestCoalescedGroup(t *testing.T) {
 			c.g.idle(t)
 			wantWrites, wantReads := int64(1), int64(1)
 			if marker {
-				// The winner's marker, and each distinct marker read once.
-				wantWrites, wantReads = 2, 1+4
+				// The winner's marker is created; only the delivery older
+				// than the stored state reads its own (a republished event?).
+				wantWrites, wantReads = 2, 1+1
 			}
 			if writes != wantWrites || reads != wantReads {
 				t.Errorf("the group cost %d reads and %d writes; want %d and %d", reads, writes, wantReads, wantWrites)
@@ -261,6 +263,54 @@ func TestCoalescedGroup(t *testing.T) {
 			}
 			if d := get(t, c.g.inner, store.Key{Collection: "eventpipe_dedupe", ID: "prod__e-e3"}); marker && d == nil {
 				t.Error("no marker for the winner")
+			}
+		})
+	}
+}
+
+// TestCoalescedWinnerMarkerExists: when the winner's dedupe marker exists
+// (expired but not yet deleted, or left by the same event applied before
+// its state was removed), the group reads every marker first, as a lone
+// delivery does: an expired marker is replaced, a live one makes the
+// winner a duplicate and the next newest event wins.
+func TestCoalescedWinnerMarkerExists(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		expireAt time.Time
+		want     []Outcome // of events 3 and 2
+		status   string
+	}{
+		{"expired", coalesceT0, []Outcome{Applied, Stale}, "degraded"},
+		{"live", coalesceT0.Add(48 * time.Hour), []Outcome{Duplicate, Applied}, "recovering"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			withMarker := func(b beat) beat { b.marker = true; return b }
+			c := startContendedWith(t, withMarker(hbeat(1, "healthy")))
+			fp, err := keys.Fingerprint([]byte(`{"eventId":"e3","service":"svc","status":"degraded"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.g.inner.RunTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+				return tx.Set(ctx, store.Key{Collection: "eventpipe_dedupe", ID: "prod__e-e3"}, store.Document{
+					Fields:   map[string]any{metaEventKey: "e-e3", metaFingerprint: fp, metaMessageID: "m3"},
+					ExpireAt: tc.expireAt})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			three := c.queue(context.Background(), withMarker(hbeat(3, "degraded")))
+			two := c.queue(context.Background(), withMarker(hbeat(2, "recovering")))
+			c.commitFirst()
+			c.g.release <- struct{}{} // the group finds the marker
+			c.g.await(t, 3)           // and runs again, reading the markers
+			c.g.release <- struct{}{}
+			for i, d := range []<-chan delivered{three, two} {
+				if d := receive(t, d); d.err != nil || d.res.Outcome != tc.want[i] {
+					t.Errorf("event %d: %s %v; want %s", 3-i, d.res.Outcome, d.err, tc.want[i])
+				}
+			}
+			doc := get(t, c.g.inner, store.Key{Collection: "ops_services", ID: "prod__svc"})
+			if doc.Fields["status"] != tc.status {
+				t.Errorf("status %v; want %s", doc.Fields["status"], tc.status)
 			}
 		})
 	}

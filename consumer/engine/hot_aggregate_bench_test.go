@@ -37,8 +37,9 @@ const (
 // 5 attempts) and on a real PostgreSQL. A delivery failing as transient is
 // delivered again at once, as if Pub/Sub redelivered it without backoff,
 // until its outcome is applied, duplicate or stale. It reports committed
-// store writes and transient errors per message, messages settled per
-// second and the 99th percentile of a message's time to settle.
+// store writes, transient errors and transaction attempts (retries
+// included) per message, messages settled per second and the 99th
+// percentile of a message's time to settle.
 //
 // EVENTPIPE_COALESCE_MAX_WAITING is the engine's MaxWaitingPerDocument, as
 // in the consumer: 0 turns coalescing off (the "before" of
@@ -100,7 +101,7 @@ func BenchmarkHotAggregate(b *testing.B) {
 						b.Fatal(err)
 					}
 					r := deliverHot(b, eng, fmt.Sprintf("hot%d_services", run), aggregates)
-					r.writes = s.writes.Load()
+					r.writes, r.attempts = s.writes.Load(), s.attempts.Load()
 					total.add(r)
 				}
 				total.report(b)
@@ -111,7 +112,7 @@ func BenchmarkHotAggregate(b *testing.B) {
 
 // hotRun is what one or more runs of 1,000 messages measured.
 type hotRun struct {
-	messages, writes, errors int64
+	messages, writes, errors, attempts int64
 	elapsed                  time.Duration
 	latencies                []time.Duration
 }
@@ -120,6 +121,7 @@ func (r *hotRun) add(o hotRun) {
 	r.messages += o.messages
 	r.writes += o.writes
 	r.errors += o.errors
+	r.attempts += o.attempts
 	r.elapsed += o.elapsed
 	r.latencies = append(r.latencies, o.latencies...)
 }
@@ -130,6 +132,7 @@ func (r *hotRun) report(b *testing.B) {
 	n := float64(r.messages)
 	b.ReportMetric(float64(r.writes)/n, "writes/msg")
 	b.ReportMetric(float64(r.errors)/n, "errors/msg")
+	b.ReportMetric(float64(r.attempts)/n, "tx-attempts/msg")
 	b.ReportMetric(n/r.elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
 	b.ReportMetric(0, "ns/op") // one op is a whole run: its time says nothing per message
@@ -190,11 +193,14 @@ func hotMessage(coll string, i, aggregates int) (engine.Event, engine.Write) {
 type committedWrites struct {
 	inner  store.Store
 	writes atomic.Int64
+	// attempts counts transaction attempts, those a driver retried included.
+	attempts atomic.Int64
 }
 
 func (c *committedWrites) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	var last *opcount.Tally
 	err := c.inner.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		c.attempts.Add(1)
 		last = &opcount.Tally{}
 		return fn(ctx, last.Tx(tx))
 	})
