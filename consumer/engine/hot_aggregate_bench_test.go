@@ -113,8 +113,8 @@ func BenchmarkHotAggregate(b *testing.B) {
 // hotRun is what one or more runs of 1,000 messages measured.
 type hotRun struct {
 	messages, writes, errors, attempts int64
-	elapsed                  time.Duration
-	latencies                []time.Duration
+	elapsed                            time.Duration
+	latencies                          []time.Duration
 }
 
 func (r *hotRun) add(o hotRun) {
