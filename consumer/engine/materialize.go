@@ -213,6 +213,11 @@ func checkDocumentSize(op, path string, doc store.Document) error {
 // reads the target, compares ordering keys and writes or skips in one
 // transaction (1 read + 1 write applied, 1 read + 0 writes duplicate or
 // stale); in ModeCreate it creates the target (0 reads + 1 write applied).
+// A ModeLatest delivery for a document whose transaction is in flight
+// waits and is decided with the others waiting, in one transaction (see
+// Config.MaxWaitingPerDocument): it returns once that has committed, with
+// its own outcome, and the group's one read and write are counted on the
+// winner's Result.
 // Errors are *Error: poison for a reused event id (error mode) or bad input,
 // transient or configuration for store errors (nothing was recorded; the
 // Result then has no Outcome but still names the documents and counts the
