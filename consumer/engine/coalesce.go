@@ -20,9 +20,9 @@ import (
 // exactly as without coalescing.
 
 // maxGroup bounds how many waiting deliveries one group transaction
-// decides: with dedupe markers it reads one marker per delivery, and a
-// transaction's reads are its latency. Waiters beyond it go in the next
-// group.
+// decides: it reads the dedupe markers of those not newer than the stored
+// state one by one, and a transaction's reads are its latency. Waiters
+// beyond it go in the next group.
 const maxGroup = 100
 
 // coalescer tracks the latest-state documents with a transaction in flight
@@ -157,11 +157,21 @@ func (e *Engine) coalesce(ctx context.Context, m *materialization) error {
 	if w.group == nil {
 		return w.err // decided by another delivery's group
 	}
+	decided := false
+	defer func() {
+		if !decided {
+			// runGroup panicked: no member may take it for an outcome.
+			for _, o := range w.group {
+				o.err = newError(TypeTransient, m.op, "the transaction deciding the deliveries waiting for %s failed", m.res.DocPath)
+			}
+		}
+		e.coalescer.leave(m.target)
+		for _, o := range w.group[1:] {
+			o.wake <- struct{}{}
+		}
+	}()
 	e.runGroup(w.group)
-	e.coalescer.leave(m.target)
-	for _, o := range w.group[1:] {
-		o.wake <- struct{}{}
-	}
+	decided = true
 	return w.err
 }
 
@@ -177,16 +187,16 @@ func (e *Engine) runGroup(group []*waiter) {
 	var ops opcount.Counts
 	var winner *materialization
 	slow := false
-	group0 := func(ctx context.Context, tx store.Tx) error {
+	decide := func(ctx context.Context, tx store.Tx) error {
 		var err error
 		winner, err = e.latestGroup(ctx, tx, group, slow)
 		return err
 	}
-	err := e.runTx(ctx, &ops, group0)
+	err := e.runTx(ctx, &ops, decide)
 	if isAlreadyExists(err) {
 		// The winner's dedupe marker exists: read every marker first.
 		slow = true
-		err = e.runTx(ctx, &ops, group0)
+		err = e.runTx(ctx, &ops, decide)
 	}
 	// Each delivery counts its own marker reads; the target's read and the
 	// writes are the winner's (or, with none, the first delivery's).

@@ -26,6 +26,7 @@ type gatedStore struct {
 	release chan struct{}
 	calls   atomic.Int64
 	fail    map[int]error
+	panicAt int // a transaction that panics
 }
 
 func newGatedStore() *gatedStore {
@@ -36,6 +37,9 @@ func (g *gatedStore) RunTx(ctx context.Context, fn func(ctx context.Context, tx 
 	n := int(g.calls.Add(1))
 	g.entered <- n
 	<-g.release
+	if n == g.panicAt {
+		panic("store driver bug")
+	}
 	if err := g.fail[n]; err != nil {
 		return err
 	}
@@ -425,6 +429,42 @@ func TestCoalescedGroupFails(t *testing.T) {
 	if doc := get(t, c.g.inner, store.Key{Collection: "ops_services", ID: "prod__svc"}); doc.Fields["status"] != "healthy" {
 		t.Errorf("status %v after a failed group; want healthy", doc.Fields["status"])
 	}
+}
+
+// TestCoalescedGroupPanics: when the group's transaction panics (in the
+// delivery running it), the other members get a transient error, never an
+// outcome, and the document takes new deliveries again.
+func TestCoalescedGroupPanics(t *testing.T) {
+	c := startContended(t)
+	c.g.panicAt = 2
+	runner := make(chan any, 1)
+	go func() {
+		defer func() { runner <- recover() }()
+		ev, w := hbeat(2, "degraded").delivery()
+		_, _ = c.e.Materialize(context.Background(), ev, w)
+	}()
+	waitQueued(t, c.e, "svc", 1)
+	c.queued++
+	other := c.queue(context.Background(), hbeat(3, "down"))
+	c.commitFirst()
+	c.g.release <- struct{}{}
+	if p := <-runner; p == nil {
+		t.Fatal("the runner did not see the panic")
+	}
+	if d := receive(t, other); errType(d.err) != TypeTransient || d.res.Outcome != "" {
+		t.Errorf("other member: %+v %v; want a transient error and no outcome", d.res, d.err)
+	}
+	next := deliverAsync(context.Background(), c.e, hbeat(4, "up"))
+	c.g.await(t, 3) // straight through: the document is free again
+	c.g.release <- struct{}{}
+	if d := receive(t, next); d.err != nil || d.res.Outcome != Applied {
+		t.Errorf("next delivery: %+v %v; want applied", d.res, d.err)
+	}
+}
+
+func errType(err error) ErrorType {
+	t, _ := Classify(err)
+	return t
 }
 
 // TestCoalescedReusedEventID: a member reusing the stored event's id with
