@@ -110,6 +110,22 @@ func BenchmarkHotAggregate(b *testing.B) {
 	}
 }
 
+// TestHotAggregateCoalesced runs the benchmark's traffic for 1 aggregate
+// on the Firestore model with 1 ms commits: coalesced, no delivery fails
+// and the 1,000 messages cost at most one transaction's writes per 10.
+func TestHotAggregateCoalesced(t *testing.T) {
+	s := &committedWrites{inner: memstore.NewRemote(time.Millisecond, 0)}
+	eng, err := engine.New(engine.Config{Store: s, Env: "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := deliverHot(t, eng, "ops_services", 1)
+	if r.errors != 0 || s.writes.Load() > hotMessages*2/10 {
+		t.Errorf("%d transient errors and %d writes for %d messages; want none and at most %d",
+			r.errors, s.writes.Load(), hotMessages, hotMessages*2/10)
+	}
+}
+
 // hotRun is what one or more runs of 1,000 messages measured.
 type hotRun struct {
 	messages, writes, errors, attempts int64
@@ -140,7 +156,7 @@ func (r *hotRun) report(b *testing.B) {
 
 // deliverHot delivers hotMessages heartbeats for aggregates services from
 // hotDeliveries goroutines, each message until it settles.
-func deliverHot(b *testing.B, eng *engine.Engine, coll string, aggregates int) hotRun {
+func deliverHot(b testing.TB, eng *engine.Engine, coll string, aggregates int) hotRun {
 	ctx := context.Background()
 	var next, errs atomic.Int64
 	lat := make([]time.Duration, hotMessages)
