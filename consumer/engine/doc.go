@@ -11,7 +11,10 @@
 //     skips: Applied, Duplicate or Stale. It costs 1 read + 1 write when
 //     applied and 1 read + 0 writes otherwise; Write.DedupeMarker adds a
 //     {prefix}dedupe marker in the same transaction. ModeCreate creates one
-//     document per event.
+//     document per event. Concurrent ModeLatest deliveries for one document
+//     are coalesced, like a group commit: while its transaction is in
+//     flight the others wait (Config.MaxWaitingPerDocument), and the next
+//     transaction decides them all, writing only the newest event.
 //   - Claim, Heartbeat, Complete, Fail: leases for side effects outside the
 //     database (seeds 002, 003): PENDING with an expiry, extended by
 //     heartbeats, then COMPLETED or FAILED; fencing tokens stop a holder whose

@@ -23,7 +23,17 @@ const (
 	DefaultLeaseDuration    = 900 * time.Second
 	DefaultMaxAttempts      = 5
 	DefaultMaxEventSkew     = 5 * time.Minute
+	// DefaultMaxWaitingPerDocument is Config.MaxWaitingPerDocument's
+	// default: well above an instance's usual concurrency (Cloud Run's 80
+	// requests, the pull consumer's 100 outstanding messages), so only a
+	// pile-up far beyond it is turned away.
+	DefaultMaxWaitingPerDocument = 256
 )
+
+// NoCoalescing as Config.MaxWaitingPerDocument turns coalescing off: every
+// latest-state delivery runs its own transaction, whatever else is in
+// flight on its document.
+const NoCoalescing = -1
 
 // FingerprintMode says what to do when an event key arrives again with a
 // different payload (a reused event id: a producer contract violation).
@@ -67,6 +77,16 @@ type Config struct {
 	// publish time orders the event instead, and a WARNING line gives both.
 	// Default 5 minutes.
 	MaxEventSkew time.Duration
+	// MaxWaitingPerDocument bounds how many latest-state deliveries for one
+	// document wait while a transaction on it is in flight. Waiting
+	// deliveries are decided together by the next transaction, which reads
+	// the document once and writes only the newest event (a group commit):
+	// a hot aggregate costs one write per commit instead of one per
+	// message, and its deliveries stop contending with each other. A
+	// delivery that finds no transaction in flight is not delayed. Beyond
+	// the bound a delivery fails as transient (retried). Default
+	// DefaultMaxWaitingPerDocument; NoCoalescing turns it off.
+	MaxWaitingPerDocument int
 	// Fingerprint is the reused-event-id mode. Default FingerprintError.
 	Fingerprint FingerprintMode
 	// Owner identifies this process in lease records (e.g. the revision and
@@ -93,6 +113,9 @@ type Engine struct {
 	// mats recycles Materialize's working state (*materialization): one
 	// allocation fewer per message.
 	mats *sync.Pool
+	// coalescer groups latest-state deliveries per document; nil with
+	// NoCoalescing.
+	coalescer *coalescer
 }
 
 // New validates cfg, fills in defaults and returns an Engine.
@@ -131,6 +154,13 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
+	switch {
+	case cfg.MaxWaitingPerDocument == 0:
+		cfg.MaxWaitingPerDocument = DefaultMaxWaitingPerDocument
+	case cfg.MaxWaitingPerDocument < NoCoalescing:
+		return nil, newError(TypeConfiguration, op, "Config.MaxWaitingPerDocument is %d: use a positive bound, 0 for the default %d or NoCoalescing (%d) to turn coalescing off",
+			cfg.MaxWaitingPerDocument, DefaultMaxWaitingPerDocument, NoCoalescing)
+	}
 	switch cfg.Fingerprint {
 	case "":
 		cfg.Fingerprint = FingerprintError
@@ -151,6 +181,9 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, dedupe: p + "dedupe", leases: p + "leases", receipts: p + "receipts",
 		poison: p + "poison", envID: envID}
 	e.mats = &sync.Pool{New: func() any { return e.newMaterialization() }}
+	if cfg.MaxWaitingPerDocument != NoCoalescing {
+		e.coalescer = newCoalescer(cfg.MaxWaitingPerDocument)
+	}
 	return e, nil
 }
 

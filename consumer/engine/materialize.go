@@ -213,6 +213,11 @@ func checkDocumentSize(op, path string, doc store.Document) error {
 // reads the target, compares ordering keys and writes or skips in one
 // transaction (1 read + 1 write applied, 1 read + 0 writes duplicate or
 // stale); in ModeCreate it creates the target (0 reads + 1 write applied).
+// A ModeLatest delivery for a document whose transaction is in flight
+// waits and is decided with the others waiting, in one transaction (see
+// Config.MaxWaitingPerDocument): it returns once that has committed, with
+// its own outcome, and the group's one read and write are counted on the
+// winner's Result.
 // Errors are *Error: poison for a reused event id (error mode) or bad input,
 // transient or configuration for store errors (nothing was recorded; the
 // Result then has no Outcome but still names the documents and counts the
@@ -227,28 +232,13 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 	if err := e.Hit(ctx, ProjectionBeforeWrite); err != nil {
 		return Result{}, err
 	}
-	if w.Mode == ModeCreate {
-		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
-			m.res.Outcome, m.res.WriteKind, m.res.Warning = Applied, logfields.WriteKindSet, ""
-			m.appliedAt = e.now()
-			doc, err := m.document()
-			if err != nil {
-				return err
-			}
-			return store.CreateOwned(ctx, tx, m.target, doc)
-		})
-	} else {
-		err = m.funcs.txc.run(ctx, e.cfg.Store, &m.res.Ops, m.funcs.latest)
-	}
-	if isAlreadyExists(err) {
-		// A marker or created document exists: read it to tell a duplicate
-		// from an expired record (TTL deletion lags) and check the fingerprint.
-		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
-			if w.Mode == ModeCreate {
-				return e.createSlow(ctx, tx, m)
-			}
-			return e.latest(ctx, tx, m, true)
-		})
+	switch {
+	case w.Mode == ModeCreate:
+		err = e.create(ctx, m)
+	case e.coalescer != nil:
+		err = e.coalesce(ctx, m)
+	default:
+		err = e.materializeLatest(ctx, m)
 	}
 	if err != nil {
 		// Nothing was recorded; keep the paths and the operations spent for the log.
@@ -258,6 +248,39 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 		return Result{}, err
 	}
 	return m.res, nil
+}
+
+// create is the ModeCreate transaction, then, if the document exists,
+// the read that tells a duplicate from a reused event id.
+func (e *Engine) create(ctx context.Context, m *materialization) error {
+	err := e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
+		m.res.Outcome, m.res.WriteKind, m.res.Warning = Applied, logfields.WriteKindSet, ""
+		m.appliedAt = e.now()
+		doc, err := m.document()
+		if err != nil {
+			return err
+		}
+		return store.CreateOwned(ctx, tx, m.target, doc)
+	})
+	if isAlreadyExists(err) {
+		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
+			return e.createSlow(ctx, tx, m)
+		})
+	}
+	return err
+}
+
+// materializeLatest is one delivery's ModeLatest transaction, then, if its
+// dedupe marker exists, the transaction that reads the marker first (to
+// tell a duplicate from an expired marker, which TTL deletion lags).
+func (e *Engine) materializeLatest(ctx context.Context, m *materialization) error {
+	err := m.funcs.txc.run(ctx, e.cfg.Store, &m.res.Ops, m.funcs.latest)
+	if isAlreadyExists(err) {
+		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
+			return e.latest(ctx, tx, m, true)
+		})
+	}
+	return err
 }
 
 func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {

@@ -50,6 +50,11 @@ type Config struct {
 	// MaxEventSkew bounds how far ahead of its publish time an event's own
 	// time is trusted for ordering (engine.Config.MaxEventSkew).
 	MaxEventSkew time.Duration
+	// MaxWaitingPerDocument bounds the latest-state deliveries that wait
+	// for one document's transaction in flight, to be decided together by
+	// the next (engine.Config.MaxWaitingPerDocument; engine.NoCoalescing
+	// turns coalescing off).
+	MaxWaitingPerDocument int
 	// Failpoint is the engine's crash-test hook (engine.KillAtFailpoints of
 	// EVENTPIPE_FAILPOINT in cmd/consumer); nil for none.
 	Failpoint engine.FailpointHook
@@ -92,7 +97,7 @@ func New(cfg Config) (*Processor, error) {
 		cfg.LookupEnv = os.LookupEnv
 	}
 	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner,
-		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew}
+		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument}
 	eng, err := engine.New(base)
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)

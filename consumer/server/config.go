@@ -36,6 +36,9 @@ type Config struct {
 	PullSettings      pubsub.ReceiveSettings
 	ShutdownTimeout   time.Duration
 	MaxEventSkew      time.Duration
+	// MaxWaitingPerDocument is engine.Config.MaxWaitingPerDocument (0: its
+	// default; engine.NoCoalescing: off).
+	MaxWaitingPerDocument int
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -67,6 +70,7 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_DLQ                         auto (default), on or off: whether poison gets 400/nack
 //	EVENTPIPE_SHUTDOWN_TIMEOUT            drain time after SIGTERM (default 9s)
 //	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
+//	EVENTPIPE_COALESCE_MAX_WAITING        deliveries that may wait for one document's transaction (default 256, 0 = no coalescing)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k, def string) string {
 		if v, ok := lookup(k); ok && strings.TrimSpace(v) != "" {
@@ -145,6 +149,16 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	duration("EVENTPIPE_SHUTDOWN_TIMEOUT", "9s", &c.ShutdownTimeout)
 	duration("EVENTPIPE_MAX_EVENT_SKEW", "5m", &c.MaxEventSkew)
+	if v := get("EVENTPIPE_COALESCE_MAX_WAITING", ""); v != "" {
+		switch n, err := strconv.Atoi(v); {
+		case err != nil || n < 0:
+			bad("EVENTPIPE_COALESCE_MAX_WAITING", v, fmt.Sprintf("use a whole number: how many deliveries may wait for one document (default %d), or 0 to turn coalescing off", engine.DefaultMaxWaitingPerDocument))
+		case n == 0:
+			c.MaxWaitingPerDocument = engine.NoCoalescing
+		default:
+			c.MaxWaitingPerDocument = n
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration:\n%w", err)
 	}

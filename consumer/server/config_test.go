@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/classify"
+	"github.com/eventpipe/eventpipe/consumer/engine"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -18,7 +19,8 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Port != "8080" || c.Env != "dev" || c.StoreURL != DefaultStoreURL() || !strings.HasPrefix(c.StoreURL, "bbolt:///") ||
-		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout || c.MaxEventSkew != 5*time.Minute {
+		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout || c.MaxEventSkew != 5*time.Minute ||
+		c.MaxWaitingPerDocument != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -39,6 +41,12 @@ func TestConfigFromEnvValues(t *testing.T) {
 		c.CallbackAudience != c.Audience || len(c.CallbackAccounts) != 1 {
 		t.Fatalf("%+v", c)
 	}
+	for v, want := range map[string]int{"0": engine.NoCoalescing, "32": 32} {
+		c, err := ConfigFromEnv(env(map[string]string{"EVENTPIPE_COALESCE_MAX_WAITING": v}))
+		if err != nil || c.MaxWaitingPerDocument != want {
+			t.Errorf("EVENTPIPE_COALESCE_MAX_WAITING=%s: %d %v; want %d", v, c.MaxWaitingPerDocument, err, want)
+		}
+	}
 }
 
 func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
@@ -56,6 +64,8 @@ func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
 		{"flow control", map[string]string{"EVENTPIPE_PULL_GOROUTINES": "0"}, "EVENTPIPE_PULL_GOROUTINES"},
 		{"timeout", map[string]string{"EVENTPIPE_SHUTDOWN_TIMEOUT": "soon"}, "EVENTPIPE_SHUTDOWN_TIMEOUT"},
 		{"skew", map[string]string{"EVENTPIPE_MAX_EVENT_SKEW": "-1m"}, "EVENTPIPE_MAX_EVENT_SKEW"},
+		{"coalescing bound", map[string]string{"EVENTPIPE_COALESCE_MAX_WAITING": "-1"}, "EVENTPIPE_COALESCE_MAX_WAITING"},
+		{"coalescing bound text", map[string]string{"EVENTPIPE_COALESCE_MAX_WAITING": "lots"}, "EVENTPIPE_COALESCE_MAX_WAITING"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,6 +105,114 @@ func operationCounts(t *testing.T, e *env) {
 				c.name, r.Outcome, r.Reads(), r.Writes(), c.outcome, c.reads, c.writes)
 		}
 	}
+}
+
+// operationCountsHotDocument asserts the cost of a hot aggregate: while
+// one delivery's transaction is in flight, 2*e.n more deliveries for the
+// same document arrive (newer events, and an older event republished);
+// they are decided together, so the whole burst costs a few writes, not
+// one per message, each delivery gets its own outcome and the newest
+// event wins. With dedupe markers the republished event is a duplicate
+// (found by its marker), without them stale.
+func operationCountsHotDocument(t *testing.T, e *env) {
+	for _, marker := range []bool{false, true} {
+		t.Run(fmt.Sprintf("marker=%v", marker), func(t *testing.T) {
+			coll := e.collection(fmt.Sprintf("ops_services_%v", marker))
+			deliveries := []heartbeat{hb(1, "status-1")}
+			for i := 2; i <= 2*e.n; i++ {
+				deliveries = append(deliveries, hb(i, fmt.Sprintf("status-%d", i)))
+			}
+			republished := hb(0, "status-0")
+			republished.msgID = "m0-again"
+			deliveries = append(deliveries, republished)
+			write := func(h heartbeat) engine.Write {
+				w := h.write(coll)
+				w.DedupeMarker = marker
+				return w
+			}
+			// Event 0 was applied before the burst.
+			if _, err := e.engine().Materialize(context.Background(), hb(0, "status-0").event(), write(hb(0, "status-0"))); err != nil {
+				t.Fatal(err)
+			}
+			n := len(deliveries)
+			gate := &firstTxGate{Store: e.st, entered: make(chan struct{}), release: make(chan struct{})}
+			var arrived atomic.Int64
+			eng := e.engine(func(c *engine.Config) {
+				c.Store = gate
+				c.Failpoint = func(_ context.Context, fp engine.Failpoint) error {
+					// Every delivery passes here before it runs or waits.
+					if fp == engine.ProjectionBeforeWrite && arrived.Add(1) == int64(n) {
+						close(gate.release)
+					}
+					return nil
+				}
+			})
+			results := make([]engine.Result, n)
+			var failed countErrs
+			var wg sync.WaitGroup
+			for i, h := range deliveries {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r, err := eng.Materialize(context.Background(), h.event(), write(h))
+					failed.add(err)
+					results[i] = r
+				}()
+				if i == 0 {
+					<-gate.entered // the first delivery's transaction is in flight
+				}
+			}
+			wg.Wait()
+			if len(failed.errs) > 0 {
+				t.Fatalf("errors: %v", failed.errs)
+			}
+			var reads, writes int64
+			applied := 0
+			for _, r := range results {
+				reads, writes = reads+r.Reads(), writes+r.Writes()
+				if r.Outcome == engine.Applied {
+					applied++
+				}
+			}
+			t.Logf("store ops per message: hot document, %d deliveries at once, dedupe marker %v: reads=%.2f writes=%.2f (%d applied)",
+				n, marker, float64(reads)/float64(n), float64(writes)/float64(n), applied)
+			perApplied := int64(1)
+			wantRepublished := engine.Stale
+			if marker {
+				perApplied, wantRepublished = 2, engine.Duplicate
+			}
+			if writes > perApplied*int64(n)/4 || int64(applied)*perApplied != writes {
+				t.Errorf("%d deliveries for one document cost %d writes, %d applied; want at most %d (one transaction's per group, not per message)",
+					n, writes, applied, perApplied*int64(n)/4)
+			}
+			if got := results[n-1].Outcome; got != wantRepublished {
+				t.Errorf("republished older event: %s, want %s", got, wantRepublished)
+			}
+			if e.h.NoIsolation == "" {
+				if got := stateOf(t, e, coll, "strategy-engine")["status"]; got != fmt.Sprintf("status-%d", 2*e.n) {
+					t.Errorf("final status %v, want status-%d", got, 2*e.n)
+				}
+			}
+		})
+	}
+}
+
+// firstTxGate holds the first transaction at its start until release is
+// closed, and closes entered when it gets there.
+type firstTxGate struct {
+	store.Store
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (g *firstTxGate) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	return g.Store.RunTx(ctx, fn)
 }
 
 func concurrentSameMessage(t *testing.T, e *env) {

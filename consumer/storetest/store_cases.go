@@ -25,6 +25,7 @@ func (s *suite) cases() []testCase {
 		{name: "StoreConcurrentIncrement", isolation: true, run: storeConcurrentIncrement},
 		{name: "DuplicateDelivery", run: duplicateDelivery},
 		{name: "OperationCounts", run: operationCounts},
+		{name: "OperationCountsHotDocument", run: operationCountsHotDocument},
 		{name: "ConcurrentSameMessage", isolation: true, run: concurrentSameMessage},
 		{name: "ShuffledSequences", run: shuffledSequences},
 		{name: "ConcurrentShuffledDeliveries", isolation: true, run: concurrentShuffled},

@@ -1,0 +1,344 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/opcount"
+)
+
+// Coalescing of latest-state deliveries, like a group commit: while a
+// transaction on a target document is in flight, further deliveries for
+// that document wait; when it ends, the first waiter runs one transaction
+// for every waiter (latestGroup) and the others take their outcomes from
+// it. A delivery that finds no transaction in flight runs its own at once,
+// exactly as without coalescing.
+
+// maxGroup bounds how many waiting deliveries one group transaction
+// decides: it reads the dedupe markers of those not newer than the stored
+// state one by one, and a transaction's reads are its latency. Waiters
+// beyond it go in the next group.
+const maxGroup = 100
+
+// coalescer tracks the latest-state documents with a transaction in flight
+// and the deliveries waiting for each. Safe for concurrent use.
+type coalescer struct {
+	maxWaiting int
+	mu         sync.Mutex
+	// busy holds a document while a transaction on it is in flight; its
+	// value is the deliveries waiting for it, in arrival order.
+	busy map[store.Key][]*waiter
+}
+
+// waiter is one delivery waiting for its document.
+type waiter struct {
+	ctx context.Context
+	m   *materialization
+	// wake receives once: when the waiter is to run the next group
+	// (group is set) or when its group has decided it (err is set or nil).
+	wake  chan struct{}
+	group []*waiter // the group to run, this waiter first
+	err   error
+}
+
+func newCoalescer(maxWaiting int) *coalescer {
+	return &coalescer{maxWaiting: maxWaiting, busy: map[store.Key][]*waiter{}}
+}
+
+// enter marks key busy and returns nil when no transaction on it is in
+// flight: the caller runs its own and calls leave after it. Otherwise it
+// queues the delivery and returns its waiter, or reports full when
+// maxWaiting deliveries already wait.
+func (c *coalescer) enter(ctx context.Context, m *materialization) (w *waiter, full bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q, inFlight := c.busy[m.target]
+	if !inFlight {
+		c.busy[m.target] = nil
+		return nil, false
+	}
+	if len(q) >= c.maxWaiting {
+		return nil, true
+	}
+	w = &waiter{ctx: ctx, m: m, wake: make(chan struct{}, 1)}
+	c.busy[m.target] = append(q, w)
+	return w, false
+}
+
+// leave ends the transaction in flight on key: the deliveries waiting for
+// it (up to maxGroup) become the next group, run by the first of them;
+// with none, key is no longer busy.
+func (c *coalescer) leave(key store.Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.busy[key]
+	if len(q) == 0 {
+		delete(c.busy, key)
+		return
+	}
+	n := min(len(q), maxGroup)
+	group := make([]*waiter, n)
+	copy(group, q)
+	rest := q[n:]
+	if len(rest) == 0 {
+		rest = nil
+	}
+	c.busy[key] = rest
+	group[0].group = group
+	group[0].wake <- struct{}{}
+}
+
+// withdraw removes w from its document's queue if no group has taken it
+// yet (its context ended while it waited) and reports whether it did.
+func (c *coalescer) withdraw(w *waiter) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.busy[w.m.target]
+	for i, o := range q {
+		if o == w {
+			c.busy[w.m.target] = append(q[:i:i], q[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// groupContext returns a context for a group's transaction: it carries the
+// first member's values and ends only when every member's context has
+// ended, so one delivery giving up does not fail the others. stop releases
+// it.
+func groupContext(group []*waiter) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
+	var live atomic.Int64
+	live.Store(int64(len(group)))
+	stops := make([]func() bool, len(group))
+	for i, w := range group {
+		stops[i] = context.AfterFunc(w.ctx, func() {
+			if live.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, s := range stops {
+			s()
+		}
+		cancel()
+	}
+}
+
+// coalesce runs m's ModeLatest write through the coalescer: at once when
+// no transaction on its document is in flight, else in the next group.
+func (e *Engine) coalesce(ctx context.Context, m *materialization) error {
+	w, full := e.coalescer.enter(ctx, m)
+	if full {
+		return &Error{Type: TypeTransient, Code: "RESOURCE_EXHAUSTED", Op: m.op,
+			Err: fmt.Errorf("%d deliveries already wait for %s, which a transaction is writing (fix: raise Config.MaxWaitingPerDocument, or spread the aggregate over more documents)",
+				e.coalescer.maxWaiting, m.res.DocPath)}
+	}
+	if w == nil {
+		defer e.coalescer.leave(m.target)
+		return e.materializeLatest(ctx, m)
+	}
+	select {
+	case <-w.wake:
+	case <-ctx.Done():
+		if e.coalescer.withdraw(w) {
+			return ctx.Err()
+		}
+		// A group has taken it: its outcome is being decided.
+		<-w.wake
+	}
+	if w.group == nil {
+		return w.err // decided by another delivery's group
+	}
+	decided := false
+	defer func() {
+		if !decided {
+			// runGroup panicked: no member may take it for an outcome.
+			for _, o := range w.group {
+				o.err = newError(TypeTransient, m.op, "the transaction deciding the deliveries waiting for %s failed", m.res.DocPath)
+			}
+		}
+		e.coalescer.leave(m.target)
+		for _, o := range w.group[1:] {
+			o.wake <- struct{}{}
+		}
+	}()
+	e.runGroup(w.group)
+	decided = true
+	return w.err
+}
+
+// runGroup decides every delivery of group in one transaction and sets
+// each one's outcome (its materialization's res) and error.
+func (e *Engine) runGroup(group []*waiter) {
+	ctx, stop := groupContext(group)
+	defer stop()
+	if len(group) == 1 {
+		group[0].err = e.materializeLatest(ctx, group[0].m)
+		return
+	}
+	var ops opcount.Counts
+	var winner *materialization
+	slow := false
+	decide := func(ctx context.Context, tx store.Tx) error {
+		var err error
+		winner, err = e.latestGroup(ctx, tx, group, slow)
+		return err
+	}
+	err := e.runTx(ctx, &ops, decide)
+	if isAlreadyExists(err) {
+		// The winner's dedupe marker exists: read every marker first.
+		slow = true
+		err = e.runTx(ctx, &ops, decide)
+	}
+	// Each delivery counts its own marker reads; the target's read and the
+	// writes are the winner's (or, with none, the first delivery's).
+	payer := group[0].m
+	if winner != nil {
+		payer = winner
+	}
+	for _, w := range group {
+		ops = ops.Sub(w.m.res.Ops)
+		if err != nil {
+			w.err = err
+		}
+	}
+	payer.res.Ops = payer.res.Ops.Add(ops)
+}
+
+// latestGroup is the ModeLatest transaction of a group of deliveries for
+// one document. It reads the document once and decides every delivery as
+// if they ran one after another, each as Engine.latest would: first those
+// that are duplicates of the stored state or older than it, then the
+// newest of the others (the winner, written with its dedupe marker), then
+// the rest, now older than the winner or duplicates of it. Like latest, it
+// reads a delivery's marker only when the delivery is not newer than the
+// stored state (is it a republished event?) and creates the winner's
+// marker without reading it; with slow, after that create found the
+// marker, it reads every marker first. A delivery's own error (a reused
+// event id in error mode, a document too large) is its own: the others
+// still commit. It returns the winner, if any.
+func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, slow bool) (*materialization, error) {
+	now := e.now()
+	target := group[0].m.target
+	cur, exists, err := getLiveShared(ctx, tx, target, now)
+	if err != nil {
+		return nil, err
+	}
+	var stored orderKey
+	var storedKey, storedFP string
+	if exists {
+		meta := sub(cur.Fields, MetaField)
+		stored, storedKey, storedFP = orderFromMeta(meta), str(meta, metaEventKey), str(meta, metaFingerprint)
+	}
+	// Against the stored state. Live markers by key (nil: absent or
+	// expired) are read once each, before any write.
+	markers := map[store.Key]*store.Document{}
+	readMarker := func(m *materialization) (*store.Document, error) {
+		if md, read := markers[m.marker]; read {
+			return md, nil
+		}
+		md, live, err := getLiveShared(ctx, tx, m.marker, now)
+		m.res.Ops.Reads++
+		if err != nil || !live {
+			markers[m.marker] = nil
+			return nil, err
+		}
+		markers[m.marker] = &md
+		return &md, nil
+	}
+	var candidates []*waiter
+	for _, w := range group {
+		m := w.m
+		m.res.Outcome, m.res.WriteKind, m.res.Warning = "", logfields.WriteKindNone, ""
+		m.appliedAt = now
+		w.err = nil
+		useMarker := m.marker != store.Key{}
+		if slow && useMarker {
+			md, err := readMarker(m)
+			if err != nil {
+				return nil, err
+			}
+			if md != nil {
+				if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(*md)); dup || err != nil {
+					w.err = err
+					continue
+				}
+			}
+		}
+		if exists {
+			if dup, err := m.duplicateOf(e, target, storedKey, storedFP); dup || err != nil {
+				w.err = err
+				continue
+			}
+			if m.order.compare(stored) <= 0 {
+				m.res.Outcome = Stale
+				if useMarker && !slow {
+					md, err := readMarker(m)
+					if err != nil {
+						return nil, err
+					}
+					if md != nil {
+						if _, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(*md)); err != nil {
+							w.err = err
+						}
+					}
+				}
+				continue
+			}
+		}
+		candidates = append(candidates, w)
+	}
+	// The newest candidate whose document can be built wins (the first
+	// arrived on a tie).
+	var win *materialization
+	var doc store.Document
+	for win == nil && len(candidates) > 0 {
+		best := 0
+		for i, w := range candidates {
+			if w.m.order.compare(candidates[best].m.order) > 0 {
+				best = i
+			}
+		}
+		c := candidates[best]
+		candidates = slices.Delete(candidates, best, best+1)
+		if doc, err = c.m.document(); err != nil {
+			c.err = err
+			continue
+		}
+		win = c.m
+	}
+	if win == nil {
+		return nil, nil
+	}
+	// After the winner: the same event, or older.
+	for _, w := range candidates {
+		m := w.m
+		if dup, err := m.duplicateOf(e, target, win.eventKey, win.fingerprint); dup || err != nil {
+			w.err = err
+			continue
+		}
+		m.res.Outcome = Stale
+	}
+	if win.marker != (store.Key{}) {
+		key, rec := win.markerRecord(now)
+		marker := store.Document{Record: rec, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+		if slow {
+			err = store.SetOwned(ctx, tx, key, marker)
+		} else {
+			err = store.CreateOwned(ctx, tx, key, marker)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	win.res.Outcome, win.res.WriteKind = Applied, logfields.WriteKindSet
+	return win, store.SetOwned(ctx, tx, target, doc)
+}
