@@ -267,14 +267,14 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 				return nil, err
 			}
 			if md != nil {
-				if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(*md)); dup || err != nil {
+				if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(*md)); dup || err != nil {
 					w.err = err
 					continue
 				}
 			}
 		}
 		if exists {
-			if dup, err := m.duplicateOf(e, target, storedKey, storedFP); dup || err != nil {
+			if dup, err := m.duplicateOf(ctx, e, target, storedKey, storedFP); dup || err != nil {
 				w.err = err
 				continue
 			}
@@ -286,7 +286,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 						return nil, err
 					}
 					if md != nil {
-						if _, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(*md)); err != nil {
+						if _, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(*md)); err != nil {
 							w.err = err
 						}
 					}
@@ -321,7 +321,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 	// After the winner: the same event, or older.
 	for _, w := range candidates {
 		m := w.m
-		if dup, err := m.duplicateOf(e, target, win.eventKey, win.fingerprint); dup || err != nil {
+		if dup, err := m.duplicateOf(ctx, e, target, win.eventKey, win.fingerprint); dup || err != nil {
 			w.err = err
 			continue
 		}

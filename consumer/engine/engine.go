@@ -279,7 +279,7 @@ func producerKey(key string) bool { return strings.HasPrefix(key, "e-") }
 // event id with another payload is a reused event id: in warn mode it
 // counts as the same event with a warning, in error mode it is poison.
 // Under a derived key another payload is another event (same is false).
-func (e *Engine) sameEvent(op string, rec store.Key, storedKey, storedFP, key, fp string) (same bool, warning string, err error) {
+func (e *Engine) sameEvent(ctx context.Context, op string, rec store.Key, storedKey, storedFP, key, fp string) (same bool, warning string, err error) {
 	if storedKey != key {
 		return false, "", nil
 	}
@@ -289,7 +289,7 @@ func (e *Engine) sameEvent(op string, rec store.Key, storedKey, storedFP, key, f
 	if !producerKey(key) {
 		return false, "", nil
 	}
-	warning, err = e.fingerprintConflict(op, rec, storedFP, fp)
+	warning, err = e.fingerprintConflict(ctx, op, rec, storedFP, fp)
 	return true, warning, err
 }
 
@@ -308,14 +308,14 @@ func eventRecordID(key, fingerprint string) string {
 // fingerprintConflict reports a reused event id: stored and incoming
 // fingerprints both known and different. In warn mode it logs and returns
 // the warning text; in error mode it returns a poison error.
-func (e *Engine) fingerprintConflict(op string, key store.Key, stored, incoming string) (warning string, err error) {
+func (e *Engine) fingerprintConflict(ctx context.Context, op string, key store.Key, stored, incoming string) (warning string, err error) {
 	if stored == "" || incoming == "" || stored == incoming {
 		return "", nil
 	}
 	doc := key.String()
 	msg := fmt.Sprintf("event key of %s was seen before with a different payload (fingerprint %s, now %s): the producer reused an event id", doc, stored, incoming)
 	if e.cfg.Fingerprint == FingerprintWarn {
-		e.cfg.Logger.Warn("fingerprint mismatch", logfields.IdempotencyDoc, doc, "stored_fingerprint", stored, "fingerprint", incoming)
+		e.cfg.Logger.WarnContext(ctx, "fingerprint mismatch", logfields.IdempotencyDoc, doc, "stored_fingerprint", stored, "fingerprint", incoming)
 		return msg, nil
 	}
 	return "", &Error{Type: TypePoison, Code: "FINGERPRINT_MISMATCH", Op: op, Err: fmt.Errorf("%s", msg)}

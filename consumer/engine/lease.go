@@ -105,7 +105,7 @@ func (e *Engine) Claim(ctx context.Context, ev Event, r LeaseRequest) (Lease, er
 		f := cur.Fields
 		live := exists && !cur.Expired(now)
 		if live {
-			if _, err := e.fingerprintConflict(op, key, str(f, metaFingerprint), fp); err != nil {
+			if _, err := e.fingerprintConflict(ctx, op, key, str(f, metaFingerprint), fp); err != nil {
 				return err
 			}
 			switch str(f, "status") {

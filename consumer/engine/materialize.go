@@ -223,7 +223,7 @@ func checkDocumentSize(op, path string, doc store.Document) error {
 // Result then has no Outcome but still names the documents and counts the
 // operations spent).
 func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, error) {
-	m, err := e.prepare(ev, w)
+	m, err := e.prepare(ctx, ev, w)
 	if err != nil {
 		return Result{}, err
 	}
@@ -283,7 +283,7 @@ func (e *Engine) materializeLatest(ctx context.Context, m *materialization) erro
 	return err
 }
 
-func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
+func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materialization, error) {
 	const op = "materialize"
 	if err := validCollection(w.Collection); err != nil {
 		return nil, newError(TypeConfiguration, op, "Write.Collection %q: %v", w.Collection, err)
@@ -332,7 +332,7 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 	default:
 		return nil, newError(TypePoison, op, "the message has no aggregate id (Write.ID): latest-state writes need one to name the document")
 	}
-	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: e.orderingTime(ev, w, target),
+	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: e.orderingTime(ctx, ev, w, target),
 		publishTime: ev.PublishTime.UTC().Truncate(time.Microsecond), messageID: ev.MessageID}
 	if w.Sequence != nil {
 		m.order.seq = *w.Sequence
@@ -360,13 +360,13 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 // more than MaxEventSkew ahead of the publish time, which then stands in
 // for it (logged at WARNING with both times), so that one event from a
 // clock far ahead cannot make every later update of its aggregate stale.
-func (e *Engine) orderingTime(ev Event, w Write, target string) time.Time {
+func (e *Engine) orderingTime(ctx context.Context, ev Event, w Write, target string) time.Time {
 	at := w.EventTime.UTC().Truncate(time.Microsecond)
 	if ev.PublishTime.IsZero() || !at.After(ev.PublishTime.Add(e.cfg.MaxEventSkew)) {
 		return at
 	}
 	published := ev.PublishTime.UTC().Truncate(time.Microsecond)
-	e.cfg.Logger.Warn("event time is beyond the maximum skew ahead of the publish time: ordered by the publish time",
+	e.cfg.Logger.WarnContext(ctx, "event time is beyond the maximum skew ahead of the publish time: ordered by the publish time",
 		logfields.MessageID, ev.MessageID, logfields.EventTime, at, logfields.PublishTime, published,
 		"max_event_skew", e.cfg.MaxEventSkew.String(), logfields.DocPath, target)
 	return published
@@ -400,7 +400,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 			return err
 		}
 		if live {
-			if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
+			if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
 				return err
 			}
 			// Another event under the same derived key: ordered below.
@@ -412,7 +412,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	}
 	if exists {
 		meta := sub(cur.Fields, MetaField)
-		if dup, err := m.duplicateOf(e, m.target, str(meta, metaEventKey), str(meta, metaFingerprint)); dup || err != nil {
+		if dup, err := m.duplicateOf(ctx, e, m.target, str(meta, metaEventKey), str(meta, metaFingerprint)); dup || err != nil {
 			return err
 		}
 		if m.order.compare(orderFromMeta(meta)) <= 0 {
@@ -424,7 +424,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 				if err != nil || !live {
 					return err
 				}
-				if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
+				if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
 					m.res.IdempotencyDoc = m.markerPath
 					return err
 				}
@@ -456,8 +456,8 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 // duplicateOf reports whether the event recorded in rec (its key and
 // fingerprint) is this message's event (Engine.sameEvent), and if so makes
 // the outcome a duplicate, with a warning or an error for a reused event id.
-func (m *materialization) duplicateOf(e *Engine, rec store.Key, storedKey, storedFP string) (bool, error) {
-	same, warning, err := e.sameEvent(m.op, rec, storedKey, storedFP, m.eventKey, m.fingerprint)
+func (m *materialization) duplicateOf(ctx context.Context, e *Engine, rec store.Key, storedKey, storedFP string) (bool, error) {
+	same, warning, err := e.sameEvent(ctx, m.op, rec, storedKey, storedFP, m.eventKey, m.fingerprint)
 	if same {
 		m.res.Outcome, m.res.Warning = Duplicate, warning
 	}
@@ -520,7 +520,7 @@ func (e *Engine) createSlow(ctx context.Context, tx store.Tx, m *materialization
 		return err
 	}
 	meta := sub(cur.Fields, MetaField)
-	m.res.Warning, err = e.fingerprintConflict(m.op, m.target, str(meta, metaFingerprint), m.fingerprint)
+	m.res.Warning, err = e.fingerprintConflict(ctx, m.op, m.target, str(meta, metaFingerprint), m.fingerprint)
 	return err
 }
 

@@ -106,7 +106,7 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 			f := cur.Fields
 			status := str(f, "status")
 			if status != ReceiptReleased {
-				if _, err := e.fingerprintConflict(op, key, str(f, metaFingerprint), fp); err != nil {
+				if _, err := e.fingerprintConflict(ctx, op, key, str(f, metaFingerprint), fp); err != nil {
 					return err
 				}
 			}

@@ -457,3 +457,16 @@ func TestTracingOffTracesNothing(t *testing.T) {
 func message(id string, attrs map[string]string) *envelope.Message {
 	return &envelope.Message{ID: id, Subscription: "projects/p/subscriptions/sub", Attributes: attrs}
 }
+
+// The engine's own warnings (here: an event time too far ahead of its
+// publish time) are lines of the delivery's trace too.
+func TestEngineWarningIsInTheDeliverysTrace(t *testing.T) {
+	c := start(t, true)
+	body := ct.PushBody(t, ct.Envelope{ID: "skewed-1", Payload: `{"service":"skewed","status":"degraded","producedAt":"9999-12-31T00:00:00Z"}`})
+	if code := c.post(t, "/pubsub/push", body, http.Header{}); code != http.StatusOK {
+		t.Fatalf("push answered %d", code)
+	}
+	delivery := c.deliverySpan(t, "skewed-1")
+	warning := c.line(t, "message", "event time is beyond the maximum skew ahead of the publish time: ordered by the publish time")
+	wantTraceFields(t, warning, delivery.SpanContext())
+}
