@@ -1,6 +1,6 @@
 // Package callback serves POST /callbacks/{route}: retried HTTP callbacks
 // (for example a Cloud Run Job reporting a validation run) applied once per
-// idempotency key, following seed 004:
+// idempotency key:
 //
 //   - with a verifier (an OIDC audience is configured), the caller's token
 //     is checked first: 401 without a valid one, 403 for an account not
@@ -160,7 +160,7 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		return o.fail(http.StatusBadRequest, err)
 	}
 	o.doc = plan.Target.String()
-	// Seed 004: fetch the target first, so an unknown resource is a clean
+	// Fetch the target first, so an unknown resource is a clean
 	// 404 and no receipt is written for it.
 	if rt.Target.MustExist {
 		exists, err := h.exists(r.Context(), plan.Target, o)

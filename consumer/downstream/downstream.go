@@ -1,6 +1,6 @@
 // Package downstream performs a lease route's side effect: an HTTP POST to
 // an external service carrying an Idempotency-Key header, so the receiver
-// can dedupe too (seeds 002 and 003: expensive external calls happen once).
+// can dedupe too (expensive external calls happen once).
 package downstream
 
 import (

@@ -5,8 +5,8 @@
 //
 // The calls, one per kind of effect:
 //
-//   - Materialize: latest-state materialisation in one transaction (seed
-//     000). ModeLatest reads the target document, compares ordering keys
+//   - Materialize: latest-state materialisation in one transaction.
+//     ModeLatest reads the target document, compares ordering keys
 //     (producer sequence, event time, publish time, message id) and writes or
 //     skips: Applied, Duplicate or Stale. It costs 1 read + 1 write when
 //     applied and 1 read + 0 writes otherwise; Write.DedupeMarker adds a
@@ -16,11 +16,11 @@
 //     flight the others wait (Config.MaxWaitingPerDocument), and the next
 //     transaction decides them all, writing only the newest event.
 //   - Claim, Heartbeat, Complete, Fail: leases for side effects outside the
-//     database (seeds 002, 003): PENDING with an expiry, extended by
+//     database: PENDING with an expiry, extended by
 //     heartbeats, then COMPLETED or FAILED; fencing tokens stop a holder whose
 //     lease was taken over; FAILED retries count attempts up to MaxAttempts,
 //     then the event is poison and an audit record is written.
-//   - Reserve, Finish, Release: callback receipts, reserve-first (seed 004):
+//   - Reserve, Finish, Release: callback receipts, reserve-first:
 //     of two concurrent callbacks one processes, the other replays the
 //     original received-at and status.
 //   - RecordPoison: the audit record of a message given up on.
@@ -33,7 +33,8 @@
 // the engine treats an expired record as absent itself.
 //
 // Failpoints (Config.Failpoint, Engine.Hit) let tests crash a delivery at
-// the four worker points and three projection points of seed 002 §6;
+// a worker's four points (after claim, before and after its action, before
+// mark-done) and a projection's three;
 // KillAtFailpoints(os.Getenv(FailpointEnv)) makes a process SIGKILL itself
 // there.
 package engine

@@ -143,7 +143,7 @@ func TestOperationCountsPerOutcome(t *testing.T) {
 		{"insert-once (create)", create("f1"), "applied", 0, 1},
 		{"insert-once (create)", create("f1"), "duplicate", 1, 1},
 	}
-	t.Logf("%-30s %-14s %5s %6s   (seed 000's design: 2 reads + 2 writes per applied message)", "route kind", "outcome", "reads", "writes")
+	t.Logf("%-30s %-14s %5s %6s   (a separate dedupe document: 2 reads + 2 writes per applied message)", "route kind", "outcome", "reads", "writes")
 	for _, r := range rows {
 		before := counted.Counts()
 		outcome, err := r.run()

@@ -20,7 +20,7 @@ import (
 )
 
 // Hot-aggregate traffic: heartbeats of many instances landing on a few
-// latest-state documents (with dedupe markers, as the seed routes have).
+// latest-state documents (with dedupe markers, as the default routes have).
 const (
 	hotMessages   = 1000
 	hotDeliveries = 64

@@ -20,10 +20,10 @@ const (
 
 // LeaseRequest names the side effect a lease guards.
 type LeaseRequest struct {
-	// Handler names the side effect (seed 002 keys its registry by
-	// (handler, event id)), e.g. "send-email".
+	// Handler names the side effect (leases are keyed by (handler,
+	// event key)), e.g. "send-email".
 	Handler string
-	// Aggregate and Sequence, when both set, add seed 002's per-aggregate
+	// Aggregate and Sequence, when both set, add a per-aggregate
 	// guard: a claim whose Sequence is at or below the last completed one for
 	// the Aggregate is stale; Complete advances it.
 	Aggregate string
@@ -73,8 +73,7 @@ func (e *Engine) leaseKeys(ev Event, r LeaseRequest) (lease, agg store.Key, even
 	return lease, agg, eventKey, fp, nil
 }
 
-// Claim claims the side effect of ev for this process (seed 002 claim, seed
-// 003 lock). It returns a PENDING lease, or an *Error: duplicate (COMPLETED:
+// Claim claims the side effect of ev for this process. It returns a PENDING lease, or an *Error: duplicate (COMPLETED:
 // skip), in_progress (a live PENDING lease: retry later), stale (the
 // aggregate's sequence is past this event), poison (FAILED MaxAttempts times,
 // or a reused event id). An expired PENDING lease is taken over, and a
@@ -206,7 +205,7 @@ func (e *Engine) Heartbeat(ctx context.Context, l Lease) (Lease, error) {
 	return l, err
 }
 
-// Complete marks the lease COMPLETED (seed 002 mark_done), recording
+// Complete marks the lease COMPLETED, recording
 // result fields, and advances the aggregate's sequence. Later claims of the
 // event are duplicates. A holder fenced out gets a stale *Error.
 func (e *Engine) Complete(ctx context.Context, l Lease, result map[string]any) (Lease, error) {
@@ -250,7 +249,7 @@ func (e *Engine) Complete(ctx context.Context, l Lease, result map[string]any) (
 	return l, err
 }
 
-// Fail marks the lease FAILED with cause (seed 002 mark_failed), so the next
+// Fail marks the lease FAILED with cause, so the next
 // delivery retries it. When this was attempt MaxAttempts it also writes a
 // poison audit record and returns poison = true: acknowledge or dead-letter
 // the message, it will not be retried.

@@ -35,7 +35,7 @@ type Mode string
 // Write modes.
 const (
 	// ModeLatest keeps the latest state of an aggregate: read the target,
-	// compare ordering keys, write or skip (seed 000). The default.
+	// compare ordering keys, write or skip. The default.
 	ModeLatest Mode = "latest"
 	// ModeCreate creates one document per event (an insert-once effect such
 	// as a finding or a ledger line); a second delivery finds it exists.

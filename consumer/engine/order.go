@@ -9,8 +9,8 @@ import (
 // orderKey orders the versions of one aggregate. It is the tuple (producer
 // sequence, event time, publish time, message id), compared left to right,
 // with an absent sequence below every present one. Where a producer issues a
-// per-aggregate sequence it therefore decides (seed 002: incoming <= current
-// is ignored); without one the event time does, and the publish time and the
+// per-aggregate sequence it therefore decides (incoming <= current is
+// ignored); without one the event time does, and the publish time and the
 // message id make ties deterministic, so any permutation of a set of
 // deliveries converges to the same final document.
 type orderKey struct {

@@ -23,7 +23,7 @@ const (
 	ReceiptReleased = "released"
 )
 
-// ReceiptRequest identifies one callback (seed 004).
+// ReceiptRequest identifies one callback.
 type ReceiptRequest struct {
 	// Route is the callback route, e.g. "validation-finished".
 	Route string

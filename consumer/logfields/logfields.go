@@ -2,10 +2,10 @@
 // field names and their closed value sets are defined.
 //
 // Every message or request the consumer handles produces exactly one JSON log
-// line built from these keys (seed 001, "Logging requirements"). The alert
-// policies' log-based metrics filter on them, so a rename here is a breaking
-// change for alerts/: change both together. The README's "Log fields" table
-// documents the same names.
+// line built from these keys. The alert policies' log-based metrics filter on
+// them, so a rename here is a breaking change for alerts/: change both
+// together. The "Log fields" table of docs/consumer.md documents the same
+// names.
 package logfields
 
 // Cloud Logging reserved keys. Cloud Logging reads the entry's severity and
@@ -73,7 +73,7 @@ const (
 	Retryable = "retryable"  // true when a retry can succeed (transient, in progress, configuration once fixed)
 )
 
-// LeaseEvent is the key of lease life-cycle events (seed 003 monitoring).
+// LeaseEvent is the key of lease life-cycle events (the lease alerts count them).
 const LeaseEvent = "lease_event"
 
 // Idempotency-key bookkeeping of callbacks.
@@ -129,7 +129,7 @@ const (
 )
 
 // All lists every field key above, in documentation order; tests use it to
-// keep the README table and alert filters in step with the code.
+// keep the docs' table and alert filters in step with the code.
 func All() []string {
 	return []string{
 		Severity, Message,

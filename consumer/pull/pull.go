@@ -1,5 +1,5 @@
 // Package pull consumes Pub/Sub subscriptions by streaming pull
-// (cloud.google.com/go/pubsub/v2) and answers each message by seed 001's
+// (cloud.google.com/go/pubsub/v2) and answers each message by the ack/nack
 // rules: ack applied, duplicate, stale and recorded poison; nack transient
 // and configuration failures, and poison on dead-letter subscriptions so
 // Pub/Sub moves it to the DLQ after maxDeliveryAttempts.

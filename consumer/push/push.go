@@ -1,7 +1,7 @@
 // Package push serves Pub/Sub push deliveries: POST /pubsub/push with the
 // push envelope. It authenticates the request (when configured), bounds and
 // strictly decodes the body, hands the message to the processor and answers
-// with the status seed 001's rules give (2xx acks, anything else nacks).
+// with the status the ack/nack rules give (2xx acks, anything else nacks).
 package push
 
 import (

@@ -230,7 +230,7 @@ func Parse(b []byte) (*Table, error) {
 	dec.DisallowUnknownFields()
 	var c Config
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("routes JSON: %w (fix: see the README's routes section for the format)", err)
+		return nil, fmt.Errorf("routes JSON: %w (fix: see the Routes section of docs/consumer.md for the format)", err)
 	}
 	return Compile(c)
 }
