@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/iam/apiv1/iampb"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/eventpipe/eventpipe/audit/live"
+	"github.com/eventpipe/eventpipe/audit/livetest"
+)
+
+const (
+	shop  = "shop"
+	agent = "serviceAccount:service-123456789012@gcp-sa-pubsub.iam.gserviceaccount.com"
+)
+
+func topicName(id string) string { return "projects/" + shop + "/topics/" + id }
+func subName(id string) string   { return "projects/" + shop + "/subscriptions/" + id }
+
+// topology is a shop project: topic orders read by orders-sub, which pushes to an HTTPS
+// endpoint with OIDC, retries with backoff, never expires and dead-letters to orders.dlq,
+// read by orders.dlq-sub; the service agent may publish to the DLQ topic and acknowledge
+// on orders-sub. Each field describes one setting a test breaks.
+type topology struct {
+	sub        *pubsubpb.Subscription
+	dlqSub     *pubsubpb.Subscription
+	dlqTopic   bool
+	publisher  bool
+	subscriber bool
+	extra      []*pubsubpb.Subscription
+}
+
+func cleanTopology() topology {
+	return topology{
+		sub: &pubsubpb.Subscription{
+			Name: subName("orders-sub"), Topic: topicName("orders"), AckDeadlineSeconds: 60,
+			DeadLetterPolicy: &pubsubpb.DeadLetterPolicy{DeadLetterTopic: topicName("orders.dlq"), MaxDeliveryAttempts: 10},
+			RetryPolicy:      &pubsubpb.RetryPolicy{MinimumBackoff: durationpb.New(10 * time.Second), MaximumBackoff: durationpb.New(600 * time.Second)},
+			ExpirationPolicy: &pubsubpb.ExpirationPolicy{},
+			PushConfig: &pubsubpb.PushConfig{
+				PushEndpoint:         "https://orders-consumer-abc123-ew.a.run.app/pubsub/push",
+				AuthenticationMethod: &pubsubpb.PushConfig_OidcToken_{OidcToken: &pubsubpb.PushConfig_OidcToken{ServiceAccountEmail: "push@shop.iam.gserviceaccount.com"}},
+			},
+		},
+		dlqSub: &pubsubpb.Subscription{
+			Name: subName("orders.dlq-sub"), Topic: topicName("orders.dlq"), AckDeadlineSeconds: 60,
+			RetryPolicy:              &pubsubpb.RetryPolicy{MinimumBackoff: durationpb.New(10 * time.Second), MaximumBackoff: durationpb.New(600 * time.Second)},
+			ExpirationPolicy:         &pubsubpb.ExpirationPolicy{},
+			MessageRetentionDuration: durationpb.New(7 * 24 * time.Hour),
+		},
+		dlqTopic: true, publisher: true, subscriber: true,
+	}
+}
+
+// create builds the topology on a fresh fake, points PUBSUB_EMULATOR_HOST at it, and
+// returns the dial of an audit of it: the Pub/Sub clients the emulator setting makes, and
+// a Resource Manager that knows the project's number and its (empty) IAM policy.
+func (tp topology) create(t *testing.T) func(context.Context) (*live.Clients, error) {
+	t.Helper()
+	srv := livetest.Start(t)
+	t.Setenv(live.EmulatorEnv, srv.Addr)
+	projects := livetest.ResourceManager(t, map[string]livetest.Project{shop: {Number: "123456789012"}})
+	srv.Topic(t, topicName("orders"), nil)
+	if tp.dlqTopic {
+		var grants []*iampb.Binding
+		if tp.publisher {
+			grants = append(grants, livetest.Grant("roles/pubsub.publisher", agent))
+		}
+		srv.Topic(t, topicName("orders.dlq"), nil, grants...)
+	}
+	var grants []*iampb.Binding
+	if tp.subscriber {
+		grants = append(grants, livetest.Grant("roles/pubsub.subscriber", agent, "serviceAccount:consumer@shop.iam.gserviceaccount.com"))
+	}
+	srv.Subscription(t, tp.sub, grants...)
+	if tp.dlqSub != nil {
+		srv.Subscription(t, tp.dlqSub)
+	}
+	for _, s := range tp.extra {
+		srv.Subscription(t, s)
+	}
+	return func(ctx context.Context) (*live.Clients, error) {
+		c, err := live.Dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.Projects = projects
+		return c, nil
+	}
+}
+
+// runAuditCLI runs `eventpipe audit args…` with the live clients dial makes.
+func runAuditCLI(t *testing.T, dial func(context.Context) (*live.Clients, error), args ...string) checkResult {
+	t.Helper()
+	cmd := newAuditCmdWith(dial)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	if err != nil {
+		errOut.WriteString(err.Error())
+	}
+	return checkResult{stdout: out.String(), stderr: errOut.String(), code: exitCode(err)}
+}
+
+// TestAuditPubSubTopologies runs `eventpipe audit` on pstest topologies: the clean one
+// passes, and each topology that breaks one rule yields exactly that rule's finding.
+func TestAuditPubSubTopologies(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*topology)
+		args   []string
+		want   string // level:rule, "" for none
+		code   int
+	}{
+		{name: "clean", mutate: func(*topology) {}, code: 0},
+		{name: "clean in a strict environment", mutate: func(*topology) {}, args: []string{"--env", "prod"}, code: 0},
+		{name: "subscription without a dead-letter policy", want: "deny:EP001", code: 1, mutate: func(tp *topology) {
+			s := cleanTopology().dlqSub
+			s.Name, s.Topic = subName("audit-log"), topicName("orders")
+			tp.extra = append(tp.extra, s)
+		}},
+		{name: "too many delivery attempts", want: "deny:EP002", code: 1, mutate: func(tp *topology) {
+			tp.sub.DeadLetterPolicy.MaxDeliveryAttempts = 50
+		}},
+		{name: "no retry policy", want: "deny:EP003", code: 1, mutate: func(tp *topology) { tp.sub.RetryPolicy = nil }},
+		{name: "dead-letters into its own topic", want: "deny:EP004", code: 1, mutate: func(tp *topology) {
+			tp.sub.DeadLetterPolicy.DeadLetterTopic = topicName("orders")
+			tp.dlqTopic, tp.dlqSub = false, nil
+		}},
+		{name: "dead-letter topic nobody reads", want: "deny:EP005", code: 1, mutate: func(tp *topology) { tp.dlqSub = nil }},
+		{name: "service agent cannot publish to the DLQ", want: "deny:EP006", code: 1, mutate: func(tp *topology) { tp.publisher = false }},
+		{name: "service agent cannot acknowledge", want: "deny:EP007", code: 1, mutate: func(tp *topology) { tp.subscriber = false }},
+		{name: "push without OIDC", want: "deny:EP008", code: 1, mutate: func(tp *topology) { tp.sub.PushConfig.AuthenticationMethod = nil }},
+		{name: "push over plain HTTP", want: "deny:EP009", code: 1, mutate: func(tp *topology) {
+			tp.sub.PushConfig.PushEndpoint = "http://orders.example.com/push"
+		}},
+		{name: "expires when idle", want: "warn:EP011", code: 0, mutate: func(tp *topology) {
+			tp.sub.ExpirationPolicy = &pubsubpb.ExpirationPolicy{Ttl: durationpb.New(31 * 24 * time.Hour)}
+		}},
+		{name: "expires when idle in a strict environment", args: []string{"--env", "prod"}, want: "deny:EP012", code: 1, mutate: func(tp *topology) {
+			tp.sub.ExpirationPolicy = nil
+		}},
+		{name: "dead letters kept one day", want: "warn:EP013", code: 0, mutate: func(tp *topology) {
+			tp.dlqSub.MessageRetentionDuration = durationpb.New(24 * time.Hour)
+		}},
+		{name: "dead-letter opt-out", want: "warn:EP015", code: 0, mutate: func(tp *topology) {
+			s := cleanTopology().dlqSub
+			s.Name, s.Topic = subName("audit-log"), topicName("orders")
+			s.Labels = map[string]string{"eventpipe_dlq_opt_out": "true", "eventpipe_dlq_opt_out_reason": "replayed from BigQuery"}
+			tp.extra = append(tp.extra, s)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := cleanTopology()
+			tc.mutate(&tp)
+			dial := tp.create(t)
+			res := runAuditCLI(t, dial, append([]string{"--project", shop, "-o", "json"}, tc.args...)...)
+			if res.code != tc.code {
+				t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", res.code, tc.code, res.stdout, res.stderr)
+			}
+			got := decode(t, res).ids()
+			var want []string
+			if tc.want != "" {
+				want = []string{tc.want}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("findings %v, want %v\nstdout: %s", got, want, res.stdout)
+			}
+			if n := len(decode(t, res).Findings); tc.want != "" && n != 1 {
+				t.Fatalf("%d findings, want one: %s", n, res.stdout)
+			}
+		})
+	}
+}
+
+// TestAuditOwnershipAndSummary checks that a finding names who manages the resource and
+// where to fix it, and that the summaries are written beside the machine format.
+func TestAuditOwnershipAndSummary(t *testing.T) {
+	tp := cleanTopology()
+	eventarc := cleanTopology().dlqSub
+	eventarc.Name, eventarc.Topic = subName("eventarc-europe-west1-orders-trigger-123-sub-456"), topicName("orders")
+	eventarc.Labels = map[string]string{"goog-eventarc": ""}
+	tp.extra = append(tp.extra, eventarc)
+	dial := tp.create(t)
+	dir := t.TempDir()
+	md, html, modelFile := filepath.Join(dir, "audit.md"), filepath.Join(dir, "audit.html"), filepath.Join(dir, "model.json")
+	res := runAuditCLI(t, dial, "--project", shop, "--summary", md, "--summary", html, "--model", modelFile)
+	if res.code != 1 {
+		t.Fatalf("exit code %d, want 1\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	for _, want := range []string{
+		"EP001", "eventarc-europe-west1-orders-trigger-123-sub-456",
+		"managed by Eventarc (label goog-eventarc)",
+		"Eventarc trigger orders-trigger (europe-west1)",
+		"gcloud pubsub subscriptions update eventarc-europe-west1-orders-trigger-123-sub-456 --dead-letter-topic=projects/shop/topics/eventarc-europe-west1-orders-trigger-123-sub-456.dlq",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("text report lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	mdText, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| shop | 3 (1 push, 2 pull, 0 BigQuery, 0 Cloud Storage) | 1 |", "Eventarc trigger orders-trigger", "alert-policies"} {
+		if !strings.Contains(string(mdText), want) {
+			t.Errorf("Markdown summary lacks %q:\n%s", want, mdText)
+		}
+	}
+	htmlText, err := os.ReadFile(html)
+	if err != nil || !strings.Contains(string(htmlText), "<td>shop</td>") {
+		t.Errorf("HTML summary (err %v) lacks the project row:\n%s", err, htmlText)
+	}
+	modelText, err := os.ReadFile(modelFile)
+	if err != nil || !strings.Contains(string(modelText), `"type": "gcp:pubsub/topicIAMPolicy:TopicIAMPolicy"`) {
+		t.Errorf("model (err %v) lacks the topic IAM policies:\n%.2000s", err, modelText)
+	}
+}
