@@ -65,7 +65,7 @@ func Read(files Files) (*inventory.Inventory, error) {
 	if len(files.Resources)+len(files.IAM)+len(files.Search) == 0 {
 		return nil, errors.New("cai: no Cloud Asset Inventory file given")
 	}
-	r := &reader{inv: &inventory.Inventory{}, numbers: map[string]string{}, services: map[string]*runpb.Service{}}
+	r := &reader{inv: &inventory.Inventory{}, numbers: map[string]string{}, services: map[string]*runpb.Service{}, exported: map[string]bool{}}
 	for _, f := range files.Search {
 		if err := r.file(f, r.searchResult); err != nil {
 			return nil, err
@@ -104,6 +104,9 @@ type reader struct {
 	services map[string]*runpb.Service
 	// pending are the assets whose project is named by number, resolved in finish.
 	pending []func() error
+	// exported holds the projects the resource export covers (some asset of theirs is in
+	// it): their alert policies and IAM policies are taken as complete.
+	exported map[string]bool
 }
 
 type policyLine struct {
@@ -159,6 +162,14 @@ func (r *reader) resourceAsset(data []byte) error {
 		return errors.New(`an exported asset has "name" and "asset_type"`)
 	}
 	r.learnNumber(a.GetName(), a.GetAncestors())
+	for _, anc := range a.GetAncestors() {
+		if p, ok := strings.CutPrefix(anc, "projects/"); ok {
+			r.exported[p] = true
+		}
+	}
+	if p := inventory.ProjectOf(relative(a.GetName())); p != "" {
+		r.exported[p] = true
+	}
 	return r.resource(a.GetName(), a.GetAssetType(), a.GetResource().GetData(), a.GetAncestors(), false)
 }
 
@@ -391,14 +402,20 @@ func (r *reader) finish(iamGiven bool) error {
 	for _, p := range r.inv.Projects {
 		projects[p.ID] = p
 	}
+	covered := map[string]bool{}
+	for num := range r.exported {
+		covered[r.projectID(num)] = iamGiven
+	}
 	for _, pl := range r.policies {
 		project := r.projectID(pl.project)
+		covered[project] = true
 		if p, ok := projects[project]; ok {
 			p.SetPolicy(withProject(pl.name, project), pl.policy)
 		}
 	}
 	for _, p := range r.inv.Projects {
-		r.coverage(p, iamGiven)
+		exported := r.exported[p.ID] || (p.Number != "" && r.exported[p.Number])
+		r.coverage(p, covered[p.ID], r.alertPolicies && exported)
 	}
 	return nil
 }
@@ -433,10 +450,12 @@ func (r *reader) attachServices() {
 	}
 }
 
-// coverage records what the files hold for p and what they do not: policies the IAM
-// export leaves out are empty (it lists only resources with a policy), alert policies are
-// read when the files hold any, and Firestore TTL policies and backlogs are never held.
-func (r *reader) coverage(p *inventory.Project, iamGiven bool) {
+// coverage records what the files hold for p and what they do not. When the IAM export
+// covers p (it holds a policy of p, or the resource export covers p too), the policies it
+// leaves out are empty: it lists only resources that have one. Alert policies are read
+// when the resource export covers p and holds alert policies at all. Firestore TTL
+// policies and backlogs are never held.
+func (r *reader) coverage(p *inventory.Project, iamCovered, alertsRead bool) {
 	var names []string
 	for _, t := range p.Topics {
 		names = append(names, t.GetName())
@@ -457,15 +476,15 @@ func (r *reader) coverage(p *inventory.Project, iamGiven bool) {
 		if _, ok := p.Policies[name]; ok {
 			continue
 		}
-		if iamGiven {
+		if iamCovered {
 			p.SetPolicy(name, &iampb.Policy{})
 		} else {
-			p.AddGap(inventory.GapPolicy, name, "no IAM policy export given (--cai-iam)")
+			p.AddGap(inventory.GapPolicy, name, "no IAM policy export covers this project (--cai-iam)")
 		}
 	}
-	p.AlertPoliciesRead = r.alertPolicies
-	if !r.alertPolicies {
-		p.AddGap(inventory.GapAlertPolicies, inventory.ProjectName(p.ID), "the files hold no "+assetAlertPolicy+" asset: export that asset type too")
+	p.AlertPoliciesRead = alertsRead
+	if !alertsRead {
+		p.AddGap(inventory.GapAlertPolicies, inventory.ProjectName(p.ID), "the resource export does not hold this project's "+assetAlertPolicy+" assets: export that asset type for it too")
 	}
 	if len(inventory.FirestoreDatabases(p.Services)) > 0 {
 		p.AddGap(inventory.GapTTLFields, inventory.ProjectName(p.ID), "Cloud Asset Inventory does not hold Firestore TTL policies")

@@ -147,6 +147,12 @@ var defaults = map[string]map[string]any{
 	model.TypeService: {"ingress": "INGRESS_TRAFFIC_ALL"},
 }
 
+// standalone are the defaults that hold when the setting's block is absent too (an
+// absent expiration policy is the 31-day default); other defaults fill a block present on
+// that side (a retry policy without a minimum backoff), not a block that is absent (no
+// retry policy at all differs from one with the default backoffs).
+var standalone = map[string]bool{"expirationPolicy.ttl": true}
+
 // references are the settings that name a topic, which a stack may give by ID or full name.
 var references = map[string]bool{"topic": true, "deadLetterPolicy.deadLetterTopic": true}
 
@@ -180,10 +186,10 @@ func compareLeaves(declared, live map[string]any, compared []string, defs map[st
 		if !dok && strings.HasPrefix(path, "labels.") {
 			continue
 		}
-		if !dok {
+		if !dok && blockPresent(declared, path) {
 			dv = defs[path]
 		}
-		if !lok {
+		if !lok && blockPresent(live, path) {
 			lv = defs[path]
 		}
 		if references[path] {
@@ -202,6 +208,21 @@ func compareLeaves(declared, live map[string]any, compared []string, defs map[st
 		out = append(out, f)
 	}
 	return out
+}
+
+// blockPresent reports whether a default for path applies on a side with leaves: a
+// top-level setting, a standalone default, or a setting whose block the side has.
+func blockPresent(leaves map[string]any, path string) bool {
+	block, _, nested := strings.Cut(path, ".")
+	if !nested || standalone[path] {
+		return true
+	}
+	for p := range leaves {
+		if p == block || strings.HasPrefix(p, block+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // under reports whether path is one of prefixes or below one.

@@ -45,8 +45,8 @@ func policyInputs(p *inventory.Project, name string) (string, bool) {
 	return "", false
 }
 
-// addPolicies adds the IAM policy resources of p's topics and subscriptions and of the
-// project itself.
+// addPolicies adds the IAM policy resources of p's topics, subscriptions and Cloud Run
+// services and of the project itself.
 func (b *builder) addPolicies(p *inventory.Project) {
 	for _, t := range p.Topics {
 		if data, ok := policyInputs(p, t.GetName()); ok {
@@ -62,6 +62,7 @@ func (b *builder) addPolicies(p *inventory.Project) {
 			b.link("subscription", TypeSubscription, s.GetName())
 		}
 	}
+	b.addServicePolicies(p)
 	if data, ok := policyInputs(p, inventory.ProjectName(p.ID)); ok {
 		b.add(p.ID, TypeProjectIAMPolicy, p.ID, inventory.ProjectName(p.ID),
 			map[string]any{"project": p.ID, "policyData": data})

@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/run/apiv2/runpb"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 )
@@ -67,7 +68,10 @@ type Document struct {
 // Build builds the model of inv (sorted first, so the document is deterministic).
 func Build(inv *inventory.Inventory) *Document {
 	inv.Sort()
-	b := &builder{doc: &Document{byURN: map[string]int{}, byName: map[string]string{}}}
+	b := &builder{doc: newDocument(nil)}
+	for _, p := range inv.Projects {
+		b.services = append(b.services, p.Services...)
+	}
 	// Topics first: subscriptions and grants refer to them by URN.
 	for _, p := range inv.Projects {
 		for _, t := range p.Topics {
@@ -78,6 +82,10 @@ func Build(inv *inventory.Inventory) *Document {
 			b.add(p.ID, TypeTopic, inventory.ShortName(t.GetName()), t.GetName(), in)
 		}
 	}
+	// Then the Cloud Run services subscriptions push to.
+	for _, p := range inv.Projects {
+		b.addServices(p)
+	}
 	for _, p := range inv.Projects {
 		for _, s := range p.Subscriptions {
 			b.addSubscription(p, s)
@@ -85,11 +93,63 @@ func Build(inv *inventory.Inventory) *Document {
 	}
 	for _, p := range inv.Projects {
 		b.addPolicies(p)
-		b.addServices(p)
 		b.addAlertPolicies(p)
 		b.addTTLFields(p)
 	}
 	return b.doc
+}
+
+// Split divides the document into the groups of projects that refer to one another (a
+// subscription reading or dead-lettering to another project's topic, or pushing to its
+// Cloud Run service), each a document of its own: the rules then judge each group alone,
+// so what one project's audit could not read (its alert policies) does not withhold
+// verdicts on another, and like-named resources of unrelated projects are not confused.
+func (d *Document) Split() []*Document {
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(p string) string {
+		if parent[p] == "" || parent[p] == p {
+			parent[p] = p
+			return p
+		}
+		root := find(parent[p])
+		parent[p] = root
+		return root
+	}
+	for _, r := range d.Resources {
+		find(r.Project)
+		for _, dep := range r.Dependencies {
+			if t, ok := d.Resource(dep); ok && t.Project != r.Project {
+				parent[find(t.Project)] = find(r.Project)
+			}
+		}
+	}
+	var order []string
+	groups := map[string][]Resource{}
+	for _, r := range d.Resources {
+		root := find(r.Project)
+		if _, seen := groups[root]; !seen {
+			order = append(order, root)
+		}
+		groups[root] = append(groups[root], r)
+	}
+	out := make([]*Document, 0, len(order))
+	for _, root := range order {
+		out = append(out, newDocument(groups[root]))
+	}
+	return out
+}
+
+// newDocument indexes resources.
+func newDocument(resources []Resource) *Document {
+	d := &Document{Resources: resources, byURN: map[string]int{}, byName: map[string]string{}}
+	for i, r := range resources {
+		d.byURN[r.URN] = i
+		if r.Name != "" {
+			d.byName[r.Type+" "+r.Name] = r.URN
+		}
+	}
+	return d
 }
 
 // stackExport is the document `pulumi stack export` prints.
@@ -139,6 +199,8 @@ func URNOf(project, typ, name string) string {
 
 type builder struct {
 	doc *Document
+	// services are every project's Cloud Run services, which push subscriptions target.
+	services []*runpb.Service
 }
 
 // add appends a resource and returns its URN.
@@ -187,5 +249,8 @@ func (b *builder) addSubscription(p *inventory.Project, s *pubsubpb.Subscription
 	b.link("topic", TypeTopic, s.GetTopic())
 	if dlt := s.GetDeadLetterPolicy().GetDeadLetterTopic(); dlt != "" {
 		b.link("deadLetterPolicy", TypeTopic, dlt)
+	}
+	if svc := inventory.PushTarget(s, b.services); svc != nil {
+		b.link("pushConfig", TypeService, svc.GetName())
 	}
 }

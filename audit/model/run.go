@@ -6,11 +6,17 @@ import (
 	"github.com/eventpipe/eventpipe/audit/inventory"
 )
 
-// addServices adds p's Cloud Run services and their IAM policies.
+// addServices adds p's Cloud Run services.
 func (b *builder) addServices(p *inventory.Project) {
 	for _, svc := range p.Services {
+		b.add(p.ID, TypeService, inventory.ShortName(svc.GetName()), svc.GetName(), serviceInputs(p.ID, svc))
+	}
+}
+
+// addServicePolicies adds the IAM policies of p's Cloud Run services.
+func (b *builder) addServicePolicies(p *inventory.Project) {
+	for _, svc := range p.Services {
 		name := svc.GetName()
-		b.add(p.ID, TypeService, inventory.ShortName(name), name, serviceInputs(p.ID, svc))
 		if data, ok := policyInputs(p, name); ok {
 			b.add(p.ID, TypeServiceIAMPolicy, inventory.ShortName(name), name, map[string]any{
 				"name": inventory.ShortName(name), "location": inventory.LocationOf(name), "project": p.ID, "policyData": data,

@@ -53,8 +53,11 @@ func TargetOf(inv *inventory.Inventory, doc *model.Document, urn string) Target 
 	return t
 }
 
-// Where says where a finding on a resource of o is fixed.
-func Where(o Owner) string {
+// Where says where a finding on t, a resource of o, is fixed.
+func Where(o Owner, t Target) string {
+	if t.Service != "" && o.Kind == CloudFunctions {
+		return "It is the Cloud Run service of function " + o.Trigger + " (Cloud Functions, 2nd gen): fix it where the function is deployed (its code, or the flags of `gcloud functions deploy`), since a redeployment resets the service."
+	}
 	switch o.Kind {
 	case Pulumi:
 		return "Fix it in the Pulumi program that declares it and run `pulumi up`: a change made by hand is reverted by the next update."
@@ -158,7 +161,7 @@ func agent(t Target) string {
 // when the fix is made by hand (not for resources infrastructure code manages: there the
 // code is changed).
 func Fix(o Owner, ruleID string, t Target) string {
-	where := Where(o)
+	where := Where(o, t)
 	if o.Kind == Pulumi || o.Kind == Terraform {
 		return where
 	}

@@ -5,7 +5,8 @@
 //
 // The markers:
 //   - pulumi-gcp v8 labels what it creates goog-pulumi-provisioned=true (its rename of the
-//     Terraform provider's attribution label); eventpipe's components add eventpipe_* labels.
+//     Terraform provider's attribution label); eventpipe's components label what they make
+//     eventpipe_pipeline and eventpipe_env.
 //   - terraform-provider-google v6 labels what it creates goog-terraform-provisioned=true
 //     (add_terraform_attribution_label, on by default since 6.0).
 //   - A managed-by (or managed_by) label naming pulumi or terraform, a common convention.
@@ -82,8 +83,9 @@ var (
 	// eventarc-REGION-TRIGGER[-NNN]-sub-NNN; REGION is like us-west1 or europe-west2.
 	eventarcSubscription = regexp.MustCompile(`^eventarc-([a-z]+-[a-z]+[0-9]+)-(.+?)(?:-[0-9]+)?-sub-[0-9]+$`)
 	// eventarc-REGION-TRIGGER-NNN.
-	eventarcTopic   = regexp.MustCompile(`^eventarc-([a-z]+-[a-z]+[0-9]+)-(.+?)(?:-[0-9]+)?$`)
-	gcfSubscription = regexp.MustCompile(`^gcf-(.+)$`)
+	eventarcTopic = regexp.MustCompile(`^eventarc-([a-z]+-[a-z]+[0-9]+)-(.+?)(?:-[0-9]+)?$`)
+	// gcf-FUNCTION-REGION-TOPIC (older ones: gcf-FUNCTION-TOPIC, which cannot be split).
+	gcfSubscription = regexp.MustCompile(`^gcf-(.+?)-([a-z]+-[a-z]+[0-9]+)-(.+)$`)
 )
 
 // fromLabels tells the infrastructure-code owner from labels, if any marks one.
@@ -103,8 +105,8 @@ func fromLabels(labels map[string]string) (Owner, bool) {
 			return Owner{Kind: Terraform, Evidence: "label " + key + "=" + labels[key]}, true
 		}
 	}
-	for key := range labels {
-		if strings.HasPrefix(key, "eventpipe_") {
+	for _, key := range []string{"eventpipe_pipeline", "eventpipe_env"} {
+		if _, ok := labels[key]; ok {
 			return Owner{Kind: Pulumi, Evidence: "eventpipe component label " + key}, true
 		}
 	}
@@ -135,8 +137,12 @@ func OfSubscription(s *pubsubpb.Subscription, target *runpb.Service) Owner {
 		}
 		return o
 	}
-	if m := gcfSubscription.FindStringSubmatch(id); m != nil && strings.Contains(s.GetPushConfig().GetPushEndpoint(), "/_ah/push-handlers/pubsub/") {
-		return Owner{Kind: CloudFunctions, Evidence: "Cloud Functions (1st gen) subscription name " + id + " and push handler", Trigger: m[1]}
+	if strings.HasPrefix(id, "gcf-") && strings.Contains(s.GetPushConfig().GetPushEndpoint(), "/_ah/push-handlers/pubsub/") {
+		o := Owner{Kind: CloudFunctions, Evidence: "Cloud Functions (1st gen) subscription name " + id + " and push handler"}
+		if m := gcfSubscription.FindStringSubmatch(id); m != nil {
+			o.Trigger, o.Region = m[1], m[2]
+		}
+		return o
 	}
 	return Owner{Kind: Unmanaged, Evidence: "no Pulumi, Terraform, Eventarc or Cloud Functions marker"}
 }

@@ -65,6 +65,8 @@ type Project struct {
 	WithoutDLQ int
 	// DLQReaders counts the subscriptions that read a dead-letter topic.
 	DLQReaders int
+	// Unknown counts the subscriptions whose settings the source does not show.
+	Unknown int
 	// Owners counts subscriptions by who manages them.
 	Owners []Count
 	// Backlog is the oldest unacknowledged message age and its subscription, or why it is
@@ -96,6 +98,7 @@ func Build(in Input) *Summary {
 		s.Totals.Subscriptions += row.Subscriptions
 		s.Totals.WithoutDLQ += row.WithoutDLQ
 		s.Totals.DLQReaders += row.DLQReaders
+		s.Totals.Unknown += row.Unknown
 		s.Totals.Denies += row.Denies
 		s.Totals.Warnings += row.Warnings
 		s.Totals.Waived += row.Waived
@@ -139,6 +142,8 @@ func projectRow(p *inventory.Project, owners map[string]ownership.Owner, finding
 			row.Pull++
 		}
 		switch {
+		case p.Unshown[s.GetName()]:
+			row.Unknown++
 		case deadTopics[s.GetTopic()] || s.GetLabels()["eventpipe_role"] == "dlq":
 			row.DLQReaders++
 		case !hasDLQ(s):

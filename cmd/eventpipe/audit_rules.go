@@ -92,28 +92,33 @@ func (a *auditRules) list(w io.Writer) error {
 // auditFinding is a finding of the rules, as the audit command passes it around.
 type auditFinding = engine.Finding
 
-// evaluate runs the rules on the model and returns the findings, each attached to the
+// evaluate runs the rules on the model, one group of projects that refer to one another
+// at a time (see model.Document.Split), and returns the findings, each attached to the
 // model resource it concerns.
 func (a *auditRules) evaluate(ctx context.Context, doc *model.Document, source string) ([]auditFinding, int, error) {
-	data, aliases, err := engineDocument(doc)
-	if err != nil {
-		return nil, 0, &exitError{code: 2, err: err}
-	}
-	p, err := plan.Parse(data, source)
-	if err != nil {
-		return nil, 0, &exitError{code: 2, err: fmt.Errorf("reading the audit model: %w", err)}
-	}
-	findings, err := a.eng.Evaluate(ctx, p)
-	if err != nil {
-		return nil, 0, &exitError{code: 2, err: err}
-	}
-	for i := range findings {
-		if urn, ok := aliases[findings[i].URN]; ok {
-			findings[i].URN = urn
-			if r, ok := doc.Resource(urn); ok {
-				findings[i].Type, findings[i].Name = r.Type, urnName(urn)
+	var findings []auditFinding
+	for _, group := range doc.Split() {
+		data, aliases, err := engineDocument(group)
+		if err != nil {
+			return nil, 0, &exitError{code: 2, err: err}
+		}
+		p, err := plan.Parse(data, source)
+		if err != nil {
+			return nil, 0, &exitError{code: 2, err: fmt.Errorf("reading the audit model: %w", err)}
+		}
+		fs, err := a.eng.Evaluate(ctx, p)
+		if err != nil {
+			return nil, 0, &exitError{code: 2, err: err}
+		}
+		for i := range fs {
+			if urn, ok := aliases[fs[i].URN]; ok {
+				fs[i].URN = urn
+				if r, ok := doc.Resource(urn); ok {
+					fs[i].Type, fs[i].Name = r.Type, urnName(urn)
+				}
 			}
 		}
+		findings = append(findings, fs...)
 	}
 	return findings, len(doc.Resources), nil
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +15,11 @@ import (
 	"cloud.google.com/go/iam/apiv1/iampb"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/eventpipe/eventpipe/audit/live"
 	"github.com/eventpipe/eventpipe/audit/livetest"
+	"github.com/eventpipe/eventpipe/render"
 )
 
 const (
@@ -227,5 +231,171 @@ func TestAuditOwnershipAndSummary(t *testing.T) {
 	modelText, err := os.ReadFile(modelFile)
 	if err != nil || !strings.Contains(string(modelText), `"type": "gcp:pubsub/topicIAMPolicy:TopicIAMPolicy"`) {
 		t.Errorf("model (err %v) lacks the topic IAM policies:\n%.2000s", err, modelText)
+	}
+}
+
+// deployStack creates what stack declares in its project on a fresh fake and returns the
+// dial of an audit of it.
+func deployStack(t *testing.T, stack string) (*livetest.Server, *render.Result, func(context.Context) (*live.Clients, error)) {
+	t.Helper()
+	res, err := render.Render(context.Background(), render.Options{Stack: stack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resources []livetest.Resource
+	for _, s := range res.Plan.Steps {
+		resources = append(resources, livetest.Resource{Type: s.NewState.Type, Inputs: s.NewState.Inputs})
+	}
+	srv := livetest.Start(t)
+	t.Setenv(live.EmulatorEnv, srv.Addr)
+	policy := srv.Deploy(t, res.Stack.Project, resources)
+	projects := livetest.ResourceManager(t, map[string]livetest.Project{res.Stack.Project: {Number: res.Stack.ProjectNumber, Policy: policy}})
+	return srv, res, func(ctx context.Context) (*live.Clients, error) {
+		c, err := live.Dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.Projects = projects
+		return c, nil
+	}
+}
+
+// TestAuditStackDrift deploys the dev stack to the fake, audits it against the stack
+// (clean), then changes what a person changes by hand and expects the drift reported on
+// the declared resource, pointing at the stack config line that declared it.
+func TestAuditStackDrift(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(t *testing.T, srv *livetest.Server, project string)
+		urn    string // the declared resource the drift is reported on ("" for none)
+		text   string
+		rules  []string // the other findings the change causes
+	}{
+		{name: "as declared", change: func(*testing.T, *livetest.Server, string) {}},
+		{
+			name: "dead-letter policy changed by hand",
+			change: func(t *testing.T, srv *livetest.Server, project string) {
+				name := "projects/" + project + "/subscriptions/system-events-materializer"
+				sub, err := srv.Subscriptions.GetSubscription(context.Background(), &pubsubpb.GetSubscriptionRequest{Subscription: name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sub.DeadLetterPolicy.MaxDeliveryAttempts = 7
+				if _, err := srv.Subscriptions.UpdateSubscription(context.Background(), &pubsubpb.UpdateSubscriptionRequest{
+					Subscription: sub, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"dead_letter_policy"}},
+				}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			urn:  "urn:pulumi:dev::eventpipe::eventpipe:components:Pipeline$eventpipe:components:Subscription$gcp:pubsub/subscription:Subscription::system-events-materializer",
+			text: "deadLetterPolicy.maxDeliveryAttempts is 7 live, 5 in the stack",
+		},
+		{
+			name: "service agent grant removed by hand",
+			change: func(t *testing.T, srv *livetest.Server, project string) {
+				srv.Policy(t, "projects/"+project+"/topics/system-events-materializer.dlq")
+			},
+			urn:   "urn:pulumi:dev::eventpipe::eventpipe:components:Pipeline$eventpipe:components:Subscription$gcp:pubsub/topicIAMMember:TopicIAMMember::system-events-materializer-dlq-agent-publisher",
+			text:  "roles/pubsub.publisher serviceAccount:service-100000000001@gcp-sa-pubsub.iam.gserviceaccount.com is declared in the stack but does not exist live",
+			rules: []string{"EP006"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, res, dial := deployStack(t, "dev")
+			tc.change(t, srv, res.Stack.Project)
+			out := runAuditCLI(t, dial, "--stack", "dev", "-o", "json")
+			got := decode(t, out)
+			var drift, rules []string
+			for _, f := range got.Findings {
+				if f.RuleID == "EP200" {
+					drift = append(drift, f.URN)
+					if !strings.Contains(f.Message, tc.text) {
+						t.Errorf("drift message %q lacks %q", f.Message, tc.text)
+					}
+					if f.Location == nil || f.Location.File != "stacks/Pulumi.dev.yaml" || f.Location.Line == 0 {
+						t.Errorf("drift location %+v, want a line of stacks/Pulumi.dev.yaml", f.Location)
+					}
+				} else {
+					rules = append(rules, f.RuleID)
+				}
+			}
+			if !slices.Equal(rules, tc.rules) {
+				t.Errorf("rule findings %v, want %v\n%s", rules, tc.rules, out.stdout)
+			}
+			var want []string
+			if tc.urn != "" {
+				want = []string{tc.urn}
+			}
+			if !slices.Equal(drift, want) {
+				t.Fatalf("drift on %v, want %v\n%s\n%s", drift, want, out.stdout, out.stderr)
+			}
+			if wantCode := min(len(want), 1); out.code != wantCode {
+				t.Fatalf("exit code %d, want %d", out.code, wantCode)
+			}
+		})
+	}
+}
+
+// TestAuditCloudAssetInventory audits an organisation from its Cloud Asset Inventory
+// exports (three projects: one only in search results) and checks each finding, the
+// owner it names, and the summary.
+func TestAuditCloudAssetInventory(t *testing.T) {
+	data := filepath.Join("..", "..", "audit", "cai", "testdata")
+	md := filepath.Join(t.TempDir(), "org.md")
+	res := runCheckCLI(t, "", "audit", "-o", "json", "--summary", md,
+		"--cai-resources", filepath.Join(data, "resources.json"),
+		"--cai-iam", filepath.Join(data, "iam.json"),
+		"--cai-search", filepath.Join(data, "search.json"))
+	if res.code != 1 {
+		t.Fatalf("exit code %d, want 1\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	var out struct {
+		Findings []struct {
+			RuleID string `json:"ruleId"`
+			URN    string `json:"urn"`
+			Note   string `json:"note"`
+			Fix    string `json:"fix"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range out.Findings {
+		owner, _, _ := strings.Cut(strings.TrimPrefix(f.Note, "managed by "), " (")
+		got = append(got, f.RuleID+" "+strings.TrimPrefix(f.URN, "urn:pulumi:live::")+" "+owner)
+	}
+	sort.Strings(got)
+	want := []string{
+		"EP001 legacy-ops::gcp:pubsub/subscription:Subscription::audit-sink no infrastructure code",
+		"EP001 payments-dev::gcp:pubsub/subscription:Subscription::gcf-ledger-writer-europe-west1-ledger Cloud Functions",
+		"EP001 payments-dev::gcp:pubsub/subscription:Subscription::ledger-to-bq no infrastructure code",
+		"EP001 shop-prod::gcp:pubsub/subscription:Subscription::eventarc-europe-west1-invoice-trigger-412-sub-931 Cloud Functions",
+		"EP003 payments-dev::gcp:pubsub/subscription:Subscription::gcf-ledger-writer-europe-west1-ledger Cloud Functions",
+		"EP008 payments-dev::gcp:pubsub/subscription:Subscription::gcf-ledger-writer-europe-west1-ledger Cloud Functions",
+		"EP010 shop-prod::gcp:cloudrunv2/serviceIamPolicy:ServiceIamPolicy::invoice Cloud Functions",
+		"EP011 payments-dev::gcp:pubsub/subscription:Subscription::gcf-ledger-writer-europe-west1-ledger Cloud Functions",
+		"EP015 payments-dev::gcp:pubsub/subscription:Subscription::ledger-archive Pulumi",
+		"EP104 payments-dev::gcp:pubsub/subscription:Subscription::gcf-ledger-writer-europe-west1-ledger Cloud Functions",
+		"EP104 payments-dev::gcp:pubsub/subscription:Subscription::ledger-archive Pulumi",
+		"EP104 payments-dev::gcp:pubsub/subscription:Subscription::ledger-to-bq no infrastructure code",
+		"EP104 shop-prod::gcp:pubsub/subscription:Subscription::eventarc-europe-west1-invoice-trigger-412-sub-931 Cloud Functions",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	summary, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"| legacy-ops | 2 (0 push, 2 pull, 0 BigQuery, 0 Cloud Storage) | 1 (1 not shown) |",
+		"| payments-dev | 3 (1 push, 0 pull, 1 BigQuery, 1 Cloud Storage) | 3 |",
+		"| shop-prod | 3 (2 push, 1 pull, 0 BigQuery, 0 Cloud Storage) | 1 |",
+	} {
+		if !strings.Contains(string(summary), line) {
+			t.Errorf("summary lacks %q:\n%s", line, summary)
+		}
 	}
 }
