@@ -68,7 +68,9 @@ func loadAuditRules(ctx context.Context, configPath, env, evaluator string, with
 		return nil, &exitError{code: 2, err: fmt.Errorf("loading policy rules: %w", err)}
 	}
 	a := &auditRules{eng: eng, cfg: cfg, drift: withDrift}
-	if err := cfg.Validate(a.rules()); err != nil {
+	// The drift rule is known with or without a stack, so one configuration file serves
+	// every audit.
+	if err := cfg.Validate(append(slices.Clone(eng.Rules()), driftRule())); err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("%s: %w", configPath, err)}
 	}
 	return a, nil

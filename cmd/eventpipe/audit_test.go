@@ -399,3 +399,90 @@ func TestAuditCloudAssetInventory(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditConfigurationFormatsAndExitCodes checks that the audit takes the check's
+// configuration file (thresholds, waivers, expired waivers), writes every report format,
+// and exits as the check does.
+func TestAuditConfigurationFormatsAndExitCodes(t *testing.T) {
+	tp := cleanTopology()
+	tp.sub.DeadLetterPolicy.MaxDeliveryAttempts = 20 // EP002 with the default range 5-10
+	tp.sub.RetryPolicy = nil                         // EP003
+	dial := tp.create(t)
+	dir := t.TempDir()
+	config := func(text string) string {
+		path := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cases := []struct {
+		name   string
+		config string
+		args   []string
+		want   []string
+		code   int
+	}{
+		{name: "defaults", want: []string{"deny:EP002", "deny:EP003"}, code: 1},
+		{name: "threshold widened", config: "thresholds:\n  deny_dead_letter_attempts_out_of_range: {max: 25}\n", want: []string{"deny:EP003"}, code: 1},
+		{name: "waived", code: 0, want: []string{"deny:EP002", "deny:EP003"},
+			config: "waivers:\n  - {rule: EP002, urn: 'urn:pulumi:live::shop::*::orders-sub', reason: raised for the backfill, expires: '2999-01-01'}\n" +
+				"  - {rule: EP003, urn: 'urn:pulumi:live::shop::*', reason: consumer backs off itself, expires: '2999-01-01'}\n"},
+		{name: "expired waiver", code: 1, want: []string{"deny:EP000", "deny:EP002", "deny:EP003"},
+			config: "waivers:\n  - {rule: EP002, urn: 'urn:pulumi:live::shop::*', reason: old, expires: '2001-01-01'}\n"},
+		{name: "unknown rule in a waiver", code: 2, config: "waivers:\n  - {rule: EP999, urn: '*', reason: x, expires: '2999-01-01'}\n"},
+		{name: "drift waiver without a stack", code: 1, want: []string{"deny:EP002", "deny:EP003"},
+			config: "waivers:\n  - {rule: EP200, urn: 'urn:pulumi:prod::*', reason: hand-tuned in prod, expires: '2999-01-01'}\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"--project", shop, "-o", "json"}
+			if tc.config != "" {
+				args = append(args, "--config", config(tc.config))
+			}
+			res := runAuditCLI(t, dial, args...)
+			if res.code != tc.code {
+				t.Fatalf("exit code %d, want %d\n%s\n%s", res.code, tc.code, res.stdout, res.stderr)
+			}
+			if tc.code == 2 {
+				return
+			}
+			if got := decode(t, res).ids(); !slices.Equal(got, tc.want) {
+				t.Fatalf("findings %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for format, marker := range map[string]string{"sarif": `"version": "2.1.0"`, "junit": "<testsuites", "github": "::error", "text": "DENY   EP002"} {
+		if res := runAuditCLI(t, dial, "--project", shop, "-o", format); res.code != 1 || !strings.Contains(res.stdout, marker) {
+			t.Errorf("-o %s: exit %d, output lacks %q:\n%s", format, res.code, marker, res.stdout)
+		}
+	}
+}
+
+func TestAuditUsageErrors(t *testing.T) {
+	cases := [][]string{
+		{},
+		{"--project", "p", "-o", "yaml"},
+		{"--project", "p", "--summary", "out.pdf"},
+		{"--project", "p", "--cai-resources", "x.json"},
+		{"--cai-resources", filepath.Join(t.TempDir(), "absent.json")},
+		{"--stack", "nosuchstack"},
+		{"--project", "p", "--evaluator", "fast"},
+	}
+	for _, args := range cases {
+		res := runAuditCLI(t, func(context.Context) (*live.Clients, error) {
+			t.Fatalf("%v: dialled Google", args)
+			return nil, nil
+		}, args...)
+		if res.code != 2 || res.stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, res.code, res.stderr)
+		}
+	}
+}
+
+func TestAuditListRules(t *testing.T) {
+	res := runCheckCLI(t, "", "audit", "--list-rules")
+	if res.code != 0 || !strings.Contains(res.stdout, "EP200") || !strings.Contains(res.stdout, "EP001") || !strings.Contains(res.stdout, "EP000") {
+		t.Fatalf("exit %d:\n%s", res.code, res.stdout)
+	}
+}
