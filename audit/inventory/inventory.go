@@ -155,3 +155,31 @@ func (inv *Inventory) Sort() {
 		})
 	}
 }
+
+// GapGroup is the gaps of one kind and reason: a denied permission is one line, not one
+// per resource.
+type GapGroup struct {
+	Kind   GapKind
+	Reason string
+	// Resources are the resources concerned, in order of appearance.
+	Resources []string
+}
+
+// GroupGaps groups gaps by kind and reason, in order of first appearance.
+func GroupGaps(gaps []Gap) []GapGroup {
+	var out []GapGroup
+	index := map[[2]string]int{}
+	for _, g := range gaps {
+		key := [2]string{string(g.Kind), g.Reason}
+		i, ok := index[key]
+		if !ok {
+			i = len(out)
+			index[key] = i
+			out = append(out, GapGroup{Kind: g.Kind, Reason: g.Reason})
+		}
+		if g.Resource != "" {
+			out[i].Resources = append(out[i].Resources, g.Resource)
+		}
+	}
+	return out
+}

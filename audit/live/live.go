@@ -210,10 +210,14 @@ func (r *reader) read(ctx context.Context) error {
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("project %s: %w", r.p.ID, err)
 	}
-	for _, gap := range r.p.Gaps {
+	for _, g := range inventory.GroupGaps(r.p.Gaps) {
+		first := ""
+		if len(g.Resources) > 0 {
+			first = g.Resources[0]
+		}
 		r.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "audit could not read",
-			slog.String("project", r.p.ID), slog.String("kind", string(gap.Kind)),
-			slog.String("resource", gap.Resource), slog.String("reason", gap.Reason))
+			slog.String("project", r.p.ID), slog.String("kind", string(g.Kind)), slog.Int("resources", len(g.Resources)),
+			slog.String("first", first), slog.String("reason", g.Reason))
 	}
 	r.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "project read", slog.String("project", r.p.ID),
 		slog.Int("topics", len(r.p.Topics)), slog.Int("subscriptions", len(r.p.Subscriptions)),

@@ -8,6 +8,7 @@ package summary
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -74,7 +75,30 @@ type Project struct {
 	Backlog                  string
 	Denies, Warnings, Waived int
 	Findings                 []Finding
-	Gaps                     []inventory.Gap
+	// Gaps are what could not be read, grouped by kind and reason.
+	Gaps []Gap
+}
+
+// Gap is one kind of thing not read for one reason, with how many resources and a few
+// of their names.
+type Gap struct {
+	Kind     string
+	Reason   string
+	Count    int
+	Examples []string
+}
+
+// maxExamples is how many resource names a gap line shows.
+const maxExamples = 3
+
+func gaps(p *inventory.Project) []Gap {
+	var out []Gap
+	for _, g := range inventory.GroupGaps(p.Gaps) {
+		// A project-wide gap (alert policies, backlog) names no resource of its own.
+		resources := slices.DeleteFunc(g.Resources, func(r string) bool { return r == inventory.ProjectName(p.ID) })
+		out = append(out, Gap{Kind: string(g.Kind), Reason: g.Reason, Count: len(resources), Examples: resources[:min(len(resources), maxExamples)]})
+	}
+	return out
 }
 
 // Count is a labelled number.
@@ -108,6 +132,9 @@ func Build(in Input) *Summary {
 	}
 	// Findings of no audited project (an expired waiver) are listed on their own.
 	for id, fs := range byProject {
+		if id == "" {
+			id = "configuration"
+		}
 		row := Project{ID: id, Backlog: "—"}
 		row.Findings = fs
 		tally(&row)
@@ -122,7 +149,7 @@ func Build(in Input) *Summary {
 }
 
 func projectRow(p *inventory.Project, owners map[string]ownership.Owner, findings []Finding) Project {
-	row := Project{ID: p.ID, Subscriptions: len(p.Subscriptions), Findings: findings, Gaps: p.Gaps}
+	row := Project{ID: p.ID, Subscriptions: len(p.Subscriptions), Findings: findings, Gaps: gaps(p)}
 	deadTopics := map[string]bool{}
 	for _, s := range p.Subscriptions {
 		if t := s.GetDeadLetterPolicy().GetDeadLetterTopic(); t != "" {

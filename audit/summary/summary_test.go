@@ -27,6 +27,9 @@ func input() Input {
 	shop.AddGap(inventory.GapAlertPolicies, "projects/shop", "permission denied | monitoring.alertPolicies.list")
 	quiet := &inventory.Project{ID: "quiet"}
 	quiet.AddGap(inventory.GapBacklog, "projects/quiet", "Monitoring API not enabled")
+	for _, topic := range []string{"a", "b", "c", "d"} {
+		quiet.AddGap(inventory.GapPolicy, "projects/quiet/topics/"+topic, "denied")
+	}
 	return Input{
 		Source: "live shop, quiet", Generated: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Inventory: &inventory.Inventory{Projects: []*inventory.Project{shop, quiet}},
@@ -53,11 +56,13 @@ func TestMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"verdict: **FAILED** (3 denies, 0 warnings, 1 waived)",
 		"| shop | 4 (1 push, 2 pull, 1 BigQuery, 0 Cloud Storage) | 1 (1 not shown) | 3h2m0s (orders.dlq-sub) | 1 Terraform, 1 no infrastructure code | 2 | 0 | 1 |",
-		"| quiet | 0 (0 push, 0 pull, 0 BigQuery, 0 Cloud Storage) | 0 | Monitoring API not enabled | — | 0 | 0 | 1 |",
+		"| quiet | 0 (0 push, 0 pull, 0 BigQuery, 0 Cloud Storage) | 0 | Monitoring API not enabled | — | 0 | 0 | 5 |",
 		"| **all** | 4 | 1 (1 not shown) |",
 		`| high | EP001 No DLQ | audit | a \| b |`,
 		"| low (waived) | EP011 Expires |",
-		"- shop: alert-policies projects/shop: permission denied \\| monitoring.alertPolicies.list",
+		"- shop: alert-policies: permission denied \\| monitoring.alertPolicies.list",
+		"## configuration",
+		"- quiet: iam-policy (4: projects/quiet/topics/a, projects/quiet/topics/b, projects/quiet/topics/c, …): denied",
 		"EP000 Expired waiver",
 	} {
 		if !strings.Contains(md, want) {

@@ -18,6 +18,15 @@ var htmlSource string
 var funcs = map[string]any{
 	"cell":   cell,
 	"owners": ownersText,
+	"join":   func(list []string) string { return strings.Join(list, ", ") },
+	// gapCount is how many things were not read: resources, or one for a project-wide gap.
+	"gapCount": func(gs []Gap) int {
+		n := 0
+		for _, g := range gs {
+			n += max(g.Count, 1)
+		}
+		return n
+	},
 	"verdict": func(failed bool) string {
 		if failed {
 			return "FAILED"
