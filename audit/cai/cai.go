@@ -293,7 +293,7 @@ func (r *reader) resource(name, assetType string, body *structpb.Struct, ancesto
 				return fmt.Errorf("%s: the resource data is not a Pub/Sub Topic: %w", name, err)
 			}
 			t.Name = full
-			p.Topics = replaceTopic(p.Topics, t)
+			p.Topics = replaceByName(p.Topics, t)
 			p.SetUnshown(full, unshown)
 		case assetSubscription:
 			s := &pubsubpb.Subscription{}
@@ -307,7 +307,7 @@ func (r *reader) resource(name, assetType string, body *structpb.Struct, ancesto
 			if dlp := s.GetDeadLetterPolicy(); dlp != nil && dlp.DeadLetterTopic != "" {
 				dlp.DeadLetterTopic = withProject(dlp.DeadLetterTopic, r.projectID(inventory.ProjectOf(dlp.DeadLetterTopic)))
 			}
-			p.Subscriptions = replaceSubscription(p.Subscriptions, s)
+			p.Subscriptions = replaceByName(p.Subscriptions, s)
 			p.SetUnshown(full, unshown)
 		case assetService:
 			svc, err := service(data, full)
@@ -351,24 +351,15 @@ func withProject(rel, project string) string {
 	return "projects/" + project + strings.TrimPrefix(rel, "projects/"+old)
 }
 
-func replaceTopic(list []*pubsubpb.Topic, t *pubsubpb.Topic) []*pubsubpb.Topic {
-	for i, x := range list {
-		if x.GetName() == t.GetName() {
-			list[i] = t
+// replaceByName replaces the element of list named like x, or appends x.
+func replaceByName[T interface{ GetName() string }](list []T, x T) []T {
+	for i, e := range list {
+		if e.GetName() == x.GetName() {
+			list[i] = x
 			return list
 		}
 	}
-	return append(list, t)
-}
-
-func replaceSubscription(list []*pubsubpb.Subscription, s *pubsubpb.Subscription) []*pubsubpb.Subscription {
-	for i, x := range list {
-		if x.GetName() == s.GetName() {
-			list[i] = s
-			return list
-		}
-	}
-	return append(list, s)
+	return append(list, x)
 }
 
 // policyAsset reads one exported IAM policy.

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -156,7 +157,7 @@ func Read(ctx context.Context, c *Clients, opts Options) (*inventory.Inventory, 
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	inv := &inventory.Inventory{Source: "live"}
+	inv := &inventory.Inventory{Source: "live " + strings.Join(opts.Projects, ", ")}
 	projects := make([]*inventory.Project, len(opts.Projects))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, id := range opts.Projects {

@@ -22,28 +22,19 @@ type Target struct {
 	Region  string
 }
 
-// TargetOf is the target of a finding on the resource urn of doc.
-func TargetOf(inv *inventory.Inventory, doc *model.Document, urn string) Target {
-	r, ok := doc.Resource(urn)
+// Target is the target of a finding on the resource urn.
+func (e *Estate) Target(urn string) Target {
+	r, ok := e.doc.Resource(urn)
 	if !ok {
 		return Target{}
 	}
-	t := Target{Project: r.Project}
-	for _, p := range inv.Projects {
-		if p.ID == r.Project {
-			t.Number = p.Number
-		}
-	}
+	t := Target{Project: r.Project, Number: e.numbers[r.Project]}
 	switch r.Type {
 	case model.TypeSubscription, model.TypeSubscriptionIAMPolicy:
 		t.Subscription = r.Name
-		for _, p := range inv.Projects {
-			for _, s := range p.Subscriptions {
-				if s.GetName() == r.Name {
-					t.Topic = s.GetTopic()
-					t.DeadLetterTopic = s.GetDeadLetterPolicy().GetDeadLetterTopic()
-				}
-			}
+		if s, ok := e.subs[r.Name]; ok {
+			t.Topic = s.GetTopic()
+			t.DeadLetterTopic = s.GetDeadLetterPolicy().GetDeadLetterTopic()
 		}
 	case model.TypeTopic, model.TypeTopicIAMPolicy:
 		t.Topic = r.Name

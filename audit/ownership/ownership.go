@@ -179,42 +179,61 @@ func OfService(svc *runpb.Service) Owner {
 	return Owner{Kind: Unmanaged, Evidence: "no Pulumi, Terraform or Cloud Functions marker"}
 }
 
-// Classify tells the owner of every resource of doc: a topic, subscription or service by
-// its markers, an IAM policy by the resource it is attached to. Placeholders of unread
-// data have no owner.
-func Classify(inv *inventory.Inventory, doc *model.Document) map[string]Owner {
+// Estate is who manages each resource of a model, and what a fix on each acts on.
+type Estate struct {
+	// Owners are the owners by URN: of topics, subscriptions and services, and of IAM
+	// policies (their resource's owner). Placeholders of unread data have none.
+	Owners map[string]Owner
+
+	doc     *model.Document
+	numbers map[string]string
+	subs    map[string]*pubsubpb.Subscription
+}
+
+// Classify tells the owner of every resource of doc, the model of inv.
+func Classify(inv *inventory.Inventory, doc *model.Document) *Estate {
+	e := &Estate{Owners: map[string]Owner{}, doc: doc, numbers: map[string]string{}, subs: map[string]*pubsubpb.Subscription{}}
 	topics := map[string]*pubsubpb.Topic{}
-	subs := map[string]*pubsubpb.Subscription{}
 	services := map[string]*runpb.Service{}
 	var allServices []*runpb.Service
 	for _, p := range inv.Projects {
+		e.numbers[p.ID] = p.Number
 		for _, t := range p.Topics {
 			topics[t.GetName()] = t
 		}
 		for _, s := range p.Subscriptions {
-			subs[s.GetName()] = s
+			e.subs[s.GetName()] = s
 		}
 		for _, svc := range p.Services {
 			services[svc.GetName()] = svc
 		}
 		allServices = append(allServices, p.Services...)
 	}
-	out := map[string]Owner{}
 	for _, r := range doc.Resources {
 		switch r.Type {
 		case model.TypeTopic, model.TypeTopicIAMPolicy:
 			if t, ok := topics[r.Name]; ok {
-				out[r.URN] = OfTopic(t)
+				e.Owners[r.URN] = OfTopic(t)
 			}
 		case model.TypeSubscription, model.TypeSubscriptionIAMPolicy:
-			if s, ok := subs[r.Name]; ok {
-				out[r.URN] = OfSubscription(s, inventory.PushTarget(s, allServices))
+			if s, ok := e.subs[r.Name]; ok {
+				e.Owners[r.URN] = OfSubscription(s, inventory.PushTarget(s, allServices))
 			}
 		case model.TypeService, model.TypeServiceIAMPolicy:
 			if svc, ok := services[r.Name]; ok {
-				out[r.URN] = OfService(svc)
+				e.Owners[r.URN] = OfService(svc)
 			}
 		}
 	}
-	return out
+	return e
+}
+
+// Fix is the owner of the resource urn and where a finding of rule ruleID on it is
+// fixed; ok is false for a resource of no known owner.
+func (e *Estate) Fix(urn, ruleID string) (owner Owner, fix string, ok bool) {
+	o, ok := e.Owners[urn]
+	if !ok {
+		return Owner{}, "", false
+	}
+	return o, Fix(o, ruleID, e.Target(urn)), true
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -128,10 +127,11 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) 
 		return usageError("nothing to audit: give --project ID (repeatable), --cai-resources/--cai-iam/--cai-search files, or --stack ENV")
 	}
 
-	inv, source, err := readInventory(ctx, opts, fromCAI, logger)
+	inv, err := readInventory(ctx, opts, fromCAI, logger)
 	if err != nil {
 		return err
 	}
+	source := inv.Source
 	doc := model.Build(inv)
 	if opts.modelOut != "" {
 		if err := writeModel(opts.modelOut, doc); err != nil {
@@ -142,13 +142,13 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) 
 	if err != nil {
 		return err
 	}
-	owners := ownership.Classify(inv, doc)
+	estate := ownership.Classify(inv, doc)
 	annotate(findings, func(urn, ruleID string) (string, string) {
-		o, ok := owners[urn]
+		o, fix, ok := estate.Fix(urn, ruleID)
 		if !ok {
 			return "", ""
 		}
-		return o.String(), ownership.Fix(o, ruleID, ownership.TargetOf(inv, doc, urn))
+		return o.String(), fix
 	})
 	if stack != nil {
 		findings = append(findings, driftFindings(drift.Compare(declared(stack.Plan), doc, inv), stackLocator(stack))...)
@@ -162,31 +162,8 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) 
 		return err
 	}
 	denies, warnings, waived, failed := verdict(rep)
-	if len(opts.summaries) > 0 {
-		subOwners := map[string]ownership.Owner{}
-		for urn, o := range owners {
-			if r, ok := doc.Resource(urn); ok && r.Type == model.TypeSubscription {
-				subOwners[r.Name] = o
-			}
-		}
-		stackProject := ""
-		if stack != nil {
-			stackProject = stack.Stack.Project
-		}
-		sum := summary.Build(summary.Input{
-			Source: source, Generated: opts.now(), Inventory: inv, Owners: subOwners, Failed: failed,
-			Findings: summaryFindings(rep, func(urn string) string {
-				if r, ok := doc.Resource(urn); ok {
-					return r.Project
-				}
-				return stackProject
-			}),
-		})
-		for _, path := range opts.summaries {
-			if err := writeSummary(path, sum); err != nil {
-				return err
-			}
-		}
+	if err := writeSummaries(opts, inv, doc, estate, stack, rep, failed); err != nil {
+		return err
 	}
 	logger.LogAttrs(ctx, slog.LevelInfo, "audit finished",
 		slog.String("source", source), slog.Int("projects", len(inv.Projects)), slog.Int("resources", resources),
@@ -198,30 +175,26 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) 
 }
 
 // readInventory reads the estate from the Cloud Asset Inventory files or the live projects.
-func readInventory(ctx context.Context, opts auditOptions, fromCAI bool, logger *slog.Logger) (*inventory.Inventory, string, error) {
+func readInventory(ctx context.Context, opts auditOptions, fromCAI bool, logger *slog.Logger) (*inventory.Inventory, error) {
 	if fromCAI {
 		inv, err := cai.Read(cai.Files{Resources: opts.caiResources, IAM: opts.caiIAM, Search: opts.caiSearch})
 		if err != nil {
-			return nil, "", &exitError{code: 2, err: err}
+			return nil, &exitError{code: 2, err: err}
 		}
-		files := append(append(append([]string{}, opts.caiResources...), opts.caiIAM...), opts.caiSearch...)
-		return inv, "cloud asset inventory " + strings.Join(files, ", "), nil
+		return inv, nil
 	}
 	clients, err := opts.dial(ctx)
 	if err != nil {
-		return nil, "", &exitError{code: 2, err: err}
+		return nil, &exitError{code: 2, err: err}
 	}
 	defer clients.Close()
 	inv, err := live.Read(ctx, clients, live.Options{
 		Projects: opts.projects, Now: opts.now, BacklogWindow: opts.backlogWindow, Logger: logger,
 	})
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return nil, "", &exitError{code: 2, err: err}
-		}
-		return nil, "", &exitError{code: 2, err: fmt.Errorf("reading live projects: %w", err)}
+		return nil, &exitError{code: 2, err: fmt.Errorf("reading live projects: %w", err)}
 	}
-	return inv, "live " + strings.Join(opts.projects, ", "), nil
+	return inv, nil
 }
 
 // declared are the stack's custom resources, for the drift comparison.
@@ -252,6 +225,38 @@ func writeModel(path string, doc *model.Document) error {
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("writing the audit model: %w", err)}
+	}
+	return nil
+}
+
+// writeSummaries writes the summary to each --summary file.
+func writeSummaries(opts auditOptions, inv *inventory.Inventory, doc *model.Document, estate *ownership.Estate, stack *render.Result, rep *auditReport, failed bool) error {
+	if len(opts.summaries) == 0 {
+		return nil
+	}
+	subOwners := map[string]ownership.Owner{}
+	for urn, o := range estate.Owners {
+		if r, ok := doc.Resource(urn); ok && r.Type == model.TypeSubscription {
+			subOwners[r.Name] = o
+		}
+	}
+	stackProject := ""
+	if stack != nil {
+		stackProject = stack.Stack.Project
+	}
+	sum := summary.Build(summary.Input{
+		Source: inv.Source, Generated: opts.now(), Inventory: inv, Owners: subOwners, Failed: failed,
+		Findings: summaryFindings(rep, func(urn string) string {
+			if r, ok := doc.Resource(urn); ok {
+				return r.Project
+			}
+			return stackProject // drift findings are on the stack's URNs
+		}),
+	})
+	for _, path := range opts.summaries {
+		if err := writeSummary(path, sum); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -91,8 +91,12 @@ func (a *auditRules) list(w io.Writer) error {
 	return listRules(w, append(a.eng.Rules(), driftRule()))
 }
 
-// auditFinding is a finding of the rules, as the audit command passes it around.
-type auditFinding = engine.Finding
+// auditFinding is a finding of the rules, and auditReport a report of them, as the audit
+// command passes them around.
+type (
+	auditFinding = engine.Finding
+	auditReport  = report.Report
+)
 
 // evaluate runs the rules on the model, one group of projects that refer to one another
 // at a time (see model.Document.Split), and returns the findings, each attached to the
@@ -237,7 +241,7 @@ func driftFindings(diffs []drift.Difference, locate func(urn string) (file strin
 
 // finish applies the waivers (and reports expired ones), writes the report in format and
 // returns it with its verdict.
-func (a *auditRules) finish(w io.Writer, format string, findings []auditFinding, source, inputFormat string, resources int, failOnWarn bool, now time.Time) (*report.Report, error) {
+func (a *auditRules) finish(w io.Writer, format string, findings []auditFinding, source, inputFormat string, resources int, failOnWarn bool, now time.Time) (*auditReport, error) {
 	findings = a.cfg.Apply(findings, now)
 	engine.Sort(findings)
 	rep := &report.Report{
@@ -255,7 +259,7 @@ func validAuditFormat(format string) bool { return validFormat(report.Format(for
 
 // summaryFindings converts the report's findings for the summary; project names the
 // project of a URN.
-func summaryFindings(rep *report.Report, project func(urn string) string) []summary.Finding {
+func summaryFindings(rep *auditReport, project func(urn string) string) []summary.Finding {
 	out := make([]summary.Finding, 0, len(rep.Findings))
 	for _, f := range rep.Findings {
 		out = append(out, summary.Finding{
@@ -275,7 +279,7 @@ func resourceLabel(f engine.Finding) string {
 }
 
 // verdict is the report's counts and whether it fails.
-func verdict(rep *report.Report) (denies, warnings, waived int, failed bool) {
+func verdict(rep *auditReport) (denies, warnings, waived int, failed bool) {
 	denies, warnings, waived = rep.Counts()
 	return denies, warnings, waived, rep.Failed()
 }
