@@ -36,8 +36,8 @@ func driftRule() engine.Rule {
 	}
 }
 
-// auditRules are the loaded rules, the check configuration and the environment whose
-// thresholds apply.
+// auditRules are the loaded rules (with one environment's thresholds) and the check
+// configuration whose waivers apply; drift says whether the audit compares with a stack.
 type auditRules struct {
 	eng   *engine.Engine
 	cfg   *checkconfig.Config
