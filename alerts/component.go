@@ -11,13 +11,29 @@ import (
 )
 
 // ComponentType is the Pulumi type token of the alerts component.
-const ComponentType = "eventpipe:alerts:Alerts"
+const ComponentType = "eventpipe:index:Alerts"
+
+// formerComponentType is the token stacks deployed before the components
+// became a package recorded; the alias keeps their resources in place.
+const formerComponentType = "eventpipe:alerts:Alerts"
 
 // Args are the inputs of New.
 type Args struct {
+	// Target is what the alerts watch.
 	Target Target
-	// Config holds the environment's thresholds; start from Defaults().
+	// Config holds the environment's thresholds; unset values take Defaults().
 	Config Config
+	// Project is the project the metrics and policies are created in, when
+	// it is only known at deploy time (another resource's output); nil uses
+	// Target.Project.
+	Project pulumi.StringInput
+	// CriticalChannels and WarningChannels replace Target.Channels when the
+	// channels are only known at deploy time; nil uses Target.Channels.
+	CriticalChannels, WarningChannels pulumi.StringArrayInput
+	// Expand turns the runbook text into the policy's documentation. The
+	// Pipeline component uses it to fill in names only known at deploy time;
+	// nil keeps the text as rendered.
+	Expand func(string) pulumi.StringInput
 }
 
 // Alerts is one pipeline's log-based metrics, alert policies and ack-ratio
@@ -36,7 +52,7 @@ type Alerts struct {
 // New validates args and declares the alerts of one pipeline. name must be
 // unique in the stack; every child's name starts with it.
 func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Alerts, error) {
-	plan, err := NewPlan(args.Target, args.Config)
+	plan, err := NewPlan(args.Target, args.Config.WithDefaults())
 	if err != nil {
 		return nil, fmt.Errorf("alerts %s: %w", name, err)
 	}
@@ -46,11 +62,29 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		Policies: map[string]*monitoring.AlertPolicy{},
 		SLOs:     map[string]*monitoring.Slo{},
 	}
+	opts = append(opts[:len(opts):len(opts)], pulumi.Aliases([]pulumi.Alias{{Type: pulumi.String(formerComponentType)}}))
 	if err := ctx.RegisterComponentResource(ComponentType, name, a, opts...); err != nil {
 		return nil, fmt.Errorf("alerts %s: register component: %w", name, err)
 	}
 	child := pulumi.Parent(a)
-	project := pulumi.String(args.Target.Project)
+	var project pulumi.StringInput = pulumi.String(args.Target.Project)
+	if args.Project != nil {
+		project = args.Project
+	}
+	channels := map[Severity]pulumi.StringArrayInput{
+		Critical: pulumi.ToStringArray(args.Target.Channels.Critical),
+		Warning:  pulumi.ToStringArray(args.Target.Channels.Warning),
+	}
+	if args.CriticalChannels != nil {
+		channels[Critical] = args.CriticalChannels
+	}
+	if args.WarningChannels != nil {
+		channels[Warning] = args.WarningChannels
+	}
+	expand := args.Expand
+	if expand == nil {
+		expand = func(s string) pulumi.StringInput { return pulumi.String(s) }
+	}
 
 	var metricDeps []pulumi.Resource
 	for _, m := range plan.Metrics {
@@ -80,7 +114,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	}
 
 	for _, p := range plan.Policies {
-		res, err := monitoring.NewAlertPolicy(ctx, name+"-"+strings.ReplaceAll(p.Key, "/", "-"), policyArgs(project, p),
+		res, err := monitoring.NewAlertPolicy(ctx, name+"-"+strings.ReplaceAll(p.Key, "/", "-"), policyArgs(project, args.Target, p, channels[p.Severity], expand(p.Documentation)),
 			// Policies on log-based metrics fail to create before the metric
 			// exists; ordering on every metric is cheap and always right.
 			child, pulumi.DependsOn(metricDeps))
@@ -146,8 +180,8 @@ func sloServiceID(t Target) string {
 	return labelValue("eventpipe-" + t.Env + "-" + t.Pipeline)
 }
 
-// policyArgs converts a PolicySpec to the provider's arguments.
-func policyArgs(project pulumi.StringInput, p PolicySpec) *monitoring.AlertPolicyArgs {
+// policyArgs converts a PolicySpec of target t to the provider's arguments.
+func policyArgs(project pulumi.StringInput, t Target, p PolicySpec, channels pulumi.StringArrayInput, doc pulumi.StringInput) *monitoring.AlertPolicyArgs {
 	conds := monitoring.AlertPolicyConditionArray{}
 	for _, c := range p.Conditions {
 		cond := monitoring.AlertPolicyConditionArgs{DisplayName: pulumi.String(c.DisplayName)}
@@ -170,13 +204,17 @@ func policyArgs(project pulumi.StringInput, p PolicySpec) *monitoring.AlertPolic
 				Trigger:               &monitoring.AlertPolicyConditionConditionThresholdTriggerArgs{Count: pulumi.Int(1)},
 			}
 		case PromQL:
-			cond.ConditionPrometheusQueryLanguage = &monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs{
+			pq := &monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs{
 				Query:              pulumi.String(c.Query),
 				Duration:           pulumi.String(seconds(c.Duration)),
 				EvaluationInterval: pulumi.String("60s"),
-				RuleGroup:          pulumi.String("eventpipe"),
-				AlertRule:          pulumi.String(promRuleName(p.Key)),
+				RuleGroup:          pulumi.String(promRuleGroup(t)),
+				AlertRule:          pulumi.String(promRuleName(t, p.Key)),
 			}
+			if c.DisableMetricValidation {
+				pq.DisableMetricValidation = pulumi.Bool(true)
+			}
+			cond.ConditionPrometheusQueryLanguage = pq
 		case LogMatch:
 			cond.ConditionMatchedLog = &monitoring.AlertPolicyConditionConditionMatchedLogArgs{
 				Filter:          pulumi.String(c.Filter),
@@ -197,21 +235,28 @@ func policyArgs(project pulumi.StringInput, p PolicySpec) *monitoring.AlertPolic
 		Combiner:             pulumi.String(p.Combiner),
 		Conditions:           conds,
 		Severity:             pulumi.String(string(p.Severity)),
-		NotificationChannels: pulumi.ToStringArray(p.Channels),
+		NotificationChannels: channels,
 		UserLabels:           pulumi.ToStringMap(p.UserLabels),
 		AlertStrategy:        strategy,
 		Documentation: &monitoring.AlertPolicyDocumentationArgs{
 			MimeType: pulumi.String("text/markdown"),
 			Subject:  pulumi.String(p.DisplayName),
-			Content:  pulumi.String(p.Documentation),
+			Content:  doc,
 		},
 	}
 }
 
-// promRuleName turns a policy key into a valid Prometheus alert name
-// ([a-zA-Z_][a-zA-Z0-9_]*).
-func promRuleName(key string) string {
-	return "eventpipe_" + promSafe(key)
+// promRuleGroup is the Prometheus rule group of t's PromQL conditions: one
+// per pipeline and environment.
+func promRuleGroup(t Target) string {
+	return "eventpipe_" + promSafe(t.Env+"_"+t.Pipeline)
+}
+
+// promRuleName turns a policy key of t into a Prometheus alert name
+// ([a-zA-Z_][a-zA-Z0-9_]*) unique in the project: it names the environment
+// and pipeline, so two pipelines' alerts never share a name.
+func promRuleName(t Target, key string) string {
+	return promRuleGroup(t) + "_" + promSafe(key)
 }
 
 // sortedKeys returns m's keys in order, for stable resource inputs.

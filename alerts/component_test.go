@@ -3,6 +3,7 @@ package alerts
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -185,11 +186,11 @@ func ratioQuery(class, ratio string) string {
 // expectedPolicies is the full policy set of testTarget with Defaults(),
 // written out by hand from seed 001 and 003 rather than computed.
 func expectedPolicies() map[string]policyWant {
-	lease := func(event string, limit float64) policyWant {
+	lease := func(event, limit string, thr float64) policyWant {
 		return policyWant{Warning, warnChan, []cond{{
-			kind: Threshold, metricType: "logging.googleapis.com/user/eventpipe/prod/orders/lease_events",
-			filter:     `metric.type="logging.googleapis.com/user/eventpipe/prod/orders/lease_events" AND resource.type="cloud_run_revision" AND metric.labels.lease_event="` + event + `"`,
-			comparison: "COMPARISON_GT", threshold: limit, duration: "180s", window: "3600s", aligner: "ALIGN_SUM",
+			kind: PromQL, metricType: "logging.googleapis.com/user/eventpipe/prod/orders/lease_events",
+			query:      `sum(increase(logging_googleapis_com:user_eventpipe_prod_orders_lease_events{monitored_resource="cloud_run_revision",lease_event="` + event + `"}[1h])) > ` + limit,
+			comparison: ">", threshold: thr, duration: "180s",
 		}}}
 	}
 	age := func(sub string, sev Severity, ch string, secs float64) policyWant {
@@ -233,9 +234,9 @@ func expectedPolicies() map[string]policyWant {
 			kind:   LogMatch,
 			filter: base + ` AND jsonPayload.error_code=("PERMISSION_DENIED" OR "UNAUTHENTICATED")`,
 		}}},
-		"lease-acquire-warning":                lease("acquire_failed", 10),
-		"lease-heartbeat-warning":              lease("heartbeat_failed", 5),
-		"lease-stale-warning":                  lease("stale_found", 3),
+		"lease-acquire-warning":                lease("acquire_failed", "10", 10),
+		"lease-heartbeat-warning":              lease("heartbeat_failed", "5", 5),
+		"lease-stale-warning":                  lease("stale_found", "3", 3),
 		"orders-push/dlq-warning":              {Warning, warnChan, []cond{undelivered("300s")}},
 		"orders-push/dlq-critical":             {Critical, critChan, []cond{undelivered("900s"), {kind: Threshold, metricType: "pubsub.googleapis.com/subscription/dead_letter_message_count", filter: psFilter("dead_letter_message_count", "orders-push"), comparison: "COMPARISON_GT", threshold: 10, duration: "180s", window: "600s", aligner: "ALIGN_SUM"}}},
 		"orders-push/backlog-age-warning":      age("orders-push", Warning, warnChan, 300),
@@ -309,6 +310,9 @@ func checkPolicy(t *testing.T, p map[string]any, w policyWant) {
 		switch wc.kind {
 		case Threshold:
 			th := c["conditionThreshold"].(map[string]any)
+			if strings.Contains(wc.metricType, "logging.googleapis.com/user/") {
+				t.Errorf("cond %d: a threshold condition on log-based metric %s fails the first deployment (the metric is not visible yet)", i, wc.metricType)
+			}
 			if th["filter"] != wc.filter {
 				t.Errorf("cond %d filter\n got %v\nwant %s", i, th["filter"], wc.filter)
 			}
@@ -341,6 +345,12 @@ func checkPolicy(t *testing.T, p map[string]any, w policyWant) {
 			}
 			if pq["duration"] != wc.duration {
 				t.Errorf("cond %d: duration %v, want %s", i, pq["duration"], wc.duration)
+			}
+			// A log-based metric created in the same deployment is not yet
+			// visible to Cloud Monitoring: its conditions must not validate it.
+			logMetric := strings.HasPrefix(wc.metricType, "logging.googleapis.com/user/")
+			if got, _ := pq["disableMetricValidation"].(bool); got != logMetric {
+				t.Errorf("cond %d on %s: disableMetricValidation = %v, want %v", i, wc.metricType, pq["disableMetricValidation"], logMetric)
 			}
 		case LogMatch:
 			lm := c["conditionMatchedLog"].(map[string]any)
@@ -583,7 +593,7 @@ func TestRunbookSizeLimit(t *testing.T) {
 		tg.Subscriptions = nil
 		for i := range n {
 			name := fmt.Sprintf("orders-sub-%02d", i)
-			tg.Subscriptions = append(tg.Subscriptions, Subscription{Name: name, Topic: "orders", DLQSubscription: name + ".dlq-sub", DLQTopic: name + ".dlq", Push: true})
+			tg.Subscriptions = append(tg.Subscriptions, Subscription{Name: name, Topic: "projects/acme-prod/topics/orders", DLQSubscription: name + ".dlq-sub", DLQTopic: name + ".dlq", Push: true})
 		}
 		return tg
 	}
@@ -599,16 +609,102 @@ func TestRunbookSizeLimit(t *testing.T) {
 			t.Errorf("%s: runbook of %d bytes does not fit", p.Key, len(p.Documentation))
 		}
 		for i := range 12 {
-			if !strings.Contains(p.Documentation, fmt.Sprintf("`orders-sub-%02d.dlq-sub` → `orders`", i)) {
+			if !strings.Contains(p.Documentation, fmt.Sprintf("projects/acme-prod/subscriptions/orders-sub-%02d.dlq-sub → projects/acme-prod/topics/orders;", i)) {
 				t.Errorf("%s: compact runbook lacks DLQ %d", p.Key, i)
 			}
 		}
-		if !strings.Contains(p.Documentation, "subscriptions/DLQ --limit") {
+		if !strings.Contains(p.Documentation, "pull DLQ --limit") {
 			t.Errorf("%s: compact runbook lacks the generic replay script", p.Key)
 		}
 	}
 	_, err := NewPlan(many(400), Defaults())
 	if err == nil || !strings.Contains(err.Error(), "split it into pipelines") {
 		t.Fatalf("err = %v, want the runbook size error", err)
+	}
+}
+
+// TestFreshStackComesUpInOneDeployment: Cloud Monitoring validates the
+// metrics a condition reads when the policy is created, and a log-based
+// metric made in the same `pulumi up` is not visible to it for minutes. So
+// no threshold condition reads a log-based metric, and every PromQL
+// condition that does skips the validation.
+func TestFreshStackComesUpInOneDeployment(t *testing.T) {
+	rec, _ := render(t, testTarget(), Defaults())
+	checked := 0
+	for name, p := range rec.ofType(typePolicy) {
+		for i, c := range p["conditions"].([]any) {
+			cond := c.(map[string]any)
+			if th, ok := cond["conditionThreshold"].(map[string]any); ok && strings.Contains(th["filter"].(string), "logging.googleapis.com/user/") {
+				t.Errorf("%s cond %d: threshold condition on a log-based metric: %s", name, i, th["filter"])
+			}
+			pq, ok := cond["conditionPrometheusQueryLanguage"].(map[string]any)
+			if !ok || !strings.Contains(pq["query"].(string), "logging_googleapis_com:user_") {
+				continue
+			}
+			checked++
+			if pq["disableMetricValidation"] != true {
+				t.Errorf("%s cond %d: PromQL on a log-based metric without disableMetricValidation", name, i)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no PromQL condition reads a log-based metric: the test checks nothing")
+	}
+}
+
+// TestAlertRuleNamesUniquePerPipeline: Prometheus alert names identify a
+// rule in Cloud Monitoring's alerting views; two pipelines (or one pipeline
+// in two environments of a project) must never share one.
+func TestAlertRuleNamesUniquePerPipeline(t *testing.T) {
+	other := testTarget()
+	other.Pipeline, other.Service = "invoices", "invoices-consumer"
+	staging := testTarget()
+	staging.Env = "staging"
+	seen := map[string]string{}
+	for _, tg := range []Target{testTarget(), other, staging} {
+		rec, _ := render(t, tg, Defaults())
+		for name, p := range rec.ofType(typePolicy) {
+			for _, c := range p["conditions"].([]any) {
+				pq, ok := c.(map[string]any)["conditionPrometheusQueryLanguage"].(map[string]any)
+				if !ok {
+					continue
+				}
+				rule := pq["alertRule"].(string)
+				where := tg.Env + "/" + tg.Pipeline + "/" + name
+				if prev, dup := seen[rule]; dup {
+					t.Errorf("alert rule %s used by %s and %s", rule, prev, where)
+				}
+				seen[rule] = where
+				if !strings.Contains(rule, promSafe(tg.Env+"_"+tg.Pipeline)) {
+					t.Errorf("alert rule %s does not name its pipeline", rule)
+				}
+			}
+		}
+	}
+}
+
+// TestRunbooksUseNotificationMarkdown: Cloud Monitoring renders only headers,
+// lists, bold, italic and links in notifications, so a runbook carries no
+// code block, no inline code, no HTML, no escapes and no "${" (its variable
+// syntax); every command is a list item on one line.
+func TestRunbooksUseNotificationMarkdown(t *testing.T) {
+	plan := mustPlan(t, testTarget(), Defaults())
+	listItem := regexp.MustCompile(`^(- |[1-9][0-9]*\. )`)
+	for _, p := range plan.Policies {
+		for n, line := range strings.Split(p.Documentation, "\n") {
+			for _, bad := range []string{"`", "${", "\\", "<br", "<code", "<pre"} {
+				if strings.Contains(line, bad) {
+					t.Errorf("%s line %d contains %q: %s", p.Key, n+1, bad, line)
+				}
+			}
+			if stars := strings.Count(line, "*") - 4*strings.Count(line, "**")/2; stars != 0 {
+				t.Errorf("%s line %d: a lone * would start emphasis: %s", p.Key, n+1, line)
+			}
+			for _, cmd := range []string{"eventpipe replay ", "gcloud "} {
+				if strings.HasPrefix(strings.TrimPrefix(line, "- "), cmd) && !listItem.MatchString(line) {
+					t.Errorf("%s line %d: command not a list item: %s", p.Key, n+1, line)
+				}
+			}
+		}
 	}
 }

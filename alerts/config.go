@@ -4,117 +4,148 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"time"
 )
 
 // Config holds every alert threshold of one environment. Defaults returns
 // seed 001's starting values (seed 003 for leases); a stack's config
-// overrides any subset of them, and Validate rejects values that would make
-// an alert useless, noisy or unrenderable.
+// overrides any subset of them (WithDefaults fills the rest), and Validate
+// rejects values that would make an alert useless, noisy or unrenderable.
 //
-// Field names are the keys of the `alerts` block in stack config, e.g.
-// `alerts: {push: {serverErrorWarning: 0.02}}`.
+// Field names are the keys of the thresholds block in stack config, e.g.
+// `thresholds: {push: {serverErrorWarning: 0.02}}`.
 type Config struct {
-	DLQ       DLQThresholds       `json:"dlq" yaml:"dlq"`
-	Push      PushThresholds      `json:"push" yaml:"push"`
-	Backlog   BacklogThresholds   `json:"backlog" yaml:"backlog"`
-	Firestore FirestoreThresholds `json:"firestore" yaml:"firestore"`
-	Leases    LeaseThresholds     `json:"leases" yaml:"leases"`
-	SLO       SLOConfig           `json:"slo" yaml:"slo"`
+	// DLQ configures the dead-letter alerts.
+	DLQ *DLQThresholds `json:"dlq" yaml:"dlq" pulumi:"dlq,optional"`
+	// Push configures the push error-ratio alerts.
+	Push *PushThresholds `json:"push" yaml:"push" pulumi:"push,optional"`
+	// Backlog configures the backlog age and growth alerts of every subscription.
+	Backlog *BacklogThresholds `json:"backlog" yaml:"backlog" pulumi:"backlog,optional"`
+	// Firestore configures the store-error alerts.
+	Firestore *FirestoreThresholds `json:"firestore" yaml:"firestore" pulumi:"firestore,optional"`
+	// Leases configures the lease alerts.
+	Leases *LeaseThresholds `json:"leases" yaml:"leases" pulumi:"leases,optional"`
+	// SLO configures the ack-ratio SLO of push subscriptions and its burn-rate alerts.
+	SLO *SLOConfig `json:"slo" yaml:"slo" pulumi:"slo,optional"`
 
-	// ConfirmFor is how long a windowed count (dead-lettered messages in 10
-	// minutes, lease failures per hour) must stay over its threshold before
-	// the policy opens an incident. Pub/Sub and log-based metrics become
-	// visible up to about 4 minutes late; holding for at least 2 minutes
-	// keeps one late batch of points from opening and closing an incident.
-	ConfirmFor Duration `json:"confirmFor" yaml:"confirmFor"`
+	// ConfirmFor is how long a windowed count (dead-lettered messages in a
+	// window, lease failures per window) must stay over its threshold before
+	// the policy opens an incident (default 3m). Pub/Sub and log-based metrics
+	// become visible up to about 4 minutes late; holding for at least 2
+	// minutes keeps one late batch of points from opening and closing an incident.
+	ConfirmFor Duration `json:"confirmFor" yaml:"confirmFor" pulumi:"confirmFor,optional"`
 	// AutoClose closes an open incident once its condition has had no data
-	// for this long (Cloud Monitoring accepts 30 minutes to 7 days).
-	AutoClose Duration `json:"autoClose" yaml:"autoClose"`
+	// for this long (30m to 7d, default 30m).
+	AutoClose Duration `json:"autoClose" yaml:"autoClose" pulumi:"autoClose,optional"`
 	// LogMatchRateLimit is the minimum time between two notifications of a
-	// log-match policy; Cloud Monitoring requires it and accepts ≥ 5 minutes.
-	LogMatchRateLimit Duration `json:"logMatchRateLimit" yaml:"logMatchRateLimit"`
+	// log-match policy (at least 5m, default 5m).
+	LogMatchRateLimit Duration `json:"logMatchRateLimit" yaml:"logMatchRateLimit" pulumi:"logMatchRateLimit,optional"`
 }
 
 // DLQThresholds configure the dead-letter policies.
 type DLQThresholds struct {
-	// WarningFor: the DLQ subscription holds messages (> 0) for this long.
-	WarningFor Duration `json:"warningFor" yaml:"warningFor"`
-	// CriticalFor: the DLQ subscription holds messages for this long.
-	CriticalFor Duration `json:"criticalFor" yaml:"criticalFor"`
-	// DeadLetteredCritical: more than this many messages dead-lettered from
-	// the source subscription within DeadLetteredWindow is critical.
-	DeadLetteredCritical int      `json:"deadLetteredCritical" yaml:"deadLetteredCritical"`
-	DeadLetteredWindow   Duration `json:"deadLetteredWindow" yaml:"deadLetteredWindow"`
+	// WarningFor is how long a DLQ subscription may hold messages before the warning (default 5m).
+	WarningFor Duration `json:"warningFor" yaml:"warningFor" pulumi:"warningFor,optional"`
+	// CriticalFor is how long a DLQ subscription may hold messages before the critical alert (default 15m).
+	CriticalFor Duration `json:"criticalFor" yaml:"criticalFor" pulumi:"criticalFor,optional"`
+	// DeadLetteredCritical is how many messages dead-lettered from the source
+	// subscription within DeadLetteredWindow are critical (more than this; default 10).
+	DeadLetteredCritical int `json:"deadLetteredCritical" yaml:"deadLetteredCritical" pulumi:"deadLetteredCritical,optional"`
+	// DeadLetteredWindow is the window DeadLetteredCritical counts in (default 10m).
+	DeadLetteredWindow Duration `json:"deadLetteredWindow" yaml:"deadLetteredWindow" pulumi:"deadLetteredWindow,optional"`
 }
 
 // PushThresholds configure the push error-ratio policies. Ratios are
 // fractions: 0.01 is 1 %.
 type PushThresholds struct {
-	ServerErrorWarning  float64  `json:"serverErrorWarning" yaml:"serverErrorWarning"`
-	ServerErrorCritical float64  `json:"serverErrorCritical" yaml:"serverErrorCritical"`
-	ServerErrorFor      Duration `json:"serverErrorFor" yaml:"serverErrorFor"`
-	ClientErrorWarning  float64  `json:"clientErrorWarning" yaml:"clientErrorWarning"`
-	ClientErrorCritical float64  `json:"clientErrorCritical" yaml:"clientErrorCritical"`
-	ClientErrorFor      Duration `json:"clientErrorFor" yaml:"clientErrorFor"`
+	// ServerErrorWarning is the 5xx share of push requests that warns (default 0.01).
+	ServerErrorWarning float64 `json:"serverErrorWarning" yaml:"serverErrorWarning" pulumi:"serverErrorWarning,optional"`
+	// ServerErrorCritical is the 5xx share of push requests that is critical (default 0.05).
+	ServerErrorCritical float64 `json:"serverErrorCritical" yaml:"serverErrorCritical" pulumi:"serverErrorCritical,optional"`
+	// ServerErrorFor is how long the 5xx share must stay above its threshold (default 5m).
+	ServerErrorFor Duration `json:"serverErrorFor" yaml:"serverErrorFor" pulumi:"serverErrorFor,optional"`
+	// ClientErrorWarning is the 4xx share of push requests that warns (default 0.001).
+	ClientErrorWarning float64 `json:"clientErrorWarning" yaml:"clientErrorWarning" pulumi:"clientErrorWarning,optional"`
+	// ClientErrorCritical is the 4xx share of push requests that is critical (default 0.01).
+	ClientErrorCritical float64 `json:"clientErrorCritical" yaml:"clientErrorCritical" pulumi:"clientErrorCritical,optional"`
+	// ClientErrorFor is how long the 4xx share must stay above its threshold (default 10m).
+	ClientErrorFor Duration `json:"clientErrorFor" yaml:"clientErrorFor" pulumi:"clientErrorFor,optional"`
 	// RatioWindow is the range over which request counts are summed before
-	// dividing.
-	RatioWindow Duration `json:"ratioWindow" yaml:"ratioWindow"`
+	// dividing (default 5m).
+	RatioWindow Duration `json:"ratioWindow" yaml:"ratioWindow" pulumi:"ratioWindow,optional"`
 	// MinRequests is the minimum-traffic guard: a ratio only counts when the
 	// subscription made at least this many push requests in RatioWindow, so
-	// one failure on an idle pipeline at 3 a.m. does not page anyone.
-	MinRequests int `json:"minRequests" yaml:"minRequests"`
+	// one failure on an idle pipeline at 3 a.m. does not page anyone (default 100).
+	MinRequests int `json:"minRequests" yaml:"minRequests" pulumi:"minRequests,optional"`
 }
 
 // BacklogThresholds configure the backlog policies of every subscription.
 type BacklogThresholds struct {
-	OldestAgeWarning  Duration `json:"oldestAgeWarning" yaml:"oldestAgeWarning"`
-	OldestAgeCritical Duration `json:"oldestAgeCritical" yaml:"oldestAgeCritical"`
-	// GrowthWarningFor / GrowthCriticalFor: the undelivered-message count
-	// keeps rising (positive slope over GrowthWindow) for this long.
-	GrowthWarningFor  Duration `json:"growthWarningFor" yaml:"growthWarningFor"`
-	GrowthCriticalFor Duration `json:"growthCriticalFor" yaml:"growthCriticalFor"`
-	GrowthWindow      Duration `json:"growthWindow" yaml:"growthWindow"`
+	// OldestAgeWarning is the age of the oldest unacked message that warns (default 5m).
+	OldestAgeWarning Duration `json:"oldestAgeWarning" yaml:"oldestAgeWarning" pulumi:"oldestAgeWarning,optional"`
+	// OldestAgeCritical is the age of the oldest unacked message that is critical (default 15m).
+	OldestAgeCritical Duration `json:"oldestAgeCritical" yaml:"oldestAgeCritical" pulumi:"oldestAgeCritical,optional"`
+	// GrowthWarningFor is how long the undelivered-message count may keep
+	// rising (positive slope over GrowthWindow) before the warning (default 15m).
+	GrowthWarningFor Duration `json:"growthWarningFor" yaml:"growthWarningFor" pulumi:"growthWarningFor,optional"`
+	// GrowthCriticalFor is how long it may keep rising before the critical alert (default 30m).
+	GrowthCriticalFor Duration `json:"growthCriticalFor" yaml:"growthCriticalFor" pulumi:"growthCriticalFor,optional"`
+	// GrowthWindow is the range the slope is computed over (default 10m).
+	GrowthWindow Duration `json:"growthWindow" yaml:"growthWindow" pulumi:"growthWindow,optional"`
 }
 
-// FirestoreThresholds configure the store-error policies.
+// FirestoreThresholds configure the store-error policies: transient errors
+// (RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED) per minute, averaged
+// over RateWindow, sustained for TransientFor.
 type FirestoreThresholds struct {
-	// Transient errors (RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED)
-	// per minute, averaged over RateWindow, sustained for TransientFor.
-	TransientWarningPerMinute  float64  `json:"transientWarningPerMinute" yaml:"transientWarningPerMinute"`
-	TransientCriticalPerMinute float64  `json:"transientCriticalPerMinute" yaml:"transientCriticalPerMinute"`
-	TransientFor               Duration `json:"transientFor" yaml:"transientFor"`
-	RateWindow                 Duration `json:"rateWindow" yaml:"rateWindow"`
+	// TransientWarningPerMinute is the transient error rate that warns (default 5 a minute).
+	TransientWarningPerMinute float64 `json:"transientWarningPerMinute" yaml:"transientWarningPerMinute" pulumi:"transientWarningPerMinute,optional"`
+	// TransientCriticalPerMinute is the transient error rate that is critical (default 20 a minute).
+	TransientCriticalPerMinute float64 `json:"transientCriticalPerMinute" yaml:"transientCriticalPerMinute" pulumi:"transientCriticalPerMinute,optional"`
+	// TransientFor is how long the rate must stay above its threshold (default 10m).
+	TransientFor Duration `json:"transientFor" yaml:"transientFor" pulumi:"transientFor,optional"`
+	// RateWindow is the range the rate is averaged over (default 5m).
+	RateWindow Duration `json:"rateWindow" yaml:"rateWindow" pulumi:"rateWindow,optional"`
 }
 
 // LeaseThresholds configure the lease policies (seed 003, "Monitoring").
 // Each counts events in Window and fires when the count exceeds the limit.
 type LeaseThresholds struct {
-	AcquireFailures   int      `json:"acquireFailures" yaml:"acquireFailures"`
-	HeartbeatFailures int      `json:"heartbeatFailures" yaml:"heartbeatFailures"`
-	StaleLeases       int      `json:"staleLeases" yaml:"staleLeases"`
-	Window            Duration `json:"window" yaml:"window"`
+	// AcquireFailures is how many lease acquisition failures per Window are tolerated (default 10).
+	AcquireFailures int `json:"acquireFailures" yaml:"acquireFailures" pulumi:"acquireFailures,optional"`
+	// HeartbeatFailures is how many lease heartbeat failures per Window are tolerated (default 5).
+	HeartbeatFailures int `json:"heartbeatFailures" yaml:"heartbeatFailures" pulumi:"heartbeatFailures,optional"`
+	// StaleLeases is how many stale leases found by the sweeper per Window are tolerated (default 3).
+	StaleLeases int `json:"staleLeases" yaml:"staleLeases" pulumi:"staleLeases,optional"`
+	// Window is the range the lease events are counted in (default 1h).
+	Window Duration `json:"window" yaml:"window" pulumi:"window,optional"`
 }
 
 // SLOConfig configures the ack-ratio SLO of push subscriptions and its
 // multi-window burn-rate policies.
 type SLOConfig struct {
-	// Goal is the fraction of push requests that must be acked.
-	Goal float64 `json:"goal" yaml:"goal"`
-	// RollingDays is the SLO compliance period (Cloud Monitoring: 1–30).
-	RollingDays int `json:"rollingDays" yaml:"rollingDays"`
+	// Goal is the fraction of push requests that must be acked (0.9 up to 1, default 0.995).
+	Goal float64 `json:"goal" yaml:"goal" pulumi:"goal,optional"`
+	// RollingDays is the SLO compliance period in days (1–30, default 30).
+	RollingDays int `json:"rollingDays" yaml:"rollingDays" pulumi:"rollingDays,optional"`
 	// BurnRates are the alert windows: a policy fires when the error budget
-	// burns faster than Factor over both Long and Short.
-	BurnRates []BurnRate `json:"burnRates" yaml:"burnRates"`
+	// burns faster than Factor over both Long and Short (default 14.4x 1h/5m
+	// and 6x 6h/30m critical, 1x 3d/6h warning).
+	BurnRates []BurnRate `json:"burnRates" yaml:"burnRates" pulumi:"burnRates,optional"`
 }
 
 // BurnRate is one multi-window burn-rate alert.
 type BurnRate struct {
-	Factor   float64  `json:"factor" yaml:"factor"`
-	Long     Duration `json:"long" yaml:"long"`
-	Short    Duration `json:"short" yaml:"short"`
-	Severity Severity `json:"severity" yaml:"severity"`
+	// Factor is how many times faster than sustainable the budget burns (1 uses it up in exactly one SLO period).
+	Factor float64 `json:"factor" yaml:"factor" pulumi:"factor"`
+	// Long is the window that measures the burn.
+	Long Duration `json:"long" yaml:"long" pulumi:"long"`
+	// Short is the window that confirms the burn is still happening (about 1/12 of Long).
+	Short Duration `json:"short" yaml:"short" pulumi:"short"`
+	// Severity is CRITICAL (page) or WARNING (ticket).
+	Severity Severity `json:"severity" yaml:"severity" pulumi:"severity"`
 }
 
 // Severity is a Cloud Monitoring alert policy severity.
@@ -143,54 +174,80 @@ const (
 // the SLO burn-rate windows of Google's SRE workbook.
 func Defaults() Config {
 	return Config{
-		DLQ: DLQThresholds{
-			WarningFor:           Duration(5 * time.Minute),
-			CriticalFor:          Duration(15 * time.Minute),
+		DLQ: &DLQThresholds{
+			WarningFor:           Dur(5 * time.Minute),
+			CriticalFor:          Dur(15 * time.Minute),
 			DeadLetteredCritical: 10,
-			DeadLetteredWindow:   Duration(10 * time.Minute),
+			DeadLetteredWindow:   Dur(10 * time.Minute),
 		},
-		Push: PushThresholds{
+		Push: &PushThresholds{
 			ServerErrorWarning:  0.01,
 			ServerErrorCritical: 0.05,
-			ServerErrorFor:      Duration(5 * time.Minute),
+			ServerErrorFor:      Dur(5 * time.Minute),
 			ClientErrorWarning:  0.001,
 			ClientErrorCritical: 0.01,
-			ClientErrorFor:      Duration(10 * time.Minute),
-			RatioWindow:         Duration(5 * time.Minute),
+			ClientErrorFor:      Dur(10 * time.Minute),
+			RatioWindow:         Dur(5 * time.Minute),
 			// 100 requests: below that a single failure is already ≥ 1 %.
 			MinRequests: 100,
 		},
-		Backlog: BacklogThresholds{
-			OldestAgeWarning:  Duration(5 * time.Minute),
-			OldestAgeCritical: Duration(15 * time.Minute),
-			GrowthWarningFor:  Duration(15 * time.Minute),
-			GrowthCriticalFor: Duration(30 * time.Minute),
-			GrowthWindow:      Duration(10 * time.Minute),
+		Backlog: &BacklogThresholds{
+			OldestAgeWarning:  Dur(5 * time.Minute),
+			OldestAgeCritical: Dur(15 * time.Minute),
+			GrowthWarningFor:  Dur(15 * time.Minute),
+			GrowthCriticalFor: Dur(30 * time.Minute),
+			GrowthWindow:      Dur(10 * time.Minute),
 		},
-		Firestore: FirestoreThresholds{
+		Firestore: &FirestoreThresholds{
 			TransientWarningPerMinute:  5,
 			TransientCriticalPerMinute: 20,
-			TransientFor:               Duration(10 * time.Minute),
-			RateWindow:                 Duration(5 * time.Minute),
+			TransientFor:               Dur(10 * time.Minute),
+			RateWindow:                 Dur(5 * time.Minute),
 		},
-		Leases: LeaseThresholds{
+		Leases: &LeaseThresholds{
 			AcquireFailures:   10,
 			HeartbeatFailures: 5,
 			StaleLeases:       3,
-			Window:            Duration(time.Hour),
+			Window:            Dur(time.Hour),
 		},
-		SLO: SLOConfig{
+		SLO: &SLOConfig{
 			Goal:        0.995,
 			RollingDays: 30,
 			BurnRates: []BurnRate{
-				{Factor: 14.4, Long: Duration(time.Hour), Short: Duration(5 * time.Minute), Severity: Critical},
-				{Factor: 6, Long: Duration(6 * time.Hour), Short: Duration(30 * time.Minute), Severity: Critical},
-				{Factor: 1, Long: Duration(3 * 24 * time.Hour), Short: Duration(6 * time.Hour), Severity: Warning},
+				{Factor: 14.4, Long: Dur(time.Hour), Short: Dur(5 * time.Minute), Severity: Critical},
+				{Factor: 6, Long: Dur(6 * time.Hour), Short: Dur(30 * time.Minute), Severity: Critical},
+				{Factor: 1, Long: Dur(3 * 24 * time.Hour), Short: Dur(6 * time.Hour), Severity: Warning},
 			},
 		},
-		ConfirmFor:        Duration(3 * time.Minute),
-		AutoClose:         Duration(30 * time.Minute),
-		LogMatchRateLimit: Duration(5 * time.Minute),
+		ConfirmFor:        Dur(3 * time.Minute),
+		AutoClose:         Dur(30 * time.Minute),
+		LogMatchRateLimit: Dur(5 * time.Minute),
+	}
+}
+
+// WithDefaults returns c with every unset (zero) value taken from
+// Defaults(): a stack or program names only the thresholds it changes. No
+// threshold is valid at zero (ratios, counts and windows are all positive),
+// so zero always means "not set".
+func (c Config) WithDefaults() Config {
+	fillZero(reflect.ValueOf(&c).Elem(), reflect.ValueOf(Defaults()))
+	return c
+}
+
+// fillZero sets every zero leaf of dst (a settable struct) to def's value;
+// a section (pointer to a struct) set by the caller is copied, not changed.
+func fillZero(dst, def reflect.Value) {
+	for i := range dst.NumField() {
+		f := dst.Field(i)
+		switch {
+		case f.Kind() == reflect.Pointer && !f.IsNil():
+			section := reflect.New(f.Type().Elem())
+			section.Elem().Set(f.Elem())
+			fillZero(section.Elem(), def.Field(i).Elem())
+			f.Set(section)
+		case f.IsZero() || (f.Kind() == reflect.Slice && f.Len() == 0):
+			f.Set(def.Field(i))
+		}
 	}
 }
 
@@ -212,6 +269,9 @@ func (e *FieldError) Error() string {
 type validator struct{ errs []error }
 
 func (v *validator) add(field string, value any, rng, fix string) {
+	if d, ok := value.(Duration); ok {
+		value = string(d) // as written: an unparsable value has no canonical form
+	}
 	v.errs = append(v.errs, &FieldError{Field: field, Value: value, Range: rng, Fix: fix})
 }
 
@@ -219,6 +279,10 @@ func (v *validator) add(field string, value any, rng, fix string) {
 // MinWindow and max.
 func (v *validator) window(field string, d Duration, max time.Duration) {
 	rng := fmt.Sprintf("a whole number of minutes from %s to %s", promDuration(MinWindow), promDuration(max))
+	if _, err := parseDuration(string(d)); err != nil {
+		v.add(field, fmt.Sprintf("%q", string(d)), rng, err.Error())
+		return
+	}
 	switch {
 	case d.D() < MinWindow:
 		v.add(field, d, rng, "metrics arrive up to ~4 minutes late, so shorter windows see partial data: raise it to at least "+promDuration(MinWindow))
@@ -251,12 +315,39 @@ func (v *validator) ordered(warnField string, warn, crit float64, critField stri
 	}
 }
 
+// orderedDur is ordered for two durations, shown as written.
+func (v *validator) orderedDur(warnField string, warn, crit Duration, critField string) {
+	if warn.D() >= crit.D() {
+		v.add(warnField, warn, "shorter than "+critField+" ("+crit.String()+")", "the warning must fire before the critical: lower the warning or raise the critical")
+	}
+}
+
 // Validate reports every invalid value in c, joined; nil means c renders.
+// A section left nil is checked as if all its values were zero: every one
+// is reported (WithDefaults fills unset values instead).
 func (c Config) Validate() error {
 	v := &validator{}
+	if c.DLQ == nil {
+		c.DLQ = &DLQThresholds{}
+	}
+	if c.Push == nil {
+		c.Push = &PushThresholds{}
+	}
+	if c.Backlog == nil {
+		c.Backlog = &BacklogThresholds{}
+	}
+	if c.Firestore == nil {
+		c.Firestore = &FirestoreThresholds{}
+	}
+	if c.Leases == nil {
+		c.Leases = &LeaseThresholds{}
+	}
+	if c.SLO == nil {
+		c.SLO = &SLOConfig{}
+	}
 	v.window("dlq.warningFor", c.DLQ.WarningFor, MaxDuration)
 	v.window("dlq.criticalFor", c.DLQ.CriticalFor, MaxDuration)
-	v.ordered("dlq.warningFor", float64(c.DLQ.WarningFor), float64(c.DLQ.CriticalFor), "dlq.criticalFor")
+	v.orderedDur("dlq.warningFor", c.DLQ.WarningFor, c.DLQ.CriticalFor, "dlq.criticalFor")
 	v.positive("dlq.deadLetteredCritical", c.DLQ.DeadLetteredCritical, 1_000_000)
 	v.window("dlq.deadLetteredWindow", c.DLQ.DeadLetteredWindow, MaxDuration)
 
@@ -273,10 +364,10 @@ func (c Config) Validate() error {
 
 	v.window("backlog.oldestAgeWarning", c.Backlog.OldestAgeWarning, MaxWindow)
 	v.window("backlog.oldestAgeCritical", c.Backlog.OldestAgeCritical, MaxWindow)
-	v.ordered("backlog.oldestAgeWarning", float64(c.Backlog.OldestAgeWarning), float64(c.Backlog.OldestAgeCritical), "backlog.oldestAgeCritical")
+	v.orderedDur("backlog.oldestAgeWarning", c.Backlog.OldestAgeWarning, c.Backlog.OldestAgeCritical, "backlog.oldestAgeCritical")
 	v.window("backlog.growthWarningFor", c.Backlog.GrowthWarningFor, MaxDuration)
 	v.window("backlog.growthCriticalFor", c.Backlog.GrowthCriticalFor, MaxDuration)
-	v.ordered("backlog.growthWarningFor", float64(c.Backlog.GrowthWarningFor), float64(c.Backlog.GrowthCriticalFor), "backlog.growthCriticalFor")
+	v.orderedDur("backlog.growthWarningFor", c.Backlog.GrowthWarningFor, c.Backlog.GrowthCriticalFor, "backlog.growthCriticalFor")
 	v.window("backlog.growthWindow", c.Backlog.GrowthWindow, MaxDuration)
 
 	for _, f := range []struct {
@@ -317,7 +408,7 @@ func (c Config) Validate() error {
 		}
 		v.window(f+".long", b.Long, MaxWindow)
 		v.window(f+".short", b.Short, MaxWindow)
-		if b.Short >= b.Long {
+		if b.Short.D() >= b.Long.D() {
 			v.add(f+".short", b.Short, "shorter than "+f+".long ("+b.Long.String()+")", "the short window confirms the burn is still happening: use about 1/12 of the long window")
 		}
 		if b.Severity != Critical && b.Severity != Warning {

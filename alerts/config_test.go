@@ -3,6 +3,8 @@ package alerts
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,9 +49,9 @@ func TestDefaultsAreSeed001(t *testing.T) {
 		}
 	}
 	want := []BurnRate{
-		{14.4, Duration(time.Hour), Duration(5 * time.Minute), Critical},
-		{6, Duration(6 * time.Hour), Duration(30 * time.Minute), Critical},
-		{1, Duration(72 * time.Hour), Duration(6 * time.Hour), Warning},
+		{14.4, Dur(time.Hour), Dur(5 * time.Minute), Critical},
+		{6, Dur(6 * time.Hour), Dur(30 * time.Minute), Critical},
+		{1, Dur(72 * time.Hour), Dur(6 * time.Hour), Warning},
 	}
 	for i, b := range want {
 		if c.SLO.BurnRates[i] != b {
@@ -76,24 +78,24 @@ func TestValidateRejects(t *testing.T) {
 		{"ratio as percent", func(c *Config) { c.Push.ServerErrorWarning = 1 }, "push.serverErrorWarning", "fractions"},
 		{"negative ratio", func(c *Config) { c.Push.ClientErrorCritical = -0.1 }, "push.clientErrorCritical", "fractions"},
 		{"warning above critical ratio", func(c *Config) { c.Push.ServerErrorWarning = 0.06 }, "push.serverErrorWarning", "warning must fire before"},
-		{"window below ingestion delay", func(c *Config) { c.DLQ.WarningFor = Duration(time.Minute) }, "dlq.warningFor", "4 minutes late"},
-		{"not whole minutes", func(c *Config) { c.Push.ServerErrorFor = Duration(150 * time.Second) }, "push.serverErrorFor", "whole minutes"},
-		{"too long", func(c *Config) { c.Firestore.TransientFor = Duration(48 * time.Hour) }, "firestore.transientFor", "lower it"},
-		{"dlq critical before warning", func(c *Config) { c.DLQ.CriticalFor = Duration(4 * time.Minute) }, "dlq.warningFor", "warning must fire before"},
+		{"window below ingestion delay", func(c *Config) { c.DLQ.WarningFor = Dur(time.Minute) }, "dlq.warningFor", "4 minutes late"},
+		{"not whole minutes", func(c *Config) { c.Push.ServerErrorFor = Dur(150 * time.Second) }, "push.serverErrorFor", "whole minutes"},
+		{"too long", func(c *Config) { c.Firestore.TransientFor = Dur(48 * time.Hour) }, "firestore.transientFor", "lower it"},
+		{"dlq critical before warning", func(c *Config) { c.DLQ.CriticalFor = Dur(4 * time.Minute) }, "dlq.warningFor", "warning must fire before"},
 		{"zero dead-lettered", func(c *Config) { c.DLQ.DeadLetteredCritical = 0 }, "dlq.deadLetteredCritical", "whole number"},
 		{"zero traffic guard", func(c *Config) { c.Push.MinRequests = 0 }, "push.minRequests", "whole number"},
 		{"firestore rate zero", func(c *Config) { c.Firestore.TransientWarningPerMinute = 0 }, "firestore.transientWarningPerMinute", "five errors"},
-		{"age order", func(c *Config) { c.Backlog.OldestAgeWarning = Duration(20 * time.Minute) }, "backlog.oldestAgeWarning", "warning must fire before"},
+		{"age order", func(c *Config) { c.Backlog.OldestAgeWarning = Dur(20 * time.Minute) }, "backlog.oldestAgeWarning", "warning must fire before"},
 		{"lease zero", func(c *Config) { c.Leases.StaleLeases = 0 }, "leases.staleLeases", "whole number"},
 		{"slo goal percent", func(c *Config) { c.SLO.Goal = 99.5 }, "slo.goal", "0.995"},
 		{"slo period", func(c *Config) { c.SLO.RollingDays = 31 }, "slo.rollingDays", "1 to 30"},
 		{"no burn rates", func(c *Config) { c.SLO.BurnRates = nil }, "slo.burnRates", "defaults"},
-		{"short not shorter", func(c *Config) { c.SLO.BurnRates[0].Short = Duration(time.Hour) }, "slo.burnRates[0].short", "1/12"},
+		{"short not shorter", func(c *Config) { c.SLO.BurnRates[0].Short = Dur(time.Hour) }, "slo.burnRates[0].short", "1/12"},
 		{"bad severity", func(c *Config) { c.SLO.BurnRates[2].Severity = "PAGE" }, "slo.burnRates[2].severity", "pick one"},
 		{"impossible factor", func(c *Config) { c.SLO.BurnRates[1].Factor = 500 }, "slo.burnRates[1].factor", "lower the factor"},
-		{"autoclose short", func(c *Config) { c.AutoClose = Duration(10 * time.Minute) }, "autoClose", "30m"},
-		{"rate limit short", func(c *Config) { c.LogMatchRateLimit = Duration(time.Minute) }, "logMatchRateLimit", "at least 5m"},
-		{"confirm short", func(c *Config) { c.ConfirmFor = Duration(30 * time.Second) }, "confirmFor", "at least 2m"},
+		{"autoclose short", func(c *Config) { c.AutoClose = Dur(10 * time.Minute) }, "autoClose", "30m"},
+		{"rate limit short", func(c *Config) { c.LogMatchRateLimit = Dur(time.Minute) }, "logMatchRateLimit", "at least 5m"},
+		{"confirm short", func(c *Config) { c.ConfirmFor = Dur(30 * time.Second) }, "confirmFor", "at least 2m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,7 +131,7 @@ func TestValidateRejects(t *testing.T) {
 func TestValidateReportsEveryError(t *testing.T) {
 	c := Defaults()
 	c.Push.ServerErrorWarning = 2
-	c.Leases.Window = Duration(time.Second)
+	c.Leases.Window = Dur(time.Second)
 	c.SLO.Goal = 0
 	errs := unjoin(c.Validate())
 	fields := map[string]bool{}
@@ -196,24 +198,41 @@ func TestDuration(t *testing.T) {
 		{"3d", 72 * time.Hour, "3d"},
 		{" 6h ", 6 * time.Hour, "6h"},
 	} {
-		var d Duration
-		if err := d.UnmarshalText([]byte(tc.in)); err != nil {
-			t.Errorf("%q: %v", tc.in, err)
-			continue
-		}
-		if d.D() != tc.want || d.String() != tc.out {
+		if d := Duration(tc.in); d.D() != tc.want || d.String() != tc.out {
 			t.Errorf("%q = %v (%s), want %v (%s)", tc.in, d.D(), d, tc.want, tc.out)
 		}
 	}
-	for _, bad := range []string{"", "5", "5x", "-3d", "1.5d", "d"} {
-		var d Duration
-		if err := d.UnmarshalText([]byte(bad)); err == nil {
-			t.Errorf("%q accepted as %v", bad, d.D())
+	// A value that does not parse is reported by Validate, as written.
+	for _, bad := range []string{"5", "5x", "-3d", "1.5d", "d", "-5m"} {
+		c := Defaults()
+		c.DLQ.WarningFor = Duration(bad)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "alerts.dlq.warningFor = "+strconv.Quote(bad)+":") {
+			t.Errorf("%q: err = %v, want it reported on dlq.warningFor as written", bad, err)
 		}
 	}
 	var c Config
 	if err := json.Unmarshal([]byte(`{"autoClose": 1800}`), &c); err == nil {
 		t.Error("a bare number was accepted as a duration")
+	}
+}
+
+// TestWithDefaultsFillsOnlyUnsetValues: a program names the thresholds it
+// changes; every other one, nested and in lists, takes its default.
+func TestWithDefaultsFillsOnlyUnsetValues(t *testing.T) {
+	c := Config{Push: &PushThresholds{MinRequests: 500}, DLQ: &DLQThresholds{WarningFor: "10m"}}
+	got := c.WithDefaults()
+	want := Defaults()
+	want.Push.MinRequests = 500
+	want.DLQ.WarningFor = "10m"
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("WithDefaults =\n%+v\nwant\n%+v", got, want)
+	}
+	if err := (Config{}).WithDefaults().Validate(); err != nil {
+		t.Errorf("an empty config with defaults is invalid: %v", err)
+	}
+	if c.SLO != nil || c.Push.ClientErrorFor != "" {
+		t.Error("WithDefaults changed its receiver or a section it was given")
 	}
 }
 

@@ -17,5 +17,5 @@
 // conditions; plain thresholds are metric-threshold conditions that treat
 // missing data as "not violating"; Firestore permission errors are a
 // log-match condition alone in its policy. The package depends on no other
-// eventpipe package: stacks → components → alerts.
+// eventpipe package but the leaf internal ones: stacks → components → alerts.
 package alerts

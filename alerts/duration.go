@@ -9,31 +9,27 @@ import (
 	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
-// Duration is a time.Duration that reads and writes the short forms people
-// put in stack config ("90s", "5m", "1h", "3d"). JSON and YAML carry it as a
-// string; a bare JSON number is refused because its unit would be a guess.
-type Duration time.Duration
+// Duration is a length of time written the way people put it in stack
+// config: "90s", "5m", "1h", "3d". It is a string, so stack config, Go
+// programs and Pulumi programs in other languages all write it alike;
+// Validate reports a value that does not parse, with the field and the fix.
+type Duration string
 
-// D converts d to a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
+// Dur returns d as a Duration in the largest whole unit ("5m", "3d").
+func Dur(d time.Duration) Duration { return Duration(promDuration(d)) }
+
+// D parses d. A value that does not parse is 0; Validate reports it.
+func (d Duration) D() time.Duration {
+	v, err := parseDuration(string(d))
+	if err != nil {
+		return 0
+	}
+	return v
+}
 
 // String formats d in the largest unit that divides it exactly, e.g. "3d",
-// "6h", "90m", "45s" — the same form PromQL range selectors accept.
-func (d Duration) String() string { return promDuration(time.Duration(d)) }
-
-// MarshalText implements encoding.TextMarshaler.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
-
-// UnmarshalText implements encoding.TextUnmarshaler. It accepts Go duration
-// syntax plus a whole-day suffix "d" ("3d"), which Go's parser lacks.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := parseDuration(string(b))
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
+// "6h", "90m", "45s": the same form PromQL range selectors accept.
+func (d Duration) String() string { return promDuration(d.D()) }
 
 // parseDuration parses s as a Go duration or as a whole number of days.
 func parseDuration(s string) (time.Duration, error) {
@@ -44,6 +40,8 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("duration %q: want a whole number of days such as \"3d\", or Go syntax such as \"90m\"", s)
 	case err != nil:
 		return 0, fmt.Errorf("duration %q: want a value such as \"90s\", \"5m\", \"1h\" or \"3d\"", s)
+	case v < 0:
+		return 0, fmt.Errorf("duration %q: negative", s)
 	}
 	return v, nil
 }

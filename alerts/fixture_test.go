@@ -12,8 +12,8 @@ func testTarget() Target {
 		Team:     "payments",
 		Service:  "orders-consumer",
 		Subscriptions: []Subscription{
-			{Name: "orders-push", Topic: "orders", DLQSubscription: "orders-push-dlq", DLQTopic: "orders-push.dlq", Push: true},
-			{Name: "orders-audit", Topic: "orders"},
+			{Name: "orders-push", Topic: "projects/acme-prod/topics/orders", DLQSubscription: "orders-push-dlq", DLQTopic: "orders-push.dlq", Push: true},
+			{Name: "orders-audit", Topic: "projects/acme-prod/topics/orders"},
 		},
 		Channels: Channels{
 			Critical: []string{"projects/acme-prod/notificationChannels/111"},

@@ -83,6 +83,13 @@ type ConditionSpec struct {
 	MissingData     string
 	Query           string
 	LabelExtractors map[string]string
+	// DisableMetricValidation is set on PromQL conditions over the
+	// pipeline's log-based metrics. Cloud Monitoring checks that the metrics
+	// a condition reads exist when the policy is created; a log-based metric
+	// created in the same deployment stays invisible to it for up to about
+	// ten minutes, so without this the first `pulumi up` of a stack fails
+	// with "Cannot find metric(s)".
+	DisableMetricValidation bool
 }
 
 // PolicySpec is one alert policy, ready to become a monitoring.AlertPolicy.
@@ -207,6 +214,8 @@ func (b *builder) pipelinePolicies() {
 			Threshold:   lvl.perMinute,
 			Duration:    c.Firestore.TransientFor.D(),
 			Window:      c.Firestore.RateWindow.D(),
+			// The metric is created in the same deployment: see DisableMetricValidation.
+			DisableMetricValidation: true,
 		})
 	}
 	b.add(AlertFirestorePermission, "", Critical, "Firestore permission denied", ConditionSpec{
@@ -219,6 +228,10 @@ func (b *builder) pipelinePolicies() {
 		},
 	})
 
+	// Lease failures are counted with PromQL rather than a threshold
+	// condition: a threshold condition on a log-based metric is validated
+	// against the metric when the policy is created, and a metric made in the
+	// same deployment is not visible to Cloud Monitoring for minutes.
 	leaseType := MetricSpec{Name: metricName(t, MetricLeaseEvents)}.Type()
 	for _, l := range []struct {
 		alert, event, what string
@@ -228,19 +241,17 @@ func (b *builder) pipelinePolicies() {
 		{AlertLeaseHeartbeat, "heartbeat_failed", "lease heartbeat failures", c.Leases.HeartbeatFailures},
 		{AlertLeaseStale, "stale_found", "stale leases found by the sweeper", c.Leases.StaleLeases},
 	} {
+		events := logSelector(leaseType, fieldLeaseEvent+"="+strconv.Quote(l.event))
 		b.add(l.alert, "", Warning, strings.ToUpper(l.what[:1])+l.what[1:], ConditionSpec{
-			DisplayName: fmt.Sprintf("%s > %d per %s", l.what, l.limit, c.Leases.Window),
-			Kind:        Threshold,
-			MetricType:  leaseType,
-			Filter: fmt.Sprintf(`metric.type=%s AND resource.type="cloud_run_revision" AND metric.labels.lease_event=%s`,
-				quote(leaseType), quote(l.event)),
-			Comparison:  comparisonGT,
-			Threshold:   float64(l.limit),
-			Duration:    c.ConfirmFor.D(),
-			Window:      c.Leases.Window.D(),
-			Aligner:     alignSum,
-			Reducer:     reduceSum,
-			MissingData: missingInactive,
+			DisplayName:             fmt.Sprintf("%s > %d per %s", l.what, l.limit, c.Leases.Window),
+			Kind:                    PromQL,
+			MetricType:              leaseType,
+			Query:                   fmt.Sprintf("sum(increase(%s[%s])) > %d", events, c.Leases.Window, l.limit),
+			Comparison:              ">",
+			Threshold:               float64(l.limit),
+			Duration:                c.ConfirmFor.D(),
+			Window:                  c.Leases.Window.D(),
+			DisableMetricValidation: true,
 		})
 	}
 }

@@ -104,7 +104,7 @@ func TestReadmeConfigExample(t *testing.T) {
 	want := Defaults()
 	want.Push.ServerErrorWarning = 0.02
 	want.Push.MinRequests = 500
-	want.DLQ.WarningFor = Duration(10 * time.Minute)
+	want.DLQ.WarningFor = Dur(10 * time.Minute)
 	want.SLO.Goal = 0.999
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("README example decodes to\n%+v\nwant\n%+v", c, want)

@@ -37,18 +37,20 @@ func TestRunbookReplayScriptRuns(t *testing.T) {
 			doc = p.Documentation
 		}
 	}
+	// Notification markdown has no code blocks: each command is a list item
+	// of its own, on one line.
 	var script string
-	for _, block := range strings.Split(doc, "```sh\n")[1:] {
-		if b, _, _ := strings.Cut(block, "```"); strings.Contains(b, "gcloud pubsub subscriptions pull") {
-			script = b
+	for _, line := range strings.Split(doc, "\n") {
+		if cmd, ok := strings.CutPrefix(line, "- gcloud pubsub subscriptions pull "); ok {
+			script = "gcloud pubsub subscriptions pull " + cmd
 		}
 	}
 	if script == "" {
-		t.Fatal("runbook has no gcloud replay script")
+		t.Fatal("runbook has no gcloud replay command")
 	}
 	for _, line := range []string{
-		"eventpipe replay --subscription projects/acme-prod/subscriptions/orders-push-dlq --topic projects/acme-prod/topics/orders --dry-run\n",
-		"eventpipe replay --subscription projects/acme-prod/subscriptions/orders-push-dlq --topic projects/acme-prod/topics/orders\n",
+		"- eventpipe replay --subscription projects/acme-prod/subscriptions/orders-push-dlq --topic projects/acme-prod/topics/orders --dry-run\n",
+		"- eventpipe replay --subscription projects/acme-prod/subscriptions/orders-push-dlq --topic projects/acme-prod/topics/orders\n",
 	} {
 		if !strings.Contains(doc, line) {
 			t.Errorf("runbook lacks %q", line)
@@ -87,7 +89,7 @@ func TestRunbookReplayScriptRuns(t *testing.T) {
 	}
 	want := []string{
 		"pubsub subscriptions pull projects/acme-prod/subscriptions/orders-push-dlq --limit=10 --format=json",
-		`pubsub topics publish projects/acme-prod/topics/orders --message={"id":"o-1","total":12} --attribute=route=orders,note=two words`,
+		`pubsub topics publish projects/acme-prod/topics/orders --message={"id":"o-1","total":12} --attribute=note=two words,route=orders`,
 		"pubsub subscriptions ack projects/acme-prod/subscriptions/orders-push-dlq --ack-ids=ack-1",
 		"pubsub topics publish projects/acme-prod/topics/orders --message=FAIL this one",
 		"pubsub topics publish projects/acme-prod/topics/orders --message=plain text",

@@ -3,6 +3,7 @@ package alerts
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"unicode/utf8"
@@ -28,8 +29,8 @@ type runbookText struct {
 // runbookFor returns what policy p means and the first three things to
 // check, with t's names and c's thresholds filled in.
 func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
-	sub := "`" + p.Subscription + "`"
-	logs := fmt.Sprintf("Logs Explorer: `resource.type=\"cloud_run_revision\" resource.labels.service_name=%q jsonPayload.env=%q", t.Service, t.Env)
+	sub := p.Subscription
+	logs := fmt.Sprintf("In Logs Explorer, query resource.type=\"cloud_run_revision\" resource.labels.service_name=%q jsonPayload.env=%q", t.Service, t.Env)
 	switch p.Alert {
 	case AlertDLQ:
 		return runbookText{
@@ -39,9 +40,9 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 				"Each of these messages has NOT been applied; nothing is lost while the DLQ subscription keeps them (it never expires).",
 				sub, c.DLQ.WarningFor, c.DLQ.CriticalFor, c.DLQ.DeadLetteredCritical, c.DLQ.DeadLetteredWindow),
 			checks: [3]string{
-				logs + " jsonPayload.outcome=(\"poison\" OR \"retry\")`: the `error_type` and `error` of the failed attempts say whether this is poison (producer/schema) or a dependency failure.",
-				"Pull a few DLQ messages without acking (first line of the replay below) and compare their payload and attributes with the route's expected schema and `schemaVersion`.",
-				"Check recent changes: consumer deploys (`EVENTPIPE_VERSION` in the logs), producer releases, and the routes file; a 4xx or 5xx push-ratio alert on the same subscription points at the same cause.",
+				logs + " jsonPayload.outcome=(\"poison\" OR \"retry\") — the error_type and error of the failed attempts say whether this is poison (producer/schema) or a dependency failure.",
+				"Pull a few DLQ messages without acking (eventpipe replay --dry-run below) and compare their payload and attributes with the route's expected schema and schemaVersion.",
+				"Check recent changes: consumer deploys (EVENTPIPE_VERSION in the logs), producer releases, and the routes file; a 4xx or 5xx push-ratio alert on the same subscription points at the same cause.",
 			},
 		}, nil
 	case AlertPush5xx:
@@ -51,7 +52,7 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 				"5xx means a transient failure: the messages are redelivered with backoff and go to the DLQ once attempts run out.",
 				num(c.Push.ServerErrorWarning*100), num(c.Push.ServerErrorCritical*100), sub, c.Push.ServerErrorFor, c.Push.MinRequests, c.Push.RatioWindow),
 			checks: [3]string{
-				logs + " jsonPayload.outcome=\"retry\"`: group by `error_code` — RESOURCE_EXHAUSTED/UNAVAILABLE/DEADLINE_EXCEEDED mean Firestore saturation, PERMISSION_DENIED a broken identity.",
+				logs + " jsonPayload.outcome=\"retry\" — group by error_code: RESOURCE_EXHAUSTED/UNAVAILABLE/DEADLINE_EXCEEDED mean Firestore saturation, PERMISSION_DENIED a broken identity.",
 				"Cloud Run: instance count at its maximum, CPU or memory saturation, container restarts or a failing revision right after a deploy.",
 				"Firestore: one hot document (about one sustained write per second per document) or a regional incident on the Google Cloud status page.",
 			},
@@ -63,9 +64,9 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 				"The consumer answers 4xx to messages it can never process (poison): these go to the DLQ after the maximum delivery attempts. A rising 4xx ratio usually means a producer or schema change, or misrouting.",
 				num(c.Push.ClientErrorWarning*100), num(c.Push.ClientErrorCritical*100), sub, c.Push.ClientErrorFor, c.Push.MinRequests, c.Push.RatioWindow),
 			checks: [3]string{
-				logs + " jsonPayload.outcome=\"poison\"`: read `error` and group by `route` and `event_type` to see which producer changed.",
-				"401/403 rather than 400/422 means push authentication: compare the subscription's push service account and audience with `EVENTPIPE_PUSH_ACCOUNTS` and `EVENTPIPE_OIDC_AUDIENCE`.",
-				"Check the routes file and `schemaVersion` of the failing messages against the producer's latest release.",
+				logs + " jsonPayload.outcome=\"poison\" — read error and group by route and event_type to see which producer changed.",
+				"401/403 rather than 400/422 means push authentication: compare the subscription's push service account and audience with EVENTPIPE_PUSH_ACCOUNTS and EVENTPIPE_OIDC_AUDIENCE.",
+				"Check the routes file and schemaVersion of the failing messages against the producer's latest release.",
 			},
 		}, nil
 	case AlertBacklogAge:
@@ -75,8 +76,8 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 				sub, c.Backlog.OldestAgeWarning, c.Backlog.OldestAgeCritical),
 			checks: [3]string{
 				"Is the consumer running and receiving? Cloud Run request count and instance count for the service, and the push endpoint/OIDC settings of the subscription.",
-				logs + "`: are messages being retried (`outcome=\"retry\"`) — then the cause is the error they log — or not arriving at all?",
-				"Lease alerts (`lease-*`) and Firestore alerts of the same pipeline: a held lease or a saturated store stalls processing.",
+				logs + " — are messages being retried (outcome=\"retry\"), so the cause is the error they log, or not arriving at all?",
+				"The lease-acquire, lease-heartbeat, lease-stale and Firestore alerts of the same pipeline: a held lease or a saturated store stalls processing.",
 			},
 		}, nil
 	case AlertBacklogGrowth:
@@ -86,8 +87,8 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 				sub, c.Backlog.GrowthWindow, c.Backlog.GrowthWarningFor, c.Backlog.GrowthCriticalFor),
 			checks: [3]string{
 				"Publish rate of the topic: a producer burst or a replay in progress explains growth that will drain by itself.",
-				"Consumer capacity: Cloud Run max instances, concurrency and request latency (`latency_ms` in the consumer logs).",
-				logs + "`: retries and their `error_code` — failing messages are redelivered and add to the backlog.",
+				"Consumer capacity: Cloud Run max instances, concurrency and request latency (latency_ms in the consumer logs).",
+				logs + " — retries and their error_code: failing messages are redelivered and add to the backlog.",
 			},
 		}, nil
 	case AlertFirestoreTransient:
@@ -97,7 +98,7 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 				"Messages are retried, so nothing is lost yet, but latency and cost rise and the DLQ fills once attempts run out.",
 				num(c.Firestore.TransientWarningPerMinute), num(c.Firestore.TransientCriticalPerMinute), c.Firestore.RateWindow, c.Firestore.TransientFor),
 			checks: [3]string{
-				logs + " jsonPayload.error_code=(\"RESOURCE_EXHAUSTED\" OR \"UNAVAILABLE\" OR \"DEADLINE_EXCEEDED\")`: which `doc_path`s — one hot document points at a write-rate limit.",
+				logs + " jsonPayload.error_code=(\"RESOURCE_EXHAUSTED\" OR \"UNAVAILABLE\" OR \"DEADLINE_EXCEEDED\") — which doc_path values: one hot document points at a write-rate limit.",
 				"Firestore usage and quota pages of the project, and the Google Cloud status page for the database's location.",
 				"Consumer concurrency: more Cloud Run instances than the store can absorb; lower max instances or concurrency.",
 			},
@@ -107,9 +108,9 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 			title:   "Firestore permission denied",
 			meaning: "The consumer logged a Firestore PERMISSION_DENIED or UNAUTHENTICATED error. These do not heal by retrying: every message of the pipeline fails until the identity or its roles are fixed, and the DLQ fills. This policy fires on the first such log line.",
 			checks: [3]string{
-				"The Cloud Run service's service account: does it still exist and hold `roles/datastore.user` on the project?",
-				"Recent IAM changes in the project (Cloud Audit Logs, `SetIamPolicy`), and organisation policies that deny the role.",
-				"`EVENTPIPE_STORE` of the service: does it name the right project and database?",
+				"The Cloud Run service's service account: does it still exist and hold roles/datastore.user on the project?",
+				"Recent IAM changes in the project (Cloud Audit Logs, SetIamPolicy), and organisation policies that deny the role.",
+				"EVENTPIPE_STORE of the service: does it name the right project and database?",
 			},
 		}, nil
 	case AlertLeaseAcquire, AlertLeaseHeartbeat, AlertLeaseStale:
@@ -122,10 +123,10 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 		}
 		return runbookText{
 			title: "Lease problems: " + what,
-			meaning: fmt.Sprintf("More than %d %s within %s (seed 003 thresholds). Leases keep two instances from running the same long action; failures mean duplicated work is being prevented by retries, or a crashed instance left work unfinished.",
+			meaning: fmt.Sprintf("More than %d %s within %s. Leases keep two instances from running the same long action; failures mean duplicated work is being prevented by retries, or a crashed instance left work unfinished.",
 				limit, what, c.Leases.Window),
 			checks: [3]string{
-				logs + " jsonPayload.lease_event:*`: which `idempotency_doc`s, and whether one key is contended by many deliveries.",
+				logs + " " + anyOf(fieldLeaseEvent, leaseEvents()) + " — which idempotency_doc values, and whether one key is contended by many deliveries.",
 				"Instance crashes or restarts (Cloud Run container exits): a stale lease is work abandoned mid-way; it is retried after expiry.",
 				"Firestore errors of the same pipeline: failed heartbeats are often failed writes.",
 			},
@@ -138,8 +139,8 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 				sub, num(c.SLO.Goal*100), c.SLO.RollingDays),
 			checks: [3]string{
 				"The push 4xx and 5xx ratio alerts of the same subscription say which kind of failure is burning the budget.",
-				"Pub/Sub's `push_request_count` by `response_class`: `deadline_exceeded` means the consumer is slower than the ack deadline, `unreachable` that the endpoint is down.",
-				logs + "`: the failing messages' `error_type` and `error_code`.",
+				"Pub/Sub's push_request_count by response_class: deadline_exceeded means the consumer is slower than the ack deadline, unreachable that the endpoint is down.",
+				logs + " — the failing messages' error_type and error_code.",
 			},
 		}, nil
 	}
@@ -154,21 +155,24 @@ type runbookData struct {
 	Meaning string
 	Checks  [3]string
 	DLQs    []Subscription // the DLQs a responder may need to replay
-	Topic   string         // the source topic(s), for pipelines without a DLQ
+	Topic   string         // the source topic(s), full names, for pipelines without a DLQ
 	// Compact lists the DLQs by name under one generic replay script, for
 	// pipelines with too many DLQs to spell the script out for each.
 	Compact bool
 }
 
-// replayScript names what the runbook's replay script moves: messages of
-// subscription DLQ back to topic Topic, in project Project.
-type replayScript struct{ Project, DLQ, Topic string }
+// replayScript names what the runbook's replay commands move: the messages
+// of the dead-letter subscription DLQ back to the topic Topic (full names).
+type replayScript struct{ DLQ, Topic string }
 
 // parseRunbook parses runbook.md.tmpl; NewPlan parses it once per plan.
 func parseRunbook() (*template.Template, error) {
 	tpl, err := template.New("runbook").Funcs(template.FuncMap{
 		"inc":    func(i int) int { return i + 1 },
-		"replay": func(project, dlq, topic string) replayScript { return replayScript{project, dlq, topic} },
+		"replay": func(dlq, topic string) replayScript { return replayScript{dlq, topic} },
+		"subscription": func(project, id string) string {
+			return "projects/" + project + "/subscriptions/" + id
+		},
 	}).Parse(runbookLayout)
 	if err != nil {
 		return nil, fmt.Errorf("alerts: runbook template: %w", err)
@@ -188,12 +192,14 @@ func runbook(tpl *template.Template, t Target, c Config, p PolicySpec) (string, 
 		if p.Subscription != "" && s.Name != p.Subscription {
 			continue
 		}
-		topics = append(topics, s.Topic)
+		if !slices.Contains(topics, s.Topic) {
+			topics = append(topics, s.Topic)
+		}
 		if s.HasDLQ() {
 			d.DLQs = append(d.DLQs, s)
 		}
 	}
-	d.Topic = strings.Join(topics, "`, `")
+	d.Topic = strings.Join(topics, ", ")
 	var doc string
 	for _, compact := range []bool{false, true} {
 		d.Compact = compact

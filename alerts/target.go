@@ -25,8 +25,10 @@ type Target struct {
 
 // Subscription is one subscription feeding the consumer.
 type Subscription struct {
-	Name  string // subscription ID
-	Topic string // topic ID it reads, where a replay publishes to
+	Name string // subscription ID, in the target's project
+	// Topic is the full name (projects/P/topics/T) of the topic it reads,
+	// where a replay publishes to; it may be in another project.
+	Topic string
 	// DLQSubscription and DLQTopic name the dead-letter subscription and
 	// topic; both are empty when the subscription opted out of a DLQ.
 	DLQSubscription string
@@ -84,8 +86,8 @@ func (t Target) Validate() error {
 			bad(f+".name", s.Name, "unique within the pipeline", "remove the duplicate")
 		}
 		seen[s.Name] = true
-		if !pubsubID.MatchString(s.Topic) {
-			bad(f+".topic", s.Topic, "a Pub/Sub topic ID", "pass the ID of the topic the subscription reads")
+		if project, id, ok := topicName(s.Topic); !ok || !projectID.MatchString(project) || !pubsubID.MatchString(id) {
+			bad(f+".topic", s.Topic, "a full topic name, projects/PROJECT/topics/TOPIC", "pass the full name of the topic the subscription reads")
 		}
 		if s.DLQSubscription != "" && !pubsubID.MatchString(s.DLQSubscription) {
 			bad(f+".dlqSubscription", s.DLQSubscription, "a Pub/Sub subscription ID", "pass the DLQ subscription's ID")
@@ -100,6 +102,16 @@ func (t Target) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// topicName splits projects/P/topics/T.
+func topicName(s string) (project, id string, ok bool) {
+	rest, ok := strings.CutPrefix(s, "projects/")
+	if !ok {
+		return "", "", false
+	}
+	project, id, ok = strings.Cut(rest, "/topics/")
+	return project, id, ok && !strings.Contains(id, "/")
 }
 
 // labelValue normalises s to a GCP label value: lowercase, [a-z0-9_-],

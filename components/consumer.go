@@ -1,13 +1,17 @@
 package components
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/cloudrunv2"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/secretmanager"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/serviceaccount"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -25,6 +29,12 @@ const (
 	EnvPushAccounts      = "EVENTPIPE_PUSH_ACCOUNTS"
 	EnvPullSubscriptions = "EVENTPIPE_PULL_SUBSCRIPTIONS"
 	EnvCollectionPrefix  = "EVENTPIPE_COLLECTION_PREFIX"
+	// EnvPullMaxOutstanding bounds the messages a pulling consumer holds at
+	// once, like the service's request concurrency bounds pushed ones.
+	EnvPullMaxOutstanding = "EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES"
+	// EnvMemoryLimit is the Go runtime's soft memory limit, from the
+	// container's memory (limits.MemoryLimit).
+	EnvMemoryLimit = "GOMEMLIMIT"
 )
 
 // Cloud Run ingress settings by spec value.
@@ -35,20 +45,41 @@ func ingressSetting(ingress string) string {
 	return "INGRESS_TRAFFIC_INTERNAL_ONLY"
 }
 
-// ConsumerArgs configures a Consumer.
-type ConsumerArgs struct {
-	// Stack supplies project, region and environment.
-	Stack *spec.Stack
-	// Pipeline is the validated pipeline the consumer serves.
-	Pipeline *spec.Pipeline
+// executionEnvironment is Cloud Run's name of a spec execution environment.
+func executionEnvironment(env string) string {
+	return "EXECUTION_ENVIRONMENT_" + strings.ToUpper(env)
 }
 
-// Consumer is the Cloud Run v2 service that runs the eventpipe consumer for
-// one pipeline, with least privilege:
+// ConsumerArgs configure a Consumer on its own (a Pipeline declares its
+// consumer from PipelineArgs.Consumer).
+type ConsumerArgs struct {
+	// Project is the GCP project id the service is created in.
+	Project pulumi.StringInput `pulumi:"project"`
+	// Region is the Cloud Run region (default europe-west1).
+	Region string `pulumi:"region,optional"`
+	// Environment labels the service eventpipe_env and qualifies the consumer's records (default: the stack name).
+	Environment string `pulumi:"environment,optional"`
+	// Labels are extra GCP labels on the service.
+	Labels map[string]string `pulumi:"labels,optional"`
+	// Protect turns on Cloud Run deletion protection (default true).
+	Protect *bool `pulumi:"protect,optional"`
+	// Consumer is the service's settings.
+	Consumer ConsumerSettings `pulumi:"consumer"`
+	// PushAccounts are the emails of the service accounts whose push tokens the consumer accepts.
+	PushAccounts pulumi.StringArrayInput `pulumi:"pushAccounts,optional"`
+	// PullSubscriptions are the full names (projects/P/subscriptions/S) of the subscriptions the consumer pulls.
+	PullSubscriptions pulumi.StringArrayInput `pulumi:"pullSubscriptions,optional"`
+}
+
+// Consumer is the Cloud Run v2 service that runs the eventpipe consumer,
+// with least privilege:
 //
-//   - its own service account, granted only roles/datastore.user on the
-//     project of its Firestore store (no role at all for other stores) — pull
-//     subscriptions grant it roles/pubsub.subscriber on themselves;
+//   - its own service account (or the one given), granted only what its
+//     store needs: roles/datastore.user on the project of a Firestore store,
+//     roles/secretmanager.secretAccessor on the secret holding a store URL
+//     with a password; pull subscriptions grant it roles/pubsub.subscriber;
+//   - a store URL with a password kept in Secret Manager and read from there
+//     (valueSource.secretKeyRef), never written into the service;
 //   - restricted ingress (internal by default; Pub/Sub push from the same
 //     project is internal traffic) and no public invoker: only the push
 //     service accounts get roles/run.invoker, from their Subscription;
@@ -56,90 +87,162 @@ type ConsumerArgs struct {
 //     accepts the tokens, and passed to the consumer to check them again;
 //   - a request timeout equal to the push ack deadline, so Pub/Sub does not
 //     redeliver while a request is still running;
+//   - sizes Cloud Run accepts (validated), the execution environment set
+//     explicitly, GOMEMLIMIT from the memory limit, and a request concurrency
+//     (and pull flow control) no higher than memory holds for messages of
+//     the maximum size;
 //   - startup and liveness probes on the consumer's health endpoint;
-//   - the environment of the consumer contract (store URL, routes, audience,
-//     allowed push accounts, pull subscriptions, collection prefix);
-//   - for pull pipelines, CPU that is always allocated (no CPU throttling
-//     between requests), because pulling happens outside requests.
+//   - for pulling consumers, CPU that is always allocated, because pulling
+//     happens outside requests;
+//   - deletion protection set explicitly: on unless protect is false.
 type Consumer struct {
 	pulumi.ResourceState
 
+	// URI is the service URL.
+	URI pulumi.StringOutput `pulumi:"uri"`
+	// ServiceName is the Cloud Run service name.
+	ServiceName pulumi.StringOutput `pulumi:"serviceName"`
+	// ServiceAccount is the email of the account the consumer runs as.
+	ServiceAccount pulumi.StringOutput `pulumi:"serviceAccount"`
+	// RequestConcurrency is the request concurrency the service got: the configured one, or the lower
+	// number of maximum-size messages its memory holds.
+	RequestConcurrency pulumi.IntOutput `pulumi:"requestConcurrency"`
+
 	// Service is the Cloud Run service.
 	Service *cloudrunv2.Service
-	// Account is the consumer's own service account.
+	// Account is the consumer's own service account (nil when it runs as a given one).
 	Account *serviceaccount.Account
-	// URI is the service URL.
-	URI pulumi.StringOutput
-	// ServiceName is the Cloud Run service name.
-	ServiceName pulumi.StringOutput
+	// Member is the IAM member of the account the consumer runs as.
+	Member pulumi.StringOutput
 }
 
-// NewConsumer declares a Consumer named name.
+// NewConsumer validates args and declares a Consumer named name (also the
+// prefix of its service name, account and collections unless args set them).
 func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...pulumi.ResourceOption) (*Consumer, error) {
-	st, p := args.Stack, args.Pipeline
+	if args == nil {
+		return nil, fmt.Errorf("consumer %s: no arguments; set at least project and consumer.image", name)
+	}
+	sc := newScope(ctx, name, args.Project, nil, args.Region, args.Environment, args.Labels, args.Protect)
+	sc.pipeline.Consumer = args.Consumer.toSpec(sc.d)
+	problems := sc.storeSecret(args.Consumer.StoreSecret)
+	if args.PullSubscriptions != nil {
+		// The consumer pulls: validation asks for CPU and warm instances to match.
+		sc.pipeline.Subscriptions = map[string]*spec.Subscription{"pull": {Key: "pull", Delivery: spec.DeliveryPull}}
+	}
+	if err := spec.ValidateConsumer(sc.stack, sc.pipeline, "consumer"); err != nil || len(problems) > 0 {
+		var errs spec.Errors
+		errors.As(err, &errs)
+		return nil, argsError("consumer", name, append(errs, problems...))
+	}
+	pushAccounts := args.PushAccounts
+	if pushAccounts == nil {
+		pushAccounts = pulumi.StringArray{}
+	}
+	pulls := args.PullSubscriptions
+	if pulls == nil {
+		pulls = pulumi.StringArray{}
+	}
+	return declareConsumer(ctx, name, sc, &args.Consumer, pushAccounts, pulls, args.PullSubscriptions != nil, opts)
+}
+
+// declareConsumer declares the consumer of sc under name. in are its
+// settings' inputs; pushAccounts the emails it accepts push tokens of;
+// pulls the subscriptions it pulls (pulling says whether there are any).
+func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSettings, pushAccounts, pulls pulumi.StringArrayInput,
+	pulling bool, opts []pulumi.ResourceOption) (*Consumer, error) {
+	p := sc.pipeline
 	k := &p.Consumer
 	c := &Consumer{}
-	if err := ctx.RegisterComponentResource(TypeConsumer, name, c, opts...); err != nil {
+	if err := register(ctx, TypeConsumer, name, c, opts); err != nil {
 		return nil, fmt.Errorf("register consumer component %s: %w", name, err)
 	}
 	parent := pulumi.Parent(c)
-	project := pulumi.String(st.Project)
+	project := sc.project
 
-	account, err := serviceaccount.NewAccount(ctx, name+"-run", &serviceaccount.AccountArgs{
-		Project:     project,
-		AccountId:   pulumi.String(p.ConsumerAccountID()),
-		DisplayName: pulumi.String("eventpipe consumer " + p.Name),
-		Description: pulumi.String("Runs the " + k.ServiceName + " consumer; may only use the store"),
-	}, parent)
-	if err != nil {
-		return nil, fmt.Errorf("declare consumer service account of %s: %w", p.Name, err)
+	var email pulumi.StringInput
+	if k.ServiceAccount != "" {
+		email = sc.d.str(k.ServiceAccount)
+	} else {
+		account, err := serviceaccount.NewAccount(ctx, name+"-run", &serviceaccount.AccountArgs{
+			Project:     project,
+			AccountId:   pulumi.String(p.ConsumerAccountID()),
+			DisplayName: pulumi.String("eventpipe consumer " + p.Name),
+			Description: pulumi.String("Runs the " + k.ServiceName + " consumer; may only use the store"),
+		}, parent)
+		if err != nil {
+			return nil, fmt.Errorf("declare consumer service account of %s: %w", p.Name, err)
+		}
+		c.Account, email = account, account.Email
 	}
-	c.Account = account
+	c.ServiceAccount = email.ToStringOutput()
+	c.Member = pulumi.Sprintf("serviceAccount:%s", email)
+
 	// The store grant goes to the project the Firestore database lives in,
-	// which may be another project than the stack's. PostgreSQL, bbolt and
-	// mem stores need no Google IAM role, so they get none (least privilege).
+	// which may be another project than the service's. PostgreSQL, bbolt
+	// and mem stores need no Google IAM role, so they get none (least
+	// privilege); a store URL with a password gets its secret.
 	var dependsOn []pulumi.Resource
+	store := &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(EnvStore), Value: sc.d.str(k.Store)}
 	if storeProject, _, ok := k.FirestoreDatabase(); ok {
 		storeGrant, err := projects.NewIAMMember(ctx, name+"-run-datastore-user", &projects.IAMMemberArgs{
-			Project: pulumi.String(storeProject),
+			Project: sc.d.str(storeProject),
 			Role:    pulumi.String(RoleDatastore),
-			Member:  account.Member,
+			Member:  c.Member,
 		}, parent)
 		if err != nil {
 			return nil, fmt.Errorf("grant consumer datastore.user for %s: %w", p.Name, err)
 		}
 		dependsOn = append(dependsOn, storeGrant)
 	}
+	if in.StoreSecret != nil {
+		ref, grant, err := declareStoreSecret(ctx, name, sc, in.StoreSecret, c.Member, parent)
+		if err != nil {
+			return nil, err
+		}
+		store = &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(EnvStore), ValueSource: ref}
+		dependsOn = append(dependsOn, grant)
+	}
 
-	pulls := st.PullSubscriptions(p)
-	labels := st.Labels(p, spec.RoleConsumer)
+	concurrency := k.RequestConcurrency()
+	description := fmt.Sprintf("eventpipe consumer of pipeline %s (%s)", p.Name, sc.stack.Env)
+	if concurrency < *k.Concurrency {
+		note := fmt.Sprintf("request concurrency %d, not the configured %d: %s of memory holds %d messages of %d bytes (maxMessageBytes)",
+			concurrency, *k.Concurrency, k.Memory, concurrency, *k.MaxMessageBytes)
+		description += "; " + note
+		_ = ctx.Log.Info("consumer "+k.ServiceName+": "+note, &pulumi.LogArgs{Resource: c})
+	}
+	labels := sc.labels(spec.RoleConsumer)
 	probePath := pulumi.String(spec.HealthPath)
 	port := pulumi.Int(spec.ContainerPort)
 	svc, err := cloudrunv2.NewService(ctx, name, &cloudrunv2.ServiceArgs{
-		Project:         project,
-		Location:        pulumi.String(st.Region),
-		Name:            pulumi.String(k.ServiceName),
-		Description:     pulumi.String(fmt.Sprintf("eventpipe consumer of pipeline %s (%s)", p.Name, st.Env)),
-		Ingress:         pulumi.String(ingressSetting(k.Ingress)),
-		Labels:          pulumi.ToStringMap(labels),
-		CustomAudiences: pulumi.ToStringArray([]string{k.Audience}),
+		Project:     project,
+		Location:    pulumi.String(sc.stack.Region),
+		Name:        pulumi.String(k.ServiceName),
+		Description: pulumi.String(description),
+		Ingress:     pulumi.String(ingressSetting(k.Ingress)),
+		Labels:      labels,
+		// Explicit either way: the provider's default (true) makes every
+		// destroy and replacement of an unprotected stack fail.
+		DeletionProtection: pulumi.Bool(sc.stack.Protected(p)),
+		CustomAudiences:    pulumi.StringArray{sc.d.str(k.Audience)},
 		Template: &cloudrunv2.ServiceTemplateArgs{
-			ServiceAccount:                account.Email,
+			ServiceAccount:                email,
+			ExecutionEnvironment:          pulumi.String(executionEnvironment(k.ExecutionEnvironment)),
 			Timeout:                       pulumi.String(spec.Seconds(k.RequestTimeout.D)),
-			MaxInstanceRequestConcurrency: pulumi.Int(*k.Concurrency),
-			Labels:                        pulumi.ToStringMap(labels),
+			MaxInstanceRequestConcurrency: pulumi.Int(concurrency),
+			Labels:                        labels,
 			Scaling: &cloudrunv2.ServiceTemplateScalingArgs{
 				MinInstanceCount: pulumi.Int(*k.MinInstances),
 				MaxInstanceCount: pulumi.Int(*k.MaxInstances),
 			},
 			Containers: cloudrunv2.ServiceTemplateContainerArray{&cloudrunv2.ServiceTemplateContainerArgs{
 				Name:  pulumi.String("consumer"),
-				Image: pulumi.String(k.Image),
+				Image: deferredImage(in.Image, k.Image),
 				Ports: &cloudrunv2.ServiceTemplateContainerPortsArgs{ContainerPort: port},
-				Envs:  consumerEnv(st, p, pulls),
+				Envs:  consumerEnv(sc, in.Image, store, pushAccounts, pulls, pulling),
 				Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
 					Limits:  pulumi.StringMap{"cpu": pulumi.String(k.CPU), "memory": pulumi.String(k.Memory)},
-					CpuIdle: pulumi.Bool(len(pulls) == 0),
+					CpuIdle: pulumi.Bool(!pulling),
 				},
 				StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
 					HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: probePath, Port: port},
@@ -160,48 +263,94 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 		return nil, fmt.Errorf("declare consumer service %s: %w", k.ServiceName, err)
 	}
 	c.Service, c.URI, c.ServiceName = svc, svc.Uri, svc.Name
-	if err := ctx.RegisterResourceOutputs(c, pulumi.Map{
-		"uri":            svc.Uri,
-		"serviceName":    svc.Name,
-		"serviceAccount": account.Email,
-	}); err != nil {
+	c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
+	if err := ctx.RegisterResourceOutputs(c, outputs(c)); err != nil {
 		return nil, fmt.Errorf("register consumer outputs %s: %w", name, err)
 	}
 	return c, nil
 }
 
-// consumerEnv is the consumer's environment, in a fixed order.
-func consumerEnv(st *spec.Stack, p *spec.Pipeline, pulls []string) cloudrunv2.ServiceTemplateContainerEnvArray {
-	k := &p.Consumer
-	vars := map[string]string{
-		EnvEnvironment:       st.Env,
-		EnvService:           k.ServiceName,
-		EnvVersion:           k.Version(),
-		EnvOIDCAudience:      k.Audience,
-		EnvPushAccounts:      strings.Join(st.PushAccounts(p), ","),
-		EnvPullSubscriptions: strings.Join(pulls, ","),
-		EnvCollectionPrefix:  k.CollectionPrefix,
+// declareStoreSecret keeps a store URL holding a password in a Secret
+// Manager secret (SERVICE-store) readable by member, and returns the
+// reference the service reads it through, pinned to the version just
+// written (a new URL rolls out a new revision), and the grant to wait for.
+func declareStoreSecret(ctx *pulumi.Context, name string, sc *scope, url pulumi.StringInput, member pulumi.StringInput,
+	parent pulumi.ResourceOption) (*cloudrunv2.ServiceTemplateContainerEnvValueSourceArgs, pulumi.Resource, error) {
+	k := &sc.pipeline.Consumer
+	secret, err := secretmanager.NewSecret(ctx, name+"-store", &secretmanager.SecretArgs{
+		Project:            sc.project,
+		SecretId:           pulumi.String(k.ServiceName + "-store"),
+		Labels:             sc.labels(spec.RoleConsumer),
+		Replication:        &secretmanager.SecretReplicationArgs{Auto: &secretmanager.SecretReplicationAutoArgs{}},
+		DeletionProtection: pulumi.Bool(sc.stack.Protected(sc.pipeline)),
+	}, parent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("declare store secret of %s: %w", k.ServiceName, err)
+	}
+	version, err := secretmanager.NewSecretVersion(ctx, name+"-store", &secretmanager.SecretVersionArgs{
+		Secret:     secret.ID(),
+		SecretData: pulumi.ToSecret(url).(pulumi.StringOutput),
+	}, parent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("declare store secret version of %s: %w", k.ServiceName, err)
+	}
+	grant, err := secretmanager.NewSecretIamMember(ctx, name+"-store-accessor", &secretmanager.SecretIamMemberArgs{
+		Project:  sc.project,
+		SecretId: secret.SecretId,
+		Role:     pulumi.String(RoleSecretAccessor),
+		Member:   member,
+	}, parent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("grant consumer access to the store secret of %s: %w", k.ServiceName, err)
+	}
+	return &cloudrunv2.ServiceTemplateContainerEnvValueSourceArgs{
+		SecretKeyRef: &cloudrunv2.ServiceTemplateContainerEnvValueSourceSecretKeyRefArgs{
+			Secret:  secret.SecretId,
+			Version: version.Version,
+		},
+	}, grant, nil
+}
+
+// consumerEnv is the consumer's environment, by name; store is the
+// EVENTPIPE_STORE entry (a value or a secret reference).
+func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
+	pushAccounts, pulls pulumi.StringArrayInput, pulling bool) cloudrunv2.ServiceTemplateContainerEnvArray {
+	k := &sc.pipeline.Consumer
+	version := pulumi.String(k.Version()).ToStringOutput()
+	if k.Image == placeholderImage {
+		version = image.ToStringOutput().ApplyT(func(v string) string { return (&spec.Consumer{Image: v}).Version() }).(pulumi.StringOutput)
+	}
+	vars := map[string]pulumi.StringInput{
+		EnvEnvironment:       pulumi.String(sc.stack.Env),
+		EnvService:           pulumi.String(k.ServiceName),
+		EnvVersion:           version,
+		EnvOIDCAudience:      sc.d.str(k.Audience),
+		EnvPushAccounts:      join(pushAccounts),
+		EnvPullSubscriptions: join(pulls),
+		EnvCollectionPrefix:  pulumi.String(k.CollectionPrefix),
+		// The Go runtime collects before the container's limit is reached.
+		EnvMemoryLimit: pulumi.String(strconv.FormatInt(limits.MemoryLimit(k.MemoryBytes()), 10)),
 	}
 	if k.Routes != "" {
-		vars[EnvRoutes] = k.Routes
+		vars[EnvRoutes] = pulumi.String(k.Routes)
 	}
-	names := make([]string, 0, len(vars)+1)
-	for n := range vars {
-		names = append(names, n)
+	if pulling {
+		vars[EnvPullMaxOutstanding] = pulumi.String(strconv.Itoa(k.RequestConcurrency()))
 	}
-	names = append(names, EnvStore)
+	names := append(spec.SortedKeys(vars), EnvStore)
 	sort.Strings(names)
 	env := make(cloudrunv2.ServiceTemplateContainerEnvArray, 0, len(names))
 	for _, n := range names {
-		var value pulumi.StringInput = pulumi.String(vars[n])
 		if n == EnvStore {
-			value = pulumi.String(k.Store)
-			if st.StoreSecret && k.Store == st.Store {
-				// The store URL may carry a password: keep it secret in state and plans.
-				value = pulumi.ToSecret(pulumi.String(k.Store)).(pulumi.StringOutput)
-			}
+			env = append(env, store)
+			continue
 		}
-		env = append(env, &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(n), Value: value})
+		env = append(env, &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(n), Value: vars[n]})
 	}
 	return env
+}
+
+// join is list joined with commas.
+func join(list pulumi.StringArrayInput) pulumi.StringOutput {
+	return list.ToStringArrayOutput().ApplyT(func(l []string) string { return strings.Join(l, ",") }).(pulumi.StringOutput)
 }

@@ -8,16 +8,16 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// FirestoreTTLArgs configures a FirestoreTTL.
+// FirestoreTTLArgs configure a FirestoreTTL.
 type FirestoreTTLArgs struct {
 	// Project is the GCP project of the database.
-	Project string
+	Project pulumi.StringInput `pulumi:"project"`
 	// Database is the Firestore database id, e.g. "(default)".
-	Database string
+	Database string `pulumi:"database"`
 	// Collections are the collection groups whose documents expire.
-	Collections []string
-	// Field is the timestamp field documents expire by (spec.ExpiryField).
-	Field string
+	Collections []string `pulumi:"collections"`
+	// Field is the timestamp field documents expire by (default expireAt, the consumer's).
+	Field string `pulumi:"field,optional"`
 }
 
 // FirestoreTTL puts a TTL policy on the expiry field of each collection group
@@ -39,33 +39,57 @@ type FirestoreTTLArgs struct {
 type FirestoreTTL struct {
 	pulumi.ResourceState
 
+	// FieldNames are the TTL policies' resource names, by collection.
+	FieldNames pulumi.StringMapOutput `pulumi:"fields"`
+
 	// Fields are the TTL policies, by collection.
 	Fields map[string]*firestore.Field
 }
 
 // NewFirestoreTTL declares a FirestoreTTL named name.
 func NewFirestoreTTL(ctx *pulumi.Context, name string, args *FirestoreTTLArgs, opts ...pulumi.ResourceOption) (*FirestoreTTL, error) {
+	if args == nil {
+		return nil, fmt.Errorf("firestore ttl %s: no arguments; set project, database and collections", name)
+	}
+	var problems spec.Errors
+	if args.Project == nil {
+		problems = append(problems, spec.FieldError{Path: "project", Allowed: "a GCP project id", Fix: "set the project of the Firestore database"})
+	}
+	if args.Database == "" {
+		problems = append(problems, spec.FieldError{Path: "database", Allowed: `a database id such as "(default)"`, Fix: "set the Firestore database the consumer writes to"})
+	}
+	if len(args.Collections) == 0 {
+		problems = append(problems, spec.FieldError{Path: "collections", Allowed: "at least one collection group", Fix: "list the collections whose documents expire"})
+	}
+	if len(problems) > 0 {
+		return nil, argsError("firestore ttl", name, problems)
+	}
+	field := args.Field
+	if field == "" {
+		field = spec.ExpiryField
+	}
 	t := &FirestoreTTL{Fields: map[string]*firestore.Field{}}
-	if err := ctx.RegisterComponentResource(TypeFirestoreTTL, name, t, opts...); err != nil {
+	if err := register(ctx, TypeFirestoreTTL, name, t, opts); err != nil {
 		return nil, fmt.Errorf("register firestore ttl component %s: %w", name, err)
 	}
-	outputs := pulumi.Map{}
+	names := pulumi.StringMap{}
 	for _, coll := range args.Collections {
 		f, err := firestore.NewField(ctx, name+"-"+coll, &firestore.FieldArgs{
-			Project:     pulumi.String(args.Project),
+			Project:     args.Project,
 			Database:    pulumi.String(args.Database),
 			Collection:  pulumi.String(coll),
-			Field:       pulumi.String(args.Field),
+			Field:       pulumi.String(field),
 			TtlConfig:   &firestore.FieldTtlConfigArgs{},
 			IndexConfig: &firestore.FieldIndexConfigArgs{},
 		}, pulumi.Parent(t))
 		if err != nil {
-			return nil, fmt.Errorf("declare ttl policy on %s.%s: %w", coll, args.Field, err)
+			return nil, fmt.Errorf("declare ttl policy on %s.%s: %w", coll, field, err)
 		}
 		t.Fields[coll] = f
-		outputs[coll] = f.Name
+		names[coll] = f.Name
 	}
-	if err := ctx.RegisterResourceOutputs(t, outputs); err != nil {
+	t.FieldNames = names.ToStringMapOutput()
+	if err := ctx.RegisterResourceOutputs(t, outputs(t)); err != nil {
 		return nil, fmt.Errorf("register firestore ttl outputs %s: %w", name, err)
 	}
 	return t, nil

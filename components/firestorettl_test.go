@@ -1,6 +1,7 @@
 package components_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
@@ -9,9 +10,9 @@ import (
 )
 
 func TestFirestoreTTL(t *testing.T) {
-	plan := runMocked(t, nil, func(ctx *pulumi.Context) error {
+	plan := runMocked(t, func(ctx *pulumi.Context) error {
 		_, err := components.NewFirestoreTTL(ctx, "orders", &components.FirestoreTTLArgs{
-			Project: "acme-dev", Database: "(default)", Collections: components.TTLCollections("eventpipe_"), Field: spec.ExpiryField,
+			Project: pulumi.String("acme-dev"), Database: "(default)", Collections: components.TTLCollections("eventpipe_"),
 		})
 		return err
 	})
@@ -21,7 +22,7 @@ func TestFirestoreTTL(t *testing.T) {
 		t.Fatalf("fields = %v, want %v", keys(fields), want)
 	}
 	for name, f := range fields {
-		if input(f, "field") != "expireAt" || input(f, "database") != "(default)" || input(f, "project") != "acme-dev" {
+		if input(f, "field") != spec.ExpiryField || input(f, "database") != "(default)" || input(f, "project") != "acme-dev" {
 			t.Errorf("%s: %v", name, f.Inputs)
 		}
 		// A nil ttlConfig silently disables TTL: it must be present (empty object).
@@ -34,5 +35,20 @@ func TestFirestoreTTL(t *testing.T) {
 	}
 	if got := input(fields["orders-eventpipe_leases"], "collection"); got != "eventpipe_leases" {
 		t.Errorf("collection = %v", got)
+	}
+}
+
+func TestFirestoreTTLRejectsMissingArgs(t *testing.T) {
+	err, regs := runErr(func(ctx *pulumi.Context) error {
+		_, err := components.NewFirestoreTTL(ctx, "orders", &components.FirestoreTTLArgs{})
+		return err
+	})
+	for _, want := range []string{"(3 problems)", "project (not set)", "database (not set)", "collections (not set)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+	if len(regs) != 0 {
+		t.Errorf("%d resources registered", len(regs))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -29,28 +30,48 @@ const baseStack = `config:
           exactlyOnce: true
 `
 
-// loadStack parses and validates a stack config document.
-func loadStack(t *testing.T, doc string) *spec.Stack {
+// loadArgs parses and validates a stack config document into component arguments.
+func loadArgs(t *testing.T, doc string) *components.Stack {
 	t.Helper()
 	f, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.Load("dev")
+	st, err := components.LoadStack("dev", f.Source)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-// runMocked runs program with mocks and returns the plan.
-func runMocked(t *testing.T, st *spec.Stack, program pulumi.RunFunc) *render.Plan {
+// declareStack declares every pipeline of a stack config document.
+func declareStack(t *testing.T, doc string) *render.Plan {
 	t.Helper()
-	plan, err := render.RunProgram(context.Background(), "dev", spec.MapSource{}, st, program)
+	st := loadArgs(t, doc)
+	plan, err := render.RunProgram(context.Background(), "dev", spec.MapSource{}, st.Spec, func(ctx *pulumi.Context) error {
+		return components.DeclareStack(ctx, st)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// runMocked runs program with mocks and returns the plan.
+func runMocked(t *testing.T, program pulumi.RunFunc) *render.Plan {
+	t.Helper()
+	plan, err := render.RunProgram(context.Background(), "dev", spec.MapSource{}, nil, program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// runErr runs program with mocks and returns its error and what it registered.
+func runErr(program pulumi.RunFunc) (error, []render.Registered) {
+	mocks := render.NewMocks(render.Project, "dev", nil)
+	err := pulumi.RunErr(program, pulumi.WithMocks(render.Project, "dev", mocks))
+	return err, mocks.Resources()
 }
 
 // custom returns the custom resources of plan with type typ, by logical name.
@@ -118,6 +139,9 @@ const (
 	tService      = "gcp:cloudrunv2/service:Service"
 	tServiceIAM   = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 	tField        = "gcp:firestore/field:Field"
+	tSecret       = "gcp:secretmanager/secret:Secret"
+	tSecretVer    = "gcp:secretmanager/secretVersion:SecretVersion"
+	tSecretIAM    = "gcp:secretmanager/secretIamMember:SecretIamMember"
 	agentMember   = "serviceAccount:service-123456789012@gcp-sa-pubsub.iam.gserviceaccount.com"
 	pushEmail     = "orders-main-push@acme-dev.iam.gserviceaccount.com"
 	consumerEmail = "orders-run@acme-dev.iam.gserviceaccount.com"

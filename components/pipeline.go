@@ -1,39 +1,72 @@
 package components
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// PipelineArgs configures a Pipeline.
+// PipelineArgs configure a Pipeline. Only project, projectNumber,
+// consumer.image and one subscription are required; everything else has
+// the defaults documented on its field.
 type PipelineArgs struct {
-	// Stack is the validated stack the pipeline belongs to.
-	Stack *spec.Stack
-	// Spec is the validated pipeline.
-	Spec *spec.Pipeline
+	// Project is the GCP project id the pipeline's resources are created in.
+	Project pulumi.StringInput `pulumi:"project"`
+	// ProjectNumber is the project's number; it names the Pub/Sub service agent dead-lettering needs.
+	ProjectNumber pulumi.StringInput `pulumi:"projectNumber"`
+	// Region is the Cloud Run region of the consumer (default europe-west1).
+	Region string `pulumi:"region,optional"`
+	// Environment labels every resource eventpipe_env, names the log-based metrics and qualifies the
+	// consumer's records (default: the stack name).
+	Environment string `pulumi:"environment,optional"`
+	// Labels are extra GCP labels on the topic, subscriptions and service.
+	Labels map[string]string `pulumi:"labels,optional"`
+	// Protect guards the pipeline's state (default true): Pulumi's protect on the topic, subscriptions and
+	// dead-letter queues, and Cloud Run deletion protection on the consumer. Set false in short-lived stacks.
+	Protect *bool `pulumi:"protect,optional"`
+	// Topic is the source topic: one the pipeline declares, or an existing one.
+	Topic *TopicSettings `pulumi:"topic,optional"`
+	// Consumer is the Cloud Run service the subscriptions feed.
+	Consumer ConsumerSettings `pulumi:"consumer"`
+	// Subscriptions are the subscriptions on the topic, keyed by a short name unique in the pipeline
+	// (1–30 lowercase letters, digits or hyphens). At least one.
+	Subscriptions map[string]SubscriptionSettings `pulumi:"subscriptions"`
+	// Alerts configure the pipeline's alerts, on unless opted out.
+	Alerts *AlertSettings `pulumi:"alerts,optional"`
 }
 
-// Pipeline composes one named pipeline of a stack: its source Topic, the
-// Consumer service, one Subscription per entry of the spec's subscriptions
-// map (push ones delivering to the consumer's /pubsub/push, pull ones
-// readable by the consumer's account) and, when the consumer's store is
-// Firestore, the FirestoreTTL policies of its collections (the pipeline's
-// own: EVENTPIPE_COLLECTION_PREFIX and EVENTPIPE_STORE of its consumer name
-// exactly the collections and database the policies cover), and (unless the
-// pipeline opts out) its alerts.
+// Pipeline composes one named pipeline: its source Topic (or an existing
+// topic, with the named publishers' grants), the Consumer service, one
+// Subscription per entry of subscriptions (push ones delivering to the
+// consumer's /pubsub/push, pull ones readable by the consumer's account or,
+// when external, by their subscribers), the FirestoreTTL policies of the
+// consumer's own collections when its store is Firestore, and (unless opted
+// out) its alerts.
 type Pipeline struct {
 	pulumi.ResourceState
 
-	// Spec is the pipeline's validated spec.
-	Spec *spec.Pipeline
-	// Topic is the source topic.
+	// TopicID is the full name of the source topic, projects/P/topics/T.
+	TopicID pulumi.StringOutput `pulumi:"topicId"`
+	// TopicName is the source topic's id.
+	TopicName pulumi.StringOutput `pulumi:"topicName"`
+	// ConsumerURI is the consumer service's URL.
+	ConsumerURI pulumi.StringOutput `pulumi:"consumerUri"`
+	// ConsumerServiceAccount is the email of the account the consumer runs as.
+	ConsumerServiceAccount pulumi.StringOutput `pulumi:"consumerServiceAccount"`
+	// SubscriptionNames are the subscription ids, by key.
+	SubscriptionNames pulumi.StringMapOutput `pulumi:"subscriptionNames"`
+	// DeadLetterSubscriptions are the ids of the subscriptions keeping the dead letters, by key (none on a DLQ opt-out).
+	DeadLetterSubscriptions pulumi.StringMapOutput `pulumi:"deadLetterSubscriptions"`
+
+	// Topic is the source topic; nil when the pipeline reads an existing one.
 	Topic *Topic
 	// Consumer is the Cloud Run consumer.
 	Consumer *Consumer
-	// Subscriptions are keyed like the spec's subscriptions.
+	// Subscriptions are keyed like PipelineArgs.Subscriptions.
 	Subscriptions map[string]*Subscription
 	// TTL is nil when the store is not Firestore (bbolt, PostgreSQL and
 	// memory stores need no TTL policy).
@@ -43,53 +76,80 @@ type Pipeline struct {
 	Alerts *alerts.Alerts
 }
 
-// NewPipeline declares the pipeline args.Spec under the logical name name.
+// NewPipeline validates args and declares the pipeline name. Every problem
+// with args is reported at once, before anything is declared, on the
+// argument's path (consumer.memory, subscriptions.main.delivery).
 func NewPipeline(ctx *pulumi.Context, name string, args *PipelineArgs, opts ...pulumi.ResourceOption) (*Pipeline, error) {
-	st, p := args.Stack, args.Spec
-	pl := &Pipeline{Spec: p, Subscriptions: map[string]*Subscription{}}
-	if err := ctx.RegisterComponentResource(TypePipeline, name, pl, opts...); err != nil {
+	if args == nil {
+		return nil, fmt.Errorf("pipeline %s: no arguments; set at least project, projectNumber, consumer.image and one subscription", name)
+	}
+	sc, thresholds, err := resolvePipeline(ctx, name, args)
+	if err != nil {
+		return nil, err
+	}
+	return declarePipeline(ctx, name, sc, args, thresholds, opts)
+}
+
+// declarePipeline declares the pipeline name of the resolved scope sc.
+func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *PipelineArgs, thresholds alerts.Config, opts []pulumi.ResourceOption) (*Pipeline, error) {
+	var err error
+	p := sc.pipeline
+	pl := &Pipeline{Subscriptions: map[string]*Subscription{}}
+	if err := register(ctx, TypePipeline, name, pl, opts); err != nil {
 		return nil, fmt.Errorf("register pipeline component %s: %w", name, err)
 	}
 	parent := pulumi.Parent(pl)
-	var err error
-	pl.Topic, err = NewTopic(ctx, name, &TopicArgs{
-		Project:          st.Project,
-		Name:             p.Topic.Name,
-		Labels:           st.Labels(p, spec.RoleSource),
-		MessageRetention: *p.Topic.MessageRetention,
-		Schema:           p.Topic.Schema,
-		SchemaEncoding:   p.Topic.SchemaEncoding,
-		KMSKeyName:       p.Topic.KMSKeyName,
-	}, parent)
-	if err != nil {
-		return nil, err
-	}
-	pl.Consumer, err = NewConsumer(ctx, name, &ConsumerArgs{Stack: st, Pipeline: p}, parent)
-	if err != nil {
-		return nil, err
-	}
-	push := &PushTarget{
-		Endpoint: pl.Consumer.URI.ApplyT(func(uri string) string { return uri + spec.PushPath }).(pulumi.StringOutput),
-		Audience: p.Consumer.Audience,
-		Service:  pl.Consumer.ServiceName,
-		Location: st.Region,
-	}
-	for _, sp := range p.SortedSubscriptions() {
-		sa := &SubscriptionArgs{Stack: st, Pipeline: p, Spec: sp, Topic: pl.Topic.ID}
-		if sp.Push() {
-			sa.Push = push
-		} else {
-			sa.Subscribers = map[string]pulumi.StringInput{"consumer": pl.Consumer.Account.Member}
+
+	var topicID pulumi.StringInput
+	if p.Topic.Existing == "" {
+		var kms pulumi.StringInput
+		if args.Topic != nil {
+			kms = args.Topic.KMSKeyName
 		}
-		sub, err := NewSubscription(ctx, sp.Name, sa, parent)
+		if pl.Topic, err = declareTopic(ctx, name, sc, kms, []pulumi.ResourceOption{parent}); err != nil {
+			return nil, err
+		}
+		topicID, pl.TopicName = pl.Topic.ID, pl.Topic.Name
+	} else {
+		topicID = sc.d.str(p.Topic.Existing)
+		pl.TopicName = topicID.ToStringOutput().ApplyT(func(id string) string { return id[strings.LastIndex(id, "/")+1:] }).(pulumi.StringOutput)
+		if err := grantPublishers(ctx, name, sc, topicID, parent); err != nil {
+			return nil, err
+		}
+	}
+	pl.TopicID = topicID.ToStringOutput()
+
+	pulls := sc.stack.PullSubscriptions(p)
+	pl.Consumer, err = declareConsumer(ctx, name, sc, &args.Consumer, sc.d.strs(sc.stack.PushAccounts(p)), sc.d.strs(pulls), len(pulls) > 0,
+		[]pulumi.ResourceOption{parent})
+	if err != nil {
+		return nil, err
+	}
+	push := &pushTarget{
+		endpoint: pulumi.Sprintf("%s%s", pl.Consumer.URI, spec.PushPath),
+		audience: p.Consumer.Audience,
+		service:  pl.Consumer.ServiceName,
+	}
+	names, dlqs := pulumi.StringMap{}, pulumi.StringMap{}
+	for _, sub := range p.SortedSubscriptions() {
+		var readers map[string]pulumi.StringInput
+		if sub.ConsumerPulls() {
+			readers = map[string]pulumi.StringInput{"consumer": pl.Consumer.Member}
+		}
+		s, err := declareSubscription(ctx, sub.Name, sc, sub, topicID, push, readers, []pulumi.ResourceOption{parent})
 		if err != nil {
 			return nil, err
 		}
-		pl.Subscriptions[sp.Key] = sub
+		pl.Subscriptions[sub.Key], names[sub.Key] = s, s.Name
+		if s.DLQSubscription != nil {
+			dlqs[sub.Key] = s.DeadLetterSubscription
+		}
 	}
+	pl.SubscriptionNames, pl.DeadLetterSubscriptions = names.ToStringMapOutput(), dlqs.ToStringMapOutput()
+
 	if project, database, ok := p.Consumer.FirestoreDatabase(); ok {
 		pl.TTL, err = NewFirestoreTTL(ctx, name, &FirestoreTTLArgs{
-			Project:     project,
+			Project:     sc.d.str(project),
 			Database:    database,
 			Collections: TTLCollections(p.Consumer.CollectionPrefix),
 			Field:       spec.ExpiryField,
@@ -99,20 +159,123 @@ func NewPipeline(ctx *pulumi.Context, name string, args *PipelineArgs, opts ...p
 		}
 	}
 	if p.Alerts.Enabled() {
-		pl.Alerts, err = alerts.New(ctx, name, alerts.Args{Target: st.AlertTarget(p), Config: st.Alerts.Thresholds}, parent)
-		if err != nil {
+		aa := alerts.Args{Target: alertTarget(sc), Config: thresholds, Project: sc.project, Expand: sc.d.str}
+		if a := args.Alerts; a != nil {
+			if _, ok := knownStrings(a.CriticalChannels); !ok {
+				aa.CriticalChannels = a.CriticalChannels
+			}
+			if _, ok := knownStrings(a.WarningChannels); !ok {
+				aa.WarningChannels = a.WarningChannels
+			}
+		}
+		if pl.Alerts, err = alerts.New(ctx, name, aa, parent); err != nil {
 			return nil, err
 		}
 	}
 
-	outputs := pulumi.Map{"topic": pl.Topic.Name, "consumerUri": pl.Consumer.URI}
-	subs := pulumi.StringArray{}
-	for _, key := range spec.SortedKeys(pl.Subscriptions) {
-		subs = append(subs, pl.Subscriptions[key].Name)
-	}
-	outputs["subscriptions"] = subs
-	if err := ctx.RegisterResourceOutputs(pl, outputs); err != nil {
+	pl.ConsumerURI, pl.ConsumerServiceAccount = pl.Consumer.URI, pl.Consumer.ServiceAccount
+	if err := ctx.RegisterResourceOutputs(pl, outputs(pl)); err != nil {
 		return nil, fmt.Errorf("register pipeline outputs %s: %w", name, err)
 	}
 	return pl, nil
+}
+
+// resolvePipeline completes and validates args as the pipeline name, and
+// returns its scope and alert thresholds, or every problem at once.
+func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*scope, alerts.Config, error) {
+	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, nil)
+	sc.inPipeline = true
+	st, p := sc.stack, sc.pipeline
+	p.Protect = args.Protect
+	p.Topic = args.Topic.toSpec(sc.d)
+	p.Consumer = args.Consumer.toSpec(sc.d)
+	problems := sc.storeSecret(args.Consumer.StoreSecret)
+	p.Subscriptions = map[string]*spec.Subscription{}
+	for _, key := range spec.SortedKeys(args.Subscriptions) {
+		s := args.Subscriptions[key]
+		p.Subscriptions[key] = s.toSpec(key)
+	}
+	thresholds := alerts.Defaults()
+	if a := args.Alerts; a != nil {
+		p.Alerts = spec.PipelineAlerts{OptOut: a.OptOut, Reason: a.Reason, Team: a.Team}
+		st.Alerts.Channels.Critical, _ = knownStrings(a.CriticalChannels)
+		st.Alerts.Channels.Warning, _ = knownStrings(a.WarningChannels)
+		if a.Thresholds != nil {
+			thresholds = a.Thresholds.WithDefaults()
+			problems = append(problems, thresholdErrors("alerts.thresholds.", thresholds.Validate())...)
+		}
+	}
+	err := spec.Validate(st)
+	var errs spec.Errors
+	errors.As(err, &errs)
+	if all := append(errs, problems...); len(all) > 0 {
+		return nil, alerts.Config{}, argsError("pipeline", name, all)
+	}
+	return sc, thresholds, nil
+}
+
+// alertTarget is what the alerts of sc's pipeline watch: its consumer
+// service and its subscriptions with their dead-letter queues.
+func alertTarget(sc *scope) alerts.Target {
+	st, p := sc.stack, sc.pipeline
+	t := alerts.Target{
+		Project:  st.Project,
+		Pipeline: p.Name,
+		Env:      st.Env,
+		Team:     p.Alerts.Team,
+		Service:  p.Consumer.ServiceName,
+		Channels: alerts.Channels{Critical: st.Alerts.Channels.Critical, Warning: st.Alerts.Channels.Warning},
+	}
+	for _, sub := range p.SortedSubscriptions() {
+		as := alerts.Subscription{Name: sub.Name, Topic: st.TopicName(p), Push: sub.Push()}
+		if sub.HasDLQ() {
+			as.DLQSubscription = sub.DLQSubscriptionName()
+			as.DLQTopic = sub.DLQTopicName()
+		}
+		t.Subscriptions = append(t.Subscriptions, as)
+	}
+	return t
+}
+
+// knownStrings returns the values of in when the program knows them all
+// (nil for a nil input).
+func knownStrings(in pulumi.StringArrayInput) ([]string, bool) {
+	if in == nil {
+		return nil, true
+	}
+	arr, ok := in.(pulumi.StringArray)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, len(arr))
+	for i, s := range arr {
+		if out[i], ok = known(s); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// thresholdErrors turns the errors of alerts.Config.Validate into field
+// errors under prefix.
+func thresholdErrors(prefix string, err error) spec.Errors {
+	if err == nil {
+		return nil
+	}
+	var list []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else {
+		list = []error{err}
+	}
+	var out spec.Errors
+	for _, e := range list {
+		var fe *alerts.FieldError
+		if errors.As(e, &fe) {
+			out = append(out, spec.FieldError{Path: prefix + fe.Field, Value: fmt.Sprint(fe.Value), Allowed: fe.Range, Fix: fe.Fix})
+			continue
+		}
+		out = append(out, spec.FieldError{Path: prefix[:len(prefix)-1], Allowed: "valid alert thresholds", Fix: e.Error()})
+	}
+	return out
 }

@@ -14,13 +14,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-func declareStack(t *testing.T, st *spec.Stack) *render.Plan {
-	t.Helper()
-	return runMocked(t, st, func(ctx *pulumi.Context) error { return components.DeclareStack(ctx, st) })
-}
-
 func TestPipeline(t *testing.T) {
-	plan := declareStack(t, loadStack(t, baseStack))
+	plan := declareStack(t, baseStack)
 	want := map[string]int{
 		tTopic: 3, tSub: 4, tTopicIAM: 2, tSubIAM: 3, tAccount: 2, tAccountIAM: 1, tServiceIAM: 1,
 		tProjectIAM: 1, tService: 1, tField: 4,
@@ -66,7 +61,7 @@ const (
 // TestPipelineAlerts: every pipeline gets its alerts, watching its own
 // consumer and subscriptions; opting out is explicit and removes them all.
 func TestPipelineAlerts(t *testing.T) {
-	plan := declareStack(t, loadStack(t, baseStack))
+	plan := declareStack(t, baseStack)
 	dlq := one(t, plan, tAlertPolicy, "orders-orders-main-dlq-critical")
 	if got := input(dlq, "severity"); got != "CRITICAL" {
 		t.Errorf("dlq-critical severity = %v", got)
@@ -88,7 +83,7 @@ func TestPipelineAlerts(t *testing.T) {
 	}
 
 	doc := strings.Replace(baseStack, "    orders:\n", "    orders:\n      alerts: {optOut: true, reason: short-lived load test}\n", 1)
-	optedOut := countByType(declareStack(t, loadStack(t, doc)))
+	optedOut := countByType(declareStack(t, doc))
 	for _, typ := range []string{tMetric, tAlertPolicy, tSLOService, tSLO} {
 		if optedOut[typ] != 0 {
 			t.Errorf("opted-out pipeline still has %d %s", optedOut[typ], typ)
@@ -98,7 +93,7 @@ func TestPipelineAlerts(t *testing.T) {
 
 func TestPipelineWithoutFirestoreHasNoTTL(t *testing.T) {
 	doc := strings.Replace(baseStack, "        minInstances: 1\n", "        minInstances: 1\n        store: postgres://db.internal/eventpipe\n", 1)
-	plan := declareStack(t, loadStack(t, doc))
+	plan := declareStack(t, doc)
 	if n := countByType(plan)[tField]; n != 0 {
 		t.Errorf("TTL fields = %d for a PostgreSQL store, want 0", n)
 	}
@@ -116,8 +111,7 @@ func TestPipelinesOwnTheirTTLPolicies(t *testing.T) {
         main:
           delivery: push
 `
-	st := loadStack(t, doc)
-	plan := declareStack(t, st)
+	plan := declareStack(t, doc)
 	collections := map[string]string{}
 	for name, f := range custom(plan, tField) {
 		collections[name] = fmt.Sprint(input(f, "collection"))
@@ -135,22 +129,21 @@ func TestPipelinesOwnTheirTTLPolicies(t *testing.T) {
 		t.Errorf("TTL fields = %v\nwant %v", collections, want)
 	}
 
+	st := loadArgs(t, doc)
 	st.Pipelines["billing-events"].Consumer.CollectionPrefix = "eventpipe_orders_"
-	mocks := render.NewMocks(render.Project, "dev", nil)
-	err := pulumi.RunErr(func(ctx *pulumi.Context) error { return components.DeclareStack(ctx, st) },
-		pulumi.WithMocks(render.Project, "dev", mocks))
+	err, regs := runErr(func(ctx *pulumi.Context) error { return components.DeclareStack(ctx, st) })
 	if err == nil || !strings.Contains(err.Error(), "pipelines billing-events and orders both use collection prefix \"eventpipe_orders_\" in firestore://acme-dev/(default)") {
 		t.Errorf("err = %v, want the shared TTL policies named", err)
 	}
-	if n := len(mocks.Resources()); n != 0 {
-		t.Errorf("%d resources registered before the clash was found", n)
+	if len(regs) != 0 {
+		t.Errorf("%d resources registered before the clash was found", len(regs))
 	}
 }
 
 // TestAddingPipelineRenamesNothing: pipelines are a map keyed by name, so a
 // new one adds resources and leaves every existing resource as it was.
 func TestAddingPipelineRenamesNothing(t *testing.T) {
-	before := declareStack(t, loadStack(t, baseStack))
+	before := declareStack(t, baseStack)
 	doc := baseStack + `    alpha:
       consumer:
         image: europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3
@@ -158,7 +151,7 @@ func TestAddingPipelineRenamesNothing(t *testing.T) {
         main:
           delivery: push
 `
-	after := declareStack(t, loadStack(t, doc))
+	after := declareStack(t, doc)
 	if len(after.Steps) <= len(before.Steps) {
 		t.Fatalf("steps %d -> %d: the new pipeline added nothing", len(before.Steps), len(after.Steps))
 	}

@@ -1,7 +1,9 @@
 package components
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/eventpipe/eventpipe/spec"
@@ -11,35 +13,45 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// SubscriptionArgs configures a Subscription. Spec must come from a validated
-// spec.Stack (spec.Load fills every default).
+// standaloneKey is the key a Subscription on its own has in its scope: its
+// push service account is NAME-sub-push.
+const standaloneKey = "sub"
+
+// accountIDPattern is what GCP accepts as a service account id.
+var accountIDPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
+
+// SubscriptionArgs configure a Subscription on its own, on any topic: a
+// topic of the same program or one another team owns.
 type SubscriptionArgs struct {
-	// Stack supplies project, environment and the Pub/Sub service agent.
-	Stack *spec.Stack
-	// Pipeline is the pipeline the subscription belongs to.
-	Pipeline *spec.Pipeline
-	// Spec is the subscription's validated settings.
-	Spec *spec.Subscription
-	// Topic is the full name of the source topic.
-	Topic pulumi.StringInput
-	// Push is the delivery target; required when Spec is a push subscription.
-	Push *PushTarget
-	// Subscribers are members (serviceAccount:…) granted roles/pubsub.subscriber
-	// on the subscription so they can pull from it, keyed by a short stable
-	// name that becomes part of the grant's resource name.
-	Subscribers map[string]pulumi.StringInput
+	// Project is the GCP project id the subscription (and its dead-letter queue) is created in.
+	Project pulumi.StringInput `pulumi:"project"`
+	// ProjectNumber is the project's number; it names the Pub/Sub service agent dead-lettering needs.
+	ProjectNumber pulumi.StringInput `pulumi:"projectNumber"`
+	// Topic is the full name of the topic to subscribe to, projects/P/topics/T (it may be in another project).
+	Topic pulumi.StringInput `pulumi:"topic"`
+	// Region is the region of the push target's Cloud Run service (default europe-west1).
+	Region string `pulumi:"region,optional"`
+	// Environment labels the resources eventpipe_env (default: the stack name).
+	Environment string `pulumi:"environment,optional"`
+	// Labels are extra GCP labels on the subscription and its dead-letter queue.
+	Labels map[string]string `pulumi:"labels,optional"`
+	// Protect protects the subscription and its dead-letter queue from deletion and replacement (default true).
+	Protect *bool `pulumi:"protect,optional"`
+	// Subscription is the subscription's settings; its name defaults to the component name.
+	Subscription SubscriptionSettings `pulumi:"subscription"`
+	// Push is where a push subscription delivers; required with delivery push.
+	Push *PushTarget `pulumi:"push,optional"`
 }
 
-// PushTarget is the Cloud Run service a push subscription delivers to.
+// PushTarget is the endpoint a push subscription delivers to.
 type PushTarget struct {
-	// Endpoint is the https URL Pub/Sub POSTs to (…/pubsub/push).
-	Endpoint pulumi.StringInput
-	// Audience is the OIDC token audience the consumer checks.
-	Audience string
-	// Service is the Cloud Run service name the push account may invoke.
-	Service pulumi.StringInput
-	// Location is the service's region.
-	Location string
+	// Endpoint is the https URL Pub/Sub POSTs to (for an eventpipe consumer: its URL + /pubsub/push).
+	Endpoint pulumi.StringInput `pulumi:"endpoint"`
+	// Audience is the OIDC audience of the push tokens; the endpoint checks it.
+	Audience string `pulumi:"audience"`
+	// Service is the Cloud Run service the push account gets roles/run.invoker on (optional: an endpoint
+	// outside Cloud Run checks the token itself).
+	Service pulumi.StringInput `pulumi:"service,optional"`
 }
 
 // Subscription is one subscription on a topic, push or pull, with everything
@@ -57,193 +69,271 @@ type PushTarget struct {
 //     after 31 days);
 //   - for push: a dedicated push service account whose OIDC token (with an
 //     explicit audience) authenticates every request, roles/run.invoker for it
-//     on the target service, and token creator for the service agent on it.
+//     on the target service, and token creator for the service agent on it;
+//   - for pull: roles/pubsub.subscriber for its subscribers.
 //
-// A DLQ opt-out (spec DeadLetter.OptOut) drops the dead-letter resources and
-// records the opt-out and its reason as labels so policies can see it.
+// The subscription, its DLQ topic and DLQ subscription are protected from
+// deletion unless protect is false: changing a subscription's topic, filter
+// or ordering replaces it, and a replaced subscription loses its backlog.
+//
+// A DLQ opt-out drops the dead-letter resources and records the opt-out and
+// its reason as labels so policies can see it.
 type Subscription struct {
 	pulumi.ResourceState
 
+	// Name is the subscription id.
+	Name pulumi.StringOutput `pulumi:"name"`
+	// SubscriptionID is the full subscription name, projects/P/subscriptions/S.
+	SubscriptionID pulumi.StringOutput `pulumi:"subscriptionId"`
+	// DeadLetterTopic is the dead-letter topic id (empty on a DLQ opt-out).
+	DeadLetterTopic pulumi.StringOutput `pulumi:"deadLetterTopic"`
+	// DeadLetterSubscription is the id of the subscription keeping the dead letters (empty on a DLQ opt-out).
+	DeadLetterSubscription pulumi.StringOutput `pulumi:"deadLetterSubscription"`
+	// PushServiceAccount is the email of the push service account (empty for pull).
+	PushServiceAccount pulumi.StringOutput `pulumi:"pushServiceAccount"`
+
 	// Subscription is the source subscription.
 	Subscription *pubsub.Subscription
-	// DeadLetterTopic is the DLQ topic (nil on opt-out).
-	DeadLetterTopic *pubsub.Topic
-	// DeadLetterSubscription keeps the DLQ topic's messages (nil on opt-out).
-	DeadLetterSubscription *pubsub.Subscription
+	// DLQTopic is the dead-letter topic (nil on opt-out).
+	DLQTopic *pubsub.Topic
+	// DLQSubscription keeps the dead-letter topic's messages (nil on opt-out).
+	DLQSubscription *pubsub.Subscription
 	// PushAccount is the push service account (nil for pull).
 	PushAccount *serviceaccount.Account
-	// Name is the subscription id.
-	Name pulumi.StringOutput
 }
 
-// NewSubscription declares a Subscription named name.
+// NewSubscription validates args and declares a Subscription named name.
 func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, opts ...pulumi.ResourceOption) (*Subscription, error) {
-	st, p, sp := args.Stack, args.Pipeline, args.Spec
-	if sp.Push() && args.Push == nil {
-		return nil, fmt.Errorf("subscription %s: push delivery needs a PushTarget", sp.Name)
+	if args == nil {
+		return nil, fmt.Errorf("subscription %s: no arguments; set at least project, projectNumber, topic and subscription.delivery", name)
 	}
-	if sp.Push() && args.Push.Audience == "" {
-		return nil, fmt.Errorf("subscription %s: push delivery needs an explicit OIDC audience", sp.Name)
+	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, args.Protect)
+	sub := args.Subscription.toSpec(standaloneKey)
+	if sub.Name == "" {
+		sub.Name = name
 	}
+	sc.pipeline.Subscriptions = map[string]*spec.Subscription{standaloneKey: sub}
+	var problems spec.Errors
+	if args.Topic == nil {
+		problems = append(problems, spec.FieldError{Path: "topic", Allowed: "a full topic name, projects/PROJECT/topics/TOPIC",
+			Fix: "pass the topic to subscribe to, e.g. a Topic's topicId output or another team's topic name"})
+	}
+	var push *pushTarget
+	switch {
+	case sub.Push() && (args.Push == nil || args.Push.Audience == "" || args.Push.Endpoint == nil && sub.PushEndpoint == ""):
+		problems = append(problems, spec.FieldError{Path: "push", Allowed: "an endpoint and an audience with delivery: push",
+			Fix: "set push.endpoint (the consumer's URL + /pubsub/push) and push.audience (the audience the endpoint checks)"})
+	case sub.Push() && !accountIDPattern.MatchString(sc.pipeline.PushAccountID(sub)):
+		problems = append(problems, spec.FieldError{Path: "name", Value: fmt.Sprintf("%q", name),
+			Allowed: "lowercase letters, digits and hyphens, starting with a letter, for a push subscription",
+			Fix:     "rename the component: it names the push service account " + name + "-" + standaloneKey + "-push, and GCP account ids allow only these characters"})
+	case sub.Push():
+		push = &pushTarget{endpoint: args.Push.Endpoint, audience: args.Push.Audience, service: args.Push.Service}
+	case args.Push != nil:
+		problems = append(problems, spec.FieldError{Path: "push", Value: "(set)", Allowed: "only with delivery: push", Fix: "remove push, or set subscription.delivery: push"})
+	}
+	if err := spec.ValidateSubscription(sc.stack, sc.pipeline, sub, "subscription"); err != nil || len(problems) > 0 {
+		var errs spec.Errors
+		errors.As(err, &errs)
+		return nil, argsError("subscription", name, append(errs, problems...))
+	}
+	return declareSubscription(ctx, name, sc, sub, args.Topic, push, nil, opts)
+}
+
+// pushTarget is where a push subscription of a scope delivers.
+type pushTarget struct {
+	endpoint pulumi.StringInput
+	// audience may hold placeholders (the project): the scope completes it.
+	audience string
+	// service is the Cloud Run service to grant run.invoker on; nil for none.
+	service pulumi.StringInput
+}
+
+// declareSubscription declares sub of sc under name. topic is its topic's
+// full name; push is required for a push subscription; readers are members
+// (such as the pipeline consumer's account) granted roles/pubsub.subscriber
+// besides sub.Subscribers, keyed by a short stable name.
+func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.Subscription, topic pulumi.StringInput, push *pushTarget,
+	readers map[string]pulumi.StringInput, opts []pulumi.ResourceOption) (*Subscription, error) {
 	s := &Subscription{}
-	if err := ctx.RegisterComponentResource(TypeSubscription, name, s, opts...); err != nil {
+	if err := register(ctx, TypeSubscription, name, s, opts); err != nil {
 		return nil, fmt.Errorf("register subscription component %s: %w", name, err)
 	}
 	parent := pulumi.Parent(s)
-	project := pulumi.String(st.Project)
-	agent := pulumi.String(st.PubSubServiceAgent())
+	project := sc.project
+	agent := sc.agent()
 
 	sa := &pubsub.SubscriptionArgs{
 		Project:                  project,
-		Name:                     pulumi.String(sp.Name),
-		Topic:                    args.Topic,
-		Labels:                   pulumi.ToStringMap(st.SubscriptionLabels(p, sp)),
-		AckDeadlineSeconds:       pulumi.Int(int(sp.AckDeadline.D.Seconds())),
-		MessageRetentionDuration: pulumi.String(spec.Seconds(sp.Retention.D)),
+		Name:                     pulumi.String(sub.Name),
+		Topic:                    topic,
+		Labels:                   sc.subscriptionLabels(sub),
+		AckDeadlineSeconds:       pulumi.Int(int(sub.AckDeadline.D.Seconds())),
+		MessageRetentionDuration: pulumi.String(spec.Seconds(sub.Retention.D)),
 		RetryPolicy: &pubsub.SubscriptionRetryPolicyArgs{
-			MinimumBackoff: pulumi.String(spec.Seconds(sp.MinBackoff.D)),
-			MaximumBackoff: pulumi.String(spec.Seconds(sp.MaxBackoff.D)),
+			MinimumBackoff: pulumi.String(spec.Seconds(sub.MinBackoff.D)),
+			MaximumBackoff: pulumi.String(spec.Seconds(sub.MaxBackoff.D)),
 		},
 		// ttl "" means never: an idle subscription is not deleted after 31 days.
 		ExpirationPolicy:          &pubsub.SubscriptionExpirationPolicyArgs{Ttl: pulumi.String("")},
-		EnableMessageOrdering:     pulumi.Bool(sp.Ordering),
-		EnableExactlyOnceDelivery: pulumi.Bool(sp.ExactlyOnce),
+		EnableMessageOrdering:     pulumi.Bool(sub.Ordering),
+		EnableExactlyOnceDelivery: pulumi.Bool(sub.ExactlyOnce),
 	}
-	if sp.Filter != "" {
-		sa.Filter = pulumi.String(sp.Filter)
+	if sub.Filter != "" {
+		sa.Filter = pulumi.String(sub.Filter)
 	}
 	var deps []pulumi.Resource
 
-	if sp.HasDLQ() {
-		dlqLabels := st.Labels(p, spec.RoleDLQ)
-		dlqRetention := pulumi.String(spec.Seconds(sp.DeadLetter.Retention.D))
-		topic, err := pubsub.NewTopic(ctx, sp.Name+"-dlq", &pubsub.TopicArgs{
+	if sub.HasDLQ() {
+		dlqLabels := sc.labels(spec.RoleDLQ)
+		dlqRetention := pulumi.String(spec.Seconds(sub.DeadLetter.Retention.D))
+		topic, err := pubsub.NewTopic(ctx, sub.Name+"-dlq", &pubsub.TopicArgs{
 			Project:                  project,
-			Name:                     pulumi.String(sp.DLQTopicName()),
-			Labels:                   pulumi.ToStringMap(dlqLabels),
+			Name:                     pulumi.String(sub.DLQTopicName()),
+			Labels:                   dlqLabels,
 			MessageRetentionDuration: dlqRetention,
-		}, parent)
+		}, parent, sc.protect())
 		if err != nil {
-			return nil, fmt.Errorf("declare dead-letter topic of %s: %w", sp.Name, err)
+			return nil, fmt.Errorf("declare dead-letter topic of %s: %w", sub.Name, err)
 		}
-		s.DeadLetterTopic = topic
-		s.DeadLetterSubscription, err = pubsub.NewSubscription(ctx, sp.Name+"-dlq", &pubsub.SubscriptionArgs{
+		s.DLQTopic = topic
+		s.DLQSubscription, err = pubsub.NewSubscription(ctx, sub.Name+"-dlq", &pubsub.SubscriptionArgs{
 			Project:                  project,
-			Name:                     pulumi.String(sp.DLQSubscriptionName()),
+			Name:                     pulumi.String(sub.DLQSubscriptionName()),
 			Topic:                    topic.ID(),
-			Labels:                   pulumi.ToStringMap(dlqLabels),
+			Labels:                   dlqLabels,
 			AckDeadlineSeconds:       pulumi.Int(int(spec.DefaultPullAckDeadline.Seconds())),
 			MessageRetentionDuration: dlqRetention,
 			RetainAckedMessages:      pulumi.Bool(true),
 			ExpirationPolicy:         &pubsub.SubscriptionExpirationPolicyArgs{Ttl: pulumi.String("")},
-		}, parent)
+		}, parent, sc.protect())
 		if err != nil {
-			return nil, fmt.Errorf("declare dead-letter subscription of %s: %w", sp.Name, err)
+			return nil, fmt.Errorf("declare dead-letter subscription of %s: %w", sub.Name, err)
 		}
-		publisher, err := pubsub.NewTopicIAMMember(ctx, sp.Name+"-dlq-agent-publisher", &pubsub.TopicIAMMemberArgs{
+		publisher, err := pubsub.NewTopicIAMMember(ctx, sub.Name+"-dlq-agent-publisher", &pubsub.TopicIAMMemberArgs{
 			Project: project,
 			Topic:   topic.Name,
 			Role:    pulumi.String(RolePublisher),
 			Member:  agent,
 		}, parent)
 		if err != nil {
-			return nil, fmt.Errorf("grant service agent publisher on %s: %w", sp.DLQTopicName(), err)
+			return nil, fmt.Errorf("grant service agent publisher on %s: %w", sub.DLQTopicName(), err)
 		}
 		deps = append(deps, publisher)
 		sa.DeadLetterPolicy = &pubsub.SubscriptionDeadLetterPolicyArgs{
 			DeadLetterTopic:     topic.ID(),
-			MaxDeliveryAttempts: pulumi.Int(*sp.MaxDeliveryAttempts),
+			MaxDeliveryAttempts: pulumi.Int(*sub.MaxDeliveryAttempts),
 		}
 	}
 
-	if sp.Push() {
-		account, err := serviceaccount.NewAccount(ctx, sp.Name+"-push", &serviceaccount.AccountArgs{
-			Project:     project,
-			AccountId:   pulumi.String(p.PushAccountID(sp)),
-			DisplayName: pulumi.String("eventpipe push " + sp.Name),
-			Description: pulumi.String("Signs the OIDC tokens Pub/Sub sends with push deliveries of " + sp.Name),
-		}, parent)
+	if sub.Push() {
+		pushDeps, err := declarePush(ctx, sc, sub, push, sa, s, parent)
 		if err != nil {
-			return nil, fmt.Errorf("declare push service account of %s: %w", sp.Name, err)
+			return nil, err
 		}
-		s.PushAccount = account
-		tokenCreator, err := serviceaccount.NewIAMMember(ctx, sp.Name+"-push-agent-token-creator", &serviceaccount.IAMMemberArgs{
-			ServiceAccountId: account.Name,
-			Role:             pulumi.String(RoleTokenCreator),
-			Member:           agent,
-		}, parent)
-		if err != nil {
-			return nil, fmt.Errorf("grant service agent token creator on %s: %w", sp.Name, err)
-		}
-		invoker, err := cloudrunv2.NewServiceIamMember(ctx, sp.Name+"-push-invoker", &cloudrunv2.ServiceIamMemberArgs{
-			Project:  project,
-			Location: pulumi.String(args.Push.Location),
-			Name:     args.Push.Service,
-			Role:     pulumi.String(RoleRunInvoker),
-			Member:   account.Member,
-		}, parent)
-		if err != nil {
-			return nil, fmt.Errorf("grant push account run.invoker for %s: %w", sp.Name, err)
-		}
-		deps = append(deps, tokenCreator, invoker)
-		endpoint := args.Push.Endpoint
-		if sp.PushEndpoint != "" {
-			endpoint = pulumi.String(sp.PushEndpoint)
-		}
-		// OIDC tokens must never travel over plain http.
-		endpoint = endpoint.ToStringOutput().ApplyT(func(url string) (string, error) {
-			if !strings.HasPrefix(url, "https://") {
-				return "", fmt.Errorf("subscription %s: push endpoint %q is not https", sp.Name, url)
-			}
-			return url, nil
-		}).(pulumi.StringOutput)
-		sa.PushConfig = &pubsub.SubscriptionPushConfigArgs{
-			PushEndpoint: endpoint,
-			OidcToken: &pubsub.SubscriptionPushConfigOidcTokenArgs{
-				ServiceAccountEmail: account.Email,
-				Audience:            pulumi.String(args.Push.Audience),
-			},
-		}
+		deps = append(deps, pushDeps...)
 	}
 
 	// The grants come first so the first dead-lettered or pushed message
 	// already finds them in place.
-	sub, err := pubsub.NewSubscription(ctx, sp.Name, sa, parent, pulumi.DependsOn(deps))
+	created, err := pubsub.NewSubscription(ctx, sub.Name, sa, parent, pulumi.DependsOn(deps), sc.protect())
 	if err != nil {
-		return nil, fmt.Errorf("declare subscription %s: %w", sp.Name, err)
+		return nil, fmt.Errorf("declare subscription %s: %w", sub.Name, err)
 	}
-	s.Subscription, s.Name = sub, sub.Name
-	if sp.HasDLQ() {
-		if _, err := pubsub.NewSubscriptionIAMMember(ctx, sp.Name+"-agent-subscriber", &pubsub.SubscriptionIAMMemberArgs{
+	s.Subscription, s.Name, s.SubscriptionID = created, created.Name, created.ID().ToStringOutput()
+	if sub.HasDLQ() {
+		if _, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-agent-subscriber", &pubsub.SubscriptionIAMMemberArgs{
 			Project:      project,
-			Subscription: sub.Name,
+			Subscription: created.Name,
 			Role:         pulumi.String(RoleSubscriber),
 			Member:       agent,
 		}, parent); err != nil {
-			return nil, fmt.Errorf("grant service agent subscriber on %s: %w", sp.Name, err)
+			return nil, fmt.Errorf("grant service agent subscriber on %s: %w", sub.Name, err)
 		}
 	}
-	for _, key := range spec.SortedKeys(args.Subscribers) {
-		if _, err := pubsub.NewSubscriptionIAMMember(ctx, sp.Name+"-"+key+"-subscriber", &pubsub.SubscriptionIAMMemberArgs{
+	grants := map[string]pulumi.StringInput{}
+	for key, member := range readers {
+		grants[key] = member
+	}
+	for _, member := range sub.Subscribers {
+		grants[member] = pulumi.String(member)
+	}
+	for _, key := range spec.SortedKeys(grants) {
+		if _, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-"+key+"-subscriber", &pubsub.SubscriptionIAMMemberArgs{
 			Project:      project,
-			Subscription: sub.Name,
+			Subscription: created.Name,
 			Role:         pulumi.String(RoleSubscriber),
-			Member:       args.Subscribers[key],
+			Member:       grants[key],
 		}, parent); err != nil {
-			return nil, fmt.Errorf("grant subscriber on %s: %w", sp.Name, err)
+			return nil, fmt.Errorf("grant subscriber on %s: %w", sub.Name, err)
 		}
 	}
 
-	outputs := pulumi.Map{"name": sub.Name}
-	if s.DeadLetterTopic != nil {
-		outputs["deadLetterTopic"] = s.DeadLetterTopic.Name
-		outputs["deadLetterSubscription"] = s.DeadLetterSubscription.Name
+	s.DeadLetterTopic, s.DeadLetterSubscription, s.PushServiceAccount = pulumi.String("").ToStringOutput(), pulumi.String("").ToStringOutput(), pulumi.String("").ToStringOutput()
+	if s.DLQTopic != nil {
+		s.DeadLetterTopic, s.DeadLetterSubscription = s.DLQTopic.Name, s.DLQSubscription.Name
 	}
 	if s.PushAccount != nil {
-		outputs["pushServiceAccount"] = s.PushAccount.Email
+		s.PushServiceAccount = s.PushAccount.Email
 	}
-	if err := ctx.RegisterResourceOutputs(s, outputs); err != nil {
+	if err := ctx.RegisterResourceOutputs(s, outputs(s)); err != nil {
 		return nil, fmt.Errorf("register subscription outputs %s: %w", name, err)
 	}
 	return s, nil
+}
+
+// declarePush declares the push service account of sub and its grants, and
+// fills sa's push config; it returns the grants the subscription waits for.
+func declarePush(ctx *pulumi.Context, sc *scope, sub *spec.Subscription, push *pushTarget, sa *pubsub.SubscriptionArgs, s *Subscription, parent pulumi.ResourceOption) ([]pulumi.Resource, error) {
+	account, err := serviceaccount.NewAccount(ctx, sub.Name+"-push", &serviceaccount.AccountArgs{
+		Project:     sc.project,
+		AccountId:   pulumi.String(sc.pipeline.PushAccountID(sub)),
+		DisplayName: pulumi.String("eventpipe push " + sub.Name),
+		Description: pulumi.String("Signs the OIDC tokens Pub/Sub sends with push deliveries of " + sub.Name),
+	}, parent)
+	if err != nil {
+		return nil, fmt.Errorf("declare push service account of %s: %w", sub.Name, err)
+	}
+	s.PushAccount = account
+	tokenCreator, err := serviceaccount.NewIAMMember(ctx, sub.Name+"-push-agent-token-creator", &serviceaccount.IAMMemberArgs{
+		ServiceAccountId: account.Name,
+		Role:             pulumi.String(RoleTokenCreator),
+		Member:           sc.agent(),
+	}, parent)
+	if err != nil {
+		return nil, fmt.Errorf("grant service agent token creator on %s: %w", sub.Name, err)
+	}
+	deps := []pulumi.Resource{tokenCreator}
+	if push.service != nil {
+		invoker, err := cloudrunv2.NewServiceIamMember(ctx, sub.Name+"-push-invoker", &cloudrunv2.ServiceIamMemberArgs{
+			Project:  sc.project,
+			Location: pulumi.String(sc.stack.Region),
+			Name:     push.service,
+			Role:     pulumi.String(RoleRunInvoker),
+			Member:   account.Member,
+		}, parent)
+		if err != nil {
+			return nil, fmt.Errorf("grant push account run.invoker for %s: %w", sub.Name, err)
+		}
+		deps = append(deps, invoker)
+	}
+	endpoint := push.endpoint
+	if sub.PushEndpoint != "" {
+		endpoint = pulumi.String(sub.PushEndpoint)
+	}
+	// OIDC tokens must never travel over plain http.
+	endpoint = endpoint.ToStringOutput().ApplyT(func(url string) (string, error) {
+		if !strings.HasPrefix(url, "https://") {
+			return "", fmt.Errorf("subscription %s: push endpoint %q is not https; OIDC tokens must never travel over plain http", sub.Name, url)
+		}
+		return url, nil
+	}).(pulumi.StringOutput)
+	sa.PushConfig = &pubsub.SubscriptionPushConfigArgs{
+		PushEndpoint: endpoint,
+		OidcToken: &pubsub.SubscriptionPushConfigOidcTokenArgs{
+			ServiceAccountEmail: account.Email,
+			Audience:            sc.d.str(push.audience),
+		},
+	}
+	return deps, nil
 }

@@ -1,40 +1,43 @@
 package components_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/render"
-	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// subscriptionPlan declares only subscription key of the base pipeline; push
-// subscriptions target a fixed service.
-func subscriptionPlan(t *testing.T, st *spec.Stack, key string) *render.Plan {
+// producerTopic is a topic another team owns, in its own project.
+const producerTopic = "projects/producer-prod/topics/orders"
+
+// subscriptionArgs are the arguments of a standalone subscription on the
+// producer's topic.
+func subscriptionArgs(settings components.SubscriptionSettings) *components.SubscriptionArgs {
+	return &components.SubscriptionArgs{
+		Project:       pulumi.String("acme-dev"),
+		ProjectNumber: pulumi.String("123456789012"),
+		Topic:         pulumi.String(producerTopic),
+		Subscription:  settings,
+	}
+}
+
+func subscriptionPlan(t *testing.T, name string, args *components.SubscriptionArgs) *render.Plan {
 	t.Helper()
-	p := st.Pipelines["orders"]
-	sp := p.Subscriptions[key]
-	plan := runMocked(t, st, func(ctx *pulumi.Context) error {
-		args := &components.SubscriptionArgs{Stack: st, Pipeline: p, Spec: sp, Topic: pulumi.String("projects/acme-dev/topics/orders")}
-		if sp.Push() {
-			args.Push = &components.PushTarget{
-				Endpoint: pulumi.String("https://orders-consumer-123456789012.europe-west1.run.app/pubsub/push"),
-				Audience: p.Consumer.Audience, Service: pulumi.String("orders-consumer"), Location: st.Region,
-			}
-		} else {
-			args.Subscribers = map[string]pulumi.StringInput{"consumer": pulumi.String("serviceAccount:" + consumerEmail)}
-		}
-		_, err := components.NewSubscription(ctx, sp.Name, args)
+	return runMocked(t, func(ctx *pulumi.Context) error {
+		_, err := components.NewSubscription(ctx, name, args)
 		return err
 	})
-	return plan
 }
 
 func TestPushSubscription(t *testing.T) {
-	plan := subscriptionPlan(t, loadStack(t, baseStack), "main")
+	args := subscriptionArgs(components.SubscriptionSettings{Delivery: "push"})
+	args.Push = &components.PushTarget{
+		Endpoint: pulumi.String("https://orders-consumer-123456789012.europe-west1.run.app/pubsub/push"),
+		Audience: "acme-dev/orders/pubsub-push", Service: pulumi.String("orders-consumer"),
+	}
+	plan := subscriptionPlan(t, "orders-main", args)
 	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 1, tAccount: 1, tAccountIAM: 1, tServiceIAM: 1}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
@@ -52,25 +55,25 @@ func TestPushSubscription(t *testing.T) {
 	sub := one(t, plan, tSub, "orders-main")
 	dlqTopic := one(t, plan, tTopic, "orders-main-dlq")
 	dlqSub := one(t, plan, tSub, "orders-main-dlq")
+	pushAccount := "orders-main-sub-push@acme-dev.iam.gserviceaccount.com"
 	checks := []struct {
 		what      string
 		got, want any
 	}{
-		{"subscription name", input(sub, "name"), "orders-main"},
-		{"topic", input(sub, "topic"), "projects/acme-dev/topics/orders"},
-		{"ack deadline = consumer request timeout", input(sub, "ackDeadlineSeconds"), float64(60)},
+		{"subscription name is the component name", input(sub, "name"), "orders-main"},
+		{"topic of the producer", input(sub, "topic"), producerTopic},
+		{"ack deadline", input(sub, "ackDeadlineSeconds"), float64(60)},
 		{"max delivery attempts", input(sub, "deadLetterPolicy.maxDeliveryAttempts"), float64(5)},
-		{"dead letter topic", input(sub, "deadLetterPolicy.deadLetterTopic"), "projects/acme-dev/topics/orders-main.dlq"},
+		{"dead letter topic in our project", input(sub, "deadLetterPolicy.deadLetterTopic"), "projects/acme-dev/topics/orders-main.dlq"},
 		{"min backoff", input(sub, "retryPolicy.minimumBackoff"), "10s"},
 		{"max backoff", input(sub, "retryPolicy.maximumBackoff"), "600s"},
 		{"never expires", input(sub, "expirationPolicy.ttl"), ""},
 		{"retention", input(sub, "messageRetentionDuration"), "604800s"},
 		{"exactly once off for push", input(sub, "enableExactlyOnceDelivery"), false},
 		{"push endpoint", input(sub, "pushConfig.pushEndpoint"), "https://orders-consumer-123456789012.europe-west1.run.app/pubsub/push"},
-		{"oidc account", input(sub, "pushConfig.oidcToken.serviceAccountEmail"), pushEmail},
+		{"oidc account", input(sub, "pushConfig.oidcToken.serviceAccountEmail"), pushAccount},
 		{"oidc audience", input(sub, "pushConfig.oidcToken.audience"), "acme-dev/orders/pubsub-push"},
 		{"labels role", input(sub, "labels.eventpipe_role"), "source"},
-		{"labels pipeline", input(sub, "labels.eventpipe_pipeline"), "orders"},
 		{"labels env", input(sub, "labels.eventpipe_env"), "dev"},
 		{"dlq topic name", input(dlqTopic, "name"), "orders-main.dlq"},
 		{"dlq topic role", input(dlqTopic, "labels.eventpipe_role"), "dlq"},
@@ -87,14 +90,21 @@ func TestPushSubscription(t *testing.T) {
 	if deps := sub.PropertyDependencies["deadLetterPolicy"]; len(deps) != 1 || !strings.HasSuffix(deps[0], "Topic::orders-main-dlq") {
 		t.Errorf("deadLetterPolicy must be linked to the DLQ topic by URN: %v", deps)
 	}
+	// The subscription and its dead-letter queue hold messages: a deletion
+	// or replacement must not go through silently.
+	for _, s := range []render.State{sub, dlqTopic, dlqSub} {
+		if !s.Protect {
+			t.Errorf("%s is not protected", s.URN)
+		}
+	}
 
 	grants := []struct {
 		typ, name, targetKey, target, role, member string
 	}{
 		{tTopicIAM, "orders-main-dlq-agent-publisher", "topic", "orders-main.dlq", components.RolePublisher, agentMember},
 		{tSubIAM, "orders-main-agent-subscriber", "subscription", "orders-main", components.RoleSubscriber, agentMember},
-		{tAccountIAM, "orders-main-push-agent-token-creator", "serviceAccountId", "projects/acme-dev/serviceAccounts/" + pushEmail, components.RoleTokenCreator, agentMember},
-		{tServiceIAM, "orders-main-push-invoker", "name", "orders-consumer", components.RoleRunInvoker, "serviceAccount:" + pushEmail},
+		{tAccountIAM, "orders-main-push-agent-token-creator", "serviceAccountId", "projects/acme-dev/serviceAccounts/" + pushAccount, components.RoleTokenCreator, agentMember},
+		{tServiceIAM, "orders-main-push-invoker", "name", "orders-consumer", components.RoleRunInvoker, "serviceAccount:" + pushAccount},
 	}
 	for _, g := range grants {
 		s := one(t, plan, g.typ, g.name)
@@ -102,31 +112,36 @@ func TestPushSubscription(t *testing.T) {
 			t.Errorf("%s: %s=%v role=%v member=%v; want %s %s %s", g.name, g.targetKey, input(s, g.targetKey), input(s, "role"), input(s, "member"), g.target, g.role, g.member)
 		}
 	}
-	account := one(t, plan, tAccount, "orders-main-push")
-	if input(account, "accountId") != "orders-main-push" {
-		t.Errorf("push account id = %v", input(account, "accountId"))
-	}
 }
 
-func TestPullSubscription(t *testing.T) {
-	plan := subscriptionPlan(t, loadStack(t, baseStack), "work")
-	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 2}
+// TestExternalPullSubscription: a subscription on another team's topic for
+// consumers outside the pipeline, who get roles/pubsub.subscriber on it.
+func TestExternalPullSubscription(t *testing.T) {
+	readers := []string{"serviceAccount:audit@audit-prod.iam.gserviceaccount.com", "group:data-eng@acme.example"}
+	plan := subscriptionPlan(t, "orders-audit", subscriptionArgs(components.SubscriptionSettings{
+		Delivery: "pull", External: true, ExactlyOnce: true, Subscribers: readers, MaxDeliveryAttempts: intPtr(10),
+	}))
+	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 3}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
 	}
-	sub := one(t, plan, tSub, "orders-work")
-	if input(sub, "enableExactlyOnceDelivery") != true || input(sub, "pushConfig") != nil || input(sub, "ackDeadlineSeconds") != float64(60) {
+	sub := one(t, plan, tSub, "orders-audit")
+	if input(sub, "enableExactlyOnceDelivery") != true || input(sub, "pushConfig") != nil || input(sub, "deadLetterPolicy.maxDeliveryAttempts") != float64(10) {
 		t.Errorf("pull subscription inputs: %v", sub.Inputs)
 	}
-	grant := one(t, plan, tSubIAM, "orders-work-consumer-subscriber")
-	if input(grant, "member") != "serviceAccount:"+consumerEmail || input(grant, "role") != components.RoleSubscriber {
-		t.Errorf("consumer grant = %v", grant.Inputs)
+	for _, m := range readers {
+		g := one(t, plan, tSubIAM, "orders-audit-"+m+"-subscriber")
+		if input(g, "member") != m || input(g, "role") != components.RoleSubscriber || input(g, "subscription") != "orders-audit" {
+			t.Errorf("grant for %s = %v", m, g.Inputs)
+		}
 	}
 }
 
 func TestSubscriptionDeadLetterOptOut(t *testing.T) {
-	doc := strings.Replace(baseStack, "          delivery: pull\n", "          delivery: pull\n          deadLetter:\n            optOut: true\n            reason: Replayed from the warehouse\n", 1)
-	plan := subscriptionPlan(t, loadStack(t, doc), "work")
+	plan := subscriptionPlan(t, "orders-work", subscriptionArgs(components.SubscriptionSettings{
+		Delivery: "pull", Subscribers: []string{"serviceAccount:w@acme-dev.iam.gserviceaccount.com"},
+		DeadLetter: &components.DeadLetterSettings{OptOut: true, Reason: "Replayed from the warehouse"},
+	}))
 	want := map[string]int{tSub: 1, tSubIAM: 1}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v (no DLQ topic, DLQ subscription or agent grants)", got, want)
@@ -143,29 +158,65 @@ func TestSubscriptionDeadLetterOptOut(t *testing.T) {
 	}
 }
 
-func TestPushSubscriptionRejectsUnsafeTargets(t *testing.T) {
-	st := loadStack(t, baseStack)
-	p := st.Pipelines["orders"]
+// TestSubscriptionRejectsBadArgs: every problem at once, each on the
+// argument path the user set, before anything is declared.
+func TestSubscriptionRejectsBadArgs(t *testing.T) {
 	cases := []struct {
-		name   string
-		target *components.PushTarget
-		want   string
+		name string
+		args *components.SubscriptionArgs
+		want []string
+		// component is the component's name (default orders-main).
+		component string
 	}{
-		{"no target", nil, "PushTarget"},
-		{"no audience", &components.PushTarget{Endpoint: pulumi.String("https://x.example/pubsub/push"), Service: pulumi.String("s"), Location: "europe-west1"}, "audience"},
-		{"plain http", &components.PushTarget{Endpoint: pulumi.String("http://x.example/pubsub/push"), Audience: "a", Service: pulumi.String("s"), Location: "europe-west1"}, "not https"},
+		{"nil args", nil, []string{"subscription orders-main: no arguments"}, ""},
+		{"no push target", subscriptionArgs(components.SubscriptionSettings{Delivery: "push"}), []string{"push (not set): allowed an endpoint and an audience"}, ""},
+		{"everything at once", &components.SubscriptionArgs{Project: pulumi.String("acme-dev"), Subscription: components.SubscriptionSettings{
+			Delivery: "pull", MaxDeliveryAttempts: intPtr(3), MinBackoff: "20m", Subscribers: []string{"reader@x.iam.gserviceaccount.com"}}},
+			[]string{"(5 problems)", "projectNumber (not set)", "topic (not set)", "subscription.maxDeliveryAttempts = 3: allowed 5–100",
+				`subscription.minBackoff = "20m": allowed 0s–10m`, "subscription.subscribers[0]"}, ""},
+		{"push account id from the name", func() *components.SubscriptionArgs {
+			a := subscriptionArgs(components.SubscriptionSettings{Delivery: "push", Name: "Orders.v2"})
+			a.Push = &components.PushTarget{Endpoint: pulumi.String("https://x.example"), Audience: "a"}
+			return a
+		}(), []string{`name = "Orders_Main": allowed lowercase letters, digits and hyphens`}, "Orders_Main"},
+		{"push on pull", func() *components.SubscriptionArgs {
+			a := subscriptionArgs(components.SubscriptionSettings{Delivery: "pull"})
+			a.Push = &components.PushTarget{Endpoint: pulumi.String("https://x.example"), Audience: "a"}
+			return a
+		}(), []string{"push = (set): allowed only with delivery: push"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := render.RunProgram(context.Background(), "dev", spec.MapSource{}, st, func(ctx *pulumi.Context) error {
-				_, err := components.NewSubscription(ctx, "orders-main", &components.SubscriptionArgs{
-					Stack: st, Pipeline: p, Spec: p.Subscriptions["main"], Topic: pulumi.String("t"), Push: tc.target,
-				})
+			err, regs := runErr(func(ctx *pulumi.Context) error {
+				name := tc.component
+				if name == "" {
+					name = "orders-main"
+				}
+				_, err := components.NewSubscription(ctx, name, tc.args)
 				return err
 			})
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v\nwant it to contain %q", err, want)
+				}
+			}
+			if len(regs) != 0 {
+				t.Errorf("%d resources registered before validation failed", len(regs))
 			}
 		})
 	}
 }
+
+func TestPushSubscriptionRejectsPlainHTTP(t *testing.T) {
+	args := subscriptionArgs(components.SubscriptionSettings{Delivery: "push"})
+	args.Push = &components.PushTarget{Endpoint: pulumi.String("http://x.example/pubsub/push"), Audience: "a"}
+	err, _ := runErr(func(ctx *pulumi.Context) error {
+		_, err := components.NewSubscription(ctx, "orders-main", args)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "not https") {
+		t.Errorf("err = %v, want the plain-http endpoint refused", err)
+	}
+}
+
+func intPtr(n int) *int { return &n }

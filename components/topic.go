@@ -1,6 +1,7 @@
 package components
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/eventpipe/eventpipe/spec"
@@ -8,66 +9,107 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// TopicArgs configures a Topic.
+// TopicArgs configure a Topic on its own (a Pipeline declares its topic from
+// PipelineArgs.Topic).
 type TopicArgs struct {
-	// Project is the GCP project id.
-	Project string
-	// Name is the topic id.
-	Name string
-	// Labels go on the topic.
-	Labels map[string]string
-	// MessageRetention keeps messages for replay and seek.
-	MessageRetention spec.Duration
-	// Schema is an optional projects/P/schemas/S the topic enforces.
-	Schema string
-	// SchemaEncoding is JSON or BINARY (used with Schema).
-	SchemaEncoding string
-	// KMSKeyName is an optional CMEK key that encrypts messages at rest.
-	KMSKeyName string
+	// Project is the GCP project id the topic is created in.
+	Project pulumi.StringInput `pulumi:"project"`
+	// Environment labels the topic eventpipe_env (default: the stack name).
+	Environment string `pulumi:"environment,optional"`
+	// Labels are extra GCP labels on the topic.
+	Labels map[string]string `pulumi:"labels,optional"`
+	// Protect protects the topic from deletion and replacement (default true).
+	Protect *bool `pulumi:"protect,optional"`
+	// Topic is the topic's settings (existing is not allowed: this component declares the topic).
+	Topic TopicSettings `pulumi:"topic"`
 }
 
 // Topic is a pipeline's source topic: a pubsub.Topic with labels, message
-// retention (so messages can be replayed with seek), and optionally a schema
-// the publisher must satisfy and a customer-managed encryption key.
+// retention (so messages can be replayed with seek), optionally a schema
+// publishers must satisfy and a customer-managed encryption key, and
+// roles/pubsub.publisher for the named producers (IAMMember: other members
+// of the topic's policy are kept). It is protected from deletion unless
+// protect is false.
 type Topic struct {
 	pulumi.ResourceState
 
+	// ID is the full topic name, projects/P/topics/T: what a subscription's topic takes.
+	ID pulumi.StringOutput `pulumi:"topicId"`
+	// Name is the topic id.
+	Name pulumi.StringOutput `pulumi:"name"`
+
 	// Topic is the Pub/Sub topic.
 	Topic *pubsub.Topic
-	// ID is the full topic name, projects/P/topics/T.
-	ID pulumi.StringOutput
-	// Name is the topic id.
-	Name pulumi.StringOutput
 }
 
-// NewTopic declares a Topic named name.
+// NewTopic validates args and declares a Topic named name (also its topic
+// id unless args set one).
 func NewTopic(ctx *pulumi.Context, name string, args *TopicArgs, opts ...pulumi.ResourceOption) (*Topic, error) {
+	if args == nil {
+		return nil, fmt.Errorf("topic %s: no arguments; set at least project", name)
+	}
+	sc := newScope(ctx, name, args.Project, nil, "", args.Environment, args.Labels, args.Protect)
+	if args.Topic.Existing != nil {
+		return nil, argsError("topic", name, spec.Errors{{Path: "topic.existing", Value: "(set)",
+			Allowed: "only in a Pipeline or Subscription", Fix: "remove it: a Topic component declares its topic; subscribe to an existing topic with Subscription or Pipeline"}})
+	}
+	sc.pipeline.Topic = args.Topic.toSpec(sc.d)
+	if err := spec.ValidateTopic(sc.stack, sc.pipeline, "topic"); err != nil {
+		return nil, argsError("topic", name, err)
+	}
+	return declareTopic(ctx, name, sc, args.Topic.KMSKeyName, opts)
+}
+
+// declareTopic declares the topic of sc under name; kms is the key input.
+func declareTopic(ctx *pulumi.Context, name string, sc *scope, kms pulumi.StringInput, opts []pulumi.ResourceOption) (*Topic, error) {
 	t := &Topic{}
-	if err := ctx.RegisterComponentResource(TypeTopic, name, t, opts...); err != nil {
+	if err := register(ctx, TypeTopic, name, t, opts); err != nil {
 		return nil, fmt.Errorf("register topic component %s: %w", name, err)
 	}
+	st := &sc.pipeline.Topic
 	ta := &pubsub.TopicArgs{
-		Project:                  pulumi.String(args.Project),
-		Name:                     pulumi.String(args.Name),
-		Labels:                   pulumi.ToStringMap(args.Labels),
-		MessageRetentionDuration: pulumi.String(spec.Seconds(args.MessageRetention.D)),
+		Project:                  sc.project,
+		Name:                     pulumi.String(st.Name),
+		Labels:                   sc.labels(spec.RoleSource),
+		MessageRetentionDuration: pulumi.String(spec.Seconds(st.MessageRetention.D)),
 	}
-	if args.Schema != "" {
+	if st.Schema != "" {
 		ta.SchemaSettings = &pubsub.TopicSchemaSettingsArgs{
-			Schema:   pulumi.String(args.Schema),
-			Encoding: pulumi.String(args.SchemaEncoding),
+			Schema:   pulumi.String(st.Schema),
+			Encoding: pulumi.String(st.SchemaEncoding),
 		}
 	}
-	if args.KMSKeyName != "" {
-		ta.KmsKeyName = pulumi.String(args.KMSKeyName)
+	if st.KMSKeyName != "" {
+		ta.KmsKeyName = kms
 	}
-	topic, err := pubsub.NewTopic(ctx, name, ta, pulumi.Parent(t))
+	topic, err := pubsub.NewTopic(ctx, name, ta, pulumi.Parent(t), sc.protect())
 	if err != nil {
-		return nil, fmt.Errorf("declare topic %s: %w", args.Name, err)
+		return nil, fmt.Errorf("declare topic %s: %w", st.Name, err)
 	}
 	t.Topic, t.ID, t.Name = topic, topic.ID().ToStringOutput(), topic.Name
-	if err := ctx.RegisterResourceOutputs(t, pulumi.Map{"id": t.ID, "name": t.Name}); err != nil {
+	if err := grantPublishers(ctx, name, sc, t.ID, pulumi.Parent(t)); err != nil {
+		return nil, err
+	}
+	if err := ctx.RegisterResourceOutputs(t, outputs(t)); err != nil {
 		return nil, fmt.Errorf("register topic outputs %s: %w", name, err)
 	}
 	return t, nil
+}
+
+// grantPublishers grants the topic's publishers roles/pubsub.publisher on
+// topic (a full name), one IAMMember per member, named after it so the
+// order of the list does not matter.
+func grantPublishers(ctx *pulumi.Context, name string, sc *scope, topic pulumi.StringInput, parent pulumi.ResourceOption) error {
+	var errs []error
+	for _, member := range sc.pipeline.Topic.Publishers {
+		_, err := pubsub.NewTopicIAMMember(ctx, name+"-publisher-"+member, &pubsub.TopicIAMMemberArgs{
+			Topic:  topic,
+			Role:   pulumi.String(RolePublisher),
+			Member: pulumi.String(member),
+		}, parent)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("grant %s publisher on topic %s: %w", member, name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,11 +1,13 @@
-package eventpipe
+package eventpipe.rules
 
 import rego.v1
 
-# Alert coverage rules (issue 6): every subscription that dead-letters has an alert policy
+import data.eventpipe.lib
+
+# Alert coverage rules: every subscription that dead-letters has an alert policy
 # watching its dead letters, and every subscription has a backlog alert. Mandatory
-# (stack_deny_*) in the environments listed in data.config.<rule>.environments (default
-# ["prod"]) or everywhere when data.config.<rule>.enforce is true; advisory (stack_warn_*)
+# (stack_deny_*) in the environments listed in config.<rule>.environments (default
+# ["prod"]) or everywhere when config.<rule>.enforce is true; advisory (stack_warn_*)
 # elsewhere. Rule ids EP101-EP104 are reserved for alert rules.
 #
 # An alert policy watches subscription S for metric M when one of its conditions (a
@@ -14,8 +16,8 @@ import rego.v1
 
 # alert_policies is every alert policy of the stack that is not disabled.
 alert_policies := [p |
-	some p in resources_of(alert_policy_type)
-	prop(p, ["enabled"]) != false
+	some p in lib.resources_of(lib.alert_policy_type)
+	lib.prop(p, ["enabled"]) != false
 ]
 
 # condition_paths are the places a condition names its metric and resource.
@@ -28,20 +30,23 @@ condition_paths := [
 ]
 
 # condition_text(c) joins a condition's filters and queries, with the spaces around "="
-# removed so `subscription_id = "x"` and `subscription_id="x"` read the same.
+# removed and the label key unquoted, so `subscription_id = "x"`, `"subscription_id" = "x"`
+# and `subscription_id="x"` read the same.
 condition_text(c) := text if {
 	parts := [v |
 		some path in condition_paths
 		v := object.get(c, path, null)
 		is_string(v)
 	]
-	text := strings.replace_n({"= ": "="}, strings.replace_n({" =": "="}, concat("\n", parts)))
+	text := strings.replace_n({"= ": "="}, strings.replace_n({" =": "="}, strings.replace_n(quoted_labels, concat("\n", parts))))
 }
+
+quoted_labels := {`"subscription_id"`: "subscription_id"}
 
 # alert_condition_texts holds the text of every condition of every enabled policy.
 alert_condition_texts := {t |
 	some p in alert_policies
-	conds := prop(p, ["conditions"])
+	conds := lib.prop(p, ["conditions"])
 	is_array(conds)
 	some c in conds
 	t := condition_text(c)
@@ -51,12 +56,12 @@ alert_condition_texts := {t |
 # plan: a missing alert is then no longer certain, so no verdict is given.
 unresolved_alert_policies if {
 	some p in alert_policies
-	not is_array(prop(p, ["conditions"]))
+	not is_array(lib.prop(p, ["conditions"]))
 }
 
 unresolved_alert_policies if {
 	some text in alert_condition_texts
-	contains(text, unknown_value)
+	contains(text, lib.unknown_value)
 }
 
 # watches(text, metric, sub) holds when a condition names Pub/Sub subscription metric
@@ -91,13 +96,13 @@ watched := {[metric, id] |
 # quoted form is "ID" and it cannot contain `subscription_id="`, so watched finds it exactly.
 plain_id(sub) if regex.match(`^[A-Za-z0-9._~+%-]*$`, sub)
 
-# subscription_ids maps the URN of each subscription whose name the plan shows to its ID
-# (the name's last path segment).
-subscription_ids := {s.urn: basename(name) |
-	some s in subscriptions
+# subscription_ids maps the URN of each subscription whose name the plan shows to its ID.
+subscription_ids := {s.urn: id |
+	some s in lib.subscriptions
 	name := s.properties.name
-	is_string(name)
-	not unshown[name]
+	lib.known_string(name)
+	parts := split(name, "/")
+	id := parts[count(parts) - 1]
 }
 
 # nonplain_ids are the subscription IDs watched cannot find exactly (only looked for when
@@ -109,7 +114,7 @@ nonplain_ids := {id |
 }
 
 # alerted_ids(metrics) is every subscription ID some condition watches for one of metrics.
-alerted_ids(metrics) := {id | some p in watched; p[0] in metrics; id := p[1]; plain_id(id)} | {id |
+alerted_ids(metrics) := {p[1] | some p in watched; p[0] in metrics; plain_id(p[1])} | {id |
 	some id in nonplain_ids
 	some metric in metrics
 	some text in alert_condition_texts
@@ -124,32 +129,41 @@ backlog_alerted_ids := alerted_ids({"oldest_unacked_message_age", "num_undeliver
 
 # dlq_alerted holds the URN of each subscription whose dead letters a policy watches: its
 # dead_letter_message_count, or the backlog of a subscription reading its dead-letter topic.
-dlq_alerted := {u | some u, id in subscription_ids; dead_letter_alerted_ids[id]} | {u |
+dlq_alerted := {u | count(dead_letter_alerted_ids) > 0; some u, id in subscription_ids; dead_letter_alerted_ids[id]} | {u |
 	count(undelivered_alerted_ids) > 0
-	some u, l in links
-	some t in l.dead
-	some r in readers[t]
+	some u, t in lib.dead_letters_to
+	some r in maybe_readers(t)
 	undelivered_alerted_ids[subscription_ids[r]]
 }
 
-# missing_dlq_alerts holds the URN of each subscription that dead-letters (to a topic the
-# plan resolves) with no alert on its dead letters; computed once for the strict and the
-# advisory rule.
+# maybe_readers(t) are the subscriptions that may read topic t.
+maybe_readers(t) := (object.get(lib.readers, t, set()) | {r | some r in lib.inexact_topics; lib.topic_links[r].targets[t]}) | lib.unknown_readers
+
+# missing_dlq_alerts holds the URN of each subscription that surely dead-letters to a topic
+# of the plan with no alert on its dead letters; computed once for the strict and the
+# advisory rule. (Where dead letters go outside the plan, their alert can be outside too.)
 missing_dlq_alerts := {u |
 	not unresolved_alert_policies
-	some u, _ in subscription_ids
-	count(links[u].dead) > 0
-	not dlq_subscriptions[u]
+	some u, t in lib.dead_letters_to
+	lib.topic_urns[t]
+	subscription_ids[u]
+	not lib.maybe_dlq_subscriptions[u]
 	not dlq_alerted[u]
 }
 
-# missing_backlog_alerts holds the URN of each subscription no policy watches for backlog:
-# its oldest unacked message age or its undelivered message count.
-missing_backlog_alerts := {u |
+# missing_backlog_alerts holds the URN of each subscription (whose name the plan shows) no
+# policy watches for backlog: its oldest unacked message age or its undelivered message
+# count.
+missing_backlog_alerts := {s.urn |
 	not unresolved_alert_policies
-	some u, id in subscription_ids
-	not backlog_alerted_ids[id]
+	some s in lib.subscriptions
+	name := s.properties.name
+	is_string(name)
+	not lib.unshown[name]
+	not backlog_alerted[s.urn]
 }
+
+backlog_alerted := {u | count(backlog_alerted_ids) > 0; some u, id in subscription_ids; backlog_alerted_ids[id]}
 
 # strict_dlq_alerts and strict_backlog_alerts map the URN of each subscription missing
 # such an alert in an environment where the alert is mandatory to that environment.
@@ -161,9 +175,9 @@ strict_backlog_alerts := strict_among(missing_backlog_alerts, "stack_deny_subscr
 # those in an environment where rule is mandatory, looked for only when the stack has such
 # an environment at all.
 strict_among(urns, rule) := {u: subscription_environments[u] | some u in urns} if {
-	setting(rule, "enforce", false) == true
+	lib.setting(rule, "enforce", false) == true
 } else := {u: env |
-	strict := {e | some e in present_environments; e in setting(rule, "environments", ["prod"])}
+	strict := {e | some e in present_environments; e in lib.setting(rule, "environments", ["prod"])}
 	count(strict) > 0
 	some u in urns
 	env := subscription_environments[u]
@@ -172,19 +186,12 @@ strict_among(urns, rule) := {u: subscription_environments[u] | some u in urns} i
 
 # subscription_environments maps each subscription's URN to its environment (see
 # environment(r)): computed once for both strict rules.
-subscription_environments := envs if {
-	e := data.config.environment
-	is_string(e)
-	envs := {s.urn: e | some s in subscriptions}
-} else := {s.urn: label(s, "eventpipe_env") | some s in subscriptions}
+subscription_environments := {s.urn: lib.config.environment | some s in lib.subscriptions} if {
+	is_string(lib.config.environment)
+} else := {s.urn: lib.label(s, "eventpipe_env") | some s in lib.subscriptions}
 
 # present_environments are the environments of the stack's subscriptions.
 present_environments := {e | some e in subscription_environments}
-
-# subscription_short_type is short_type of every subscription: the alert rules can report
-# every subscription of a stack, so their messages are finding(s, sprintf(..., [display(s),
-# ...])) written out as one sprintf with this constant.
-subscription_short_type := short_type(subscription_type)
 
 # METADATA
 # title: Dead-lettering subscription without a DLQ alert (strict environment)
@@ -192,17 +199,22 @@ subscription_short_type := short_type(subscription_type)
 #   Dead letters are messages the consumer never applied. Without an alert policy on the
 #   DLQ subscription's num_undelivered_messages or the source's dead_letter_message_count
 #   they wait unseen until the DLQ's retention drops them. Mandatory in the environments of
-#   data.config.stack_deny_subscription_without_dlq_alert.environments (default ["prod"]),
+#   config.stack_deny_subscription_without_dlq_alert.environments (default ["prod"]),
 #   or everywhere when its enforce is true.
 # custom:
 #   id: EP101
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates dlq-warning and dlq-critical policies), or add an alert policy on the DLQ subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
-stack_deny_subscription_without_dlq_alert contains msg if {
+#   fix: >-
+#     Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates
+#     dlq-warning and dlq-critical policies), or add an alert policy on the DLQ
+#     subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
+stack_deny_subscription_without_dlq_alert contains f if {
+	m := lib.rule(rego.metadata.chain())
 	some u, env in strict_dlq_alerts
-	s := subscription_by_urn[u]
-	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters in environment %q", [s.urn, subscription_short_type, s.name, env])
+	s := lib.subscription_by_urn[u]
+	text := sprintf("%s dead-letters, but no alert policy watches its dead letters in environment %q", [lib.display(s), env])
+	f := lib.finding(s, text, m)
 }
 
 # METADATA
@@ -213,12 +225,16 @@ stack_deny_subscription_without_dlq_alert contains msg if {
 #   id: EP102
 #   severity: medium
 #   needs_complete_stack: true
-#   fix: Keep the pipeline's alerts enabled, or add an alert policy on the DLQ subscription's pubsub.googleapis.com/subscription/num_undelivered_messages.
-stack_warn_subscription_without_dlq_alert contains msg if {
+#   fix: >-
+#     Keep the pipeline's alerts enabled, or add an alert policy on the DLQ subscription's
+#     pubsub.googleapis.com/subscription/num_undelivered_messages.
+stack_warn_subscription_without_dlq_alert contains f if {
+	m := lib.rule(rego.metadata.chain())
 	some u in missing_dlq_alerts
 	not strict_dlq_alerts[u]
-	s := subscription_by_urn[u]
-	msg := sprintf("%s: %s '%s' dead-letters, but no alert policy watches its dead letters", [s.urn, subscription_short_type, s.name])
+	s := lib.subscription_by_urn[u]
+	text := concat("", [lib.display(s), " dead-letters, but no alert policy watches its dead letters"])
+	f := lib.finding(s, text, m)
 }
 
 # METADATA
@@ -227,17 +243,22 @@ stack_warn_subscription_without_dlq_alert contains msg if {
 #   A stuck or slow consumer shows first as a growing backlog. Without an alert on the
 #   subscription's oldest_unacked_message_age or num_undelivered_messages, messages age
 #   silently until retention drops them. Mandatory in the environments of
-#   data.config.stack_deny_subscription_without_backlog_alert.environments (default
+#   config.stack_deny_subscription_without_backlog_alert.environments (default
 #   ["prod"]), or everywhere when its enforce is true.
 # custom:
 #   id: EP103
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates backlog-age and backlog-growth policies), or add an alert policy on the subscription's pubsub.googleapis.com/subscription/oldest_unacked_message_age.
-stack_deny_subscription_without_backlog_alert contains msg if {
+#   fix: >-
+#     Keep the pipeline's alerts enabled (the eventpipe Pipeline component creates
+#     backlog-age and backlog-growth policies), or add an alert policy on the subscription's
+#     pubsub.googleapis.com/subscription/oldest_unacked_message_age.
+stack_deny_subscription_without_backlog_alert contains f if {
+	m := lib.rule(rego.metadata.chain())
 	some u, env in strict_backlog_alerts
-	s := subscription_by_urn[u]
-	msg := sprintf("%s: %s '%s' has no backlog alert in environment %q", [s.urn, subscription_short_type, s.name, env])
+	s := lib.subscription_by_urn[u]
+	text := sprintf("%s has no backlog alert in environment %q", [lib.display(s), env])
+	f := lib.finding(s, text, m)
 }
 
 # METADATA
@@ -248,10 +269,14 @@ stack_deny_subscription_without_backlog_alert contains msg if {
 #   id: EP104
 #   severity: medium
 #   needs_complete_stack: true
-#   fix: Keep the pipeline's alerts enabled, or add an alert policy on the subscription's pubsub.googleapis.com/subscription/oldest_unacked_message_age.
-stack_warn_subscription_without_backlog_alert contains msg if {
+#   fix: >-
+#     Keep the pipeline's alerts enabled, or add an alert policy on the subscription's
+#     pubsub.googleapis.com/subscription/oldest_unacked_message_age.
+stack_warn_subscription_without_backlog_alert contains f if {
+	m := lib.rule(rego.metadata.chain())
 	some u in missing_backlog_alerts
 	not strict_backlog_alerts[u]
-	s := subscription_by_urn[u]
-	msg := sprintf("%s: %s '%s' has no backlog alert", [s.urn, subscription_short_type, s.name])
+	s := lib.subscription_by_urn[u]
+	text := concat("", [lib.display(s), " has no backlog alert"])
+	f := lib.finding(s, text, m)
 }

@@ -1,10 +1,14 @@
-package eventpipe
+package eventpipe.rules
 
 import rego.v1
+
+import data.eventpipe.lib
 
 # Rules on the Cloud Run consumer's exposure.
 
 public_members := {"allUsers", "allAuthenticatedUsers"}
+
+run_iam_types := {lib.run_iam_member_type, lib.run_iam_binding_type, lib.run_iam_policy_type}
 
 # METADATA
 # title: Cloud Run consumer invokable by the public
@@ -15,25 +19,28 @@ public_members := {"allUsers", "allAuthenticatedUsers"}
 # custom:
 #   id: EP010
 #   severity: critical
-#   fix: Remove the public member and grant roles/run.invoker only to the push service account; keep invokerIamDisabled unset.
-deny_cloud_run_public_invoker contains msg if {
-	input.type == "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
-	role_is(input, "roles/run.invoker")
-	member := input.properties.member
-	member in public_members
-	msg := sprintf("%s grants roles/run.invoker to %s", [display(input), member])
+#   fix: >-
+#     Remove the public member and grant roles/run.invoker only to the push service account;
+#     keep invokerIamDisabled unset.
+deny_cloud_run_public_invoker contains f if {
+	m := lib.rule(rego.metadata.chain())
+	some [r, text] in public_invokers
+	f := lib.finding(r, text, m)
 }
 
-deny_cloud_run_public_invoker contains msg if {
-	input.type == "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding"
-	role_is(input, "roles/run.invoker")
-	some member in input.properties.members
-	member in public_members
-	msg := sprintf("%s grants roles/run.invoker to %s", [display(input), member])
+# public_invokers pairs each resource that opens a service to the public with why.
+public_invokers contains [g, text] if {
+	some t in run_iam_types
+	some g in lib.resources_of(t)
+	some binding in lib.bindings(g)
+	binding[0] == "roles/run.invoker"
+	some member in binding[1]
+	public_members[member]
+	text := sprintf("%s grants roles/run.invoker to %s", [lib.display(g), member])
 }
 
-deny_cloud_run_public_invoker contains msg if {
-	input.type == "gcp:cloudrunv2/service:Service"
-	input.properties.invokerIamDisabled == true
-	msg := sprintf("%s disables the invoker IAM check: anyone can call it", [display(input)])
+public_invokers contains [svc, text] if {
+	some svc in lib.resources_of(lib.run_service_type)
+	svc.properties.invokerIamDisabled == true
+	text := sprintf("%s disables the invoker IAM check: anyone can call it", [lib.display(svc)])
 }

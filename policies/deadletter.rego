@@ -1,28 +1,34 @@
-package eventpipe
+package eventpipe.rules
 
 import rego.v1
 
-# Cross-resource dead-letter rules: they see input.resources and join subscriptions,
-# topics and IAM grants through the index in lib.rego.
+import data.eventpipe.lib
+
+# Cross-resource dead-letter rules: they join subscriptions, topics and IAM grants through
+# the links in lib.rego. A deny needs the link it rests on to be certain.
 
 # METADATA
 # title: Subscription without a dead-letter policy
 # description: >-
 #   Without a dead-letter policy a message the consumer can never process (a poison
 #   message) is redelivered forever: push consumers are hammered and good messages starve.
-#   Exempt are DLQ subscriptions (they read another subscription's dead-letter topic, or
+#   Exempt are DLQ subscriptions (they read a topic another subscription dead-letters to, or
 #   carry eventpipe_role=dlq) and subscriptions with the explicit opt-out label (EP015).
 # custom:
 #   id: EP001
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Give the subscription a deadLetterPolicy with a deadLetterTopic (the eventpipe Subscription component always creates one).
-stack_deny_missing_dead_letter_policy contains msg if {
-	some s in subscriptions
-	not dead_lettering[s.urn]
-	not opted_out_subscriptions[s.urn]
-	not dlq_subscriptions[s.urn]
-	msg := finding(s, sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [display(s)]))
+#   fix: >-
+#     Give the subscription a deadLetterPolicy with a deadLetterTopic (the eventpipe
+#     Subscription component always creates one).
+stack_deny_missing_dead_letter_policy contains f if {
+	m := lib.rule(rego.metadata.chain())
+	some s in lib.subscriptions
+	not lib.dead_lettering[s.urn]
+	not lib.opted_out_subscriptions[s.urn]
+	not lib.maybe_dlq_subscriptions[s.urn]
+	text := sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [lib.display(s)])
+	f := lib.finding(s, text, m)
 }
 
 # METADATA
@@ -33,40 +39,45 @@ stack_deny_missing_dead_letter_policy contains msg if {
 # custom:
 #   id: EP004
 #   severity: high
-#   fix: Point deadLetterPolicy.deadLetterTopic at a separate dead-letter topic (<subscription>.dlq).
-stack_deny_dead_letter_topic_is_source contains msg if {
-	some u, l in links
-	count(l.topic) == 1
-	l.topic == l.dead
-	s := subscription_by_urn[u]
-	msg := finding(s, sprintf("%s dead-letters into the topic it reads", [display(s)]))
+#   fix: >-
+#     Point deadLetterPolicy.deadLetterTopic at a separate dead-letter topic
+#     (<subscription>.dlq).
+stack_deny_dead_letter_topic_is_source contains f if {
+	m := lib.rule(rego.metadata.chain())
+	some u in self_dead_letters
+	s := lib.subscription_by_urn[u]
+	f := lib.finding(s, sprintf("%s dead-letters into the topic it reads", [lib.display(s)]), m)
+}
+
+# self_dead_letters holds every subscription that surely dead-letters into the topic it reads.
+self_dead_letters contains u if {
+	some u, t in lib.dead_letters_to
+	lib.reads[u] == t
 }
 
 # METADATA
 # title: Dead-letter topic that no subscription reads
 # description: >-
 #   Pub/Sub drops what is published to a topic without subscriptions, so dead letters sent
-#   to a topic nobody reads are lost for good.
+#   to a topic nobody reads are lost for good. Judged for dead-letter topics in the plan.
 # custom:
 #   id: EP005
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Create a never-expiring subscription on the dead-letter topic (the eventpipe component creates <subscription>.dlq-sub).
-stack_deny_dead_letter_topic_unread contains msg if {
-	some u, l in links
-	dead := l.dead
-	count(dead) > 0
-	not some_reader(dead)
-	s := subscription_by_urn[u]
-	msg := finding(s, sprintf("%s dead-letters to %s, which no subscription reads: dead letters would be lost", [display(s), describe(dead)]))
+#   fix: >-
+#     Create a never-expiring subscription on the dead-letter topic (the eventpipe component
+#     creates <subscription>.dlq-sub).
+stack_deny_dead_letter_topic_unread contains f if {
+	count(lib.unknown_readers) == 0
+	m := lib.rule(rego.metadata.chain())
+	some u, t in lib.dead_letters_to
+	lib.topic_urns[t]
+	not lib.read_topics[t]
+	not lib.maybe_read_topics[t]
+	s := lib.subscription_by_urn[u]
+	text := sprintf("%s dead-letters to %s, which no subscription reads: dead letters would be lost", [lib.display(s), t])
+	f := lib.finding(s, text, m)
 }
-
-some_reader(topics) if {
-	some t in topics
-	readers[t]
-}
-
-describe(targets_set) := concat(", ", sort([trim_prefix(t, "external:") | some t in targets_set]))
 
 # METADATA
 # title: Service agent cannot publish to the dead-letter topic
@@ -74,28 +85,28 @@ describe(targets_set) := concat(", ", sort([trim_prefix(t, "external:") | some t
 #   Pub/Sub forwards dead letters as its service agent
 #   (service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com). Without
 #   roles/pubsub.publisher on the dead-letter topic, dead-lettering fails silently and the
-#   message keeps being redelivered.
+#   message keeps being redelivered. Judged for dead-letter topics in the plan.
 # custom:
 #   id: EP006
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Grant roles/pubsub.publisher on the dead-letter topic to serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a TopicIAMMember).
-stack_deny_dead_letter_publisher_grant_missing contains msg if {
-	# The stack-wide conditions first: they end the rule at once, whatever the size.
-	not project_publisher_grant
-	not unresolved_publisher_grant
-	some u, l in links
-	dead := l.dead
-	count(dead) > 0
-	not some_publisher_grant(dead)
-	s := subscription_by_urn[u]
-	not self_dead_letter(s)
-	msg := finding(s, sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [display(s), describe(dead)]))
-}
+#   fix: >-
+#     Grant roles/pubsub.publisher on the dead-letter topic to
+#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a
+#     TopicIAMMember).
+stack_deny_dead_letter_publisher_grant_missing contains f if {
+	m := lib.rule(rego.metadata.chain())
 
-some_publisher_grant(topics) if {
-	some t in topics
-	publisher_grants[t]
+	# The stack-wide conditions first: they end the rule at once, whatever the size.
+	not lib.project_publisher_grant
+	not lib.unknown_publisher
+	some u, t in lib.dead_letters_to
+	lib.topic_urns[t]
+	not lib.publisher_topics[t]
+	not self_dead_letters[u]
+	s := lib.subscription_by_urn[u]
+	text := sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [lib.display(s), t])
+	f := lib.finding(s, text, m)
 }
 
 # METADATA
@@ -107,35 +118,42 @@ some_publisher_grant(topics) if {
 #   id: EP007
 #   severity: high
 #   needs_complete_stack: true
-#   fix: Grant roles/pubsub.subscriber on the subscription to serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a SubscriptionIAMMember).
-stack_deny_dead_letter_subscriber_grant_missing contains msg if {
-	not project_subscriber_grant
-	not unresolved_subscriber_grant
-	some s in subscriptions
-	count(links[s.urn].dead) > 0
-	not subscriber_grants[s.urn]
-	msg := finding(s, sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it", [display(s)]))
+#   fix: >-
+#     Grant roles/pubsub.subscriber on the subscription to
+#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a
+#     SubscriptionIAMMember).
+stack_deny_dead_letter_subscriber_grant_missing contains f if {
+	m := lib.rule(rego.metadata.chain())
+	not lib.project_subscriber_grant
+	not lib.unknown_subscriber
+	some u in lib.surely_dead_lettering
+	not lib.subscriber_subscriptions[u]
+	s := lib.subscription_by_urn[u]
+	text := sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it", [lib.display(s)])
+	f := lib.finding(s, text, m)
 }
 
 # METADATA
 # title: Dead-letter subscription retention below the minimum
 # description: >-
 #   Dead letters wait for a human. A DLQ subscription that keeps messages for less than
-#   data.config.stack_warn_dlq_retention_short.minimumDays (default 7) loses them before
+#   config.stack_warn_dlq_retention_short.minimumDays (default 7) loses them before
 #   triage. Unset retention is Pub/Sub's default of 7 days.
 # custom:
 #   id: EP013
 #   severity: low
 #   fix: 'Set messageRetentionDuration on the DLQ subscription to at least "604800s" (7 days).'
-stack_warn_dlq_retention_short contains msg if {
-	some u in dlq_subscriptions
-	s := subscription_by_urn[u]
-	days := retention_days(prop(s, ["messageRetentionDuration"]))
-	low := setting("stack_warn_dlq_retention_short", "minimumDays", 7)
+stack_warn_dlq_retention_short contains f if {
+	m := lib.rule(rego.metadata.chain())
+	low := lib.setting("stack_warn_dlq_retention_short", "minimumDays", 7)
+	some u in lib.dlq_subscriptions
+	s := lib.subscription_by_urn[u]
+	days := retention_days(lib.prop(s, ["messageRetentionDuration"]))
 	days < low
-	msg := finding(s, sprintf("%s keeps dead letters for %v days; keep them at least %v days for triage", [display(s), days, low]))
+	text := sprintf("%s keeps dead letters for %v days; keep them at least %v days for triage", [lib.display(s), days, low])
+	f := lib.finding(s, text, m)
 }
 
 retention_days(d) := 7 if d == null
 
-retention_days(d) := seconds(d) / 86400
+else := lib.seconds(d) / 86400

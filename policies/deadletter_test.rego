@@ -1,138 +1,220 @@
-package eventpipe
+package eventpipe.deadletter_test
 
 import rego.v1
 
-# Cross-resource dead-letter rules: each test mutates the healthy stack once.
+import data.eventpipe.fixtures_test as fx
+import data.eventpipe.lib
+import data.eventpipe.rules
 
-stack_with(s) := {"resources": s}
+# Cross-resource dead-letter rules: each test breaks the healthy stack once.
+
+sub := fx.good_subscription
+
+with_sub(patch) := fx.swap(fx.good_stack, sub, fx.with_props(sub, patch))
+
+dead_letter_to(topic) := with_sub({"deadLetterPolicy": {"deadLetterTopic": topic, "maxDeliveryAttempts": 5}})
 
 # EP001 stack_deny_missing_dead_letter_policy
 
 test_missing_dead_letter_policy_deny if {
-	s := replace(good_stack, good_subscription, without_prop(good_subscription, "deadLetterPolicy"))
-	msgs := stack_deny_missing_dead_letter_policy with input as stack_with(s)
-	msgs == {sprintf("%s: Subscription 'orders-push' has no dead-letter policy: poison messages are redelivered forever", [good_subscription.urn])}
-	all_stack_findings == msgs with input as stack_with(s)
+	s := fx.swap(fx.good_stack, sub, fx.without_prop(sub, "deadLetterPolicy"))
+	fx.messages(rules.stack_deny_missing_dead_letter_policy) == {"EP001: Subscription 'orders-push' has no dead-letter policy: poison messages are redelivered forever"} with data.eventpipe.model.resources as s
+	fx.verdicts(s) == {"deny:EP001"}
 }
 
 test_dlq_subscription_recognised_without_labels if {
-	unlabelled := without_prop(dlq_subscription_resource, "labels")
-	s := replace(good_stack, dlq_subscription_resource, unlabelled)
-	count(stack_deny_missing_dead_letter_policy) == 0 with input as stack_with(s)
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, fx.without_prop(fx.dlq_subscription, "labels"))
+	count(fx.results(s)) == 0
+}
+
+test_dlq_subscription_recognised_through_property_dependencies if {
+	# Both topics unknown at preview time: the DLQ subscription is found by its links.
+	linked_sub := fx.with_links(fx.with_props(sub, {"deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}}), {"deadLetterPolicy": [fx.dlq_topic.urn], "topic": [fx.source_topic.urn]})
+	linked_dlq := fx.with_links(fx.with_props(fx.without_prop(fx.dlq_subscription, "labels"), {"topic": lib.unknown_value}), {"topic": [fx.dlq_topic.urn]})
+	s := fx.swap(fx.swap(fx.good_stack, sub, linked_sub), fx.dlq_subscription, linked_dlq)
+	lib.dlq_subscriptions == {fx.dlq_subscription.urn} with data.eventpipe.model.resources as s
+	count(fx.results(s)) == 0
+}
+
+test_subscription_on_a_topic_nobody_dead_letters_to_is_not_a_dlq if {
+	lone := fx.with_props(fx.without_prop(fx.without_prop(fx.dlq_subscription, "labels"), "retryPolicy"), {"topic": "orders"})
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, lone)
+	not lib.maybe_dlq_subscriptions[lone.urn] with data.eventpipe.model.resources as s
+}
+
+test_maybe_dlq_subscription_is_not_denied if {
+	# The source's dead-letter topic is one of two candidates, so the bare subscription on
+	# one of them may be its DLQ subscription: no deny rests on that.
+	other := {"type": lib.topic_type, "urn": fx.urn(lib.topic_type, "other"), "properties": {"name": "other", "project": "acme-prod"}}
+	either := fx.with_links(fx.with_props(sub, {"deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}}), {"deadLetterPolicy": [fx.dlq_topic.urn, other.urn], "topic": [fx.source_topic.urn]})
+	bare := fx.without_prop(fx.without_prop(fx.without_prop(fx.dlq_subscription, "labels"), "retryPolicy"), "deadLetterPolicy")
+	s := array.concat(fx.swap(fx.swap(fx.good_stack, sub, either), fx.dlq_subscription, bare), [other])
+	lib.maybe_dlq_subscriptions[bare.urn] with data.eventpipe.model.resources as s
+	not lib.dlq_subscriptions[bare.urn] with data.eventpipe.model.resources as s
+	count(rules.stack_deny_missing_dead_letter_policy) == 0 with data.eventpipe.model.resources as s
+	count(rules.deny_retry_policy) == 0 with data.eventpipe.model.resources as s
 }
 
 test_opted_out_subscription_not_denied if {
-	opted := with_props(without_prop(good_subscription, "deadLetterPolicy"), {"labels": {"eventpipe_dlq_opt_out": "true"}})
-	count(stack_deny_missing_dead_letter_policy) == 0 with input as stack_with(replace(good_stack, good_subscription, opted))
+	opted := fx.with_props(fx.without_prop(sub, "deadLetterPolicy"), {"labels": {"eventpipe_dlq_opt_out": "true"}})
+	count(rules.stack_deny_missing_dead_letter_policy) == 0 with data.eventpipe.model.resources as fx.swap(fx.good_stack, sub, opted)
 }
 
 test_unknown_dead_letter_policy_no_verdict if {
-	s := replace(good_stack, good_subscription, with_props(good_subscription, {"deadLetterPolicy": unknown_value}))
-	count(stack_deny_missing_dead_letter_policy) == 0 with input as stack_with(s)
+	count(fx.results(with_sub({"deadLetterPolicy": lib.unknown_value}))) == 0
 }
 
 # EP004 stack_deny_dead_letter_topic_is_source
 
 test_dead_letter_to_source_topic_deny if {
-	looped := with_props(good_subscription, {"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders", "maxDeliveryAttempts": 5}})
-	s := replace(good_stack, good_subscription, looped)
-	all_stack_findings == {sprintf("%s: Subscription 'orders-push' dead-letters into the topic it reads", [good_subscription.urn])} with input as stack_with(s)
+	s := dead_letter_to("projects/acme-prod/topics/orders")
+	fx.messages(rules.stack_deny_dead_letter_topic_is_source) == {"EP004: Subscription 'orders-push' dead-letters into the topic it reads"} with data.eventpipe.model.resources as s
+	"deny:EP004" in fx.verdicts(s)
+}
+
+test_short_and_full_topic_names_are_one_topic if {
+	# topic "orders" (in the subscription's project) and projects/acme-prod/topics/orders.
+	s := fx.swap(dead_letter_to("projects/acme-prod/topics/orders"), sub, fx.with_props(sub, {"topic": "orders", "deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders"}}))
+	count(rules.stack_deny_dead_letter_topic_is_source) == 1 with data.eventpipe.model.resources as s
+	outside := fx.with_props(sub, {"topic": "elsewhere", "deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/elsewhere"}})
+	count(rules.stack_deny_dead_letter_topic_is_source) == 1 with data.eventpipe.model.resources as [outside]
+}
+
+test_same_name_in_other_project_is_another_topic if {
+	s := with_sub({"topic": "orders", "deadLetterPolicy": {"deadLetterTopic": "projects/other-project/topics/orders"}})
+	count(rules.stack_deny_dead_letter_topic_is_source) == 0 with data.eventpipe.model.resources as s
 }
 
 test_dead_letter_loop_found_through_property_dependencies if {
-	# Both topics unknown at preview time: the link is in propertyDependencies.
-	looped := object.union(
-		with_props(good_subscription, {"topic": unknown_value, "deadLetterPolicy": {"deadLetterTopic": unknown_value}}),
-		{"propertyDependencies": {"topic": [source_topic.urn], "deadLetterPolicy": [source_topic.urn]}},
-	)
-	count(stack_deny_dead_letter_topic_is_source) == 1 with input as stack_with(replace(good_stack, good_subscription, looped))
+	looped := fx.with_links(fx.with_props(sub, {"topic": lib.unknown_value, "deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}}), {"topic": [fx.source_topic.urn], "deadLetterPolicy": [fx.source_topic.urn]})
+	count(rules.stack_deny_dead_letter_topic_is_source) == 1 with data.eventpipe.model.resources as fx.swap(fx.good_stack, sub, looped)
 }
 
 test_unknown_topics_without_dependencies_no_verdict if {
-	blind := with_props(good_subscription, {"topic": unknown_value, "deadLetterPolicy": {"deadLetterTopic": unknown_value}})
-	count(all_stack_findings) == 0 with input as stack_with(replace(good_stack, good_subscription, blind))
-}
-
-test_distinct_dependencies_pass if {
-	linked := object.union(
-		with_props(good_subscription, {"topic": unknown_value, "deadLetterPolicy": {"deadLetterTopic": unknown_value}}),
-		{"propertyDependencies": {"topic": [source_topic.urn], "deadLetterPolicy": [dlq_topic.urn]}},
-	)
-	count(all_stack_findings) == 0 with input as stack_with(replace(good_stack, good_subscription, linked))
+	blind := fx.with_props(sub, {"topic": lib.unknown_value, "deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}})
+	count(fx.results(fx.swap(fx.good_stack, sub, blind))) == 0
 }
 
 # EP005 stack_deny_dead_letter_topic_unread
 
 test_dead_letter_topic_unread_deny if {
-	s := drop(good_stack, dlq_subscription_resource)
-	all_stack_findings == {sprintf("%s: Subscription 'orders-push' dead-letters to %s, which no subscription reads: dead letters would be lost", [good_subscription.urn, dlq_topic.urn])} with input as stack_with(s)
+	s := fx.drop(fx.good_stack, fx.dlq_subscription)
+	fx.messages(rules.stack_deny_dead_letter_topic_unread) == {sprintf("EP005: Subscription 'orders-push' dead-letters to %s, which no subscription reads: dead letters would be lost", [fx.dlq_topic.urn])} with data.eventpipe.model.resources as s
 }
 
-test_dead_letter_topic_outside_plan_unread_deny if {
-	external := with_props(good_subscription, {"deadLetterPolicy": {"deadLetterTopic": "projects/other/topics/elsewhere"}})
-	msgs := stack_deny_dead_letter_topic_unread with input as stack_with(replace(good_stack, good_subscription, external))
-	count(msgs) == 1
+test_dead_letter_topic_outside_plan_no_verdict if {
+	# Its subscriptions, if any, are outside the plan too: nothing the plan shows.
+	s := dead_letter_to("projects/other/topics/elsewhere")
+	count(rules.stack_deny_dead_letter_topic_unread) == 0 with data.eventpipe.model.resources as s
+	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 0 with data.eventpipe.model.resources as s
+}
+
+test_reader_the_plan_cannot_show_no_verdict if {
+	blind := fx.with_props(fx.dlq_subscription, {"topic": lib.unknown_value})
+	count(rules.stack_deny_dead_letter_topic_unread) == 0 with data.eventpipe.model.resources as fx.swap(fx.good_stack, fx.dlq_subscription, blind)
 }
 
 # EP006 stack_deny_dead_letter_publisher_grant_missing
 
 test_publisher_grant_missing_deny if {
-	s := drop(good_stack, publisher_grant)
-	all_stack_findings == {sprintf("%s: Subscription 'orders-push' dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [good_subscription.urn, dlq_topic.urn])} with input as stack_with(s)
+	s := fx.drop(fx.good_stack, fx.publisher_grant)
+	fx.messages(rules.stack_deny_dead_letter_publisher_grant_missing) == {sprintf("EP006: Subscription 'orders-push' dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [fx.dlq_topic.urn])} with data.eventpipe.model.resources as s
+	fx.verdicts(s) == {"deny:EP006"}
 }
 
 test_publisher_grant_to_wrong_member_deny if {
-	s := replace(good_stack, publisher_grant, with_props(publisher_grant, {"member": "user:someone@example.com"}))
-	count(stack_deny_dead_letter_publisher_grant_missing) == 1 with input as stack_with(s)
+	s := fx.swap(fx.good_stack, fx.publisher_grant, fx.with_props(fx.publisher_grant, {"member": "user:someone@example.com"}))
+	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 1 with data.eventpipe.model.resources as s
 }
 
 test_project_wide_publisher_grant_pass if {
-	project_grant_resource := {"type": project_iam_member_type, "urn": "urn:p", "name": "p", "properties": {"project": "acme-prod", "role": "roles/pubsub.publisher", "member": agent}}
-	s := array.concat(drop(good_stack, publisher_grant), [project_grant_resource])
-	count(stack_deny_dead_letter_publisher_grant_missing) == 0 with input as stack_with(s)
+	project_grant := {"type": lib.project_iam_member_type, "urn": "urn:p", "properties": {"project": "acme-prod", "role": "roles/pubsub.publisher", "member": fx.agent}}
+	s := array.concat(fx.drop(fx.good_stack, fx.publisher_grant), [project_grant])
+	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 0 with data.eventpipe.model.resources as s
 }
 
 test_unresolvable_publisher_grant_no_verdict if {
-	s := replace(good_stack, publisher_grant, with_props(publisher_grant, {"topic": unknown_value}))
-	count(stack_deny_dead_letter_publisher_grant_missing) == 0 with input as stack_with(s)
+	s := fx.swap(fx.good_stack, fx.publisher_grant, fx.with_props(fx.publisher_grant, {"topic": lib.unknown_value}))
+	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 0 with data.eventpipe.model.resources as s
 }
 
 test_publisher_grant_binding_pass if {
-	binding := {"type": topic_iam_binding_type, "urn": "urn:b", "name": "b", "properties": {"topic": "orders-push.dlq", "role": "roles/pubsub.publisher", "members": ["user:x@example.com", agent]}}
-	s := array.concat(drop(good_stack, publisher_grant), [binding])
-	count(stack_deny_dead_letter_publisher_grant_missing) == 0 with input as stack_with(s)
+	binding := {"type": lib.topic_iam_binding_type, "urn": "urn:b", "properties": {"topic": "orders-push.dlq", "role": "roles/pubsub.publisher", "members": ["user:x@example.com", fx.agent]}}
+	s := array.concat(fx.drop(fx.good_stack, fx.publisher_grant), [binding])
+	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 0 with data.eventpipe.model.resources as s
+}
+
+test_publisher_grant_in_iam_member_project_slash_topic_form_pass if {
+	s := fx.swap(fx.good_stack, fx.publisher_grant, fx.with_props(fx.publisher_grant, {"topic": "acme-prod/orders-push.dlq"}))
+	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 0 with data.eventpipe.model.resources as s
+}
+
+authoritative(data_json) := {
+	"type": lib.topic_iam_policy_type, "urn": "urn:policy",
+	"properties": {"topic": "projects/acme-prod/topics/orders-push.dlq", "policyData": data_json},
+}
+
+test_authoritative_topic_policy_grant_pass if {
+	policy := authoritative(json.marshal({"bindings": [{"role": "roles/pubsub.publisher", "members": [fx.agent]}]}))
+	s := array.concat(fx.drop(fx.good_stack, fx.publisher_grant), [policy])
+	count(fx.results(s)) == 0
+}
+
+test_authoritative_topic_policy_without_agent_deny if {
+	policy := authoritative(json.marshal({"bindings": [{"role": "roles/pubsub.publisher", "members": ["user:x@example.com"]}]}))
+	s := array.concat(fx.drop(fx.good_stack, fx.publisher_grant), [policy])
+	fx.verdicts(s) == {"deny:EP006"}
+}
+
+test_authoritative_policy_the_plan_cannot_show_no_verdict if {
+	s := array.concat(fx.drop(fx.good_stack, fx.publisher_grant), [authoritative(lib.unknown_value)])
+	count(fx.results(s)) == 0
 }
 
 # EP007 stack_deny_dead_letter_subscriber_grant_missing
 
 test_subscriber_grant_missing_deny if {
-	s := drop(good_stack, subscriber_grant)
-	all_stack_findings == {sprintf("%s: Subscription 'orders-push' dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it", [good_subscription.urn])} with input as stack_with(s)
+	s := fx.drop(fx.good_stack, fx.subscriber_grant)
+	fx.messages(rules.stack_deny_dead_letter_subscriber_grant_missing) == {"EP007: Subscription 'orders-push' dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it"} with data.eventpipe.model.resources as s
+	fx.verdicts(s) == {"deny:EP007"}
 }
 
 test_subscriber_grant_through_dependencies_pass if {
-	linked := object.union(with_props(subscriber_grant, {"subscription": unknown_value}), {"propertyDependencies": {"subscription": [good_subscription.urn]}})
-	count(stack_deny_dead_letter_subscriber_grant_missing) == 0 with input as stack_with(replace(good_stack, subscriber_grant, linked))
+	linked := fx.with_links(fx.with_props(fx.subscriber_grant, {"subscription": lib.unknown_value}), {"subscription": [sub.urn]})
+	count(rules.stack_deny_dead_letter_subscriber_grant_missing) == 0 with data.eventpipe.model.resources as fx.swap(fx.good_stack, fx.subscriber_grant, linked)
 }
 
 test_subscriber_grant_with_wrong_role_deny if {
-	s := replace(good_stack, subscriber_grant, with_props(subscriber_grant, {"role": "roles/pubsub.viewer"}))
-	count(stack_deny_dead_letter_subscriber_grant_missing) == 1 with input as stack_with(s)
+	s := fx.swap(fx.good_stack, fx.subscriber_grant, fx.with_props(fx.subscriber_grant, {"role": "roles/pubsub.viewer"}))
+	count(rules.stack_deny_dead_letter_subscriber_grant_missing) == 1 with data.eventpipe.model.resources as s
+}
+
+test_authoritative_subscription_policy_grant_pass if {
+	policy := {"type": lib.subscription_iam_policy_type, "urn": "urn:policy", "properties": {
+		"subscription": "projects/acme-prod/subscriptions/orders-push",
+		"policyData": json.marshal({"bindings": [{"role": "roles/pubsub.subscriber", "members": [fx.agent]}]}),
+	}}
+	count(fx.results(array.concat(fx.drop(fx.good_stack, fx.subscriber_grant), [policy]))) == 0
 }
 
 # EP013 stack_warn_dlq_retention_short
 
 test_dlq_retention_default_pass if {
-	s := replace(good_stack, dlq_subscription_resource, without_prop(dlq_subscription_resource, "messageRetentionDuration"))
-	count(stack_warn_dlq_retention_short) == 0 with input as stack_with(s)
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, fx.without_prop(fx.dlq_subscription, "messageRetentionDuration"))
+	count(fx.results(s)) == 0
 }
 
 test_dlq_retention_short_warns if {
-	s := replace(good_stack, dlq_subscription_resource, with_props(dlq_subscription_resource, {"messageRetentionDuration": "86400s"}))
-	all_stack_findings == {sprintf("%s: Subscription 'orders-push.dlq-sub' keeps dead letters for 1 days; keep them at least 7 days for triage", [dlq_subscription_resource.urn])} with input as stack_with(s)
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, fx.with_props(fx.dlq_subscription, {"messageRetentionDuration": "86400s"}))
+	fx.messages(rules.stack_warn_dlq_retention_short) == {"EP013: Subscription 'orders-push.dlq-sub' keeps dead letters for 1 days; keep them at least 7 days for triage"} with data.eventpipe.model.resources as s
+	fx.verdicts(s) == {"warn:EP013"}
+}
+
+test_dlq_retention_of_structural_dlq_warns if {
+	bare := fx.with_props(fx.without_prop(fx.dlq_subscription, "labels"), {"messageRetentionDuration": "86400s"})
+	fx.verdicts(fx.swap(fx.good_stack, fx.dlq_subscription, bare)) == {"warn:EP013"}
 }
 
 test_source_retention_short_not_flagged if {
-	s := replace(good_stack, good_subscription, with_props(good_subscription, {"messageRetentionDuration": "600s"}))
-	count(stack_warn_dlq_retention_short) == 0 with input as stack_with(s)
+	count(fx.results(with_sub({"messageRetentionDuration": "600s"}))) == 0
 }

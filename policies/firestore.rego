@@ -1,6 +1,8 @@
-package eventpipe
+package eventpipe.rules
 
 import rego.v1
+
+import data.eventpipe.lib
 
 # Rules on the consumer's Firestore collections.
 
@@ -18,26 +20,30 @@ consumer_collections := ["dedupe", "leases", "receipts"]
 # custom:
 #   id: EP014
 #   severity: low
-#   fix: Add a firestore Field resource for each collection on field expireAt with a non-nil ttlConfig (the eventpipe Firestore TTL component does this).
-stack_warn_consumer_collection_without_ttl contains msg if {
-	some svc in resources_of(run_service_type)
+#   fix: >-
+#     Add a firestore Field resource for each collection on field expireAt with a non-nil
+#     ttlConfig (the eventpipe Firestore TTL component does this).
+stack_warn_consumer_collection_without_ttl contains f if {
+	m := lib.rule(rego.metadata.chain())
+	not unknown_ttl_policy
+	some svc in lib.resources_of(lib.run_service_type)
 	env := service_env(svc)
 	store := env.EVENTPIPE_STORE
-	known_string(store)
+	lib.known_string(store)
 	startswith(store, "firestore://")
 	prefix := object.get(env, "EVENTPIPE_COLLECTION_PREFIX", "eventpipe_")
-	known_string(prefix)
+	lib.known_string(prefix)
 	database := firestore_database(store)
 	some suffix in consumer_collections
 	collection := concat("", [prefix, suffix])
-	not ttl_policy(collection, database)
-	not unknown_ttl_policy
-	msg := finding(svc, sprintf("%s stores records in Firestore collection %q (database %q) without a TTL policy on expireAt", [display(svc), collection, database]))
+	not ttl_policies[[collection, database]]
+	text := sprintf("%s stores records in Firestore collection %q (database %q) without a TTL policy on expireAt", [lib.display(svc), collection, database])
+	f := lib.finding(svc, text, m)
 }
 
 # service_env(svc) maps the env var names of every container of svc to their values.
 service_env(svc) := {e.name: object.get(e, "value", "") |
-	some c in object.get(prop(svc, ["template"]), "containers", [])
+	some c in object.get(lib.prop(svc, ["template"]), "containers", [])
 	some e in object.get(c, "envs", [])
 	is_string(e.name)
 }
@@ -50,30 +56,28 @@ firestore_database(store) := db if {
 	db != ""
 } else := "(default)"
 
-ttl_fields := resources_of(firestore_field_type)
+ttl_fields := lib.resources_of(lib.firestore_field_type)
 
 # ttl_policies holds [collection, database] for every TTL policy on expireAt, indexed once
 # so each service's collections are looked up, not searched for among every field.
-ttl_policies := {[prop(f, ["collection"]), field_database(f)] |
+ttl_policies contains [lib.prop(f, ["collection"]), field_database(f)] if {
 	some f in ttl_fields
-	prop(f, ["field"]) == "expireAt"
-	is_object(prop(f, ["ttlConfig"]))
+	lib.prop(f, ["field"]) == "expireAt"
+	is_object(lib.prop(f, ["ttlConfig"]))
 }
 
-ttl_policy(collection, database) if ttl_policies[[collection, database]]
-
 field_database(f) := db if {
-	db := prop(f, ["database"])
-	known_string(db)
+	db := lib.prop(f, ["database"])
+	lib.known_string(db)
 } else := "(default)"
 
 # unknown_ttl_policy holds when a Field's collection or field is not shown by the plan.
 unknown_ttl_policy if {
 	some f in ttl_fields
-	unknown(prop(f, ["collection"]))
+	lib.unknown(lib.prop(f, ["collection"]))
 }
 
 unknown_ttl_policy if {
 	some f in ttl_fields
-	unknown(prop(f, ["field"]))
+	lib.unknown(lib.prop(f, ["field"]))
 }

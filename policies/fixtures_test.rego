@@ -1,18 +1,19 @@
-package eventpipe
+# Shared fixtures for the rule tests: one healthy pipeline in the model's form (source
+# topic, push subscription with DLQ, DLQ topic and subscription, both service-agent grants,
+# consumer, TTL fields), and helpers that break it one way at a time.
+package eventpipe.fixtures_test
 
 import rego.v1
 
-# Shared fixtures for the rule tests: one healthy pipeline (source topic, push subscription
-# with DLQ, DLQ topic and subscription, both service-agent grants, consumer, TTL fields).
+import data.eventpipe.lib
 
 agent := "serviceAccount:service-123456789@gcp-sa-pubsub.iam.gserviceaccount.com"
 
 urn(t, name) := sprintf("urn:pulumi:prod::eventpipe::%s::%s", [t, name])
 
 good_subscription := {
-	"type": subscription_type,
-	"urn": urn(subscription_type, "orders-push"),
-	"name": "orders-push",
+	"type": lib.subscription_type,
+	"urn": urn(lib.subscription_type, "orders-push"),
 	"properties": {
 		"name": "orders-push",
 		"project": "acme-prod",
@@ -29,19 +30,18 @@ good_subscription := {
 }
 
 source_topic := {
-	"type": topic_type, "urn": urn(topic_type, "orders"), "name": "orders",
+	"type": lib.topic_type, "urn": urn(lib.topic_type, "orders"),
 	"properties": {"name": "orders", "project": "acme-prod"},
 }
 
 dlq_topic := {
-	"type": topic_type, "urn": urn(topic_type, "orders-push.dlq"), "name": "orders-push.dlq",
+	"type": lib.topic_type, "urn": urn(lib.topic_type, "orders-push.dlq"),
 	"properties": {"name": "orders-push.dlq", "project": "acme-prod"},
 }
 
-dlq_subscription_resource := {
-	"type": subscription_type,
-	"urn": urn(subscription_type, "orders-push.dlq-sub"),
-	"name": "orders-push.dlq-sub",
+dlq_subscription := {
+	"type": lib.subscription_type,
+	"urn": urn(lib.subscription_type, "orders-push.dlq-sub"),
 	"properties": {
 		"name": "orders-push.dlq-sub",
 		"project": "acme-prod",
@@ -54,17 +54,17 @@ dlq_subscription_resource := {
 }
 
 publisher_grant := {
-	"type": topic_iam_member_type, "urn": urn(topic_iam_member_type, "orders-push.dlq-publisher"), "name": "orders-push.dlq-publisher",
+	"type": lib.topic_iam_member_type, "urn": urn(lib.topic_iam_member_type, "orders-push.dlq-publisher"),
 	"properties": {"topic": "projects/acme-prod/topics/orders-push.dlq", "role": "roles/pubsub.publisher", "member": agent},
 }
 
 subscriber_grant := {
-	"type": subscription_iam_member_type, "urn": urn(subscription_iam_member_type, "orders-push-subscriber"), "name": "orders-push-subscriber",
+	"type": lib.subscription_iam_member_type, "urn": urn(lib.subscription_iam_member_type, "orders-push-subscriber"),
 	"properties": {"subscription": "orders-push", "role": "roles/pubsub.subscriber", "member": agent},
 }
 
 consumer_service := {
-	"type": run_service_type, "urn": urn(run_service_type, "orders-consumer"), "name": "orders-consumer",
+	"type": lib.run_service_type, "urn": urn(lib.run_service_type, "orders-consumer"),
 	"properties": {"name": "orders-consumer", "template": {"containers": [{"image": "img", "envs": [
 		{"name": "EVENTPIPE_STORE", "value": "firestore://acme-prod/(default)"},
 		{"name": "EVENTPIPE_ENV", "value": "prod"},
@@ -72,13 +72,36 @@ consumer_service := {
 }
 
 ttl_field(collection) := {
-	"type": firestore_field_type, "urn": urn(firestore_field_type, collection), "name": collection,
+	"type": lib.firestore_field_type, "urn": urn(lib.firestore_field_type, collection),
 	"properties": {"collection": collection, "field": "expireAt", "database": "(default)", "ttlConfig": {}},
 }
 
+# Alert policies shaped like the alerts component's output: threshold filters and PromQL
+# queries naming subscription_id.
+alert_policy(name, conditions) := {
+	"type": lib.alert_policy_type,
+	"urn": urn(lib.alert_policy_type, name),
+	"properties": {"displayName": name, "combiner": "OR", "severity": "WARNING", "conditions": conditions},
+}
+
+threshold_on(metric, sub) := {"displayName": "c", "conditionThreshold": {
+	"filter": sprintf(`metric.type="pubsub.googleapis.com/subscription/%s" AND resource.type="pubsub_subscription" AND resource.labels.subscription_id="%s"`, [metric, sub]),
+	"comparison": "COMPARISON_GT",
+	"duration": "300s",
+}}
+
+promql_on(metric, sub) := {"displayName": "c", "conditionPrometheusQueryLanguage": {"query": sprintf(`deriv(pubsub_googleapis_com:subscription_%s{monitored_resource="pubsub_subscription",subscription_id="%s"}[10m]) > 0`, [metric, sub])}}
+
+# dlq_alert watches the DLQ subscription's undelivered messages: the dead letters of
+# orders-push, and the DLQ subscription's own backlog.
+dlq_alert := alert_policy("orders-orders-push-dlq-warning", [threshold_on("num_undelivered_messages", "orders-push.dlq-sub")])
+
+backlog_alert := alert_policy("orders-orders-push-backlog-age-warning", [threshold_on("oldest_unacked_message_age", "orders-push")])
+
 good_stack := [
-	source_topic, dlq_topic, good_subscription, dlq_subscription_resource, publisher_grant, subscriber_grant,
+	source_topic, dlq_topic, good_subscription, dlq_subscription, publisher_grant, subscriber_grant,
 	consumer_service, ttl_field("eventpipe_dedupe"), ttl_field("eventpipe_leases"), ttl_field("eventpipe_receipts"),
+	dlq_alert, backlog_alert,
 ]
 
 # with_props(r, patch) is r with its properties replaced by patch, key by key.
@@ -87,8 +110,11 @@ with_props(r, patch) := object.union(object.remove(r, ["properties"]), {"propert
 # without_prop(r, key) is r without the property key.
 without_prop(r, key) := object.union(object.remove(r, ["properties"]), {"properties": object.remove(r.properties, [key])})
 
-# replace(stack, old, new) swaps resource old for new.
-replace(stack, old, new) := [x | some r in stack; x := pick(r, old, new)]
+# with_links(r, links) is r with propertyDependencies links.
+with_links(r, links) := object.union(r, {"propertyDependencies": links})
+
+# swap(stack, old, new) swaps resource old for new.
+swap(stack, old, new) := [pick(r, old, new) | some r in stack]
 
 pick(r, old, new) := new if r.urn == old.urn
 
@@ -97,17 +123,22 @@ pick(r, old, new) := r if r.urn != old.urn
 # drop(stack, old) removes resource old.
 drop(stack, old) := [r | some r in stack; r.urn != old.urn]
 
-# all_stack_findings is every stack-rule message for the stack in input.
-all_stack_findings := ((((stack_deny_missing_dead_letter_policy | stack_deny_dead_letter_topic_is_source) | stack_deny_dead_letter_topic_unread) | stack_deny_dead_letter_publisher_grant_missing) | stack_deny_dead_letter_subscriber_grant_missing) | (stack_warn_dlq_retention_short | stack_warn_consumer_collection_without_ttl)
+# messages(results) is the msg of each result.
+messages(results) := {f.msg | some f in results}
 
-test_good_stack_has_no_stack_findings if {
-	count(all_stack_findings) == 0 with input as {"resources": good_stack}
+# ids(results) is the id of each result.
+ids(results) := {f.id | some f in results}
+
+# results(stack) is every result of every rule on a stack in the model's form, as the
+# eventpipe package reports them (deny, then warn), with an empty document otherwise.
+results(stack) := array.concat(denied, warned) if {
+	denied := data.eventpipe.deny with data.eventpipe.model.resources as stack with data.eventpipe.model.problems as []
+	warned := data.eventpipe.warn with data.eventpipe.model.resources as stack with data.eventpipe.model.problems as []
 }
 
-test_good_resources_have_no_resource_findings if {
-	every r in good_stack {
-		count(resource_findings) == 0 with input as r
-	}
+# verdicts(stack) is "level:id" for each result on a stack.
+verdicts(stack) := {v |
+	denied := data.eventpipe.deny with data.eventpipe.model.resources as stack with data.eventpipe.model.problems as []
+	warned := data.eventpipe.warn with data.eventpipe.model.resources as stack with data.eventpipe.model.problems as []
+	some v in ({concat(":", ["deny", f.id]) | some f in denied} | {concat(":", ["warn", f.id]) | some f in warned})
 }
-
-resource_findings := ((((deny_dead_letter_attempts_out_of_range | deny_retry_policy) | deny_push_without_oidc) | deny_push_endpoint_not_https) | (warn_subscription_expires | deny_subscription_expires)) | (warn_dead_letter_opt_out | deny_cloud_run_public_invoker)

@@ -1,6 +1,17 @@
-package eventpipe
+# METADATA
+# title: eventpipe rules
+# description: >-
+#   The rules. Each rule is a set named deny_*, warn_*, stack_deny_* or stack_warn_* (deny
+#   fails a check, warn is advisory; stack_ rules judge resources together), annotated with
+#   its id, title, severity, description and fix, and reports lib.finding results. The
+#   eventpipe package gathers them. Rules read the model (data.eventpipe.model), never the
+#   input document itself.
+# scope: package
+package eventpipe.rules
 
 import rego.v1
+
+import data.eventpipe.lib
 
 # Rules on one subscription: delivery attempts, retry policy, push auth, expiration, opt-out.
 
@@ -10,30 +21,34 @@ import rego.v1
 #   maxDeliveryAttempts decides how often a poison message is retried before it is
 #   dead-lettered. Too few attempts dead-letter messages a transient Firestore error would
 #   have let through; too many keep a poison message hot-looping. The allowed range is
-#   data.config.deny_dead_letter_attempts_out_of_range.{min,max} (default 5-10); an unset
-#   value means Pub/Sub's default of 5.
+#   config.deny_dead_letter_attempts_out_of_range.{min,max} (default 5-10); an unset value
+#   means Pub/Sub's default of 5.
 # custom:
 #   id: EP002
 #   severity: medium
-#   fix: Set deadLetterPolicy.maxDeliveryAttempts between the configured bounds (5 for poison-heavy streams, 10 when transient Firestore saturation is expected).
-deny_dead_letter_attempts_out_of_range contains msg if {
-	input.type == "gcp:pubsub/subscription:Subscription"
-	policy := input.properties.deadLetterPolicy
+#   fix: >-
+#     Set deadLetterPolicy.maxDeliveryAttempts between the configured bounds (5 for
+#     poison-heavy streams, 10 when transient Firestore saturation is expected).
+deny_dead_letter_attempts_out_of_range contains f if {
+	m := lib.rule(rego.metadata.chain())
+	low := lib.setting("deny_dead_letter_attempts_out_of_range", "min", 5)
+	high := lib.setting("deny_dead_letter_attempts_out_of_range", "max", 10)
+	some s in lib.subscriptions
+	policy := s.properties.deadLetterPolicy
 	is_object(policy)
 	raw := object.get(policy, "maxDeliveryAttempts", 0)
 	is_number(raw)
 	attempts := delivery_attempts(raw)
-	low := object.get(config, ["deny_dead_letter_attempts_out_of_range", "min"], 5)
-	high := object.get(config, ["deny_dead_letter_attempts_out_of_range", "max"], 10)
 	not in_range(attempts, low, high)
-	msg := sprintf("%s dead-letters after %v delivery attempts; the allowed range is %v-%v", [display(input), attempts, low, high])
+	text := sprintf("%s dead-letters after %v delivery attempts; the allowed range is %v-%v", [lib.display(s), attempts, low, high])
+	f := lib.finding(s, text, m)
 }
 
 # delivery_attempts is a maxDeliveryAttempts setting in effect: unset or 0 means Pub/Sub's
 # default, 5.
-delivery_attempts(raw) := 5 if {
-	raw == 0
-} else := raw
+delivery_attempts(raw) := 5 if raw == 0
+
+else := raw
 
 # in_range holds when low <= x <= high.
 in_range(x, low, high) if {
@@ -46,35 +61,42 @@ in_range(x, low, high) if {
 # description: >-
 #   Without a retry policy Pub/Sub redelivers a nacked message immediately, so a failing
 #   consumer is hammered in a tight loop. The minimum backoff must be at least
-#   data.config.deny_retry_policy.minimumBackoffSeconds (default 10) and the maximum at most
-#   data.config.deny_retry_policy.maximumBackoffSeconds (default 600). A DLQ subscription
-#   labelled eventpipe_role=dlq may omit the policy: people and the replay tool read it, not
-#   a consumer that nacks (any retry policy it has is still checked).
+#   config.deny_retry_policy.minimumBackoffSeconds (default 10) and the maximum at most
+#   config.deny_retry_policy.maximumBackoffSeconds (default 600). A DLQ subscription may
+#   omit the policy: people and the replay tool read it, not a consumer that nacks (any
+#   retry policy it has is still checked).
 # custom:
 #   id: EP003
 #   severity: medium
 #   fix: 'Set retryPolicy with minimumBackoff "10s" and maximumBackoff "600s".'
-deny_retry_policy contains msg if {
-	input.type == "gcp:pubsub/subscription:Subscription"
-	object.get(input.properties, "retryPolicy", null) == null
-	object.get(input.properties, ["labels", "eventpipe_role"], "") != "dlq"
-	msg := sprintf("%s has no retry policy: nacked messages are redelivered immediately", [display(input)])
+deny_retry_policy contains f if {
+	m := lib.rule(rego.metadata.chain())
+	some [s, text] in retry_problems
+	f := lib.finding(s, text, m)
 }
 
-deny_retry_policy contains msg if {
-	input.type == "gcp:pubsub/subscription:Subscription"
-	got := time.parse_duration_ns(input.properties.retryPolicy.minimumBackoff) / 1000000000
-	low := object.get(config, ["deny_retry_policy", "minimumBackoffSeconds"], 10)
+# retry_problems pairs each subscription with what is wrong with its retry policy.
+retry_problems contains [s, text] if {
+	some s in lib.subscriptions
+	object.get(s.properties, "retryPolicy", null) == null
+	not lib.maybe_dlq_subscriptions[s.urn]
+	text := sprintf("%s has no retry policy: nacked messages are redelivered immediately", [lib.display(s)])
+}
+
+retry_problems contains [s, text] if {
+	low := lib.setting("deny_retry_policy", "minimumBackoffSeconds", 10)
+	some s in lib.subscriptions
+	got := lib.seconds(s.properties.retryPolicy.minimumBackoff)
 	got < low
-	msg := sprintf("%s retries after %vs; the minimum backoff must be at least %vs", [display(input), got, low])
+	text := sprintf("%s retries after %vs; the minimum backoff must be at least %vs", [lib.display(s), got, low])
 }
 
-deny_retry_policy contains msg if {
-	input.type == "gcp:pubsub/subscription:Subscription"
-	got := time.parse_duration_ns(input.properties.retryPolicy.maximumBackoff) / 1000000000
-	high := object.get(config, ["deny_retry_policy", "maximumBackoffSeconds"], 600)
+retry_problems contains [s, text] if {
+	high := lib.setting("deny_retry_policy", "maximumBackoffSeconds", 600)
+	some s in lib.subscriptions
+	got := lib.seconds(s.properties.retryPolicy.maximumBackoff)
 	got > high
-	msg := sprintf("%s backs off up to %vs; the maximum backoff must be at most %vs", [display(input), got, high])
+	text := sprintf("%s backs off up to %vs; the maximum backoff must be at most %vs", [lib.display(s), got, high])
 }
 
 # METADATA
@@ -86,14 +108,18 @@ deny_retry_policy contains msg if {
 # custom:
 #   id: EP008
 #   severity: high
-#   fix: Set pushConfig.oidcToken.serviceAccountEmail to the push service account and grant it roles/run.invoker on the consumer.
-deny_push_without_oidc contains msg if {
-	input.type == "gcp:pubsub/subscription:Subscription"
-	push := input.properties.pushConfig
+#   fix: >-
+#     Set pushConfig.oidcToken.serviceAccountEmail to the push service account and grant it
+#     roles/run.invoker on the consumer.
+deny_push_without_oidc contains f if {
+	m := lib.rule(rego.metadata.chain())
+	some s in lib.subscriptions
+	push := s.properties.pushConfig
 	is_object(push)
-	not unknown(object.get(push, "oidcToken", null))
+	not lib.unknown(object.get(push, "oidcToken", null))
 	object.get(push, ["oidcToken", "serviceAccountEmail"], null) in {null, ""} # unknown or set: no verdict
-	msg := sprintf("%s pushes without an OIDC token: the consumer cannot authenticate Pub/Sub", [display(input)])
+	text := sprintf("%s pushes without an OIDC token: the consumer cannot authenticate Pub/Sub", [lib.display(s)])
+	f := lib.finding(s, text, m)
 }
 
 # METADATA
@@ -103,14 +129,17 @@ deny_push_without_oidc contains msg if {
 # custom:
 #   id: EP009
 #   severity: high
-#   fix: 'Push to the consumer''s https:// URL (Cloud Run serves HTTPS only), e.g. https://SERVICE-URL/pubsub/push.'
-deny_push_endpoint_not_https contains msg if {
-	input.type == "gcp:pubsub/subscription:Subscription"
-	endpoint := input.properties.pushConfig.pushEndpoint
-	is_string(endpoint)
-	not unshown[endpoint]
+#   fix: >-
+#     Push to the consumer's https:// URL (Cloud Run serves HTTPS only), e.g.
+#     https://SERVICE-URL/pubsub/push.
+deny_push_endpoint_not_https contains f if {
+	m := lib.rule(rego.metadata.chain())
+	some s in lib.subscriptions
+	endpoint := s.properties.pushConfig.pushEndpoint
+	lib.known_string(endpoint)
 	not startswith(lower(endpoint), "https://")
-	msg := sprintf("%s pushes to %q, which is not an https:// endpoint", [display(input), endpoint])
+	text := sprintf("%s pushes to %q, which is not an https:// endpoint", [lib.display(s), endpoint])
+	f := lib.finding(s, text, m)
 }
 
 # METADATA
@@ -123,47 +152,47 @@ deny_push_endpoint_not_https contains msg if {
 #   id: EP011
 #   severity: low
 #   fix: 'Set expirationPolicy.ttl to "" (never expire).'
-warn_subscription_expires contains msg if {
-	input.type == "gcp:pubsub/subscription:Subscription"
-	ttl := input_expiration_ttl
-	not input_strict_expiration
-	msg := sprintf("%s expires after %s without activity", [display(input), ttl])
+warn_subscription_expires contains f if {
+	m := lib.rule(rego.metadata.chain())
+	some u, ttl in expiring_subscriptions
+	s := lib.subscription_by_urn[u]
+	not lib.strict("deny_subscription_expires", s)
+	text := sprintf("%s expires after %s without activity", [lib.display(s), ttl])
+	f := lib.finding(s, text, m)
 }
 
 # METADATA
 # title: Subscription expires when idle (strict environment)
 # description: >-
 #   The same finding as EP011, mandatory in the environments listed in
-#   data.config.deny_subscription_expires.environments (default ["prod"]) or everywhere when
-#   data.config.deny_subscription_expires.enforce is true.
+#   config.deny_subscription_expires.environments (default ["prod"]) or everywhere when
+#   config.deny_subscription_expires.enforce is true.
 # custom:
 #   id: EP012
 #   severity: medium
 #   fix: 'Set expirationPolicy.ttl to "" (never expire).'
-deny_subscription_expires contains msg if {
-	input.type == "gcp:pubsub/subscription:Subscription"
-	ttl := input_expiration_ttl
-	input_strict_expiration
-	msg := sprintf("%s expires after %s without activity in environment %q", [display(input), ttl, environment(input)])
+deny_subscription_expires contains f if {
+	m := lib.rule(rego.metadata.chain())
+	some u, ttl in expiring_subscriptions
+	s := lib.subscription_by_urn[u]
+	lib.strict("deny_subscription_expires", s)
+	text := sprintf("%s expires after %s without activity in environment %q", [lib.display(s), ttl, lib.environment(s)])
+	f := lib.finding(s, text, m)
 }
 
-# input_expiration_ttl is the finite TTL of the subscription in input, undefined when it
-# never expires or the plan cannot show it. (Rules about the input resource are complete
-# rules, computed once per resource and shared by EP011 and EP012.)
-input_expiration_ttl := "31 days (the default)" if {
-	object.get(input.properties, "expirationPolicy", null) in {null, {}}
-} else := ttl if {
-	ttl := input.properties.expirationPolicy.ttl
-	is_string(ttl)
-	not unshown[ttl]
-}
+# expiring_subscriptions maps each subscription with a finite expiration to its TTL: the
+# default of 31 days when its expirationPolicy is unset; none when it never expires or the
+# plan cannot show it.
+expiring_subscriptions := object.union(
+	{s.urn: "31 days (the default)" | some s in lib.subscriptions; unset_expiration[object.get(s.properties, "expirationPolicy", null)]},
+	{s.urn: s.properties.expirationPolicy.ttl |
+		some s in lib.subscriptions
+		is_string(s.properties.expirationPolicy.ttl)
+		not lib.unshown[s.properties.expirationPolicy.ttl]
+	},
+)
 
-# input_strict_expiration holds when a finite expiration is mandatory for input's environment.
-input_strict_expiration if object.get(config, ["deny_subscription_expires", "enforce"], false) == true
-
-input_strict_expiration if {
-	environment(input) in object.get(config, ["deny_subscription_expires", "environments"], ["prod"])
-}
+unset_expiration := {null, {}}
 
 # METADATA
 # title: Dead-letter policy opted out
@@ -174,15 +203,18 @@ input_strict_expiration if {
 # custom:
 #   id: EP015
 #   severity: info
-#   fix: Remove the opt-out and let the component create the dead-letter topic, or keep the recorded reason current.
-warn_dead_letter_opt_out contains msg if {
-	input.type == "gcp:pubsub/subscription:Subscription"
-	input.properties.labels.eventpipe_dlq_opt_out == "true"
-	reason := opt_out_reason(input)
-	msg := sprintf("%s opts out of dead-lettering; recorded reason: %s", [display(input), reason])
+#   fix: >-
+#     Remove the opt-out and let the component create the dead-letter topic, or keep the
+#     recorded reason current.
+warn_dead_letter_opt_out contains f if {
+	m := lib.rule(rego.metadata.chain())
+	some u in lib.opted_out_subscriptions
+	s := lib.subscription_by_urn[u]
+	text := sprintf("%s opts out of dead-lettering; recorded reason: %s", [lib.display(s), opt_out_reason(s)])
+	f := lib.finding(s, text, m)
 }
 
 opt_out_reason(s) := r if {
-	r := label(s, "eventpipe_dlq_opt_out_reason")
+	r := lib.label(s, "eventpipe_dlq_opt_out_reason")
 	r != ""
 } else := "(none recorded)"

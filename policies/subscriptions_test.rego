@@ -1,155 +1,173 @@
-package eventpipe
+package eventpipe.subscriptions_test
 
 import rego.v1
+
+import data.eventpipe.fixtures_test as fx
+import data.eventpipe.lib
+import data.eventpipe.rules
+
+# Rules on one subscription, each tested on the healthy stack broken one way.
+
+with_sub(patch) := fx.swap(fx.good_stack, fx.good_subscription, fx.with_props(fx.good_subscription, patch))
+
+without(key) := fx.swap(fx.good_stack, fx.good_subscription, fx.without_prop(fx.good_subscription, key))
+
+test_healthy_stack_passes_every_rule if {
+	count(fx.results(fx.good_stack)) == 0
+}
 
 # EP002 deny_dead_letter_attempts_out_of_range
 
 test_attempts_in_range_pass if {
 	every n in [5, 7, 10] {
-		count(deny_dead_letter_attempts_out_of_range) == 0 with input as with_props(good_subscription, {"deadLetterPolicy": {"deadLetterTopic": "t", "maxDeliveryAttempts": n}})
+		s := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq", "maxDeliveryAttempts": n}})
+		count(fx.results(s)) == 0
 	}
 }
 
 test_attempts_unset_means_five if {
-	count(deny_dead_letter_attempts_out_of_range) == 0 with input as with_props(good_subscription, {"deadLetterPolicy": {"deadLetterTopic": "t"}})
+	s := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq"}})
+	count(rules.deny_dead_letter_attempts_out_of_range) == 0 with data.eventpipe.model.resources as s
 }
 
 test_attempts_too_few_deny if {
-	msgs := deny_dead_letter_attempts_out_of_range with input as with_props(good_subscription, {"deadLetterPolicy": {"deadLetterTopic": "t", "maxDeliveryAttempts": 3}})
-	msgs == {"Subscription 'orders-push' dead-letters after 3 delivery attempts; the allowed range is 5-10"}
+	s := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq", "maxDeliveryAttempts": 3}})
+	fx.messages(rules.deny_dead_letter_attempts_out_of_range) == {"EP002: Subscription 'orders-push' dead-letters after 3 delivery attempts; the allowed range is 5-10"} with data.eventpipe.model.resources as s
+	fx.verdicts(s) == {"deny:EP002"}
 }
 
 test_attempts_too_many_deny if {
-	count(deny_dead_letter_attempts_out_of_range) == 1 with input as with_props(good_subscription, {"deadLetterPolicy": {"deadLetterTopic": "t", "maxDeliveryAttempts": 50}})
+	s := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq", "maxDeliveryAttempts": 50}})
+	fx.verdicts(s) == {"deny:EP002"}
 }
 
 test_attempts_range_from_config if {
-	r := with_props(good_subscription, {"deadLetterPolicy": {"deadLetterTopic": "t", "maxDeliveryAttempts": 50}})
-	count(deny_dead_letter_attempts_out_of_range) == 0 with input as r with data.config as {"deny_dead_letter_attempts_out_of_range": {"max": 100}}
-	count(deny_dead_letter_attempts_out_of_range) == 1 with input as good_subscription with data.config as {"deny_dead_letter_attempts_out_of_range": {"min": 6}}
+	s := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq", "maxDeliveryAttempts": 50}})
+	count(rules.deny_dead_letter_attempts_out_of_range) == 0 with data.eventpipe.model.resources as s with data.config as {"deny_dead_letter_attempts_out_of_range": {"max": 100}}
+	count(rules.deny_dead_letter_attempts_out_of_range) == 1 with data.eventpipe.model.resources as fx.good_stack with data.config as {"deny_dead_letter_attempts_out_of_range": {"min": 6}}
 }
 
 test_attempts_unknown_no_verdict if {
-	count(deny_dead_letter_attempts_out_of_range) == 0 with input as with_props(good_subscription, {"deadLetterPolicy": unknown_value})
+	s := with_sub({"deadLetterPolicy": lib.unknown_value})
+	count(fx.results(s)) == 0
+	t := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq", "maxDeliveryAttempts": lib.unknown_value}})
+	count(fx.results(t)) == 0
 }
 
 # EP003 deny_retry_policy
 
-test_retry_good_pass if {
-	count(deny_retry_policy) == 0 with input as good_subscription
-}
-
 test_retry_missing_deny if {
-	msgs := deny_retry_policy with input as without_prop(good_subscription, "retryPolicy")
-	msgs == {"Subscription 'orders-push' has no retry policy: nacked messages are redelivered immediately"}
+	fx.messages(rules.deny_retry_policy) == {"EP003: Subscription 'orders-push' has no retry policy: nacked messages are redelivered immediately"} with data.eventpipe.model.resources as without("retryPolicy")
+	fx.verdicts(without("retryPolicy")) == {"deny:EP003"}
 }
 
 test_dlq_subscription_may_omit_retry_policy if {
-	count(deny_retry_policy) == 0 with input as without_prop(dlq_subscription_resource, "retryPolicy")
-	unlabelled := without_prop(without_prop(dlq_subscription_resource, "retryPolicy"), "labels")
-	count(deny_retry_policy) == 1 with input as unlabelled
+	s := fx.swap(fx.good_stack, fx.dlq_subscription, fx.without_prop(fx.dlq_subscription, "retryPolicy"))
+	count(fx.results(s)) == 0
+}
+
+test_dlq_subscription_recognised_by_structure_may_omit_retry_policy if {
+	# No eventpipe_role label: it reads the topic orders-push dead-letters to.
+	bare := fx.without_prop(fx.without_prop(fx.dlq_subscription, "retryPolicy"), "labels")
+	count(fx.results(fx.swap(fx.good_stack, fx.dlq_subscription, bare))) == 0
+}
+
+test_subscription_reading_a_topic_nobody_dead_letters_to_needs_retry_policy if {
+	lone := fx.with_props(fx.without_prop(fx.without_prop(fx.dlq_subscription, "retryPolicy"), "labels"), {"topic": "projects/acme-prod/topics/orders"})
+	"deny:EP003" in fx.verdicts(fx.swap(fx.good_stack, fx.dlq_subscription, lone))
 }
 
 test_retry_min_too_low_deny if {
-	count(deny_retry_policy) == 1 with input as with_props(good_subscription, {"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})
+	fx.verdicts(with_sub({"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})) == {"deny:EP003"}
 }
 
 test_retry_max_too_high_deny if {
-	count(deny_retry_policy) == 1 with input as with_props(good_subscription, {"retryPolicy": {"minimumBackoff": "10s", "maximumBackoff": "900s"}})
+	fx.verdicts(with_sub({"retryPolicy": {"minimumBackoff": "10s", "maximumBackoff": "900s"}})) == {"deny:EP003"}
 }
 
-test_retry_defaults_inside_block_pass if {
-	count(deny_retry_policy) == 0 with input as with_props(good_subscription, {"retryPolicy": {}})
-}
-
-test_retry_threshold_from_config if {
-	count(deny_retry_policy) == 1 with input as good_subscription with data.config as {"deny_retry_policy": {"minimumBackoffSeconds": 30}}
+test_retry_bounds_from_config if {
+	s := with_sub({"retryPolicy": {"minimumBackoff": "5s", "maximumBackoff": "600s"}})
+	count(rules.deny_retry_policy) == 0 with data.eventpipe.model.resources as s with data.config as {"deny_retry_policy": {"minimumBackoffSeconds": 5}}
 }
 
 test_retry_unknown_no_verdict if {
-	count(deny_retry_policy) == 0 with input as with_props(good_subscription, {"retryPolicy": unknown_value})
-	count(deny_retry_policy) == 0 with input as with_props(good_subscription, {"retryPolicy": {"minimumBackoff": unknown_value}})
+	count(fx.results(with_sub({"retryPolicy": lib.unknown_value}))) == 0
+	count(fx.results(with_sub({"retryPolicy": {"minimumBackoff": lib.unknown_value, "maximumBackoff": lib.secret_value}}))) == 0
 }
 
 # EP008 deny_push_without_oidc
 
-test_push_with_oidc_pass if {
-	count(deny_push_without_oidc) == 0 with input as good_subscription
-}
-
-test_pull_subscription_pass if {
-	count(deny_push_without_oidc) == 0 with input as without_prop(good_subscription, "pushConfig")
-}
-
 test_push_without_oidc_deny if {
-	r := with_props(good_subscription, {"pushConfig": {"pushEndpoint": "https://x.a.run.app/pubsub/push"}})
-	count(deny_push_without_oidc) == 1 with input as r
+	s := with_sub({"pushConfig": {"pushEndpoint": "https://x.a.run.app/pubsub/push"}})
+	fx.messages(rules.deny_push_without_oidc) == {"EP008: Subscription 'orders-push' pushes without an OIDC token: the consumer cannot authenticate Pub/Sub"} with data.eventpipe.model.resources as s
 }
 
-test_push_with_empty_oidc_email_deny if {
-	r := with_props(good_subscription, {"pushConfig": {"pushEndpoint": "https://x.a.run.app/pubsub/push", "oidcToken": {"serviceAccountEmail": ""}}})
-	count(deny_push_without_oidc) == 1 with input as r
+test_push_oidc_unknown_no_verdict if {
+	count(fx.results(with_sub({"pushConfig": {"pushEndpoint": "https://x", "oidcToken": lib.unknown_value}}))) == 0
+	count(fx.results(with_sub({"pushConfig": {"pushEndpoint": "https://x", "oidcToken": {"serviceAccountEmail": lib.unknown_value}}}))) == 0
 }
 
-test_push_unknown_oidc_no_verdict if {
-	r := with_props(good_subscription, {"pushConfig": {"pushEndpoint": "https://x", "oidcToken": {"serviceAccountEmail": unknown_value}}})
-	count(deny_push_without_oidc) == 0 with input as r
+test_pull_subscription_needs_no_oidc if {
+	count(fx.results(without("pushConfig"))) == 0
 }
 
 # EP009 deny_push_endpoint_not_https
 
-test_https_endpoint_pass if {
-	count(deny_push_endpoint_not_https) == 0 with input as good_subscription
+test_http_push_endpoint_deny if {
+	s := with_sub({"pushConfig": {"pushEndpoint": "http://x.internal/push", "oidcToken": {"serviceAccountEmail": "a@b"}}})
+	fx.messages(rules.deny_push_endpoint_not_https) == {`EP009: Subscription 'orders-push' pushes to "http://x.internal/push", which is not an https:// endpoint`} with data.eventpipe.model.resources as s
 }
 
-test_http_endpoint_deny if {
-	r := with_props(good_subscription, {"pushConfig": {"pushEndpoint": "http://x.a.run.app/pubsub/push", "oidcToken": {"serviceAccountEmail": "a@b"}}})
-	msgs := deny_push_endpoint_not_https with input as r
-	msgs == {`Subscription 'orders-push' pushes to "http://x.a.run.app/pubsub/push", which is not an https:// endpoint`}
+test_https_in_capitals_pass if {
+	count(fx.results(with_sub({"pushConfig": {"pushEndpoint": "HTTPS://x.a.run.app/push", "oidcToken": {"serviceAccountEmail": "a@b"}}}))) == 0
 }
 
-test_secret_endpoint_no_verdict if {
-	r := with_props(good_subscription, {"pushConfig": {"pushEndpoint": secret_value, "oidcToken": {"serviceAccountEmail": "a@b"}}})
-	count(deny_push_endpoint_not_https) == 0 with input as r
+test_unknown_push_endpoint_no_verdict if {
+	count(fx.results(with_sub({"pushConfig": {"pushEndpoint": lib.unknown_value, "oidcToken": {"serviceAccountEmail": "a@b"}}}))) == 0
 }
 
 # EP011 warn_subscription_expires / EP012 deny_subscription_expires
 
-test_never_expires_pass if {
-	count(warn_subscription_expires | deny_subscription_expires) == 0 with input as good_subscription
+test_expiring_subscription_denied_in_prod if {
+	s := with_sub({"expirationPolicy": {"ttl": "2678400s"}})
+	fx.messages(rules.deny_subscription_expires) == {`EP012: Subscription 'orders-push' expires after 2678400s without activity in environment "prod"`} with data.eventpipe.model.resources as s
+	fx.verdicts(s) == {"deny:EP012"}
 }
 
-dev_subscription := with_props(good_subscription, {"labels": {"eventpipe_env": "dev"}, "expirationPolicy": {"ttl": "86400s"}})
-
-test_expiring_in_dev_warns if {
-	warn_subscription_expires == {"Subscription 'orders-push' expires after 86400s without activity"} with input as dev_subscription
-	count(deny_subscription_expires) == 0 with input as dev_subscription
+test_unset_expiration_means_31_days if {
+	fx.verdicts(without("expirationPolicy")) == {"deny:EP012"}
 }
 
-test_unset_expiration_is_31_days if {
-	r := without_prop(dev_subscription, "expirationPolicy")
-	warn_subscription_expires == {"Subscription 'orders-push' expires after 31 days (the default) without activity"} with input as r
+test_expiring_subscription_warns_outside_prod if {
+	s := with_sub({"expirationPolicy": {"ttl": "86400s"}, "labels": {"eventpipe_env": "dev"}})
+	fx.verdicts(s) == {"warn:EP011"}
+	fx.messages(rules.warn_subscription_expires) == {"EP011: Subscription 'orders-push' expires after 86400s without activity"} with data.eventpipe.model.resources as s
 }
 
-test_expiring_in_prod_denies if {
-	r := with_props(good_subscription, {"expirationPolicy": {"ttl": "2678400s"}})
-	count(deny_subscription_expires) == 1 with input as r
-	count(warn_subscription_expires) == 0 with input as r
+test_expiration_environment_from_config if {
+	s := with_sub({"expirationPolicy": {"ttl": "86400s"}, "labels": {}})
+	count(rules.deny_subscription_expires) == 1 with data.eventpipe.model.resources as s with data.config as {"environment": "prod"}
+	count(rules.warn_subscription_expires) == 1 with data.eventpipe.model.resources as s with data.config as {"environment": "dev"}
+	count(rules.deny_subscription_expires) == 1 with data.eventpipe.model.resources as s with data.config as {"environment": "dev", "deny_subscription_expires": {"enforce": true}}
+	count(rules.deny_subscription_expires) == 1 with data.eventpipe.model.resources as s with data.config as {"environment": "staging", "deny_subscription_expires": {"environments": ["staging"]}}
 }
 
-test_environment_from_config_overrides_label if {
-	count(deny_subscription_expires) == 1 with input as dev_subscription with data.config as {"environment": "prod"}
-	count(deny_subscription_expires) == 1 with input as dev_subscription with data.config as {"deny_subscription_expires": {"enforce": true}}
-	count(deny_subscription_expires) == 0 with input as dev_subscription with data.config as {"environment": "staging"}
+test_unknown_expiration_no_verdict if {
+	count(fx.results(with_sub({"expirationPolicy": lib.unknown_value}))) == 0
+	count(fx.results(with_sub({"expirationPolicy": {"ttl": lib.unknown_value}}))) == 0
 }
 
 # EP015 warn_dead_letter_opt_out
 
-test_no_opt_out_pass if {
-	count(warn_dead_letter_opt_out) == 0 with input as good_subscription
+test_opt_out_reported_with_reason if {
+	labels := {"eventpipe_env": "prod", "eventpipe_dlq_opt_out": "true", "eventpipe_dlq_opt_out_reason": "replayed_from_source"}
+	opted := fx.with_props(fx.without_prop(fx.good_subscription, "deadLetterPolicy"), {"labels": labels})
+	s := fx.drop(fx.drop(fx.swap(fx.good_stack, fx.good_subscription, opted), fx.dlq_subscription), fx.publisher_grant)
+	fx.verdicts(s) == {"warn:EP015"}
+	fx.messages(rules.warn_dead_letter_opt_out) == {"EP015: Subscription 'orders-push' opts out of dead-lettering; recorded reason: replayed_from_source"} with data.eventpipe.model.resources as s
 }
 
-test_opt_out_warns_with_reason if {
-	r := with_props(without_prop(good_subscription, "deadLetterPolicy"), {"labels": {"eventpipe_dlq_opt_out": "true", "eventpipe_dlq_opt_out_reason": "replayed_from_source_daily"}})
-	warn_dead_letter_opt_out == {"Subscription 'orders-push' opts out of dead-lettering; recorded reason: replayed_from_source_daily"} with input as r
+test_opt_out_without_reason if {
+	opted := fx.with_props(fx.good_subscription, {"labels": {"eventpipe_dlq_opt_out": "true"}})
+	fx.messages(rules.warn_dead_letter_opt_out) == {"EP015: Subscription 'orders-push' opts out of dead-lettering; recorded reason: (none recorded)"} with data.eventpipe.model.resources as [opted]
 }

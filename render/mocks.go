@@ -35,6 +35,8 @@ type Registered struct {
 	Name                 string
 	Custom               bool
 	Parent               string
+	Protect              bool
+	Aliases              []string
 	Inputs               resource.PropertyMap
 	Dependencies         []string
 	PropertyDependencies map[string][]string
@@ -71,6 +73,12 @@ func (m *Mocks) NewResource(args pulumi.MockResourceArgs) (string, resource.Prop
 	reg := Registered{Type: args.TypeToken, Name: args.Name, Custom: args.Custom, Inputs: args.Inputs}
 	if rpc := args.RegisterRPC; rpc != nil {
 		reg.Parent = rpc.GetParent()
+		reg.Protect = rpc.GetProtect()
+		for _, a := range rpc.GetAliases() {
+			if spec := a.GetSpec(); spec != nil {
+				reg.Aliases = append(reg.Aliases, spec.GetType())
+			}
+		}
 		reg.Dependencies = sortedUnique(rpc.GetDependencies())
 		reg.PropertyDependencies = map[string][]string{}
 		for k, v := range rpc.GetPropertyDependencies() {
@@ -135,6 +143,15 @@ func (m *Mocks) outputs(typ, name string, in resource.PropertyMap) (string, map[
 			number = digits(project)
 		}
 		return id, map[string]string{"uri": "https://" + str("name") + "-" + number + "." + str("location") + ".run.app"}
+	case "gcp:secretmanager/secret:Secret":
+		id := "projects/" + project + "/secrets/" + str("secretId")
+		return id, map[string]string{"name": id}
+	case "gcp:secretmanager/secretVersion:SecretVersion":
+		id := str("secret") + "/versions/1"
+		return id, map[string]string{"name": id, "version": "1"}
+	case "gcp:monitoring/notificationChannel:NotificationChannel":
+		id := "projects/" + project + "/notificationChannels/" + digits(name)
+		return id, map[string]string{"name": id}
 	case "gcp:firestore/field:Field":
 		id := "projects/" + project + "/databases/" + str("database") + "/collectionGroups/" + str("collection") + "/fields/" + str("field")
 		return id, map[string]string{"name": id}

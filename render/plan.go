@@ -47,6 +47,9 @@ type State struct {
 	Inputs map[string]any `json:"inputs"`
 	// Parent is the URN of the parent resource.
 	Parent string `json:"parent,omitempty"`
+	// Protect is true for a resource Pulumi refuses to delete or replace
+	// until it is unprotected.
+	Protect bool `json:"protect,omitempty"`
 	// Dependencies are URNs the resource depends on.
 	Dependencies []string `json:"dependencies"`
 	// PropertyDependencies maps input names to the URNs their values come from.

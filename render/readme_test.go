@@ -2,12 +2,16 @@ package render_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/render"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // readmeBlock returns the fenced block that follows `<!-- example: name -->` in doc.
@@ -50,7 +54,7 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatalf("README stack example: %v", err)
 	}
 	checkReliable(t, res.Plan)
-	if got := len(res.Plan.StepsOfType("eventpipe:components:Pipeline")); got != 2 {
+	if got := len(res.Plan.StepsOfType(components.TypePipeline)); got != 2 {
 		t.Errorf("pipelines = %d, want 2", got)
 	}
 	for _, s := range res.Plan.StepsOfType("gcp:pubsub/subscription:Subscription") {
@@ -74,5 +78,18 @@ func TestReadmeExamples(t *testing.T) {
 	want := strings.TrimSpace(readmeBlock(t, doc, "broken-output"))
 	if got := "eventpipe: " + err.Error(); got != want {
 		t.Errorf("README broken-example output is stale.\ngot:\n%s\nREADME:\n%s", got, want)
+	}
+}
+
+// TestReadmeSizingFigure keeps the README's sizing example true to the
+// consumer's memory model, which its owners may retune.
+func TestReadmeSizingFigure(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("a default 512Mi instance takes\n%d maximum-size messages at once", limits.MaxConcurrency(512<<20, limits.MaxMessageBytes, spec.DefaultConcurrency))
+	if !strings.Contains(string(readme), want) {
+		t.Errorf("README does not say %q", want)
 	}
 }

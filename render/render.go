@@ -60,9 +60,9 @@ func Stack(ctx context.Context, opts Options) ([]byte, error) {
 	return res.JSON, nil
 }
 
-// Render reads and validates the stack config, runs components.Program with
-// mocks, and builds the plan. On any validation error it returns spec.Errors
-// (with file locations) and no plan.
+// Render reads and validates the stack config (components.LoadStack), runs
+// components.Program with mocks, and builds the plan. On any validation
+// error it returns spec.Errors (with file locations) and no plan.
 func Render(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Stack == "" {
 		return nil, errors.New("render: no stack given; pass a stack name such as dev, staging or prod")
@@ -75,10 +75,14 @@ func Render(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := file.Load(opts.Stack)
+	loaded, err := components.LoadStack(opts.Stack, file.Source)
+	if errs, ok := err.(spec.Errors); ok {
+		return nil, file.Place(errs)
+	}
 	if err != nil {
 		return nil, err
 	}
+	st := loaded.Spec
 	program := components.Program(components.ProgramOptions{ConfigKeys: file.Source.Keys()})
 	plan, err := RunProgram(ctx, opts.Stack, file.Source, st, program)
 	if err != nil {
@@ -99,9 +103,16 @@ func Render(ctx context.Context, opts Options) (*Result, error) {
 // Render uses it with components.Program; component tests use it with a
 // program that declares one component.
 func RunProgram(ctx context.Context, stack string, src spec.MapSource, st *spec.Stack, program pulumi.RunFunc) (*Plan, error) {
-	mocks := NewMocks(Project, stack, st)
+	return RunProjectProgram(ctx, Project, stack, src, st, program)
+}
+
+// RunProjectProgram is RunProgram for the program of another Pulumi
+// project than eventpipe's (a user's program, such as the examples): its
+// config is read in the project's namespace.
+func RunProjectProgram(ctx context.Context, project, stack string, src spec.MapSource, st *spec.Stack, program pulumi.RunFunc) (*Plan, error) {
+	mocks := NewMocks(project, stack, st)
 	pctx, err := pulumi.NewContext(ctx, pulumi.RunInfo{
-		Project:          Project,
+		Project:          project,
 		Stack:            stack,
 		Config:           src.Values,
 		ConfigSecretKeys: spec.SortedKeys(src.Secrets),
@@ -115,7 +126,7 @@ func RunProgram(ctx context.Context, stack string, src spec.MapSource, st *spec.
 	if err := pulumi.RunWithContext(pctx, program); err != nil {
 		return nil, fmt.Errorf("render %s: %w", stack, err)
 	}
-	return buildPlan(stack, src, mocks.Resources()), nil
+	return buildPlan(project, stack, src, mocks.Resources()), nil
 }
 
 // ConfigPath resolves the stack config file of opts.
@@ -171,9 +182,9 @@ func FindStackDir(start string) (string, error) {
 // buildPlan turns registrations into preview steps: the root stack, the
 // default gcp provider, then every resource with parents and dependencies
 // before dependents (ties by URN), so output order is stable.
-func buildPlan(stack string, src spec.MapSource, regs []Registered) *Plan {
-	stackURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(Project), "", resource.RootStackType, Project+"-"+stack))
-	providerURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(Project), "", "pulumi:providers:gcp", "default_"+strings.ReplaceAll(ProviderVersion, ".", "_")))
+func buildPlan(project, stack string, src spec.MapSource, regs []Registered) *Plan {
+	stackURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(project), "", resource.RootStackType, project+"-"+stack))
+	providerURN := string(resource.NewURN(tokens.QName(stack), tokens.PackageName(project), "", "pulumi:providers:gcp", "default_"+strings.ReplaceAll(ProviderVersion, ".", "_")))
 	provider := providerURN + "::" + Unknown
 	plan := &Plan{Config: map[string]string{}, Diagnostics: []any{}, ChangeSummary: map[string]int{}}
 	for k, v := range src.Values {
@@ -190,7 +201,7 @@ func buildPlan(stack string, src spec.MapSource, regs []Registered) *Plan {
 	)
 	for _, r := range topoSort(regs) {
 		st := State{URN: r.URN, Type: r.Type, Custom: r.Custom, Inputs: propertyMap(r.Inputs), Parent: r.Parent,
-			Dependencies: r.Dependencies, PropertyDependencies: r.PropertyDependencies}
+			Protect: r.Protect, Dependencies: r.Dependencies, PropertyDependencies: r.PropertyDependencies}
 		if st.Dependencies == nil {
 			st.Dependencies = []string{}
 		}

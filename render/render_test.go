@@ -175,16 +175,22 @@ func TestSecretsRenderAsSecret(t *testing.T) {
 	if strings.Contains(string(res.JSON), "c2VjcmV0") {
 		t.Error("ciphertext leaked into the plan")
 	}
-	var store any
+	// The URL may hold a password: the service reads it from Secret Manager.
+	var store map[string]any
 	for _, s := range res.Plan.StepsOfType("gcp:cloudrunv2/service:Service") {
 		for _, e := range s.NewState.Inputs["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any) {
 			if m := e.(map[string]any); m["name"] == components.EnvStore {
-				store = m["value"]
+				store = m
 			}
 		}
 	}
-	if store != render.Secret {
-		t.Errorf("EVENTPIPE_STORE = %v, want %q", store, render.Secret)
+	ref, _ := store["valueSource"].(map[string]any)["secretKeyRef"].(map[string]any)
+	if _, hasValue := store["value"]; hasValue || ref["secret"] != "orders-consumer-store" || ref["version"] != "1" {
+		t.Errorf("EVENTPIPE_STORE = %v, want a reference to the orders-consumer-store secret", store)
+	}
+	versions := res.Plan.StepsOfType("gcp:secretmanager/secretVersion:SecretVersion")
+	if len(versions) != 1 || versions[0].NewState.Inputs["secretData"] != render.Secret {
+		t.Errorf("secret versions = %v, want one holding the secret", versions)
 	}
 }
 
@@ -215,11 +221,11 @@ func TestBrokenConfigFailsWithoutPlan(t *testing.T) {
 func TestSourcesPointAtTheDeclaringConfig(t *testing.T) {
 	res := renderStack(t, render.Options{Stack: "broken-free", ConfigFile: "testdata/Pulumi.secret.yaml"})
 	want := map[string]int{ // resource name suffix -> line in the file
-		"gcp:pubsub/subscription:Subscription::orders-main":                    12,
-		"gcp:pubsub/topic:Topic::orders-main-dlq":                              12,
-		"eventpipe:components:Consumer$gcp:cloudrunv2/service:Service::orders": 9,
-		"gcp:serviceaccount/account:Account::orders-run":                       9,
-		"eventpipe:components:Topic$gcp:pubsub/topic:Topic::orders":            8,
+		"gcp:pubsub/subscription:Subscription::orders-main":               12,
+		"gcp:pubsub/topic:Topic::orders-main-dlq":                         12,
+		"eventpipe:index:Consumer$gcp:cloudrunv2/service:Service::orders": 9,
+		"gcp:serviceaccount/account:Account::orders-run":                  9,
+		"eventpipe:index:Topic$gcp:pubsub/topic:Topic::orders":            8,
 	}
 	for suffix, line := range want {
 		found := false

@@ -1,15 +1,13 @@
 package spec
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"strconv"
-
-	"github.com/eventpipe/eventpipe/alerts"
 )
 
 // KeyAlerts is the stack-wide alerts key: team, channels per severity and the
-// environment's thresholds (issue 6).
+// environment's thresholds.
 const KeyAlerts = "alerts"
 
 // DefaultTeam labels alert policies of pipelines whose team is not set, so
@@ -23,10 +21,18 @@ type StackAlerts struct {
 	Team string `json:"team,omitempty"`
 	// Channels are the notification channels per severity, {critical: [...], warning: [...]},
 	// each projects/P/notificationChannels/ID (default eventpipe:notificationChannels).
-	Channels alerts.Channels `json:"channels"`
-	// Thresholds override seed 001's alert thresholds for this environment; unset keys keep
-	// the defaults (README, "Alerts and runbooks", lists every key).
-	Thresholds alerts.Config `json:"thresholds"`
+	Channels Channels `json:"channels"`
+	// Thresholds override the default alert thresholds for this environment; unset keys keep
+	// the defaults (README, "Alerts and runbooks", lists every key). The alerts package reads and checks them.
+	Thresholds json.RawMessage `json:"thresholds,omitempty"`
+}
+
+// Channels are notification channels per severity.
+type Channels struct {
+	// Critical are the channels CRITICAL (paging) policies notify.
+	Critical []string `json:"critical"`
+	// Warning are the channels WARNING (ticket) policies notify.
+	Warning []string `json:"warning"`
 }
 
 // PipelineAlerts is a pipeline's alerts section. Alerts are on by default;
@@ -43,28 +49,6 @@ type PipelineAlerts struct {
 // Enabled reports whether the pipeline gets its alerts.
 func (a PipelineAlerts) Enabled() bool { return !a.OptOut }
 
-// AlertTarget is what the alerts of pipeline p watch: its consumer service,
-// its subscriptions and their DLQs, with the stack's channels.
-func (s *Stack) AlertTarget(p *Pipeline) alerts.Target {
-	t := alerts.Target{
-		Project:  s.Project,
-		Pipeline: p.Name,
-		Env:      s.Env,
-		Team:     p.Alerts.Team,
-		Service:  p.Consumer.ServiceName,
-		Channels: s.Alerts.Channels,
-	}
-	for _, sub := range p.SortedSubscriptions() {
-		as := alerts.Subscription{Name: sub.Name, Topic: p.Topic.Name, Push: sub.Push()}
-		if sub.HasDLQ() {
-			as.DLQSubscription = sub.DLQSubscriptionName()
-			as.DLQTopic = sub.DLQTopicName()
-		}
-		t.Subscriptions = append(t.Subscriptions, as)
-	}
-	return t
-}
-
 // validateAlerts fills the alert defaults into s and records every invalid
 // alert setting, stack-wide and per pipeline.
 func validateAlerts(c *collector, s *Stack) {
@@ -78,14 +62,18 @@ func validateAlerts(c *collector, s *Stack) {
 	}
 	// Checked before the fallback: eventpipe:notificationChannels is
 	// validated on its own.
-	addAlertErrors(c, "", path+".", a.Channels.Validate())
+	for _, set := range []struct {
+		key   string
+		names []string
+	}{{"critical", a.Channels.Critical}, {"warning", a.Channels.Warning}} {
+		checkChannels(c, fmt.Sprintf("%s.channels.%s", path, set.key), set.names)
+	}
 	if len(a.Channels.Critical) == 0 {
 		a.Channels.Critical = append([]string(nil), s.NotificationChannels...)
 	}
 	if len(a.Channels.Warning) == 0 {
 		a.Channels.Warning = append([]string(nil), s.NotificationChannels...)
 	}
-	addAlertErrors(c, "", path+".thresholds.", a.Thresholds.Validate())
 	for _, p := range s.SortedPipelines() {
 		if p == nil {
 			continue
@@ -104,26 +92,5 @@ func validateAlerts(c *collector, s *Stack) {
 		} else if NormaliseLabelValue(pa.Team) != pa.Team {
 			c.add(p.Name, pp+".team", strconv.Quote(pa.Team), "a label value: lowercase letters, digits, _ or -", "write the team as e.g. "+strconv.Quote(NormaliseLabelValue(pa.Team)))
 		}
-	}
-}
-
-// addAlertErrors records the field errors of an alerts validation under prefix.
-func addAlertErrors(c *collector, pipeline, prefix string, err error) {
-	if err == nil {
-		return
-	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
-		var fe *alerts.FieldError
-		if errors.As(e, &fe) {
-			c.add(pipeline, prefix+fe.Field, fmt.Sprint(fe.Value), fe.Range, fe.Fix)
-			continue
-		}
-		c.add(pipeline, prefix[:len(prefix)-1], "", "valid alert settings", e.Error())
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-
-	"github.com/eventpipe/eventpipe/alerts"
 )
 
 // OfflineSecret is the value an offline reader (the renderer) supplies for a
@@ -54,6 +52,18 @@ func knownKeys() []string {
 // It returns Errors listing every problem when anything is invalid; no
 // partially valid Stack is returned.
 func Load(stack string, src Source) (*Stack, error) {
+	s, errs := Read(stack, src)
+	if errs != nil {
+		return nil, errs
+	}
+	return s, nil
+}
+
+// Read is Load that also returns the stack when it has errors, as far as it
+// could be read and completed, so a caller checking more of it (the alert
+// thresholds, which the alerts package owns) can report every problem at
+// once. Errors is nil when the stack is valid.
+func Read(stack string, src Source) (*Stack, Errors) {
 	c := &collector{}
 	s := &Stack{Name: stack}
 	for _, key := range src.Keys() {
@@ -77,13 +87,29 @@ func Load(stack string, src Source) (*Stack, error) {
 	decodeJSON(c, src, KeyNotificationChannels, &s.NotificationChannels)
 	decodeJSON(c, src, KeyDefaults, &s.Defaults)
 	decodeJSON(c, src, KeyPipelines, &s.Pipelines)
-	s.Alerts.Thresholds = alerts.Defaults() // the stack's alerts block overrides single keys
 	decodeJSON(c, src, KeyAlerts, &s.Alerts)
 	validate(c, s)
-	if err := c.err(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s, c.errors()
+}
+
+// Validate completes s with every default and checks every value, the way
+// Load does after reading a stack file; a Pulumi component validating its
+// own arguments builds a Stack from them and calls it. It returns Errors
+// listing every problem, or nil.
+func Validate(s *Stack) error {
+	c := &collector{}
+	validate(c, s)
+	return c.err()
+}
+
+// Decode decodes the JSON text raw into dst, checking its shape the way stack
+// config is checked (unknown keys with a suggestion, wrong types), every
+// problem reported under path. Values of the wrong shape are left out; dst
+// keeps what it held for them. The alert thresholds are read with it.
+func Decode(path string, raw []byte, dst any) Errors {
+	c := &collector{}
+	decodeValue(c, path, string(raw), dst)
+	return c.errors()
 }
 
 // decodeJSON checks the shape of a structured key strictly (unknown fields,
@@ -100,6 +126,12 @@ func decodeJSON(c *collector, src Source, key string, dst any) {
 		c.add("", full, OfflineSecret, "secure values only in "+Namespace+":"+KeyStore,
 			"remove the secure: value from "+full+"; put a secret store URL in eventpipe:store with `pulumi config set --secret eventpipe:store URL`")
 	}
+	decodeValue(c, full, text, dst)
+}
+
+// decodeValue checks the shape of the JSON text against dst's type and
+// decodes what fits into dst.
+func decodeValue(c *collector, full, text string, dst any) {
 	var raw any
 	if err := json.Unmarshal([]byte(text), &raw); err != nil {
 		c.add("", full, shorten(text), "a structured YAML value (object or list)",
@@ -121,8 +153,8 @@ func decodeJSON(c *collector, src Source, key string, dst any) {
 }
 
 var (
-	durationType       = reflect.TypeOf(Duration{})
-	alertsDurationType = reflect.TypeOf(alerts.Duration(0))
+	durationType   = reflect.TypeOf(Duration{})
+	rawMessageType = reflect.TypeOf(json.RawMessage(nil))
 )
 
 // checkShape walks raw against type t and reports every unknown key and
@@ -135,7 +167,15 @@ func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) bo
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == durationType || t == alertsDurationType {
+	if t == rawMessageType {
+		// Read and checked by its owner (see Decode); here only its kind.
+		if _, ok := raw.(map[string]any); !ok {
+			c.add(pipeline, path, jsonText(raw), "an object", "write the value as a YAML mapping")
+			return false
+		}
+		return true
+	}
+	if t == durationType {
 		if _, ok := raw.(string); !ok {
 			c.add(pipeline, path, jsonText(raw), "a duration string such as \"10s\", \"10m\" or \"14d\"", "quote the value and give it a unit")
 			return false

@@ -62,6 +62,17 @@ func FormatDuration(d time.Duration) string {
 // Seconds renders d as Google API duration string, e.g. "600s".
 func Seconds(d time.Duration) string { return durations.Seconds(d) }
 
+// NewDuration returns the Duration written raw ("10s", "14d"), or nil for
+// "" (unset); a value that does not parse keeps its error for validation.
+func NewDuration(raw string) *Duration {
+	if raw == "" {
+		return nil
+	}
+	d := &Duration{Raw: raw}
+	d.D, d.Err = ParseDuration(raw)
+	return d
+}
+
 // UnmarshalJSON accepts a JSON string; parse errors are kept for validation.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string

@@ -74,11 +74,21 @@ func plural(n int) string {
 type collector struct{ errs Errors }
 
 func (c *collector) add(pipeline, path, value, allowed, fix string) {
+	// Paths below an empty prefix (a standalone object) start with ".".
+	path = strings.TrimPrefix(path, ".")
 	c.errs = append(c.errs, FieldError{Pipeline: pipeline, Path: path, Value: value, Allowed: allowed, Fix: fix})
 }
 
 // err returns the collected errors, or nil when there are none.
 func (c *collector) err() error {
+	if errs := c.errors(); errs != nil {
+		return errs
+	}
+	return nil
+}
+
+// errors returns the collected errors sorted, or nil when there are none.
+func (c *collector) errors() Errors {
 	if len(c.errs) == 0 {
 		return nil
 	}

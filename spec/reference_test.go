@@ -43,7 +43,7 @@ func TestConfigurationReference(t *testing.T) {
 // every type appears in the generated reference.
 func TestReferenceCoversEveryField(t *testing.T) {
 	doc := generateReference(t)
-	for _, typ := range []any{spec.Stack{}, spec.Defaults{}, spec.Pipeline{}, spec.Topic{}, spec.Consumer{}, spec.Subscription{}, spec.DeadLetter{}} {
+	for _, typ := range []any{spec.Stack{}, spec.Defaults{}, spec.Pipeline{}, spec.Topic{}, spec.Consumer{}, spec.Subscription{}, spec.DeadLetter{}, spec.Channels{}} {
 		rt := reflect.TypeOf(typ)
 		for i := range rt.NumField() {
 			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
@@ -100,6 +100,7 @@ func generateReference(t *testing.T) string {
 		{"Subscription", "`…<name>.subscriptions.<key>`", "One subscription on the topic; the map key (1–30 lowercase letters, digits or hyphens) is unique within the pipeline.", false},
 		{"DeadLetter", "`…subscriptions.<key>.deadLetter`", "The subscription's dead-letter queue.", false},
 		{"StackAlerts", "`eventpipe:alerts`", "Stack-wide alerting settings.", true},
+		{"Channels", "`eventpipe:alerts.channels`", "Notification channels per severity.", true},
 		{"PipelineAlerts", "`…<name>.alerts`", "A pipeline's alerting settings.", true},
 	} {
 		st, ok := structs[s.typeName]
@@ -154,6 +155,8 @@ func typeText(e ast.Expr) string {
 		return "list of " + typeText(x.Elt) + "s"
 	case *ast.MapType:
 		return "map of " + typeText(x.Value) + "s"
+	case *ast.SelectorExpr: // json.RawMessage: an object another package reads
+		return "object"
 	}
 	return "value"
 }
@@ -203,7 +206,11 @@ const referenceOutro = `
   otherwise Pub/Sub redelivers while the first request still runs.
 - ` + "`exactlyOnce`" + ` is for ` + "`delivery: pull`" + ` only; ` + "`pushEndpoint`" + ` for ` + "`delivery: push`" + ` only, and https.
 - ` + "`minBackoff`" + ` ≤ ` + "`maxBackoff`" + `; ` + "`minInstances`" + ` ≤ ` + "`maxInstances`" + `.
-- A pipeline with a pull subscription needs ` + "`consumer.minInstances`" + ` ≥ 1 (a consumer scaled to zero never pulls).
+- A pipeline whose consumer pulls a subscription needs ` + "`consumer.minInstances`" + ` ≥ 1 (a consumer scaled to zero never pulls).
+- ` + "`subscribers`" + ` are for ` + "`delivery: pull`" + ` only; ` + "`external: true`" + ` needs ` + "`delivery: pull`" + ` and at least one
+  subscriber, and leaves the subscription to them (the consumer does not pull it).
+- ` + "`topic.existing`" + ` is a full topic name; with it, ` + "`name`, `messageRetention`, `schema`, `schemaEncoding` and `kmsKeyName`" + `
+  are its owner's and are errors here (` + "`publishers`" + ` is allowed). Several pipelines may read one existing topic.
 - ` + "`deadLetter.optOut: true`" + ` needs a ` + "`reason`" + `; it removes the dead-letter topic, its subscription and the
   service-agent grants, and labels the subscription ` + "`eventpipe_dlq_opt_out=true`" + ` and
   ` + "`eventpipe_dlq_opt_out_reason=<reason>`" + ` so policy checks can see it. ` + "`maxDeliveryAttempts`" + ` and
@@ -213,7 +220,54 @@ const referenceOutro = `
 - Each pipeline owns its store collections: ` + "`consumer.collectionPrefix`" + ` (default ` + "`eventpipe_PIPELINE_`" + `)
   is unique among the pipelines sharing a Firestore database or PostgreSQL store, and each Firestore-backed
   pipeline gets its own TTL policies (one ` + "`gcp:firestore/field:Field`" + ` per collection on ` + "`expireAt`" + `).
+- A store URL with a password is a secret (` + "`pulumi config set --secret eventpipe:store URL`" + `): in plain
+  config it is an error. The components keep a secret URL in a Secret Manager secret (` + "`SERVICE-store`" + `) that only the
+  consumer's account may read, and the service reads it from there (` + "`valueSource.secretKeyRef`" + `, pinned to the
+  version written); the service definition never holds it. A Firestore URL is never a secret: it holds no credential,
+  and the components read it to declare the TTL policies and the ` + "`roles/datastore.user`" + ` grant.
 - Labels under ` + "`labels`" + ` follow GCP's rules and may not start with ` + "`eventpipe_`" + `.
+
+## Instance sizing
+
+Cloud Run's rules are checked before anything is declared, each error naming the key to change and the fix:
+
+| cpu | memory allowed | also |
+| --- | --- | --- |
+| ` + "`\"0.08\"`" + ` up to ` + "`\"0.5\"`" + ` (or ` + "`\"80m\"`" + `–` + "`\"499m\"`" + `) | 128Mi–512Mi | ` + "`concurrency: 1`" + `, ` + "`executionEnvironment: gen1`" + `, no pull subscription |
+| ` + "`\"0.5\"`" + ` up to 1 | 128Mi–1Gi | as above |
+| ` + "`\"1\"`" + ` | 128Mi–4Gi | |
+| ` + "`\"2\"`" + ` | 128Mi–8Gi | |
+| ` + "`\"4\"`" + ` | 2Gi–16Gi | |
+| ` + "`\"6\"`" + ` | 4Gi–24Gi | |
+| ` + "`\"8\"`" + ` | 4Gi–32Gi | |
+
+Other CPU counts (` + "`\"3\"`, `\"1500m\"`" + `) are errors; above 1 CPU only whole counts exist. The second-generation
+execution environment (` + "`gen2`" + `, the default) needs at least 512Mi; below that set ` + "`executionEnvironment: gen1`" + `.
+The environment is always set explicitly on the service.
+
+The consumer's memory bounds how many messages it can hold at once. The service gets ` + "`GOMEMLIMIT`" + ` (` + "`limits.MemoryLimit`" + `: most of its
+memory, leaving headroom for what the Go runtime does not count) and a request concurrency of ` + "`consumer.concurrency`" + `, or fewer: as many messages of ` + "`consumer.maxMessageBytes`" + `
+(default 10,000,000, Pub/Sub's largest) as fit beside the consumer, by the consumer's own memory model
+(` + "`consumer/limits`" + `). A consumer that pulls gets the same number as its pull flow control
+(` + "`EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES`" + `). When the number is lowered, the service's description says so (for
+example ` + "`request concurrency 15, not the configured 80: 512Mi of memory holds 15 messages of 10000000 bytes`" + `) and
+` + "`pulumi up`" + ` logs it. Memory that cannot hold even one such message is an error naming the memory that would, and the
+largest ` + "`maxMessageBytes`" + ` that fits. If the producers' messages are small, set ` + "`maxMessageBytes`" + ` to keep the
+configured concurrency.
+
+## Protection
+
+` + "`eventpipe:defaults.protect`" + ` (default ` + "`true`" + `; a pipeline's own ` + "`protect`" + ` overrides it) guards an environment's state:
+
+- every topic, subscription, dead-letter topic and dead-letter subscription gets Pulumi's ` + "`protect`" + `: a ` + "`pulumi up`" + `
+  that would delete or replace one (a changed ` + "`topic`, `filter` or `ordering`" + ` replaces a subscription and drops
+  its backlog) or a ` + "`pulumi destroy`" + ` fails and names it, until protect is turned off;
+- every Cloud Run service sets ` + "`deletionProtection`" + ` explicitly, to the same value (the provider's default is on,
+  which makes every destroy of an unprotected stack fail).
+
+Set ` + "`protect: false`" + ` in development and short-lived stacks. To decommission one pipeline of a protected stack, set
+its ` + "`protect: false`" + `, run ` + "`pulumi up`" + `, then remove it. Pulumi's ` + "`retainOnDelete`" + ` is not used: with fixed names a
+replaced subscription would still collide with the old one, and a removed one would be left reading messages nobody reads.
 
 ## Labels eventpipe sets
 
@@ -228,8 +282,9 @@ const referenceOutro = `
 ## Consumer environment
 
 The consumer service gets ` + "`EVENTPIPE_ENV`, `EVENTPIPE_SERVICE`, `EVENTPIPE_VERSION`" + ` (image tag or digest),
-` + "`EVENTPIPE_STORE`, `EVENTPIPE_ROUTES`" + ` (only when ` + "`consumer.routes`" + ` is set), ` + "`EVENTPIPE_OIDC_AUDIENCE`" + `,
-` + "`EVENTPIPE_PUSH_ACCOUNTS`, `EVENTPIPE_PULL_SUBSCRIPTIONS` and `EVENTPIPE_COLLECTION_PREFIX`" + `. Cloud Run sets
-` + "`PORT`" + ` (8080) itself. Startup and liveness probes call ` + "`GET /healthz`" + `; Pub/Sub pushes to
-` + "`<service URL>/pubsub/push`" + `.
+` + "`EVENTPIPE_STORE`" + ` (a value, or a Secret Manager reference for a secret store), ` + "`EVENTPIPE_ROUTES`" + ` (only when
+` + "`consumer.routes`" + ` is set), ` + "`EVENTPIPE_OIDC_AUDIENCE`, `EVENTPIPE_PUSH_ACCOUNTS`, `EVENTPIPE_PULL_SUBSCRIPTIONS`" + `,
+` + "`EVENTPIPE_COLLECTION_PREFIX`" + `, ` + "`GOMEMLIMIT`" + ` and, when it pulls, ` + "`EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES`" + `
+(see "Instance sizing"). Cloud Run sets ` + "`PORT`" + ` (8080) itself. Startup and liveness probes call ` + "`GET /healthz`" + `;
+Pub/Sub pushes to ` + "`<service URL>/pubsub/push`" + `.
 `

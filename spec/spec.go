@@ -79,6 +79,11 @@ type Defaults struct {
 	MinInstances *int `json:"minInstances,omitempty"`
 	// MaxInstances is the most instances a consumer scales to (1–1000, default 10).
 	MaxInstances *int `json:"maxInstances,omitempty"`
+	// Protect guards the environment's state against deletion (default true): Pulumi's protect on every
+	// topic, subscription, dead-letter topic and dead-letter subscription, so a deletion or a replacement
+	// (which drops a subscription's backlog) fails until it is set false, and Cloud Run deletion protection
+	// on every consumer. Set false in development and short-lived stacks so `pulumi destroy` works.
+	Protect *bool `json:"protect,omitempty"`
 }
 
 // Pipeline is one named event pipeline: a topic, the subscriptions on it and
@@ -98,10 +103,15 @@ type Pipeline struct {
 	Subscriptions map[string]*Subscription `json:"subscriptions"`
 	// Alerts are the pipeline's alerting settings; every pipeline gets its alerts unless it opts out (see below).
 	Alerts PipelineAlerts `json:"alerts"`
+	// Protect overrides eventpipe:defaults.protect for this pipeline, e.g. false to decommission it.
+	Protect *bool `json:"protect,omitempty"`
 }
 
 // Topic configures a pipeline's source topic.
 type Topic struct {
+	// Existing is the full name (projects/P/topics/T) of a topic another team owns: the pipeline
+	// subscribes to it and declares no topic of its own. The other topic settings are then its owner's.
+	Existing string `json:"existing,omitempty"`
 	// Name is the topic id (default: the pipeline name).
 	Name string `json:"name,omitempty"`
 	// MessageRetention is how long the topic keeps messages for replay with seek (10m–31d, default 7d).
@@ -113,6 +123,9 @@ type Topic struct {
 	// KMSKeyName is an optional customer-managed encryption key,
 	// projects/P/locations/L/keyRings/R/cryptoKeys/K.
 	KMSKeyName string `json:"kmsKeyName,omitempty"`
+	// Publishers are IAM members (serviceAccount:EMAIL, group:…) granted roles/pubsub.publisher on the topic:
+	// the producers allowed to publish to it.
+	Publishers []string `json:"publishers,omitempty"`
 }
 
 // Consumer configures the Cloud Run v2 service running the eventpipe consumer.
@@ -123,7 +136,9 @@ type Consumer struct {
 	ServiceName string `json:"serviceName,omitempty"`
 	// RequestTimeout is the service's request timeout; push ack deadlines equal it (10s–10m, default 60s).
 	RequestTimeout *Duration `json:"requestTimeout,omitempty"`
-	// Concurrency is the most concurrent requests per instance (1–1000, default 80).
+	// Concurrency is the most messages an instance handles at once, pushed or pulled (1–1000, default 80).
+	// When memory cannot hold that many messages of maxMessageBytes, the service gets the lower number
+	// that fits (see "Instance sizing").
 	Concurrency *int `json:"concurrency,omitempty"`
 	// MinInstances is how many instances are kept warm (0–100, default eventpipe:defaults.minInstances; at least 1 with a pull subscription).
 	MinInstances *int `json:"minInstances,omitempty"`
@@ -131,10 +146,20 @@ type Consumer struct {
 	MaxInstances *int `json:"maxInstances,omitempty"`
 	// Ingress is internal or internal-and-cloud-load-balancing (default internal).
 	Ingress string `json:"ingress,omitempty"`
-	// CPU is the CPU limit per instance, e.g. "1", "2" or "1000m" (default "1").
+	// CPU is the CPU limit per instance: "1", "2", "4", "6" or "8", or below 1 ("0.5", "500m") with
+	// concurrency 1 in the first generation (default "1"). See "Instance sizing" for what memory each allows.
 	CPU string `json:"cpu,omitempty"`
-	// Memory is the memory limit per instance, e.g. "512Mi" or "1Gi" (default "512Mi").
+	// Memory is the memory limit per instance, 128Mi–32Gi in Mi or Gi, e.g. "512Mi" or "2Gi" (default "512Mi").
 	Memory string `json:"memory,omitempty"`
+	// ExecutionEnvironment is Cloud Run's execution environment: gen2 (default; at least 512Mi) or gen1
+	// (down to 128Mi, and CPU below 1).
+	ExecutionEnvironment string `json:"executionEnvironment,omitempty"`
+	// MaxMessageBytes is the largest message the pipeline's producers publish (1–10000000 bytes, default
+	// 10000000, Pub/Sub's limit). It sizes the instance: GOMEMLIMIT and the concurrency memory can hold.
+	MaxMessageBytes *int `json:"maxMessageBytes,omitempty"`
+	// ServiceAccount is the email of an existing service account to run the consumer as (default: the
+	// pipeline gets its own, PIPELINE-run). It is granted the store, subscriber and secret roles the consumer needs.
+	ServiceAccount string `json:"serviceAccount,omitempty"`
 	// Routes is the path of a routes file inside the image (default: the embedded routes).
 	Routes string `json:"routes,omitempty"`
 	// Store is the consumer's store URL: firestore://PROJECT/DATABASE, postgres://…, bbolt:///PATH or mem://
@@ -176,6 +201,12 @@ type Subscription struct {
 	PushEndpoint string `json:"pushEndpoint,omitempty"`
 	// DeadLetter is the dead-letter queue (see below).
 	DeadLetter DeadLetter `json:"deadLetter"`
+	// Subscribers are IAM members (serviceAccount:EMAIL, …) granted roles/pubsub.subscriber on a pull
+	// subscription, so consumers outside the pipeline can read it.
+	Subscribers []string `json:"subscribers,omitempty"`
+	// External marks a pull subscription its subscribers read instead of the pipeline's consumer: it is left
+	// out of the consumer's EVENTPIPE_PULL_SUBSCRIPTIONS (default false). Needs delivery: pull and subscribers.
+	External bool `json:"external,omitempty"`
 }
 
 // DeadLetter configures a subscription's dead-letter queue.
@@ -190,6 +221,10 @@ type DeadLetter struct {
 
 // Push reports whether the subscription delivers by HTTP push.
 func (s *Subscription) Push() bool { return s.Delivery == DeliveryPush }
+
+// ConsumerPulls reports whether the pipeline's consumer pulls the
+// subscription (a pull subscription not left to external subscribers).
+func (s *Subscription) ConsumerPulls() bool { return s.Delivery == DeliveryPull && !s.External }
 
 // HasDLQ reports whether the subscription gets a dead-letter topic.
 func (s *Subscription) HasDLQ() bool { return !s.DeadLetter.OptOut }
@@ -244,11 +279,11 @@ func (s *Stack) PushAccounts(p *Pipeline) []string {
 }
 
 // PullSubscriptions are the full names (projects/P/subscriptions/S) of the
-// pipeline's pull subscriptions, by subscription key order.
+// pipeline's pull subscriptions its consumer reads, by subscription key order.
 func (s *Stack) PullSubscriptions(p *Pipeline) []string {
 	var out []string
 	for _, sub := range p.SortedSubscriptions() {
-		if !sub.Push() {
+		if sub.ConsumerPulls() {
 			out = append(out, "projects/"+s.Project+"/subscriptions/"+sub.Name)
 		}
 	}
@@ -292,6 +327,33 @@ func (c *Consumer) SharedStore() (target string, ok bool) {
 
 // ConsumerAccountID is the account id of the consumer's own service account.
 func (p *Pipeline) ConsumerAccountID() string { return p.Name + "-run" }
+
+// ConsumerAccountEmail is the email the consumer runs as: consumer.serviceAccount
+// when set, else its own account's.
+func (s *Stack) ConsumerAccountEmail(p *Pipeline) string {
+	if p.Consumer.ServiceAccount != "" {
+		return p.Consumer.ServiceAccount
+	}
+	return s.ServiceAccountEmail(p.ConsumerAccountID())
+}
+
+// TopicName is the full name of the pipeline's topic: topic.existing, or
+// projects/PROJECT/topics/NAME of the topic it declares.
+func (s *Stack) TopicName(p *Pipeline) string {
+	if p.Topic.Existing != "" {
+		return p.Topic.Existing
+	}
+	return "projects/" + s.Project + "/topics/" + p.Topic.Name
+}
+
+// Protected reports whether the pipeline's state is protected from deletion
+// (pipeline protect, else eventpipe:defaults.protect; validation fills both).
+func (s *Stack) Protected(p *Pipeline) bool {
+	if p.Protect != nil {
+		return *p.Protect
+	}
+	return s.Defaults.Protect == nil || *s.Defaults.Protect
+}
 
 // PubSubServiceAgent is the member string of the project's Pub/Sub service agent.
 func (s *Stack) PubSubServiceAgent() string {

@@ -183,13 +183,19 @@ func (f *StackFile) Locate(path string) (Location, bool) {
 func (f *StackFile) Load(stack string) (*Stack, error) {
 	s, err := Load(stack, f.Source)
 	if errs, ok := err.(Errors); ok {
-		for i := range errs {
-			if loc, found := f.Locate(errs[i].Path); found {
-				errs[i].Location = loc
-			}
-		}
-		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Location.Line < errs[j].Location.Line })
-		return nil, errs
+		return nil, f.Place(errs)
 	}
 	return s, err
+}
+
+// Place gives every error of errs the file location of its path, when
+// known, and orders them by line.
+func (f *StackFile) Place(errs Errors) Errors {
+	for i := range errs {
+		if loc, found := f.Locate(errs[i].Path); found {
+			errs[i].Location = loc
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Location.Line < errs[j].Location.Line })
+	return errs
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,9 +21,11 @@ var (
 	kmsPattern           = regexp.MustCompile(`^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$`)
 	channelPattern       = regexp.MustCompile(`^projects/[^/]+/notificationChannels/[^/]+$`)
 	servicePattern       = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,47}[a-z0-9])?$`)
+	memberPattern        = regexp.MustCompile(`^((serviceAccount|user|group|domain):[^\s:]+|principal(Set)?://\S+)$`)
+	accountEmailPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*@[a-z0-9][a-z0-9.-]*\.gserviceaccount\.com$`)
+	topicNamePattern     = regexp.MustCompile(`^projects/([^/]+)/topics/([^/]+)$`)
 	digestImagePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9./_-]*(:[0-9]+)?(/[a-z0-9._-]+)*@sha256:[0-9a-f]{64}$`)
 	tagImagePattern      = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9._-]+)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	cpuPattern           = regexp.MustCompile(`^([1-9][0-9]*m|[1-9][0-9]*(\.[0-9]+)?)$`)
 	memoryPattern        = regexp.MustCompile(`^[1-9][0-9]*(Mi|Gi)$`)
 	prefixPattern        = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 	labelKeyPattern      = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
@@ -35,39 +38,8 @@ const maxUserLabels = 59
 // validate fills every default into s and records every invalid value.
 func validate(c *collector, s *Stack) {
 	root := Namespace + ":"
-	switch {
-	case s.Project == "":
-		c.add("", root+KeyProject, "", "a GCP project id", "set eventpipe:project to the project id the stack deploys into")
-	case !projectIDPattern.MatchString(s.Project):
-		c.add("", root+KeyProject, strconv.Quote(s.Project), "6–30 lowercase letters, digits or hyphens, starting with a letter",
-			"use the project id (not the display name) shown by `gcloud projects list`")
-	}
-	if !projectNumberPattern.MatchString(s.ProjectNumber) {
-		c.add("", root+KeyProjectNumber, quoteOrEmpty(s.ProjectNumber), "the numeric project number",
-			"copy PROJECT_NUMBER from `gcloud projects describe PROJECT`; it names the Pub/Sub service agent that dead-lettering needs")
-	}
-	if s.Region == "" {
-		s.Region = DefaultRegion
-	} else if !regionPattern.MatchString(s.Region) {
-		c.add("", root+KeyRegion, strconv.Quote(s.Region), "a Cloud Run region such as europe-west1", "set a region name from `gcloud run regions list`")
-	}
-	if s.Env == "" {
-		s.Env = s.Name
-	}
-	if !labelValuePattern.MatchString(s.Env) || s.Env == "" {
-		c.add("", root+KeyEnv, quoteOrEmpty(s.Env), "a label value: lowercase letters, digits, _ or -, at most 63 characters",
-			"set eventpipe:env to a short lowercase name such as dev, staging or prod")
-	}
-	if s.Store != "" {
-		checkStore(c, "", root+KeyStore, s.Store, s.StoreSecret)
-	}
-	for i, ch := range s.NotificationChannels {
-		if !channelPattern.MatchString(ch) {
-			c.add("", fmt.Sprintf("%s%s[%d]", root, KeyNotificationChannels, i), strconv.Quote(ch),
-				"projects/PROJECT/notificationChannels/ID", "copy the channel's full resource name from `gcloud beta monitoring channels list`")
-		}
-	}
-	validateDefaults(c, root+KeyDefaults, &s.Defaults)
+	validateScope(c, s, true)
+	checkChannels(c, root+KeyNotificationChannels, s.NotificationChannels)
 	if len(s.Pipelines) == 0 {
 		c.add("", root+KeyPipelines, "", "at least one pipeline", "declare eventpipe:pipelines as a mapping of pipeline name to its settings")
 	}
@@ -85,6 +57,82 @@ func validate(c *collector, s *Stack) {
 	checkUniqueNames(c, s)
 }
 
+// ValidateTopic completes and checks s's scope (project, region,
+// environment) and p.Topic on its own, the way Validate checks them inside
+// a stack; topic errors name paths below path. The Topic component calls it.
+func ValidateTopic(s *Stack, p *Pipeline, path string) error {
+	c := &collector{}
+	validateScope(c, s, false)
+	validateTopic(c, p, path)
+	return c.err()
+}
+
+// ValidateConsumer completes and checks s's scope, p's name and p.Consumer
+// on its own (p.Subscriptions say whether it pulls; its store defaults to
+// s.Store, then to Firestore in s.Project); consumer errors name paths below
+// path. The Consumer component calls it.
+func ValidateConsumer(s *Stack, p *Pipeline, path string) error {
+	c := &collector{}
+	validateScope(c, s, false)
+	validateName(c, p, "name")
+	validateConsumer(c, s, p, path)
+	return c.err()
+}
+
+// ValidateSubscription completes and checks s's scope and sub, a
+// subscription of p, on its own; sub.Key must be set, and sub.Name when p
+// has no name to derive it from. Subscription errors name paths below path.
+// The Subscription component calls it.
+func ValidateSubscription(s *Stack, p *Pipeline, sub *Subscription, path string) error {
+	c := &collector{}
+	validateScope(c, s, sub.HasDLQ() || sub.Push())
+	validateSubscription(c, s, p, sub, path)
+	return c.err()
+}
+
+// validateScope fills and checks what every part of a stack shares:
+// project, region, environment, store and defaults, and the project number
+// when needNumber (it names the Pub/Sub service agent dead-lettering needs).
+func validateScope(c *collector, s *Stack, needNumber bool) {
+	root := Namespace + ":"
+	switch {
+	case s.Project == "":
+		c.add("", root+KeyProject, "", "a GCP project id", "set the id of the project to deploy into")
+	case !projectIDPattern.MatchString(s.Project):
+		c.add("", root+KeyProject, strconv.Quote(s.Project), "6–30 lowercase letters, digits or hyphens, starting with a letter",
+			"use the project id (not the display name) shown by `gcloud projects list`")
+	}
+	if needNumber && !projectNumberPattern.MatchString(s.ProjectNumber) {
+		c.add("", root+KeyProjectNumber, quoteOrEmpty(s.ProjectNumber), "the numeric project number",
+			"copy PROJECT_NUMBER from `gcloud projects describe PROJECT`; it names the Pub/Sub service agent that dead-lettering needs")
+	}
+	if s.Region == "" {
+		s.Region = DefaultRegion
+	} else if !regionPattern.MatchString(s.Region) {
+		c.add("", root+KeyRegion, strconv.Quote(s.Region), "a Cloud Run region such as europe-west1", "set a region name from `gcloud run regions list`")
+	}
+	if s.Env == "" {
+		s.Env = s.Name
+	}
+	if !labelValuePattern.MatchString(s.Env) || s.Env == "" {
+		c.add("", root+KeyEnv, quoteOrEmpty(s.Env), "a label value: lowercase letters, digits, _ or -, at most 63 characters",
+			"use a short lowercase name such as dev, staging or prod")
+	}
+	if s.Store != "" {
+		checkStore(c, "", root+KeyStore, s.Store, s.StoreSecret)
+	}
+	validateDefaults(c, root+KeyDefaults, &s.Defaults)
+}
+
+// validateName checks the name of pipeline p, which prefixes its service
+// account ids.
+func validateName(c *collector, p *Pipeline, path string) {
+	if !pipelineNamePattern.MatchString(p.Name) {
+		c.add(p.Name, path, strconv.Quote(p.Name), "2–25 lowercase letters, digits or hyphens, starting with a letter",
+			"rename the pipeline key; it prefixes service account ids, which GCP limits to 30 characters")
+	}
+}
+
 func validateDefaults(c *collector, path string, d *Defaults) {
 	d.MaxDeliveryAttempts = intDefault(c, "", path+".maxDeliveryAttempts", d.MaxDeliveryAttempts, DefaultMaxDeliveryAttempts, MinMaxDeliveryAttempts, MaxMaxDeliveryAttempts,
 		"Pub/Sub accepts 5–100 delivery attempts")
@@ -94,13 +142,15 @@ func validateDefaults(c *collector, path string, d *Defaults) {
 	d.DLQRetention = durDefault(c, "", path+".dlqRetention", d.DLQRetention, DefaultDLQRetention, MinDLQRetention, MaxDLQRetention)
 	d.MinInstances = intDefault(c, "", path+".minInstances", d.MinInstances, DefaultMinInstances, 0, MaxMinInstances, "keep 0 for scale-to-zero or at most 100 warm instances")
 	d.MaxInstances = intDefault(c, "", path+".maxInstances", d.MaxInstances, DefaultMaxInstances, 1, MaxMaxInstances, "Cloud Run needs at least one instance")
+	if d.Protect == nil {
+		d.Protect = ptr(true)
+	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 func validatePipeline(c *collector, s *Stack, p *Pipeline, path string) {
-	if !pipelineNamePattern.MatchString(p.Name) {
-		c.add(p.Name, path, strconv.Quote(p.Name), "2–25 lowercase letters, digits or hyphens, starting with a letter",
-			"rename the pipeline key; it prefixes service account ids, which GCP limits to 30 characters")
-	}
+	validateName(c, p, path)
 	if n := len(p.Labels); n > maxUserLabels {
 		c.add(p.Name, path+".labels", fmt.Sprintf("(%d labels)", n), fmt.Sprintf("at most %d labels (GCP allows 64 per resource; eventpipe sets up to 5)", maxUserLabels),
 			"drop the labels that are not needed for billing or ownership")
@@ -115,6 +165,9 @@ func validatePipeline(c *collector, s *Stack, p *Pipeline, path string) {
 		if !labelValuePattern.MatchString(p.Labels[k]) {
 			c.add(p.Name, lp, strconv.Quote(p.Labels[k]), "label values of lowercase letters, digits, _ or -, at most 63 characters", "lowercase the value and replace other characters with -")
 		}
+	}
+	if p.Protect == nil {
+		p.Protect = ptr(*s.Defaults.Protect)
 	}
 	validateTopic(c, p, path+".topic")
 	validateConsumer(c, s, p, path+".consumer")
@@ -131,17 +184,15 @@ func validatePipeline(c *collector, s *Stack, p *Pipeline, path string) {
 		sub.Key = key
 		validateSubscription(c, s, p, sub, sp)
 	}
-	for _, sub := range p.Subscriptions {
-		if sub != nil && sub.Delivery == DeliveryPull && *p.Consumer.MinInstances < 1 {
-			c.add(p.Name, path+".consumer.minInstances", strconv.Itoa(*p.Consumer.MinInstances), "at least 1 when the pipeline has a pull subscription",
-				"set consumer.minInstances: 1 (or more); a pull consumer scaled to zero never pulls, so messages wait until they are dead-lettered")
-			break
-		}
-	}
 }
 
 func validateTopic(c *collector, p *Pipeline, path string) {
 	t := &p.Topic
+	checkMembers(c, p.Name, path+".publishers", t.Publishers, "roles/pubsub.publisher on the topic")
+	if t.Existing != "" {
+		validateExistingTopic(c, p, path)
+		return
+	}
 	if t.Name == "" {
 		t.Name = p.Name
 	}
@@ -166,13 +217,54 @@ func validateTopic(c *collector, p *Pipeline, path string) {
 	}
 }
 
+// validateExistingTopic checks a topic the pipeline subscribes to but does
+// not own: its full name, and no setting only its owner can make. Name is
+// filled with the topic's id.
+func validateExistingTopic(c *collector, p *Pipeline, path string) {
+	t := &p.Topic
+	m := topicNamePattern.FindStringSubmatch(t.Existing)
+	if m == nil || !projectIDPattern.MatchString(m[1]) || !pubsubNamePattern.MatchString(m[2]) {
+		c.add(p.Name, path+".existing", strconv.Quote(t.Existing), "projects/PROJECT/topics/TOPIC",
+			"use the topic's full name, as `gcloud pubsub topics describe TOPIC --project PROJECT --format='value(name)'` prints it")
+	}
+	owned := []struct {
+		key, value string
+	}{{"name", t.Name}, {"schema", t.Schema}, {"schemaEncoding", t.SchemaEncoding}, {"kmsKeyName", t.KMSKeyName}}
+	if t.MessageRetention != nil {
+		owned = append(owned, struct{ key, value string }{"messageRetention", t.MessageRetention.Raw})
+	}
+	for _, o := range owned {
+		if o.value != "" {
+			c.add(p.Name, path+"."+o.key, strconv.Quote(o.value), "only on a topic the pipeline declares (not with topic.existing)",
+				"remove it: the existing topic's owner sets it")
+		}
+	}
+	if m != nil {
+		t.Name = m[2]
+	}
+}
+
+// checkMembers reports IAM members that are malformed or listed twice;
+// grant says what they are given.
+func checkMembers(c *collector, pipeline, path string, members []string, grant string) {
+	seen := map[string]bool{}
+	for i, m := range members {
+		mp := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case !memberPattern.MatchString(m):
+			c.add(pipeline, mp, strconv.Quote(m), "an IAM member such as serviceAccount:NAME@PROJECT.iam.gserviceaccount.com, group:EMAIL or user:EMAIL",
+				"prefix the email with its kind; these members get "+grant)
+		case seen[m]:
+			c.add(pipeline, mp, strconv.Quote(m), "each member once", "remove the duplicate")
+		}
+		seen[m] = true
+	}
+}
+
 func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	k := &p.Consumer
-	switch {
-	case k.Image == "":
-		c.add(p.Name, path+".image", "", "a container image by digest (REPO@sha256:…) or tag (REPO:TAG)", "set consumer.image to the consumer image built from cmd/consumer")
-	case !digestImagePattern.MatchString(k.Image) && !tagImagePattern.MatchString(k.Image):
-		c.add(p.Name, path+".image", strconv.Quote(k.Image), "REPO@sha256:<64 hex digits> or REPO:TAG", "add a tag or digest; an untagged image silently means :latest")
+	if e := CheckImage(k.Image); e != nil {
+		c.add(p.Name, path+".image", e.Value, e.Allowed, e.Fix)
 	}
 	derived := k.ServiceName == ""
 	if derived {
@@ -201,13 +293,25 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	}
 	if k.CPU == "" {
 		k.CPU = DefaultCPU
-	} else if !cpuPattern.MatchString(k.CPU) {
-		c.add(p.Name, path+".cpu", strconv.Quote(k.CPU), `a CPU quantity such as "1", "2" or "1000m"`, "write the CPU limit as a quoted number")
+	} else if _, ok := ParseCPU(k.CPU); !ok {
+		c.add(p.Name, path+".cpu", strconv.Quote(k.CPU), `a CPU count: "1", "2", "4", "6", "8", or from "0.08" up to 1 (also written "500m")`, "write the CPU limit as a quoted number")
 	}
 	if k.Memory == "" {
 		k.Memory = DefaultMemory
-	} else if !memoryPattern.MatchString(k.Memory) {
-		c.add(p.Name, path+".memory", strconv.Quote(k.Memory), `a memory quantity such as "512Mi" or "1Gi"`, "use Mi or Gi units")
+	} else if _, ok := ParseMemory(k.Memory); !ok {
+		c.add(p.Name, path+".memory", strconv.Quote(k.Memory), `a memory size in Mi or Gi, such as "512Mi" or "2Gi"`, "write a whole number followed by Mi or Gi")
+	}
+	for _, sub := range p.Subscriptions {
+		if sub != nil && sub.ConsumerPulls() && *k.MinInstances < 1 {
+			c.add(p.Name, path+".minInstances", strconv.Itoa(*k.MinInstances), "at least 1 when the pipeline has a pull subscription",
+				"set consumer.minInstances: 1 (or more); a pull consumer scaled to zero never pulls, so messages wait until they are dead-lettered")
+			break
+		}
+	}
+	validateSize(c, s, p, path)
+	if k.ServiceAccount != "" && !accountEmailPattern.MatchString(k.ServiceAccount) {
+		c.add(p.Name, path+".serviceAccount", strconv.Quote(k.ServiceAccount), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
+			"use the account's email (not its member string or unique id), or remove it so the pipeline gets its own account")
 	}
 	if k.Routes != "" && !strings.HasPrefix(k.Routes, "/") {
 		c.add(p.Name, path+".routes", strconv.Quote(k.Routes), "an absolute path inside the image", "write the routes file path starting with /, or remove it to use the embedded routes")
@@ -248,10 +352,10 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 	}
 	nameOK := checkPubSubName(c, p.Name, path+".name", sub.Name)
 	switch timeout := p.Consumer.RequestTimeout; {
-	case sub.Push() && sub.AckDeadline == nil:
+	case sub.Push() && sub.AckDeadline == nil && timeout != nil:
 		// Follows the consumer's request timeout, which is checked there.
 		sub.AckDeadline = timeout
-	case sub.Push() && durInRange(sub.AckDeadline, MinAckDeadline, MaxAckDeadline) && durInRange(timeout, MinAckDeadline, MaxAckDeadline) && sub.AckDeadline.D != timeout.D:
+	case sub.Push() && timeout != nil && durInRange(sub.AckDeadline, MinAckDeadline, MaxAckDeadline) && durInRange(timeout, MinAckDeadline, MaxAckDeadline) && sub.AckDeadline.D != timeout.D:
 		c.add(p.Name, path+".ackDeadline", strconv.Quote(sub.AckDeadline.Raw), fmt.Sprintf("the consumer's requestTimeout (%s)", timeout.Raw),
 			"remove ackDeadline (push subscriptions follow consumer.requestTimeout) or set both to the same value; otherwise Pub/Sub redelivers while the first request still runs")
 	default:
@@ -274,6 +378,17 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		case !strings.HasPrefix(sub.PushEndpoint, "https://") || len(sub.PushEndpoint) <= len("https://"):
 			c.add(p.Name, path+".pushEndpoint", strconv.Quote(sub.PushEndpoint), "an https:// URL", "use https; OIDC tokens must never travel over plain http")
 		}
+	}
+	checkMembers(c, p.Name, path+".subscribers", sub.Subscribers, "roles/pubsub.subscriber on the subscription")
+	switch {
+	case len(sub.Subscribers) > 0 && sub.Delivery == DeliveryPush:
+		c.add(p.Name, path+".subscribers", fmt.Sprintf("(%d members)", len(sub.Subscribers)), "only on delivery: pull",
+			"remove subscribers, or make it a pull subscription; Pub/Sub itself delivers a push subscription")
+	case sub.External && sub.Delivery != DeliveryPull:
+		c.add(p.Name, path+".external", "true", "only on delivery: pull", "set delivery: pull; external consumers pull what they read")
+	case sub.External && len(sub.Subscribers) == 0:
+		c.add(p.Name, path+".subscribers", "", "at least one member when external: true",
+			"list the accounts of the consumers that read it, e.g. subscribers: [serviceAccount:reader@other-project.iam.gserviceaccount.com]")
 	}
 	dl := &sub.DeadLetter
 	if dl.OptOut {
@@ -319,7 +434,9 @@ func checkUniqueNames(c *collector, s *Stack) {
 			continue
 		}
 		base := Namespace + ":" + KeyPipelines + "." + p.Name
-		claim(topics, "topic", p.Topic.Name, owner{p.Name, base + ".topic.name"})
+		if p.Topic.Existing == "" { // several pipelines may read one existing topic
+			claim(topics, "topic", p.Topic.Name, owner{p.Name, base + ".topic.name"})
+		}
 		claim(services, "Cloud Run service", p.Consumer.ServiceName, owner{p.Name, base + ".consumer.serviceName"})
 		if store, ok := p.Consumer.SharedStore(); ok {
 			shown := store
@@ -349,24 +466,80 @@ func checkUniqueNames(c *collector, s *Stack) {
 	}
 }
 
-func checkStore(c *collector, pipeline, path, url string, secret bool) {
-	if url == OfflineSecret {
+func checkStore(c *collector, pipeline, path, storeURL string, secret bool) {
+	if storeURL == OfflineSecret {
 		return // a secure value the offline reader cannot decrypt (nested ones are reported by decodeJSON)
 	}
-	for _, scheme := range []string{"firestore://", "postgres://", "postgresql://", "bbolt:///", "mem://"} {
-		if strings.HasPrefix(url, scheme) {
-			if scheme == "firestore://" && len(strings.Split(strings.TrimPrefix(url, scheme), "/")) != 2 {
-				break
-			}
-			return
-		}
-	}
-	shown := strconv.Quote(url)
+	shown := strconv.Quote(storeURL)
 	if secret {
 		shown = OfflineSecret
 	}
-	c.add(pipeline, path, shown, "firestore://PROJECT/DATABASE, postgres://…, bbolt:///PATH or mem://",
-		"use firestore://PROJECT/(default) on Cloud Run; bbolt and mem stores lose data when an instance stops")
+	scheme := ""
+	for _, known := range []string{"firestore://", "postgres://", "postgresql://", "bbolt:///", "mem://"} {
+		if strings.HasPrefix(storeURL, known) {
+			scheme = known
+		}
+	}
+	firestore := scheme == "firestore://"
+	switch {
+	case scheme == "" || firestore && len(strings.Split(strings.TrimPrefix(storeURL, scheme), "/")) != 2:
+		c.add(pipeline, path, shown, "firestore://PROJECT/DATABASE, postgres://…, bbolt:///PATH or mem://",
+			"use firestore://PROJECT/(default) on Cloud Run; bbolt and mem stores lose data when an instance stops")
+	case firestore && secret:
+		c.add(pipeline, path, shown, "a Firestore store set as a plain value",
+			"set it without --secret: a Firestore URL holds no credential, and the components read it to declare the database's TTL policies and grant")
+	case !secret && hasPassword(storeURL):
+		c.add(pipeline, path, strconv.Quote(redactPassword(storeURL)), "a URL without a password, or a secret",
+			"keep the password out of plain config: set the URL as a secret (`pulumi config set --secret eventpipe:store 'postgres://…'`, or consumer.storeSecret in a Pulumi program); the consumer then reads it from Secret Manager")
+	}
+}
+
+// hasPassword reports whether a store URL carries a password.
+func hasPassword(storeURL string) bool {
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		return strings.Contains(storeURL, "@") // unparsable: assume the worst
+	}
+	_, set := u.User.Password()
+	return set || u.Query().Has("password")
+}
+
+// redactPassword hides the password of a store URL for error messages.
+func redactPassword(storeURL string) string {
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		return "(a URL with a password)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// CheckImage reports a consumer image that is not pinned by tag or digest
+// (Value, Allowed and Fix set), or nil. Validation calls it; so does the
+// Consumer component at deploy time for an image that is another
+// resource's output.
+func CheckImage(image string) *FieldError {
+	switch {
+	case image == "":
+		return &FieldError{Allowed: "a container image by digest (REPO@sha256:…) or tag (REPO:TAG)", Fix: "set consumer.image to the consumer image built from cmd/consumer"}
+	case !digestImagePattern.MatchString(image) && !tagImagePattern.MatchString(image):
+		return &FieldError{Value: strconv.Quote(image), Allowed: "REPO@sha256:<64 hex digits> or REPO:TAG", Fix: "add a tag or digest; an untagged image silently means :latest"}
+	}
+	return nil
+}
+
+// checkChannels reports notification channel names that are not full
+// resource names.
+func checkChannels(c *collector, path string, names []string) {
+	for i, ch := range names {
+		if !channelPattern.MatchString(ch) {
+			c.add("", fmt.Sprintf("%s[%d]", path, i), strconv.Quote(ch),
+				"projects/PROJECT/notificationChannels/ID", "copy the channel's full resource name from `gcloud beta monitoring channels list --format='value(name)'`")
+		}
+	}
 }
 
 // checkPubSubName reports an invalid topic or subscription id and returns whether it is valid.

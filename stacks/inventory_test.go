@@ -29,6 +29,8 @@ type inventory struct {
 	// AlertPolicies: display name -> severity, channels and each condition's
 	// display name (which states its threshold and hold time).
 	AlertPolicies map[string][]string `json:"alertPolicies"`
+	// Protected are the resources Pulumi refuses to delete or replace.
+	Protected []string `json:"protected"`
 }
 
 func TestStackInventories(t *testing.T) {
@@ -70,6 +72,7 @@ func takeInventory(res *render.Result) inventory {
 		Grants:               map[string][]string{},
 		Labels:               map[string]map[string]any{},
 		AlertPolicies:        map[string][]string{},
+		Protected:            []string{},
 	}
 	for _, s := range res.Plan.Steps {
 		in := s.NewState.Inputs
@@ -86,6 +89,7 @@ func takeInventory(res *render.Result) inventory {
 			inv.Consumers[in["name"].(string)] = map[string]any{
 				"image": c["image"], "timeout": tmpl["timeout"], "scaling": tmpl["scaling"], "concurrency": tmpl["maxInstanceRequestConcurrency"],
 				"ingress": in["ingress"], "resources": c["resources"], "envs": c["envs"], "serviceAccount": tmpl["serviceAccount"],
+				"deletionProtection": in["deletionProtection"], "executionEnvironment": tmpl["executionEnvironment"], "description": in["description"],
 			}
 		case "gcp:monitoring/alertPolicy:AlertPolicy":
 			row := []string{in["severity"].(string), fmt.Sprint(in["notificationChannels"])}
@@ -95,6 +99,9 @@ func takeInventory(res *render.Result) inventory {
 			inv.AlertPolicies[in["displayName"].(string)] = row
 		case "gcp:firestore/field:Field":
 			inv.TTLFields = append(inv.TTLFields, in["collection"].(string)+"."+in["field"].(string))
+		}
+		if s.NewState.Protect {
+			inv.Protected = append(inv.Protected, s.NewState.Type+" "+fmt.Sprint(in["name"]))
 		}
 		if role, ok := in["role"].(string); ok {
 			target := ""

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -322,9 +323,16 @@ func retryAfterMarkFailed(t *testing.T, bin, url string) {
 		t.Errorf("action calls %d then %d, want 2 (sha-ok) + 3 (sha-bad) and none after poison", len(before), len(after))
 	}
 	p.Stop(t)
-	k := store.Key{Collection: "eventpipe_poison", ID: itEnv + "__e-sha-bad"}
-	if _, ok := readDocs(t, url, k)[k]; !ok {
-		t.Errorf("no poison audit record %s", k)
+	// The poison line names the audit record (one per message).
+	poison := linesWith(p.Lines(), "messageId", "m-bad", "outcome", "poison")
+	if len(poison) == 0 {
+		t.Fatal("no poison line for m-bad")
+	}
+	doc, _ := poison[0]["idempotency_doc"].(string)
+	coll, id, _ := strings.Cut(doc, "/")
+	k := store.Key{Collection: coll, ID: id}
+	if _, ok := readDocs(t, url, k)[k]; coll != "eventpipe_poison" || !ok {
+		t.Errorf("no poison audit record %s", doc)
 	}
 }
 

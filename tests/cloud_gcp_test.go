@@ -74,6 +74,9 @@ func TestRealCloudPipeline(t *testing.T) {
 		"eventpipe:projectNumber": {Value: e.projectNumber},
 		"eventpipe:region":        {Value: e.region},
 		"eventpipe:env":           {Value: "it"},
+		// An ephemeral stack: no Pulumi protect and no Cloud Run deletion
+		// protection, or the teardown below could not destroy it.
+		"eventpipe:defaults.protect":                                                  {Value: "false"},
 		"eventpipe:pipelines." + pipeline + ".consumer.image":                         {Value: e.image},
 		"eventpipe:pipelines." + pipeline + ".subscriptions.main.delivery":            {Value: "push"},
 		"eventpipe:pipelines." + pipeline + ".subscriptions.main.minBackoff":          {Value: "10s"},
@@ -83,6 +86,7 @@ func TestRealCloudPipeline(t *testing.T) {
 	// The same spec the components read gives the names to check.
 	src := spec.MapSource{Secrets: map[string]bool{}, Values: map[string]string{
 		"eventpipe:project": e.project, "eventpipe:projectNumber": e.projectNumber, "eventpipe:region": e.region, "eventpipe:env": "it",
+		"eventpipe:defaults": `{"protect":false}`,
 		"eventpipe:pipelines": fmt.Sprintf(`{%q:{"consumer":{"image":%q},"subscriptions":{"main":{"delivery":"push","minBackoff":"10s","maxBackoff":"20s","maxDeliveryAttempts":5}}}}`,
 			pipeline, e.image),
 	}}
@@ -92,6 +96,9 @@ func TestRealCloudPipeline(t *testing.T) {
 	}
 	p := st.Pipelines[pipeline]
 	sub := p.Subscriptions["main"]
+	if st.Protected(p) {
+		t.Fatal("the ephemeral stack is protected: its teardown would fail")
+	}
 
 	stack, err := auto.UpsertStackLocalSource(ctx, stackName, repo)
 	if err != nil {

@@ -60,6 +60,9 @@ type Resource struct {
 // Document is the model of an inventory: every resource, in a fixed order.
 type Document struct {
 	Resources []Resource
+	// Drift are the differences between the live estate and a stack, which the rules
+	// report (EP200); the JSON document holds them as eventpipeAudit.drift.
+	Drift []Drift
 
 	byURN  map[string]int
 	byName map[string]string // type + " " + Google name → URN
@@ -152,13 +155,28 @@ func newDocument(resources []Resource) *Document {
 	return d
 }
 
-// stackExport is the document `pulumi stack export` prints.
+// Drift is one resource a stack declares that is missing live or whose live settings
+// differ from the declared ones.
+type Drift struct {
+	// URN is the declared resource's URN in the stack.
+	URN     string `json:"urn"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// stackExport is the document `pulumi stack export` prints, with what the audit found
+// beyond the resources under the top-level key eventpipeAudit.
 type stackExport struct {
 	Version    int `json:"version"`
 	Deployment struct {
 		Manifest  map[string]any `json:"manifest"`
 		Resources []Resource     `json:"resources"`
 	} `json:"deployment"`
+	Audit *auditFindings `json:"eventpipeAudit,omitempty"`
+}
+
+type auditFindings struct {
+	Drift []Drift `json:"drift"`
 }
 
 // JSON is the document as a `pulumi stack export`.
@@ -169,6 +187,9 @@ func (d *Document) JSON() ([]byte, error) {
 	out.Deployment.Resources = d.Resources
 	if out.Deployment.Resources == nil {
 		out.Deployment.Resources = []Resource{}
+	}
+	if len(d.Drift) > 0 {
+		out.Audit = &auditFindings{Drift: d.Drift}
 	}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {

@@ -181,7 +181,7 @@ func TestMain(m *testing.M) {
 // directory. It uses the default build settings, so the packages compiled
 // for the tests are reused; the release flags are checked against the
 // Dockerfile above and measured by scripts/consumer-startup.sh.
-func consumerBinary(t *testing.T) string {
+func consumerBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "consumer-bin")

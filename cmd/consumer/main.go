@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -47,6 +48,11 @@ func run(ctx context.Context) int {
 		return 2
 	}
 	if err := server.Run(ctx, cfg, log, server.Options{Failpoint: hook}); err != nil {
+		if errors.Is(err, server.ErrShutdownTimeout) {
+			// Work cut short by the shutdown deadline: Pub/Sub redelivers it.
+			log.Error("consumer stopped before in-flight work finished", logfields.ErrorType, logfields.ErrorTypeTransient, logfields.Error, err.Error())
+			return 1
+		}
 		log.Log(ctx, logging.LevelCritical, "consumer stopped with an error", logfields.ErrorType, logfields.ErrorTypeConfiguration, logfields.Error, err.Error())
 		fmt.Fprintln(os.Stderr, "consumer:", err)
 		return 1

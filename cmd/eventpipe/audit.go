@@ -20,11 +20,13 @@ import (
 	"github.com/eventpipe/eventpipe/audit/model"
 	"github.com/eventpipe/eventpipe/audit/ownership"
 	"github.com/eventpipe/eventpipe/audit/summary"
+	"github.com/eventpipe/eventpipe/policies/report"
 	"github.com/eventpipe/eventpipe/render"
 )
 
 // auditOptions are the flags of `eventpipe audit`.
 type auditOptions struct {
+	policyFlags
 	projects      []string
 	caiResources  []string
 	caiIAM        []string
@@ -32,15 +34,9 @@ type auditOptions struct {
 	stack         string
 	stackDir      string
 	env           string
-	output        string
-	config        string
-	failOnWarn    bool
-	listRules     bool
-	evaluator     string
 	summaries     []string
 	modelOut      string
 	backlogWindow time.Duration
-	now           func() time.Time
 	// dial makes the Google clients of a live audit (live.Dial outside tests).
 	dial func(ctx context.Context) (*live.Clients, error)
 }
@@ -52,7 +48,7 @@ func newAuditCmd() *cobra.Command {
 
 // newAuditCmdWith is newAuditCmd with the Google clients of a live audit made by dial.
 func newAuditCmdWith(dial func(ctx context.Context) (*live.Clients, error)) *cobra.Command {
-	opts := auditOptions{now: time.Now, dial: dial}
+	opts := auditOptions{policyFlags: policyFlags{now: time.Now}, dial: dial}
 	cmd := &cobra.Command{
 		Use:   "audit (--project ID ... | --cai-resources FILE ...) [--stack ENV]",
 		Short: "Check what exists in Google Cloud against the policy rules",
@@ -77,11 +73,7 @@ func newAuditCmdWith(dial func(ctx context.Context) (*live.Clients, error)) *cob
 	f.StringVar(&opts.stack, "stack", "", "compare with this stack (dev, staging, prod) rendered offline; its project is audited when no --project is given")
 	f.StringVar(&opts.stackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply (default: the --stack name; else each resource's eventpipe_env label)")
-	f.StringVarP(&opts.output, "output", "o", "text", "output format: text, json, sarif, junit, github")
-	f.StringVar(&opts.config, "config", "", "check configuration file: thresholds per environment and waivers")
-	f.BoolVar(&opts.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
-	f.BoolVar(&opts.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
-	f.StringVar(&opts.evaluator, "evaluator", "", "rule evaluator: ir (default) or topdown")
+	opts.policyFlags.register(f)
 	f.StringArrayVar(&opts.summaries, "summary", nil, "also write a summary for people to this file: .md for Markdown, .html for HTML (repeatable)")
 	f.StringVar(&opts.modelOut, "model", "", "also write the audited estate as a `pulumi stack export` document to this file (for conftest or opa eval)")
 	f.DurationVar(&opts.backlogWindow, "backlog-window", 10*time.Minute, "how far back the oldest unacked message age is read from Cloud Monitoring")
@@ -89,9 +81,6 @@ func newAuditCmdWith(dial func(ctx context.Context) (*live.Clients, error)) *cob
 }
 
 func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) error {
-	if !validAuditFormat(opts.output) {
-		return usageError("--output %q: use one of text, json, sarif, junit, github", opts.output)
-	}
 	for _, s := range opts.summaries {
 		if ext := strings.ToLower(filepath.Ext(s)); ext != ".md" && ext != ".html" {
 			return usageError("--summary %q: name a .md or .html file", s)
@@ -101,16 +90,19 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) 
 	if fromCAI && len(opts.projects) > 0 {
 		return usageError("--project reads live projects and --cai-* read exports: give one or the other")
 	}
+	if !fromCAI && len(opts.projects) == 0 && opts.stack == "" && !opts.infoOnly() {
+		return usageError("nothing to audit: give --project ID (repeatable), --cai-resources/--cai-iam/--cai-search files, or --stack ENV")
+	}
 	env := opts.env
 	if env == "" {
 		env = opts.stack
 	}
-	rules, err := loadAuditRules(ctx, opts.config, env, opts.evaluator, opts.stack != "")
+	run, err := startPolicyRun(ctx, "audit", opts.policyFlags, env)
 	if err != nil {
 		return err
 	}
-	if opts.listRules {
-		return rules.list(stdout)
+	if done, err := run.info(stdout); done || err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 
@@ -123,55 +115,46 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) 
 			opts.projects = []string{stack.Stack.Project}
 		}
 	}
-	if !fromCAI && len(opts.projects) == 0 {
-		return usageError("nothing to audit: give --project ID (repeatable), --cai-resources/--cai-iam/--cai-search files, or --stack ENV")
-	}
-
 	inv, err := readInventory(ctx, opts, fromCAI, logger)
 	if err != nil {
 		return err
 	}
 	source := inv.Source
 	doc := model.Build(inv)
+	locate := func(string) (string, int) { return "", 0 }
+	if stack != nil {
+		for _, d := range drift.Compare(declared(stack.Plan), doc, inv) {
+			doc.Drift = append(doc.Drift, model.Drift{URN: d.URN, Type: d.Type, Message: d.Message()})
+		}
+		locate = stackLocator(stack)
+	}
 	if opts.modelOut != "" {
 		if err := writeModel(opts.modelOut, doc); err != nil {
 			return err
 		}
 	}
-	findings, resources, err := rules.evaluate(ctx, doc, source)
+	ev, err := evaluateAudit(ctx, run, doc, source, locate)
 	if err != nil {
 		return err
 	}
 	estate := ownership.Classify(inv, doc)
-	annotate(findings, func(urn, ruleID string) (string, string) {
+	annotate(ev.findings, func(urn, ruleID string) (string, string) {
 		o, fix, ok := estate.Fix(urn, ruleID)
 		if !ok {
 			return "", ""
 		}
 		return o.String(), fix
 	})
-	if stack != nil {
-		findings = append(findings, driftFindings(drift.Compare(declared(stack.Plan), doc, inv), stackLocator(stack))...)
-	}
 	inputFormat := "live"
 	if fromCAI {
 		inputFormat = "cloud-asset-inventory"
 	}
-	rep, err := rules.finish(stdout, opts.output, findings, source, inputFormat, resources, opts.failOnWarn, opts.now())
-	if err != nil {
+	rep := run.report(source, inputFormat, ev.resources, ev.findings)
+	if err := writeSummaries(opts, inv, doc, estate, stack, rep); err != nil {
 		return err
 	}
-	denies, warnings, waived, failed := verdict(rep)
-	if err := writeSummaries(opts, inv, doc, estate, stack, rep, failed); err != nil {
-		return err
-	}
-	logger.LogAttrs(ctx, slog.LevelInfo, "audit finished",
-		slog.String("source", source), slog.Int("projects", len(inv.Projects)), slog.Int("resources", resources),
-		slog.Int("denies", denies), slog.Int("warnings", warnings), slog.Int("waived", waived), slog.Bool("passed", !failed))
-	if failed {
-		return &exitError{code: 1, err: fmt.Errorf("audit failed: %d denies, %d warnings (fail-on-warn %v)", denies, warnings, opts.failOnWarn)}
-	}
-	return nil
+	return run.finish(ctx, stdout, stderr, rep, slog.String("source", source), slog.Int("projects", len(inv.Projects)),
+		slog.Int("resources", ev.resources))
 }
 
 // readInventory reads the estate from the Cloud Asset Inventory files or the live projects.
@@ -230,7 +213,7 @@ func writeModel(path string, doc *model.Document) error {
 }
 
 // writeSummaries writes the summary to each --summary file.
-func writeSummaries(opts auditOptions, inv *inventory.Inventory, doc *model.Document, estate *ownership.Estate, stack *render.Result, rep *auditReport, failed bool) error {
+func writeSummaries(opts auditOptions, inv *inventory.Inventory, doc *model.Document, estate *ownership.Estate, stack *render.Result, rep *report.Report) error {
 	if len(opts.summaries) == 0 {
 		return nil
 	}
@@ -245,7 +228,7 @@ func writeSummaries(opts auditOptions, inv *inventory.Inventory, doc *model.Docu
 		stackProject = stack.Stack.Project
 	}
 	sum := summary.Build(summary.Input{
-		Source: inv.Source, Generated: opts.now(), Inventory: inv, Owners: subOwners, Failed: failed,
+		Source: inv.Source, Generated: opts.now(), Inventory: inv, Owners: subOwners, Failed: rep.Failed(),
 		Findings: summaryFindings(rep, func(urn string) string {
 			if r, ok := doc.Resource(urn); ok {
 				return r.Project

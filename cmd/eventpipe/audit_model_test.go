@@ -106,14 +106,15 @@ func TestAuditModelOfServicesAlertsAndTTL(t *testing.T) {
 			p := servedProject()
 			tc.change(p)
 			doc := model.Build(&inventory.Inventory{Projects: []*inventory.Project{p}})
-			rules, err := loadAuditRules(context.Background(), "", tc.env, "", false)
+			run, err := startPolicyRun(context.Background(), "audit", policyFlags{now: time.Now}, tc.env)
 			if err != nil {
 				t.Fatal(err)
 			}
-			findings, _, err := rules.evaluate(context.Background(), doc, "test")
+			ev, err := evaluateAudit(context.Background(), run, doc, "test", func(string) (string, int) { return "", 0 })
 			if err != nil {
 				t.Fatal(err)
 			}
+			findings := ev.findings
 			var got []string
 			for _, f := range findings {
 				got = append(got, string(f.Level)+":"+f.Rule.ID)

@@ -287,7 +287,7 @@ func TestAuditStackDrift(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			urn:  "urn:pulumi:dev::eventpipe::eventpipe:components:Pipeline$eventpipe:components:Subscription$gcp:pubsub/subscription:Subscription::system-events-materializer",
+			urn:  "urn:pulumi:dev::eventpipe::eventpipe:index:Pipeline$eventpipe:index:Subscription$gcp:pubsub/subscription:Subscription::system-events-materializer",
 			text: "deadLetterPolicy.maxDeliveryAttempts is 7 live, 5 in the stack",
 		},
 		{
@@ -295,7 +295,7 @@ func TestAuditStackDrift(t *testing.T) {
 			change: func(t *testing.T, srv *livetest.Server, project string) {
 				srv.Policy(t, "projects/"+project+"/topics/system-events-materializer.dlq")
 			},
-			urn:   "urn:pulumi:dev::eventpipe::eventpipe:components:Pipeline$eventpipe:components:Subscription$gcp:pubsub/topicIAMMember:TopicIAMMember::system-events-materializer-dlq-agent-publisher",
+			urn:   "urn:pulumi:dev::eventpipe::eventpipe:index:Pipeline$eventpipe:index:Subscription$gcp:pubsub/topicIAMMember:TopicIAMMember::system-events-materializer-dlq-agent-publisher",
 			text:  "roles/pubsub.publisher serviceAccount:service-100000000001@gcp-sa-pubsub.iam.gserviceaccount.com is declared in the stack but does not exist live",
 			rules: []string{"EP006"},
 		},
@@ -313,7 +313,7 @@ func TestAuditStackDrift(t *testing.T) {
 					if !strings.Contains(f.Message, tc.text) {
 						t.Errorf("drift message %q lacks %q", f.Message, tc.text)
 					}
-					if f.Location == nil || f.Location.File != "stacks/Pulumi.dev.yaml" || f.Location.Line == 0 {
+					if f.Location == nil || f.Location.File != filepath.Join("..", "..", "stacks", "Pulumi.dev.yaml") || f.Location.Line == 0 {
 						t.Errorf("drift location %+v, want a line of stacks/Pulumi.dev.yaml", f.Location)
 					}
 				} else {
@@ -367,8 +367,10 @@ func TestAuditCloudAssetInventory(t *testing.T) {
 		got = append(got, f.RuleID+" "+strings.TrimPrefix(f.URN, "urn:pulumi:live::")+" "+owner)
 	}
 	sort.Strings(got)
+	// legacy-ops' audit-sink has no dead-letter policy, but it reads the topic
+	// nightly-report-sub may dead-letter to (the search result does not show that one's
+	// settings), so it may be a DLQ subscription: no verdict rests on what is not shown.
 	want := []string{
-		"EP001 legacy-ops::gcp:pubsub/subscription:Subscription::audit-sink no infrastructure code",
 		"EP001 payments-dev::gcp:pubsub/subscription:Subscription::gcf-ledger-writer-europe-west1-ledger Cloud Functions",
 		"EP001 payments-dev::gcp:pubsub/subscription:Subscription::ledger-to-bq no infrastructure code",
 		"EP001 shop-prod::gcp:pubsub/subscription:Subscription::eventarc-europe-west1-invoice-trigger-412-sub-931 Cloud Functions",
@@ -467,7 +469,6 @@ func TestAuditUsageErrors(t *testing.T) {
 		{"--project", "p", "--cai-resources", "x.json"},
 		{"--cai-resources", filepath.Join(t.TempDir(), "absent.json")},
 		{"--stack", "nosuchstack"},
-		{"--project", "p", "--evaluator", "fast"},
 	}
 	for _, args := range cases {
 		res := runAuditCLI(t, func(context.Context) (*live.Clients, error) {

@@ -6,59 +6,42 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/checkconfig"
 	"github.com/eventpipe/eventpipe/policies/engine"
 	"github.com/eventpipe/eventpipe/policies/plan"
-	"github.com/eventpipe/eventpipe/policies/report"
 	"github.com/eventpipe/eventpipe/render"
 )
 
 // checkOptions are the flags of `eventpipe check`.
 type checkOptions struct {
-	stack      string
-	stackDir   string
-	env        string
-	output     string
-	config     string
-	failOnWarn bool
-	listRules  bool
-	evaluator  string
-	now        func() time.Time
+	policyFlags
+	stack    string
+	stackDir string
+	env      string
 }
 
 // newCheckCmd builds `eventpipe check`: the policy rules on a plan file or a rendered stack.
 func newCheckCmd() *cobra.Command {
-	opts := checkOptions{now: time.Now}
+	opts := checkOptions{policyFlags: policyFlags{now: time.Now}}
 	cmd := &cobra.Command{
 		Use:   "check [FILE|-] [--stack ENV]",
 		Short: "Check a plan or a rendered stack against the policy rules",
 		Long: "check evaluates eventpipe's OPA rules on a `pulumi preview --json` document (with or\n" +
 			"without --show-sames), a `pulumi stack export`, a `terraform show -json` plan, or — with\n" +
 			"--stack and no FILE — the stack rendered offline (no cloud credentials needed).\n" +
-			"FILE - reads standard input.\n\n" +
+			"FILE - reads standard input. The same rules run under conftest (--namespace eventpipe)\n" +
+			"and opa eval (data.eventpipe.deny): --print-data prints the --data document they need.\n\n" +
 			"Exit codes (as conftest): 0 no failing findings, 1 a deny (or a warning with\n" +
 			"--fail-on-warn, or an expired waiver), 2 unusable input or usage.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// A check is a short-lived process that holds the plan several times over
-			// (JSON, Go values, OPA values) and then exits: it collects no garbage until its
-			// heap nears gcCeiling, unless the input turns out too big for that (see
-			// readPlan). GOGC or GOMEMLIMIT, when set, decide instead.
-			if gcTuned() {
-				debug.SetGCPercent(-1)
-				debug.SetMemoryLimit(gcCeiling)
-			}
 			return runCheck(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args, opts)
 		},
 	}
@@ -66,11 +49,7 @@ func newCheckCmd() *cobra.Command {
 	f.StringVar(&opts.stack, "stack", "", "render this stack (dev, staging, prod) offline and check it; also the environment for thresholds")
 	f.StringVar(&opts.stackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name)")
-	f.StringVarP(&opts.output, "output", "o", string(report.Text), "output format: text, json, sarif, junit, github")
-	f.StringVar(&opts.config, "config", "", "check configuration file: thresholds per environment and waivers")
-	f.BoolVar(&opts.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
-	f.BoolVar(&opts.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
-	f.StringVar(&opts.evaluator, "evaluator", string(engine.EvaluatorIR), "rule evaluator: ir (OPA's planner output run by eventpipe's interpreter) or topdown (OPA's reference evaluator)")
+	opts.policyFlags.register(f)
 	return cmd
 }
 
@@ -79,49 +58,24 @@ func usageError(format string, a ...any) error {
 }
 
 func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string, opts checkOptions) error {
-	format := report.Format(opts.output)
-	if !validFormat(format) {
-		return usageError("--output %q: use one of text, json, sarif, junit, github", opts.output)
-	}
-	if len(args) == 0 && opts.stack == "" && !opts.listRules {
+	if len(args) == 0 && opts.stack == "" && !opts.infoOnly() {
 		return usageError("nothing to check: give a plan FILE (- for standard input) or --stack ENV")
-	}
-	evaluator := engine.Evaluator(opts.evaluator)
-	if evaluator != "" && !slices.Contains(engine.Evaluators(), evaluator) { // "" is the default
-		return usageError("--evaluator %q: use %s or %s", opts.evaluator, engine.EvaluatorIR, engine.EvaluatorTopdown)
 	}
 	env := opts.env
 	if env == "" {
 		env = opts.stack
 	}
-	cfg := (*checkconfig.Config)(nil)
-	if opts.config != "" {
-		c, err := checkconfig.Load(opts.config)
-		if err != nil {
-			return &exitError{code: 2, err: err}
-		}
-		cfg = c
-	}
-	mods, err := policies.Modules()
+	run, err := startPolicyRun(ctx, "check", opts.policyFlags, env)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return err
 	}
 	// The rules compile while the plan is read and parsed.
-	type compiled struct {
-		eng *engine.Engine
-		err error
-	}
-	ready := make(chan compiled, 1)
-	go func() {
-		eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: cfg.Data(env), Evaluator: evaluator})
-		ready <- compiled{eng, err}
-	}()
 	var (
 		p       *plan.Plan
 		source  string
 		planErr error
 	)
-	if !opts.listRules {
+	if !opts.infoOnly() {
 		if len(args) == 1 {
 			source = args[0]
 			p, planErr = readPlan(stdin, args[0])
@@ -130,70 +84,22 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 			p, planErr = renderPlan(ctx, opts)
 		}
 	}
-	c := <-ready
-	if c.err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("loading policy rules: %w", c.err)}
-	}
-	eng := c.eng
-	if err := cfg.Validate(eng.Rules()); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("%s: %w", opts.config, err)}
-	}
-	if opts.listRules {
-		return listRules(stdout, eng.Rules())
+	if done, err := run.info(stdout); done || err != nil {
+		return err
 	}
 	if planErr != nil {
 		return &exitError{code: 2, err: planErr}
 	}
-	findings, err := eng.Evaluate(ctx, p)
+	res, err := run.check(ctx, p)
+	if errors.Is(err, engine.ErrUnusableDocument) {
+		return &exitError{code: 2, err: fmt.Errorf("%w; produce one with `pulumi preview --json --show-sames`, `pulumi stack export` or `terraform show -json PLANFILE`", err)}
+	}
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return err
 	}
-	findings = cfg.Apply(findings, opts.now())
-	rep := &report.Report{
-		Source: source, InputFormat: string(p.Format), Resources: len(p.Resources),
-		Rules: eng.Rules(), Findings: findings, FailOnWarn: opts.failOnWarn, Version: buildVersion(),
-	}
-	if err := report.Write(stdout, format, rep); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("writing %s report: %w", format, err)}
-	}
-	denies, warnings, waived := rep.Counts()
-	slog.New(slog.NewJSONHandler(stderr, nil)).LogAttrs(ctx, slog.LevelInfo, "check finished",
-		slog.String("source", source), slog.String("format", string(p.Format)), slog.Bool("complete", p.Complete),
-		slog.Int("resources", len(p.Resources)), slog.Int("denies", denies), slog.Int("warnings", warnings),
-		slog.Int("waived", waived), slog.Bool("passed", !rep.Failed()))
-	if rep.Failed() {
-		return &exitError{code: 1, err: fmt.Errorf("check failed: %d denies, %d warnings (fail-on-warn %v)", denies, warnings, opts.failOnWarn)}
-	}
-	return nil
-}
-
-// gcCeiling is the heap size at which a check starts collecting garbage. Under it,
-// collecting would only cost time: measured on a 10 MB preview of 10,000 resources (peak
-// heap about 200 MB), no collection takes about 10 % less CPU than collecting at 5x the
-// live heap (GOGC=400), for about 10 % more peak memory.
-const gcCeiling = 1 << 30
-
-// gcInputFactor is how many times its input's size a check's heap may grow to; an input
-// for which that passes gcCeiling (over about 25 MB) is checked with the garbage collector
-// at Go's defaults, so the heap follows the live data instead of a fixed ceiling the live
-// data could exceed.
-const gcInputFactor = 40
-
-// gcTuned reports whether eventpipe sets the garbage collector: not when GOGC or
-// GOMEMLIMIT says how to run it.
-func gcTuned() bool {
-	return os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == ""
-}
-
-// gcForInput returns the collector to Go's defaults when an input of size bytes is too big
-// to check without collecting under gcCeiling. It reports whether it did.
-func gcForInput(size int) bool {
-	if !gcTuned() || gcInputFactor*int64(size) <= gcCeiling {
-		return false
-	}
-	debug.SetGCPercent(100)
-	debug.SetMemoryLimit(math.MaxInt64)
-	return true
+	rep := run.report(source, res.Format, res.Resources, res.Findings)
+	return run.finish(ctx, stdout, stderr, rep, slog.String("source", source), slog.String("format", res.Format),
+		slog.Bool("complete", res.Complete), slog.Int("resources", res.Resources))
 }
 
 // buildVersion is the eventpipe module version the binary was built from ("(devel)" for a
@@ -205,17 +111,8 @@ func buildVersion() string {
 	return "(devel)"
 }
 
-func validFormat(f report.Format) bool {
-	for _, known := range report.Formats() {
-		if f == known {
-			return true
-		}
-	}
-	return false
-}
-
-// readPlan reads and normalises a plan file (or standard input for "-"), and points each
-// resource at the line of the file that names it.
+// readPlan reads and decodes a plan file (or standard input for "-"); each resource is
+// located at the line of the file that names it.
 func readPlan(stdin io.Reader, name string) (*plan.Plan, error) {
 	var (
 		data []byte
@@ -229,25 +126,16 @@ func readPlan(stdin io.Reader, name string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading plan: %w", err)
 	}
-	gcForInput(len(data))
-	// The lines are found while the plan is parsed.
-	found := make(chan map[string]int, 1)
-	go func() { found <- plan.Lines(data, 0) }()
-	p, err := plan.Parse(data, name)
-	lines := <-found
+	file := name
+	if name == "-" {
+		file = "stdin"
+	}
+	p, err := plan.Parse(data, file)
 	if err != nil {
 		if errors.Is(err, plan.ErrUnrecognised) {
 			return nil, fmt.Errorf("%w; produce one with `pulumi preview --json --show-sames`, `pulumi stack export` or `terraform show -json PLANFILE`", err)
 		}
 		return nil, err
-	}
-	file := name
-	if name == "-" {
-		file = "stdin"
-	}
-	for i := range p.Resources {
-		r := &p.Resources[i]
-		r.Location = &plan.Location{File: file, Line: lines[r.URN]}
 	}
 	return p, nil
 }
@@ -263,40 +151,34 @@ func renderPlan(ctx context.Context, opts checkOptions) (*plan.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the rendered plan of %s: %w", opts.stack, err)
 	}
-	for i := range p.Resources {
-		r := &p.Resources[i]
-		if loc, ok := res.Sources[r.URN]; ok {
-			r.Location = &plan.Location{File: relative(loc.File), Line: loc.Line}
-		}
+	p.Locations = make(map[string]plan.Location, len(res.Sources))
+	for urn, loc := range res.Sources {
+		p.Locations[urn] = plan.Location{File: relative(loc.File), Line: loc.Line}
 	}
 	return p, nil
 }
 
-// relative makes a stack config path relative to the Pulumi project root (the nearest
-// folder above it holding Pulumi.yaml), which is the repository root SARIF uploads resolve
-// locations against. Paths outside a project are returned unchanged.
+// relative makes a stack config path relative to the working directory, as every location
+// of a report is (the reports locate files from the repository root themselves).
 func relative(path string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return path
 	}
-	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "Pulumi.yaml")); err == nil {
-			if rel, err := filepath.Rel(dir, abs); err == nil {
-				return filepath.ToSlash(rel)
-			}
-			return path
-		}
-		if filepath.Dir(dir) == dir {
-			return path
-		}
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
 	}
+	if rel, err := filepath.Rel(wd, abs); err == nil {
+		return rel
+	}
+	return path
 }
 
 func listRules(w io.Writer, rules []engine.Rule) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tLEVEL\tSEVERITY\tRULE\tTITLE")
-	for _, r := range append(rules, checkconfig.ExpiredRule()) {
+	for _, r := range rules {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Level, r.Severity, r.Name, r.Title)
 	}
 	return tw.Flush()

@@ -13,7 +13,8 @@ import (
 
 // TestPolicyCheckWorkflow runs the shell of the pull-request workflow's check step
 // (.github/workflows/policy-check.yml) against a real eventpipe binary, in a scratch
-// checkout of the project: every stack must pass and leave a SARIF file.
+// checkout of the project: every stack is rendered and checked once, passes, and leaves a
+// SARIF file whose run the SARIF upload accepts beside the others.
 func TestPolicyCheckWorkflow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the eventpipe binary")
@@ -76,6 +77,8 @@ func TestPolicyCheckWorkflow(t *testing.T) {
 		t.Fatalf("step output %q (%v)\n%s", got, err, out)
 	}
 	stacks, _ := filepath.Glob(filepath.Join(root, "stacks", "Pulumi.*.yaml"))
+	// The upload action rejects runs of one tool sharing a category (automationDetails.id).
+	categories := map[string]string{}
 	for _, config := range stacks {
 		stack := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(config), "Pulumi."), ".yaml")
 		data, err := os.ReadFile(filepath.Join(work, "sarif", stack+".sarif"))
@@ -85,14 +88,34 @@ func TestPolicyCheckWorkflow(t *testing.T) {
 		var log struct {
 			Version string `json:"version"`
 			Runs    []struct {
+				Tool struct {
+					Driver struct {
+						Name string `json:"name"`
+					} `json:"driver"`
+				} `json:"tool"`
+				AutomationDetails struct {
+					ID string `json:"id"`
+				} `json:"automationDetails"`
 				Results []any `json:"results"`
 			} `json:"runs"`
 		}
 		if err := json.Unmarshal(data, &log); err != nil || log.Version != "2.1.0" || len(log.Runs) != 1 || len(log.Runs[0].Results) != 0 {
 			t.Fatalf("%s SARIF: %v %+v", stack, err, log)
 		}
+		key := log.Runs[0].Tool.Driver.Name + " " + log.Runs[0].AutomationDetails.ID
+		if other, dup := categories[key]; dup || log.Runs[0].AutomationDetails.ID == "" {
+			t.Errorf("%s and %s SARIF runs share the category %q", other, stack, key)
+		}
+		categories[key] = stack
+		// One render and one evaluation per stack, whatever the number of formats.
+		if n := strings.Count(string(out), `"msg":"check finished","source":"stack `+stack+`"`); n != 1 {
+			t.Errorf("stack %s checked %d times, want once:\n%s", stack, n, out)
+		}
 	}
-	if !strings.Contains(string(out), "0 denies, 0 warnings, 0 waived: PASS") {
-		t.Errorf("text report missing from the step log:\n%s", out)
+	if n := strings.Count(string(out), "0 denies, 0 warnings, 0 waived: PASS"); n != len(stacks) {
+		t.Errorf("%d text reports in the step log, want %d:\n%s", n, len(stacks), out)
+	}
+	if n := strings.Count(string(out), ": 0 denies, 0 warnings, 0 waived\n"); n != len(stacks) {
+		t.Errorf("%d annotation summaries in the step log, want %d:\n%s", n, len(stacks), out)
 	}
 }

@@ -2,10 +2,18 @@
 // (for example a Cloud Run Job reporting a validation run) applied once per
 // idempotency key, following seed 004:
 //
+//   - with a verifier (an OIDC audience is configured), the caller's token
+//     is checked first: 401 without a valid one, 403 for an account not
+//     allowed, 503 when Google's keys cannot be fetched;
 //   - the key is the body's callback_id field or the Idempotency-Key header;
 //   - an unknown target resource is a 404 before any receipt is written;
-//   - the first request reserves a receipt and is processed; a retry gets
-//     200 with idempotent_replayed: true and the original received-at;
+//   - the first request reserves a receipt and is processed: the target's
+//     update and the receipt's final status are one transaction;
+//   - a retry while that delivery is processing gets 409 with Retry-After
+//     (never a "done" it could not promise); once the reservation lapses
+//     (its holder died) a retry takes it over and processes; after the
+//     callback was processed a retry gets 200 with idempotent_replayed:
+//     true, the original received-at and the status recorded;
 //   - a request without a key is processed and logged as unprotected
 //     (backwards compatible).
 package callback
@@ -18,11 +26,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/route"
@@ -38,12 +49,13 @@ const MaxBody = 1 << 20
 
 // Handler serves callbacks.
 type Handler struct {
-	routes *route.Table
-	engine *engine.Engine
-	store  store.Store
-	env    string
-	log    *slog.Logger
-	now    func() time.Time
+	routes   *route.Table
+	engine   *engine.Engine
+	store    store.Store
+	env      string
+	log      *slog.Logger
+	verifier *auth.Verifier
+	now      func() time.Time
 }
 
 // Config configures a Handler.
@@ -53,11 +65,15 @@ type Config struct {
 	Store  store.Store
 	Env    string
 	Logger *slog.Logger
+	// Verifier, when set, checks every callback's OIDC token (the calling
+	// job's service account); nil leaves authentication to Cloud Run IAM.
+	Verifier *auth.Verifier
 }
 
 // New returns a callback handler.
 func New(cfg Config) *Handler {
-	return &Handler{routes: cfg.Routes, engine: cfg.Engine, store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: time.Now}
+	return &Handler{routes: cfg.Routes, engine: cfg.Engine, store: cfg.Store, env: cfg.Env, log: cfg.Logger,
+		verifier: cfg.Verifier, now: time.Now}
 }
 
 // outcome collects one request's log fields.
@@ -69,6 +85,9 @@ type outcome struct {
 	class                            classify.Class
 	ops                              opcount.Counts
 	started                          time.Time
+	// retryAfter, when set, is the Retry-After of a 409 for a callback
+	// another delivery is processing.
+	retryAfter time.Duration
 }
 
 // ServeHTTP implements http.Handler.
@@ -77,11 +96,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp := h.handle(r, o)
 	h.logLine(r.Context(), o)
 	w.Header().Set("Content-Type", "application/json")
+	if o.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((o.retryAfter+time.Second-1)/time.Second)))
+	}
 	w.WriteHeader(o.status)
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
 func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
+	if h.verifier != nil {
+		if _, err := h.verifier.Verify(r); err != nil {
+			status, transient, public := auth.Refusal(err)
+			o.status, o.err, o.result = status, err, logfields.OutcomeRetry
+			o.class = classify.Class{Type: logfields.ErrorTypeConfiguration}
+			if transient {
+				o.class = classify.Class{Type: logfields.ErrorTypeTransient, Retryable: true}
+			}
+			return map[string]any{"error": public}
+		}
+	}
 	rt := h.routes.Callback(o.route)
 	if rt == nil {
 		return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("no callback route %q (fix: call /callbacks/<name> with a route of ingress \"callback\")", o.route)))
@@ -129,41 +162,60 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		return map[string]any{"message": "Callback processed without an idempotency key", "idempotent_replayed": false, "unprotected": true}
 	}
 	rc, err := h.engine.Reserve(r.Context(), engine.ReceiptRequest{Route: rt.Name, CallbackID: key, Payload: body,
-		Fields: map[string]any{"target": plan.Target.String()}})
+		Fields: map[string]any{"target": plan.Target.String()}, Lease: time.Duration(rt.Receipt.LeaseTTL)})
 	o.ops = o.ops.Add(rc.Ops)
 	o.receipt = rc.Doc
 	if err != nil {
-		status := http.StatusInternalServerError
-		if c := classify.Of(err); c.Type == logfields.ErrorTypePoison {
-			status = http.StatusConflict // the callback id was reused with another body
+		switch classify.Of(err).Type {
+		case logfields.ErrorTypeInProgress:
+			return o.inProgress(err, rc.HeldUntil.Sub(h.now()), rc)
+		case logfields.ErrorTypePoison:
+			return o.fail(http.StatusConflict, err) // the callback id was reused with another body
 		}
-		return o.fail(status, err)
+		return o.fail(http.StatusInternalServerError, err)
 	}
 	if rc.Replayed {
 		o.status, o.result = http.StatusOK, logfields.OutcomeDuplicate
 		return map[string]any{"message": "Callback already processed", "idempotent_replayed": true,
 			"original_received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": rc.Status}
 	}
-	if err := h.apply(r.Context(), plan, rt.Target.MustExist, o); err != nil {
-		// Give the receipt back so the caller's retry processes it again.
+	status := "processed"
+	if s, ok := plan.Fields()["status"].(string); ok && s != "" {
+		status = s
+	}
+	// The update and the receipt's final status commit together, and only
+	// while this delivery still holds the receipt.
+	done, err := h.engine.Finish(context.WithoutCancel(r.Context()), rc, status, func(ctx context.Context, tx store.Tx) error {
+		return h.merge(ctx, tx, plan, rt.Target.MustExist)
+	})
+	o.ops = o.ops.Add(done.Ops)
+	if err != nil {
+		if classify.Of(err).Type == logfields.ErrorTypeStale {
+			// Taken over by a retry after this delivery's reservation
+			// lapsed: that delivery applies it; ask the caller to retry.
+			return o.inProgress(err, time.Second, rc)
+		}
+		// Nothing was applied: give the receipt back so the caller's
+		// retry processes it.
 		if rerr := h.engine.Release(context.WithoutCancel(r.Context()), rc); rerr != nil {
 			err = fmt.Errorf("%w; releasing the receipt also failed: %v", err, rerr)
 		}
 		return o.fail(statusOf(err), err)
 	}
-	status := "processed"
-	if s, ok := plan.Fields()["status"].(string); ok && s != "" {
-		status = s
-	}
-	done, err := h.engine.Finish(context.WithoutCancel(r.Context()), rc, status)
-	o.ops = o.ops.Add(done.Ops)
-	if err != nil {
-		// Applied, but the receipt still says processing: a retry replays it.
-		return o.fail(http.StatusInternalServerError, err)
-	}
 	o.status, o.result = http.StatusOK, logfields.OutcomeApplied
 	return map[string]any{"message": "Callback processed", "idempotent_replayed": false,
 		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": status}
+}
+
+// inProgress answers a callback another delivery is processing: 409 with
+// Retry-After (at least a second), never a "done" that may not come true.
+func (o *outcome) inProgress(err error, retryAfter time.Duration, rc engine.Receipt) map[string]any {
+	o.status, o.err, o.class = http.StatusConflict, err, classify.Of(err)
+	o.result = logfields.OutcomeRetry
+	o.retryAfter = max(retryAfter, time.Second)
+	return map[string]any{"message": "Callback is being processed by another delivery; retry after the Retry-After seconds",
+		"idempotent_replayed": false, "status": engine.ReceiptProcessing,
+		"original_received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano)}
 }
 
 // fail records a failure and returns the error body.
@@ -186,10 +238,11 @@ func statusOf(err error) int {
 
 // idempotencyKey reads the key from the body field or the header; both
 // present must agree.
-func idempotencyKey(rc *route.Receipt, payload map[string]any, hdr http.Header) (string, error) {
+func idempotencyKey(rc *route.Receipt, payload envelope.Payload, hdr http.Header) (string, error) {
 	var fromBody, fromHeader string
 	if rc.KeyField != "" {
-		switch v := payload[rc.KeyField].(type) {
+		v, _ := payload.Get(rc.KeyField)
+		switch v := v.(type) {
 		case nil:
 		case string:
 			fromBody = v
@@ -199,6 +252,11 @@ func idempotencyKey(rc *route.Receipt, payload map[string]any, hdr http.Header) 
 	}
 	if rc.Header != "" {
 		fromHeader = hdr.Get(rc.Header)
+	}
+	for _, k := range [][2]string{{rc.KeyField, fromBody}, {rc.Header, fromHeader}} {
+		if len(k[1]) > limits.MaxIDBytes {
+			return "", fmt.Errorf("idempotency key %s is %d bytes long; keys are at most %d bytes (fix: send a shorter callback_id)", k[0], len(k[1]), limits.MaxIDBytes)
+		}
 	}
 	if fromBody != "" && fromHeader != "" && fromBody != fromHeader {
 		return "", fmt.Errorf("body %s %q and header %s %q disagree (fix: send one key, or the same in both)", rc.KeyField, fromBody, rc.Header, fromHeader)
@@ -227,33 +285,38 @@ func (h *Handler) exists(ctx context.Context, key store.Key, o *outcome) (bool, 
 	return found, err
 }
 
-// apply merges the callback's fields into the target document.
+// apply merges the callback's fields into the target document in a
+// transaction of its own (a callback without an idempotency key).
 func (h *Handler) apply(ctx context.Context, plan *route.Plan, mustExist bool, o *outcome) error {
 	var tally opcount.Tally
 	err := h.store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		tx = tally.Tx(tx)
-		cur, err := tx.Get(ctx, plan.Target)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			if mustExist {
-				return fmt.Errorf("%s: %w", plan.Target, errVanished)
-			}
-			cur = store.Document{Fields: map[string]any{}}
-		case err != nil:
-			return err
-		}
-		fields := make(map[string]any, len(cur.Fields)+len(plan.Fields())+1)
-		for k, v := range cur.Fields {
-			fields[k] = v
-		}
-		for k, v := range plan.Fields() {
-			fields[k] = v
-		}
-		fields["updatedAt"] = h.now().UTC()
-		return tx.Set(ctx, plan.Target, store.Document{Fields: fields, ExpireAt: cur.ExpireAt})
+		return h.merge(ctx, tally.Tx(tx), plan, mustExist)
 	})
 	o.ops = o.ops.Add(tally.Counts())
 	return err
+}
+
+// merge merges the callback's fields into the target document in tx.
+func (h *Handler) merge(ctx context.Context, tx store.Tx, plan *route.Plan, mustExist bool) error {
+	cur, err := tx.Get(ctx, plan.Target)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if mustExist {
+			return fmt.Errorf("%s: %w", plan.Target, errVanished)
+		}
+		cur = store.Document{Fields: map[string]any{}}
+	case err != nil:
+		return err
+	}
+	fields := make(map[string]any, len(cur.Fields)+len(plan.Fields())+1)
+	for k, v := range cur.Fields {
+		fields[k] = v
+	}
+	for k, v := range plan.Fields() {
+		fields[k] = v
+	}
+	fields["updatedAt"] = h.now().UTC()
+	return tx.Set(ctx, plan.Target, store.Document{Fields: fields, ExpireAt: cur.ExpireAt})
 }
 
 func (h *Handler) logLine(ctx context.Context, o *outcome) {
@@ -261,6 +324,8 @@ func (h *Handler) logLine(ctx context.Context, o *outcome) {
 	switch {
 	case o.status >= 500 && o.class.Type == logfields.ErrorTypeConfiguration:
 		level = logging.LevelCritical
+	case o.retryAfter > 0, o.status == http.StatusUnauthorized, o.status == http.StatusForbidden:
+		level = slog.LevelWarn
 	case o.status >= 400:
 		level = slog.LevelError
 	case o.unprotected:
@@ -282,7 +347,7 @@ func (h *Handler) logLine(ctx context.Context, o *outcome) {
 	}
 	if o.err != nil {
 		a = append(a, slog.String(logfields.ErrorType, o.class.Type), slog.String(logfields.ErrorCode, o.class.Code),
-			slog.String(logfields.Error, logging.Bound(o.err.Error())))
+			slog.String(logfields.Error, o.err.Error()))
 	} else if o.result == logfields.OutcomeDuplicate {
 		a = append(a, slog.String(logfields.ErrorType, logfields.ErrorTypeDuplicate))
 	}

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/consumer/auth"
+	"github.com/eventpipe/eventpipe/consumer/auth/authtest"
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
@@ -24,23 +27,35 @@ type fixture struct {
 	srv *httptest.Server
 	st  *ct.FailingStore
 	log *ct.Log
-	mux *http.ServeMux
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	fs := &ct.FailingStore{Store: memstore.New()}
-	proc, _, log := ct.NewProcessor(t, ct.Options{Store: fs})
-	table := proc.Routes()
+	ct.Put(t, fs, runKey, map[string]any{"runId": "run-1", "status": "running", "owner": "team-a"})
+	return serve(t, fs, fs, nil)
+}
+
+// serve serves the callback handler over st, with verifier when set; base
+// is the store under st, which the fixture reads.
+func serve(t *testing.T, st store.Store, base *ct.FailingStore, verifier *auth.Verifier) *fixture {
+	t.Helper()
+	proc, _, log := ct.NewProcessor(t, ct.Options{Store: st})
 	mux := http.NewServeMux()
-	mux.Handle(Pattern, New(Config{Routes: table, Engine: proc.Engine(), Store: fs, Env: ct.Env, Logger: proc.Logger()}))
+	mux.Handle(Pattern, New(Config{Routes: proc.Routes(), Engine: proc.Engine(), Store: st, Env: ct.Env, Logger: proc.Logger(), Verifier: verifier}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	ct.Put(t, fs, runKey, map[string]any{"runId": "run-1", "status": "running", "owner": "team-a"})
-	return &fixture{srv: srv, st: fs, log: log, mux: mux}
+	return &fixture{srv: srv, st: base, log: log}
 }
 
 func (f *fixture) call(t *testing.T, path, body string, hdr map[string]string) (int, map[string]any) {
+	t.Helper()
+	code, _, out := f.callFull(t, path, body, hdr)
+	return code, out
+}
+
+// callFull is call that also returns the response headers.
+func (f *fixture) callFull(t *testing.T, path, body string, hdr map[string]string) (int, http.Header, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -56,9 +71,9 @@ func (f *fixture) call(t *testing.T, path, body string, hdr map[string]string) (
 	defer resp.Body.Close()
 	var out map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
-	return resp.StatusCode, out
+	return resp.StatusCode, resp.Header, out
 }
 
 const okBody = `{"run_id":"run-1","callback_id":"cb-1","status":"completed","result_uri":"gs://out/run-1.json"}`
@@ -134,68 +149,157 @@ func TestCallbackStatuses(t *testing.T) {
 	}
 }
 
+// TestCallbackTransientFailureReleasesReceipt: when the first delivery
+// fails after reserving (its update could not be written), nothing is
+// applied, the receipt is released, and the caller's retry processes the
+// callback.
 func TestCallbackTransientFailureReleasesReceipt(t *testing.T) {
 	f := newFixture(t)
-	// Fail only the apply transaction: reserve (1st tx) and release work.
-	var calls int
-	var mu sync.Mutex
-	hook := &ct.FailingStore{Store: f.st, Hook: func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		if calls == 3 { // exists check, reserve, then apply
-			return &store.Error{Op: "commit", Code: "UNAVAILABLE", Kind: store.KindTransient, Err: errors.New("down")}
-		}
-		return nil
-	}}
-	proc, _, _ := ct.NewProcessor(t, ct.Options{Store: hook})
-	table := proc.Routes()
-	mux := http.NewServeMux()
-	mux.Handle(Pattern, New(Config{Routes: table, Engine: proc.Engine(), Store: hook, Env: ct.Env, Logger: proc.Logger()}))
-	do := func() int {
-		w := httptest.NewRecorder()
-		mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/callbacks/validation", strings.NewReader(okBody)))
-		return w.Code
+	down := &store.Error{Op: "commit", Code: "UNAVAILABLE", Kind: store.KindTransient, Err: errors.New("down")}
+	g := serve(t, blockingStore(f.st, nil, nil, down), f.st, nil)
+	if code, out := g.call(t, "/callbacks/validation", okBody, nil); code != 500 {
+		t.Fatalf("first delivery: %d %v; want 500", code, out)
 	}
-	if c := do(); c != 500 {
-		t.Fatalf("apply failure: %d", c)
+	if run, _ := ct.Get(t, f.st, runKey); run.Fields["status"] != "running" {
+		t.Fatalf("a failed delivery changed the run: %v", run.Fields)
 	}
-	if _, ok := ct.Get(t, f.st, receiptKey("cb-1")); ok {
-		t.Fatal("receipt kept after a failed apply: the retry would be replayed without processing")
+	if rc, _ := ct.Get(t, f.st, receiptKey("cb-1")); rc.Fields["status"] != "released" {
+		t.Fatalf("receipt after a failed apply: %v; want it released (the retry processes)", rc.Fields)
 	}
-	if c := do(); c != 200 {
-		t.Fatalf("retry: %d", c)
+	if code, out := g.call(t, "/callbacks/validation", okBody, nil); code != 200 || out["idempotent_replayed"] != false {
+		t.Fatalf("retry: %d %v; want it processed", code, out)
 	}
-	run, _ := ct.Get(t, f.st, runKey)
-	if run.Fields["status"] != "completed" {
+	if run, _ := ct.Get(t, f.st, runKey); run.Fields["status"] != "completed" {
 		t.Fatalf("retry did not process: %v", run.Fields)
 	}
 }
 
+// TestConcurrentCallbacksProcessOnce: of concurrent deliveries of one
+// callback exactly one processes; the others are told to retry (409 with
+// Retry-After) or, once it finished, replayed: never told "done" before
+// it is.
 func TestConcurrentCallbacksProcessOnce(t *testing.T) {
 	f := newFixture(t)
 	const n = 16
 	var wg sync.WaitGroup
-	replayed := make([]bool, n)
-	for i := range n {
+	var mu sync.Mutex
+	answers := map[string]int{}
+	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, out := f.call(t, "/callbacks/validation", okBody, nil)
-			if code != 200 {
-				t.Errorf("status %d: %v", code, out)
+			code, hdr, out := f.callFull(t, "/callbacks/validation", okBody, nil)
+			kind := ""
+			switch {
+			case code == 200 && out["idempotent_replayed"] == false:
+				kind = "processed"
+			case code == 200 && out["status"] == "completed":
+				kind = "replayed"
+			case code == 409 && hdr.Get("Retry-After") != "" && out["status"] == "processing":
+				kind = "retry later"
+			default:
+				t.Errorf("answer %d %v %v", code, hdr, out)
 			}
-			replayed[i], _ = out["idempotent_replayed"].(bool)
+			mu.Lock()
+			answers[kind]++
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	processed := 0
-	for _, r := range replayed {
-		if !r {
-			processed++
+	if answers["processed"] != 1 || answers["processed"]+answers["replayed"]+answers["retry later"] != n {
+		t.Fatalf("answers %v: want exactly one processed, the rest replayed or told to retry", answers)
+	}
+}
+
+// blockingStore holds the transaction that finishes a receipt (the third
+// of a callback: exists check, reserve, finish) until release is closed,
+// or fails it with err.
+func blockingStore(st store.Store, held chan struct{}, release chan struct{}, err error) *ct.FailingStore {
+	var mu sync.Mutex
+	calls := 0
+	return &ct.FailingStore{Store: st, Hook: func() error {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n != 3 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		close(held)
+		<-release
+		return nil
+	}}
+}
+
+// TestCallbackRetryWhileProcessing: a retry that arrives while the first
+// delivery is still processing gets 409 with Retry-After, not a 200 "done";
+// after the first finishes, retries replay its result.
+func TestCallbackRetryWhileProcessing(t *testing.T) {
+	f := newFixture(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	g := serve(t, blockingStore(f.st, held, release, nil), f.st, nil)
+	first := make(chan int, 1)
+	go func() {
+		code, _, _ := g.callFull(t, "/callbacks/validation", okBody, nil)
+		first <- code
+	}()
+	<-held
+	code, hdr, out := g.callFull(t, "/callbacks/validation", okBody, nil)
+	if code != http.StatusConflict || out["status"] != "processing" || out["idempotent_replayed"] != false {
+		t.Fatalf("retry during processing: %d %v; want 409 with status processing", code, out)
+	}
+	if secs, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || secs < 1 || secs > 30 {
+		t.Errorf("Retry-After %q: want the seconds left of the 30s reservation", hdr.Get("Retry-After"))
+	}
+	close(release)
+	if c := <-first; c != 200 {
+		t.Fatalf("first delivery: %d", c)
+	}
+	code, _, out = g.callFull(t, "/callbacks/validation", okBody, nil)
+	if code != 200 || out["idempotent_replayed"] != true || out["status"] != "completed" {
+		t.Fatalf("retry after processing: %d %v; want 200 replayed with status completed", code, out)
+	}
+}
+
+// TestCallbackAuthentication: with a verifier, a callback needs a token of
+// an allowed account: a forged callback without one changes nothing.
+func TestCallbackAuthentication(t *testing.T) {
+	is := authtest.NewIssuer(t)
+	const aud, job = "https://consumer.example.run.app", "validator@proj.iam.gserviceaccount.com"
+	v, err := auth.NewKeys(t.Context(), is.JWKSURL, 0).Verifier(auth.Config{Audience: aud, AllowedEmails: []string{job}, AccountsSetting: "EVENTPIPE_CALLBACK_ACCOUNTS"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &ct.FailingStore{Store: memstore.New()}
+	ct.Put(t, fs, runKey, map[string]any{"runId": "run-1", "status": "running"})
+	g := serve(t, fs, fs, v)
+	forged := `{"run_id":"run-1","callback_id":"cb-evil","status":"completed","result_uri":"gs://attacker/x.json"}`
+	for _, tc := range []struct {
+		name   string
+		token  string
+		status int
+	}{
+		{"no token", "", 401},
+		{"forged signature", is.Forge(t, authtest.Claims(aud, job)), 401},
+		{"push account", is.Sign(t, authtest.Claims(aud, "push@proj.iam.gserviceaccount.com")), 403},
+		{"other audience", is.Sign(t, authtest.Claims("https://elsewhere.example", job)), 401},
+	} {
+		hdr := map[string]string{}
+		if tc.token != "" {
+			hdr["Authorization"] = "Bearer " + tc.token
+		}
+		if code, _, out := g.callFull(t, "/callbacks/validation", forged, hdr); code != tc.status {
+			t.Errorf("%s: %d %v, want %d", tc.name, code, out, tc.status)
 		}
 	}
-	if processed != 1 {
-		t.Fatalf("%d callbacks processed, want 1", processed)
+	if run, _ := ct.Get(t, fs, runKey); run.Fields["status"] != "running" || run.Fields["resultUri"] != nil {
+		t.Fatalf("an unauthenticated callback changed the run: %v", run.Fields)
+	}
+	hdr := map[string]string{"Authorization": "Bearer " + is.Sign(t, authtest.Claims(aud, job))}
+	if code, _, out := g.callFull(t, "/callbacks/validation", okBody, hdr); code != 200 {
+		t.Fatalf("the job's own callback: %d %v", code, out)
 	}
 }

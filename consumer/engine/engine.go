@@ -22,6 +22,7 @@ const (
 	DefaultPoisonTTL        = 30 * 24 * time.Hour
 	DefaultLeaseDuration    = 900 * time.Second
 	DefaultMaxAttempts      = 5
+	DefaultMaxEventSkew     = 5 * time.Minute
 )
 
 // FingerprintMode says what to do when an event key arrives again with a
@@ -60,6 +61,12 @@ type Config struct {
 	// MaxAttempts is how many failed or crashed attempts a lease allows
 	// before the event is poison. Default 5.
 	MaxAttempts int
+	// MaxEventSkew bounds how far an event's own time may be ahead of its
+	// publish time. An event time beyond it (a producer's clock far off, a
+	// placeholder such as 9999-12-31) is not trusted for ordering: the
+	// publish time orders the event instead, and a WARNING line gives both.
+	// Default 5 minutes.
+	MaxEventSkew time.Duration
 	// Fingerprint is the reused-event-id mode. Default FingerprintError.
 	Fingerprint FingerprintMode
 	// Owner identifies this process in lease records (e.g. the revision and
@@ -105,7 +112,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, newError(TypeConfiguration, op, "Config.CollectionPrefix %q: %v", cfg.CollectionPrefix, err)
 	}
 	for name, d := range map[string]*time.Duration{"DedupeTTL": &cfg.DedupeTTL, "ReceiptTTL": &cfg.ReceiptTTL,
-		"PoisonTTL": &cfg.PoisonTTL, "LeaseDuration": &cfg.LeaseDuration} {
+		"PoisonTTL": &cfg.PoisonTTL, "LeaseDuration": &cfg.LeaseDuration, "MaxEventSkew": &cfg.MaxEventSkew} {
 		if *d < 0 {
 			return nil, newError(TypeConfiguration, op, "Config.%s is negative (%s): use a positive duration or 0 for the default", name, *d)
 		}
@@ -114,6 +121,7 @@ func New(cfg Config) (*Engine, error) {
 	setDefault(&cfg.ReceiptTTL, DefaultReceiptTTL)
 	setDefault(&cfg.PoisonTTL, DefaultPoisonTTL)
 	setDefault(&cfg.LeaseDuration, DefaultLeaseDuration)
+	setDefault(&cfg.MaxEventSkew, DefaultMaxEventSkew)
 	if cfg.LeaseDuration >= cfg.DedupeTTL {
 		return nil, newError(TypeConfiguration, op, "Config.LeaseDuration (%s) must be shorter than Config.DedupeTTL (%s), which also bounds how long lease records live", cfg.LeaseDuration, cfg.DedupeTTL)
 	}
@@ -195,16 +203,22 @@ type Event struct {
 	// Payload is the raw JSON payload; its fingerprint detects a reused event
 	// id. Optional: without it no fingerprint is checked.
 	Payload []byte
+	// Attributes and OrderingKey are the message's: a poison record keeps
+	// them with the payload (RecordPoison).
+	Attributes  map[string]string
+	OrderingKey string
 }
 
-// eventKey returns the logical key component and the fingerprint.
+// eventKey returns the logical key component and the fingerprint. Event
+// and message ids are kept exactly (keys.EscapeID): ids that differ only in
+// case or spaces are different events.
 func (ev Event) eventKey() (key, fingerprint string, err error) {
 	switch {
 	case ev.EventID != "" || len(ev.Identity) > 0:
 		key, err = keys.LogicalKey(ev.EventID, ev.Identity)
 	case ev.MessageID != "":
 		var n string
-		n, err = keys.NormalizeID(ev.MessageID)
+		n, err = keys.EscapeID(ev.MessageID)
 		key = "m-" + n
 	default:
 		err = fmt.Errorf("the event has no message id, event id or identity fields: the transport must give a message id")
@@ -221,7 +235,44 @@ func (ev Event) eventKey() (key, fingerprint string, err error) {
 	return key, fingerprint, nil
 }
 
-// fingerprintConflict reports a reused event key: stored and incoming
+// producerKey reports whether an event key is a producer-issued event id
+// ("e-"): a promise that one id names one event. A key derived from
+// identity fields or the message id makes no such promise.
+func producerKey(key string) bool { return strings.HasPrefix(key, "e-") }
+
+// sameEvent reports whether a stored event key and fingerprint stand for
+// the incoming event (key and fingerprint): same key and, where both
+// fingerprints are known, the same payload. The same producer-issued
+// event id with another payload is a reused event id: in warn mode it
+// counts as the same event with a warning, in error mode it is poison.
+// Under a derived key another payload is another event (same is false).
+func (e *Engine) sameEvent(op string, rec store.Key, storedKey, storedFP, key, fp string) (same bool, warning string, err error) {
+	if storedKey != key {
+		return false, "", nil
+	}
+	if storedFP == "" || fp == "" || storedFP == fp {
+		return true, "", nil
+	}
+	if !producerKey(key) {
+		return false, "", nil
+	}
+	warning, err = e.fingerprintConflict(op, rec, storedFP, fp)
+	return true, warning, err
+}
+
+// eventRecordID is the id component of a record that stands for one event
+// (a lease, a created document): the event key, and under a derived key
+// also part of the fingerprint, since there another payload is another
+// event (sameEvent).
+func eventRecordID(key, fingerprint string) string {
+	if producerKey(key) || fingerprint == "" {
+		return key
+	}
+	const n = 16 // 80 bits of the payload's hash
+	return key + "-" + fingerprint[len(fingerprint)-keys.LogicalKeyLen:][:n]
+}
+
+// fingerprintConflict reports a reused event id: stored and incoming
 // fingerprints both known and different. In warn mode it logs and returns
 // the warning text; in error mode it returns a poison error.
 func (e *Engine) fingerprintConflict(op string, key store.Key, stored, incoming string) (warning string, err error) {

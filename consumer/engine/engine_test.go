@@ -1,9 +1,12 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +33,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative attempts", engine.Config{Store: st, Env: "prod", MaxAttempts: -1}, "Config.MaxAttempts"},
 		{"lease outlives record", engine.Config{Store: st, Env: "prod", LeaseDuration: time.Hour, DedupeTTL: time.Minute}, "Config.LeaseDuration"},
 		{"bad mode", engine.Config{Store: st, Env: "prod", Fingerprint: "loud"}, "Config.Fingerprint"},
+		{"negative skew", engine.Config{Store: st, Env: "prod", MaxEventSkew: -time.Minute}, "Config.MaxEventSkew"},
 	}
 	for _, tc := range tests {
 		_, err := engine.New(tc.cfg)
@@ -191,5 +195,37 @@ func TestWriteKind(t *testing.T) {
 				t.Errorf("write %d: %s with write kind %q (%v); want %q", i, r.Outcome, r.WriteKind, err, want)
 			}
 		}
+	}
+}
+
+// TestEventTimeBeyondSkewIsLogged: an event dated far ahead of its publish
+// time is ordered by the publish time, and one WARNING line gives both.
+func TestEventTimeBeyondSkewIsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	eng, err := engine.New(engine.Config{Store: memstore.New(), Env: "prod", MaxEventSkew: time.Minute,
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	future := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	ev := engine.Event{MessageID: "m1", PublishTime: published, EventID: "e1", Payload: []byte(`{"a":1}`)}
+	w := engine.Write{Collection: "svc", ID: "checkout", EventTime: future, Fields: map[string]any{"status": "x"}}
+	if _, err := eng.Materialize(context.Background(), ev, w); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("want one JSON line, got %q: %v", buf.String(), err)
+	}
+	if line["level"] != "WARN" || line[logfields.EventTime] != future.Format(time.RFC3339Nano) ||
+		line[logfields.PublishTime] != published.Format(time.RFC3339Nano) || line[logfields.MessageID] != "m1" {
+		t.Errorf("skew line = %v, want WARN with the event time, the publish time and the message id", line)
+	}
+	// Within the skew: no line.
+	buf.Reset()
+	ev.MessageID, ev.EventID, w.EventTime = "m2", "e2", published.Add(30*time.Second)
+	if _, err := eng.Materialize(context.Background(), ev, w); err != nil || buf.Len() != 0 {
+		t.Errorf("within the skew: %v, logged %q", err, buf.String())
 	}
 }

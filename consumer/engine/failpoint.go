@@ -10,14 +10,16 @@ import (
 
 // Failpoint names a point where a process can crash mid-message: the four
 // worker points and three projection points of the operational acceptance
-// tests (crash there, redeliver, expect exactly one effect).
+// tests (crash there, redeliver, expect exactly one effect), and the point
+// after a callback's receipt is reserved.
 type Failpoint string
 
 // The failpoints. The engine hits WorkerAfterClaim (in Claim, after the
 // commit), WorkerBeforeMarkDone (at the start of Complete),
 // ProjectionBeforeWrite and ProjectionAfterWrite (in Materialize, around the
-// commit). Callers hit the rest with Engine.Hit around their own side effect
-// and acknowledgement.
+// commit) and CallbackAfterReserve (in Reserve, after a reservation
+// commits). Callers hit the rest with Engine.Hit around their own side
+// effect and acknowledgement.
 const (
 	WorkerAfterClaim      Failpoint = "worker-after-claim"
 	WorkerBeforeApply     Failpoint = "worker-before-apply"
@@ -26,12 +28,13 @@ const (
 	ProjectionBeforeWrite Failpoint = "projection-before-write"
 	ProjectionAfterWrite  Failpoint = "projection-after-write"
 	ProjectionBeforeAck   Failpoint = "projection-before-ack"
+	CallbackAfterReserve  Failpoint = "callback-after-reserve"
 )
 
 // Failpoints lists every failpoint.
 func Failpoints() []Failpoint {
 	return []Failpoint{WorkerAfterClaim, WorkerBeforeApply, WorkerAfterApply, WorkerBeforeMarkDone,
-		ProjectionBeforeWrite, ProjectionAfterWrite, ProjectionBeforeAck}
+		ProjectionBeforeWrite, ProjectionAfterWrite, ProjectionBeforeAck, CallbackAfterReserve}
 }
 
 // FailpointHook is called at every failpoint. A non-nil error stops the
@@ -90,7 +93,7 @@ func KillAtFailpoints(spec string) (FailpointHook, error) {
 }
 
 func failpointNames() string {
-	names := make([]string, 0, 7)
+	names := make([]string, 0, len(Failpoints()))
 	for _, fp := range Failpoints() {
 		names = append(names, string(fp))
 	}

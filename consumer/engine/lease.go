@@ -62,7 +62,7 @@ func (e *Engine) leaseKeys(ev Event, r LeaseRequest) (lease, agg store.Key, even
 	if err != nil {
 		return lease, agg, "", "", newError(TypePoison, "claim lease", "%v", err)
 	}
-	lease = store.Key{Collection: e.leases, ID: keys.JoinID(e.envID, h, eventKey)}
+	lease = store.Key{Collection: e.leases, ID: keys.JoinID(e.envID, h, eventRecordID(eventKey, fp))}
 	if r.Aggregate != "" && r.Sequence != nil {
 		a, err := keys.NormalizeID(r.Aggregate)
 		if err != nil {

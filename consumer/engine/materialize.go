@@ -125,8 +125,11 @@ type materialization struct {
 	fields map[string]any
 	// source builds owned fields, all in the value model (Write.Source).
 	source FieldSource
-	doc    store.Document // built from fields on the first write
-	res    Result
+	// checkSize measures the document before it is written (a large
+	// payload, or fields the caller built).
+	checkSize bool
+	doc       store.Document // built from fields on the first write
+	res       Result
 	// funcs are kept when m is recycled (see newMaterialization).
 	funcs *matFuncs
 }
@@ -170,8 +173,40 @@ func (m *materialization) document() (store.Document, error) {
 	}
 	m.order.toMeta(meta)
 	fields[MetaField] = meta
-	m.doc = store.Document{Fields: fields}
+	doc := store.Document{Fields: fields}
+	if m.checkSize {
+		if err := checkDocumentSize(m.op, m.res.DocPath, doc); err != nil {
+			return store.Document{}, err
+		}
+	}
+	m.doc = doc
 	return m.doc, nil
+}
+
+// MaxDocumentBytes is the largest document the engine writes: Firestore's
+// limit, kept on every store so that a message behaves the same whatever
+// the store.
+const MaxDocumentBytes = 1 << 20
+
+// sizeCheckFrom is the payload size from which a target document is
+// measured before it is written: below it, fields taken from the payload,
+// ids (at most limits.MaxIDBytes each) and the engine's own fields cannot
+// come near MaxDocumentBytes.
+const sizeCheckFrom = 256 << 10
+
+// checkDocumentSize makes a document too large for Firestore poison, with
+// the fix, instead of a write every store but Firestore accepts and
+// Firestore refuses forever. Its size is taken as its JSON encoding.
+func checkDocumentSize(op, path string, doc store.Document) error {
+	enc, err := store.EncodeJSON(doc)
+	if err != nil {
+		return err
+	}
+	if len(enc) > MaxDocumentBytes {
+		return newError(TypePoison, op, "%s would take about %d bytes; a document holds at most %d (fix: route fewer or smaller fields into it)",
+			path, len(enc), MaxDocumentBytes)
+	}
+	return nil
 }
 
 // Materialize applies one message's effect atomically: in ModeLatest it
@@ -268,11 +303,13 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		}
 		m.target, target = e.envKey(w.Collection, id)
 	case w.Mode == ModeCreate:
-		m.target, target = e.envKey(w.Collection, key)
+		// One document per event: under a derived key, the payload tells
+		// events apart too.
+		m.target, target = e.envKey(w.Collection, eventRecordID(key, fp))
 	default:
 		return nil, newError(TypePoison, op, "the message has no aggregate id (Write.ID): latest-state writes need one to name the document")
 	}
-	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: w.EventTime.UTC().Truncate(time.Microsecond),
+	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: e.orderingTime(ev, w, target),
 		publishTime: ev.PublishTime.UTC().Truncate(time.Microsecond), messageID: ev.MessageID}
 	if w.Sequence != nil {
 		m.order.seq = *w.Sequence
@@ -285,6 +322,7 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		return nil, newError(TypePoison, op, "Write.Fields: %v", err)
 	}
 	m.res = Result{DocPath: target, IdempotencyDoc: target}
+	m.checkSize = !lazy || len(ev.Payload)+attributeBytes(ev.Attributes) >= sizeCheckFrom
 	if w.DedupeMarker {
 		m.marker, m.markerPath = e.envKey(e.dedupe, key)
 		m.res.IdempotencyDoc = m.markerPath
@@ -293,6 +331,22 @@ func (e *Engine) prepare(ev Event, w Write) (*materialization, error) {
 		m.eventKey = m.markerPath[len(m.markerPath)-len(key):]
 	}
 	return m, nil
+}
+
+// orderingTime is the event time that orders w: its own, unless that is
+// more than MaxEventSkew ahead of the publish time, which then stands in
+// for it (logged at WARNING with both times), so that one event from a
+// clock far ahead cannot make every later update of its aggregate stale.
+func (e *Engine) orderingTime(ev Event, w Write, target string) time.Time {
+	at := w.EventTime.UTC().Truncate(time.Microsecond)
+	if ev.PublishTime.IsZero() || !at.After(ev.PublishTime.Add(e.cfg.MaxEventSkew)) {
+		return at
+	}
+	published := ev.PublishTime.UTC().Truncate(time.Microsecond)
+	e.cfg.Logger.Warn("event time is beyond the maximum skew ahead of the publish time: ordered by the publish time",
+		logfields.MessageID, ev.MessageID, logfields.EventTime, at, logfields.PublishTime, published,
+		"max_event_skew", e.cfg.MaxEventSkew.String(), logfields.DocPath, target)
+	return published
 }
 
 // release clears m (the store owns the document it was given) and recycles it.
@@ -323,9 +377,10 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 			return err
 		}
 		if live {
-			m.res.Outcome = Duplicate
-			m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, markerFingerprint(md), m.fingerprint)
-			return err
+			if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
+				return err
+			}
+			// Another event under the same derived key: ordered below.
 		}
 	}
 	cur, exists, err := getLiveShared(ctx, tx, m.target, now)
@@ -334,9 +389,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	}
 	if exists {
 		meta := sub(cur.Fields, MetaField)
-		if str(meta, metaEventKey) == m.eventKey {
-			m.res.Outcome = Duplicate
-			m.res.Warning, err = e.fingerprintConflict(m.op, m.target, str(meta, metaFingerprint), m.fingerprint)
+		if dup, err := m.duplicateOf(e, m.target, str(meta, metaEventKey), str(meta, metaFingerprint)); dup || err != nil {
 			return err
 		}
 		if m.order.compare(orderFromMeta(meta)) <= 0 {
@@ -348,9 +401,10 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 				if err != nil || !live {
 					return err
 				}
-				m.res.Outcome, m.res.IdempotencyDoc = Duplicate, m.markerPath
-				m.res.Warning, err = e.fingerprintConflict(m.op, m.marker, markerFingerprint(md), m.fingerprint)
-				return err
+				if dup, err := m.duplicateOf(e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
+					m.res.IdempotencyDoc = m.markerPath
+					return err
+				}
 			}
 			return nil
 		}
@@ -374,6 +428,17 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		return err
 	}
 	return store.SetOwned(ctx, tx, m.target, doc)
+}
+
+// duplicateOf reports whether the event recorded in rec (its key and
+// fingerprint) is this message's event (Engine.sameEvent), and if so makes
+// the outcome a duplicate, with a warning or an error for a reused event id.
+func (m *materialization) duplicateOf(e *Engine, rec store.Key, storedKey, storedFP string) (bool, error) {
+	same, warning, err := e.sameEvent(m.op, rec, storedKey, storedFP, m.eventKey, m.fingerprint)
+	if same {
+		m.res.Outcome, m.res.Warning = Duplicate, warning
+	}
+	return same, err
 }
 
 // markerRecord returns the dedupe marker's key and content: one string

@@ -10,20 +10,33 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 )
 
-// ReceiptProcessing is the status of a reserved receipt whose callback is
-// being processed.
-const ReceiptProcessing = "processing"
+// Receipt statuses besides the final status a callback's processing
+// records (Finish).
+const (
+	// ReceiptProcessing: a delivery reserved the receipt and is processing
+	// the callback; retries are answered "in progress" until it finishes
+	// or its reservation lapses.
+	ReceiptProcessing = "processing"
+	// ReceiptReleased: the processing failed and gave the receipt back
+	// (Release): the next delivery processes the callback. The record stays,
+	// so the fencing token keeps growing.
+	ReceiptReleased = "released"
+)
 
 // ReceiptRequest identifies one callback (seed 004).
 type ReceiptRequest struct {
 	// Route is the callback route, e.g. "validation-finished".
 	Route string
-	// CallbackID is the id the callback echoes back; required.
+	// CallbackID is the id the callback echoes back; required. It is kept
+	// exactly (keys.EscapeID): ids differing only in case are different.
 	CallbackID string
 	// Payload is the raw body; its fingerprint detects a reused callback id.
 	Payload []byte
 	// Fields are stored on the receipt (e.g. run id, result URI).
 	Fields map[string]any
+	// Lease is how long this delivery's reservation holds before a retry
+	// may take it over (its holder died); 0 is the engine's LeaseDuration.
+	Lease time.Duration
 }
 
 // Receipt is a callback receipt.
@@ -34,9 +47,13 @@ type Receipt struct {
 	ReceivedAt time.Time
 	// Status is ReceiptProcessing until Finish records the final status.
 	Status string
-	// Replayed is true when the receipt existed: this call is a duplicate and
-	// must answer with the original ReceivedAt and Status, not process.
+	// Replayed is true when the callback was processed before: this call is
+	// a duplicate and must answer with the original ReceivedAt and Status.
 	Replayed bool
+	// HeldUntil is, with an in_progress error from Reserve, when the
+	// reservation of the delivery processing the callback lapses: retry
+	// then at the latest.
+	HeldUntil time.Time
 	// Ops counts the store operations of the call that returned it.
 	Ops opcount.Counts
 
@@ -44,18 +61,20 @@ type Receipt struct {
 	token int64
 }
 
-// Reserve reserves the receipt before any processing (reserve-first: of two
-// concurrent callbacks exactly one gets Replayed == false and processes; the
-// other gets the original receipt to replay). A receipt left in
-// ReceiptProcessing longer than LeaseDuration (its holder crashed) is taken
-// over. Costs 1 read + 1 write when reserved, 1 read + 0 writes replayed.
+// Reserve reserves the receipt before any processing (reserve-first: of
+// concurrent deliveries of a callback exactly one gets a reservation and
+// processes; the others get an in_progress *Error, with HeldUntil, until
+// it finishes). A finished receipt is Replayed. A reservation that lapsed
+// (its holder died) or was released is taken over with a new fencing
+// token, so the former holder can no longer finish it. Costs 1 read + 1
+// write when reserved, 1 read + 0 writes otherwise.
 func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error) {
 	const op = "reserve receipt"
 	route, err := keys.NormalizeID(r.Route)
 	if err != nil {
 		return Receipt{}, newError(TypeConfiguration, op, "ReceiptRequest.Route: %v", err)
 	}
-	cb, err := keys.NormalizeID(r.CallbackID)
+	cb, err := keys.EscapeID(r.CallbackID)
 	if err != nil {
 		return Receipt{}, newError(TypePoison, op, "callback id: %v (the callback must echo the callback_id it was given)", err)
 	}
@@ -69,57 +88,89 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 	if err != nil {
 		return Receipt{}, newError(TypeConfiguration, op, "ReceiptRequest.Fields: %v", err)
 	}
+	lease := r.Lease
+	if lease <= 0 {
+		lease = e.cfg.LeaseDuration
+	}
 	key := store.Key{Collection: e.receipts, ID: keys.JoinID(e.envID, route, cb)}
 	var rc Receipt
 	err = e.runTx(ctx, &rc.Ops, func(ctx context.Context, tx store.Tx) error {
 		now := e.now()
-		rc = Receipt{Doc: key.String(), key: key, Ops: rc.Ops}
+		rc = Receipt{Doc: key.String(), key: key, Ops: rc.Ops, ReceivedAt: now}
 		// Read the receipt even when expired: its token keeps fencing monotonic.
 		cur, err := tx.Get(ctx, key)
 		if err != nil && !isNotFound(err) {
 			return err
 		}
-		token := i64(cur.Fields, "token") + 1
 		if err == nil && !cur.Expired(now) {
 			f := cur.Fields
-			if _, err := e.fingerprintConflict(op, key, str(f, metaFingerprint), fp); err != nil {
-				return err
+			status := str(f, "status")
+			if status != ReceiptReleased {
+				if _, err := e.fingerprintConflict(op, key, str(f, metaFingerprint), fp); err != nil {
+					return err
+				}
 			}
-			rc.ReceivedAt, rc.Status = tm(f, "receivedAt"), str(f, "status")
-			stuck := rc.Status == ReceiptProcessing && !tm(f, "reservedAt").Add(e.cfg.LeaseDuration).After(now)
-			if !stuck {
+			rc.ReceivedAt, rc.Status = tm(f, "receivedAt"), status
+			switch until := receiptLeaseUntil(f, e.cfg.LeaseDuration); {
+			case status == ReceiptProcessing && until.After(now):
+				rc.HeldUntil = until
+				return newError(TypeInProgress, op, "%s is being processed by another delivery until %s", key, until.Format(time.RFC3339))
+			case status != ReceiptProcessing && status != ReceiptReleased:
 				rc.Replayed = true
 				return nil
 			}
-		} else {
-			rc.ReceivedAt = now
 		}
-		rc.Status, rc.token = ReceiptProcessing, token
+		rc.Status, rc.token = ReceiptProcessing, i64(cur.Fields, "token")+1
 		f := map[string]any{"route": r.Route, "callbackId": r.CallbackID, "status": ReceiptProcessing,
-			"receivedAt": rc.ReceivedAt, "reservedAt": now, "token": token, metaFingerprint: fp, "fields": extra}
+			"receivedAt": rc.ReceivedAt, "reservedAt": now, "leaseUntil": now.Add(lease), "token": rc.token,
+			metaFingerprint: fp, "fields": extra}
 		return tx.Set(ctx, key, store.Document{Fields: f, ExpireAt: now.Add(e.cfg.ReceiptTTL)})
 	})
 	if err != nil {
-		return Receipt{}, wrap(op, err)
+		return rc, wrap(op, err)
+	}
+	if !rc.Replayed {
+		if err := e.Hit(ctx, CallbackAfterReserve); err != nil {
+			return Receipt{}, err
+		}
 	}
 	return rc, nil
 }
 
-// Finish records the final status of a receipt this call reserved; replays
-// of the callback answer with it from now on. A receipt taken over by
-// another delivery gives a stale *Error (code FENCED).
-func (e *Engine) Finish(ctx context.Context, rc Receipt, status string) (Receipt, error) {
-	return e.settleReceipt(ctx, "finish receipt", rc, status)
+// receiptLeaseUntil is when a processing receipt's reservation lapses
+// (records written before leaseUntil was stored: reservedAt plus lease).
+func receiptLeaseUntil(f map[string]any, lease time.Duration) time.Time {
+	if until := tm(f, "leaseUntil"); !until.IsZero() {
+		return until
+	}
+	return tm(f, "reservedAt").Add(lease)
 }
 
-// Release deletes a receipt this call reserved, after processing failed, so
-// that the callback's retry processes it again.
+// Effect is a callback's effect on the store, run inside the transaction
+// that finishes its receipt (reads first, as in any transaction).
+type Effect func(ctx context.Context, tx store.Tx) error
+
+// Finish applies effect (nil for none) and records the receipt's final
+// status in one transaction, if this call's reservation still holds: the
+// effect happens exactly when the receipt says it did, and a holder whose
+// reservation was taken over gets a stale *Error (code FENCED) with its
+// effect not applied. Replays of the callback answer with status from now
+// on.
+func (e *Engine) Finish(ctx context.Context, rc Receipt, status string, effect Effect) (Receipt, error) {
+	if status == "" || status == ReceiptProcessing || status == ReceiptReleased {
+		return rc, newError(TypeConfiguration, "finish receipt", "status %q: use the callback's own final status", status)
+	}
+	return e.settleReceipt(ctx, "finish receipt", rc, status, effect)
+}
+
+// Release gives back a receipt this call reserved, after processing failed
+// (nothing was applied), so that the callback's retry processes it.
 func (e *Engine) Release(ctx context.Context, rc Receipt) error {
-	_, err := e.settleReceipt(ctx, "release receipt", rc, "")
+	_, err := e.settleReceipt(ctx, "release receipt", rc, ReceiptReleased, nil)
 	return err
 }
 
-func (e *Engine) settleReceipt(ctx context.Context, op string, rc Receipt, status string) (Receipt, error) {
+func (e *Engine) settleReceipt(ctx context.Context, op string, rc Receipt, status string, effect Effect) (Receipt, error) {
 	if rc.Replayed || rc.token == 0 {
 		return rc, newError(TypeConfiguration, op, "%s was not reserved by this call (replayed receipts are read-only)", rc.Doc)
 	}
@@ -133,12 +184,22 @@ func (e *Engine) settleReceipt(ctx context.Context, op string, rc Receipt, statu
 		if !exists || i64(cur.Fields, "token") != rc.token || str(cur.Fields, "status") != ReceiptProcessing {
 			return &Error{Type: TypeStale, Code: "FENCED", Op: op, Err: fmt.Errorf("%s is no longer reserved by this call (taken over or settled)", rc.Doc)}
 		}
-		if status == "" {
-			return tx.Delete(ctx, rc.key)
+		if effect != nil {
+			if err := effect(ctx, tx); err != nil {
+				return err
+			}
 		}
-		cur.Fields["status"], cur.Fields["finishedAt"] = status, now
-		rc.Status = status
+		cur.Fields["status"] = status
+		delete(cur.Fields, "leaseUntil")
+		if status == ReceiptReleased {
+			cur.Fields["releasedAt"] = now
+		} else {
+			cur.Fields["finishedAt"] = now
+		}
 		return tx.Set(ctx, rc.key, store.Document{Fields: cur.Fields, ExpireAt: now.Add(e.cfg.ReceiptTTL)})
 	})
+	if err == nil {
+		rc.Status = status
+	}
 	return rc, wrap(op, err)
 }

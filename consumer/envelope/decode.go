@@ -7,14 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 )
-
-// MaxPushBody is the largest push request body accepted. Pub/Sub messages
-// are at most 10 MB; base64 grows data by 4/3, and attributes plus the JSON
-// envelope add at most about 1 MiB more.
-const MaxPushBody = 10<<20*4/3 + 1<<20
 
 // FieldError is a poison-message error: the envelope or payload is invalid
 // and redelivering it cannot help. It names the field and how to fix it.
@@ -33,15 +27,17 @@ func (e *FieldError) Error() string {
 var subscriptionName = regexp.MustCompile(`^projects/[^/]+/subscriptions/[^/]+$`)
 
 // rawEnvelope mirrors the push body; RawMessage fields are type-checked by
-// hand so every error can name its field.
+// hand so every error can name its field. The message and its data are
+// kept as slices of the body (rawValue), not copied: a push body is
+// mostly the message's data.
 type rawEnvelope struct {
-	Message         json.RawMessage `json:"message"`
+	Message         rawValue        `json:"message"`
 	Subscription    json.RawMessage `json:"subscription"`
 	DeliveryAttempt json.RawMessage `json:"deliveryAttempt"`
 }
 
 type rawMessage struct {
-	Data             json.RawMessage `json:"data"`
+	Data             rawValue        `json:"data"`
 	Attributes       json.RawMessage `json:"attributes"`
 	MessageID        json.RawMessage `json:"messageId"`
 	MessageIDSnake   json.RawMessage `json:"message_id"`
@@ -51,7 +47,9 @@ type rawMessage struct {
 }
 
 // DecodePush decodes and validates a push request body. Every error it
-// returns is a *FieldError.
+// returns is a *FieldError. The message's data is decoded from base64 into
+// a new buffer and the message keeps no reference to body, so the caller
+// may drop the body once it has the message.
 func DecodePush(body []byte) (Message, error) {
 	var env rawEnvelope
 	if err := strictObject(body, &env); err != nil {
@@ -96,11 +94,10 @@ func DecodePush(body []byte) (Message, error) {
 			return Message{}, err
 		}
 	}
-	b64, err := requiredString(raw.Data, "message.data")
-	if err != nil {
+	if err := m.CheckIDs(); err != nil {
 		return Message{}, err
 	}
-	if m.Data, err = decodeBase64(b64); err != nil {
+	if m.Data, err = messageData(raw.Data); err != nil {
 		return Message{}, err
 	}
 	if m.Payload, err = DecodePayload(m.Data); err != nil {
@@ -109,46 +106,47 @@ func DecodePush(body []byte) (Message, error) {
 	return m, nil
 }
 
-// DecodePayload parses message data as a JSON object, keeping numbers as
-// json.Number so ids and sequences survive unchanged.
-func DecodePayload(data []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, &FieldError{"message.data", "decoded data is not valid JSON: " + err.Error(),
-			"publish a UTF-8 JSON object as the message data"}
+// messageData decodes the base64 JSON string raw into a new buffer,
+// reading the string in place when it has no escapes (Pub/Sub's never do).
+func messageData(raw rawValue) ([]byte, error) {
+	const field = "message.data"
+	if isAbsent(raw) {
+		return nil, &FieldError{field, "missing", "set " + field + " to a non-empty string"}
 	}
-	if dec.More() {
-		return nil, &FieldError{"message.data", "decoded data has content after the JSON value",
-			"publish exactly one JSON object per message"}
+	if raw[0] != '"' {
+		return nil, &FieldError{field, fmt.Sprintf("%s is not a string", truncate(raw)), "send " + field + " as a JSON string"}
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, &FieldError{"message.data", fmt.Sprintf("decoded data is a JSON %s, not an object", jsonKind(v)),
-			`publish a JSON object such as {"service":"api","status":"ok"}`}
+	text := raw[1 : len(raw)-1]
+	if bytes.IndexByte(text, '\\') >= 0 {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, &FieldError{field, "not a valid JSON string: " + err.Error(), "send " + field + " as a JSON string"}
+		}
+		text = []byte(s)
 	}
-	return obj, nil
+	return decodeBase64(text)
 }
 
 // decodeBase64 accepts standard and URL-safe alphabets, padded or not.
-func decodeBase64(s string) ([]byte, error) {
-	if s == "" {
+func decodeBase64(s []byte) ([]byte, error) {
+	if len(s) == 0 {
 		return nil, &FieldError{"message.data", "empty", "publish a JSON object as the message data"}
 	}
 	enc := base64.StdEncoding
-	if strings.ContainsAny(s, "-_") {
+	if bytes.ContainsAny(s, "-_") {
 		enc = base64.URLEncoding
 	}
-	if !strings.HasSuffix(s, "=") && len(s)%4 != 0 {
+	if s[len(s)-1] != '=' && len(s)%4 != 0 {
 		enc = enc.WithPadding(base64.NoPadding)
 	}
-	b, err := enc.Strict().DecodeString(s)
+	enc = enc.Strict()
+	b := make([]byte, enc.DecodedLen(len(s)))
+	n, err := enc.Decode(b, s)
 	if err != nil {
 		return nil, &FieldError{"message.data", "not valid base64 (standard or URL-safe): " + err.Error(),
 			"base64-encode the JSON payload (Pub/Sub does this for you)"}
 	}
-	return b, nil
+	return b[:n], nil
 }
 
 func deliveryAttempt(raw json.RawMessage) (int, error) {
@@ -233,11 +231,11 @@ func strictObject(data []byte, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-func isAbsent(raw json.RawMessage) bool {
+func isAbsent(raw []byte) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-func truncate(raw json.RawMessage) string {
+func truncate(raw []byte) string {
 	const max = 40
 	if len(raw) > max {
 		return string(raw[:max]) + "…"
@@ -245,26 +243,10 @@ func truncate(raw json.RawMessage) string {
 	return string(raw)
 }
 
-func jsonKind(v any) string {
-	switch v.(type) {
-	case []any:
-		return "array"
-	case string:
-		return "string"
-	case json.Number:
-		return "number"
-	case bool:
-		return "boolean"
-	case nil:
-		return "null"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
-
 // Peek salvages what it can from a body DecodePush rejected, for the log
 // line, the DLQ decision and the poison record: message id, subscription,
-// delivery attempt and publish time when they parse. Data is the raw body.
+// delivery attempt and publish time when they parse (ids only when they are
+// within limits.MaxIDBytes). Data is the raw body.
 func Peek(body []byte) Message {
 	m := Message{Data: body, Attributes: map[string]string{}}
 	var env struct {
@@ -284,6 +266,12 @@ func Peek(body []byte) Message {
 		m.ID, _ = env.Message.MessageID2.(string)
 	}
 	m.Subscription, _ = env.Subscription.(string)
+	if CheckID("", m.ID) != nil {
+		m.ID = ""
+	}
+	if CheckID("", m.Subscription) != nil {
+		m.Subscription = ""
+	}
 	if n, ok := env.DeliveryAttempt.(float64); ok && n >= 1 && n == float64(int(n)) {
 		m.DeliveryAttempt = int(n)
 	}

@@ -14,7 +14,10 @@
 package envelope
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/limits"
 )
 
 // Message is one Pub/Sub message as the consumer sees it, whether it came
@@ -24,8 +27,8 @@ type Message struct {
 	ID string
 	// Data is the decoded message payload (raw JSON bytes).
 	Data []byte
-	// Payload is Data parsed as a JSON object; numbers are json.Number.
-	Payload map[string]any
+	// Payload is Data as a JSON object, its values decoded on demand.
+	Payload Payload
 	// Attributes are the message attributes (never nil after decoding).
 	Attributes map[string]string
 	// PublishTime is when Pub/Sub accepted the message.
@@ -42,3 +45,26 @@ type Message struct {
 // HasDeliveryAttempt reports whether Pub/Sub sent a delivery attempt, which
 // it does only for subscriptions with a dead-letter policy.
 func (m *Message) HasDeliveryAttempt() bool { return m.DeliveryAttempt > 0 }
+
+// CheckIDs reports, as a *FieldError, an id of the message longer than
+// limits.MaxIDBytes: its message id, ordering key or subscription.
+func (m *Message) CheckIDs() error {
+	for _, id := range []struct{ field, value string }{
+		{"message.messageId", m.ID}, {"message.orderingKey", m.OrderingKey}, {"subscription", m.Subscription},
+	} {
+		if err := CheckID(id.field, id.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckID reports an id longer than limits.MaxIDBytes as a *FieldError
+// naming field.
+func CheckID(field, id string) error {
+	if len(id) <= limits.MaxIDBytes {
+		return nil
+	}
+	return &FieldError{field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
+		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes)}
+}

@@ -5,9 +5,12 @@ package keys
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -16,8 +19,6 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/eventpipe/eventpipe/consumer/internal/jsonplain"
 )
 
 // CanonicalJSON returns the canonical form of the JSON text data: object keys
@@ -35,23 +36,6 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append(make([]byte, 0, len(out)), out...), nil
-}
-
-// canonical parses p.in and returns its canonical form, which aliases p's
-// buffer: use it before the parser goes back to the pool.
-func (p *parser) canonical() ([]byte, error) {
-	if !utf8.Valid(p.in) {
-		return nil, errors.New("canonical JSON: input is not valid UTF-8")
-	}
-	p.ws()
-	if err := p.value(0); err != nil {
-		return nil, fmt.Errorf("canonical JSON: %w", err)
-	}
-	p.ws()
-	if p.pos != len(p.in) {
-		return nil, fmt.Errorf("canonical JSON: trailing data at offset %d", p.pos)
-	}
-	return p.out, nil
 }
 
 // CanonicalValue returns the canonical JSON of a Go value: the same bytes as
@@ -149,18 +133,28 @@ func appendCanonicalValue(b []byte, v any, depth int) (out []byte, ok bool) {
 const MaxDepth = 128
 
 // parser is a recursive-descent JSON parser (RFC 8259 grammar) that writes
-// the canonical form to out as it goes. Parsers are pooled: members and
-// scratch are working space that nested objects share.
+// the canonical form to out as it goes, handing out to sink in pieces when
+// there is one, so that hashing a large payload takes little memory.
+//
+// An object is read twice: once to check it and find where each member's
+// value is (skip), then once more member by member in key order, writing
+// each value. Nothing is buffered for the reordering, so the memory used
+// is bounded by the number of members, not by the size of the text.
+// Parsers are pooled.
 type parser struct {
-	in      []byte
-	pos     int
-	out     []byte
-	members []member // the members of every object being parsed, innermost last
-	scratch []byte   // an object's values while they are reordered
+	in   []byte
+	pos  int
+	out  []byte
+	sink io.Writer // nil: out keeps the whole canonical form
+	// members are the members of every object being written, innermost
+	// last: a key and where its value is in the input.
+	members []member
+	hash    hash.Hash         // Fingerprint's, kept across uses
+	sum     [sha256.Size]byte // the hash's sum
 }
 
-// member is one object member: its key (unescaped) and where its canonical
-// value is in out.
+// member is one object member: its key (unescaped) and where its value
+// is in the input.
 type member struct {
 	key        []byte
 	start, end int
@@ -170,23 +164,68 @@ type member struct {
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
 // maxPooledBuffer bounds the buffers a pooled parser keeps, so one huge
-// payload does not pin its memory.
-const maxPooledBuffer = 64 << 10
+// payload does not pin its memory; flushAt is the size at which the
+// output goes to the sink.
+const (
+	maxPooledBuffer = 64 << 10
+	flushAt         = 32 << 10
+)
 
 func getParser(in []byte) *parser {
 	p := parserPool.Get().(*parser)
-	p.in, p.pos = in, 0
-	p.out, p.members, p.scratch = p.out[:0], p.members[:0], p.scratch[:0]
+	p.in, p.pos, p.sink = in, 0, nil
+	p.out, p.members = p.out[:0], p.members[:0]
 	return p
 }
 
 func putParser(p *parser) {
-	if cap(p.out) > maxPooledBuffer || cap(p.scratch) > maxPooledBuffer {
+	if cap(p.out) > maxPooledBuffer || cap(p.members) > maxPooledBuffer/32 {
 		return
 	}
-	p.in = nil
+	p.in, p.sink = nil, nil
 	clear(p.members[:cap(p.members)]) // drop references to escaped keys
 	parserPool.Put(p)
+}
+
+// canonical parses p.in and writes its canonical form: to p.sink when
+// set (what is returned is then nil), else to the returned slice, which
+// aliases p's buffer: use it before the parser goes back to the pool.
+func (p *parser) canonical() ([]byte, error) {
+	if !utf8.Valid(p.in) {
+		return nil, errors.New("canonical JSON: input is not valid UTF-8")
+	}
+	p.ws()
+	if err := p.value(0, true); err != nil {
+		return nil, fmt.Errorf("canonical JSON: %w", err)
+	}
+	p.ws()
+	if p.pos != len(p.in) {
+		return nil, fmt.Errorf("canonical JSON: trailing data at offset %d", p.pos)
+	}
+	if p.sink != nil {
+		_, err := p.sink.Write(p.out)
+		p.out = p.out[:0]
+		return nil, err
+	}
+	return p.out, nil
+}
+
+// flush hands the output to the sink once there is enough of it.
+func (p *parser) flush() {
+	if p.sink != nil && len(p.out) >= flushAt {
+		_, _ = p.sink.Write(p.out) // hashes do not fail
+		p.out = p.out[:0]
+	}
+}
+
+// write appends b to the output, flushing as it goes.
+func (p *parser) write(b []byte) {
+	for len(b) > 0 {
+		n := min(len(b), flushAt)
+		p.out = append(p.out, b[:n]...)
+		b = b[n:]
+		p.flush()
+	}
 }
 
 func (p *parser) ws() {
@@ -204,7 +243,9 @@ func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf("offset %d: %s", p.pos, fmt.Sprintf(format, args...))
 }
 
-func (p *parser) value(depth int) error {
+// value reads the value at p.pos and, with write, writes its canonical
+// form; without, it only checks it (an object's first reading).
+func (p *parser) value(depth int, write bool) error {
 	if p.pos >= len(p.in) {
 		return p.errorf("unexpected end of input")
 	}
@@ -213,43 +254,96 @@ func (p *parser) value(depth int) error {
 		if depth >= MaxDepth {
 			return p.errorf("nested deeper than %d levels", MaxDepth)
 		}
-		if c == '{' {
+		switch {
+		case write && c == '{':
 			return p.object(depth + 1)
+		case write:
+			return p.array(depth + 1)
+		case c == '{':
+			return p.objectMembers(func([]byte, int) error { return p.value(depth+1, false) })
 		}
-		return p.array(depth + 1)
+		return p.arrayElements(func(int) error { return p.value(depth+1, false) })
+	case c == '"' && write:
+		return p.stringValue()
 	case c == '"':
-		s, err := p.str()
-		if err != nil {
-			return err
-		}
-		p.out = appendString(p.out, s)
-		return nil
+		return p.skipString()
 	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number()
-	default:
-		for _, lit := range [...]string{"true", "false", "null"} {
-			if bytes.HasPrefix(p.in[p.pos:], []byte(lit)) {
-				p.pos += len(lit)
-				p.out = append(p.out, lit...)
-				return nil
-			}
+		if write {
+			return p.number()
 		}
-		return p.errorf("unexpected character %q", c)
+		end, _, problem := scanNumber(p.in, p.pos)
+		p.pos = end
+		if problem != "" {
+			return p.errorf("%s", problem)
+		}
+		return nil
+	default:
+		lit, err := p.literal()
+		if write {
+			p.out = append(p.out, lit...)
+		}
+		return err
 	}
 }
 
+// skipString moves past the string literal at p.pos, checking it.
+func (p *parser) skipString() error {
+	p.pos++ // opening quote
+	for p.pos < len(p.in) {
+		switch c := p.in[p.pos]; {
+		case c == '"':
+			p.pos++
+			return nil
+		case c < 0x20:
+			return p.errorf("control character in string")
+		case c == '\\':
+			if _, err := p.escape(); err != nil {
+				return err
+			}
+		default:
+			p.pos++
+		}
+	}
+	return p.errorf("unterminated string")
+}
+
+// literal reads true, false or null.
+func (p *parser) literal() (string, error) {
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if bytes.HasPrefix(p.in[p.pos:], []byte(lit)) {
+			p.pos += len(lit)
+			return lit, nil
+		}
+	}
+	return "", p.errorf("unexpected character %q", p.in[p.pos])
+}
+
 func (p *parser) array(depth int) error {
-	p.pos++ // '['
 	p.out = append(p.out, '[')
+	err := p.arrayElements(func(i int) error {
+		if i > 0 {
+			p.out = append(p.out, ',')
+		}
+		err := p.value(depth, true)
+		p.flush()
+		return err
+	})
+	p.out = append(p.out, ']')
+	return err
+}
+
+// arrayElements reads the array at p.pos (its '['), calling elem for each
+// element, which elem must read.
+func (p *parser) arrayElements(elem func(i int) error) error {
+	p.pos++ // '['
 	p.ws()
 	if p.pos < len(p.in) && p.in[p.pos] == ']' {
 		p.pos++
-		p.out = append(p.out, ']')
 		return nil
 	}
-	for {
+	for i := 0; ; i++ {
 		p.ws()
-		if err := p.value(depth); err != nil {
+		if err := elem(i); err != nil {
 			return err
 		}
 		p.ws()
@@ -259,10 +353,8 @@ func (p *parser) array(depth int) error {
 		switch p.in[p.pos] {
 		case ',':
 			p.pos++
-			p.out = append(p.out, ',')
 		case ']':
 			p.pos++
-			p.out = append(p.out, ']')
 			return nil
 		default:
 			return p.errorf("expected ',' or ']' in array")
@@ -270,18 +362,55 @@ func (p *parser) array(depth int) error {
 	}
 }
 
-// object writes each member's canonical value to out as it is parsed, then
-// reorders the members by key.
+// object checks the object and finds its members (skipping their
+// values), then writes them in key order, reading each value again.
 func (p *parser) object(depth int) error {
+	mbase := len(p.members)
+	defer func() { p.members = p.members[:mbase] }()
+	if err := p.objectMembers(func(key []byte, start int) error {
+		if err := p.value(depth, false); err != nil {
+			return err
+		}
+		p.members = append(p.members, member{key, start, p.pos})
+		return nil
+	}); err != nil {
+		return err
+	}
+	end := p.pos
+	members := p.members[mbase:]
+	sortMembers(members)
+	for i := 1; i < len(members); i++ {
+		if bytes.Equal(members[i].key, members[i-1].key) {
+			return fmt.Errorf("duplicate object key %q", members[i].key)
+		}
+	}
+	p.out = append(p.out, '{')
+	for i, m := range members {
+		if i > 0 {
+			p.out = append(p.out, ',')
+		}
+		p.out = appendString(p.out, m.key)
+		p.out = append(p.out, ':')
+		p.pos = m.start
+		if err := p.value(depth, true); err != nil {
+			return err
+		}
+		p.flush()
+	}
+	p.out = append(p.out, '}')
+	p.pos = end
+	return nil
+}
+
+// objectMembers reads the object at p.pos (its '{'), calling member with
+// each key and the position of its value, which member must read.
+func (p *parser) objectMembers(member func(key []byte, start int) error) error {
 	p.pos++ // '{'
 	p.ws()
 	if p.pos < len(p.in) && p.in[p.pos] == '}' {
 		p.pos++
-		p.out = append(p.out, "{}"...)
 		return nil
 	}
-	base := len(p.out)
-	mbase := len(p.members)
 	for {
 		p.ws()
 		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
@@ -297,45 +426,22 @@ func (p *parser) object(depth int) error {
 		}
 		p.pos++
 		p.ws()
-		start := len(p.out)
-		if err := p.value(depth); err != nil {
+		if err := member(key, p.pos); err != nil {
 			return err
 		}
-		p.members = append(p.members, member{key, start, len(p.out)})
 		p.ws()
 		if p.pos >= len(p.in) {
 			return p.errorf("unterminated object")
 		}
 		if p.in[p.pos] == '}' {
 			p.pos++
-			break
+			return nil
 		}
 		if p.in[p.pos] != ',' {
 			return p.errorf("expected ',' or '}' in object")
 		}
 		p.pos++
 	}
-	members := p.members[mbase:]
-	sortMembers(members)
-	for i := 1; i < len(members); i++ {
-		if bytes.Equal(members[i].key, members[i-1].key) {
-			return fmt.Errorf("duplicate object key %q", members[i].key)
-		}
-	}
-	// Nested objects are reordered already, so scratch is free.
-	p.scratch = append(p.scratch[:0], p.out[base:]...)
-	p.out = append(p.out[:base], '{')
-	for i, m := range members {
-		if i > 0 {
-			p.out = append(p.out, ',')
-		}
-		p.out = appendString(p.out, m.key)
-		p.out = append(p.out, ':')
-		p.out = append(p.out, p.scratch[m.start-base:m.end-base]...)
-	}
-	p.out = append(p.out, '}')
-	p.members = p.members[:mbase]
-	return nil
 }
 
 // sortMembers sorts members by key: by insertion for the few members of a
@@ -384,49 +490,96 @@ func (p *parser) str() ([]byte, error) {
 			p.pos++
 			continue
 		}
-		if p.pos+1 >= len(p.in) {
-			return nil, p.errorf("unterminated escape")
+		r, err := p.escape()
+		if err != nil {
+			return nil, err
 		}
-		e := p.in[p.pos+1]
-		p.pos += 2
-		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
-				return nil, p.errorf("bad \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				if p.pos+1 < len(p.in) && p.in[p.pos] == '\\' && p.in[p.pos+1] == 'u' {
-					save := p.pos
-					p.pos += 2
-					if r2, ok := p.hex4(); ok {
-						if d := utf16.DecodeRune(r, r2); d != unicode.ReplacementChar {
-							buf = utf8.AppendRune(buf, d)
-							continue
-						}
-					}
-					p.pos = save
-				}
-				r = unicode.ReplacementChar
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
-			return nil, p.errorf("bad escape \\%c", e)
-		}
+		buf = utf8.AppendRune(buf, r)
 	}
 	return nil, p.errorf("unterminated string")
+}
+
+// stringValue writes the canonical form of the string literal at p.pos
+// as it reads it: runs of bytes that need no escape are copied, escapes
+// decoded (as str does) and written again in canonical form.
+func (p *parser) stringValue() error {
+	p.pos++ // opening quote
+	p.out = append(p.out, '"')
+	for {
+		start := p.pos
+		for p.pos < len(p.in) {
+			if c := p.in[p.pos]; c == '"' || c == '\\' || c < 0x20 {
+				break
+			}
+			p.pos++
+		}
+		p.write(p.in[start:p.pos])
+		if p.pos >= len(p.in) {
+			return p.errorf("unterminated string")
+		}
+		switch c := p.in[p.pos]; {
+		case c == '"':
+			p.pos++
+			p.out = append(p.out, '"')
+			return nil
+		case c < 0x20:
+			return p.errorf("control character in string")
+		}
+		r, err := p.escape()
+		if err != nil {
+			return err
+		}
+		if r < utf8.RuneSelf {
+			p.out = appendEscaped(p.out, byte(r))
+		} else {
+			p.out = utf8.AppendRune(p.out, r)
+		}
+	}
+}
+
+// escape reads the escape sequence at p.pos (its backslash) and returns
+// the character it stands for. A \u escape of an unpaired surrogate is
+// U+FFFD, as encoding/json reads it.
+func (p *parser) escape() (rune, error) {
+	if p.pos+1 >= len(p.in) {
+		return 0, p.errorf("unterminated escape")
+	}
+	e := p.in[p.pos+1]
+	p.pos += 2
+	switch e {
+	case '"', '\\', '/':
+		return rune(e), nil
+	case 'b':
+		return '\b', nil
+	case 'f':
+		return '\f', nil
+	case 'n':
+		return '\n', nil
+	case 'r':
+		return '\r', nil
+	case 't':
+		return '\t', nil
+	case 'u':
+		r, ok := p.hex4()
+		if !ok {
+			return 0, p.errorf("bad \\u escape")
+		}
+		if !utf16.IsSurrogate(r) {
+			return r, nil
+		}
+		if p.pos+1 < len(p.in) && p.in[p.pos] == '\\' && p.in[p.pos+1] == 'u' {
+			save := p.pos
+			p.pos += 2
+			if r2, ok := p.hex4(); ok {
+				if d := utf16.DecodeRune(r, r2); d != unicode.ReplacementChar {
+					return d, nil
+				}
+			}
+			p.pos = save
+		}
+		return unicode.ReplacementChar, nil
+	}
+	return 0, p.errorf("bad escape \\%c", e)
 }
 
 func (p *parser) hex4() (rune, bool) {
@@ -546,32 +699,32 @@ const hexDigits = "0123456789abcdef"
 // control characters.
 func appendString[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
-	// Copy the run of bytes that need no escape at once (most strings are
-	// all of it), then escape byte by byte from the first that may.
-	i := jsonplain.Prefix(s)
-	b = append(b, s[:i]...)
-	for ; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"':
-			b = append(b, '\\', '"')
-		case c == '\\':
-			b = append(b, '\\', '\\')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		default:
-			b = append(b, c)
-		}
+	for i := 0; i < len(s); i++ {
+		b = appendEscaped(b, s[i])
 	}
 	return append(b, '"')
+}
+
+// appendEscaped appends byte c of a string as canonical JSON writes it:
+// '"', '\\' and control characters escaped (\b, \f, \n, \r, \t or
+// \u00XX), every other byte as it is.
+func appendEscaped(b []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(b, '\\', c)
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	}
+	if c < 0x20 {
+		return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+	}
+	return append(b, c)
 }

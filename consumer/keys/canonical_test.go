@@ -2,8 +2,10 @@ package keys
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -103,4 +105,35 @@ func FuzzCanonicalJSON(f *testing.F) {
 			t.Fatalf("meaning changed: %q -> %q", data, out)
 		}
 	})
+}
+
+// TestFingerprintOfLargePayloadStreams hashes payloads larger than the
+// parser's output buffer (strings and objects crossing its flushes, with
+// escapes) and checks the hash against the canonical form's, and that
+// fingerprinting allocates a fixed buffer whatever the payload's size.
+func TestFingerprintOfLargePayloadStreams(t *testing.T) {
+	unit := `a\"é\n\u0001`
+	big := strings.Repeat(unit, 40_000)
+	payloads := []string{
+		`{"z":"` + big + `","a":[` + strings.Repeat(`{"y":1,"x":"`+strings.Repeat(unit, 400)+`"},`, 30) + `null]}`,
+		`{"detail":"` + strings.Repeat("x", 10_000_000) + `","service":"checkout"}`,
+	}
+	for _, text := range payloads {
+		payload := []byte(text)
+		canon, err := CanonicalJSON(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := prefixedHash("sha256:", sha256.Sum256(canon))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got, err := Fingerprint(payload)
+		runtime.ReadMemStats(&after)
+		if err != nil || got != want {
+			t.Fatalf("Fingerprint of %d bytes = %q, %v; want the hash of the canonical form %q", len(payload), got, err, want)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+			t.Errorf("fingerprinting %d bytes allocated %d bytes; want it streamed through a small buffer", len(payload), alloc)
+		}
+	}
 }

@@ -11,15 +11,22 @@ const LogicalKeyLen = 52
 
 // Fingerprint returns "sha256:" and the base32 SHA-256 of the canonical JSON
 // of payload. The same event id with a different fingerprint is a contract
-// violation (a reused event id).
+// violation (a reused event id). The canonical form is hashed as it is
+// written, so a payload of any size takes a few kilobytes to fingerprint.
 func Fingerprint(payload []byte) (string, error) {
 	p := getParser(payload)
 	defer putParser(p)
-	c, err := p.canonical()
-	if err != nil {
+	if p.hash == nil {
+		p.hash = sha256.New()
+	}
+	p.hash.Reset()
+	p.sink = p.hash
+	if _, err := p.canonical(); err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
-	return prefixedHash("sha256:", sha256.Sum256(c)), nil
+	var sum [sha256.Size]byte
+	copy(sum[:], p.hash.Sum(p.sum[:0]))
+	return prefixedHash("sha256:", sum), nil
 }
 
 // prefixedHash is prefix + hashText(sum), made in one allocation.
@@ -37,13 +44,14 @@ func hashText(sum [sha256.Size]byte) string {
 	return string(text[:])
 }
 
-// LogicalKey returns the logical dedupe key of an event, as a normalised id
-// component: the event id when the payload has one ("e-" + NormalizeID), else
+// LogicalKey returns the logical dedupe key of an event, as an id
+// component: the event id when the payload has one ("e-" + EscapeID: kept
+// exactly, case and spaces included), else
 // "h-" and the base32 SHA-256 of the canonical JSON of the identity fields
 // (the fields that define the event, not derived or transient ones).
 func LogicalKey(eventID string, identity map[string]any) (string, error) {
 	if eventID != "" {
-		n, err := NormalizeID(eventID)
+		n, err := EscapeID(eventID)
 		if err != nil {
 			return "", fmt.Errorf("event id: %w", err)
 		}

@@ -31,13 +31,12 @@ func Fold(s string) string {
 }
 
 // NormalizeID returns a component that is safe in a Firestore document id:
-// Fold(s) with every byte outside [a-z0-9-] written as '_' and two hex digits
-// (so '/', '.', '_', spaces, non-ASCII letters and controls all get through
-// without colliding). Components longer than 700 bytes keep a prefix and a
-// hash of the whole (marked "_h", which no escape produces). NormalizeID is
-// injective on Fold: NormalizeID(a) == NormalizeID(b) only if Fold(a) ==
-// Fold(b) (up to a SHA-256 collision for very long ids). An id that folds to
-// the empty string is an error.
+// Fold(s) escaped as EscapeID escapes it, so '/', '.', '_', spaces,
+// non-ASCII letters and controls all get through without colliding. It is
+// for aggregate ids, which name documents: NormalizeID is injective on
+// Fold (NormalizeID(a) == NormalizeID(b) only if Fold(a) == Fold(b), up
+// to a SHA-256 collision for very long ids). An id that folds to the empty
+// string is an error.
 func NormalizeID(s string) (string, error) {
 	if isPlainID(s) {
 		return s, nil // already its own fold and escape
@@ -46,10 +45,34 @@ func NormalizeID(s string) (string, error) {
 	if f == "" {
 		return "", errors.New("id is empty or only whitespace: give the aggregate or event a non-empty id")
 	}
+	return escape(f), nil
+}
+
+// EscapeID returns s as a component that is safe in a Firestore document
+// id, exactly: every byte outside [a-z0-9-] (capital letters and spaces
+// included) is written as '_' and two hex digits, so distinct strings stay
+// distinct ("Ab3xZ" and "aB3Xz", "a b" and "a  b"). It is for the ids
+// producers and Pub/Sub issue (event ids, message ids, callback ids),
+// which are case-sensitive. Components longer than 700 bytes keep a prefix
+// and a hash of the whole. The empty string is an error.
+func EscapeID(s string) (string, error) {
+	if s == "" {
+		return "", errors.New("id is empty: give the event a non-empty id")
+	}
+	if isPlainID(s) {
+		return s, nil
+	}
+	return escape(s), nil
+}
+
+// escape writes every byte of s outside [a-z0-9-] as '_' and two hex
+// digits; a result longer than 700 bytes keeps a prefix and a hash of s
+// (marked "_h", which no escape produces).
+func escape(s string) string {
 	var b strings.Builder
-	b.Grow(len(f))
-	for i := 0; i < len(f); i++ {
-		c := f[i]
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' {
 			b.WriteByte(c)
 			continue
@@ -60,7 +83,7 @@ func NormalizeID(s string) (string, error) {
 	}
 	out := b.String()
 	if len(out) > maxComponentBytes {
-		sum := sha256.Sum256([]byte(f))
+		sum := sha256.Sum256([]byte(s))
 		cut := maxComponentBytes - 2 - LogicalKeyLen
 		// Do not cut an escape ('_' and two hex digits) in half.
 		if out[cut-1] == '_' {
@@ -70,7 +93,7 @@ func NormalizeID(s string) (string, error) {
 		}
 		out = out[:cut] + "_h" + hashText(sum)
 	}
-	return out, nil
+	return out
 }
 
 // isPlainID reports whether s is non-empty, short enough and only of

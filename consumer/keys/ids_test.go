@@ -99,12 +99,65 @@ func TestLogicalKey(t *testing.T) {
 		t.Errorf("hashed key %q: want h- and %d characters", k1, LogicalKeyLen)
 	}
 	e, _ := LogicalKey("Evt/1", map[string]any{"ignored": true})
-	if e != "e-evt_2f1" {
-		t.Errorf("event id key = %q, want e-evt_2f1 (the event id wins over identity fields)", e)
+	if e != "e-_45vt_2f1" {
+		t.Errorf("event id key = %q, want e-_45vt_2f1 (the event id, exactly, wins over identity fields)", e)
 	}
 	if _, err := LogicalKey("", nil); err == nil {
 		t.Error("no event id and no identity: want an error")
 	}
+}
+
+// TestEscapeIDKeepsIDsExact: producer and Pub/Sub ids differing only in
+// case or spaces (base62, base64url and nanoid ids are case-sensitive) are
+// different ids.
+func TestEscapeIDKeepsIDsExact(t *testing.T) {
+	for _, pair := range [][2]string{{"Ab3xZ", "aB3Xz"}, {"a b", "a  b"}, {" x", "x"}, {"x\t", "x"}, {"É", "é"}, {"a_2fb", "a/b"}} {
+		a, errA := EscapeID(pair[0])
+		b, errB := EscapeID(pair[1])
+		if errA != nil || errB != nil || a == b {
+			t.Errorf("EscapeID(%q) = %q, %v and EscapeID(%q) = %q, %v: want two different ids", pair[0], a, errA, pair[1], b, errB)
+		}
+		ka, _ := LogicalKey(pair[0], nil)
+		kb, _ := LogicalKey(pair[1], nil)
+		if ka == kb {
+			t.Errorf("event ids %q and %q share the key %q", pair[0], pair[1], ka)
+		}
+	}
+	if got, _ := EscapeID("1001"); got != "1001" {
+		t.Errorf("EscapeID(1001) = %q: plain ids are unchanged", got)
+	}
+	if _, err := EscapeID(""); err == nil {
+		t.Error("EscapeID(\"\"): want an error")
+	}
+}
+
+// FuzzEscapeID checks that every escaped id is a valid Firestore document
+// id component and that two ids share an escaped form only when equal.
+func FuzzEscapeID(f *testing.F) {
+	for _, s := range [][2]string{{"Ab3xZ", "aB3Xz"}, {"a b", "a_20b"}, {strings.Repeat("/", 600), strings.Repeat("/", 601)}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ea, errA := EscapeID(a)
+		eb, errB := EscapeID(b)
+		if (errA != nil) != (a == "") || (errB != nil) != (b == "") {
+			t.Fatalf("error iff the id is empty: %q %v, %q %v", a, errA, b, errB)
+		}
+		if errA != nil || errB != nil {
+			return
+		}
+		for _, e := range []string{ea, eb} {
+			if len(e) > maxComponentBytes || strings.Trim(e, "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+				t.Fatalf("component %q: too long or bad characters", e)
+			}
+			if err := ValidFirestoreID(JoinID("prod", "m-"+e)); err != nil {
+				t.Fatalf("doc id for %q: %v", e, err)
+			}
+		}
+		if (ea == eb) != (a == b) {
+			t.Fatalf("collision mismatch: %q -> %q, %q -> %q", a, ea, b, eb)
+		}
+	})
 }
 
 // FuzzNormalizeID checks that every normalised id is a valid Firestore

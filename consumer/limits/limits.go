@@ -8,6 +8,14 @@ package limits
 // publish request limit, data and attributes together).
 const MaxMessageBytes = 10_000_000
 
+// MaxIDBytes is the longest id a message may carry: its message id,
+// ordering key and subscription, the producer's event id, the aggregate id
+// a route reads, a callback's idempotency key. Longer ids are poison: an id
+// is copied into log lines and documents, so an unbounded one could make
+// either too large (Cloud Logging's entries are at most 256 KB, Firestore's
+// documents 1 MiB). Pub/Sub's own ids and ordering keys are far shorter.
+const MaxIDBytes = 1024
+
 // MemoryLimitPercent is the share of the container's memory given to the Go runtime as its
 // soft limit (GOMEMLIMIT); the rest is headroom for what the runtime does not count
 // (stacks in flight, the binary itself, the kernel's page tables).

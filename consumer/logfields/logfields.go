@@ -36,6 +36,7 @@ const (
 	Route         = "route"         // name of the matched route (or callback route)
 	EventType     = "event_type"    // payload type field, when the route has one
 	SchemaVersion = "schemaVersion" // payload schemaVersion, when present
+	EventTime     = "event_time"    // the event's own time, when it is beyond the maximum skew
 )
 
 // Outcome fields.
@@ -126,7 +127,7 @@ func All() []string {
 		Severity, Message,
 		Service, Env, Version,
 		Subscription, Topic, MessageID, PublishTime, DeliveryAttempt,
-		Route, EventType, SchemaVersion,
+		Route, EventType, SchemaVersion, EventTime,
 		Outcome, HTTPStatus, AckAction, AckError,
 		WriteKind, DocPath, IdempotencyDoc,
 		ErrorType, ErrorCode, Error, Retryable,

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/eventpipe/eventpipe/consumer/internal/jsonplain"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 )
 
@@ -263,18 +262,20 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString writes s as a quoted JSON string the way slog's JSON handler
-// escapes it: '"', '\\' and control characters escaped (\n, \r, \t or
+// appendString writes s, bounded (Bound), as a quoted JSON string the way
+// slog's JSON handler (with replaceAttr) escapes it: '"', '\\' and control characters escaped (\n, \r, \t or
 // \u00XX), invalid UTF-8 bytes as \ufffd, U+2028 and U+2029 escaped, and
 // everything else (HTML characters included) as is.
 func appendString(b []byte, s string) []byte {
+	s = Bound(s)
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i += jsonplain.Prefix(s[i:]); i == len(s) {
-			break
-		}
 		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++ // printable ASCII: as is
+			continue
+		}
 		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {

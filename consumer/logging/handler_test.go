@@ -28,7 +28,7 @@ func (loggable) LogValue() slog.Value { return slog.StringValue("resolved") }
 func TestHandlerWritesWhatSlogWrites(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6007, time.FixedZone("CET", 3600))
 	strs := []string{"", "plain", `quote " backslash \ slash /`, "nl\ncr\rtab\tnul\x00bell\x07del\x7f", "<html>&amp;",
-		"é ✓ 😀", "bad \xff utf-8 \xc3", "line\u2028para\u2029", strings.Repeat("long ", 200)}
+		"é ✓ 😀", "bad \xff utf-8 \xc3", "line\u2028para\u2029", strings.Repeat("long ", 200), strings.Repeat("é", MaxFieldLen)}
 	floats := []float64{0, math.Copysign(0, -1), 1, -1.5, 0.001, 123.456, 1e-6, 9.99e-7, 1e-7, 1.5e-300, 1e20, 1e21, 123456789e15,
 		math.MaxFloat64, math.SmallestNonzeroFloat64, math.NaN(), math.Inf(1)}
 	var attrs [][]slog.Attr

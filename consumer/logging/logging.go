@@ -15,14 +15,17 @@ import (
 // (permission denied, missing config) that will not heal by retrying.
 const LevelCritical = slog.Level(12)
 
-// MaxErrorLen bounds the "error" field so one bad payload cannot produce a
-// huge log entry (Cloud Logging entries are limited to 256 KB).
-const MaxErrorLen = 512
+// MaxFieldLen bounds every string a line holds (field values, the
+// message, names), so that no input can make a huge log entry: a line has
+// a few dozen fields, far below Cloud Logging's 256 KB per entry. Longer
+// strings are cut on a rune boundary and end with "…".
+const MaxFieldLen = 1024
 
 // New returns a JSON logger writing to w with Cloud Logging's severity and
-// message keys. Attributes added with With are kept on every line. Its
-// lines are those of slog.JSONHandler with replaceAttr, byte for byte (see
-// handler, which encodes the common ones without slog's generic path).
+// message keys, every string bounded to MaxFieldLen bytes. Attributes
+// added with With are kept on every line. Its lines are those of
+// slog.JSONHandler with replaceAttr, byte for byte (see handler, which
+// encodes the common ones without slog's generic path).
 func New(w io.Writer, level slog.Leveler) *slog.Logger {
 	return slog.New(newHandler(w, &slog.HandlerOptions{
 		Level:       level,
@@ -30,8 +33,18 @@ func New(w io.Writer, level slog.Leveler) *slog.Logger {
 	}))
 }
 
-// replaceAttr renames slog's level and msg keys to Cloud Logging's.
+// replaceAttr renames slog's level and msg keys to Cloud Logging's and
+// bounds every string (and error) to MaxFieldLen bytes.
 func replaceAttr(groups []string, a slog.Attr) slog.Attr {
+	a.Key = Bound(a.Key)
+	switch v := a.Value; v.Kind() {
+	case slog.KindString:
+		a.Value = slog.StringValue(Bound(v.String()))
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			a.Value = slog.StringValue(Bound(err.Error()))
+		}
+	}
 	if len(groups) > 0 {
 		return a
 	}
@@ -61,13 +74,17 @@ func SeverityName(l slog.Level) string {
 	}
 }
 
-// Bound truncates s to at most MaxErrorLen bytes on a rune boundary, marking
+// Bound truncates s to at most MaxFieldLen bytes on a rune boundary, marking
 // the cut with an ellipsis.
-func Bound(s string) string {
-	if len(s) <= MaxErrorLen {
+func Bound(s string) string { return Truncate(s, MaxFieldLen) }
+
+// Truncate cuts s to at most max bytes on a rune boundary, marking the cut
+// with an ellipsis.
+func Truncate(s string, max int) string {
+	if len(s) <= max {
 		return s
 	}
-	cut := MaxErrorLen - len("…")
+	cut := max - len("…")
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

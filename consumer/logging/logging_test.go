@@ -47,23 +47,23 @@ func TestBound(t *testing.T) {
 		in   string
 	}{
 		{"short", "boom"},
-		{"exact", strings.Repeat("a", MaxErrorLen)},
+		{"exact", strings.Repeat("a", MaxFieldLen)},
 		{"long ascii", strings.Repeat("a", 5000)},
 		{"long multibyte", strings.Repeat("é", 5000)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Bound(tt.in)
-			if len(got) > MaxErrorLen {
-				t.Fatalf("len %d > %d", len(got), MaxErrorLen)
+			if len(got) > MaxFieldLen {
+				t.Fatalf("len %d > %d", len(got), MaxFieldLen)
 			}
 			if !utf8.ValidString(got) {
 				t.Fatalf("cut inside a rune")
 			}
-			if len(tt.in) <= MaxErrorLen && got != tt.in {
+			if len(tt.in) <= MaxFieldLen && got != tt.in {
 				t.Fatalf("short input changed: %q", got)
 			}
-			if len(tt.in) > MaxErrorLen && !strings.HasSuffix(got, "…") {
+			if len(tt.in) > MaxFieldLen && !strings.HasSuffix(got, "…") {
 				t.Fatalf("cut not marked: %q", got[len(got)-8:])
 			}
 		})

@@ -115,8 +115,9 @@ func TestLeaseActionRetriesThenPoison(t *testing.T) {
 	if n := d.calls.Load(); n != 3 {
 		t.Fatalf("downstream called %d times, want 3", n)
 	}
-	// The engine keys the audit record by the logical event key (e- + file hash).
-	rec, ok := ct.Get(t, st, store.Key{Collection: "eventpipe_poison", ID: "test__e-sha-x"})
+	// The poison line names the audit record.
+	coll, id, _ := strings.Cut(r.idem, "/")
+	rec, ok := ct.Get(t, st, store.Key{Collection: coll, ID: id})
 	if !ok || !strings.Contains(rec.Fields["reason"].(string), "503") {
 		t.Fatalf("poison record: %v %v", ok, rec.Fields)
 	}

@@ -198,7 +198,7 @@ func (r *Result) fields(w *lineWriter, now time.Time, extra []slog.Attr) {
 	if r.Err != nil {
 		w.str(lfErrorType, r.Class.Type)
 		w.str(lfErrorCode, r.Class.Code)
-		w.str(lfError, logging.Bound(r.Err.Error()))
+		w.str(lfError, r.Err.Error())
 		w.boolean(lfRetryable, r.Class.Retryable)
 	} else {
 		w.boolean(lfRetryable, false)

@@ -43,6 +43,9 @@ type Config struct {
 	LookupEnv func(string) (string, bool)
 	// Owner names this process in lease records.
 	Owner string
+	// MaxEventSkew bounds how far ahead of its publish time an event's own
+	// time is trusted for ordering (engine.Config.MaxEventSkew).
+	MaxEventSkew time.Duration
 	// Failpoint is the engine's crash-test hook (engine.KillAtFailpoints of
 	// EVENTPIPE_FAILPOINT in cmd/consumer); nil for none.
 	Failpoint engine.FailpointHook
@@ -84,7 +87,8 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
-	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner, Logger: cfg.Logger, Failpoint: cfg.Failpoint}
+	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner,
+		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew}
 	eng, err := engine.New(base)
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)
@@ -199,7 +203,8 @@ func (p *Processor) apply(ctx context.Context, msg *envelope.Message, res *Resul
 	}
 	defer plan.Release() // nothing below keeps the plan
 	res.EventType, res.SchemaVersion = plan.EventType, plan.SchemaVersion
-	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: plan.EventID, Identity: plan.Identity, Payload: msg.Data}
+	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: plan.EventID, Identity: plan.Identity, Payload: msg.Data,
+		Attributes: msg.Attributes, OrderingKey: msg.OrderingKey}
 	switch r.Mode {
 	case route.ModeLatestState:
 		return p.materialize(ctx, ev, plan, res)
@@ -311,6 +316,7 @@ func (p *Processor) lease(ctx context.Context, ev engine.Event, plan *route.Plan
 	}
 	if poison {
 		// The engine wrote the poison audit record already.
+		res.IdemDoc = lr.engine.PoisonDoc(ev)
 		return "", &recordedPoison{classify.Poison(fmt.Errorf("action failed %d times: %w", l.Attempt, callErr))}
 	}
 	return "", callErr
@@ -339,9 +345,13 @@ func (p *Processor) finish(ctx context.Context, res *Result, outcome string, err
 	res.Decision = classify.Decide(outcome, res.Class, err != nil, dlq)
 	if res.RecordPoison && !isRecordedPoison(err) {
 		if perr := p.recordPoison(ctx, res); perr != nil {
-			// Acking now would lose the message: retry instead.
+			// Acking now would lose the message: retry instead, whatever
+			// kept it from being recorded.
 			res.Err = fmt.Errorf("%v; and recording it as poison failed: %w", err, perr)
 			res.Class = classify.Of(perr)
+			if res.Class.Type == logfields.ErrorTypePoison {
+				res.Class = classify.Class{Type: logfields.ErrorTypeTransient, Code: res.Class.Code, Retryable: true}
+			}
 			res.Decision = classify.Decide("", res.Class, true, dlq)
 			res.Outcome = logfields.OutcomeRetry
 		}
@@ -356,7 +366,7 @@ func (p *Processor) recordPoison(ctx context.Context, res *Result) error {
 	ev := engine.Event{}
 	source := ""
 	if m != nil {
-		ev = engine.Event{MessageID: m.ID, PublishTime: m.PublishTime, Payload: m.Data}
+		ev = engine.Event{MessageID: m.ID, PublishTime: m.PublishTime, Payload: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey}
 		source = m.Subscription
 	}
 	attempts := int64(0)

@@ -23,7 +23,6 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
-	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/process"
 )
 
@@ -116,7 +115,9 @@ func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 	p := cfg.Processor
 	msg := message(sub, m)
 	var res *process.Result
-	if payload, err := envelope.DecodePayload(msg.Data); err != nil {
+	if err := msg.CheckIDs(); err != nil {
+		res = p.Reject(ctx, &msg, err)
+	} else if payload, err := envelope.DecodePayload(msg.Data); err != nil {
 		res = p.Reject(ctx, &msg, err)
 	} else {
 		msg.Payload = payload
@@ -136,7 +137,7 @@ func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 		// effect already applied. Log it as an error so the rate is visible.
 		res.Level = slog.LevelError
 		p.Log(ctx, res, slog.String(logfields.AckAction, logfields.AckActionAckFailed),
-			slog.String(logfields.AckError, logging.Bound(err.Error())))
+			slog.String(logfields.AckError, err.Error()))
 		return
 	}
 	p.Log(ctx, res, slog.String(logfields.AckAction, logfields.AckActionAck))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -187,7 +188,8 @@ func TestPullAcksNacksAndDeadLetters(t *testing.T) {
 			t.Fatalf("nack %d: %v", i, l)
 		}
 	}
-	rec, ok := ct.Get(t, fs, store.Key{Collection: "eventpipe_poison", ID: "test__m-" + poison})
+	coll, id, _ := strings.Cut(plain[0]["idempotency_doc"].(string), "/")
+	rec, ok := ct.Get(t, fs, store.Key{Collection: coll, ID: id})
 	if !ok || rec.Fields["source"] != subName("plain") {
 		t.Fatalf("poison audit record: %v %v", ok, rec.Fields)
 	}

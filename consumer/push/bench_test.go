@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/route"
@@ -22,7 +23,7 @@ import (
 // bareHandler is the baseline: a net/http handler that only reads and
 // decodes the push envelope (same strict decoder) and acks.
 func bareHandler(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, envelope.MaxPushBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limits.MaxPushBodyBytes(limits.MaxMessageBytes)))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 		return

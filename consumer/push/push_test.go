@@ -2,15 +2,17 @@ package push
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/eventpipe/eventpipe/consumer/envelope"
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 )
@@ -144,13 +146,13 @@ func TestPushRefusals(t *testing.T) {
 		t.Fatalf("GET: %d", w.Code)
 	}
 
-	big := bytes.Repeat([]byte("a"), envelope.MaxPushBody+1)
+	big := bytes.Repeat([]byte("a"), int(limits.MaxPushBodyBytes(limits.MaxMessageBytes))+1)
 	if w := post(t, h, big); w.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("oversized body: %d", w.Code)
 	}
 	// A body at the limit of a 10 MB message is read (and here rejected as
 	// poison, not as too large).
-	maxData := bytes.Repeat([]byte("A"), 10<<20*4/3)
+	maxData := bytes.Repeat([]byte("A"), base64.StdEncoding.EncodedLen(limits.MaxMessageBytes))
 	body := append(append([]byte(`{"message":{"data":"`), maxData...), []byte(`","messageId":"x","publishTime":"2026-01-02T03:04:05Z"},"subscription":"`+ct.Subscription+`"}`)...)
 	if w := post(t, h, body); w.Code == http.StatusRequestEntityTooLarge {
 		t.Fatalf("a 10 MB message was refused as too large")
@@ -204,5 +206,40 @@ func TestPushResponseAndLineTimes(t *testing.T) {
 		if got := line["publishTime"]; got != "2026-01-02T03:04:05.123456789Z" {
 			t.Errorf("publishTime = %v, want 2026-01-02T03:04:05.123456789Z (line %v)", got, line)
 		}
+	}
+}
+
+// TestPoisonRecordKeepsTheWholeMessage: without a DLQ a poison message is
+// acknowledged only once its record holds all of it: a 300 KiB payload and
+// its attributes come back whole; a message whose attributes no record can
+// hold is not acknowledged (500: Pub/Sub retries it).
+func TestPoisonRecordKeepsTheWholeMessage(t *testing.T) {
+	proc, _, log := ct.NewProcessor(t, ct.Options{})
+	h := New(proc, nil)
+	payload := `{"unroutable":"` + strings.Repeat("é and ✓ ", 300<<10/11) + `"}`
+	attrs := map[string]string{"origin": "billing"}
+	if w := post(t, h, ct.PushBody(t, ct.Envelope{ID: "p1", Payload: payload, Attributes: attrs})); w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	lines := log.Lines(t)
+	last := lines[len(lines)-1]
+	m, err := proc.Engine().ReadPoison(t.Context(), last["idempotency_doc"].(string))
+	if err != nil {
+		t.Fatalf("read the poison record of %v: %v", last, err)
+	}
+	if string(m.Data) != payload || m.Attributes["origin"] != "billing" {
+		t.Errorf("poison record keeps %d of %d bytes, attributes %v", len(m.Data), len(payload), m.Attributes)
+	}
+
+	huge := map[string]string{}
+	for i := range 300 {
+		huge[fmt.Sprintf("attribute-%03d", i)] = strings.Repeat("v", 1024)
+	}
+	if w := post(t, h, ct.PushBody(t, ct.Envelope{ID: "p2", Payload: `{"unroutable":1}`, Attributes: huge})); w.Code != 500 {
+		t.Errorf("poison message a record cannot hold: status %d, want 500 (retried, never acknowledged)", w.Code)
+	}
+	lines = log.Lines(t)
+	if last := lines[len(lines)-1]; last["outcome"] != "retry" || last["ack_action"] != "nack" {
+		t.Errorf("line %v: want retry and nack", last)
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
@@ -208,7 +208,7 @@ func (t *Table) Routes() []*Route {
 }
 
 // Match returns the first pubsub route whose match holds for payload.
-func (t *Table) Match(payload map[string]any) (*Route, error) {
+func (t *Table) Match(payload envelope.Payload) (*Route, error) {
 	for _, r := range t.pubsub {
 		if r.matches(payload) {
 			return r, nil
@@ -218,11 +218,10 @@ func (t *Table) Match(payload map[string]any) (*Route, error) {
 		ErrUnroutable, payloadKeys(payload))
 }
 
-func (r *Route) matches(payload map[string]any) bool {
+func (r *Route) matches(payload envelope.Payload) bool {
 	if r.Match.TypeField != "" {
-		v, ok := lookup(payload, r.Match.TypeField)
-		s, isStr := v.(string)
-		if !ok || !isStr {
+		s, ok := stringAt(payload, r.Match.TypeField)
+		if !ok {
 			return false
 		}
 		found := false
@@ -237,7 +236,7 @@ func (r *Route) matches(payload map[string]any) bool {
 		}
 	}
 	for _, f := range r.Match.Fields {
-		if v, ok := lookup(payload, f); !ok || v == nil {
+		if !payload.Present(f) {
 			return false
 		}
 	}
@@ -280,6 +279,9 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	}
 	if r.Target.ID != "" {
 		p.AggregateID = sprint(targetID)
+		if err := checkID(r, r.Target.ID, p.AggregateID); err != nil {
+			return nil, err
+		}
 		id, err := keys.DocID(env, p.AggregateID)
 		if err != nil {
 			return nil, &PlanError{r.Name, r.Target.ID, "cannot name a document: " + err.Error(), "send a non-empty id"}
@@ -295,8 +297,11 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	}
 	if d := r.Dedupe; d != nil {
 		if d.EventIDField != "" {
-			if v, ok := lookup(msg.Payload, d.EventIDField); ok && v != nil {
+			if v, ok := msg.Payload.Get(d.EventIDField); ok && v != nil {
 				p.EventID = sprint(v)
+				if err := checkID(r, d.EventIDField, p.EventID); err != nil {
+					return nil, err
+				}
 			}
 		}
 		// Identity fields define the event only when all are present; a
@@ -306,7 +311,7 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 			p.identity = make(map[string]any, len(d.Identity))
 		}
 		for _, f := range d.Identity {
-			if v, ok := lookup(msg.Payload, f); ok && v != nil {
+			if v, ok := msg.Payload.Get(f); ok && v != nil {
 				p.identity[f] = v
 			}
 		}
@@ -315,6 +320,15 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// checkID reports an id longer than limits.MaxIDBytes as a *PlanError.
+func checkID(r *Route, field, id string) error {
+	if len(id) <= limits.MaxIDBytes {
+		return nil
+	}
+	return &PlanError{r.Name, field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
+		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes)}
 }
 
 // sprint is fmt.Sprint(v), without fmt for the common string case.
@@ -376,7 +390,7 @@ func (p *Plan) source(src *compiledSource, msg *envelope.Message) (any, bool) {
 		v, ok := msg.Attributes[src.name]
 		return v, ok
 	}
-	return lookup(msg.Payload, src.name)
+	return msg.Payload.Get(src.name)
 }
 
 // convert turns a JSON value into the route field's type.
@@ -433,25 +447,10 @@ func convert(v any, typ string) (any, error) {
 	return nil, fmt.Errorf("%T is not a %s", v, typ)
 }
 
-// lookup follows a dotted path through nested objects.
-func lookup(m map[string]any, path string) (any, bool) {
-	for {
-		head, rest, nested := strings.Cut(path, ".")
-		v, ok := m[head]
-		if !ok || !nested {
-			return v, ok
-		}
-		if m, ok = v.(map[string]any); !ok {
-			return nil, false
-		}
-		path = rest
-	}
-}
-
-func stringAt(m map[string]any, path string) (string, bool) {
-	v, ok := lookup(m, path)
+func stringAt(payload envelope.Payload, path string) (string, bool) {
+	v, _ := payload.Get(path)
 	s, isStr := v.(string)
-	return s, ok && isStr
+	return s, isStr
 }
 
 func setPath(m map[string]any, path string, v any) {
@@ -470,12 +469,8 @@ func setPath(m map[string]any, path string, v any) {
 	}
 }
 
-func payloadKeys(m map[string]any) string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
+func payloadKeys(payload envelope.Payload) string {
+	ks := payload.Keys()
 	if len(ks) > 10 {
 		ks = append(ks[:10], "…")
 	}

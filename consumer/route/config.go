@@ -166,6 +166,10 @@ type Receipt struct {
 	KeyField string `json:"keyField,omitempty"`
 	// Header is the request header with the key (Idempotency-Key).
 	Header string `json:"header,omitempty"`
+	// LeaseTTL is how long a delivery's reservation of a key holds before
+	// a retry may take it over (its holder died); default 30s. Until then
+	// retries are answered 409 with Retry-After.
+	LeaseTTL Duration `json:"leaseTTL,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").

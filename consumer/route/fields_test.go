@@ -45,8 +45,8 @@ func TestPlanFieldSource(t *testing.T) {
 	if !reflect.DeepEqual(b, want) || !reflect.DeepEqual(p.Fields(), want) {
 		t.Errorf("NewFields() maps share values: %v, %v", b, p.Fields())
 	}
-	if got := m.Payload["tags"].(map[string]any)["k"].([]any)[0]; got != "x" {
-		t.Errorf("NewFields() shares the payload's values: tags.k[0] = %v", got)
+	if k, _ := m.Payload.Get("tags.k"); k.([]any)[0] != "x" {
+		t.Errorf("NewFields() shares the payload's values: tags.k = %v", k)
 	}
 }
 

@@ -132,7 +132,7 @@ func TestPlanPoison(t *testing.T) {
 			}
 		})
 	}
-	if _, err := table.Match(map[string]any{"hello": "world"}); !errors.Is(err, ErrUnroutable) {
+	if _, err := table.Match(msg(t, `{"hello":"world"}`).Payload); !errors.Is(err, ErrUnroutable) {
 		t.Fatalf("want ErrUnroutable, got %v", err)
 	}
 }

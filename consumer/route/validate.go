@@ -20,8 +20,12 @@ type Table struct {
 
 // Defaults applied to lease actions.
 const (
-	DefaultActionTimeout     = 30 * time.Second
-	DefaultLeaseTTL          = 10 * time.Minute
+	DefaultActionTimeout = 30 * time.Second
+	DefaultLeaseTTL      = 10 * time.Minute
+	// DefaultReceiptLease is how long a callback delivery's reservation
+	// holds before a retry may take it over: applying a callback is one
+	// transaction, and a holder that outlives its lease is fenced anyway.
+	DefaultReceiptLease      = 30 * time.Second
 	DefaultActionMaxAttempts = 5
 )
 
@@ -128,6 +132,12 @@ func (r *Route) validate(p *problems) {
 		}
 		if r.Receipt.KeyField == "" && r.Receipt.Header == "" {
 			r.Receipt.KeyField, r.Receipt.Header = "callback_id", "Idempotency-Key"
+		}
+		switch {
+		case r.Receipt.LeaseTTL < 0:
+			p.add("receipt.leaseTTL", fmt.Sprintf("%s is negative", time.Duration(r.Receipt.LeaseTTL)), `use a positive duration such as "30s"`)
+		case r.Receipt.LeaseTTL == 0:
+			r.Receipt.LeaseTTL = Duration(DefaultReceiptLease)
 		}
 	} else if r.Receipt != nil {
 		p.add("receipt", "only callback routes take receipts", "remove receipt")

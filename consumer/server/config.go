@@ -25,14 +25,17 @@ type Config struct {
 	Version           string
 	StoreURL          string
 	RoutesPath        string // "" = embedded seed routes
-	Audience          string // "" = no in-app OIDC check
+	Audience          string // "" = no in-app OIDC check of pushes
 	PushAccounts      []string
+	CallbackAudience  string // "" = no in-app OIDC check of callbacks (default: Audience)
+	CallbackAccounts  []string
 	JWKSURL           string // "" = Google's
 	PullSubscriptions []string
 	CollectionPrefix  string
 	DLQ               classify.DLQMode
 	PullSettings      pubsub.ReceiveSettings
 	ShutdownTimeout   time.Duration
+	MaxEventSkew      time.Duration
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -54,6 +57,8 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_ROUTES                      routes file, or inline routes JSON (default: embedded seed routes)
 //	EVENTPIPE_OIDC_AUDIENCE               verify push OIDC tokens for this audience
 //	EVENTPIPE_PUSH_ACCOUNTS               allowed push service accounts (comma-separated)
+//	EVENTPIPE_CALLBACK_AUDIENCE           verify callback OIDC tokens for this audience (default: EVENTPIPE_OIDC_AUDIENCE)
+//	EVENTPIPE_CALLBACK_ACCOUNTS           service accounts allowed to call back (comma-separated)
 //	EVENTPIPE_OIDC_JWKS_URL               JWKS override (tests)
 //	EVENTPIPE_PULL_SUBSCRIPTIONS          streaming-pull subscriptions (comma-separated full names)
 //	EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES, EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES,
@@ -61,6 +66,7 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_COLLECTION_PREFIX           engine collection prefix (default eventpipe_)
 //	EVENTPIPE_DLQ                         auto (default), on or off: whether poison gets 400/nack
 //	EVENTPIPE_SHUTDOWN_TIMEOUT            drain time after SIGTERM (default 9s)
+//	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k, def string) string {
 		if v, ok := lookup(k); ok && strings.TrimSpace(v) != "" {
@@ -79,9 +85,11 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		RoutesPath:       get("EVENTPIPE_ROUTES", ""),
 		Audience:         get("EVENTPIPE_OIDC_AUDIENCE", ""),
 		PushAccounts:     list(get("EVENTPIPE_PUSH_ACCOUNTS", "")),
+		CallbackAccounts: list(get("EVENTPIPE_CALLBACK_ACCOUNTS", "")),
 		JWKSURL:          get("EVENTPIPE_OIDC_JWKS_URL", ""),
 		CollectionPrefix: get("EVENTPIPE_COLLECTION_PREFIX", engine.DefaultCollectionPrefix),
 		ShutdownTimeout:  DefaultShutdownTimeout,
+		MaxEventSkew:     engine.DefaultMaxEventSkew,
 		PullSettings:     pubsub.ReceiveSettings{MaxOutstandingMessages: 100, MaxOutstandingBytes: 100 << 20, NumGoroutines: 1, MaxExtension: 10 * time.Minute},
 	}
 	if n, err := strconv.Atoi(c.Port); err != nil || n < 0 || n > 65535 {
@@ -92,6 +100,10 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.Audience == "" && len(c.PushAccounts) > 0 {
 		bad("EVENTPIPE_OIDC_AUDIENCE", "", "push accounts are set: set the audience (the push endpoint URL) so tokens are verified")
+	}
+	c.CallbackAudience = get("EVENTPIPE_CALLBACK_AUDIENCE", c.Audience)
+	if c.CallbackAudience == "" && len(c.CallbackAccounts) > 0 {
+		bad("EVENTPIPE_CALLBACK_AUDIENCE", "", "callback accounts are set: set the audience the calling jobs request tokens for (or EVENTPIPE_OIDC_AUDIENCE)")
 	}
 	for _, s := range list(get("EVENTPIPE_PULL_SUBSCRIPTIONS", "")) {
 		if err := pull.ValidSubscription(s); err != nil {
@@ -119,14 +131,20 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	positive("EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES", &c.PullSettings.MaxOutstandingMessages)
 	positive("EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES", &c.PullSettings.MaxOutstandingBytes)
 	positive("EVENTPIPE_PULL_GOROUTINES", &c.PullSettings.NumGoroutines)
-	if v := get("EVENTPIPE_SHUTDOWN_TIMEOUT", ""); v != "" {
+	duration := func(k, example string, dst *time.Duration) {
+		v := get(k, "")
+		if v == "" {
+			return
+		}
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			bad("EVENTPIPE_SHUTDOWN_TIMEOUT", v, "use a positive Go duration such as 9s")
-		} else {
-			c.ShutdownTimeout = d
+			bad(k, v, "use a positive Go duration such as "+example)
+			return
 		}
+		*dst = d
 	}
+	duration("EVENTPIPE_SHUTDOWN_TIMEOUT", "9s", &c.ShutdownTimeout)
+	duration("EVENTPIPE_MAX_EVENT_SKEW", "5m", &c.MaxEventSkew)
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration:\n%w", err)
 	}

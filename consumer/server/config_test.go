@@ -18,7 +18,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Port != "8080" || c.Env != "dev" || c.StoreURL != DefaultStoreURL() || !strings.HasPrefix(c.StoreURL, "bbolt:///") ||
-		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout {
+		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout || c.MaxEventSkew != 5*time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -29,12 +29,14 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"EVENTPIPE_OIDC_AUDIENCE": "https://x.run.app/pubsub/push", "EVENTPIPE_PUSH_ACCOUNTS": "a@p.iam.gserviceaccount.com, b@p.iam.gserviceaccount.com",
 		"EVENTPIPE_PULL_SUBSCRIPTIONS":            "projects/p/subscriptions/a,projects/p/subscriptions/b",
 		"EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES": "7", "EVENTPIPE_DLQ": "on", "EVENTPIPE_SHUTDOWN_TIMEOUT": "3s",
+		"EVENTPIPE_MAX_EVENT_SKEW": "30s", "EVENTPIPE_CALLBACK_ACCOUNTS": "job@p.iam.gserviceaccount.com",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Port != "9090" || c.Env != "prod" || len(c.PushAccounts) != 2 || c.PushAccounts[1] != "b@p.iam.gserviceaccount.com" ||
-		len(c.PullSubscriptions) != 2 || c.PullSettings.MaxOutstandingMessages != 7 || c.DLQ != classify.DLQOn || c.ShutdownTimeout != 3*time.Second {
+		len(c.PullSubscriptions) != 2 || c.PullSettings.MaxOutstandingMessages != 7 || c.DLQ != classify.DLQOn || c.ShutdownTimeout != 3*time.Second || c.MaxEventSkew != 30*time.Second ||
+		c.CallbackAudience != c.Audience || len(c.CallbackAccounts) != 1 {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -48,10 +50,12 @@ func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
 		{"port", map[string]string{"PORT": "http"}, "PORT="},
 		{"audience without accounts", map[string]string{"EVENTPIPE_OIDC_AUDIENCE": "https://x"}, "EVENTPIPE_PUSH_ACCOUNTS"},
 		{"accounts without audience", map[string]string{"EVENTPIPE_PUSH_ACCOUNTS": "a@b"}, "EVENTPIPE_OIDC_AUDIENCE"},
+		{"callback accounts without audience", map[string]string{"EVENTPIPE_CALLBACK_ACCOUNTS": "a@b"}, "EVENTPIPE_CALLBACK_AUDIENCE"},
 		{"short subscription", map[string]string{"EVENTPIPE_PULL_SUBSCRIPTIONS": "events"}, "EVENTPIPE_PULL_SUBSCRIPTIONS"},
 		{"dlq mode", map[string]string{"EVENTPIPE_DLQ": "maybe"}, "EVENTPIPE_DLQ"},
 		{"flow control", map[string]string{"EVENTPIPE_PULL_GOROUTINES": "0"}, "EVENTPIPE_PULL_GOROUTINES"},
 		{"timeout", map[string]string{"EVENTPIPE_SHUTDOWN_TIMEOUT": "soon"}, "EVENTPIPE_SHUTDOWN_TIMEOUT"},
+		{"skew", map[string]string{"EVENTPIPE_MAX_EVENT_SKEW": "-1m"}, "EVENTPIPE_MAX_EVENT_SKEW"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

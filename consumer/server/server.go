@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,11 @@ import (
 
 // HealthPath serves Cloud Run's startup and liveness probes.
 const HealthPath = "/healthz"
+
+// ErrShutdownTimeout is wrapped by Run's error when work was still in
+// flight at the end of the shutdown timeout: Pub/Sub redelivers what was
+// not answered, so it is worth an ERROR, not a CRITICAL.
+var ErrShutdownTimeout = errors.New("shutdown timed out")
 
 // Options are what tests (and the binary) pass besides Config.
 type Options struct {
@@ -69,20 +75,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		}
 	}()
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
-		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint})
+		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew})
 	if err != nil {
 		return err
 	}
-	var verifier *auth.Verifier
-	if cfg.Audience != "" {
-		if verifier, err = auth.New(context.WithoutCancel(ctx), auth.Config{Audience: cfg.Audience,
-			AllowedEmails: cfg.PushAccounts, JWKSURL: cfg.JWKSURL}); err != nil {
-			return err
-		}
+	verifier, callbackVerifier, err := verifiers(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if callbackVerifier != nil && len(cfg.CallbackAccounts) == 0 {
+		log.Warn("callbacks are refused: tokens are verified but no account may call back (fix: set EVENTPIPE_CALLBACK_ACCOUNTS to the calling jobs' service accounts)")
 	}
 	mux := http.NewServeMux()
 	mux.Handle(push.Path, push.New(proc, verifier)) // the handler answers other methods with 405
-	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log}))
+	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log,
+		Verifier: callbackVerifier}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
@@ -124,8 +131,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("consumer started", "addr", ln.Addr().String(), "routes", len(routes.Routes()),
-		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions),
-		"startup_ms", time.Since(started).Milliseconds())
+		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "callback_oidc", callbackVerifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions),
+		"memory_limit_bytes", debug.SetMemoryLimit(-1), "startup_ms", time.Since(started).Milliseconds())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}
@@ -147,17 +154,39 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	// cancelled) and stop pulling (in-flight messages finish and are acked).
 	stopPull()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		runErr = errors.Join(runErr, fmt.Errorf("shutdown: %w", err))
+		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within EVENTPIPE_SHUTDOWN_TIMEOUT (%s): %w", ErrShutdownTimeout, cfg.ShutdownTimeout, err))
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-sctx.Done():
-		runErr = errors.Join(runErr, errors.New("shutdown: pull did not drain in time"))
+	if len(cfg.PullSubscriptions) > 0 {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-sctx.Done():
+			runErr = errors.Join(runErr, fmt.Errorf("%w: pull did not drain within EVENTPIPE_SHUTDOWN_TIMEOUT (%s)", ErrShutdownTimeout, cfg.ShutdownTimeout))
+		}
 	}
 	log.Info("consumer stopped")
 	return runErr
+}
+
+// verifiers returns the token verifiers of pushes and of callbacks (nil
+// where no audience is configured), sharing one set of Google's keys.
+// Callbacks verified without accounts refuse every caller (fail closed).
+func verifiers(ctx context.Context, cfg Config) (push, callbacks *auth.Verifier, err error) {
+	if cfg.Audience == "" && cfg.CallbackAudience == "" {
+		return nil, nil, nil
+	}
+	keys := auth.NewKeys(context.WithoutCancel(ctx), cfg.JWKSURL, 0)
+	if cfg.Audience != "" {
+		if push, err = keys.Verifier(auth.Config{Audience: cfg.Audience, AllowedEmails: cfg.PushAccounts}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.CallbackAudience != "" {
+		callbacks, err = keys.Verifier(auth.Config{Audience: cfg.CallbackAudience, AllowedEmails: cfg.CallbackAccounts,
+			AccountsSetting: "EVENTPIPE_CALLBACK_ACCOUNTS"})
+	}
+	return push, callbacks, err
 }
 
 func owner(cfg Config) string {

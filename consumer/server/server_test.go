@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/auth/authtest"
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
@@ -161,8 +164,17 @@ func TestOIDCRejectedPushesApplyNothing(t *testing.T) {
 // action blocks) when the server is told to stop. New connections are
 // refused at once; the in-flight push completes with 200 and its effect is
 // recorded; Run returns cleanly.
-func TestGracefulShutdownFinishesInFlight(t *testing.T) {
-	release := make(chan struct{})
+// reply is a push's answer.
+type reply struct {
+	code    int
+	outcome string
+}
+
+// pushInFlight starts a server whose lease route's action blocks until
+// release is closed, sends it a push and returns once the action runs:
+// the push is in flight. Its answer comes on the returned channel.
+func pushInFlight(t *testing.T, shutdownTimeout, dbPath string, release chan struct{}) (*started, chan reply) {
+	t.Helper()
 	var calls atomic.Int64
 	downstream := httptestServer(t, func(w http.ResponseWriter, _ *http.Request) {
 		calls.Add(1)
@@ -176,14 +188,8 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("EVENTPIPE_TEST_DOWNSTREAM", downstream)
-	dbPath := filepath.Join(t.TempDir(), "consumer.db")
-	cfg := testConfig(t, map[string]string{"EVENTPIPE_ROUTES": routes, "EVENTPIPE_STORE": "bbolt://" + dbPath, "EVENTPIPE_SHUTDOWN_TIMEOUT": "10s"})
+	cfg := testConfig(t, map[string]string{"EVENTPIPE_ROUTES": routes, "EVENTPIPE_STORE": "bbolt://" + dbPath, "EVENTPIPE_SHUTDOWN_TIMEOUT": shutdownTimeout})
 	s := start(t, cfg)
-
-	type reply struct {
-		code    int
-		outcome string
-	}
 	inflight := make(chan reply, 1)
 	go func() {
 		code, outcome := pushReq(t, s.url, ct.PushBody(t, ct.Envelope{ID: "m1", Payload: `{"fileHash":"abc"}`}), "")
@@ -192,6 +198,29 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	for calls.Load() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
+	return s, inflight
+}
+
+// TestShutdownTimeoutWithoutPull: when requests outlive the shutdown
+// timeout and no pull is configured, Run's error says the requests did not
+// finish, never that a pull did not drain.
+func TestShutdownTimeoutWithoutPull(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	for round := range 6 { // the wrong message came from a random choice
+		s, _ := pushInFlight(t, "50ms", filepath.Join(t.TempDir(), "consumer.db"), release)
+		s.stop() // SIGTERM
+		err := s.wait()
+		if err == nil || !strings.Contains(err.Error(), "in-flight requests did not finish") || strings.Contains(err.Error(), "pull") {
+			t.Fatalf("round %d: Run = %v; want the requests named, and no pull (none is configured)", round, err)
+		}
+	}
+}
+
+func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	release := make(chan struct{})
+	dbPath := filepath.Join(t.TempDir(), "consumer.db")
+	s, inflight := pushInFlight(t, "10s", dbPath, release)
 	s.stop() // SIGTERM
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -222,7 +251,12 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	lease, ok := ct.Get(t, st, store.Key{Collection: "eventpipe_leases", ID: "test__doc__m-m1"})
+	// A message-id key names the lease with part of the payload's hash.
+	fp, err := keys.Fingerprint([]byte(`{"fileHash":"abc"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, ok := ct.Get(t, st, store.Key{Collection: "eventpipe_leases", ID: "test__doc__m-m1-" + fp[len("sha256:"):][:16]})
 	if !ok || lease.Fields["status"] != "COMPLETED" {
 		t.Fatalf("lease record after shutdown: %v %v", ok, lease.Fields)
 	}
@@ -238,4 +272,100 @@ func httptestServer(t *testing.T, h http.HandlerFunc) string {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return "http://" + ln.Addr().String()
+}
+
+// TestOIDCKeysUnavailable: when Google's keys cannot be fetched (a key
+// server whose connection stalls; nothing listening) an authenticated push
+// gets 503 (Pub/Sub retries it) within the fetch timeout, logged at ERROR
+// as transient, and the response names no URL, address or error.
+func TestOIDCKeysUnavailable(t *testing.T) {
+	const aud, pusher = "https://consumer.test/pubsub/push", "push@p.iam.gserviceaccount.com"
+	is := authtest.NewIssuer(t)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	for name, jwks := range map[string]string{"stalled": authtest.StalledJWKS(t), "nothing listening": down.URL + "/certs"} {
+		t.Run(name, func(t *testing.T) {
+			s := start(t, testConfig(t, map[string]string{
+				"EVENTPIPE_OIDC_AUDIENCE": aud, "EVENTPIPE_PUSH_ACCOUNTS": pusher, "EVENTPIPE_OIDC_JWKS_URL": jwks,
+			}))
+			req, _ := http.NewRequest(http.MethodPost, s.url+"/pubsub/push",
+				bytes.NewReader(ct.PushBody(t, ct.Envelope{ID: "m1", Payload: `{"service":"api","status":"ok"}`})))
+			req.Header.Set("Authorization", "Bearer "+is.Sign(t, authtest.Claims(aud, pusher)))
+			client := &http.Client{Timeout: 30 * time.Second} // far beyond the fetch timeout
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("push while the keys cannot be fetched: %v (the fetch has no timeout)", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("status %d (%s), want 503", resp.StatusCode, body)
+			}
+			host := strings.TrimPrefix(strings.TrimPrefix(jwks, "http://"), "https://")
+			host, _, _ = strings.Cut(host, "/")
+			for _, secret := range []string{host, "http", "dial", "certs", "timeout"} {
+				if strings.Contains(strings.ToLower(string(body)), secret) {
+					t.Errorf("response %q reveals %q", body, secret)
+				}
+			}
+			refused := ct.With(s.log.Lines(t), "message", "push request refused")
+			if len(refused) != 1 || refused[0]["severity"] != "ERROR" || refused[0]["error_type"] != "transient" || refused[0]["http_status"] != float64(503) {
+				t.Errorf("refusal logged as %v, want one ERROR line of error_type transient", refused)
+			}
+		})
+	}
+}
+
+// TestCallbacksVerifiedWithAudience: once an OIDC audience is configured,
+// callbacks need a token of an allowed callback account (401 without one,
+// 403 for another account, which the push account is); with no callback
+// accounts configured every callback is refused and a WARNING says so.
+func TestCallbacksVerifiedWithAudience(t *testing.T) {
+	const aud, pusher, job = "https://consumer.test/pubsub/push", "push@p.iam.gserviceaccount.com", "validator@p.iam.gserviceaccount.com"
+	const cbAud = "https://consumer.test"
+	is := authtest.NewIssuer(t)
+	body := `{"run_id":"run-1","callback_id":"cb-1","status":"completed","result_uri":"gs://attacker/x.json"}`
+	call := func(url, token string) int {
+		req, _ := http.NewRequest(http.MethodPost, url+"/callbacks/validation", strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	s := start(t, testConfig(t, map[string]string{"EVENTPIPE_OIDC_AUDIENCE": aud, "EVENTPIPE_PUSH_ACCOUNTS": pusher,
+		"EVENTPIPE_OIDC_JWKS_URL": is.JWKSURL, "EVENTPIPE_CALLBACK_AUDIENCE": cbAud, "EVENTPIPE_CALLBACK_ACCOUNTS": job}))
+	for name, tc := range map[string]struct {
+		token  string
+		status int
+	}{
+		"no token":     {"", 401},
+		"forged":       {is.Forge(t, authtest.Claims(cbAud, job)), 401},
+		"push account": {is.Sign(t, authtest.Claims(cbAud, pusher)), 403},
+		"push token":   {is.Sign(t, authtest.Claims(aud, pusher)), 401},
+	} {
+		if got := call(s.url, tc.token); got != tc.status {
+			t.Errorf("%s: %d, want %d", name, got, tc.status)
+		}
+	}
+	// The job's own token passes authentication (the run does not exist here: 404).
+	if got := call(s.url, is.Sign(t, authtest.Claims(cbAud, job))); got != http.StatusNotFound {
+		t.Errorf("the job's token: %d, want 404 (authenticated, unknown run)", got)
+	}
+
+	closed := start(t, testConfig(t, map[string]string{"EVENTPIPE_OIDC_AUDIENCE": aud, "EVENTPIPE_PUSH_ACCOUNTS": pusher,
+		"EVENTPIPE_OIDC_JWKS_URL": is.JWKSURL}))
+	if got := call(closed.url, is.Sign(t, authtest.Claims(aud, job))); got != http.StatusForbidden {
+		t.Errorf("no callback accounts configured: %d, want 403", got)
+	}
+	if got := call(closed.url, ""); got != http.StatusUnauthorized {
+		t.Errorf("no callback accounts configured, no token: %d, want 401", got)
+	}
+	if len(ct.With(closed.log.Lines(t), "severity", "WARNING")) == 0 {
+		t.Error("no WARNING that callbacks are refused")
+	}
 }

@@ -39,7 +39,7 @@ func expiredRecordsAbsent(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Finish(ctx, rc, "SUCCEEDED"); err != nil {
+	if _, err := eng.Finish(ctx, rc, "SUCCEEDED", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Dedupe marker: event 1 then 2; event 1 again is a duplicate by its marker.
@@ -94,7 +94,8 @@ func expireAtOnEveryRecord(t *testing.T, e *env) {
 	if _, err := eng.Reserve(ctx, callback("cb-ttl")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.RecordPoison(ctx, ev, engine.PoisonRecord{Reason: "bad"}); err != nil {
+	poisonDoc, err := eng.RecordPoison(ctx, ev, engine.PoisonRecord{Reason: "bad"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	dedupe, leases, receipts, poison := eng.Collections()
@@ -105,7 +106,7 @@ func expireAtOnEveryRecord(t *testing.T, e *env) {
 		{store.Key{Collection: dedupe, ID: "prod__e-e1"}, testDedupeTTL},
 		{store.Key{Collection: leases, ID: "prod__send-email__e-ev-ttl"}, testDedupeTTL},
 		{store.Key{Collection: receipts, ID: "prod__validation-finished__cb-ttl"}, testReceiptTTL},
-		{store.Key{Collection: poison, ID: "prod__e-ev-ttl"}, testPoisonTTL},
+		{store.Key{Collection: poison, ID: strings.TrimPrefix(poisonDoc, poison+"/")}, testPoisonTTL},
 	} {
 		d := e.get(c.key)
 		if d == nil {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,8 +115,8 @@ func leaseRetryThenPoison(t *testing.T, e *env) {
 	}
 	_, err := eng.Claim(ctx, ev, emailReq())
 	wantType(t, "claim after MaxAttempts failures", err, engine.TypePoison)
-	_, _, _, poisonColl := eng.Collections()
-	rec := e.get(store.Key{Collection: poisonColl, ID: "prod__e-ev-3"})
+	coll, id, _ := strings.Cut(eng.PoisonDoc(ev), "/")
+	rec := e.get(store.Key{Collection: coll, ID: id})
 	if rec == nil {
 		t.Fatal("no poison audit record")
 	}

@@ -1,8 +1,9 @@
 // Package checkconfig reads the `eventpipe check` configuration file: rule thresholds for
-// every environment and per environment (they become data.config.<rule>.<key>, the place
-// Pulumi policy configuration puts them), and waivers — rule id, URN pattern, reason and
-// expiry date. A waiver suppresses matching findings until it expires; an expired waiver
-// fails the check, naming itself.
+// every environment and per environment, and waivers — rule id, URN pattern, reason and
+// expiry date — and turns it into the rules' data.config for one environment (Data), the
+// document conftest and opa eval users pass with --data. The rules apply the waivers: a
+// waiver suppresses matching findings until it expires; an expired waiver fails the check,
+// naming itself.
 package checkconfig
 
 import (
@@ -11,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -19,7 +19,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/eventpipe/eventpipe/policies/engine"
-	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
 // Config is the parsed configuration file.
@@ -40,28 +39,12 @@ type Environment struct {
 }
 
 // Waiver suppresses the findings of one rule on the resources whose URN matches a pattern
-// (`*` matches any run of characters, `?` one character) until the expiry date.
+// (`*` matches any run of characters, `?` one character) through the expiry date.
 type Waiver struct {
-	Rule    string `yaml:"rule"`
-	URN     string `yaml:"urn"`
-	Reason  string `yaml:"reason"`
-	Expires string `yaml:"expires"`
-
-	expires time.Time
-	pattern *regexp.Regexp
-}
-
-// ExpiredRule is the rule an expired waiver is reported under.
-func ExpiredRule() engine.Rule {
-	return engine.Rule{
-		Name:        "deny_expired_waiver",
-		ID:          "EP000",
-		Title:       "Expired waiver",
-		Description: "A waiver in the check configuration has passed its expiry date. Waivers are temporary by design: an expired one fails the check until it is renewed or removed.",
-		Severity:    "high",
-		Fix:         "Fix the waived finding and delete the waiver, or renew it with a new expiry date and a current reason.",
-		Level:       engine.Deny,
-	}
+	Rule    string `yaml:"rule" json:"rule"`
+	URN     string `yaml:"urn" json:"urn"`
+	Reason  string `yaml:"reason" json:"reason"`
+	Expires string `yaml:"expires" json:"expires"`
 }
 
 // Load reads a configuration file.
@@ -98,36 +81,24 @@ func Parse(data []byte) (*Config, error) {
 		if strings.TrimSpace(w.Reason) == "" {
 			return nil, fmt.Errorf("%s.reason is empty: every waiver records why the finding is accepted", where)
 		}
-		t, err := time.Parse(time.DateOnly, w.Expires)
-		if err != nil {
+		if _, err := time.Parse(time.DateOnly, w.Expires); err != nil {
 			return nil, fmt.Errorf("%s.expires %q is not a date: use YYYY-MM-DD, e.g. 2027-01-31", where, w.Expires)
 		}
-		w.expires = t
-		w.pattern = glob(w.URN)
 	}
 	return &c, nil
 }
 
-// glob compiles a URN pattern: * matches any run of characters, ? exactly one.
-func glob(p string) *regexp.Regexp {
-	var b strings.Builder
-	b.WriteString("^")
-	for _, r := range p {
-		switch r {
-		case '*':
-			b.WriteString(".*")
-		case '?':
-			b.WriteString(".")
-		default:
-			b.WriteString(regexp.QuoteMeta(string(r)))
-		}
+// Path is the file the configuration was loaded from ("" when parsed from memory).
+func (c *Config) Path() string {
+	if c == nil {
+		return ""
 	}
-	b.WriteString("$")
-	return regexp.MustCompile(b.String())
+	return c.path
 }
 
 // Data is data.config for env: the thresholds for every environment, overridden key by
-// key by env's, plus "environment": env when env is set.
+// key by env's, "environment": env when env is set, and "waivers". (The rules judge the
+// waivers' expiry on config.today, YYYY-MM-DD, when it is set, or on today's date in UTC.)
 func (c *Config) Data(env string) map[string]any {
 	out := map[string]any{}
 	merge := func(th map[string]map[string]any) {
@@ -142,15 +113,18 @@ func (c *Config) Data(env string) map[string]any {
 			}
 		}
 	}
+	waivers := []Waiver{}
 	if c != nil {
 		merge(c.Thresholds)
 		if e, ok := c.Environments[env]; ok {
 			merge(e.Thresholds)
 		}
+		waivers = append(waivers, c.Waivers...)
 	}
 	if env != "" {
 		out["environment"] = env
 	}
+	out["waivers"] = waivers
 	return out
 }
 
@@ -189,43 +163,4 @@ func (c *Config) Validate(rules []engine.Rule) error {
 		}
 	}
 	return nil
-}
-
-// Apply marks the findings that a live waiver covers, and reports every expired waiver as
-// a deny finding of ExpiredRule. today is the date the check runs.
-func (c *Config) Apply(findings []engine.Finding, today time.Time) []engine.Finding {
-	if c == nil || len(c.Waivers) == 0 {
-		return findings
-	}
-	day := time.Date(today.Year(), today.Month(), today.Day(), 0, 0, 0, 0, time.UTC)
-	out := make([]engine.Finding, 0, len(findings))
-	for _, f := range findings {
-		for _, w := range c.Waivers {
-			if !w.expires.Before(day) && w.Rule == f.Rule.ID && w.pattern.MatchString(f.URN) {
-				f.Waiver = &engine.Waiver{RuleID: w.Rule, URN: w.URN, Reason: w.Reason, Expires: w.Expires, Source: c.path}
-				break
-			}
-		}
-		out = append(out, f)
-	}
-	for _, w := range c.Waivers {
-		if w.expires.Before(day) {
-			out = append(out, engine.Finding{
-				Rule:     ExpiredRule(),
-				Level:    engine.Deny,
-				URN:      w.URN,
-				Location: waiverLocation(c.path),
-				Message:  fmt.Sprintf("the waiver of %s for %s expired on %s (reason given: %s)", w.Rule, w.URN, w.Expires, w.Reason),
-			})
-		}
-	}
-	engine.Sort(out)
-	return out
-}
-
-func waiverLocation(path string) *plan.Location {
-	if path == "" {
-		return nil
-	}
-	return &plan.Location{File: path}
 }

@@ -1,12 +1,16 @@
 package checkconfig
 
 import (
+	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
 const sample = `
@@ -54,6 +58,7 @@ func TestDataMergesEnvironment(t *testing.T) {
 	want := map[string]any{
 		"deny_dead_letter_attempts_out_of_range": map[string]any{"min": 5, "max": 20},
 		"environment":                            "dev",
+		"waivers":                                c.Waivers,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Data(dev) = %v, want %v", got, want)
@@ -61,7 +66,7 @@ func TestDataMergesEnvironment(t *testing.T) {
 	if got := c.Data("prod")["deny_dead_letter_attempts_out_of_range"].(map[string]any)["max"]; got != 10 {
 		t.Fatalf("Data(prod) max = %v", got)
 	}
-	if got := (*Config)(nil).Data(""); len(got) != 0 {
+	if got := (*Config)(nil).Data(""); !reflect.DeepEqual(got, map[string]any{"waivers": []Waiver{}}) {
 		t.Fatalf("nil config data = %v", got)
 	}
 }
@@ -85,56 +90,78 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestApplyWaivers(t *testing.T) {
+// TestRulesApplyTheWaivers: the waivers Data passes are the rules' config.waivers, with
+// the same fields: a live waiver suppresses its findings (through its expiry date), an
+// expired one fails the check as EP000, naming itself.
+func TestRulesApplyTheWaivers(t *testing.T) {
 	c, err := Parse([]byte(sample))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep5 := engine.Rule{ID: "EP005", Level: engine.Deny}
-	findings := []engine.Finding{
-		{Rule: ep5, Level: engine.Deny, URN: "urn:pulumi:dev::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"},
-		{Rule: ep5, Level: engine.Deny, URN: "urn:pulumi:prod::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"},
+	// Two subscriptions dead-letter to a topic nobody reads (EP005): one the first
+	// waiver covers, one in another stack it does not.
+	doc := map[string]any{"version": 3, "deployment": map[string]any{"resources": []any{
+		map[string]any{"urn": "urn:pulumi:dev::eventpipe::gcp:pubsub/topic:Topic::dlq", "type": "gcp:pubsub/topic:Topic", "inputs": map[string]any{"name": "dlq"}},
+		subscription("urn:pulumi:dev::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"),
+		subscription("urn:pulumi:prod::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"),
+	}}}
+	p, err := plan.FromDocument(doc, "export.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	today := time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
-	out := c.Apply(findings, today)
-	if len(out) != 3 {
-		t.Fatalf("%d findings, want 2 plus the expired waiver", len(out))
-	}
-	var waived, expired int
-	for _, f := range out {
-		switch {
-		case f.Rule.ID == "EP000":
-			expired++
-			if !strings.Contains(f.Message, "EP009") || !strings.Contains(f.Message, "expired on 2026-06-30") || f.Level != engine.Deny {
-				t.Errorf("expired waiver finding: %+v", f)
-			}
-		case f.Waiver != nil:
-			waived++
-			if !strings.Contains(f.URN, ":dev:") || f.Waiver.Reason == "" {
-				t.Errorf("wrong finding waived: %+v", f)
+	check := func(today time.Time) map[string]engine.Finding {
+		t.Helper()
+		mods, err := policies.Modules()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := c.Data("dev")
+		data["today"] = today.Format(time.DateOnly)
+		e, err := engine.New(context.Background(), engine.Options{Modules: mods, Package: policies.Package, Config: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := e.Evaluate(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]engine.Finding{}
+		for _, f := range fs {
+			if f.Rule.ID == "EP005" || f.Rule.ID == "EP000" {
+				out[f.Rule.ID+" "+f.URN] = f
 			}
 		}
+		return out
 	}
-	if waived != 1 || expired != 1 {
-		t.Fatalf("waived %d expired %d, want 1 and 1", waived, expired)
+	got := check(time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC))
+	waived := got["EP005 urn:pulumi:dev::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"]
+	if w := waived.Waiver; w == nil || w.RuleID != "EP005" || w.Reason != "legacy topic drained by the nightly batch job" || w.Expires != "2027-01-31" {
+		t.Errorf("covered finding: %+v", waived)
+	}
+	if f := got["EP005 urn:pulumi:prod::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"]; f.Waiver != nil || f.Level != engine.Deny {
+		t.Errorf("finding outside the pattern: %+v", f)
+	}
+	expired := got["EP000 urn:pulumi:dev::eventpipe::gcp:pubsub/subscription:Subscription::old"]
+	if expired.Level != engine.Deny || !strings.Contains(expired.Message, "EP009") || !strings.Contains(expired.Message, "expired on 2026-06-30") {
+		t.Errorf("expired waiver: %+v", expired)
+	}
+	if len(got) != 3 {
+		t.Fatalf("findings %v, want the two EP005 and the expired waiver", got)
 	}
 	// On its expiry date a waiver still holds; the day after it does not.
-	last := time.Date(2027, 1, 31, 23, 0, 0, 0, time.UTC)
-	if f := byRule(t, c.Apply(findings[:1], last), "EP005"); f.Waiver == nil {
+	if f := check(time.Date(2027, 1, 31, 23, 0, 0, 0, time.UTC))["EP005 urn:pulumi:dev::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"]; f.Waiver == nil {
 		t.Error("waiver not applied on its expiry date")
 	}
-	if f := byRule(t, c.Apply(findings[:1], last.Add(2*time.Hour)), "EP005"); f.Waiver != nil {
+	if f := check(time.Date(2027, 2, 1, 1, 0, 0, 0, time.UTC))["EP005 urn:pulumi:dev::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"]; f.Waiver != nil {
 		t.Error("waiver applied after its expiry date")
 	}
 }
 
-func byRule(t *testing.T, fs []engine.Finding, id string) engine.Finding {
-	t.Helper()
-	for _, f := range fs {
-		if f.Rule.ID == id {
-			return f
-		}
-	}
-	t.Fatalf("no %s finding in %v", id, fs)
-	return engine.Finding{}
+// subscription is a stack-export state of a subscription that dead-letters to topic dlq.
+func subscription(urn string) map[string]any {
+	var inputs map[string]any
+	_ = json.Unmarshal([]byte(`{"name": "legacy-orders", "topic": "orders",
+		"deadLetterPolicy": {"deadLetterTopic": "dlq", "maxDeliveryAttempts": 5},
+		"retryPolicy": {"minimumBackoff": "10s", "maximumBackoff": "600s"}, "expirationPolicy": {"ttl": ""}}`), &inputs)
+	return map[string]any{"urn": urn, "type": "gcp:pubsub/subscription:Subscription", "inputs": inputs}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,24 +14,17 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/policies"
+	"github.com/eventpipe/eventpipe/policies/internal/benchgen"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/policies/plantest"
 )
 
-// newEngine builds an engine with the core rule files. The alert-coverage rules
-// (policies/alerts*.rego, EP1xx) are left out: these fixtures carry no alert policies, and
-// the alert rules are tested by their own files and by the rendered-stack tests.
-func newEngine(t testing.TB, cfg map[string]any) *Engine {
+// allRules is an engine with every rule file and configuration cfg.
+func allRules(t testing.TB, cfg map[string]any) *Engine {
 	t.Helper()
-	all, err := policies.Modules()
+	mods, err := policies.Modules()
 	if err != nil {
 		t.Fatal(err)
-	}
-	mods := map[string]string{}
-	for name, src := range all {
-		if !strings.HasPrefix(name, "policies/alerts") {
-			mods[name] = src
-		}
 	}
 	e, err := New(context.Background(), Options{Modules: mods, Package: policies.Package, Config: cfg})
 	if err != nil {
@@ -39,6 +33,8 @@ func newEngine(t testing.TB, cfg map[string]any) *Engine {
 	return e
 }
 
+// fixture reads a document of policies/plan/testdata (they end in .txt so that
+// `opa test policies/` does not load them as data).
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "plan", "testdata", name))
@@ -48,59 +44,69 @@ func fixture(t testing.TB, name string) []byte {
 	return data
 }
 
-func evaluate(t testing.TB, e *Engine, data []byte) []Finding {
+func check(t testing.TB, e *Engine, data []byte) *Result {
 	t.Helper()
-	p, err := plan.Parse(data, "plan.json.txt")
+	p, err := plan.Parse(data, "plan.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := e.Evaluate(context.Background(), p)
+	res, err := e.Check(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fs
+	return res
 }
 
-func ids(fs []Finding) []string {
+// ids are "level:ID" of the findings, sorted, the alert coverage rules (EP101-EP104) left
+// out unless keepAlerts: the fixtures carry no alert policies.
+func ids(fs []Finding, keepAlerts bool) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, string(f.Level)+":"+f.Rule.ID)
+		if keepAlerts || !strings.HasPrefix(f.Rule.ID, "EP10") {
+			out = append(out, string(f.Level)+":"+f.Rule.ID)
+		}
 	}
 	sort.Strings(out)
 	return out
 }
 
 func TestRulesHaveMetadata(t *testing.T) {
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
+	rules := allRules(t, nil).Rules()
+	if len(rules) < 23 {
+		t.Fatalf("%d rules", len(rules))
 	}
-	e, err := New(context.Background(), Options{Modules: mods, Package: policies.Package})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules := e.Rules()
-	if len(rules) < 15 {
-		t.Fatalf("%d rules loaded", len(rules))
-	}
+	byID := map[string]Rule{}
 	for _, r := range rules {
-		if r.ID == "" || r.Title == "" || r.Fix == "" || r.Description == "" || r.Severity == "" {
-			t.Errorf("rule %s: incomplete metadata %+v", r.Name, r)
+		if r.ID == "" || r.Title == "" || r.Description == "" || r.Fix == "" || !validSeverity(r.Severity) {
+			t.Errorf("rule %s lacks metadata: %+v", r.Name, r)
 		}
-		if r.Stack != strings.HasPrefix(r.Name, "stack_") {
-			t.Errorf("rule %s: stack = %v", r.Name, r.Stack)
+		byID[r.ID] = r
+	}
+	for id, want := range map[string]struct {
+		level         Level
+		stack, needed bool
+	}{
+		"EP000": {Deny, false, false}, "EP001": {Deny, true, true}, "EP002": {Deny, false, false},
+		"EP011": {Warn, false, false}, "EP013": {Warn, true, false}, "EP016": {Deny, false, false},
+		"EP017": {Warn, false, false}, "EP104": {Warn, true, true}, "EP900": {Deny, false, false},
+	} {
+		r := byID[id]
+		if r.Level != want.level || r.Stack != want.stack || r.NeedsCompleteStack != want.needed {
+			t.Errorf("%s: level %s stack %v needs complete stack %v, want %+v", id, r.Level, r.Stack, r.NeedsCompleteStack, want)
 		}
 	}
 }
 
 func TestHealthyPlansPass(t *testing.T) {
-	e := newEngine(t, nil)
+	e := allRules(t, nil)
 	for _, name := range []string{"preview_show_sames.json.txt", "preview_changes_only.json.txt", "stack_export.json.txt", "terraform_plan.json.txt"} {
 		t.Run(name, func(t *testing.T) {
-			if fs := evaluate(t, e, fixture(t, name)); len(fs) != 0 {
-				for _, f := range fs {
-					t.Errorf("%s %s %s: %s", f.Level, f.Rule.ID, f.URN, f.Message)
-				}
+			res := check(t, e, fixture(t, name))
+			if got := ids(res.Findings, false); len(got) != 0 {
+				t.Errorf("findings %v", got)
+			}
+			if res.Resources < 4 || res.Format == "" {
+				t.Errorf("format %q, %d resources", res.Format, res.Resources)
 			}
 		})
 	}
@@ -114,20 +120,21 @@ const (
 // TestMutationsFailWithTheirRule breaks the healthy preview one way at a time; each break
 // must produce exactly its rule's finding and nothing else.
 func TestMutationsFailWithTheirRule(t *testing.T) {
-	e := newEngine(t, nil)
+	e := allRules(t, nil)
 	for _, tt := range mutations() {
 		t.Run(tt.name, func(t *testing.T) {
 			p := plantest.Parse(t, fixture(t, "preview_show_sames.json.txt"))
 			tt.mutate(t, p)
-			fs := evaluate(t, e, p.JSON(t))
-			if got := ids(fs); !reflect.DeepEqual(got, tt.want) {
+			fs := check(t, e, p.JSON(t)).Findings
+			if got := ids(fs, false); !reflect.DeepEqual(got, tt.want) {
 				for _, f := range fs {
 					t.Logf("%s %s %s: %s", f.Level, f.Rule.ID, f.URN, f.Message)
 				}
 				t.Fatalf("findings %v, want %v", got, tt.want)
 			}
-			if fs[0].URN == "" || fs[0].Message == "" || strings.HasPrefix(fs[0].Message, "urn:") {
-				t.Errorf("finding not attributed to its resource: %+v", fs[0])
+			f := fs[0]
+			if f.URN == "" || f.Name == "" || f.Type == "" || f.Message == "" || strings.HasPrefix(f.Message, f.Rule.ID) || f.Location == nil || f.Location.Line < 1 {
+				t.Errorf("finding not attributed to its resource: %+v", f)
 			}
 		})
 	}
@@ -195,66 +202,132 @@ func mutations() []mutation {
 			in["labels"].(map[string]any)["eventpipe_dlq_opt_out"] = "true"
 			in["labels"].(map[string]any)["eventpipe_dlq_opt_out_reason"] = "source_is_replayable"
 		}, []string{"warn:EP015"}},
+		{"subscription replaced", func(t testing.TB, p plantest.Doc) {
+			p.SetOp(t, sub, "orders-push", "replace")
+		}, []string{"deny:EP016"}},
 	}
 }
 
 func TestIncompletePreviewDowngradesAbsenceVerdicts(t *testing.T) {
-	e := newEngine(t, nil)
+	e := allRules(t, nil)
 	p := plantest.Parse(t, fixture(t, "preview_changes_only.json.txt"))
 	delete(p.Inputs(t, sub, "orders-push"), "deadLetterPolicy")
-	fs := evaluate(t, e, p.JSON(t))
-	if got := ids(fs); !reflect.DeepEqual(got, []string{"warn:EP001"}) {
+	res := check(t, e, p.JSON(t))
+	if got := ids(res.Findings, false); !reflect.DeepEqual(got, []string{"warn:EP001"}) {
 		t.Fatalf("findings %v, want the EP001 deny downgraded to a warning", got)
 	}
-	if fs[0].Note != IncompleteNote {
-		t.Errorf("note = %q", fs[0].Note)
+	if res.Complete || res.Findings[0].Note != IncompleteNote || strings.Contains(res.Findings[0].Message, IncompleteNote) {
+		t.Errorf("complete %v, finding %+v", res.Complete, res.Findings[0])
 	}
 	// The same mutation on the complete preview stays a deny.
 	full := plantest.Parse(t, fixture(t, "preview_show_sames.json.txt"))
 	delete(full.Inputs(t, sub, "orders-push"), "deadLetterPolicy")
-	if got := ids(evaluate(t, e, full.JSON(t))); !reflect.DeepEqual(got, []string{"deny:EP001"}) {
+	if got := ids(check(t, e, full.JSON(t)).Findings, false); !reflect.DeepEqual(got, []string{"deny:EP001"}) {
 		t.Fatalf("complete preview: %v", got)
 	}
 }
 
-func TestUnknownTopicsGiveNoVerdict(t *testing.T) {
-	e := newEngine(t, nil)
+func TestUnknownLinksGiveNoVerdict(t *testing.T) {
+	e := allRules(t, nil)
 	p := plantest.Parse(t, fixture(t, "preview_show_sames.json.txt"))
 	// Without propertyDependencies the subscription's links are unknown: no rule may fire.
 	delete(p.State(t, sub, "orders-push"), "propertyDependencies")
-	if fs := evaluate(t, e, p.JSON(t)); len(fs) != 0 {
-		t.Fatalf("unknown links produced findings: %v", ids(fs))
+	if got := ids(check(t, e, p.JSON(t)).Findings, false); len(got) != 0 {
+		t.Fatalf("unknown links produced findings: %v", got)
 	}
 }
 
-func TestThresholdsFromConfig(t *testing.T) {
-	e := newEngine(t, map[string]any{"deny_dead_letter_attempts_out_of_range": map[string]any{"min": 6, "max": 20}})
-	if got := ids(evaluate(t, e, fixture(t, "preview_show_sames.json.txt"))); !reflect.DeepEqual(got, []string{"deny:EP002"}) {
+func TestThresholdsAndEnvironmentFromConfig(t *testing.T) {
+	e := allRules(t, map[string]any{"deny_dead_letter_attempts_out_of_range": map[string]any{"min": 6, "max": 20}})
+	if got := ids(check(t, e, fixture(t, "preview_show_sames.json.txt")).Findings, false); !reflect.DeepEqual(got, []string{"deny:EP002"}) {
 		t.Fatalf("findings %v, want EP002 for 5 attempts below the configured 6", got)
 	}
-	strict := newEngine(t, map[string]any{"environment": "prod"})
-	tf := fixture(t, "terraform_plan.json.txt")
 	var doc map[string]any
-	if err := json.Unmarshal(tf, &doc); err != nil {
+	if err := json.Unmarshal(fixture(t, "terraform_plan.json.txt"), &doc); err != nil {
 		t.Fatal(err)
 	}
 	for _, rc := range doc["resource_changes"].([]any) {
-		r := rc.(map[string]any)
-		if r["address"] == "google_pubsub_subscription.push" {
+		if r := rc.(map[string]any); r["address"] == "google_pubsub_subscription.push" {
 			r["change"].(map[string]any)["after"].(map[string]any)["expiration_policy"] = []any{}
 		}
 	}
-	b, _ := json.Marshal(doc)
-	if got := ids(evaluate(t, strict, b)); !reflect.DeepEqual(got, []string{"deny:EP012"}) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(check(t, allRules(t, map[string]any{"environment": "prod"}), b).Findings, false); !reflect.DeepEqual(got, []string{"deny:EP012"}) {
 		t.Fatalf("terraform subscription without expiration_policy in prod: %v", got)
 	}
-	if got := ids(evaluate(t, newEngine(t, nil), b)); !reflect.DeepEqual(got, []string{"warn:EP011"}) {
+	if got := ids(check(t, allRules(t, nil), b).Findings, false); !reflect.DeepEqual(got, []string{"warn:EP011"}) {
 		t.Fatalf("without an environment: %v", got)
 	}
 }
 
+func TestUnusableDocumentsAreErrors(t *testing.T) {
+	e := allRules(t, nil)
+	for name, want := range map[string]string{
+		"foreign_k8s_list.json.txt":  "match no known format",
+		"terraform_state.json.txt":   "Terraform state",
+		"preview_bad_step.json.txt":  `steps[0]: a preview step needs "op"`,
+		"truncated_preview.json.txt": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := plan.Parse(fixture(t, name), name)
+			if want == "" {
+				if !errors.Is(err, plan.ErrUnrecognised) {
+					t.Fatalf("Parse = %v, want ErrUnrecognised", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.Evaluate(context.Background(), p)
+			if !errors.Is(err, ErrUnusableDocument) || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), name) {
+				t.Fatalf("Evaluate = %v, want ErrUnusableDocument naming %q", err, want)
+			}
+		})
+	}
+}
+
+// TestFormatsGiveTheSameVerdicts: the generated plan as a preview, a stack export and a
+// Terraform plan gets the same findings on the same resources.
+func TestFormatsGiveTheSameVerdicts(t *testing.T) {
+	e := allRules(t, nil)
+	verdicts := func(data []byte) []string {
+		var out []string
+		for _, f := range check(t, e, data).Findings {
+			out = append(out, f.Rule.ID+" "+strings.ReplaceAll(f.Name, ".", "_"))
+		}
+		sort.Strings(out)
+		return out
+	}
+	preview, err := benchgen.Generate(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := verdicts(preview)
+	if len(want) != 5+50+35 {
+		t.Fatalf("preview findings %d: %v", len(want), want)
+	}
+	for name, generate := range map[string]func(int) ([]byte, error){"export": benchgen.GenerateExport, "terraform": benchgen.GenerateTerraform} {
+		data, err := generate(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := verdicts(data)
+		for i := range got {
+			// A Terraform address names the resource after its type.
+			got[i] = strings.NewReplacer("google_pubsub_subscription_", "", "google_pubsub_topic_", "").Replace(got[i])
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s findings differ from the preview's:\n%v\nwant\n%v", name, got, want)
+		}
+	}
+}
+
 func TestMetadataIsEnforced(t *testing.T) {
-	base := "package eventpipe\n\nimport rego.v1\n\n"
+	base := "package eventpipe.rules\n\nimport rego.v1\n\n"
 	tests := []struct {
 		name, src, wantErr string
 	}{
@@ -273,44 +346,9 @@ func TestMetadataIsEnforced(t *testing.T) {
 	}
 }
 
-func TestAttribute(t *testing.T) {
-	r := &plan.Resource{URN: "urn:pulumi:dev::p::t::odd: name"}
-	byURN := map[string]*plan.Resource{r.URN: r}
-	got, text := attribute("urn:pulumi:dev::p::t::odd: name: it broke: badly", byURN)
-	if got != r || text != "it broke: badly" {
-		t.Fatalf("attribute = %v, %q", got, text)
-	}
-	got, text = attribute("no urn: here", byURN)
-	if got != nil || text != "no urn: here" {
-		t.Fatalf("attribute = %v, %q", got, text)
-	}
-}
-
-// TestResourceRulesAreTypeGuarded: every core resource rule starts with an input.type
-// guard, so resources of other types skip the resource rules; an unguarded rule turns the
-// shortcut off rather than hiding findings.
-func TestResourceRulesAreTypeGuarded(t *testing.T) {
-	e := newEngine(t, nil)
-	if e.resourceTypes == nil || !e.resourceTypes["gcp:pubsub/subscription:Subscription"] || !e.resourceTypes["gcp:cloudrunv2/serviceIamMember:ServiceIamMember"] {
-		t.Fatalf("guarded types = %v", e.resourceTypes)
-	}
-	src := "package eventpipe\n\nimport rego.v1\n\n# METADATA\n# title: T\n# description: D\n# custom:\n#   id: X1\n#   severity: low\n#   fix: F\nwarn_any contains \"seen\" if input.name\n"
-	u, err := New(context.Background(), Options{Modules: map[string]string{"x.rego": src}, Package: "eventpipe"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u.resourceTypes != nil {
-		t.Fatalf("unguarded rule still filtered by %v", u.resourceTypes)
-	}
-	fs := evaluate(t, u, fixture(t, "preview_show_sames.json.txt"))
-	if len(fs) != 12 {
-		t.Fatalf("unguarded rule saw %d resources, want all 12", len(fs))
-	}
-}
-
 // TestSortOrder: Sort orders by resource, level (deny first), rule id and message, and
-// keeps findings equal in all four in their order, as a stable sort with that ordering
-// does; checked on shuffled findings with every kind of tie.
+// keeps findings equal in all four in their order; checked on shuffled findings with every
+// kind of tie.
 func TestSortOrder(t *testing.T) {
 	var fs []Finding
 	for _, urn := range []string{"urn:b", "urn:a", ""} {
@@ -346,9 +384,6 @@ func TestSortOrder(t *testing.T) {
 		Sort(got)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("round %d: Sort gave %v, want %v", round, got, want)
-		}
-		if f := got[0]; f.Level != Deny || f.URN != "" || f.Rule.ID != "EP001" || f.Message != "x" {
-			t.Fatalf("round %d: first finding %+v, want the deny EP001 x on the empty URN", round, f)
 		}
 	}
 }

@@ -81,3 +81,38 @@ func (d Doc) JSON(t TB) []byte {
 	}
 	return b
 }
+
+// SetOp changes the preview operation of the resource of type typ named name.
+func (d Doc) SetOp(t TB, typ, name, op string) {
+	t.Helper()
+	for _, s := range d.steps() {
+		if matches(s, typ, name) {
+			s.(map[string]any)["op"] = op
+			return
+		}
+	}
+	t.Fatalf("the plan has no %s %s", typ, name)
+}
+
+// Keep drops every step but those of the resource of type typ named name and of the root
+// stack, as a preview of a change to that one resource prints without --show-sames.
+func (d Doc) Keep(t TB, typ, name string) {
+	t.Helper()
+	var keep []any
+	for _, s := range d.steps() {
+		if matches(s, typ, name) || isRootStack(s) {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) < 2 {
+		t.Fatalf("the plan has no %s %s, or no root stack", typ, name)
+	}
+	d["steps"] = keep
+}
+
+// isRootStack reports whether a step is the root stack's.
+func isRootStack(step any) bool {
+	st, _ := step.(map[string]any)
+	urn, _ := st["urn"].(string)
+	return strings.Contains(urn, "::pulumi:pulumi:Stack::")
+}

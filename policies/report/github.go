@@ -11,8 +11,13 @@ import (
 
 // writeGitHub prints GitHub Actions workflow commands: ::error for findings that fail the
 // check, ::warning for advisory ones, ::notice for waived ones, each with file and line
-// when known so the annotation lands on the pull request's diff.
+// when known (relative to the source root, as GitHub resolves it) so the annotation lands
+// on the pull request's diff.
 func writeGitHub(w io.Writer, r *Report) error {
+	root, err := r.sourceRoot()
+	if err != nil {
+		return err
+	}
 	b := bufio.NewWriter(w)
 	for _, f := range r.Findings {
 		cmd := "warning"
@@ -24,7 +29,11 @@ func writeGitHub(w io.Writer, r *Report) error {
 		}
 		var props []string
 		if f.Location != nil && f.Location.File != "" {
-			props = append(props, "file="+escapeProperty(f.Location.File))
+			file := f.Location.File
+			if rel, ok := underRoot(root, file); ok {
+				file = rel
+			}
+			props = append(props, "file="+escapeProperty(file))
 			if f.Location.Line > 0 {
 				props = append(props, fmt.Sprintf("line=%d", f.Location.Line))
 			}
@@ -33,7 +42,7 @@ func writeGitHub(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(annotation(f)))
 	}
 	d, warn, waived := r.Counts()
-	fmt.Fprintf(b, "eventpipe check %s: %d denies, %d warnings, %d waived\n", r.Source, d, warn, waived)
+	fmt.Fprintf(b, "%s %s: %d denies, %d warnings, %d waived\n", r.command(), r.Source, d, warn, waived)
 	return b.Flush()
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 
 	"github.com/eventpipe/eventpipe/policies/engine"
 )
@@ -29,6 +28,9 @@ func Formats() []Format { return []Format{Text, JSON, SARIF, JUnit, GitHub} }
 
 // Report is the outcome of one check.
 type Report struct {
+	// Command names the tool in the report's headings: "eventpipe check" when empty,
+	// "eventpipe audit" for an audit.
+	Command string
 	// Source names what was checked: a file, "-" for stdin, or "stack prod".
 	Source string
 	// InputFormat is the detected plan format.
@@ -43,6 +45,18 @@ type Report struct {
 	FailOnWarn bool
 	// Version is the eventpipe version for the SARIF tool driver.
 	Version string
+	// SourceRoot is the folder the SARIF results and GitHub annotations locate files
+	// relative to: the repository root. Empty means RepositoryRoot of the working
+	// directory. Finding locations are absolute or relative to the working directory.
+	SourceRoot string
+}
+
+// command is r.Command, or "eventpipe check" when it is empty.
+func (r *Report) command() string {
+	if r.Command == "" {
+		return "eventpipe check"
+	}
+	return r.Command
 }
 
 // Counts tallies unwaived denies and warnings, and waived findings.
@@ -86,11 +100,7 @@ func Write(w io.Writer, format Format, r *Report) error {
 	case GitHub:
 		return writeGitHub(w, r)
 	}
-	names := make([]string, len(Formats()))
-	for i, f := range Formats() {
-		names[i] = string(f)
-	}
-	return fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(names, ", "))
+	return fmt.Errorf("unknown output format %q: use one of %s", format, formatList())
 }
 
 // allRules is r.Rules plus any rule only findings mention (the expired-waiver rule),

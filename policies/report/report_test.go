@@ -27,7 +27,7 @@ const subURN = "urn:pulumi:prod::eventpipe::gcp:pubsub/subscription:Subscription
 func sample(failOnWarn bool) *Report {
 	loc := &plan.Location{File: "stacks/Pulumi.prod.yaml", Line: 12}
 	return &Report{
-		Source: "stack prod", InputFormat: "pulumi-preview", Resources: 14, FailOnWarn: failOnWarn, Version: "test",
+		Source: "stack prod", InputFormat: "pulumi-preview", Resources: 14, FailOnWarn: failOnWarn, Version: "test", SourceRoot: ".",
 		Rules: []engine.Rule{ep001, ep005, ep011},
 		Findings: []engine.Finding{
 			{Rule: ep000, Level: engine.Deny, URN: "urn:pulumi:dev::*", Message: "the waiver of EP009 for urn:pulumi:dev::* expired on 2026-06-30 (reason given: r)"},
@@ -107,32 +107,11 @@ func TestJSON(t *testing.T) {
 }
 
 // TestSARIFValidatesAgainstSchema checks the SARIF output against the SARIF 2.1.0 JSON
-// schema (testdata/sarif-2.1.0.schema.json.txt is sarif-2.1.0.json from Microsoft's
-// @microsoft/sarif-multitool 5.7.0 npm package; .txt keeps `opa test policies/` from
-// loading it as data).
+// schema.
 func TestSARIFValidatesAgainstSchema(t *testing.T) {
-	schemaPath := filepath.Join("testdata", "sarif-2.1.0.schema.json.txt")
-	src, err := os.ReadFile(schemaPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat = true
-	if err := c.AddResource("sarif.json", bytes.NewReader(src)); err != nil {
-		t.Fatal(err)
-	}
-	schema, err := c.Compile("sarif.json")
-	if err != nil {
-		t.Fatalf("compiling the SARIF schema: %v", err)
-	}
+	schema := sarifSchema(t)
 	out := render(t, SARIF, sample(false))
-	var doc any
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.Validate(doc); err != nil {
-		t.Fatalf("SARIF output is not valid SARIF 2.1.0: %v\n%s", err, out)
-	}
+	validateSARIF(t, schema, out)
 	// The schema must also reject a broken log, or the validation above proves nothing.
 	broken := map[string]any{"version": "2.1.0", "runs": []any{map[string]any{"tool": map[string]any{}, "results": []any{map[string]any{"level": "fatal"}}}}}
 	if err := schema.Validate(broken); err == nil {
@@ -187,6 +166,39 @@ func TestSARIFValidatesAgainstSchema(t *testing.T) {
 	}
 	if run.Results[2].Level != "warning" || len(run.Results[3].Suppressions) != 1 || !strings.Contains(run.Results[3].Suppressions[0].Justification, "migration") {
 		t.Fatalf("results %+v", run.Results)
+	}
+}
+
+// sarifSchema compiles the SARIF 2.1.0 JSON schema (testdata/sarif-2.1.0.schema.json.txt
+// is sarif-2.1.0.json from Microsoft's @microsoft/sarif-multitool 5.7.0 npm package; .txt
+// keeps `opa test policies/` from loading it as data).
+func sarifSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", "sarif-2.1.0.schema.json.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat = true
+	if err := c.AddResource("sarif.json", bytes.NewReader(src)); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("sarif.json")
+	if err != nil {
+		t.Fatalf("compiling the SARIF schema: %v", err)
+	}
+	return schema
+}
+
+// validateSARIF fails t unless out is a valid SARIF 2.1.0 log.
+func validateSARIF(t *testing.T, schema *jsonschema.Schema, out string) {
+	t.Helper()
+	var doc any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(doc); err != nil {
+		t.Fatalf("SARIF output is not valid SARIF 2.1.0: %v\n%s", err, out)
 	}
 }
 

@@ -1,8 +1,8 @@
-// Package benchgen generates large, realistic `pulumi preview --json` documents for the
-// check benchmark: n resources, half of them subscriptions, each pipeline built the way the
-// components build it (source topic, subscription with DLQ, DLQ topic and subscription,
-// service-agent grants). Every tenth subscription lacks its dead-letter policy so both
-// checkers have findings to report.
+// Package benchgen generates large, realistic plans for the check benchmark: n resources,
+// half of them subscriptions, each pipeline built the way the components build it (source
+// topic, subscriptions with DLQ, DLQ topic and subscription, service-agent grants), as a
+// `pulumi preview --json` document, a stack export or a Terraform plan. Every tenth
+// subscription lacks its dead-letter policy so checkers have findings to report.
 package benchgen
 
 import (
@@ -12,21 +12,42 @@ import (
 
 // Generate returns a preview document with n resources (n rounded down to a multiple of 10).
 func Generate(n int) ([]byte, error) {
+	steps, err := previewSteps(n)
+	if err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(map[string]any{
+		"config":        map[string]any{},
+		"steps":         steps,
+		"diagnostics":   []any{},
+		"changeSummary": map[string]any{"same": len(steps)},
+	}, "", "  ")
+}
+
+// step is one preview step of the generated plan.
+type step struct {
+	Op       string         `json:"op"`
+	URN      string         `json:"urn"`
+	NewState map[string]any `json:"newState"`
+}
+
+// previewSteps returns the steps of a preview of n resources, all unchanged.
+func previewSteps(n int) ([]step, error) {
+	if n < 10 {
+		return nil, fmt.Errorf("a plan of %d resources: generate at least one pipeline (10 resources)", n)
+	}
 	const agent = "serviceAccount:service-123456789012@gcp-sa-pubsub.iam.gserviceaccount.com"
-	var steps []map[string]any
+	var steps []step
 	add := func(typ, name string, inputs map[string]any, pd map[string][]string) string {
 		urn := fmt.Sprintf("urn:pulumi:bench::eventpipe::%s::%s", typ, name)
 		var deps []string
 		for _, v := range pd {
 			deps = append(deps, v...)
 		}
-		steps = append(steps, map[string]any{
-			"op": "same", "urn": urn,
-			"newState": map[string]any{
-				"urn": urn, "type": typ, "custom": true, "inputs": inputs,
-				"dependencies": deps, "propertyDependencies": pd,
-			},
-		})
+		steps = append(steps, step{Op: "same", URN: urn, NewState: map[string]any{
+			"urn": urn, "type": typ, "custom": true, "inputs": inputs,
+			"dependencies": deps, "propertyDependencies": pd,
+		}})
 		return urn
 	}
 	// One pipeline = 10 resources, 5 of them subscriptions: source topic, DLQ topic,
@@ -73,10 +94,5 @@ func Generate(n int) ([]byte, error) {
 			"member": "serviceAccount:push@bench.iam.gserviceaccount.com",
 		}, nil)
 	}
-	return json.MarshalIndent(map[string]any{
-		"config":        map[string]any{},
-		"steps":         steps,
-		"diagnostics":   []any{},
-		"changeSummary": map[string]any{"same": len(steps)},
-	}, "", "  ")
+	return steps, nil
 }

@@ -1,0 +1,171 @@
+package components
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/eventpipe/eventpipe/alerts"
+	"github.com/eventpipe/eventpipe/spec"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Stack is a stack config (stacks/Pulumi.<stack>.yaml) turned into the
+// arguments of its pipelines: the adapter between the repository's YAML
+// and the components.
+type Stack struct {
+	// Spec is the validated stack config, every default filled.
+	Spec *spec.Stack
+	// Pipelines are the arguments of each pipeline, by name.
+	Pipelines map[string]*PipelineArgs
+}
+
+// LoadStack reads the config of stack from src, validates it and turns each
+// pipeline into PipelineArgs. The alert thresholds are read with the alerts
+// package's own types and rules; every problem of the whole config is
+// reported at once as spec.Errors, on its config path.
+func LoadStack(stack string, src spec.Source) (*Stack, error) {
+	st, errs := spec.Read(stack, src)
+	thresholds := alerts.Defaults()
+	if st != nil && st.Alerts.Thresholds != nil {
+		path := spec.Namespace + ":" + spec.KeyAlerts + ".thresholds"
+		decodeErrs := spec.Decode(path, st.Alerts.Thresholds, &thresholds)
+		errs = append(errs, decodeErrs...)
+		if len(decodeErrs) == 0 {
+			errs = append(errs, thresholdErrors(path+".", thresholds.Validate())...)
+		}
+	}
+	if len(errs) > 0 {
+		slices.SortStableFunc(errs, func(a, b spec.FieldError) int { return strings.Compare(a.Path, b.Path) })
+		return nil, errs
+	}
+	return &Stack{Spec: st, Pipelines: StackArgs(st, thresholds)}, nil
+}
+
+// StackArgs turns every pipeline of the validated stack st into its
+// PipelineArgs, with the stack's settings (project, region, environment,
+// defaults, alert channels and thresholds) written into each.
+func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArgs {
+	out := map[string]*PipelineArgs{}
+	for _, p := range st.SortedPipelines() {
+		k := &p.Consumer
+		protect := st.Protected(p)
+		args := &PipelineArgs{
+			Project:       pulumi.String(st.Project),
+			ProjectNumber: pulumi.String(st.ProjectNumber),
+			Region:        st.Region,
+			Environment:   st.Env,
+			Labels:        p.Labels,
+			Protect:       &protect,
+			Topic: &TopicSettings{
+				Existing:         optional(p.Topic.Existing),
+				MessageRetention: raw(p.Topic.MessageRetention),
+				Schema:           p.Topic.Schema,
+				SchemaEncoding:   p.Topic.SchemaEncoding,
+				KMSKeyName:       optional(p.Topic.KMSKeyName),
+				Publishers:       p.Topic.Publishers,
+			},
+			Consumer: ConsumerSettings{
+				Image:                pulumi.String(k.Image),
+				ServiceAccount:       optional(k.ServiceAccount),
+				ServiceName:          k.ServiceName,
+				RequestTimeout:       raw(k.RequestTimeout),
+				Concurrency:          k.Concurrency,
+				MinInstances:         k.MinInstances,
+				MaxInstances:         k.MaxInstances,
+				Ingress:              k.Ingress,
+				CPU:                  k.CPU,
+				Memory:               k.Memory,
+				ExecutionEnvironment: k.ExecutionEnvironment,
+				MaxMessageBytes:      k.MaxMessageBytes,
+				Routes:               k.Routes,
+				Store:                k.Store,
+				CollectionPrefix:     k.CollectionPrefix,
+				Audience:             k.Audience,
+			},
+			Subscriptions: map[string]SubscriptionSettings{},
+			Alerts: &AlertSettings{
+				OptOut:           p.Alerts.OptOut,
+				Reason:           p.Alerts.Reason,
+				Team:             p.Alerts.Team,
+				CriticalChannels: pulumi.ToStringArray(st.Alerts.Channels.Critical),
+				WarningChannels:  pulumi.ToStringArray(st.Alerts.Channels.Warning),
+				Thresholds:       &thresholds,
+			},
+		}
+		if p.Topic.Existing == "" {
+			args.Topic.Name = p.Topic.Name
+		}
+		if st.StoreSecret && k.Store == st.Store {
+			// The URL may carry a password: it goes to Secret Manager.
+			args.Consumer.Store, args.Consumer.StoreSecret = "", pulumi.ToSecret(pulumi.String(k.Store)).(pulumi.StringOutput)
+		}
+		for _, sub := range p.SortedSubscriptions() {
+			s := SubscriptionSettings{
+				Delivery:            sub.Delivery,
+				Name:                sub.Name,
+				AckDeadline:         raw(sub.AckDeadline),
+				MaxDeliveryAttempts: sub.MaxDeliveryAttempts,
+				MinBackoff:          raw(sub.MinBackoff),
+				MaxBackoff:          raw(sub.MaxBackoff),
+				Retention:           raw(sub.Retention),
+				Filter:              sub.Filter,
+				Ordering:            sub.Ordering,
+				ExactlyOnce:         sub.ExactlyOnce,
+				PushEndpoint:        sub.PushEndpoint,
+				Subscribers:         sub.Subscribers,
+				External:            sub.External,
+				DeadLetter: &DeadLetterSettings{
+					Retention: raw(sub.DeadLetter.Retention),
+					OptOut:    sub.DeadLetter.OptOut,
+					Reason:    sub.DeadLetter.Reason,
+				},
+			}
+			args.Subscriptions[sub.Key] = s
+		}
+		out[p.Name] = args
+	}
+	return out
+}
+
+// DeclareStack declares one Pipeline per pipeline of s, in name order, and
+// exports each pipeline's topic and consumer URL. It resolves every
+// pipeline first and fails before declaring anything when one is invalid or
+// two would declare the same Firestore TTL policy (LoadStack already rejects
+// such a stack; arguments changed by hand are checked here).
+func DeclareStack(ctx *pulumi.Context, s *Stack) error {
+	type resolved struct {
+		sc         *scope
+		thresholds alerts.Config
+	}
+	all := map[string]resolved{}
+	owners := map[string]string{}
+	for _, name := range spec.SortedKeys(s.Pipelines) {
+		sc, thresholds, err := resolvePipeline(ctx, name, s.Pipelines[name])
+		if err != nil {
+			return err
+		}
+		all[name] = resolved{sc, thresholds}
+		project, database, ok := sc.pipeline.Consumer.FirestoreDatabase()
+		if !ok {
+			continue
+		}
+		prefix := sc.pipeline.Consumer.CollectionPrefix
+		key := project + "/" + database + "/" + prefix
+		if prev, dup := owners[key]; dup {
+			return fmt.Errorf("pipelines %s and %s both use collection prefix %q in firestore://%s/%s: each would declare the same TTL policies; give one its own consumer.collectionPrefix",
+				prev, name, prefix, project, database)
+		}
+		owners[key] = name
+	}
+	for _, name := range spec.SortedKeys(all) {
+		r := all[name]
+		pl, err := declarePipeline(ctx, name, r.sc, s.Pipelines[name], r.thresholds, nil)
+		if err != nil {
+			return fmt.Errorf("pipeline %s: %w", name, err)
+		}
+		ctx.Export(name+".topic", pl.TopicName)
+		ctx.Export(name+".consumerUri", pl.ConsumerURI)
+	}
+	return nil
+}

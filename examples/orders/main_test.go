@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/render"
+	"github.com/eventpipe/eventpipe/spec"
+)
+
+// renderExample runs the example program offline with its dev stack's
+// config, the way the stacks are rendered.
+func renderExample(t *testing.T) *render.Plan {
+	t.Helper()
+	f, err := spec.ReadStackFile("Pulumi.dev.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := render.RunProjectProgram(context.Background(), "orders", "dev", f.Source, nil, program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// inputs returns the inputs of the only resource of typ named name.
+func inputs(t *testing.T, plan *render.Plan, typ, name string) map[string]any {
+	t.Helper()
+	for _, s := range plan.StepsOfType(typ) {
+		if strings.HasSuffix(s.URN, "::"+name) {
+			return s.NewState.Inputs
+		}
+	}
+	t.Fatalf("no %s named %s", typ, name)
+	return nil
+}
+
+func TestExampleRenders(t *testing.T) {
+	plan := renderExample(t)
+	doc, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Outputs passed in are filled in with their values; no stand-in and no
+	// unknown value is left (provider references aside).
+	if strings.Contains(string(doc), "eventpipe-deferred") ||
+		strings.Count(string(doc), render.Unknown) != strings.Count(string(doc), "::"+render.Unknown) {
+		t.Error("the plan holds a value passed in that was not filled in")
+	}
+	if n := len(plan.StepsOfType(components.TypePipeline)); n != 1 {
+		t.Fatalf("pipelines = %d", n)
+	}
+
+	// The program's own topic goes into the pipeline as an output.
+	const topic = "projects/acme-shop-dev/topics/orders"
+	for _, sub := range []string{"orders-materializer", "orders-warehouse"} {
+		if got := inputs(t, plan, "gcp:pubsub/subscription:Subscription", sub)["topic"]; got != topic {
+			t.Errorf("%s reads %v, want the program's topic %s", sub, got, topic)
+		}
+	}
+	if g := inputs(t, plan, "gcp:pubsub/topicIAMMember:TopicIAMMember", "order-events-publisher-serviceAccount:checkout@acme-shop-dev.iam.gserviceaccount.com"); g["role"] != components.RolePublisher {
+		t.Errorf("checkout publisher grant = %v", g)
+	}
+
+	// So does the notification channel: every policy notifies it.
+	channel := inputs(t, plan, "gcp:monitoring/notificationChannel:NotificationChannel", "checkout-oncall")["type"]
+	if channel != "email" {
+		t.Errorf("channel type = %v", channel)
+	}
+	policies := plan.StepsOfType("gcp:monitoring/alertPolicy:AlertPolicy")
+	if len(policies) == 0 {
+		t.Fatal("no alert policies")
+	}
+	for _, p := range policies {
+		chans, _ := p.NewState.Inputs["notificationChannels"].([]any)
+		if len(chans) != 1 || !strings.HasPrefix(chans[0].(string), "projects/acme-shop-dev/notificationChannels/") {
+			t.Errorf("%s notifies %v, want the on-call channel", p.URN, chans)
+		}
+		if labels := p.NewState.Inputs["userLabels"].(map[string]any); labels["eventpipe_team"] != "checkout" {
+			t.Errorf("%s team = %v", p.URN, labels["eventpipe_team"])
+		}
+	}
+
+	// The store URL with its password stays a secret, in Secret Manager.
+	if got := inputs(t, plan, "gcp:secretmanager/secretVersion:SecretVersion", "orders-store")["secretData"]; got != render.Secret {
+		t.Errorf("store secret data = %v", got)
+	}
+	svc := inputs(t, plan, "gcp:cloudrunv2/service:Service", "orders")
+	tmpl := svc["template"].(map[string]any)
+	// Small messages: 1Gi holds the configured 80 at once.
+	if got, want := tmpl["maxInstanceRequestConcurrency"], float64(limits.MaxConcurrency(1<<30, 1_000_000, 80)); got != want || want != 80 {
+		t.Errorf("concurrency = %v, want %v", got, want)
+	}
+	for _, e := range tmpl["containers"].([]any)[0].(map[string]any)["envs"].([]any) {
+		env := e.(map[string]any)
+		switch env["name"] {
+		case components.EnvStore:
+			if _, plain := env["value"]; plain {
+				t.Errorf("EVENTPIPE_STORE is a plain value: %v", env)
+			}
+		case components.EnvPullSubscriptions:
+			if env["value"] != "" {
+				t.Errorf("the consumer pulls the warehouse's subscription: %v", env["value"])
+			}
+		}
+	}
+	// The warehouse loader reads its subscription; the pipeline's consumer does not.
+	if g := inputs(t, plan, "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", "orders-warehouse-serviceAccount:loader@acme-data-prod.iam.gserviceaccount.com-subscriber"); g["role"] != components.RoleSubscriber {
+		t.Errorf("loader grant = %v", g)
+	}
+}

@@ -1,0 +1,144 @@
+# METADATA
+# title: eventpipe document model
+# description: >-
+#   Reads the document a check is given (pulumi preview --json, pulumi stack export,
+#   terraform show -json of a saved plan) and normalises it onto the one model every rule
+#   reads: resources with urn (a Pulumi URN or a Terraform address), type (pulumi-gcp's type
+#   token), op, properties (pulumi-gcp's camelCase input names), dependencies,
+#   propertyDependencies (the resources each property surely depends on, one of several
+#   when there are several) and, from Terraform plans, possibleDependencies (those a
+#   property may name); whether the document shows every resource (complete); the
+#   subscriptions and topics it deletes or replaces; and the problems that make it unusable.
+# scope: package
+package eventpipe.model
+
+import rego.v1
+
+# format names the kind of document the input is, undefined for anything else.
+format := "pulumi-preview" if {
+	is_array(input.steps)
+} else := "pulumi-stack-export" if {
+	is_object(input.deployment)
+} else := "terraform-plan" if {
+	is_string(input.format_version)
+	terraform_plan_keys
+}
+
+# terraform_plan_keys holds for `terraform show -json PLANFILE` output. A plan that changes
+# nothing has no resource_changes, but it still has planned_values (state has "values").
+terraform_plan_keys if "resource_changes" in object.keys(input)
+
+terraform_plan_keys if "planned_values" in object.keys(input)
+
+# resources is every managed resource the document leaves in place, in document order.
+default resources := []
+
+resources := preview_resources if {
+	format == "pulumi-preview"
+} else := export_resources if {
+	format == "pulumi-stack-export"
+} else := terraform_resources if {
+	format == "terraform-plan"
+}
+
+# complete is false when the document leaves out resources that exist (a preview printed
+# without --show-sames, a Terraform plan that errored or stopped early): a verdict that
+# rests on a resource being absent is then not firm.
+default complete := true
+
+complete := false if {
+	format == "pulumi-preview"
+	not preview_complete
+}
+
+complete := false if {
+	format == "terraform-plan"
+	not terraform_complete
+}
+
+# removals is every subscription and topic the document deletes or replaces, each as
+# {"urn", "type", "action" ("delete" or "replace"), "properties"}: replacing or
+# deleting either drops messages (a subscription's backlog; a topic's subscriptions are
+# detached from it).
+default removals := []
+
+removals := preview_removals if {
+	format == "pulumi-preview"
+} else := terraform_removals if {
+	format == "terraform-plan"
+}
+
+# drift is what an audit of a live estate against a stack (eventpipe audit --stack ENV)
+# found different: one {"urn", "type", "message"} per declared resource that is missing
+# live or whose live settings differ, from a stack export's eventpipeAudit.drift. Empty for
+# every other document.
+default drift := []
+
+drift := input.eventpipeAudit.drift if {
+	format == "pulumi-stack-export"
+	is_array(input.eventpipeAudit.drift)
+}
+
+# problems lists why the input cannot be checked; empty for a usable document.
+problems := document_problems if {
+	count(document_problems) > 0
+} else := format_problems
+
+document_problems contains "there is no input document" if not input
+
+document_problems contains "the input is not a JSON object" if {
+	input
+	not is_object(input)
+}
+
+document_problems contains msg if {
+	is_object(input)
+	not format
+	not terraform_state
+	msg := sprintf("top-level keys %v match no known format: expected %s", [sort(object.keys(input)), expected_keys])
+}
+
+document_problems contains msg if {
+	terraform_state
+	msg := concat("", [
+		"this is Terraform state (terraform show -json without a plan file), not a plan: ",
+		"run terraform plan -out=PLANFILE, then terraform show -json PLANFILE",
+	])
+}
+
+expected_keys := concat(", ", [
+	`"steps" (pulumi preview --json)`,
+	`"deployment" (pulumi stack export)`,
+	`or "format_version" with "planned_values" (terraform show -json PLANFILE)`,
+])
+
+# terraform_state holds for `terraform show -json` of state rather than of a saved plan.
+terraform_state if {
+	is_object(input)
+	is_string(input.format_version)
+	not terraform_plan_keys
+	"values" in object.keys(input)
+}
+
+default format_problems := []
+
+format_problems := preview_problems if {
+	format == "pulumi-preview"
+} else := export_problems if {
+	format == "pulumi-stack-export"
+} else := terraform_problems if {
+	format == "terraform-plan"
+}
+
+# unknown_value is what pulumi preview prints for a value known only after apply; the
+# model uses it for Terraform's unknown values too.
+unknown_value := "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+# secret_value is what pulumi preview prints for a secret; the model uses it for stack
+# export secrets and sensitive Terraform values too.
+secret_value := "[secret]"
+
+# last_segment(s, sep) is the part of s after its last sep.
+last_segment(s, sep) := parts[count(parts) - 1] if {
+	parts := split(s, sep)
+}

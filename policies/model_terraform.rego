@@ -1,0 +1,92 @@
+package eventpipe.model
+
+import rego.v1
+
+# Terraform plans (`terraform show -json PLANFILE`, Terraform or OpenTofu): the google
+# provider's resources become the pulumi-gcp resources they are (the same API objects), with
+# their values in pulumi-gcp's shape, and the references of the configuration become
+# propertyDependencies.
+
+# terraform_types maps the google provider's resource types onto pulumi-gcp's type tokens,
+# so one rule set covers Pulumi and Terraform estates. Other types keep their name.
+terraform_types := {
+	"google_pubsub_subscription": "gcp:pubsub/subscription:Subscription",
+	"google_pubsub_topic": "gcp:pubsub/topic:Topic",
+	"google_pubsub_topic_iam_member": "gcp:pubsub/topicIAMMember:TopicIAMMember",
+	"google_pubsub_topic_iam_binding": "gcp:pubsub/topicIAMBinding:TopicIAMBinding",
+	"google_pubsub_topic_iam_policy": "gcp:pubsub/topicIAMPolicy:TopicIAMPolicy",
+	"google_pubsub_subscription_iam_member": "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember",
+	"google_pubsub_subscription_iam_binding": "gcp:pubsub/subscriptionIAMBinding:SubscriptionIAMBinding",
+	"google_pubsub_subscription_iam_policy": "gcp:pubsub/subscriptionIAMPolicy:SubscriptionIAMPolicy",
+	"google_project_iam_member": "gcp:projects/iAMMember:IAMMember",
+	"google_project_iam_binding": "gcp:projects/iAMBinding:IAMBinding",
+	"google_project_iam_policy": "gcp:projects/iAMPolicy:IAMPolicy",
+	"google_cloud_run_v2_service": "gcp:cloudrunv2/service:Service",
+	"google_cloud_run_v2_service_iam_member": "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
+	"google_cloud_run_v2_service_iam_binding": "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding",
+	"google_cloud_run_v2_service_iam_policy": "gcp:cloudrunv2/serviceIamPolicy:ServiceIamPolicy",
+	"google_firestore_field": "gcp:firestore/field:Field",
+	"google_monitoring_alert_policy": "gcp:monitoring/alertPolicy:AlertPolicy",
+}
+
+pulumi_type(t) := object.get(terraform_types, t, t)
+
+# managed_actions are the planned actions after which a managed resource exists: every
+# other action (delete, forget, create then forget, read, open...) is not a planned resource.
+managed_actions := {["create"], ["update"], ["no-op"], ["delete", "create"], ["create", "delete"]}
+
+# removal_actions maps the actions that delete or replace a resource in the cloud.
+removal_actions := {["delete"]: "delete", ["delete", "create"]: "replace", ["create", "delete"]: "replace"}
+
+# planned_changes are the resource changes of managed resources that exist after apply.
+planned_changes := [rc |
+	some rc in object.get(input, "resource_changes", [])
+	object.get(rc, "mode", "managed") == "managed"
+	managed_actions[rc.change.actions]
+]
+
+terraform_resources := [r |
+	some rc in planned_changes
+	links := object.get(terraform_links, rc.address, {})
+	r := {
+		"urn": rc.address,
+		"type": pulumi_type(rc.type),
+		"op": concat("+", rc.change.actions),
+		"properties": terraform_properties(rc.type, rc.change.after, rc.change.after_unknown, rc.change.after_sensitive),
+		"dependencies": sort({a | some targets in object.get(links, "exact", {}); some a in targets}),
+		"propertyDependencies": object.get(links, "exact", {}),
+		"possibleDependencies": object.get(links, "possible", {}),
+	}
+]
+
+terraform_removals := [removal |
+	some rc in object.get(input, "resource_changes", [])
+	object.get(rc, "mode", "managed") == "managed"
+	action := removal_actions[rc.change.actions]
+	stateful_types[pulumi_type(rc.type)]
+	removal := {
+		"urn": rc.address,
+		"type": pulumi_type(rc.type),
+		"action": action,
+		"properties": terraform_properties(rc.type, rc.change.before, false, object.get(rc.change, "before_sensitive", false)),
+	}
+]
+
+# terraform_complete holds unless Terraform says the plan is partial: it stopped on an error
+# (errored) or deferred changes to a later run (complete false).
+terraform_complete if {
+	object.get(input, "errored", false) != true
+	object.get(input, "complete", true) != false
+}
+
+terraform_problems := [msg |
+	some i, rc in object.get(input, "resource_changes", [])
+	not valid_change(rc)
+	msg := sprintf(`resource_changes[%d]: a resource change needs "address", "type" and "change" with "actions" (%s)`, [i, "is this terraform show -json output?"])
+]
+
+valid_change(rc) if {
+	is_string(rc.address)
+	is_string(rc.type)
+	is_array(rc.change.actions)
+}

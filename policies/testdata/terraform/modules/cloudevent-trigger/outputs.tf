@@ -1,0 +1,7 @@
+output "subscription" {
+  value = google_pubsub_subscription.this.name
+}
+
+output "dead_letter_topic" {
+  value = google_pubsub_topic.dead-letter.id
+}
