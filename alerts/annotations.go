@@ -28,7 +28,7 @@ func (x *BurnRate) Annotate(a annotate.Annotator) {
 // Annotate describes Config and its fields for a component provider's schema.
 func (x *Config) Annotate(a annotate.Annotator) {
 	a.SetToken("index", "AlertThresholds")
-	a.Describe(x, "Config holds every alert threshold of one environment. Defaults returns\nseed 001's starting values (seed 003 for leases); a stack's config\noverrides any subset of them (WithDefaults fills the rest), and Validate\nrejects values that would make an alert useless, noisy or unrenderable.\n\nField names are the keys of the thresholds block in stack config, e.g.\n`thresholds: {push: {serverErrorWarning: 0.02}}`.")
+	a.Describe(x, "Config holds every alert threshold of one environment. Defaults returns\nthe starting values; a stack's config\noverrides any subset of them (WithDefaults fills the rest), and Validate\nrejects values that would make an alert useless, noisy or unrenderable.\n\nField names are the keys of the thresholds block in stack config, e.g.\n`thresholds: {push: {serverErrorWarning: 0.02}}`.")
 	a.Describe(&x.DLQ, "Configures the dead-letter alerts.")
 	a.Describe(&x.Push, "Configures the push error-ratio alerts.")
 	a.Describe(&x.Backlog, "Configures the backlog age and growth alerts of every subscription.")
@@ -63,7 +63,7 @@ func (x *FirestoreThresholds) Annotate(a annotate.Annotator) {
 // Annotate describes LeaseThresholds and its fields for a component provider's schema.
 func (x *LeaseThresholds) Annotate(a annotate.Annotator) {
 	a.SetToken("index", "AlertLeaseThresholds")
-	a.Describe(x, "LeaseThresholds configure the lease policies (seed 003, \"Monitoring\").\nEach counts events in Window and fires when the count exceeds the limit.")
+	a.Describe(x, "LeaseThresholds configure the lease policies.\nEach counts events in Window and fires when the count exceeds the limit.")
 	a.Describe(&x.AcquireFailures, "How many lease acquisition failures per Window are tolerated (default 10).")
 	a.Describe(&x.HeartbeatFailures, "How many lease heartbeat failures per Window are tolerated (default 5).")
 	a.Describe(&x.StaleLeases, "How many stale leases found by the sweeper per Window are tolerated (default 3).")

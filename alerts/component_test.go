@@ -184,7 +184,7 @@ func ratioQuery(class, ratio string) string {
 }
 
 // expectedPolicies is the full policy set of testTarget with Defaults(),
-// written out by hand from seed 001 and 003 rather than computed.
+// written out by hand from the documented thresholds rather than computed.
 func expectedPolicies() map[string]policyWant {
 	lease := func(event, limit string, thr float64) policyWant {
 		return policyWant{Warning, warnChan, []cond{{

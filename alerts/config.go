@@ -10,7 +10,7 @@ import (
 )
 
 // Config holds every alert threshold of one environment. Defaults returns
-// seed 001's starting values (seed 003 for leases); a stack's config
+// the starting values; a stack's config
 // overrides any subset of them (WithDefaults fills the rest), and Validate
 // rejects values that would make an alert useless, noisy or unrenderable.
 //
@@ -110,7 +110,7 @@ type FirestoreThresholds struct {
 	RateWindow Duration `json:"rateWindow" yaml:"rateWindow" pulumi:"rateWindow,optional"`
 }
 
-// LeaseThresholds configure the lease policies (seed 003, "Monitoring").
+// LeaseThresholds configure the lease policies.
 // Each counts events in Window and fires when the count exceeds the limit.
 type LeaseThresholds struct {
 	// AcquireFailures is how many lease acquisition failures per Window are tolerated (default 10).
@@ -170,7 +170,7 @@ const (
 	MaxWindow = 7 * 24 * time.Hour
 )
 
-// Defaults returns seed 001's starting thresholds (seed 003 for leases) and
+// Defaults returns the starting thresholds and
 // the SLO burn-rate windows of Google's SRE workbook.
 func Defaults() Config {
 	return Config{

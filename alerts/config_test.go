@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-func TestDefaultsAreSeed001(t *testing.T) {
+func TestDefaultsAreTheDocumentedThresholds(t *testing.T) {
 	c := Defaults()
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	// Seed 001 "Alerting thresholds" and seed 003 "Monitoring", value by value.
+	// The documented starting thresholds, value by value.
 	checks := []struct {
 		name      string
 		got, want any

@@ -1,6 +1,6 @@
 // Package alerts declares the monitoring of one eventpipe pipeline: log-based
 // metrics on the consumer's JSON log fields, Cloud Monitoring alert policies
-// with seed 001's starting thresholds (seed 003's for leases), markdown
+// with documented starting thresholds, markdown
 // runbooks, and a request-based ack-ratio SLO per push subscription.
 //
 // The work is split in two steps so each can be tested on its own:

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Scenario is what `eventpipe dev` publishes to every pipeline: seed 000
+// Scenario is what `eventpipe dev` publishes to every pipeline: the
 // system events (the consumer's system_events route), in three phases that
 // each wait until every message has reached a final state:
 //
@@ -72,7 +72,7 @@ func (sc Scenario) Validate() error {
 	return nil
 }
 
-// systemEvent is the seed 000 payload.
+// systemEvent is the service-health payload.
 type systemEvent struct {
 	EventID    string `json:"eventId"`
 	Service    string `json:"service"`

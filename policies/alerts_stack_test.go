@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -40,7 +40,7 @@ func alertFindings(t *testing.T, dir, stack string, config map[string]any) []str
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: config})
+	eng, err := evaluate.New(ctx, evaluate.Options{Modules: mods, Package: policies.Package, Config: config})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // the model of the documents they read, the rules and the entry every runtime evaluates,
 // also a Pulumi policy pack (PulumiPolicy.yaml, run by policies/analyzer) — and gives them
 // to the checker. Every non-test *.rego file in this folder is loaded: adding a rule file
-// needs no Go change. Evaluation lives in policies/engine, decoding in policies/plan,
+// needs no Go change. Evaluation lives in policies/evaluate, decoding in policies/plan,
 // output formats in policies/report.
 package policies
 

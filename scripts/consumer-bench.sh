@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Push-path throughput: the idempotent consumer (memory store, seed routes,
+# Push-path throughput: the idempotent consumer (memory store, default routes,
 # JSON logging) against a bare net/http handler that only decodes the push
 # envelope, in the same `go test -bench` run. Each round runs the four
 # sub-benchmarks in turn, so a pair's bare and idempotent halves run back to

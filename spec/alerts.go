@@ -23,7 +23,7 @@ type StackAlerts struct {
 	// each projects/P/notificationChannels/ID (default eventpipe:notificationChannels).
 	Channels Channels `json:"channels"`
 	// Thresholds override the default alert thresholds for this environment; unset keys keep
-	// the defaults (README, "Alerts and runbooks", lists every key). The alerts package reads and checks them.
+	// the defaults (docs/alerts.md lists every key). The alerts package reads and checks them.
 	Thresholds json.RawMessage `json:"thresholds,omitempty"`
 }
 

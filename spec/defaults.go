@@ -5,27 +5,28 @@ import (
 	"time"
 )
 
-// Defaults from the reliability design (seed 001) and the limits Google Cloud
+// eventpipe's reliability defaults and the limits Google Cloud
 // enforces (see docs/configuration.md for the sources). Every default is
 // secure and complete; the comment says why.
 const (
 	// DefaultRegion is where consumers run when eventpipe:region is unset.
 	DefaultRegion = "europe-west1"
 
-	// DefaultMaxDeliveryAttempts: seed 001 recommends 5 for high-signal poison streams.
+	// DefaultMaxDeliveryAttempts: 5 sends poison to the DLQ quickly on high-signal streams.
 	DefaultMaxDeliveryAttempts = 5
 	// MinMaxDeliveryAttempts and MaxMaxDeliveryAttempts are Pub/Sub's limits.
 	MinMaxDeliveryAttempts = 5
 	MaxMaxDeliveryAttempts = 100
 
-	// DefaultMinBackoff: without a retry policy Pub/Sub redelivers at once; seed 001 says 10s.
+	// DefaultMinBackoff: without a retry policy Pub/Sub redelivers at once; 10s gives a
+	// transient fault room to clear.
 	DefaultMinBackoff = 10 * time.Second
-	// DefaultMaxBackoff: seed 001 caps backoff at 10 minutes.
+	// DefaultMaxBackoff caps backoff at 10 minutes, Pub/Sub's own maximum.
 	DefaultMaxBackoff = 600 * time.Second
 	// MaxBackoffLimit is Pub/Sub's upper bound for either backoff.
 	MaxBackoffLimit = 600 * time.Second
 
-	// DefaultPullAckDeadline: seed 001, "start with 60s if unsure".
+	// DefaultPullAckDeadline: 60s, long enough for a transaction and a retry.
 	DefaultPullAckDeadline = 60 * time.Second
 	// MinAckDeadline and MaxAckDeadline are Pub/Sub's limits.
 	MinAckDeadline = 10 * time.Second
@@ -40,7 +41,7 @@ const (
 	MinRetention = 10 * time.Minute
 	MaxRetention = 31 * Day
 
-	// DefaultDLQRetention: seed 001 asks for 7–14 days of DLQ retention for triage.
+	// DefaultDLQRetention: 7–14 days of DLQ retention leaves time for triage.
 	DefaultDLQRetention = 14 * Day
 	MinDLQRetention     = 7 * Day
 	MaxDLQRetention     = 14 * Day
@@ -104,7 +105,7 @@ func StoreCollections() []string {
 //     group and field) is a single object of the database: with collections
 //     of its own, each pipeline declares exactly the TTL policies it needs,
 //     and adding or removing a pipeline never touches another's;
-//   - it keeps seed 001's layout, where each pipeline has its own dedupe
+//   - it keeps the layout where each pipeline has its own dedupe
 //     collection (ops_dedupe, ingest_pipelines_dedupe).
 //
 // The cost is four TTL policies and index exemptions per Firestore-backed

@@ -2,8 +2,8 @@
 // the pipelines of one environment and the stack-wide settings they share.
 //
 // It is read from Pulumi stack config (the `eventpipe:` namespace of
-// stacks/Pulumi.<env>.yaml), completed with the defaults of the reliability
-// design (seed 001) and validated before anything is declared. It holds no
+// stacks/Pulumi.<env>.yaml), completed with eventpipe's reliability defaults
+// and validated before anything is declared. It holds no
 // Pulumi resources: the Pulumi components, the offline renderer, the policy
 // checker and the local runner all read the same Stack value.
 package spec
@@ -229,7 +229,7 @@ func (s *Subscription) ConsumerPulls() bool { return s.Delivery == DeliveryPull 
 // HasDLQ reports whether the subscription gets a dead-letter topic.
 func (s *Subscription) HasDLQ() bool { return !s.DeadLetter.OptOut }
 
-// DLQTopicName is the dead-letter topic id: <subscription-id>.dlq (seed 001).
+// DLQTopicName is the dead-letter topic id: <subscription-id>.dlq.
 func (s *Subscription) DLQTopicName() string { return s.Name + ".dlq" }
 
 // DLQSubscriptionName is the id of the subscription that keeps the

@@ -9,10 +9,10 @@ import (
 	"github.com/eventpipe/eventpipe/render"
 )
 
-// TestProdAlertsUseSeedThresholds renders the prod stack and checks, for
-// every pipeline and subscription, a few alert policies against seed 001's
-// starting thresholds, their severity and their channel.
-func TestProdAlertsUseSeedThresholds(t *testing.T) {
+// TestProdAlertsUseDefaultThresholds renders the prod stack and checks, for
+// every pipeline and subscription, a few alert policies against the default
+// thresholds, their severity and their channel.
+func TestProdAlertsUseDefaultThresholds(t *testing.T) {
 	res, err := render.Render(context.Background(), render.Options{Stack: "prod", StackDir: "."})
 	if err != nil {
 		t.Fatal(err)

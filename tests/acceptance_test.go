@@ -64,10 +64,10 @@ func serviceKey(t *testing.T, service string) store.Key {
 	return store.Key{Collection: "ops_services", ID: id}
 }
 
-// TestSeed002AcceptanceAcrossProcesses runs seed 002's eight operational
+// TestOperationalAcceptanceAcrossProcesses runs the eight operational
 // acceptance tests against the consumer binary as a real process, on every
 // store driver where the test applies.
-func TestSeed002AcceptanceAcrossProcesses(t *testing.T) {
+func TestOperationalAcceptanceAcrossProcesses(t *testing.T) {
 	bin := buildConsumer(t)
 	all := backends(t)
 	for _, b := range all {
@@ -107,7 +107,7 @@ func duplicatePublish(t *testing.T, bin, url string) {
 	}
 }
 
-// leaseRoutes is a lease route (seed 002 worker, seed 003 document
+// leaseRoutes is a lease route (side-effect worker, document
 // processing): the action is a POST to DOC_URL with an Idempotency-Key.
 const leaseRoutes = `{"routes":[{
   "name": "document_processing",

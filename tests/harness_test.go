@@ -146,7 +146,7 @@ func envelopeFor(t *testing.T, sub, id string, data []byte, attempt int32) []byt
 	return b
 }
 
-// systemEvent is a seed 000 payload for the consumer's system_events route.
+// systemEvent is a service-health payload for the consumer's system_events route.
 func systemEvent(eventID, service, status string, seq int, at time.Time) []byte {
 	b, _ := json.Marshal(map[string]any{"eventId": eventID, "service": service, "status": status, "sequence": seq,
 		"producedAt": at.UTC().Format(time.RFC3339Nano)})

@@ -99,12 +99,12 @@ func seed(t *testing.T, path string, key store.Key, fields map[string]any) {
 	}
 }
 
-// shortReceiptLease returns the seed routes, inline, with the callback
+// shortReceiptLease returns the built-in routes, inline, with the callback
 // route's receipt lease set to lease.
 func shortReceiptLease(t *testing.T, lease string) string {
 	t.Helper()
 	var cfg route.Config
-	if err := json.Unmarshal(route.SeedRoutes(), &cfg); err != nil {
+	if err := json.Unmarshal(route.DefaultRoutes(), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	for i := range cfg.Routes {

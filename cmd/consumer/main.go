@@ -4,7 +4,7 @@
 // subscriptions in EVENTPIPE_PULL_SUBSCRIPTIONS, and writes one JSON log line
 // per message to stdout. Configuration is environment only (see
 // server.ConfigFromEnv); with none it serves on :8080 with the embedded
-// seed routes and a bbolt store in the temporary directory.
+// default routes and a bbolt store in the temporary directory.
 //
 // It imports only eventpipe's consumer packages (no Pulumi, no OPA), so it
 // stays small and starts fast.

@@ -131,39 +131,39 @@ func TestBadConfigurationExits(t *testing.T) {
 	}
 }
 
-// TestREADMERoutesExample keeps the README's lease route example valid.
-func TestREADMERoutesExample(t *testing.T) {
-	f, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+// TestConsumerDocRoutesExample keeps the lease route example of docs/consumer.md valid.
+func TestConsumerDocRoutesExample(t *testing.T) {
+	f, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "consumer.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(f), "\"name\": \"document_processing\"")
 	if !ok {
-		t.Fatal("README lost its lease route example")
+		t.Fatal("docs/consumer.md lost its lease route example")
 	}
 	start := strings.LastIndex(string(f[:len(f)-len(rest)]), "```json\n")
 	end := strings.Index(rest, "```")
 	example := string(f[start+len("```json\n"):len(f)-len(rest)]) + rest[:end]
 	if _, err := route.Parse([]byte(example)); err != nil {
-		t.Fatalf("README routes example: %v\n%s", err, example)
+		t.Fatalf("docs/consumer.md routes example: %v\n%s", err, example)
 	}
 }
 
-// TestREADMEDocumentsEveryLogField keeps the README's "Log fields" table in
+// TestConsumerDocListsEveryLogField keeps the "Log fields" table of docs/consumer.md in
 // step with consumer/logfields, which alert metrics are built on.
-func TestREADMEDocumentsEveryLogField(t *testing.T) {
-	f, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+func TestConsumerDocListsEveryLogField(t *testing.T) {
+	f, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "consumer.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(f), "### Log fields")
+	_, section, ok := strings.Cut(string(f), "## Log fields")
 	if !ok {
-		t.Fatal(`README lost its "### Log fields" section`)
+		t.Fatal(`docs/consumer.md lost its "## Log fields" section`)
 	}
-	section, _, _ = strings.Cut(section, "\n### ")
+	section, _, _ = strings.Cut(section, "\n## ")
 	for _, k := range logfields.All() {
 		if !strings.Contains(section, "`"+k+"`") {
-			t.Errorf("README's Log fields table does not document %q", k)
+			t.Errorf("the Log fields table of docs/consumer.md does not document %q", k)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func maxSizePush(b *testing.B, i int) []byte {
 }
 
 // maxSizePushOf is the push body of system event i whose data is size
-// bytes: the seed route's fields and a detail string filling the rest.
+// bytes: the built-in route's fields and a detail string filling the rest.
 func maxSizePushOf(b *testing.B, i, size int) []byte {
 	b.Helper()
 	head := fmt.Sprintf(`{"service":"svc-%d","status":"degraded","producedAt":"2026-01-02T03:04:05Z","detail":"`, i)

@@ -10,14 +10,14 @@ import (
 
 	"github.com/eventpipe/eventpipe/audit/model"
 	"github.com/eventpipe/eventpipe/audit/summary"
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/policies/report"
 )
 
 // auditEvaluation is what the rules found in an audit.
 type auditEvaluation struct {
-	findings  []engine.Finding
+	findings  []evaluate.Finding
 	resources int
 	format    string
 }
@@ -57,13 +57,13 @@ func evaluateAudit(ctx context.Context, run *policyRun, doc *model.Document, sou
 		out.resources += res.Resources
 		out.format = res.Format
 	}
-	engine.Sort(out.findings)
+	evaluate.Sort(out.findings)
 	return out, nil
 }
 
 // annotate adds to each finding who manages its resource (as its note) and where to fix
 // it (after the rule's own fix, which says what to change).
-func annotate(findings []engine.Finding, owner func(urn, ruleID string) (who, where string)) {
+func annotate(findings []evaluate.Finding, owner func(urn, ruleID string) (who, where string)) {
 	for i := range findings {
 		f := &findings[i]
 		who, where := owner(f.URN, f.Rule.ID)
@@ -98,7 +98,7 @@ func summaryFindings(rep *report.Report, project func(urn string) string) []summ
 	return out
 }
 
-func resourceLabel(f engine.Finding) string {
+func resourceLabel(f evaluate.Finding) string {
 	if f.Name != "" {
 		return f.Name
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -91,7 +91,7 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 		return &exitError{code: 2, err: planErr}
 	}
 	res, err := run.check(ctx, p)
-	if errors.Is(err, engine.ErrUnusableDocument) {
+	if errors.Is(err, evaluate.ErrUnusableDocument) {
 		return &exitError{code: 2, err: fmt.Errorf("%w; produce one with `pulumi preview --json --show-sames`, `pulumi stack export` or `terraform show -json PLANFILE`", err)}
 	}
 	if err != nil {
@@ -175,7 +175,7 @@ func relative(path string) string {
 	return path
 }
 
-func listRules(w io.Writer, rules []engine.Rule) error {
+func listRules(w io.Writer, rules []evaluate.Rule) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tLEVEL\tSEVERITY\tRULE\tTITLE")
 	for _, r := range rules {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/checkconfig"
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/policies/report"
 )
@@ -57,11 +57,11 @@ type policyRun struct {
 	// data is data.config as conftest and opa eval users pass it (without "today").
 	data  map[string]any
 	ready chan compiledRules
-	eng   *engine.Engine
+	eng   *evaluate.Engine
 }
 
 type compiledRules struct {
-	eng *engine.Engine
+	eng *evaluate.Engine
 	err error
 }
 
@@ -88,14 +88,14 @@ func startPolicyRun(ctx context.Context, name string, flags policyFlags, env str
 	config := maps.Clone(r.data)
 	config["today"] = flags.now().Format(time.DateOnly)
 	go func() {
-		eng, err := engine.New(ctx, engine.Options{Modules: mods, Package: policies.Package, Config: config})
+		eng, err := evaluate.New(ctx, evaluate.Options{Modules: mods, Package: policies.Package, Config: config})
 		r.ready <- compiledRules{eng, err}
 	}()
 	return r, nil
 }
 
 // rules waits for the compiled rules and checks the configuration against them.
-func (r *policyRun) rules() (*engine.Engine, error) {
+func (r *policyRun) rules() (*evaluate.Engine, error) {
 	if r.eng != nil {
 		return r.eng, nil
 	}
@@ -128,8 +128,8 @@ func (r *policyRun) info(w io.Writer) (done bool, err error) {
 }
 
 // check evaluates the rules on p; each waived finding names the file of its waiver. A
-// document the rules cannot judge is an error wrapping engine.ErrUnusableDocument.
-func (r *policyRun) check(ctx context.Context, p *plan.Plan) (*engine.Result, error) {
+// document the rules cannot judge is an error wrapping evaluate.ErrUnusableDocument.
+func (r *policyRun) check(ctx context.Context, p *plan.Plan) (*evaluate.Result, error) {
 	eng, err := r.rules()
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (r *policyRun) check(ctx context.Context, p *plan.Plan) (*engine.Result, er
 
 // report is the report of findings on source (a document of inputFormat with resources
 // judged resources), under the command's name.
-func (r *policyRun) report(source, inputFormat string, resources int, findings []engine.Finding) *report.Report {
+func (r *policyRun) report(source, inputFormat string, resources int, findings []evaluate.Finding) *report.Report {
 	return &report.Report{
 		Command: "eventpipe " + r.name, Source: source, InputFormat: inputFormat, Resources: resources,
 		Rules: r.eng.Rules(), Findings: findings, FailOnWarn: r.flags.failOnWarn, Version: buildVersion(),

@@ -1,4 +1,4 @@
-// Package classify sorts consumer errors into seed 001's classes (poison,
+// Package classify sorts consumer errors into classes (poison,
 // transient, configuration) and turns an outcome into the response Pub/Sub
 // sees: an HTTP status for push, ack or nack for pull.
 package classify
@@ -124,7 +124,7 @@ func codeOf(err error) string {
 	return ""
 }
 
-// grpcClass follows seed 001: PermissionDenied/Unauthenticated and friends
+// grpcClass: PermissionDenied/Unauthenticated and friends
 // are configuration; Unavailable, DeadlineExceeded, Aborted and
 // ResourceExhausted are transient; InvalidArgument-like codes are poison.
 func grpcClass(c codes.Code) Class {

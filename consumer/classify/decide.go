@@ -55,7 +55,7 @@ type Decision struct {
 	Level        slog.Level // log severity
 }
 
-// Decide applies seed 001's recommended rules. outcome is the engine's
+// Decide applies the ack/nack rules. outcome is the engine's
 // outcome for success (applied, duplicate, stale_ignored); when err is not
 // nil its class decides instead.
 //

@@ -74,7 +74,7 @@ func New(cfg Config) (*Processor, error) {
 	case cfg.Store == nil:
 		return nil, errors.New("process: no store (fix: set EVENTPIPE_STORE)")
 	case cfg.Routes == nil:
-		return nil, errors.New("process: no routes (fix: load EVENTPIPE_ROUTES or the seed routes)")
+		return nil, errors.New("process: no routes (fix: load EVENTPIPE_ROUTES or the default routes)")
 	case cfg.Logger == nil:
 		return nil, errors.New("process: no logger")
 	}

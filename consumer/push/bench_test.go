@@ -93,7 +93,7 @@ func overHTTP(b *testing.B, h http.Handler) func([]byte) (int, error) {
 }
 
 func idempotentHandler(b *testing.B) http.Handler {
-	table, err := route.Parse(route.SeedRoutes())
+	table, err := route.Parse(route.DefaultRoutes())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
-// pushAll pushes each envelope through the seed routes and returns each
+// pushAll pushes each envelope through the default routes and returns each
 // outcome and the status of ops_services/test__api after them.
 func pushAll(t *testing.T, envs ...ct.Envelope) (outcomes []string, status any, log *ct.Log) {
 	t.Helper()
@@ -53,7 +53,7 @@ func TestMessageIDsKeptExactly(t *testing.T) {
 	}
 }
 
-// TestSeedRouteSameSecondStatusChanges: the seed route's derived identity
+// TestSeedRouteSameSecondStatusChanges: the default route's derived identity
 // is (service, producedAt); a service going degraded then healthy within
 // one second is two events, ordered by publish time: whichever arrives
 // first, the document ends healthy and nothing is poison.
@@ -137,7 +137,7 @@ func TestLongIDsArePoison(t *testing.T) {
 }
 
 // TestJSONNestingLimit: message data nested 128 levels deep is processed;
-// one level deeper is poison naming the limit (README, Limits).
+// one level deeper is poison naming the limit (docs/consumer.md, Limits).
 func TestJSONNestingLimit(t *testing.T) {
 	nested := func(levels int) string {
 		return `{"service":"api","status":"ok","producedAt":"2026-01-02T03:00:00Z","deep":` +

@@ -4,7 +4,7 @@
 // and which fields order concurrent updates.
 //
 // Routes live in a JSON file (EVENTPIPE_ROUTES); without one the consumer
-// uses the embedded seed routes (seed_routes.json). Load validates the whole
+// uses the embedded default routes (default_routes.json). Load validates the whole
 // file at start-up and reports every problem with the route, field and fix.
 package route
 
@@ -22,13 +22,13 @@ import (
 // Modes of the idempotency engine a route can use.
 const (
 	// ModeLatestState dedupes by message (and logical event) and keeps the
-	// newest state of the target document by the ordering fields (seed 000).
+	// newest state of the target document by the ordering fields.
 	ModeLatestState = "latest-state"
 	// ModeLease runs a downstream action at most once under a lease with a
-	// heartbeat (seeds 002, 003).
+	// heartbeat.
 	ModeLease = "lease"
 	// ModeReceipt records one receipt per idempotency key and applies the
-	// callback to an existing target document (seed 004).
+	// callback to an existing target document.
 	ModeReceipt = "receipt"
 )
 
@@ -124,7 +124,7 @@ type Field struct {
 
 // Ordering picks the version-ordering fields. Updates compare (sequence,
 // event time, publish time, message id) left to right, an absent sequence
-// below any present one (seeds 000 and 002); the engine adds the last two.
+// below any present one; the engine adds the last two.
 type Ordering struct {
 	// EventTime is a timestamp output field: the event's own time.
 	EventTime string `json:"eventTime"`
@@ -133,7 +133,7 @@ type Ordering struct {
 	Sequence string `json:"sequence,omitempty"`
 }
 
-// Dedupe configures the logical-event key (seed 000, two-tier dedupe).
+// Dedupe configures the logical-event key (two-tier dedupe).
 type Dedupe struct {
 	// EventIDField is the payload field with a producer-issued event id.
 	EventIDField string `json:"eventIdField,omitempty"`
@@ -192,18 +192,18 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-//go:embed seed_routes.json
-var seedRoutes []byte
+//go:embed default_routes.json
+var defaultRoutes []byte
 
-// SeedRoutes returns the embedded default routes file (the seeds' routes).
-func SeedRoutes() []byte { return bytes.Clone(seedRoutes) }
+// DefaultRoutes returns the embedded default routes file (the built-in routes).
+func DefaultRoutes() []byte { return bytes.Clone(defaultRoutes) }
 
 // LoadFile reads and validates a routes file; path "" loads the embedded
-// seed routes, and a value starting with "{" is the routes JSON itself
+// default routes, and a value starting with "{" is the routes JSON itself
 // (routes passed inline in EVENTPIPE_ROUTES).
 func LoadFile(path string) (*Table, error) {
 	if path == "" {
-		return Parse(seedRoutes)
+		return Parse(defaultRoutes)
 	}
 	if inline := strings.TrimSpace(path); strings.HasPrefix(inline, "{") {
 		t, err := Parse([]byte(inline))

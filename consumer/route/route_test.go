@@ -24,10 +24,10 @@ func msg(t *testing.T, payload string) *envelope.Message {
 	}
 }
 
-func TestSeedRoutesPlan(t *testing.T) {
+func TestDefaultRoutesPlan(t *testing.T) {
 	table, err := LoadFile("")
 	if err != nil {
-		t.Fatalf("embedded seed routes invalid: %v", err)
+		t.Fatalf("embedded default routes invalid: %v", err)
 	}
 	tests := []struct {
 		name     string
@@ -40,7 +40,7 @@ func TestSeedRoutesPlan(t *testing.T) {
 		identity bool // every identity field present
 	}{
 		{
-			name:    "system event (seed 000)",
+			name:    "system event",
 			payload: `{"service":"Strategy Engine","status":"healthy","version":"1.2.3","region":"eu","producedAt":"2026-01-02T03:00:00Z","sequence":7}`,
 			route:   "system_events", doc: "ops_services/prod__strategy_20engine",
 			fields: map[string]any{"serviceId": "Strategy Engine", "env": "prod", "status": "healthy", "version": "1.2.3", "region": "eu",
@@ -58,7 +58,7 @@ func TestSeedRoutesPlan(t *testing.T) {
 			at: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		},
 		{
-			name:    "ingest heartbeat (seed 001) wins over shape match",
+			name:    "ingest heartbeat wins over shape match",
 			payload: `{"eventType":"ingest_heartbeat","pipeline":"orders","status":"ok","service":"x","heartbeatAt":1767322800}`,
 			route:   "ingest_heartbeat", doc: "ingest_pipelines/prod__orders",
 			at: time.Unix(1767322800, 0).UTC(), identity: true,
@@ -225,7 +225,7 @@ func TestLoadFileSources(t *testing.T) {
 		routes    int
 		wantErr   string
 	}{
-		{"embedded seed routes", "", 3, ""},
+		{"embedded default routes", "", 3, ""},
 		{"file", path, 1, ""},
 		{"inline JSON", "  " + inline, 1, ""},
 		{"missing file", path + ".nope", 0, "read routes file"},

@@ -44,7 +44,7 @@ func Compile(c Config) (*Table, error) {
 	t := &Table{callbacks: map[string]*Route{}}
 	var errs []error
 	if len(c.Routes) == 0 {
-		errs = append(errs, errors.New(`routes: empty (fix: add at least one route, or unset EVENTPIPE_ROUTES to use the seed routes)`))
+		errs = append(errs, errors.New(`routes: empty (fix: add at least one route, or unset EVENTPIPE_ROUTES to use the built-in routes)`))
 	}
 	seen := map[string]bool{}
 	for i := range c.Routes {

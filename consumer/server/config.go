@@ -24,7 +24,7 @@ type Config struct {
 	Service           string
 	Version           string
 	StoreURL          string
-	RoutesPath        string // "" = embedded seed routes
+	RoutesPath        string // "" = embedded default routes
 	Audience          string // "" = no in-app OIDC check of pushes
 	PushAccounts      []string
 	CallbackAudience  string // "" = no in-app OIDC check of callbacks (default: Audience)
@@ -54,7 +54,7 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_ENV                         environment, qualifies document ids (default dev)
 //	EVENTPIPE_SERVICE, EVENTPIPE_VERSION  identity in every log line
 //	EVENTPIPE_STORE                       store URL (default: bbolt file in the temp dir)
-//	EVENTPIPE_ROUTES                      routes file, or inline routes JSON (default: embedded seed routes)
+//	EVENTPIPE_ROUTES                      routes file, or inline routes JSON (default: embedded default routes)
 //	EVENTPIPE_OIDC_AUDIENCE               verify push OIDC tokens for this audience
 //	EVENTPIPE_PUSH_ACCOUNTS               allowed push service accounts (comma-separated)
 //	EVENTPIPE_CALLBACK_AUDIENCE           verify callback OIDC tokens for this audience (default: EVENTPIPE_OIDC_AUDIENCE)

@@ -18,7 +18,7 @@ func once() func() bool {
 	return func() bool { return fired.CompareAndSwap(false, true) }
 }
 
-// Worker is seed 002's worker for one event: claim a lease, apply the side
+// Worker is a side-effect worker for one event: claim a lease, apply the side
 // effect (an insert-once document in coll, standing in for the TerminusDB
 // apply), mark it done, hitting the four worker failpoints on the way. It
 // returns the outcome of the side effect's write.
@@ -41,7 +41,7 @@ func Worker(ctx context.Context, eng *engine.Engine, coll string, ev engine.Even
 	return r.Outcome, err
 }
 
-// Projection is seed 002's projection for one event: materialise the latest
+// Projection is a read-model projection for one event: materialise the latest
 // state into coll, then hit the before-ack failpoint (the ack itself is the
 // caller's), hitting the three projection failpoints on the way.
 func Projection(ctx context.Context, eng *engine.Engine, coll string, ev engine.Event, w engine.Write) (engine.Outcome, error) {

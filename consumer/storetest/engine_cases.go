@@ -15,7 +15,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
-// heartbeat is one service-health event of the seed 000 shape.
+// heartbeat is one service-health event of the system-events shape.
 type heartbeat struct {
 	msgID   string
 	eventID string
@@ -241,7 +241,7 @@ func dedupeMarker(t *testing.T, e *env) {
 	}
 	r := withMarker(hb(1, "healthy"))
 	if r.Outcome != engine.Applied || r.Reads() > 1 || r.Writes() > 2 {
-		t.Errorf("applied with marker: %s reads=%d writes=%d, want applied, <= 1 read + 2 writes (seed 000 spent 2 + 2)", r.Outcome, r.Reads(), r.Writes())
+		t.Errorf("applied with marker: %s reads=%d writes=%d, want applied, <= 1 read + 2 writes (a marker in its own transaction spent 2 + 2)", r.Outcome, r.Reads(), r.Writes())
 	}
 	t.Logf("store ops with dedupe marker: applied reads=%d writes=%d", r.Reads(), r.Writes())
 	// The marker as stored, read outside the engine: every driver gives back

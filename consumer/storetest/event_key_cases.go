@@ -15,7 +15,7 @@ import (
 // dedupe block write).
 type statusEvent struct {
 	msgID, eventID, status string
-	// identity fields (seed 000's derived key is (service, producedAt))
+	// identity fields (the system-events route's derived key is (service, producedAt))
 	producedAt, published time.Time
 }
 

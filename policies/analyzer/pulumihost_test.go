@@ -579,16 +579,16 @@ func TestPackCancel(t *testing.T) {
 	}
 }
 
-// TestReadmePolicyConfig: the README's --policy-pack-config example is valid, and the
+// TestReadmePolicyConfig: the --policy-pack-config example of docs/policies.md is valid, and the
 // prod stack passes under it.
 func TestReadmePolicyConfig(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "policies.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n### Running the rules under pulumi preview\n")
+	_, section, ok := strings.Cut(string(readme), "\n## Running the rules under pulumi preview\n")
 	if !ok {
-		t.Fatal("README.md has no section Running the rules under pulumi preview")
+		t.Fatal("docs/policies.md has no section Running the rules under pulumi preview")
 	}
 	_, block, ok := strings.Cut(section, "\n```json\n")
 	if !ok {
@@ -597,7 +597,7 @@ func TestReadmePolicyConfig(t *testing.T) {
 	block, _, _ = strings.Cut(block, "\n```")
 	p := mustStartPack(t, writeFile(t, "policy-config.json", block))
 	if got := p.analyze(t, renderStack(t, "prod")); len(got) != 0 {
-		t.Fatalf("prod under the README's policy configuration: %q", got)
+		t.Fatalf("prod under the policy configuration of docs/policies.md: %q", got)
 	}
 	levels := map[string]apitype.EnforcementLevel{}
 	for _, pol := range p.info.Policies {

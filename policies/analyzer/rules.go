@@ -1,7 +1,7 @@
 package analyzer
 
 // This file is the analyzer's only contact with the rule engine (policies, policies/plan,
-// policies/engine): everything else sees rules, a Pulumi stack export document and
+// policies/evaluate): everything else sees rules, a Pulumi stack export document and
 // findings in the types below.
 
 import (
@@ -10,7 +10,7 @@ import (
 	"os"
 
 	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
@@ -43,7 +43,7 @@ type finding struct {
 
 // ruleSet is the rules of a policy pack folder compiled with one configuration.
 type ruleSet struct {
-	eng   *engine.Engine
+	eng   *evaluate.Engine
 	rules []rule
 }
 
@@ -62,7 +62,7 @@ func loadModules(dir string) (map[string]string, error) {
 // compileRules compiles the rule files with config as data.config (policy name → setting →
 // value, where Pulumi policy configuration and `eventpipe check --config` put thresholds).
 func compileRules(ctx context.Context, modules map[string]string, config map[string]any) (*ruleSet, error) {
-	eng, err := engine.New(ctx, engine.Options{Modules: modules, Package: policies.Package, Config: config})
+	eng, err := evaluate.New(ctx, evaluate.Options{Modules: modules, Package: policies.Package, Config: config})
 	if err != nil {
 		return nil, fmt.Errorf("compiling the policy rules: %w", err)
 	}
@@ -70,7 +70,7 @@ func compileRules(ctx context.Context, modules map[string]string, config map[str
 	for _, r := range eng.Rules() {
 		rs.rules = append(rs.rules, rule{
 			Name: r.Name, ID: r.ID, Title: r.Title, Description: r.Description, Severity: r.Severity, Fix: r.Fix,
-			Mandatory: r.Level == engine.Deny, Stack: r.Stack,
+			Mandatory: r.Level == evaluate.Deny, Stack: r.Stack,
 		})
 	}
 	return rs, nil

@@ -18,7 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // Config is the parsed configuration file.
@@ -130,7 +130,7 @@ func (c *Config) Data(env string) map[string]any {
 
 // Validate checks the configuration against the loaded rules: thresholds must name rule
 // names and waivers rule ids, so a typo cannot silently disable a setting.
-func (c *Config) Validate(rules []engine.Rule) error {
+func (c *Config) Validate(rules []evaluate.Rule) error {
 	if c == nil {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
@@ -72,7 +72,7 @@ func TestDataMergesEnvironment(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	rules := []engine.Rule{{Name: "deny_dead_letter_attempts_out_of_range", ID: "EP002"}, {Name: "x", ID: "EP005"}, {Name: "y", ID: "EP009"}}
+	rules := []evaluate.Rule{{Name: "deny_dead_letter_attempts_out_of_range", ID: "EP002"}, {Name: "x", ID: "EP005"}, {Name: "y", ID: "EP009"}}
 	c, err := Parse([]byte(sample))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestRulesApplyTheWaivers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(today time.Time) map[string]engine.Finding {
+	check := func(today time.Time) map[string]evaluate.Finding {
 		t.Helper()
 		mods, err := policies.Modules()
 		if err != nil {
@@ -117,7 +117,7 @@ func TestRulesApplyTheWaivers(t *testing.T) {
 		}
 		data := c.Data("dev")
 		data["today"] = today.Format(time.DateOnly)
-		e, err := engine.New(context.Background(), engine.Options{Modules: mods, Package: policies.Package, Config: data})
+		e, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package, Config: data})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestRulesApplyTheWaivers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]engine.Finding{}
+		out := map[string]evaluate.Finding{}
 		for _, f := range fs {
 			if f.Rule.ID == "EP005" || f.Rule.ID == "EP000" {
 				out[f.Rule.ID+" "+f.URN] = f
@@ -138,11 +138,11 @@ func TestRulesApplyTheWaivers(t *testing.T) {
 	if w := waived.Waiver; w == nil || w.RuleID != "EP005" || w.Reason != "legacy topic drained by the nightly batch job" || w.Expires != "2027-01-31" {
 		t.Errorf("covered finding: %+v", waived)
 	}
-	if f := got["EP005 urn:pulumi:prod::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"]; f.Waiver != nil || f.Level != engine.Deny {
+	if f := got["EP005 urn:pulumi:prod::eventpipe::gcp:pubsub/subscription:Subscription::legacy-orders"]; f.Waiver != nil || f.Level != evaluate.Deny {
 		t.Errorf("finding outside the pattern: %+v", f)
 	}
 	expired := got["EP000 urn:pulumi:dev::eventpipe::gcp:pubsub/subscription:Subscription::old"]
-	if expired.Level != engine.Deny || !strings.Contains(expired.Message, "EP009") || !strings.Contains(expired.Message, "expired on 2026-06-30") {
+	if expired.Level != evaluate.Deny || !strings.Contains(expired.Message, "EP009") || !strings.Contains(expired.Message, "expired on 2026-06-30") {
 		t.Errorf("expired waiver: %+v", expired)
 	}
 	if len(got) != 3 {

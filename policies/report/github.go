@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // writeGitHub prints GitHub Actions workflow commands: ::error for findings that fail the
@@ -46,7 +46,7 @@ func writeGitHub(w io.Writer, r *Report) error {
 	return b.Flush()
 }
 
-func annotation(f engine.Finding) string {
+func annotation(f evaluate.Finding) string {
 	var s strings.Builder
 	s.WriteString(messageWithNote(f))
 	if f.URN != "" {

@@ -4,24 +4,24 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
 type jsonFinding struct {
-	RuleID   string         `json:"ruleId"`
-	Rule     string         `json:"rule"`
-	Title    string         `json:"title"`
-	Severity string         `json:"severity"`
-	Level    engine.Level   `json:"level"`
-	Message  string         `json:"message"`
-	Fix      string         `json:"fix"`
-	URN      string         `json:"urn,omitempty"`
-	Type     string         `json:"type,omitempty"`
-	Name     string         `json:"name,omitempty"`
-	Note     string         `json:"note,omitempty"`
-	Waiver   *engine.Waiver `json:"waiver,omitempty"`
-	Location *plan.Location `json:"location,omitempty"`
+	RuleID   string           `json:"ruleId"`
+	Rule     string           `json:"rule"`
+	Title    string           `json:"title"`
+	Severity string           `json:"severity"`
+	Level    evaluate.Level   `json:"level"`
+	Message  string           `json:"message"`
+	Fix      string           `json:"fix"`
+	URN      string           `json:"urn,omitempty"`
+	Type     string           `json:"type,omitempty"`
+	Name     string           `json:"name,omitempty"`
+	Note     string           `json:"note,omitempty"`
+	Waiver   *evaluate.Waiver `json:"waiver,omitempty"`
+	Location *plan.Location   `json:"location,omitempty"`
 }
 
 type jsonReport struct {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // Format is an output format name.
@@ -38,9 +38,9 @@ type Report struct {
 	// Resources is the number of resources checked.
 	Resources int
 	// Rules are the rules that ran (for SARIF rule metadata and JUnit passes).
-	Rules []engine.Rule
+	Rules []evaluate.Rule
 	// Findings are every finding, waived ones included.
-	Findings []engine.Finding
+	Findings []evaluate.Finding
 	// FailOnWarn makes unwaived warnings fail the check.
 	FailOnWarn bool
 	// Version is the eventpipe version for the SARIF tool driver.
@@ -65,7 +65,7 @@ func (r *Report) Counts() (denies, warnings, waived int) {
 		switch {
 		case f.Waiver != nil:
 			waived++
-		case f.Level == engine.Deny:
+		case f.Level == evaluate.Deny:
 			denies++
 		default:
 			warnings++
@@ -82,8 +82,8 @@ func (r *Report) Failed() bool {
 }
 
 // failing reports whether one finding makes the check fail.
-func (r *Report) failing(f engine.Finding) bool {
-	return f.Waiver == nil && (f.Level == engine.Deny || r.FailOnWarn)
+func (r *Report) failing(f evaluate.Finding) bool {
+	return f.Waiver == nil && (f.Level == evaluate.Deny || r.FailOnWarn)
 }
 
 // Write writes r in format to w.
@@ -105,9 +105,9 @@ func Write(w io.Writer, format Format, r *Report) error {
 
 // allRules is r.Rules plus any rule only findings mention (the expired-waiver rule),
 // ordered by id.
-func allRules(r *Report) []engine.Rule {
+func allRules(r *Report) []evaluate.Rule {
 	seen := map[string]bool{}
-	var out []engine.Rule
+	var out []evaluate.Rule
 	for _, rule := range r.Rules {
 		if !seen[rule.ID] {
 			seen[rule.ID] = true
@@ -124,7 +124,7 @@ func allRules(r *Report) []engine.Rule {
 	return out
 }
 
-func location(f engine.Finding) string {
+func location(f evaluate.Finding) string {
 	if f.Location == nil || f.Location.File == "" {
 		return ""
 	}

@@ -11,15 +11,15 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
 var (
-	ep001 = engine.Rule{Name: "stack_deny_missing_dead_letter_policy", ID: "EP001", Title: "Subscription without a dead-letter policy", Description: "d1", Severity: "high", Fix: "Add a deadLetterPolicy.", Level: engine.Deny, Stack: true}
-	ep011 = engine.Rule{Name: "warn_subscription_expires", ID: "EP011", Title: "Subscription expires when idle", Description: "d11", Severity: "low", Fix: `Set expirationPolicy.ttl to "".`, Level: engine.Warn}
-	ep005 = engine.Rule{Name: "stack_deny_dead_letter_topic_unread", ID: "EP005", Title: "Dead-letter topic that no subscription reads", Description: "d5", Severity: "high", Fix: "Add a DLQ subscription.", Level: engine.Deny, Stack: true}
-	ep000 = engine.Rule{Name: "deny_expired_waiver", ID: "EP000", Title: "Expired waiver", Description: "d0", Severity: "high", Fix: "Renew it.", Level: engine.Deny}
+	ep001 = evaluate.Rule{Name: "stack_deny_missing_dead_letter_policy", ID: "EP001", Title: "Subscription without a dead-letter policy", Description: "d1", Severity: "high", Fix: "Add a deadLetterPolicy.", Level: evaluate.Deny, Stack: true}
+	ep011 = evaluate.Rule{Name: "warn_subscription_expires", ID: "EP011", Title: "Subscription expires when idle", Description: "d11", Severity: "low", Fix: `Set expirationPolicy.ttl to "".`, Level: evaluate.Warn}
+	ep005 = evaluate.Rule{Name: "stack_deny_dead_letter_topic_unread", ID: "EP005", Title: "Dead-letter topic that no subscription reads", Description: "d5", Severity: "high", Fix: "Add a DLQ subscription.", Level: evaluate.Deny, Stack: true}
+	ep000 = evaluate.Rule{Name: "deny_expired_waiver", ID: "EP000", Title: "Expired waiver", Description: "d0", Severity: "high", Fix: "Renew it.", Level: evaluate.Deny}
 )
 
 const subURN = "urn:pulumi:prod::eventpipe::gcp:pubsub/subscription:Subscription::orders-push"
@@ -28,12 +28,12 @@ func sample(failOnWarn bool) *Report {
 	loc := &plan.Location{File: "stacks/Pulumi.prod.yaml", Line: 12}
 	return &Report{
 		Source: "stack prod", InputFormat: "pulumi-preview", Resources: 14, FailOnWarn: failOnWarn, Version: "test", SourceRoot: ".",
-		Rules: []engine.Rule{ep001, ep005, ep011},
-		Findings: []engine.Finding{
-			{Rule: ep000, Level: engine.Deny, URN: "urn:pulumi:dev::*", Message: "the waiver of EP009 for urn:pulumi:dev::* expired on 2026-06-30 (reason given: r)"},
-			{Rule: ep001, Level: engine.Deny, URN: subURN, Type: "gcp:pubsub/subscription:Subscription", Name: "orders-push", Message: "Subscription 'orders-push' has no dead-letter policy, 100% sure: really", Location: loc},
-			{Rule: ep011, Level: engine.Warn, URN: subURN, Type: "gcp:pubsub/subscription:Subscription", Name: "orders-push", Message: "Subscription 'orders-push' expires after 86400s", Location: loc},
-			{Rule: ep005, Level: engine.Warn, URN: subURN, Name: "orders-push", Message: "dead letters would be lost", Note: engine.IncompleteNote, Waiver: &engine.Waiver{RuleID: "EP005", URN: "urn:pulumi:prod::*", Reason: "migration", Expires: "2027-01-31"}},
+		Rules: []evaluate.Rule{ep001, ep005, ep011},
+		Findings: []evaluate.Finding{
+			{Rule: ep000, Level: evaluate.Deny, URN: "urn:pulumi:dev::*", Message: "the waiver of EP009 for urn:pulumi:dev::* expired on 2026-06-30 (reason given: r)"},
+			{Rule: ep001, Level: evaluate.Deny, URN: subURN, Type: "gcp:pubsub/subscription:Subscription", Name: "orders-push", Message: "Subscription 'orders-push' has no dead-letter policy, 100% sure: really", Location: loc},
+			{Rule: ep011, Level: evaluate.Warn, URN: subURN, Type: "gcp:pubsub/subscription:Subscription", Name: "orders-push", Message: "Subscription 'orders-push' expires after 86400s", Location: loc},
+			{Rule: ep005, Level: evaluate.Warn, URN: subURN, Name: "orders-push", Message: "dead letters would be lost", Note: evaluate.IncompleteNote, Waiver: &evaluate.Waiver{RuleID: "EP005", URN: "urn:pulumi:prod::*", Reason: "migration", Expires: "2027-01-31"}},
 		},
 	}
 }
@@ -79,7 +79,7 @@ func TestText(t *testing.T) {
 		"  WARN   EP011 [low] Subscription expires when idle",
 		"  WAIVED EP005 [high]",
 		"         waived until 2027-01-31: migration",
-		"         note: " + engine.IncompleteNote,
+		"         note: " + evaluate.IncompleteNote,
 		"2 denies, 1 warning, 1 waived: FAIL",
 	} {
 		if !strings.Contains(out, want) {
@@ -101,7 +101,7 @@ func TestJSON(t *testing.T) {
 		t.Fatalf("summary %+v", got)
 	}
 	f := got.Findings[1]
-	if f.RuleID != "EP001" || f.Level != engine.Deny || f.Fix == "" || f.Location.Line != 12 || f.URN != subURN {
+	if f.RuleID != "EP001" || f.Level != evaluate.Deny || f.Fix == "" || f.Location.Line != 12 || f.URN != subURN {
 		t.Fatalf("finding %+v", f)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/owenrumney/go-sarif/v2/sarif"
 
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // informationURI is where the rules are documented.
@@ -121,7 +121,7 @@ func writeSARIF(w io.Writer, r *Report) error {
 // fingerprint identifies what a finding is about, independent of where it is printed: its
 // rule id and resource (URN or Terraform address), or its message when it names no
 // resource. Findings sharing one are told apart by their order (see writeSARIF).
-func fingerprint(f engine.Finding) string {
+func fingerprint(f evaluate.Finding) string {
 	subject := f.URN
 	if subject == "" {
 		subject = f.Message
@@ -176,14 +176,14 @@ func category(root, source string) string {
 	return path.Base(filepath.ToSlash(source))
 }
 
-func sarifLevel(l engine.Level) string {
-	if l == engine.Deny {
+func sarifLevel(l evaluate.Level) string {
+	if l == evaluate.Deny {
 		return "error"
 	}
 	return "warning"
 }
 
-func messageWithNote(f engine.Finding) string {
+func messageWithNote(f evaluate.Finding) string {
 	if f.Note == "" {
 		return f.Message
 	}
@@ -193,7 +193,7 @@ func messageWithNote(f engine.Finding) string {
 // suppression records a waiver. go-sarif serialises unset location and guid as null, which
 // SARIF 2.1.0 forbids, so both are always set: the waiver's configuration file (or the
 // result's own location) and a GUID derived from the waiver.
-func suppression(root string, f engine.Finding, resultLoc *sarif.Location) *sarif.Suppression {
+func suppression(root string, f evaluate.Finding, resultLoc *sarif.Location) *sarif.Suppression {
 	w := f.Waiver
 	s := sarif.NewSuppression("external").WithStatus("accepted").
 		WithJustifcation(fmt.Sprintf("%s (waiver for %s until %s)", w.Reason, w.URN, w.Expires)).

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
@@ -164,7 +164,7 @@ func TestSARIFFingerprintsFollowRuleAndResource(t *testing.T) {
 	twice := hash(func(r *Report) {
 		second := r.Findings[1]
 		second.Message = "a second message of the same rule"
-		r.Findings = append(r.Findings[:2], append([]engine.Finding{second}, r.Findings[2:]...)...)
+		r.Findings = append(r.Findings[:2], append([]evaluate.Finding{second}, r.Findings[2:]...)...)
 	})
 	if twice[1] == twice[2] || strings.Split(twice[1], ":")[0] != strings.Split(twice[2], ":")[0] {
 		t.Errorf("two findings of one rule on one resource: %s and %s, want one hash with two occurrence numbers", twice[1], twice[2])
@@ -174,8 +174,8 @@ func TestSARIFFingerprintsFollowRuleAndResource(t *testing.T) {
 // TestSARIFSecuritySeverity: every rule above info carries a numeric security-severity
 // in GitHub's band for its severity and the security tag; an informational rule has none.
 func TestSARIFSecuritySeverity(t *testing.T) {
-	info := engine.Rule{Name: "warn_opt_out", ID: "EP015", Title: "Opt-out", Description: "d", Severity: "info", Fix: "f", Level: engine.Warn}
-	critical := engine.Rule{Name: "deny_public", ID: "EP010", Title: "Public", Description: "d", Severity: "critical", Fix: "f", Level: engine.Deny}
+	info := evaluate.Rule{Name: "warn_opt_out", ID: "EP015", Title: "Opt-out", Description: "d", Severity: "info", Fix: "f", Level: evaluate.Warn}
+	critical := evaluate.Rule{Name: "deny_public", ID: "EP010", Title: "Public", Description: "d", Severity: "critical", Fix: "f", Level: evaluate.Deny}
 	r := sample(false)
 	r.Rules = append(r.Rules, info, critical)
 	bands := map[string][2]float64{"critical": {9.0, 10.0}, "high": {7.0, 8.9}, "medium": {4.0, 6.9}, "low": {0.1, 3.9}}

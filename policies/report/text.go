@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/eventpipe/eventpipe/policies/engine"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // writeText prints findings grouped by resource: level, rule id, severity, title, the
@@ -80,7 +80,7 @@ func plural(n int, one, many string) string {
 }
 
 // levelName is a finding's effective level for machine formats.
-func levelName(f engine.Finding) string {
+func levelName(f evaluate.Finding) string {
 	if f.Waiver != nil {
 		return "waived"
 	}

@@ -78,7 +78,7 @@ func With(lines []map[string]any, key string, value any) []map[string]any {
 // Options tweak NewProcessor.
 type Options struct {
 	Store  store.Store // default: a fresh memory store
-	Routes []byte      // default: the embedded seed routes
+	Routes []byte      // default: the embedded default routes
 	DLQ    classify.DLQMode
 	Env    map[string]string // lookups for lease routes' urlEnv
 	// DiscardLog writes the lines to io.Discard at INFO, as benchmarks want
@@ -96,7 +96,7 @@ func NewProcessor(t testing.TB, o Options) (*process.Processor, store.Store, *Lo
 	}
 	routes := o.Routes
 	if routes == nil {
-		routes = route.SeedRoutes()
+		routes = route.DefaultRoutes()
 	}
 	table, err := route.Parse(routes)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package pgstore is the PostgreSQL store driver (URL "postgres://…"), built
-// on pgx: seed 002's durable processed-event registry. Every transaction runs
+// on pgx: a durable processed-event registry. Every transaction runs
 // at SERIALIZABLE isolation and is retried on serialization failures
 // (SQLSTATE 40001) and deadlocks (40P01), so concurrent deliveries are
 // correct. Documents live in one table, created on first use:

@@ -48,7 +48,7 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestOutage is seed 002's registry outage against a real server: while
+// TestOutage is a registry outage against a real server: while
 // PostgreSQL is down a delivery fails with a retryable transient error and
 // records nothing; once it is back, the redelivery applies the event once.
 func TestOutage(t *testing.T) {

@@ -11,31 +11,32 @@ import (
 	"time"
 )
 
-// readmeBlock returns the fenced code block of README.md whose first line is first.
-func readmeBlock(t *testing.T, first string) string {
+// docBlock returns the fenced code block of the repository file path whose first line is
+// first.
+func docBlock(t *testing.T, path, first string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(readme)
+	text := string(doc)
 	i := strings.Index(text, "\n"+first+"\n")
 	if i < 0 {
-		t.Fatalf("README.md has no block starting %q", first)
+		t.Fatalf("%s has no block starting %q", path, first)
 	}
 	rest := text[i+1:]
 	end := strings.Index(rest, "\n```")
 	if end < 0 {
-		t.Fatalf("README block %q is not closed", first)
+		t.Fatalf("%s: block %q is not closed", path, first)
 	}
 	return rest[:end+1]
 }
 
-// TestReadmeCheckConfig runs the README's check configuration on every stack: it must be
+// TestReadmeCheckConfig runs the check configuration example of docs/policies.md on every stack: it must be
 // valid, keep every stack passing, and fail naming its waiver once the waiver has expired.
 func TestReadmeCheckConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "eventpipe-check.yaml")
-	if err := os.WriteFile(path, []byte(readmeBlock(t, "# eventpipe-check.yaml")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(docBlock(t, "docs/policies.md", "# eventpipe-check.yaml")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	day := func(s string) func() time.Time {
@@ -51,7 +52,7 @@ func TestReadmeCheckConfig(t *testing.T) {
 		var out, errOut bytes.Buffer
 		err := runCheck(context.Background(), nil, &out, &errOut, nil, checkOptions{stack: stack, policyFlags: policyFlags{config: path, outputs: []string{"text"}, now: day("2026-11-21")}})
 		if err != nil {
-			t.Fatalf("%s with the README config: %v\n%s", stack, err, out.String())
+			t.Fatalf("%s with the docs/policies.md config: %v\n%s", stack, err, out.String())
 		}
 	}
 	var out, errOut bytes.Buffer

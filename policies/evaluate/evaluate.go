@@ -1,4 +1,4 @@
-// Package engine evaluates eventpipe's rules on a document with OPA's evaluator. It
+// Package evaluate evaluates eventpipe's rules on a document with OPA's evaluator. It
 // evaluates exactly what conftest (--namespace eventpipe) and opa eval (data.eventpipe.deny,
 // data.eventpipe.warn) evaluate: the entry package's deny, warn and waived sets and its
 // summary of the document, in one evaluation of a query prepared once per Engine. The
@@ -6,7 +6,7 @@
 // and the waivers are all Rego (policies/*.rego); this package compiles the rules, reads
 // their metadata, passes the configuration as data.config and turns the results into
 // Findings.
-package engine
+package evaluate
 
 import (
 	"context"

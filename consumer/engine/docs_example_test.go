@@ -6,23 +6,23 @@ import (
 	"testing"
 )
 
-// TestReadmeExample keeps the README's engine snippet in step with Example,
+// TestDocExample keeps the engine snippet of docs/consumer.md in step with Example,
 // which go test runs and checks.
-func TestReadmeExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestDocExample(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/consumer.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(readme), "<!-- example: engine -->\n```go\n")
 	if !ok {
-		t.Fatal("README has no engine example block")
+		t.Fatal("docs/consumer.md has no engine example block")
 	}
 	snippet, _, _ := strings.Cut(after, "```")
 	example, err := os.ReadFile("example_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every snippet line appears in Example, in order (the README may leave lines out).
+	// Every snippet line appears in Example, in order (the page may leave lines out).
 	lines := strings.Split(string(example), "\n")
 	at := 0
 	for _, want := range strings.Split(snippet, "\n") {
@@ -34,7 +34,7 @@ func TestReadmeExample(t *testing.T) {
 			at++
 		}
 		if at == len(lines) {
-			t.Fatalf("README engine snippet line %q is not in Example (example_test.go), in order", want)
+			t.Fatalf("docs/consumer.md engine snippet line %q is not in Example (example_test.go), in order", want)
 		}
 		at++
 	}

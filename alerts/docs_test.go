@@ -11,28 +11,21 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// readmeSection returns the README's "Alerts and runbooks" section.
-func readmeSection(t *testing.T) string {
+// alertsDoc returns docs/alerts.md, the alerts' reference page.
+func alertsDoc(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/alerts.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "\n## Alerts and runbooks\n")
-	if !ok {
-		t.Fatal(`README.md has no "## Alerts and runbooks" section`)
-	}
-	if i := strings.Index(sec, "\n## "); i >= 0 {
-		sec = sec[:i]
-	}
-	return sec
+	return string(b)
 }
 
-// TestReadmeDocumentsEveryAlert keeps the README in step with the code:
+// TestReadmeDocumentsEveryAlert keeps docs/alerts.md in step with the code:
 // every alert has a table row and a runbook entry with its runbook's title,
 // and every metric is listed.
 func TestReadmeDocumentsEveryAlert(t *testing.T) {
-	sec := readmeSection(t)
+	sec := alertsDoc(t)
 	plan := mustPlan(t, testTarget(), Defaults())
 	titles := map[string]string{}
 	for _, p := range plan.Policies {
@@ -44,31 +37,31 @@ func TestReadmeDocumentsEveryAlert(t *testing.T) {
 	}
 	for _, a := range AlertNames() {
 		if !strings.Contains(sec, "| `"+a+"` |") {
-			t.Errorf("README alert table lacks `%s`", a)
+			t.Errorf("docs/alerts.md alert table lacks `%s`", a)
 		}
 		title := titles[a]
 		if strings.HasPrefix(title, "Lease problems") {
 			title = "Lease problems"
 		}
 		if !strings.Contains(sec, "`"+a+"`") || !strings.Contains(sec, title) {
-			t.Errorf("README runbooks lack %s (%q)", a, title)
+			t.Errorf("docs/alerts.md runbooks lack %s (%q)", a, title)
 		}
 	}
 	for _, m := range Metrics(testTarget()) {
 		if !strings.Contains(sec, "| `"+m.ID+"` |") {
-			t.Errorf("README metric table lacks `%s`", m.ID)
+			t.Errorf("docs/alerts.md metric table lacks `%s`", m.ID)
 		}
 	}
 }
 
-// TestReadmeConfigExample decodes the README's YAML example the way stack
+// TestReadmeConfigExample decodes the YAML example of docs/alerts.md the way stack
 // config arrives (JSON over Defaults()) and checks it validates and changes
 // exactly what it says.
 func TestReadmeConfigExample(t *testing.T) {
-	sec := readmeSection(t)
+	sec := alertsDoc(t)
 	_, rest, ok := strings.Cut(sec, "```yaml\n")
 	if !ok {
-		t.Fatal("README section has no yaml example")
+		t.Fatal("docs/alerts.md has no yaml example")
 	}
 	example, _, _ := strings.Cut(rest, "```")
 	var doc struct {
@@ -76,7 +69,7 @@ func TestReadmeConfigExample(t *testing.T) {
 	}
 	js, err := yaml.YAMLToJSON([]byte(example))
 	if err != nil {
-		t.Fatalf("README example is not YAML: %v", err)
+		t.Fatalf("docs/alerts.md example is not YAML: %v", err)
 	}
 	if err := json.Unmarshal(js, &doc); err != nil {
 		t.Fatal(err)
@@ -93,13 +86,13 @@ func TestReadmeConfigExample(t *testing.T) {
 	dec := json.NewDecoder(strings.NewReader(string(section.Thresholds)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		t.Fatalf("README thresholds: %v", err)
+		t.Fatalf("docs/alerts.md thresholds: %v", err)
 	}
 	if err := c.Validate(); err != nil {
-		t.Fatalf("README thresholds do not validate: %v", err)
+		t.Fatalf("docs/alerts.md thresholds do not validate: %v", err)
 	}
 	if err := section.Channels.Validate(); err != nil || len(section.Channels.Critical) != 1 || len(section.Channels.Warning) != 1 {
-		t.Fatalf("README channels %+v: %v", section.Channels, err)
+		t.Fatalf("docs/alerts.md channels %+v: %v", section.Channels, err)
 	}
 	want := Defaults()
 	want.Push.ServerErrorWarning = 0.02
@@ -107,14 +100,14 @@ func TestReadmeConfigExample(t *testing.T) {
 	want.DLQ.WarningFor = Dur(10 * time.Minute)
 	want.SLO.Goal = 0.999
 	if !reflect.DeepEqual(c, want) {
-		t.Errorf("README example decodes to\n%+v\nwant\n%+v", c, want)
+		t.Errorf("docs/alerts.md example decodes to\n%+v\nwant\n%+v", c, want)
 	}
-	// Every threshold key the README lists exists in Config, and none is missing.
+	// Every threshold key docs/alerts.md lists exists in Config, and none is missing.
 	keys := jsonKeys(reflect.TypeOf(Config{}), "")
 	for _, k := range keys {
 		leaf := k[strings.LastIndex(k, ".")+1:]
 		if !strings.Contains(sec, leaf) {
-			t.Errorf("README does not document threshold key %s", k)
+			t.Errorf("docs/alerts.md does not document threshold key %s", k)
 		}
 	}
 }
