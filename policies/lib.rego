@@ -171,3 +171,5 @@ topic_urns := {t.urn | some t in topics}
 subscription_urns := {s.urn | some s in subscriptions}
 
 subscription_by_urn := {s.urn: s | some s in subscriptions}
+
+topic_by_urn := {t.urn: t | some t in topics}
