@@ -455,9 +455,21 @@ func TestAuditConfigurationFormatsAndExitCodes(t *testing.T) {
 			}
 		})
 	}
-	for format, marker := range map[string]string{"sarif": `"version": "2.1.0"`, "junit": "<testsuites", "github": "::error", "text": "DENY   EP002"} {
-		if res := runAuditCLI(t, dial, "--project", shop, "-o", format); res.code != 1 || !strings.Contains(res.stdout, marker) {
-			t.Errorf("-o %s: exit %d, output lacks %q:\n%s", format, res.code, marker, res.stdout)
+	// Every format names the tool as the audit, not the check.
+	for format, markers := range map[string][]string{
+		"sarif":  {`"version": "2.1.0"`},
+		"junit":  {"<testsuites", `name="eventpipe audit live shop"`},
+		"github": {"::error", "eventpipe audit live shop: 2 denies"},
+		"text":   {"eventpipe audit: live shop", "DENY   EP002"},
+	} {
+		res := runAuditCLI(t, dial, "--project", shop, "-o", format)
+		for _, marker := range markers {
+			if res.code != 1 || !strings.Contains(res.stdout, marker) {
+				t.Errorf("-o %s: exit %d, output lacks %q:\n%s", format, res.code, marker, res.stdout)
+			}
+		}
+		if !strings.Contains(res.stderr, `"msg":"audit finished"`) || strings.Contains(res.stdout+res.stderr, "eventpipe check") {
+			t.Errorf("-o %s: the log or report names another command:\n%s\n%s", format, res.stdout, res.stderr)
 		}
 	}
 }
