@@ -86,6 +86,17 @@ func TestAuditModelOfServicesAlertsAndTTL(t *testing.T) {
 		{name: "public invoker", want: []string{"deny:EP010"}, urn: model.URNOf(shop, model.TypeServiceIAMPolicy, "orders-consumer"), change: func(p *inventory.Project) {
 			p.Policies[runService].Bindings[0].Members = append(p.Policies[runService].Bindings[0].Members, "allUsers")
 		}},
+		{name: "push account may not invoke", want: []string{"deny:EP018"}, urn: model.URNOf(shop, model.TypeSubscription, "orders-sub"), change: func(p *inventory.Project) {
+			p.Policies[runService].Bindings[0].Members = []string{"serviceAccount:deployer@shop.iam.gserviceaccount.com"}
+		}},
+		{name: "push account may invoke project-wide", change: func(p *inventory.Project) {
+			p.Policies[runService].Bindings = nil
+			p.Policies[inventory.ProjectName(shop)].Bindings = []*iampb.Binding{{Role: "roles/run.invoker", Members: []string{"serviceAccount:push@shop.iam.gserviceaccount.com"}}}
+		}},
+		{name: "service policy not read", change: func(p *inventory.Project) {
+			delete(p.Policies, runService)
+			p.AddGap(inventory.GapPolicy, runService, "denied")
+		}},
 		{name: "invoker check disabled", want: []string{"deny:EP010"}, urn: model.URNOf(shop, model.TypeService, "orders-consumer"), change: func(p *inventory.Project) {
 			p.Services[0].InvokerIamDisabled = true
 		}},
