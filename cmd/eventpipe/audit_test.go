@@ -236,9 +236,9 @@ func TestAuditOwnershipAndSummary(t *testing.T) {
 
 // deployStack creates what stack declares in its project on a fresh fake and returns the
 // dial of an audit of it.
-func deployStack(t *testing.T, stack string) (*livetest.Server, *render.Result, func(context.Context) (*live.Clients, error)) {
+func deployStack(t *testing.T, stack, stackDir string) (*livetest.Server, *render.Result, func(context.Context) (*live.Clients, error)) {
 	t.Helper()
-	res, err := render.Render(context.Background(), render.Options{Stack: stack})
+	res, err := render.Render(context.Background(), render.Options{Stack: stack, StackDir: stackDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,80 +260,108 @@ func deployStack(t *testing.T, stack string) (*livetest.Server, *render.Result, 
 	}
 }
 
-// TestAuditStackDrift deploys the dev stack to the fake, audits it against the stack
-// (clean), then changes what a person changes by hand and expects the drift reported on
-// the declared resource, pointing at the stack config line that declared it.
+// TestAuditStackDrift deploys the dev and prod stacks to the fake, audits each against
+// its stack (clean), then changes what a person changes by hand and expects the drift
+// reported on the declared resource, pointing at the stack config line that declared it.
 func TestAuditStackDrift(t *testing.T) {
-	cases := []struct {
-		name   string
-		change func(t *testing.T, srv *livetest.Server, project string)
-		urn    string // the declared resource the drift is reported on ("" for none)
-		text   string
-		rules  []string // the other findings the change causes
-	}{
-		{name: "as declared", change: func(*testing.T, *livetest.Server, string) {}},
-		{
-			name: "dead-letter policy changed by hand",
-			change: func(t *testing.T, srv *livetest.Server, project string) {
-				name := "projects/" + project + "/subscriptions/system-events-materializer"
-				sub, err := srv.Subscriptions.GetSubscription(context.Background(), &pubsubpb.GetSubscriptionRequest{Subscription: name})
-				if err != nil {
-					t.Fatal(err)
-				}
-				sub.DeadLetterPolicy.MaxDeliveryAttempts = 7
-				if _, err := srv.Subscriptions.UpdateSubscription(context.Background(), &pubsubpb.UpdateSubscriptionRequest{
-					Subscription: sub, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"dead_letter_policy"}},
-				}); err != nil {
-					t.Fatal(err)
-				}
-			},
-			urn:  "urn:pulumi:dev::eventpipe::eventpipe:index:Pipeline$eventpipe:index:Subscription$gcp:pubsub/subscription:Subscription::system-events-materializer",
-			text: "deadLetterPolicy.maxDeliveryAttempts is 7 live, 5 in the stack",
-		},
-		{
-			name: "service agent grant removed by hand",
-			change: func(t *testing.T, srv *livetest.Server, project string) {
-				srv.Policy(t, "projects/"+project+"/topics/system-events-materializer.dlq")
-			},
-			urn:   "urn:pulumi:dev::eventpipe::eventpipe:index:Pipeline$eventpipe:index:Subscription$gcp:pubsub/topicIAMMember:TopicIAMMember::system-events-materializer-dlq-agent-publisher",
-			text:  "roles/pubsub.publisher serviceAccount:service-100000000001@gcp-sa-pubsub.iam.gserviceaccount.com is declared in the stack but does not exist live",
-			rules: []string{"EP006"},
-		},
+	// pstest rejects a subscription retention above 7 days (Pub/Sub accepts up to 31), so
+	// prod is deployed with its 14-day DLQ retention cut to 7 days.
+	prodDir := t.TempDir()
+	prodConfig, err := os.ReadFile(filepath.Join("..", "..", "stacks", "Pulumi.prod.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv, res, dial := deployStack(t, "dev")
-			tc.change(t, srv, res.Stack.Project)
-			out := runAuditCLI(t, dial, "--stack", "dev", "-o", "json")
-			got := decode(t, out)
-			var drift, rules []string
-			for _, f := range got.Findings {
-				if f.RuleID == "EP200" {
-					drift = append(drift, f.URN)
-					if !strings.Contains(f.Message, tc.text) {
-						t.Errorf("drift message %q lacks %q", f.Message, tc.text)
+	cut := strings.Replace(string(prodConfig), "dlqRetention: 14d", "dlqRetention: 7d", 1)
+	if cut == string(prodConfig) {
+		t.Fatal("stacks/Pulumi.prod.yaml no longer sets dlqRetention: 14d")
+	}
+	if err := os.WriteFile(filepath.Join(prodDir, "Pulumi.prod.yaml"), []byte(cut), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, stack := range []struct{ name, dir, number, attempts string }{
+		{"dev", "", "100000000001", "5"},
+		{"prod", prodDir, "100000000003", "10"},
+	} {
+		prefix := "urn:pulumi:" + stack.name + "::eventpipe::eventpipe:index:Pipeline$eventpipe:index:Subscription$"
+		cases := []struct {
+			name   string
+			change func(t *testing.T, srv *livetest.Server, project string)
+			urn    string // the declared resource the drift is reported on ("" for none)
+			text   string
+			rules  []string // the other findings the change causes
+		}{
+			{name: "as declared", change: func(*testing.T, *livetest.Server, string) {}},
+			{
+				name: "dead-letter policy changed by hand",
+				change: func(t *testing.T, srv *livetest.Server, project string) {
+					name := "projects/" + project + "/subscriptions/system-events-materializer"
+					sub, err := srv.Subscriptions.GetSubscription(context.Background(), &pubsubpb.GetSubscriptionRequest{Subscription: name})
+					if err != nil {
+						t.Fatal(err)
 					}
-					if f.Location == nil || f.Location.File != filepath.Join("..", "..", "stacks", "Pulumi.dev.yaml") || f.Location.Line == 0 {
-						t.Errorf("drift location %+v, want a line of stacks/Pulumi.dev.yaml", f.Location)
+					sub.DeadLetterPolicy.MaxDeliveryAttempts = 7
+					if _, err := srv.Subscriptions.UpdateSubscription(context.Background(), &pubsubpb.UpdateSubscriptionRequest{
+						Subscription: sub, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"dead_letter_policy"}},
+					}); err != nil {
+						t.Fatal(err)
 					}
-				} else {
-					rules = append(rules, f.RuleID)
+				},
+				urn:  prefix + "gcp:pubsub/subscription:Subscription::system-events-materializer",
+				text: "deadLetterPolicy.maxDeliveryAttempts is 7 live, " + stack.attempts + " in the stack",
+			},
+			{
+				name: "service agent grant removed by hand",
+				change: func(t *testing.T, srv *livetest.Server, project string) {
+					srv.Policy(t, "projects/"+project+"/topics/system-events-materializer.dlq")
+				},
+				urn:   prefix + "gcp:pubsub/topicIAMMember:TopicIAMMember::system-events-materializer-dlq-agent-publisher",
+				text:  "roles/pubsub.publisher serviceAccount:service-" + stack.number + "@gcp-sa-pubsub.iam.gserviceaccount.com is declared in the stack but does not exist live",
+				rules: []string{"EP006"},
+			},
+		}
+		for _, tc := range cases {
+			t.Run(stack.name+"/"+tc.name, func(t *testing.T) {
+				srv, res, dial := deployStack(t, stack.name, stack.dir)
+				tc.change(t, srv, res.Stack.Project)
+				args := []string{"--stack", stack.name, "-o", "json"}
+				if stack.dir != "" {
+					args = append(args, "--stack-dir", stack.dir)
 				}
-			}
-			if !slices.Equal(rules, tc.rules) {
-				t.Errorf("rule findings %v, want %v\n%s", rules, tc.rules, out.stdout)
-			}
-			var want []string
-			if tc.urn != "" {
-				want = []string{tc.urn}
-			}
-			if !slices.Equal(drift, want) {
-				t.Fatalf("drift on %v, want %v\n%s\n%s", drift, want, out.stdout, out.stderr)
-			}
-			if wantCode := min(len(want), 1); out.code != wantCode {
-				t.Fatalf("exit code %d, want %d", out.code, wantCode)
-			}
-		})
+				out := runAuditCLI(t, dial, args...)
+				got := decode(t, out)
+				var drift, rules []string
+				for _, f := range got.Findings {
+					if f.RuleID == "EP200" {
+						drift = append(drift, f.URN)
+						if !strings.Contains(f.Message, tc.text) {
+							t.Errorf("drift message %q lacks %q", f.Message, tc.text)
+						}
+						wantFile := filepath.Join("..", "..", "stacks", "Pulumi."+stack.name+".yaml")
+						if stack.dir != "" {
+							wantFile = relative(filepath.Join(stack.dir, "Pulumi."+stack.name+".yaml"))
+						}
+						if f.Location == nil || f.Location.File != wantFile || f.Location.Line == 0 {
+							t.Errorf("drift location %+v, want a line of stacks/Pulumi.%s.yaml", f.Location, stack.name)
+						}
+					} else {
+						rules = append(rules, f.RuleID)
+					}
+				}
+				if !slices.Equal(rules, tc.rules) {
+					t.Errorf("rule findings %v, want %v\n%s", rules, tc.rules, out.stdout)
+				}
+				var want []string
+				if tc.urn != "" {
+					want = []string{tc.urn}
+				}
+				if !slices.Equal(drift, want) {
+					t.Fatalf("drift on %v, want %v\n%s\n%s", drift, want, out.stdout, out.stderr)
+				}
+				if wantCode := min(len(want), 1); out.code != wantCode {
+					t.Fatalf("exit code %d, want %d", out.code, wantCode)
+				}
+			})
+		}
 	}
 }
 
