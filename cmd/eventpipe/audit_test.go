@@ -159,6 +159,13 @@ func TestAuditPubSubTopologies(t *testing.T) {
 		{name: "dead letters kept one day", want: "warn:EP013", code: 0, mutate: func(tp *topology) {
 			tp.dlqSub.MessageRetentionDuration = durationpb.New(24 * time.Hour)
 		}},
+		{name: "1st gen function trigger pushing without OIDC", code: 0, mutate: func(tp *topology) {
+			tp.sub.PushConfig = &pubsubpb.PushConfig{PushEndpoint: "https://europe-west1-shop.cloudfunctions.net/orders-writer"}
+		}},
+		{name: "BigQuery subscription without a retry policy", code: 0, mutate: func(tp *topology) {
+			tp.sub.PushConfig, tp.sub.RetryPolicy = nil, nil
+			tp.sub.BigqueryConfig = &pubsubpb.BigQueryConfig{Table: "shop.orders.events", WriteMetadata: true}
+		}},
 		{name: "dead-letter opt-out", want: "warn:EP015", code: 0, mutate: func(tp *topology) {
 			s := cleanTopology().dlqSub
 			s.Name, s.Topic = subName("audit-log"), topicName("orders")
