@@ -110,7 +110,8 @@ func (r *policyRun) rules() (*evaluate.Engine, error) {
 	return r.eng, nil
 }
 
-// info answers --list-rules and --print-data; done says whether it did.
+// info answers --list-rules and --print-data; done says whether it did. It waits for the
+// compiled rules, so every later call (check, report) finds them.
 func (r *policyRun) info(w io.Writer) (done bool, err error) {
 	eng, err := r.rules()
 	if err != nil {
