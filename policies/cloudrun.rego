@@ -101,49 +101,59 @@ may_invoke(role) if lib.unknown(role)
 # invoker_granted(svc, member) holds when an IAM resource on svc, or on its project, may
 # let member invoke it, or the document cannot show what one grants.
 invoker_granted(svc, member) if {
-	some g in service_grants(svc)
-	some binding in lib.bindings(g)
-	grants_member(binding, member)
+	some u in {svc.urn, "*"}
+	some m in {member, "*"}
+	service_invokers[[u, m]]
 }
 
 invoker_granted(svc, member) if {
+	some [project, m] in project_invokers
+	m in {member, "*"}
+	lib.same_project(project, lib.project_of(svc))
+}
+
+# service_invokers holds [service URN, member] for each member a Cloud Run IAM resource may
+# let invoke the service, indexed once for every push subscription: the URN is "*" for a
+# resource on a service the document cannot show, the member "*" for the public or a
+# member the document cannot show.
+service_invokers contains [u, invoker_key(member)] if {
+	some t in run_iam_types
+	some g in lib.resources_of(t)
+	some binding in lib.bindings(g)
+	may_invoke(binding[0])
+	some member in binding[1]
+	some u in grant_services(g)
+}
+
+# project_invokers holds [project, member] likewise for project-level IAM resources.
+project_invokers contains [lib.project_of(g), invoker_key(member)] if {
 	some t in project_iam_types
 	some g in lib.resources_of(t)
-	not lib.apart(g, svc)
 	some binding in lib.bindings(g)
-	grants_member(binding, member)
+	may_invoke(binding[0])
+	some member in binding[1]
 }
 
 project_iam_types := {lib.project_iam_member_type, lib.project_iam_binding_type, lib.project_iam_policy_type}
 
-grants_member(binding, member) if {
-	may_invoke(binding[0])
-	some m in binding[1]
-	invoker_member(m, member)
+invoker_key(m) := "*" if public_members[m]
+
+else := "*" if lib.unknown(m)
+
+else := m
+
+# grant_services(g) are the URNs of the services Cloud Run IAM resource g is on: linked to
+# it, or named like it in its project; "*" when the document cannot show its service.
+grant_services(g) := linked | named if {
+	lib.known_string(g.properties.name)
+	linked := {u | some u in object.get(g, ["propertyDependencies", "name"], []); run_services[u]}
+	named := {u | some u in object.get(services_by_name, short_name(g.properties.name), []); not lib.apart(g, run_services[u])}
+} else := {"*"}
+
+services_by_name := {n: [u | some u, svc in run_services; short_name(svc.properties.name) == n] |
+	some svc in run_services
+	n := short_name(svc.properties.name)
 }
-
-invoker_member(m, m)
-
-invoker_member(m, _) if public_members[m]
-
-invoker_member(m, _) if lib.unknown(m)
-
-# service_grants(svc) are the Cloud Run IAM resources that are, or may be, on svc: linked
-# to it, naming it, or naming a service the document cannot show.
-service_grants(svc) := [g |
-	some t in run_iam_types
-	some g in lib.resources_of(t)
-	on_service(g, svc)
-]
-
-on_service(g, svc) if svc.urn in object.get(g, ["propertyDependencies", "name"], [])
-
-on_service(g, svc) if {
-	short_name(g.properties.name) == short_name(svc.properties.name)
-	not lib.apart(g, svc)
-}
-
-on_service(g, _) if not lib.known_string(g.properties.name)
 
 # short_name(n) is a Cloud Run service name without its projects/P/locations/L/services/.
 short_name(n) := parts[count(parts) - 1] if parts := split(n, "/")
