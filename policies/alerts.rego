@@ -43,25 +43,48 @@ condition_text(c) := text if {
 
 quoted_labels := {`"subscription_id"`: "subscription_id"}
 
-# alert_condition_texts holds the text of every condition of every enabled policy.
-alert_condition_texts := {t |
+# alert_conditions holds [project, text] for every condition of every enabled policy: the
+# project it watches and its text. The project is the one the condition names
+# (project_id="P"), else the policy's own, else "" when the document cannot show it: an
+# alert policy in one project watches that project's subscriptions, not another's.
+alert_conditions := {[project, t] |
 	some p in alert_policies
 	conds := lib.prop(p, ["conditions"])
 	is_array(conds)
 	some c in conds
 	t := condition_text(c)
+	project := condition_project(p, t)
 }
 
-# unresolved_alert_policies holds when some policy's conditions are not visible in the
-# plan: a missing alert is then no longer certain, so no verdict is given.
-unresolved_alert_policies if {
+alert_condition_texts := {c[1] | some c in alert_conditions}
+
+condition_project(p, text) := substring(part, 0, indexof(part, `"`)) if {
+	parts := split(text, `project_id="`)
+	count(parts) > 1
+	part := parts[1]
+	indexof(part, `"`) > 0
+} else := lib.project_of(p)
+
+# unresolved_alert_policies are the policies whose conditions the document cannot show: a
+# missing alert of a subscription of their project is then no longer certain, so no
+# verdict is given on it.
+unresolved_alert_policies := [p |
 	some p in alert_policies
-	not is_array(lib.prop(p, ["conditions"]))
+	unresolved_policy(p)
+]
+
+unresolved_policy(p) if not is_array(lib.prop(p, ["conditions"]))
+
+unresolved_policy(p) if {
+	some c in lib.prop(p, ["conditions"])
+	contains(condition_text(c), lib.unknown_value)
 }
 
-unresolved_alert_policies if {
-	some text in alert_condition_texts
-	contains(text, lib.unknown_value)
+# alerts_unresolved(s) holds when a policy of subscription s's project (or of a project the
+# document cannot show) is unresolved.
+alerts_unresolved(s) if {
+	some p in unresolved_alert_policies
+	not lib.apart(p, s)
 }
 
 # watches(text, metric, sub) holds when a condition names Pub/Sub subscription metric
@@ -78,14 +101,14 @@ pubsub_metric_named(text, metric) if contains(text, sprintf("pubsub_googleapis_c
 # alert_metrics are the subscription metrics the alert rules look for.
 alert_metrics := {"dead_letter_message_count", "num_undelivered_messages", "oldest_unacked_message_age"}
 
-# watched holds [metric, subscription ID] for every pair some condition names together, so a
-# subscription's alerts are looked up, not searched for in every condition. An ID is what
-# follows `subscription_id="` up to the next quote.
-watched := {[metric, id] |
-	some text in alert_condition_texts
+# watched holds [metric, project, subscription ID] for every pair some condition names
+# together, so a subscription's alerts are looked up, not searched for in every condition.
+# An ID is what follows `subscription_id="` up to the next quote.
+watched := {[metric, c[0], id] |
+	some c in alert_conditions
 	some metric in alert_metrics
-	pubsub_metric_named(text, metric)
-	some i, part in split(text, `subscription_id="`)
+	pubsub_metric_named(c[1], metric)
+	some i, part in split(c[1], `subscription_id="`)
 	i > 0
 	end := indexof(part, `"`)
 	end >= 0
@@ -113,27 +136,49 @@ nonplain_ids := {id |
 	not plain_id(id)
 }
 
-# alerted_ids(metrics) is every subscription ID some condition watches for one of metrics.
-alerted_ids(metrics) := {p[1] | some p in watched; p[0] in metrics; plain_id(p[1])} | {id |
+# alerted(metrics) is [project, ID] for every subscription some condition watches for one
+# of metrics.
+alerted(metrics) := {[w[1], w[2]] | some w in watched; w[0] in metrics; plain_id(w[2])} | {[c[0], id] |
 	some id in nonplain_ids
 	some metric in metrics
-	some text in alert_condition_texts
-	watches(text, metric, id)
+	some c in alert_conditions
+	watches(c[1], metric, id)
 }
 
-dead_letter_alerted_ids := alerted_ids({"dead_letter_message_count"})
+# alerted_ids(pairs) are the IDs of the [project, ID] pairs.
+alerted_ids(pairs) := {p[1] | some p in pairs}
 
-undelivered_alerted_ids := alerted_ids({"num_undelivered_messages"})
+# covered(pairs, ids, u) holds when an alert of pairs (whose IDs are ids) watches
+# subscription u: one naming its ID in its project, or in a project the document cannot
+# show; any project's when it cannot show u's.
+covered(pairs, _, u) if [lib.project_of(lib.subscription_by_urn[u]), subscription_ids[u]] in pairs
 
-backlog_alerted_ids := alerted_ids({"oldest_unacked_message_age", "num_undelivered_messages"})
+covered(pairs, _, u) if ["", subscription_ids[u]] in pairs
+
+covered(_, ids, u) if {
+	lib.project_of(lib.subscription_by_urn[u]) == ""
+	ids[subscription_ids[u]]
+}
+
+dead_letter_alerts := alerted({"dead_letter_message_count"})
+
+dead_letter_alerted_ids := alerted_ids(dead_letter_alerts)
+
+undelivered_alerts := alerted({"num_undelivered_messages"})
+
+undelivered_alerted_ids := alerted_ids(undelivered_alerts)
+
+backlog_alerts := alerted({"oldest_unacked_message_age", "num_undelivered_messages"})
+
+backlog_alerted_ids := alerted_ids(backlog_alerts)
 
 # dlq_alerted holds the URN of each subscription whose dead letters a policy watches: its
 # dead_letter_message_count, or the backlog of a subscription reading its dead-letter topic.
-dlq_alerted := {u | count(dead_letter_alerted_ids) > 0; some u, id in subscription_ids; dead_letter_alerted_ids[id]} | {u |
-	count(undelivered_alerted_ids) > 0
+dlq_alerted := {u | count(dead_letter_alerts) > 0; some u, _ in subscription_ids; covered(dead_letter_alerts, dead_letter_alerted_ids, u)} | {u |
+	count(undelivered_alerts) > 0
 	some u, t in lib.dead_letters_to
 	some r in maybe_readers(t)
-	undelivered_alerted_ids[subscription_ids[r]]
+	covered(undelivered_alerts, undelivered_alerted_ids, r)
 }
 
 # maybe_readers(t) are the subscriptions that may read topic t.
@@ -143,27 +188,27 @@ maybe_readers(t) := (object.get(lib.readers, t, set()) | {r | some r in lib.inex
 # of the plan with no alert on its dead letters; computed once for the strict and the
 # advisory rule. (Where dead letters go outside the plan, their alert can be outside too.)
 missing_dlq_alerts := {u |
-	not unresolved_alert_policies
 	some u, t in lib.dead_letters_to
 	lib.topic_urns[t]
 	subscription_ids[u]
 	not lib.maybe_dlq_subscriptions[u]
 	not dlq_alerted[u]
+	not alerts_unresolved(lib.subscription_by_urn[u])
 }
 
 # missing_backlog_alerts holds the URN of each subscription (whose name the plan shows) no
 # policy watches for backlog: its oldest unacked message age or its undelivered message
 # count.
 missing_backlog_alerts := {s.urn |
-	not unresolved_alert_policies
 	some s in lib.subscriptions
 	name := s.properties.name
 	is_string(name)
 	not lib.unshown[name]
 	not backlog_alerted[s.urn]
+	not alerts_unresolved(s)
 }
 
-backlog_alerted := {u | count(backlog_alerted_ids) > 0; some u, id in subscription_ids; backlog_alerted_ids[id]}
+backlog_alerted := {u | count(backlog_alerts) > 0; some u, _ in subscription_ids; covered(backlog_alerts, backlog_alerted_ids, u)}
 
 # strict_dlq_alerts and strict_backlog_alerts map the URN of each subscription missing
 # such an alert in an environment where the alert is mandatory to that environment.

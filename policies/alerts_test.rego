@@ -155,3 +155,31 @@ test_subscription_id_outside_pubsub_characters_still_matched if {
 	count(rules.stack_deny_subscription_without_backlog_alert) == 0 with data.eventpipe.model.resources as array.concat(s, [watching])
 	count(rules.stack_deny_subscription_without_backlog_alert) == 1 with data.eventpipe.model.resources as s
 }
+
+# An alert policy watches the subscriptions of its own project (or of the project its
+# condition names as project_id), never a like-named subscription of another project.
+
+in_project(policy, project) := fx.with_props(policy, {"project": project})
+
+test_alert_in_another_project_does_not_count if {
+	s := fx.swap(fx.good_stack, fx.backlog_alert, in_project(fx.backlog_alert, "acme-dev"))
+	alert_verdicts(s) == {"deny:EP103"}
+	count(alert_verdicts(fx.swap(fx.good_stack, fx.backlog_alert, in_project(fx.backlog_alert, "acme-prod")))) == 0
+}
+
+test_alert_naming_the_project_counts_from_a_scoping_project if {
+	central := fx.alert_policy("central", [{"displayName": "c", "conditionThreshold": {"filter": concat("", [
+		`metric.type="pubsub.googleapis.com/subscription/oldest_unacked_message_age" AND `,
+		`resource.labels.project_id="acme-prod" AND resource.labels.subscription_id="orders-push"`,
+	])}}])
+	s := array.concat(fx.drop(fx.good_stack, fx.backlog_alert), [in_project(central, "acme-monitoring")])
+	count(alert_verdicts(s)) == 0
+}
+
+test_unresolved_alert_policy_withholds_only_its_project if {
+	blind := in_project(fx.with_props(fx.dlq_alert, {"conditions": lib.unknown_value}), "acme-dev")
+	without := fx.drop(fx.good_stack, fx.backlog_alert)
+	alert_verdicts(array.concat(without, [blind])) == {"deny:EP103"}
+	same := in_project(blind, "acme-prod")
+	count(alert_verdicts(array.concat(without, [same]))) == 0
+}

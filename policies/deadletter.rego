@@ -97,13 +97,13 @@ stack_deny_dead_letter_topic_unread contains f if {
 stack_deny_dead_letter_publisher_grant_missing contains f if {
 	m := lib.rule(rego.metadata.chain())
 
-	# The stack-wide conditions first: they end the rule at once, whatever the size.
-	not lib.project_publisher_grant
+	# The stack-wide condition first: it ends the rule at once, whatever the size.
 	not lib.unknown_publisher
 	some u, t in lib.dead_letters_to
 	lib.topic_urns[t]
 	not lib.publisher_topics[t]
 	not self_dead_letters[u]
+	not lib.project_grant_covers(lib.project_publisher_grants, lib.topic_by_urn[t])
 	s := lib.subscription_by_urn[u]
 	text := sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [lib.display(s), t])
 	f := lib.finding(s, text, m)
@@ -124,11 +124,11 @@ stack_deny_dead_letter_publisher_grant_missing contains f if {
 #     SubscriptionIAMMember).
 stack_deny_dead_letter_subscriber_grant_missing contains f if {
 	m := lib.rule(rego.metadata.chain())
-	not lib.project_subscriber_grant
 	not lib.unknown_subscriber
 	some u in lib.surely_dead_lettering
 	not lib.subscriber_subscriptions[u]
 	s := lib.subscription_by_urn[u]
+	not lib.project_grant_covers(lib.project_subscriber_grants, s)
 	text := sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it", [lib.display(s)])
 	f := lib.finding(s, text, m)
 }

@@ -171,6 +171,37 @@ test_authoritative_policy_the_plan_cannot_show_no_verdict if {
 	count(fx.results(s)) == 0
 }
 
+# The project's own IAM policy (an audit reads it as gcp:projects/iAMPolicy with
+# policyData) grants on every topic and subscription of that project, and of no other.
+project_policy(project, role) := {
+	"type": lib.project_iam_policy_type, "urn": sprintf("urn:project-policy:%s", [project]),
+	"properties": {"project": project, "policyData": json.marshal({"bindings": [{"role": role, "members": [fx.agent]}]})},
+}
+
+test_project_policy_publisher_grant_covers_its_project if {
+	s := array.concat(fx.drop(fx.good_stack, fx.publisher_grant), [project_policy("acme-prod", "roles/pubsub.publisher")])
+	count(fx.results(s)) == 0
+}
+
+test_project_policy_publisher_grant_on_another_project_deny if {
+	s := array.concat(fx.drop(fx.good_stack, fx.publisher_grant), [project_policy("acme-dev", "roles/pubsub.publisher")])
+	fx.verdicts(s) == {"deny:EP006"}
+}
+
+test_project_policy_subscriber_grant_covers_its_project_only if {
+	mine := array.concat(fx.drop(fx.good_stack, fx.subscriber_grant), [project_policy("acme-prod", "roles/pubsub.subscriber")])
+	count(fx.results(mine)) == 0
+	theirs := array.concat(fx.drop(fx.good_stack, fx.subscriber_grant), [project_policy("acme-dev", "roles/pubsub.subscriber")])
+	fx.verdicts(theirs) == {"deny:EP007"}
+}
+
+test_unreadable_project_policy_withholds_only_its_project if {
+	unread := object.union(project_policy("acme-dev", ""), {"properties": {"project": "acme-dev", "policyData": lib.unknown_value}})
+	fx.verdicts(array.concat(fx.drop(fx.good_stack, fx.publisher_grant), [unread])) == {"deny:EP006"}
+	same := object.union(unread, {"properties": {"project": "acme-prod", "policyData": lib.unknown_value}})
+	count(fx.results(array.concat(fx.drop(fx.good_stack, fx.publisher_grant), [same]))) == 0
+}
+
 # EP007 stack_deny_dead_letter_subscriber_grant_missing
 
 test_subscriber_grant_missing_deny if {

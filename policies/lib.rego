@@ -171,3 +171,18 @@ topic_urns := {t.urn | some t in topics}
 subscription_urns := {s.urn | some s in subscriptions}
 
 subscription_by_urn := {s.urn: s | some s in subscriptions}
+
+topic_by_urn := {t.urn: t | some t in topics}
+
+# export_subscription(s) holds for a BigQuery or Cloud Storage subscription: Pub/Sub writes
+# its messages itself, no consumer of yours receives them.
+export_subscription(s) if is_object(s.properties.bigqueryConfig)
+
+export_subscription(s) if is_object(s.properties.cloudStorageConfig)
+
+# google_push_handler(endpoint) holds for a push endpoint Google serves and authenticates
+# itself: a Cloud Functions (1st gen) trigger (*.cloudfunctions.net) or an App Engine push
+# handler (*.appspot.com/_ah/push-handlers/, where 1st gen Pub/Sub triggers push).
+google_push_handler(endpoint) if regex.match(`^https://[^/?#]+\.cloudfunctions\.net([/?#]|$)`, lower(endpoint))
+
+google_push_handler(endpoint) if regex.match(`^https://[^/?#]+\.appspot\.com/_ah/push-handlers/`, lower(endpoint))

@@ -74,18 +74,24 @@ link_of(g, property, "topics") := topic_link(g, property)
 
 link_of(g, property, "subscriptions") := subscription_link(g, property)
 
-# project_publisher_grant holds when the stack lets the service agent publish project-wide.
-project_publisher_grant if {
+# project_agent_grants(role) are the project-level IAM resources that grant role (or a
+# role the document cannot show) to the service agent.
+project_agent_grants(role) := [a[2] |
 	some a in agent_grants
 	a[0] == "project"
-	role_is(a[1], "roles/pubsub.publisher")
-}
+	role_is(a[1], role)
+]
 
-# project_subscriber_grant holds when the stack lets the service agent subscribe project-wide.
-project_subscriber_grant if {
-	some a in agent_grants
-	a[0] == "project"
-	role_is(a[1], "roles/pubsub.subscriber")
+project_publisher_grants := project_agent_grants("roles/pubsub.publisher")
+
+project_subscriber_grants := project_agent_grants("roles/pubsub.subscriber")
+
+# project_grant_covers(grants, r) holds when one of the project-level grants may cover
+# resource r: it is on r's project, or the document cannot show either project. A grant on
+# one project never covers another project's resources.
+project_grant_covers(grants, r) if {
+	some g in grants
+	not apart(g, r)
 }
 
 publisher_links := agent_grant_links("topic", "roles/pubsub.publisher", "topic", "topics")

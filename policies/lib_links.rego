@@ -48,6 +48,9 @@ same_project("", _)
 
 same_project(_, "")
 
+# apart(a, b) holds when resources a and b are surely in different projects.
+apart(a, b) if not same_project(project_of(a), project_of(b))
+
 # ---- links -------------------------------------------------------------------------------
 # A link is what a reference property points at: {"targets": set, "exact": bool}. Exact
 # with one target: that resource (its URN, or "external:projects/P/<kind>/ID" outside the

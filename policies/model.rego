@@ -68,6 +68,17 @@ removals := preview_removals if {
 	format == "terraform-plan"
 }
 
+# drift is what an audit of a live estate against a stack (eventpipe audit --stack ENV)
+# found different: one {"urn", "type", "message"} per declared resource that is missing
+# live or whose live settings differ, from a stack export's eventpipeAudit.drift. Empty for
+# every other document.
+default drift := []
+
+drift := input.eventpipeAudit.drift if {
+	format == "pulumi-stack-export"
+	is_array(input.eventpipeAudit.drift)
+}
+
 # problems lists why the input cannot be checked; empty for a usable document.
 problems := document_problems if {
 	count(document_problems) > 0

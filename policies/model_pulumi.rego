@@ -169,16 +169,29 @@ export_states := object.get(input.deployment, "resources", [])
 secret_states := {i | some i, state in export_states; contains(json.marshal(object.get(state, "inputs", {})), secret_signature)}
 
 export_problems := array.concat(
+	array.concat(
+		[msg |
+			not is_number(object.get(input, "version", null))
+			msg := `a stack export has a "version" (3); this document has none: produce one with pulumi stack export`
+		],
+		[msg |
+			some i, state in object.get(input.deployment, "resources", [])
+			not valid_state(state)
+			msg := sprintf("deployment.resources[%d]: a resource state needs \"urn\" and \"type\"", [i])
+		],
+	),
 	[msg |
-		not is_number(object.get(input, "version", null))
-		msg := `a stack export has a "version" (3); this document has none: produce one with pulumi stack export`
-	],
-	[msg |
-		some i, state in object.get(input.deployment, "resources", [])
-		not valid_state(state)
-		msg := sprintf("deployment.resources[%d]: a resource state needs \"urn\" and \"type\"", [i])
+		some i, d in object.get(object.get(input, "eventpipeAudit", {}), "drift", [])
+		not valid_drift(d)
+		msg := sprintf("eventpipeAudit.drift[%d]: a difference needs string \"urn\", \"type\" and \"message\"", [i])
 	],
 )
+
+valid_drift(d) if {
+	is_string(d.urn)
+	is_string(d.type)
+	is_string(d.message)
+}
 
 valid_state(state) if {
 	is_string(state.urn)

@@ -64,26 +64,39 @@ in_range(x, low, high) if {
 #   config.deny_retry_policy.minimumBackoffSeconds (default 10) and the maximum at most
 #   config.deny_retry_policy.maximumBackoffSeconds (default 600). A DLQ subscription may
 #   omit the policy: people and the replay tool read it, not a consumer that nacks (any
-#   retry policy it has is still checked).
+#   retry policy it has is still checked). So may a BigQuery or Cloud Storage
+#   subscription: Pub/Sub itself writes its messages, there is no consumer of yours to
+#   hammer (its dead-letter policy still matters: EP001 catches messages it cannot write).
+#   Whether a subscription is a DLQ subscription rests on the other subscriptions, so a
+#   missing policy is judged on the whole stack.
 # custom:
 #   id: EP003
 #   severity: medium
+#   needs_complete_stack: true
 #   fix: 'Set retryPolicy with minimumBackoff "10s" and maximumBackoff "600s".'
 deny_retry_policy contains f if {
 	m := lib.rule(rego.metadata.chain())
-	some [s, text] in retry_problems
-	f := lib.finding(s, text, m)
+	some [s, text, on_absence] in retry_problems
+	f := lib.finding(s, text, noted_if(m, on_absence))
 }
 
-# retry_problems pairs each subscription with what is wrong with its retry policy.
-retry_problems contains [s, text] if {
+# noted_if(m, on_absence) is rule m with its note about an incomplete document only for a
+# finding that rests on other resources being absent.
+noted_if(m, true) := m
+
+noted_if(m, false) := object.remove(m, ["note"])
+
+# retry_problems holds [subscription, what is wrong with its retry policy, whether that
+# rests on other resources being absent].
+retry_problems contains [s, text, true] if {
 	some s in lib.subscriptions
 	object.get(s.properties, "retryPolicy", null) == null
 	not lib.maybe_dlq_subscriptions[s.urn]
+	not lib.export_subscription(s)
 	text := sprintf("%s has no retry policy: nacked messages are redelivered immediately", [lib.display(s)])
 }
 
-retry_problems contains [s, text] if {
+retry_problems contains [s, text, false] if {
 	low := lib.setting("deny_retry_policy", "minimumBackoffSeconds", 10)
 	some s in lib.subscriptions
 	got := lib.seconds(s.properties.retryPolicy.minimumBackoff)
@@ -91,7 +104,7 @@ retry_problems contains [s, text] if {
 	text := sprintf("%s retries after %vs; the minimum backoff must be at least %vs", [lib.display(s), got, low])
 }
 
-retry_problems contains [s, text] if {
+retry_problems contains [s, text, false] if {
 	high := lib.setting("deny_retry_policy", "maximumBackoffSeconds", 600)
 	some s in lib.subscriptions
 	got := lib.seconds(s.properties.retryPolicy.maximumBackoff)
@@ -104,7 +117,9 @@ retry_problems contains [s, text] if {
 # description: >-
 #   A push subscription without an OIDC token sends unauthenticated requests, so the
 #   consumer must accept anyone's requests. Pub/Sub should sign each push with a service
-#   account's OIDC token that the consumer (and Cloud Run IAM) verifies.
+#   account's OIDC token that the consumer (and Cloud Run IAM) verifies. Exempt are the
+#   push handlers Google runs and authenticates itself: a Cloud Functions (1st gen)
+#   trigger's endpoint on *.cloudfunctions.net or App Engine's /_ah/push-handlers/.
 # custom:
 #   id: EP008
 #   severity: high
@@ -116,6 +131,7 @@ deny_push_without_oidc contains f if {
 	some s in lib.subscriptions
 	push := s.properties.pushConfig
 	is_object(push)
+	not lib.google_push_handler(object.get(push, "pushEndpoint", ""))
 	not lib.unknown(object.get(push, "oidcToken", null))
 	object.get(push, ["oidcToken", "serviceAccountEmail"], null) in {null, ""} # unknown or set: no verdict
 	text := sprintf("%s pushes without an OIDC token: the consumer cannot authenticate Pub/Sub", [lib.display(s)])

@@ -77,6 +77,27 @@ test_subscription_reading_a_topic_nobody_dead_letters_to_needs_retry_policy if {
 	"deny:EP003" in fx.verdicts(fx.swap(fx.good_stack, fx.dlq_subscription, lone))
 }
 
+test_export_subscriptions_may_omit_retry_policy if {
+	# Pub/Sub writes their messages itself: no consumer of yours to hammer.
+	bq := fx.without_prop(fx.with_props(fx.good_subscription, {"bigqueryConfig": {"table": "acme-prod.ledger.events"}}), "pushConfig")
+	count(fx.results(fx.swap(fx.good_stack, fx.good_subscription, fx.without_prop(bq, "retryPolicy")))) == 0
+	gcs := fx.without_prop(fx.with_props(fx.good_subscription, {"cloudStorageConfig": {"bucket": "acme-archive"}}), "pushConfig")
+	count(fx.results(fx.swap(fx.good_stack, fx.good_subscription, fx.without_prop(gcs, "retryPolicy")))) == 0
+
+	# A retry policy they do have is still checked, and they still need a dead-letter policy.
+	fast := fx.with_props(bq, {"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})
+	fx.verdicts(fx.swap(fx.good_stack, fx.good_subscription, fast)) == {"deny:EP003"}
+	"deny:EP001" in fx.verdicts(fx.swap(fx.good_stack, fx.good_subscription, fx.without_prop(bq, "deadLetterPolicy")))
+}
+
+test_missing_retry_policy_only_is_noted_on_incomplete_documents if {
+	# Whether it is a DLQ subscription rests on the others; a backoff out of range does not.
+	missing := fx.results(without("retryPolicy")) with data.eventpipe.model.complete as false
+	[r.note | some r in missing; r.id == "EP003"] == [lib.incomplete_note]
+	fast := fx.results(with_sub({"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})) with data.eventpipe.model.complete as false
+	[object.get(r, "note", "") | some r in fast; r.id == "EP003"] == [""]
+}
+
 test_retry_min_too_low_deny if {
 	fx.verdicts(with_sub({"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})) == {"deny:EP003"}
 }
@@ -105,6 +126,19 @@ test_push_without_oidc_deny if {
 test_push_oidc_unknown_no_verdict if {
 	count(fx.results(with_sub({"pushConfig": {"pushEndpoint": "https://x", "oidcToken": lib.unknown_value}}))) == 0
 	count(fx.results(with_sub({"pushConfig": {"pushEndpoint": "https://x", "oidcToken": {"serviceAccountEmail": lib.unknown_value}}}))) == 0
+}
+
+test_google_run_push_handlers_need_no_oidc if {
+	# Cloud Functions (1st gen) triggers: Google serves the endpoint and authenticates the push.
+	count(fx.results(with_sub({"pushConfig": {"pushEndpoint": "https://europe-west1-acme-prod.cloudfunctions.net/ledger-writer"}}))) == 0
+	gen1 := "https://7f3c2a91d0e84b5c-dot-t7e2b4c19a5d3f6-tp.appspot.com/_ah/push-handlers/pubsub/projects/acme-prod/topics/ledger?pubsub_trigger=true"
+	count(fx.results(with_sub({"pushConfig": {"pushEndpoint": gen1}}))) == 0
+}
+
+test_lookalike_push_handlers_need_oidc if {
+	fx.verdicts(with_sub({"pushConfig": {"pushEndpoint": "https://acme.cloudfunctions.net.attacker.example/push"}})) == {"deny:EP008"}
+	fx.verdicts(with_sub({"pushConfig": {"pushEndpoint": "https://evil.example/x.cloudfunctions.net"}})) == {"deny:EP008"}
+	fx.verdicts(with_sub({"pushConfig": {"pushEndpoint": "https://acme.appspot.com/pubsub/push"}})) == {"deny:EP008"}
 }
 
 test_pull_subscription_needs_no_oidc if {

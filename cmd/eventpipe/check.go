@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -16,30 +14,22 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/checkconfig"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
-	"github.com/eventpipe/eventpipe/policies/report"
 	"github.com/eventpipe/eventpipe/render"
 )
 
 // checkOptions are the flags of `eventpipe check`.
 type checkOptions struct {
-	stack      string
-	stackDir   string
-	env        string
-	outputs    []string
-	config     string
-	failOnWarn bool
-	listRules  bool
-	printData  bool
-	now        func() time.Time
+	policyFlags
+	stack    string
+	stackDir string
+	env      string
 }
 
 // newCheckCmd builds `eventpipe check`: the policy rules on a plan file or a rendered stack.
 func newCheckCmd() *cobra.Command {
-	opts := checkOptions{now: time.Now}
+	opts := checkOptions{policyFlags: policyFlags{now: time.Now}}
 	cmd := &cobra.Command{
 		Use:   "check [FILE|-] [--stack ENV]",
 		Short: "Check a plan or a rendered stack against the policy rules",
@@ -59,11 +49,7 @@ func newCheckCmd() *cobra.Command {
 	f.StringVar(&opts.stack, "stack", "", "render this stack (dev, staging, prod) offline and check it; also the environment for thresholds")
 	f.StringVar(&opts.stackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name)")
-	f.StringArrayVarP(&opts.outputs, "output", "o", []string{string(report.Text)}, "output format (text, json, sarif, junit, github) to standard output, or FORMAT=FILE to a file; repeat to write several formats of one evaluation")
-	f.StringVar(&opts.config, "config", "", "check configuration file: thresholds per environment and waivers")
-	f.BoolVar(&opts.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
-	f.BoolVar(&opts.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
-	f.BoolVar(&opts.printData, "print-data", false, "print the data document the rules get for --config and --env (conftest --data, opa eval -d) and exit")
+	opts.policyFlags.register(f)
 	return cmd
 }
 
@@ -72,50 +58,24 @@ func usageError(format string, a ...any) error {
 }
 
 func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string, opts checkOptions) error {
-	outputs, err := report.ParseOutputs(opts.outputs)
-	if err != nil {
-		return usageError("--output %v", err)
-	}
-	if len(args) == 0 && opts.stack == "" && !opts.listRules && !opts.printData {
+	if len(args) == 0 && opts.stack == "" && !opts.infoOnly() {
 		return usageError("nothing to check: give a plan FILE (- for standard input) or --stack ENV")
 	}
 	env := opts.env
 	if env == "" {
 		env = opts.stack
 	}
-	cfg := (*checkconfig.Config)(nil)
-	if opts.config != "" {
-		c, err := checkconfig.Load(opts.config)
-		if err != nil {
-			return &exitError{code: 2, err: err}
-		}
-		cfg = c
-	}
-	data := cfg.Data(env)
-	mods, err := policies.Modules()
+	run, err := startPolicyRun(ctx, "check", opts.policyFlags, env)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return err
 	}
-	// The check judges waivers on opts.now's date (tests set it); conftest and opa eval
-	// users' rules judge them on today's.
-	config := maps.Clone(data)
-	config["today"] = opts.now().Format(time.DateOnly)
 	// The rules compile while the plan is read and parsed.
-	type compiled struct {
-		eng *evaluate.Engine
-		err error
-	}
-	ready := make(chan compiled, 1)
-	go func() {
-		eng, err := evaluate.New(ctx, evaluate.Options{Modules: mods, Package: policies.Package, Config: config})
-		ready <- compiled{eng, err}
-	}()
 	var (
 		p       *plan.Plan
 		source  string
 		planErr error
 	)
-	if !opts.listRules && !opts.printData {
+	if !opts.infoOnly() {
 		if len(args) == 1 {
 			source = args[0]
 			p, planErr = readPlan(stdin, args[0])
@@ -124,53 +84,22 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 			p, planErr = renderPlan(ctx, opts)
 		}
 	}
-	c := <-ready
-	if c.err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("loading policy rules: %w", c.err)}
-	}
-	eng := c.eng
-	if err := cfg.Validate(eng.Rules()); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("%s: %w", opts.config, err)}
-	}
-	if opts.listRules {
-		return listRules(stdout, eng.Rules())
-	}
-	if opts.printData {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"config": data})
+	if done, err := run.info(stdout); done || err != nil {
+		return err
 	}
 	if planErr != nil {
 		return &exitError{code: 2, err: planErr}
 	}
-	res, err := eng.Check(ctx, p)
+	res, err := run.check(ctx, p)
+	if errors.Is(err, evaluate.ErrUnusableDocument) {
+		return &exitError{code: 2, err: fmt.Errorf("%w; produce one with `pulumi preview --json --show-sames`, `pulumi stack export` or `terraform show -json PLANFILE`", err)}
+	}
 	if err != nil {
-		if errors.Is(err, evaluate.ErrUnusableDocument) {
-			err = fmt.Errorf("%w; produce one with `pulumi preview --json --show-sames`, `pulumi stack export` or `terraform show -json PLANFILE`", err)
-		}
-		return &exitError{code: 2, err: err}
+		return err
 	}
-	for i := range res.Findings {
-		if w := res.Findings[i].Waiver; w != nil {
-			w.Source = cfg.Path()
-		}
-	}
-	rep := &report.Report{
-		Source: source, InputFormat: res.Format, Resources: res.Resources,
-		Rules: eng.Rules(), Findings: res.Findings, FailOnWarn: opts.failOnWarn, Version: buildVersion(),
-	}
-	if err := report.WriteOutputs(stdout, outputs, rep); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	denies, warnings, waived := rep.Counts()
-	slog.New(slog.NewJSONHandler(stderr, nil)).LogAttrs(ctx, slog.LevelInfo, "check finished",
-		slog.String("source", source), slog.String("format", res.Format), slog.Bool("complete", res.Complete),
-		slog.Int("resources", res.Resources), slog.Int("denies", denies), slog.Int("warnings", warnings),
-		slog.Int("waived", waived), slog.Bool("passed", !rep.Failed()))
-	if rep.Failed() {
-		return &exitError{code: 1, err: fmt.Errorf("check failed: %d denies, %d warnings (fail-on-warn %v)", denies, warnings, opts.failOnWarn)}
-	}
-	return nil
+	rep := run.report(source, res.Format, res.Resources, res.Findings)
+	return run.finish(ctx, stdout, stderr, rep, slog.String("source", source), slog.String("format", res.Format),
+		slog.Bool("complete", res.Complete), slog.Int("resources", res.Resources))
 }
 
 // buildVersion is the eventpipe module version the binary was built from ("(devel)" for a

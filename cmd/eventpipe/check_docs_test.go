@@ -50,13 +50,13 @@ func TestReadmeCheckConfig(t *testing.T) {
 	}
 	for _, stack := range []string{"dev", "staging", "prod"} {
 		var out, errOut bytes.Buffer
-		err := runCheck(context.Background(), nil, &out, &errOut, nil, checkOptions{stack: stack, config: path, outputs: []string{"text"}, now: day("2026-11-21")})
+		err := runCheck(context.Background(), nil, &out, &errOut, nil, checkOptions{stack: stack, policyFlags: policyFlags{config: path, outputs: []string{"text"}, now: day("2026-11-21")}})
 		if err != nil {
 			t.Fatalf("%s with the docs/policies.md config: %v\n%s", stack, err, out.String())
 		}
 	}
 	var out, errOut bytes.Buffer
-	err := runCheck(context.Background(), nil, &out, &errOut, nil, checkOptions{stack: "prod", config: path, outputs: []string{"text"}, now: day("2027-07-01")})
+	err := runCheck(context.Background(), nil, &out, &errOut, nil, checkOptions{stack: "prod", policyFlags: policyFlags{config: path, outputs: []string{"text"}, now: day("2027-07-01")}})
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(out.String(), "EP000") || !strings.Contains(out.String(), "expired on 2027-06-30") {
 		t.Fatalf("after the waiver's expiry: %v\n%s", err, out.String())

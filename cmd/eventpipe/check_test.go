@@ -179,10 +179,10 @@ func TestCheckRenderedLocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A prod-only threshold of at most 4 delivery attempts makes every DLQ policy fail.
+	// A prod-only threshold of at least 20 delivery attempts makes every DLQ policy fail.
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "check.yaml")
-	if err := os.WriteFile(cfg, []byte("environments:\n  prod:\n    thresholds:\n      deny_dead_letter_attempts_out_of_range: {min: 1, max: 4}\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("environments:\n  prod:\n    thresholds:\n      deny_dead_letter_attempts_out_of_range: {min: 20, max: 30}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := runCheckCLI(t, "", "check", "--stack", "prod", "--config", cfg, "-o", "json")

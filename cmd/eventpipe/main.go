@@ -58,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		newCheckCmd(),
 		newDevCmd(),
 		newReplayCmd(),
+		newAuditCmd(),
 	)
 	return root
 }

@@ -23,7 +23,14 @@ type Fake struct {
 // Start starts a pstest server (with optional reactors, e.g. to rewrite
 // requests) and a client for project. Close releases both.
 func Start(ctx context.Context, project string, opts ...pstest.ServerReactorOption) (*Fake, error) {
-	srv := pstest.NewServer(opts...)
+	return StartWith(ctx, project, func(*grpc.Server) {}, opts...)
+}
+
+// StartWith is Start with more gRPC services served beside pstest's on the same
+// address: register adds them (pstest serves Pub/Sub's publisher, subscriber and
+// schema services, not the IAM policy service the Pub/Sub endpoint also serves).
+func StartWith(ctx context.Context, project string, register func(*grpc.Server), opts ...pstest.ServerReactorOption) (*Fake, error) {
+	srv := pstest.NewServerWithCallback(0, register, opts...)
 	client, err := pubsub.NewClient(ctx, project,
 		option.WithEndpoint(srv.Addr),
 		option.WithoutAuthentication(),

@@ -416,11 +416,29 @@ func TestPackThresholdsMatchCheckConfig(t *testing.T) {
 	}
 }
 
+// TestPackJudgesUnlabelledDLQSubscriptionOnTheStack: a DLQ subscription without a retry
+// policy or eventpipe's labels is recognised as one only by the subscription that
+// dead-letters to its topic, which Analyze (one resource) cannot see: the pack must judge
+// it where the whole stack is visible, and agree with `eventpipe check`.
+func TestPackJudgesUnlabelledDLQSubscriptionOnTheStack(t *testing.T) {
+	doc := renderStack(t, "prod")
+	dlq := doc.Inputs(t, plantest.SubscriptionType, plantest.DLQSubscription)
+	delete(dlq, "retryPolicy")
+	delete(dlq, "labels")
+	p := mustStartPack(t, "")
+	want := check(t, doc, "--env", "prod")
+	if got := p.analyze(t, doc); !reflect.DeepEqual(got, want) || len(got) != 0 {
+		t.Fatalf("the pack reported\n%q\neventpipe check\n%q", got, want)
+	}
+	// (A subscription that is not a DLQ subscription still gets EP003 from the stack
+	// analysis: see TestPackEnforcementLevels.)
+}
+
 // TestPackEnforcementLevels: policy configuration sets each policy mandatory, advisory or
 // disabled, for resource and stack policies alike, and "all" sets every one.
 func TestPackEnforcementLevels(t *testing.T) {
 	doc := renderStack(t, "prod")
-	delete(doc.Inputs(t, plantest.SubscriptionType, plantest.PushSubscription), "retryPolicy")                // EP003, a resource rule
+	delete(doc.Inputs(t, plantest.SubscriptionType, plantest.PushSubscription), "retryPolicy")                // EP003, judged on the stack
 	doc.Inputs(t, plantest.SubscriptionType, plantest.DLQSubscription)["messageRetentionDuration"] = "86400s" // EP013, a stack rule
 	doc.Drop(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", plantest.PushSubscription+"-dlq-agent-publisher") // EP006, a stack rule
 	for _, tt := range []struct {

@@ -27,8 +27,10 @@ type rule struct {
 	Fix      string
 	// Mandatory is the default enforcement: deny rules are mandatory, warn rules advisory.
 	Mandatory bool
-	// Stack marks rules that judge the whole stack (input.resources) rather than one
-	// resource; they must never run on a single resource.
+	// Stack marks rules that judge the whole stack rather than one resource: the stack_
+	// rules, and the rules whose verdict rests on other resources being absent (a missing
+	// retry policy is fine on a DLQ subscription, known only from the subscription that
+	// dead-letters to it). They must never run on a single resource.
 	Stack bool
 }
 
@@ -70,7 +72,7 @@ func compileRules(ctx context.Context, modules map[string]string, config map[str
 	for _, r := range eng.Rules() {
 		rs.rules = append(rs.rules, rule{
 			Name: r.Name, ID: r.ID, Title: r.Title, Description: r.Description, Severity: r.Severity, Fix: r.Fix,
-			Mandatory: r.Level == evaluate.Deny, Stack: r.Stack,
+			Mandatory: r.Level == evaluate.Deny, Stack: r.Stack || r.NeedsCompleteStack,
 		})
 	}
 	return rs, nil

@@ -8,10 +8,13 @@ package checkconfig
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -129,7 +132,9 @@ func (c *Config) Data(env string) map[string]any {
 }
 
 // Validate checks the configuration against the loaded rules: thresholds must name rule
-// names and waivers rule ids, so a typo cannot silently disable a setting.
+// names and settings those rules read, with values they accept (CheckSettings, as the
+// Pulumi analyzer checks its policy configuration), and waivers must name rule ids, so a
+// typo cannot silently disable a setting.
 func (c *Config) Validate(rules []evaluate.Rule) error {
 	if c == nil {
 		return nil
@@ -142,9 +147,16 @@ func (c *Config) Validate(rules []evaluate.Rule) error {
 	}
 	sort.Strings(nameList)
 	check := func(where string, th map[string]map[string]any) error {
-		for rule := range th {
+		for _, rule := range slices.Sorted(maps.Keys(th)) {
 			if !names[rule] {
 				return fmt.Errorf("%s.%s: no rule has that name; thresholds are keyed by rule name (one of %s)", where, rule, strings.Join(nameList, ", "))
+			}
+			settings, err := asJSON(th[rule])
+			if err != nil {
+				return fmt.Errorf("%s.%s: %w", where, rule, err)
+			}
+			if err := CheckSettings(where+"."+rule, rule, settings); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -163,4 +175,18 @@ func (c *Config) Validate(rules []evaluate.Rule) error {
 		}
 	}
 	return nil
+}
+
+// asJSON is settings with the values encoding/json would decode from them (numbers as
+// float64), as the setting schemas are checked.
+func asJSON(settings map[string]any) (map[string]any, error) {
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		return nil, fmt.Errorf("settings cannot be read as JSON: %w", err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("settings cannot be read as JSON: %w", err)
+	}
+	return out, nil
 }

@@ -90,6 +90,34 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestValidateSettings: a threshold must be a setting its rule reads, with a value it
+// accepts, in every environment, as the Pulumi analyzer checks its policy configuration.
+func TestValidateSettings(t *testing.T) {
+	rules := []evaluate.Rule{{Name: "deny_dead_letter_attempts_out_of_range", ID: "EP002"}, {Name: "deny_retry_policy", ID: "EP003"}, {Name: "deny_push_without_oidc", ID: "EP008"}}
+	for _, tt := range []struct {
+		name, config, want string
+	}{
+		{"misspelt setting", "thresholds: {deny_retry_policy: {minimumBackoff: 10}}\n",
+			`thresholds.deny_retry_policy: no setting "minimumBackoff"; its settings are maximumBackoffSeconds, minimumBackoffSeconds`},
+		{"misspelt in an environment", "environments: {prod: {thresholds: {deny_dead_letter_attempts_out_of_range: {maximum: 10}}}}\n",
+			`environments.prod.thresholds.deny_dead_letter_attempts_out_of_range: no setting "maximum"`},
+		{"rule without settings", "thresholds: {deny_push_without_oidc: {audience: x}}\n", "it takes only enforcementLevel"},
+		{"out of Pub/Sub's range", "thresholds: {deny_dead_letter_attempts_out_of_range: {max: 500}}\n", `setting "max" = 500`},
+		{"wrong type", "thresholds: {deny_dead_letter_attempts_out_of_range: {min: five}}\n", `setting "min" = five`},
+		{"range upside down", "thresholds: {deny_retry_policy: {minimumBackoffSeconds: 60, maximumBackoffSeconds: 30}}\n", "minimumBackoffSeconds 60 is above maximumBackoffSeconds 30"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Validate(rules); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate: %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestRulesApplyTheWaivers: the waivers Data passes are the rules' config.waivers, with
 // the same fields: a live waiver suppresses its findings (through its expiry date), an
 // expired one fails the check as EP000, naming itself.

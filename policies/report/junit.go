@@ -45,7 +45,7 @@ type junitSkipped struct {
 // without findings, and a test case per finding — failed for denies (and warnings with
 // --fail-on-warn), passed with the warning on system-out otherwise, skipped when waived.
 func writeJUnit(w io.Writer, r *Report) error {
-	suite := junitSuite{Name: "eventpipe check " + r.Source}
+	suite := junitSuite{Name: r.command() + " " + r.Source}
 	hit := map[string]bool{}
 	for _, f := range r.Findings {
 		hit[f.Rule.ID] = true

@@ -28,6 +28,9 @@ func Formats() []Format { return []Format{Text, JSON, SARIF, JUnit, GitHub} }
 
 // Report is the outcome of one check.
 type Report struct {
+	// Command names the tool in the report's headings: "eventpipe check" when empty,
+	// "eventpipe audit" for an audit.
+	Command string
 	// Source names what was checked: a file, "-" for stdin, or "stack prod".
 	Source string
 	// InputFormat is the detected plan format.
@@ -46,6 +49,14 @@ type Report struct {
 	// relative to: the repository root. Empty means RepositoryRoot of the working
 	// directory. Finding locations are absolute or relative to the working directory.
 	SourceRoot string
+}
+
+// command is r.Command, or "eventpipe check" when it is empty.
+func (r *Report) command() string {
+	if r.Command == "" {
+		return "eventpipe check"
+	}
+	return r.Command
 }
 
 // Counts tallies unwaived denies and warnings, and waived findings.

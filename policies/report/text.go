@@ -13,7 +13,7 @@ import (
 // message, the fix, and any note or waiver; then a one-line summary.
 func writeText(w io.Writer, r *Report) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "eventpipe check: %s (%s, %d resources, %d rules)\n", r.Source, r.InputFormat, r.Resources, len(r.Rules))
+	fmt.Fprintf(b, "%s: %s (%s, %d resources, %d rules)\n", r.command(), r.Source, r.InputFormat, r.Resources, len(r.Rules))
 	current := "\x00"
 	for _, f := range r.Findings {
 		if f.URN != current {

@@ -1,0 +1,42 @@
+package inventory
+
+import (
+	"sort"
+	"strings"
+
+	"cloud.google.com/go/run/apiv2/runpb"
+)
+
+// StoreEnv is the consumer's environment variable naming its store; a Firestore store is
+// firestore://PROJECT/DATABASE.
+const StoreEnv = "EVENTPIPE_STORE"
+
+// FirestoreDatabases are the distinct "PROJECT/DATABASE" Firestore stores the services'
+// containers name in EVENTPIPE_STORE ("(default)" when the URL names no database).
+func FirestoreDatabases(services []*runpb.Service) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, svc := range services {
+		for _, c := range svc.GetTemplate().GetContainers() {
+			for _, e := range c.GetEnv() {
+				if e.GetName() != StoreEnv {
+					continue
+				}
+				rest, ok := strings.CutPrefix(e.GetValue(), "firestore://")
+				if !ok {
+					continue
+				}
+				project, db, _ := strings.Cut(rest, "/")
+				if db == "" {
+					db = "(default)"
+				}
+				if key := project + "/" + db; project != "" && !seen[key] {
+					seen[key] = true
+					out = append(out, key)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,64 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"cloud.google.com/go/iam/apiv1/iampb"
+	crm "google.golang.org/api/cloudresourcemanager/v1"
+	"google.golang.org/genproto/googleapis/type/expr"
+
+	"github.com/eventpipe/eventpipe/audit/inventory"
+)
+
+// readProject reads the project's number (which names its Pub/Sub service agent) and its
+// own IAM policy (a project-wide grant to the service agent counts for every topic).
+func (r *reader) readProject(ctx context.Context) {
+	name := inventory.ProjectName(r.p.ID)
+	if r.c.Projects == nil {
+		r.gap(inventory.GapProjectNumber, name, errors.New(r.c.notRead("Resource Manager")))
+		r.gap(inventory.GapPolicy, name, errors.New(r.c.notRead("Resource Manager")))
+		return
+	}
+	proj, err := r.c.Projects.Projects.Get(r.p.ID).Context(ctx).Do()
+	if err != nil {
+		r.gap(inventory.GapProjectNumber, name, fmt.Errorf("reading the project (needs resourcemanager.projects.get, in roles/browser): %w", err))
+	} else {
+		r.mu.Lock()
+		r.p.Number = strconv.FormatInt(proj.ProjectNumber, 10)
+		r.mu.Unlock()
+	}
+	pol, err := r.c.Projects.Projects.GetIamPolicy(r.p.ID, &crm.GetIamPolicyRequest{
+		Options: &crm.GetPolicyOptions{RequestedPolicyVersion: 3},
+	}).Context(ctx).Do()
+	if err != nil {
+		r.gap(inventory.GapPolicy, name, fmt.Errorf("reading the project's IAM policy (needs resourcemanager.projects.getIamPolicy, in roles/iam.securityReviewer): %w", err))
+		return
+	}
+	r.setPolicy(name, fromCRM(pol))
+}
+
+// fromCRM converts a Resource Manager policy to the IAM API's type the inventory holds.
+func fromCRM(p *crm.Policy) *iampb.Policy {
+	out := &iampb.Policy{Version: int32(p.Version)}
+	for _, b := range p.Bindings {
+		nb := &iampb.Binding{Role: b.Role, Members: b.Members}
+		if c := b.Condition; c != nil {
+			nb.Condition = &expr.Expr{Expression: c.Expression, Title: c.Title, Description: c.Description, Location: c.Location}
+		}
+		out.Bindings = append(out.Bindings, nb)
+	}
+	for _, ac := range p.AuditConfigs {
+		nac := &iampb.AuditConfig{Service: ac.Service}
+		for _, l := range ac.AuditLogConfigs {
+			nac.AuditLogConfigs = append(nac.AuditLogConfigs, &iampb.AuditLogConfig{
+				LogType:         iampb.AuditLogConfig_LogType(iampb.AuditLogConfig_LogType_value[l.LogType]),
+				ExemptedMembers: l.ExemptedMembers,
+			})
+		}
+		out.AuditConfigs = append(out.AuditConfigs, nac)
+	}
+	return out
+}

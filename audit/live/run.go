@@ -1,0 +1,85 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"cloud.google.com/go/iam/apiv1/iampb"
+	"cloud.google.com/go/run/apiv2/runpb"
+	"google.golang.org/api/iterator"
+
+	"github.com/eventpipe/eventpipe/audit/inventory"
+)
+
+// readServices reads the Cloud Run services the project's push subscriptions target, with
+// their IAM policies. A push to a *.run.app host no service of the project answers on (a
+// service in another project, or one the identity cannot list) is a gap.
+func (r *reader) readServices(ctx context.Context) {
+	hosts := runHosts(r.p)
+	if len(hosts) == 0 {
+		return
+	}
+	if r.c.Services == nil {
+		for _, h := range hosts {
+			r.gap(inventory.GapService, h, errors.New(r.c.notRead("Cloud Run")))
+		}
+		return
+	}
+	it := r.c.Services.ListServices(ctx, &runpb.ListServicesRequest{Parent: "projects/" + r.p.ID + "/locations/-"})
+	var all []*runpb.Service
+	for {
+		svc, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			for _, h := range hosts {
+				r.gap(inventory.GapService, h, fmt.Errorf("listing Cloud Run services (needs run.services.list, in roles/run.viewer): %w", err))
+			}
+			return
+		}
+		all = append(all, svc)
+	}
+	found := map[string]bool{}
+	for _, svc := range all {
+		targeted := false
+		for _, h := range inventory.ServiceHosts(svc) {
+			if slices.Contains(hosts, h) {
+				targeted, found[h] = true, true
+			}
+		}
+		if !targeted {
+			continue
+		}
+		r.p.Services = append(r.p.Services, svc)
+		pol, err := r.c.Services.GetIamPolicy(ctx, &iampb.GetIamPolicyRequest{Resource: svc.GetName()})
+		if err != nil {
+			r.gap(inventory.GapPolicy, svc.GetName(), fmt.Errorf("reading its IAM policy (needs run.services.getIamPolicy, in roles/run.viewer): %w", err))
+			continue
+		}
+		r.setPolicy(svc.GetName(), pol)
+	}
+	for _, h := range hosts {
+		if !found[h] {
+			r.gap(inventory.GapService, h, errors.New("no Cloud Run service of this project answers on this host (it may be in another project)"))
+		}
+	}
+}
+
+// runHosts are the distinct *.run.app hosts the project's subscriptions push to.
+func runHosts(p *inventory.Project) []string {
+	seen := map[string]bool{}
+	var hosts []string
+	for _, s := range p.Subscriptions {
+		h := inventory.PushHost(s)
+		if inventory.IsRunHost(h) && !seen[h] {
+			seen[h] = true
+			hosts = append(hosts, h)
+		}
+	}
+	sort.Strings(hosts)
+	return hosts
+}

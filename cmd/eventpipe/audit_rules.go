@@ -1,0 +1,106 @@
+package main
+
+// This file is how the audit hands its model to the rules: the same policyRun (flags,
+// configuration, evaluation, waivers, outputs, exit code) `eventpipe check` uses, one group
+// of projects at a time, with the drift from the stack in the document the rules read.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/eventpipe/eventpipe/audit/model"
+	"github.com/eventpipe/eventpipe/audit/summary"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
+	"github.com/eventpipe/eventpipe/policies/plan"
+	"github.com/eventpipe/eventpipe/policies/report"
+)
+
+// auditEvaluation is what the rules found in an audit.
+type auditEvaluation struct {
+	findings  []evaluate.Finding
+	resources int
+	format    string
+}
+
+// evaluateAudit runs the rules on the model, one group of projects that refer to one
+// another at a time (see model.Document.Split), and on the differences from the stack in
+// a document of their own (EP200), each located by locate at the stack config line that
+// declared its resource.
+func evaluateAudit(ctx context.Context, run *policyRun, doc *model.Document, source string, locate func(urn string) (string, int)) (*auditEvaluation, error) {
+	docs := doc.Split()
+	if len(doc.Drift) > 0 {
+		docs = append(docs, &model.Document{Drift: doc.Drift})
+	}
+	out := &auditEvaluation{}
+	for _, d := range docs {
+		data, err := d.JSON()
+		if err != nil {
+			return nil, &exitError{code: 2, err: err}
+		}
+		p, err := plan.Parse(data, source)
+		if err != nil {
+			return nil, &exitError{code: 2, err: fmt.Errorf("reading the audit model: %w", err)}
+		}
+		for _, df := range d.Drift {
+			if file, line := locate(df.URN); file != "" {
+				if p.Locations == nil {
+					p.Locations = map[string]plan.Location{}
+				}
+				p.Locations[df.URN] = plan.Location{File: file, Line: line}
+			}
+		}
+		res, err := run.check(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out.findings = append(out.findings, res.Findings...)
+		out.resources += res.Resources
+		out.format = res.Format
+	}
+	evaluate.Sort(out.findings)
+	return out, nil
+}
+
+// annotate adds to each finding who manages its resource (as its note) and where to fix
+// it (after the rule's own fix, which says what to change).
+func annotate(findings []evaluate.Finding, owner func(urn, ruleID string) (who, where string)) {
+	for i := range findings {
+		f := &findings[i]
+		who, where := owner(f.URN, f.Rule.ID)
+		if who == "" {
+			continue
+		}
+		f.Note = joinNote(f.Note, "managed by "+who)
+		if where != "" {
+			f.Rule.Fix = f.Rule.Fix + " Where: " + where
+		}
+	}
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// summaryFindings converts the report's findings for the summary; project names the
+// project of a URN.
+func summaryFindings(rep *report.Report, project func(urn string) string) []summary.Finding {
+	out := make([]summary.Finding, 0, len(rep.Findings))
+	for _, f := range rep.Findings {
+		out = append(out, summary.Finding{
+			Project: project(f.URN), RuleID: f.Rule.ID, Title: f.Rule.Title, Severity: f.Rule.Severity,
+			Level: string(f.Level), Resource: resourceLabel(f), Message: f.Message, Owner: f.Note,
+			Fix: f.Rule.Fix, Waived: f.Waiver != nil,
+		})
+	}
+	return out
+}
+
+func resourceLabel(f evaluate.Finding) string {
+	if f.Name != "" {
+		return f.Name
+	}
+	return f.URN
+}
