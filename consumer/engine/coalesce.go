@@ -328,14 +328,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		m.res.Outcome = Stale
 	}
 	if win.marker != (store.Key{}) {
-		key, rec := win.markerRecord(now)
-		marker := store.Document{Record: rec, ExpireAt: now.Add(e.cfg.DedupeTTL)}
-		if slow {
-			err = store.SetOwned(ctx, tx, key, marker)
-		} else {
-			err = store.CreateOwned(ctx, tx, key, marker)
-		}
-		if err != nil {
+		if err := e.writeMarker(ctx, tx, win, now, slow); err != nil {
 			return nil, err
 		}
 	}

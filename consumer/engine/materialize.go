@@ -433,14 +433,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		}
 	}
 	if useMarker {
-		key, rec := m.markerRecord(now)
-		marker := store.Document{Record: rec, ExpireAt: now.Add(e.cfg.DedupeTTL)}
-		if slow {
-			err = store.SetOwned(ctx, tx, key, marker)
-		} else {
-			err = store.CreateOwned(ctx, tx, key, marker)
-		}
-		if err != nil {
+		if err := e.writeMarker(ctx, tx, m, now, slow); err != nil {
 			return err
 		}
 	}
@@ -451,6 +444,18 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		return err
 	}
 	return store.SetOwned(ctx, tx, m.target, doc)
+}
+
+// writeMarker writes m's dedupe marker: created without a prior read, so
+// that an existing one fails the transaction (store.ErrAlreadyExists), or
+// with slow, after the marker was read, set.
+func (e *Engine) writeMarker(ctx context.Context, tx store.Tx, m *materialization, now time.Time, slow bool) error {
+	key, rec := m.markerRecord(now)
+	marker := store.Document{Record: rec, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+	if slow {
+		return store.SetOwned(ctx, tx, key, marker)
+	}
+	return store.CreateOwned(ctx, tx, key, marker)
 }
 
 // duplicateOf reports whether the event recorded in rec (its key and
