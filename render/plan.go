@@ -4,9 +4,11 @@
 // needed, and two runs over the same config are byte-identical.
 package render
 
+import "github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
+
 // Unknown is the value `pulumi preview --json` shows for values that are not
-// known until the resource exists.
-const Unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+// known until the resource exists: Pulumi's own unknown-value sentinel.
+const Unknown = plugin.UnknownStringValue
 
 // Secret is how plans show secret values.
 const Secret = "[secret]"

@@ -14,6 +14,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/run/apiv2/runpb"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 )
@@ -22,9 +23,10 @@ import (
 // urn:pulumi:live::PROJECT::TYPE::NAME.
 const Stack = "live"
 
-// UnknownValue is the value `pulumi preview --json` prints for a value not known yet; the
-// rules give no verdict on it. The model uses it for what the audit could not read.
-const UnknownValue = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+// UnknownValue is the value `pulumi preview --json` prints for a value not known yet
+// (Pulumi's own sentinel); the rules give no verdict on it. The model uses it for what
+// the audit could not read.
+const UnknownValue = plugin.UnknownStringValue
 
 // The pulumi-gcp v8 type tokens of the resources an audit reads.
 const (
