@@ -23,6 +23,7 @@ func (s *suite) cases() []testCase {
 		{name: "StoreReadAfterWrite", run: storeReadAfterWrite},
 		{name: "StoreConcurrentCreate", isolation: true, run: storeConcurrentCreate},
 		{name: "StoreConcurrentIncrement", isolation: true, run: storeConcurrentIncrement},
+		{name: "StoreWriteSkew", isolation: true, run: storeWriteSkew},
 		{name: "DuplicateDelivery", run: duplicateDelivery},
 		{name: "OperationCounts", run: operationCounts},
 		{name: "OperationCountsHotDocument", run: operationCountsHotDocument},
@@ -281,5 +282,54 @@ func storeConcurrentIncrement(t *testing.T, e *env) {
 	}
 	if got := e.get(key); got == nil || got.Fields["n"] != int64(e.n) {
 		t.Fatalf("after %d concurrent read-modify-write increments the counter is %+v; lost updates mean the transactions are not isolated", e.n, got)
+	}
+}
+
+// storeWriteSkew is the write skew snapshot isolation allows: every
+// transaction reads two documents and, while both are on, turns one of them
+// off (half turn off a, half b). Run one after another, only the first
+// finds both on, so exactly one document ends off.
+func storeWriteSkew(t *testing.T, e *env) {
+	a := store.Key{Collection: e.collection("docs"), ID: "skew-a"}
+	b := store.Key{Collection: e.collection("docs"), ID: "skew-b"}
+	for _, k := range []store.Key{a, b} {
+		if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+			return tx.Set(ctx, k, store.Document{Fields: map[string]any{"on": true}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var failed countErrs
+	e.parallel(func(i int) {
+		err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+			da, err := tx.Get(ctx, a)
+			if err != nil {
+				return err
+			}
+			db, err := tx.Get(ctx, b)
+			if err != nil {
+				return err
+			}
+			if da.Fields["on"] != true || db.Fields["on"] != true {
+				return nil
+			}
+			off := []store.Key{a, b}[i%2]
+			return tx.Set(ctx, off, store.Document{Fields: map[string]any{"on": false}})
+		})
+		if err != nil {
+			failed.add(err)
+		}
+	})
+	if len(failed.errs) > 0 {
+		t.Fatalf("transactions failed: %v", failed.errs)
+	}
+	on := 0
+	for _, k := range []store.Key{a, b} {
+		if d := e.get(k); d != nil && d.Fields["on"] == true {
+			on++
+		}
+	}
+	if on != 1 {
+		t.Fatalf("%d of 2 documents still on after %d concurrent read-both-then-turn-one-off transactions; want exactly 1 (write skew: the transactions are not serialisable)", on, e.n)
 	}
 }

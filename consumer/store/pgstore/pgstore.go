@@ -1,8 +1,15 @@
 // Package pgstore is the PostgreSQL store driver (URL "postgres://…"), built
-// on pgx: a durable processed-event registry. Every transaction runs
-// at SERIALIZABLE isolation and is retried on serialization failures
-// (SQLSTATE 40001) and deadlocks (40P01), so concurrent deliveries are
-// correct. Documents live in one table, created on first use:
+// on pgx: a durable processed-event registry. Transactions are serialisable
+// by strict two-phase locking on documents: one transaction-level advisory
+// lock per document, taken before the document is first read or written
+// and held until commit, with each read a READ COMMITTED statement issued
+// after its lock is granted. Concurrent deliveries for one document run one
+// after the other; those for different documents never abort each other
+// (SERIALIZABLE's predicate locks cover index pages, so writers of
+// neighbouring keys did). Deadlocks (SQLSTATE 40P01) are retried. Every
+// process writing the table must use this driver at this version: a
+// writer that does not take the locks is not serialised with it. Documents
+// live in one table, created on first use:
 //
 //	eventpipe_documents(collection text, id text, data json, expire_at timestamptz,
 //	                    PRIMARY KEY (collection, id))
@@ -14,7 +21,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -104,16 +113,19 @@ func (s *Store) RunTx(ctx context.Context, fn func(ctx context.Context, tx store
 	return err
 }
 
+// attempt runs fn once in a transaction on a connection of the pool.
 func (s *Store) attempt(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return classify("begin", err)
 	}
-	defer func() { _ = ptx.Rollback(ctx) }()
-	if err := fn(ctx, &tx{tx: ptx}); err != nil {
+	defer conn.Release()
+	t := &tx{conn: conn.Conn(), locked: map[int64]bool{}}
+	defer t.rollback(ctx)
+	if err := fn(ctx, t); err != nil {
 		return err
 	}
-	return classify("commit", ptx.Commit(ctx))
+	return t.commit(ctx)
 }
 
 func retryable(err error) bool {
@@ -121,19 +133,89 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
+// lockKey is the transaction-level advisory lock that stands for key: a
+// 64-bit FNV-1a hash of its collection and id. Two keys that share a hash
+// only serialise more than they need to.
+func lockKey(key store.Key) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key.Collection))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(key.ID))
+	return int64(h.Sum64())
+}
+
+// SQL a transaction sends.
+const (
+	sqlBegin  = "BEGIN ISOLATION LEVEL READ COMMITTED"
+	sqlLock   = "SELECT pg_advisory_xact_lock($1)"
+	sqlGet    = "SELECT data, expire_at FROM " + Table + " WHERE collection = $1 AND id = $2"
+	sqlCreate = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4)"
+	sqlSet    = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4) " +
+		"ON CONFLICT (collection, id) DO UPDATE SET data = EXCLUDED.data, expire_at = EXCLUDED.expire_at"
+	sqlDelete = "DELETE FROM " + Table + " WHERE collection = $1 AND id = $2"
+)
+
+// tx is one transaction: strict two-phase locking on documents. Before it
+// first reads or writes a document it takes the document's advisory lock
+// (lockKey), held until it commits or rolls back; each read runs as its own
+// READ COMMITTED statement after the lock is granted, so it sees every
+// transaction that held the lock before. Transactions touching the same
+// document run one after the other and no other pair conflicts, so the
+// result is serialisable without the aborts that SERIALIZABLE's predicate
+// locks cause between writers of neighbouring keys. BEGIN goes with the
+// first read, and the writes are held back and sent with COMMIT, so a
+// read-then-write transaction costs two round trips.
 type tx struct {
-	tx      pgx.Tx
-	written bool
+	conn   *pgx.Conn
+	begun  bool // BEGIN sent
+	done   bool // committed or rolled back
+	locked map[int64]bool
+	writes []write
+}
+
+// write is a write held back until commit.
+type write struct {
+	op   string // "create", "set" or "delete", for errors
+	key  store.Key
+	sql  string
+	args []any
+}
+
+// queue adds to b what a statement on key needs first: BEGIN and key's lock.
+func (t *tx) queue(b *pgx.Batch, key store.Key) {
+	if !t.begun {
+		b.Queue(sqlBegin)
+		t.begun = true
+	}
+	if k := lockKey(key); !t.locked[k] {
+		b.Queue(sqlLock, k)
+		t.locked[k] = true
+	}
 }
 
 func (t *tx) Get(ctx context.Context, key store.Key) (store.Document, error) {
-	if t.written {
+	if len(t.writes) > 0 {
 		return store.Document{}, fmt.Errorf("get %s: %w", key, store.ErrReadAfterWrite)
 	}
+	var b pgx.Batch
+	t.queue(&b, key)
+	b.Queue(sqlGet, key.Collection, key.ID)
+	br := t.conn.SendBatch(ctx, &b)
 	var data []byte
 	var exp *time.Time
-	err := t.tx.QueryRow(ctx, "SELECT data, expire_at FROM "+Table+" WHERE collection = $1 AND id = $2",
-		key.Collection, key.ID).Scan(&data, &exp)
+	var err error
+	for range b.Len() - 1 {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&data, &exp)
+	}
+	// Close reports an error the statements' results did not (a failed send).
+	if cerr := br.Close(); cerr != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
+		err = cerr
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Document{}, fmt.Errorf("get %s: %w", key, store.ErrNotFound)
 	}
@@ -163,39 +245,87 @@ func encode(key store.Key, doc store.Document) ([]byte, *time.Time, error) {
 	return data, &exp, nil
 }
 
-func (t *tx) Create(ctx context.Context, key store.Key, doc store.Document) error {
+// put holds back a create or set of doc until commit.
+func (t *tx) put(op, sql string, key store.Key, doc store.Document) error {
 	data, exp, err := encode(key, doc)
 	if err != nil {
 		return err
 	}
-	t.written = true
-	tag, err := t.tx.Exec(ctx, "INSERT INTO "+Table+" (collection, id, data, expire_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-		key.Collection, key.ID, string(data), exp)
-	if err != nil {
-		return classify("create "+key.String(), err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("create %s: %w", key, store.ErrAlreadyExists)
-	}
+	t.writes = append(t.writes, write{op: op, key: key, sql: sql, args: []any{key.Collection, key.ID, string(data), exp}})
 	return nil
 }
 
-func (t *tx) Set(ctx context.Context, key store.Key, doc store.Document) error {
-	data, exp, err := encode(key, doc)
-	if err != nil {
-		return err
-	}
-	t.written = true
-	_, err = t.tx.Exec(ctx, "INSERT INTO "+Table+" (collection, id, data, expire_at) VALUES ($1, $2, $3, $4) "+
-		"ON CONFLICT (collection, id) DO UPDATE SET data = EXCLUDED.data, expire_at = EXCLUDED.expire_at",
-		key.Collection, key.ID, string(data), exp)
-	return classify("set "+key.String(), err)
+// Create implements store.Tx. A document that already exists is reported
+// by RunTx (ErrAlreadyExists), as Firestore reports it from the commit.
+func (t *tx) Create(_ context.Context, key store.Key, doc store.Document) error {
+	return t.put("create", sqlCreate, key, doc)
 }
 
-func (t *tx) Delete(ctx context.Context, key store.Key) error {
-	t.written = true
-	_, err := t.tx.Exec(ctx, "DELETE FROM "+Table+" WHERE collection = $1 AND id = $2", key.Collection, key.ID)
-	return classify("delete "+key.String(), err)
+func (t *tx) Set(_ context.Context, key store.Key, doc store.Document) error {
+	return t.put("set", sqlSet, key, doc)
+}
+
+func (t *tx) Delete(_ context.Context, key store.Key) error {
+	t.writes = append(t.writes, write{op: "delete", key: key, sql: sqlDelete, args: []any{key.Collection, key.ID}})
+	return nil
+}
+
+// commit sends the held-back writes, each after its document's lock, and
+// COMMIT in one round trip.
+func (t *tx) commit(ctx context.Context) error {
+	if !t.begun && len(t.writes) == 0 {
+		t.done = true
+		return nil // nothing read, nothing written
+	}
+	var b pgx.Batch
+	ops := make([]string, 0, 2*len(t.writes)+2) // what each queued statement is, for errors
+	for _, w := range t.writes {
+		n := b.Len()
+		t.queue(&b, w.key)
+		for range b.Len() - n {
+			ops = append(ops, "lock "+w.key.String())
+		}
+		b.Queue(w.sql, w.args...)
+		ops = append(ops, w.op+" "+w.key.String())
+	}
+	b.Queue("COMMIT")
+	ops = append(ops, "commit")
+	br := t.conn.SendBatch(ctx, &b)
+	var err error
+	for i := range b.Len() {
+		if _, err = br.Exec(); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23505" && strings.HasPrefix(ops[i], "create ") {
+				err = fmt.Errorf("%s: %w", ops[i], store.ErrAlreadyExists)
+			} else {
+				err = classify(ops[i], err)
+			}
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = classify("commit", cerr)
+	}
+	if err == nil {
+		t.done = true
+	}
+	return err
+}
+
+// rollback ends a transaction that did not commit. It runs even when ctx
+// has ended (the connection would otherwise go back to the pool inside a
+// transaction); a connection it cannot roll back is closed, which ends the
+// transaction too.
+func (t *tx) rollback(ctx context.Context) {
+	if t.done || !t.begun {
+		return
+	}
+	t.done = true
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := t.conn.Exec(rctx, "ROLLBACK"); err != nil {
+		_ = t.conn.Close(rctx)
+	}
 }
 
 // Close closes the connection pool.

@@ -3,7 +3,10 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,5 +83,95 @@ func TestOutage(t *testing.T) {
 	}
 	if r, err := eng.Materialize(ctx, ev, w); err != nil || r.Outcome != engine.Duplicate {
 		t.Fatalf("third delivery: %+v, %v; want duplicate", r, err)
+	}
+}
+
+// TestDeadlockRetried: two transactions read two documents in opposite
+// orders and then each writes the document the other read, so their
+// document locks deadlock at commit. PostgreSQL aborts one (40P01), the
+// driver runs it again, and both commit.
+func TestDeadlockRetried(t *testing.T) {
+	_, s := start(t)
+	a := store.Key{Collection: "deadlock", ID: "a"}
+	b := store.Key{Collection: "deadlock", ID: "b"}
+	var attempts atomic.Int64
+	var bothRead sync.WaitGroup
+	bothRead.Add(2)
+	run := func(read, write store.Key, errs chan<- error) {
+		first := true
+		errs <- s.RunTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			attempts.Add(1)
+			if _, err := tx.Get(ctx, read); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if first {
+				// Both hold their first lock before either asks for the other.
+				first = false
+				bothRead.Done()
+				bothRead.Wait()
+			}
+			return tx.Set(ctx, write, store.Document{Fields: map[string]any{"by": read.ID}})
+		})
+	}
+	errs := make(chan error, 2)
+	go run(a, b, errs)
+	go run(b, a, errs)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("transaction failed: %v; want the deadlock's victim retried", err)
+		}
+	}
+	if n := attempts.Load(); n < 3 {
+		t.Errorf("%d attempts for 2 transactions; want a retry (the deadlock did not happen)", n)
+	}
+}
+
+// TestLockWaitCancelled: a transaction whose context ends while it waits
+// for a document another transaction holds fails with the context's error,
+// and leaves no lock behind: once the holder commits, the document is free.
+func TestLockWaitCancelled(t *testing.T) {
+	_, s := start(t)
+	key := store.Key{Collection: "locks", ID: "held"}
+	held, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- s.RunTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			if _, err := tx.Get(ctx, key); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			close(held)
+			<-release
+			return tx.Set(ctx, key, store.Document{Fields: map[string]any{"v": int64(1)}})
+		})
+	}()
+	<-held
+	// The holder keeps the lock until release, so this wait always ends by the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	err := s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.Get(ctx, key)
+		return err
+	})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting for a held document past the deadline: %v; want context.DeadlineExceeded", err)
+	}
+	close(release)
+	if err := <-holder; err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		d, err := tx.Get(ctx, key)
+		if err == nil && d.Fields["v"] != int64(1) {
+			return fmt.Errorf("read %v, want the holder's write", d.Fields)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.Set(ctx, key, store.Document{Fields: map[string]any{"v": int64(2)}})
+	})
+	if err != nil {
+		t.Fatalf("after the holder committed: %v; want the document free", err)
 	}
 }
