@@ -62,13 +62,13 @@ awk -v rounds="$ROUNDS" '
 	}
 	END {
 		printf "BenchmarkHotAggregate: median of %d interleaved runs each; before = EVENTPIPE_COALESCE_MAX_WAITING=0 (no coalescing)\n\n", rounds
-		printf "| %-28s | %-15s | %9s | %9s | %-12s |\n", "sub-benchmark", "metric", "before", "after", "change"
-		printf "| %-28s | %-15s | %9s | %9s | %-12s |\n", "---", "---", "---:", "---:", "---"
+		printf "| %-30s | %-15s | %9s | %9s | %-12s |\n", "sub-benchmark", "metric", "before", "after", "change"
+		printf "| %-30s | %-15s | %9s | %9s | %-12s |\n", "---", "---", "---:", "---:", "---"
 		split("writes/msg errors/msg tx-attempts/msg msgs/s p99-ms", metrics, " ")
 		for (i = 1; i <= n; i++) {
 			for (j = 1; j <= 5; j++) {
 				m = metrics[j]; b = med["before", names[i], m]; a = med["after", names[i], m]
-				printf "| %-28s | %-15s | %9s | %9s | %-12s |\n", names[i], m, show(m, b), show(m, a), change(m, b, a)
+				printf "| %-30s | %-15s | %9s | %9s | %-12s |\n", names[i], m, show(m, b), show(m, a), change(m, b, a)
 			}
 		}
 	}' "$tmp/medians"
