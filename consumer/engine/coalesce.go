@@ -222,9 +222,10 @@ func (e *Engine) runGroup(group []*waiter) {
 // reads a delivery's marker only when the delivery is not newer than the
 // stored state (is it a republished event?) and creates the winner's
 // marker without reading it; with slow, after that create found the
-// marker, it reads every marker first. A delivery's own error (a reused
-// event id in error mode, a document too large) is its own: the others
-// still commit. It returns the winner, if any.
+// marker, it reads every marker first. The markers it reads, it reads in
+// one batch (store.GetAll). A delivery's own error (a reused event id in
+// error mode, a document too large) is its own: the others still commit.
+// It returns the winner, if any.
 func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, slow bool) (*materialization, error) {
 	now := e.now()
 	target := group[0].m.target
@@ -238,23 +239,49 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		meta := sub(cur.Fields, MetaField)
 		stored, storedKey, storedFP = orderFromMeta(meta), str(meta, metaEventKey), str(meta, metaFingerprint)
 	}
-	// Against the stored state. Live markers by key (nil: absent or
-	// expired) are read once each, before any write.
+	// Live markers by key (nil: absent or expired), read in one batch
+	// before any write; the first delivery with a marker's key counts its
+	// read.
 	markers := map[store.Key]*store.Document{}
-	readMarker := func(m *materialization) (*store.Document, error) {
-		if md, read := markers[m.marker]; read {
-			return md, nil
+	readMarkers := func(ms []*materialization) error {
+		var keys []store.Key
+		var readers []*materialization
+		for _, m := range ms {
+			if _, read := markers[m.marker]; !read {
+				markers[m.marker] = nil
+				keys, readers = append(keys, m.marker), append(readers, m)
+			}
 		}
-		md, live, err := getLiveShared(ctx, tx, m.marker, now)
-		m.res.Ops.Reads++
-		if err != nil || !live {
-			markers[m.marker] = nil
+		if len(keys) == 0 {
+			return nil
+		}
+		docs, err := store.GetAll(ctx, tx, keys)
+		if err != nil {
+			return err
+		}
+		for i, d := range docs {
+			readers[i].res.Ops.Reads++
+			if d != nil && !d.Expired(now) {
+				markers[keys[i]] = d
+			}
+		}
+		return nil
+	}
+	if slow {
+		var all []*materialization
+		for _, w := range group {
+			if w.m.marker != (store.Key{}) {
+				all = append(all, w.m)
+			}
+		}
+		if err := readMarkers(all); err != nil {
 			return nil, err
 		}
-		markers[m.marker] = &md
-		return &md, nil
 	}
 	var candidates []*waiter
+	// stale are the deliveries not newer than the stored state whose
+	// markers say whether they are republished events.
+	var stale []*waiter
 	for _, w := range group {
 		m := w.m
 		m.res.Outcome, m.res.WriteKind, m.res.Warning = "", logfields.WriteKindNone, ""
@@ -262,11 +289,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		w.err = nil
 		useMarker := m.marker != store.Key{}
 		if slow && useMarker {
-			md, err := readMarker(m)
-			if err != nil {
-				return nil, err
-			}
-			if md != nil {
+			if md := markers[m.marker]; md != nil {
 				if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(*md)); dup || err != nil {
 					w.err = err
 					continue
@@ -281,20 +304,29 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 			if m.order.compare(stored) <= 0 {
 				m.res.Outcome = Stale
 				if useMarker && !slow {
-					md, err := readMarker(m)
-					if err != nil {
-						return nil, err
-					}
-					if md != nil {
-						if _, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(*md)); err != nil {
-							w.err = err
-						}
-					}
+					stale = append(stale, w)
 				}
 				continue
 			}
 		}
 		candidates = append(candidates, w)
+	}
+	if len(stale) > 0 {
+		ms := make([]*materialization, len(stale))
+		for i, w := range stale {
+			ms[i] = w.m
+		}
+		if err := readMarkers(ms); err != nil {
+			return nil, err
+		}
+		for _, w := range stale {
+			m := w.m
+			if md := markers[m.marker]; md != nil {
+				if _, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(*md)); err != nil {
+					w.err = err
+				}
+			}
+		}
 	}
 	// The newest candidate whose document can be built wins (the first
 	// arrived on a tie).

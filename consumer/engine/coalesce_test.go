@@ -27,6 +27,8 @@ type gatedStore struct {
 	calls   atomic.Int64
 	fail    map[int]error
 	panicAt int // a transaction that panics
+	mu      sync.Mutex
+	reads   map[int][]string // by transaction number: readTracingTx's calls
 }
 
 func newGatedStore() *gatedStore {
@@ -43,7 +45,45 @@ func (g *gatedStore) RunTx(ctx context.Context, fn func(ctx context.Context, tx 
 	if err := g.fail[n]; err != nil {
 		return err
 	}
-	return g.inner.RunTx(ctx, fn)
+	return g.inner.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		rt := &readTracingTx{Tx: tx}
+		err := fn(ctx, rt)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.reads == nil {
+			g.reads = map[int][]string{}
+		}
+		g.reads[n] = rt.calls
+		return err
+	})
+}
+
+// readsOf returns the reads transaction n's last attempt made.
+func (g *gatedStore) readsOf(n int) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.reads[n]
+}
+
+// readTracingTx records its reads: "get ID" for a Get, "getAll ID ID…" for
+// a GetAll (a batch read).
+type readTracingTx struct {
+	store.Tx
+	calls []string
+}
+
+func (t *readTracingTx) Get(ctx context.Context, key store.Key) (store.Document, error) {
+	t.calls = append(t.calls, "get "+key.ID)
+	return t.Tx.Get(ctx, key)
+}
+
+func (t *readTracingTx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Document, error) {
+	call := "getAll"
+	for _, k := range keys {
+		call += " " + k.ID
+	}
+	t.calls = append(t.calls, call)
+	return store.GetAll(ctx, t.Tx, keys)
 }
 
 func (g *gatedStore) Close() error { return g.inner.Close() }
@@ -269,6 +309,41 @@ func TestCoalescedGroup(t *testing.T) {
 				t.Error("no marker for the winner")
 			}
 		})
+	}
+}
+
+// TestCoalescedGroupReadsMarkersAtOnce: a group whose deliveries are all
+// older than the stored state reads the document, then the dedupe markers
+// of all of them in one batch read (one round trip on Firestore and
+// PostgreSQL), not one after another; a republished event among them is
+// still told apart as a duplicate.
+func TestCoalescedGroupReadsMarkersAtOnce(t *testing.T) {
+	withMarker := func(b beat) beat { b.marker = true; return b }
+	c := startContendedWith(t, withMarker(hbeat(5, "healthy")))
+	// Event 3 was applied before: its marker is live.
+	if d := receive(t, deliverAsync(context.Background(), newTestEngine(t, c.g.inner), withMarker(hbeat(3, "booting")))); d.err != nil || d.res.Outcome != Applied {
+		t.Fatalf("event 3 alone: %+v %v", d.res, d.err)
+	}
+	var results []<-chan delivered
+	for _, i := range []int{0, 3, 1, 2} { // older than event 5, event 3 republished among them
+		b := withMarker(hbeat(i, "old"))
+		if i == 3 {
+			b.status, b.msg = "booting", "m3-again"
+		}
+		results = append(results, c.queue(context.Background(), b))
+	}
+	c.commitFirst()
+	c.g.release <- struct{}{}
+	want := []Outcome{Stale, Duplicate, Stale, Stale}
+	for i, r := range results {
+		if d := receive(t, r); d.err != nil || d.res.Outcome != want[i] {
+			t.Errorf("queued %d: %s %v; want %s", i, d.res.Outcome, d.err, want[i])
+		}
+	}
+	got := c.g.readsOf(2)
+	wantReads := []string{"get prod__svc", "getAll prod__e-e0 prod__e-e3 prod__e-e1 prod__e-e2"}
+	if !reflect.DeepEqual(got, wantReads) {
+		t.Errorf("the group's reads: %q; want %q", got, wantReads)
 	}
 }
 

@@ -93,6 +93,35 @@ func GetShared(ctx context.Context, tx Tx, key Key) (Document, error) {
 	return tx.Get(ctx, key)
 }
 
+// MultiGetter is an optional Tx method: GetAll reads several documents in
+// one round trip (Firestore's batch get, one PostgreSQL pipeline) instead of
+// one each. The result has one entry per key, nil where no document has
+// it. The same rules as for Get apply: reads before writes.
+type MultiGetter interface {
+	GetAll(ctx context.Context, keys []Key) ([]*Document, error)
+}
+
+// GetAll reads keys with tx's GetAll when it has one, else with one
+// GetShared per key. The documents may be shared with the store: the
+// caller reads them only, inside the transaction.
+func GetAll(ctx context.Context, tx Tx, keys []Key) ([]*Document, error) {
+	if mg, ok := tx.(MultiGetter); ok {
+		return mg.GetAll(ctx, keys)
+	}
+	docs := make([]*Document, len(keys))
+	for i, k := range keys {
+		d, err := GetShared(ctx, tx, k)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = &d
+	}
+	return docs, nil
+}
+
 // OwnedWriter is an optional Tx interface: CreateOwned and SetOwned are
 // Create and Set for a document the caller hands over. Nothing else refers
 // to the document's maps and slices and the caller never touches them again,

@@ -21,6 +21,7 @@ func (s *suite) cases() []testCase {
 		{name: "StoreCreateExisting", run: storeCreateExisting},
 		{name: "StoreRollback", run: storeRollback},
 		{name: "StoreReadAfterWrite", run: storeReadAfterWrite},
+		{name: "StoreGetAll", run: storeGetAll},
 		{name: "StoreConcurrentCreate", isolation: true, run: storeConcurrentCreate},
 		{name: "StoreConcurrentIncrement", isolation: true, run: storeConcurrentIncrement},
 		{name: "StoreWriteSkew", isolation: true, run: storeWriteSkew},
@@ -234,6 +235,57 @@ func storeReadAfterWrite(t *testing.T, e *env) {
 	}
 	if got := e.get(a); got != nil {
 		t.Errorf("the failed transaction's write was kept")
+	}
+}
+
+// storeGetAll reads several documents at once (the driver's batch read, or
+// one read each): one result per key in order, nil for a missing one, and
+// like Get it may not follow a write.
+func storeGetAll(t *testing.T, e *env) {
+	a := store.Key{Collection: e.collection("docs"), ID: "all-a"}
+	b := store.Key{Collection: e.collection("docs"), ID: "all-b"}
+	missing := store.Key{Collection: e.collection("docs"), ID: "all-missing"}
+	other := store.Key{Collection: e.collection("other"), ID: "all-a"}
+	if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.Set(ctx, a, store.Document{Fields: map[string]any{"v": "a"}}); err != nil {
+			return err
+		}
+		return tx.Set(ctx, b, store.Document{Fields: map[string]any{"v": "b"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		got = nil
+		docs, err := store.GetAll(ctx, tx, []store.Key{b, missing, a, other})
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			if d == nil {
+				got = append(got, "<nil>")
+				continue
+			}
+			v, _ := d.Fields["v"].(string)
+			got = append(got, v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("GetAll: %v", err)
+	}
+	if want := []string{"b", "<nil>", "a", "<nil>"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("GetAll(b, missing, a, a in another collection) = %q, want %q", got, want)
+	}
+	err = runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.Set(ctx, missing, store.Document{Fields: map[string]any{}}); err != nil {
+			return err
+		}
+		_, err := store.GetAll(ctx, tx, []store.Key{a})
+		return err
+	})
+	if err == nil || isNotFound(err) {
+		t.Fatalf("GetAll after Set in one transaction: err = %v, want a read-after-write error", err)
 	}
 }
 

@@ -96,11 +96,43 @@ func (t *tx) Get(ctx context.Context, key store.Key) (store.Document, error) {
 		return store.Document{}, fmt.Errorf("get %s: %w", key, store.ErrNotFound)
 	}
 	if err != nil {
-		if strings.Contains(err.Error(), "read after write") {
-			return store.Document{}, fmt.Errorf("get %s: %w: %w", key, store.ErrReadAfterWrite, err)
-		}
-		return store.Document{}, classify("get "+key.String(), err)
+		return store.Document{}, readError("get "+key.String(), err)
 	}
+	return document(snap), nil
+}
+
+// GetAll implements store.MultiGetter with one batch get of every key.
+func (t *tx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Document, error) {
+	refs := make([]*firestore.DocumentRef, len(keys))
+	for i, k := range keys {
+		if refs[i] = t.ref(k); refs[i] == nil {
+			return nil, invalidKey(k)
+		}
+	}
+	snaps, err := t.t.GetAll(refs)
+	if err != nil {
+		return nil, readError(fmt.Sprintf("get %d documents", len(keys)), err)
+	}
+	docs := make([]*store.Document, len(keys))
+	for i, snap := range snaps {
+		if snap.Exists() {
+			d := document(snap)
+			docs[i] = &d
+		}
+	}
+	return docs, nil
+}
+
+// readError classifies the error of a read.
+func readError(op string, err error) error {
+	if strings.Contains(err.Error(), "read after write") {
+		return fmt.Errorf("%s: %w: %w", op, store.ErrReadAfterWrite, err)
+	}
+	return classify(op, err)
+}
+
+// document converts a snapshot of an existing document.
+func document(snap *firestore.DocumentSnapshot) store.Document {
 	fields := snap.Data()
 	d := store.Document{Fields: fields}
 	if exp, ok := fields[store.ExpireAtField].(time.Time); ok {
@@ -110,7 +142,7 @@ func (t *tx) Get(ctx context.Context, key store.Key) (store.Document, error) {
 	for k, v := range fields {
 		fields[k] = utc(v)
 	}
-	return d, nil
+	return d
 }
 
 // utc makes every timestamp UTC, as the other drivers return them.

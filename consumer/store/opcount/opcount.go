@@ -102,6 +102,12 @@ func (t *countingTx) GetShared(ctx context.Context, key store.Key) (store.Docume
 	return store.GetShared(ctx, t.inner, key)
 }
 
+// GetAll implements store.MultiGetter, counting a read per key.
+func (t *countingTx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Document, error) {
+	t.c.reads.Add(int64(len(keys)))
+	return store.GetAll(ctx, t.inner, keys)
+}
+
 func (t *countingTx) Create(ctx context.Context, key store.Key, doc store.Document) error {
 	t.c.writes.Add(1)
 	return t.inner.Create(ctx, key, doc)

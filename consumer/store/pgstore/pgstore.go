@@ -194,43 +194,73 @@ func (t *tx) queue(b *pgx.Batch, key store.Key) {
 }
 
 func (t *tx) Get(ctx context.Context, key store.Key) (store.Document, error) {
-	if len(t.writes) > 0 {
-		return store.Document{}, fmt.Errorf("get %s: %w", key, store.ErrReadAfterWrite)
+	docs, err := t.get(ctx, "get "+key.String(), []store.Key{key})
+	if err != nil {
+		return store.Document{}, err
 	}
-	var b pgx.Batch
-	t.queue(&b, key)
-	b.Queue(sqlGet, key.Collection, key.ID)
-	br := t.conn.SendBatch(ctx, &b)
-	var data []byte
-	var exp *time.Time
-	var err error
-	for range b.Len() - 1 {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = br.QueryRow().Scan(&data, &exp)
-	}
-	// Close reports an error the statements' results did not (a failed send).
-	if cerr := br.Close(); cerr != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
-		err = cerr
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
+	if docs[0] == nil {
 		return store.Document{}, fmt.Errorf("get %s: %w", key, store.ErrNotFound)
 	}
+	return *docs[0], nil
+}
+
+// GetAll implements store.MultiGetter: the locks and reads of every key go
+// in one round trip.
+func (t *tx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Document, error) {
+	return t.get(ctx, fmt.Sprintf("get %d documents", len(keys)), keys)
+}
+
+// get locks and reads keys in one batch: nil for a key with no document.
+func (t *tx) get(ctx context.Context, op string, keys []store.Key) ([]*store.Document, error) {
+	if len(t.writes) > 0 {
+		return nil, fmt.Errorf("%s: %w", op, store.ErrReadAfterWrite)
+	}
+	var b pgx.Batch
+	for _, k := range keys {
+		t.queue(&b, k)
+	}
+	locks := b.Len()
+	for _, k := range keys {
+		b.Queue(sqlGet, k.Collection, k.ID)
+	}
+	br := t.conn.SendBatch(ctx, &b)
+	docs := make([]*store.Document, len(keys))
+	err := func() error {
+		for range locks {
+			if _, err := br.Exec(); err != nil {
+				return classify(op, err)
+			}
+		}
+		for i, k := range keys {
+			var data []byte
+			var exp *time.Time
+			err := br.QueryRow().Scan(&data, &exp)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return classify("get "+k.String(), err)
+			}
+			fields, err := store.DecodeJSON(data)
+			if err != nil {
+				return &store.Error{Op: "get " + k.String(), Kind: store.KindConfiguration, Err: err}
+			}
+			d := store.Document{Fields: fields}
+			if exp != nil {
+				d.ExpireAt = exp.UTC()
+			}
+			docs[i] = &d
+		}
+		return nil
+	}()
+	// Close reports an error the results did not (a failed send).
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = classify(op, cerr)
+	}
 	if err != nil {
-		return store.Document{}, classify("get "+key.String(), err)
+		return nil, err
 	}
-	fields, err := store.DecodeJSON(data)
-	if err != nil {
-		return store.Document{}, &store.Error{Op: "get " + key.String(), Kind: store.KindConfiguration, Err: err}
-	}
-	d := store.Document{Fields: fields}
-	if exp != nil {
-		d.ExpireAt = exp.UTC()
-	}
-	return d, nil
+	return docs, nil
 }
 
 func encode(key store.Key, doc store.Document) ([]byte, *time.Time, error) {
