@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,16 +182,28 @@ type write struct {
 	args []any
 }
 
-// queue adds to b what a statement on key needs first: BEGIN and key's lock.
-func (t *tx) queue(b *pgx.Batch, key store.Key) {
+// queueLocks adds to b what statements on keys need first: BEGIN, if not
+// sent yet, and the locks of keys not held yet, in the order of their lock
+// keys (so two transactions locking the same documents in one batch do not
+// deadlock). It returns how many statements it added.
+func (t *tx) queueLocks(b *pgx.Batch, keys ...store.Key) int {
+	n := b.Len()
 	if !t.begun {
 		b.Queue(sqlBegin)
 		t.begun = true
 	}
-	if k := lockKey(key); !t.locked[k] {
-		b.Queue(sqlLock, k)
-		t.locked[k] = true
+	var locks []int64
+	for _, key := range keys {
+		if k := lockKey(key); !t.locked[k] {
+			t.locked[k] = true
+			locks = append(locks, k)
+		}
 	}
+	slices.Sort(locks)
+	for _, k := range locks {
+		b.Queue(sqlLock, k)
+	}
+	return b.Len() - n
 }
 
 func (t *tx) Get(ctx context.Context, key store.Key) (store.Document, error) {
@@ -216,10 +229,7 @@ func (t *tx) get(ctx context.Context, op string, keys []store.Key) ([]*store.Doc
 		return nil, fmt.Errorf("%s: %w", op, store.ErrReadAfterWrite)
 	}
 	var b pgx.Batch
-	for _, k := range keys {
-		t.queue(&b, k)
-	}
-	locks := b.Len()
+	locks := t.queueLocks(&b, keys...)
 	for _, k := range keys {
 		b.Queue(sqlGet, k.Collection, k.ID)
 	}
@@ -308,13 +318,13 @@ func (t *tx) commit(ctx context.Context) error {
 		return nil // nothing read, nothing written
 	}
 	var b pgx.Batch
-	ops := make([]string, 0, 2*len(t.writes)+2) // what each queued statement is, for errors
+	keys := make([]store.Key, len(t.writes))
+	for i, w := range t.writes {
+		keys[i] = w.key
+	}
+	// ops says what each queued statement is, for errors.
+	ops := slices.Repeat([]string{"begin and lock documents"}, t.queueLocks(&b, keys...))
 	for _, w := range t.writes {
-		n := b.Len()
-		t.queue(&b, w.key)
-		for range b.Len() - n {
-			ops = append(ops, "lock "+w.key.String())
-		}
 		b.Queue(w.sql, w.args...)
 		ops = append(ops, w.op+" "+w.key.String())
 	}
