@@ -243,10 +243,14 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 	// before any write; the first delivery with a marker's key counts its
 	// read.
 	markers := map[store.Key]*store.Document{}
-	readMarkers := func(ms []*materialization) error {
+	readMarkers := func(ws []*waiter) error {
 		var keys []store.Key
 		var readers []*materialization
-		for _, m := range ms {
+		for _, w := range ws {
+			m := w.m
+			if m.marker == (store.Key{}) {
+				continue // no marker: nothing to read
+			}
 			if _, read := markers[m.marker]; !read {
 				markers[m.marker] = nil
 				keys, readers = append(keys, m.marker), append(readers, m)
@@ -268,13 +272,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		return nil
 	}
 	if slow {
-		var all []*materialization
-		for _, w := range group {
-			if w.m.marker != (store.Key{}) {
-				all = append(all, w.m)
-			}
-		}
-		if err := readMarkers(all); err != nil {
+		if err := readMarkers(group); err != nil {
 			return nil, err
 		}
 	}
@@ -312,11 +310,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		candidates = append(candidates, w)
 	}
 	if len(stale) > 0 {
-		ms := make([]*materialization, len(stale))
-		for i, w := range stale {
-			ms[i] = w.m
-		}
-		if err := readMarkers(ms); err != nil {
+		if err := readMarkers(stale); err != nil {
 			return nil, err
 		}
 		for _, w := range stale {

@@ -24,7 +24,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -310,8 +309,8 @@ func (t *tx) Delete(_ context.Context, key store.Key) error {
 	return nil
 }
 
-// commit sends the held-back writes, each after its document's lock, and
-// COMMIT in one round trip.
+// commit sends the locks of the written documents not held yet, the
+// held-back writes and COMMIT in one round trip.
 func (t *tx) commit(ctx context.Context) error {
 	if !t.begun && len(t.writes) == 0 {
 		t.done = true
@@ -322,26 +321,33 @@ func (t *tx) commit(ctx context.Context) error {
 	for i, w := range t.writes {
 		keys[i] = w.key
 	}
-	// ops says what each queued statement is, for errors.
-	ops := slices.Repeat([]string{"begin and lock documents"}, t.queueLocks(&b, keys...))
+	locks := t.queueLocks(&b, keys...)
 	for _, w := range t.writes {
 		b.Queue(w.sql, w.args...)
-		ops = append(ops, w.op+" "+w.key.String())
 	}
 	b.Queue("COMMIT")
-	ops = append(ops, "commit")
 	br := t.conn.SendBatch(ctx, &b)
 	var err error
 	for i := range b.Len() {
-		if _, err = br.Exec(); err != nil {
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "23505" && strings.HasPrefix(ops[i], "create ") {
-				err = fmt.Errorf("%s: %w", ops[i], store.ErrAlreadyExists)
-			} else {
-				err = classify(ops[i], err)
-			}
-			break
+		if _, err = br.Exec(); err == nil {
+			continue
 		}
+		// Statement i is a lock (or BEGIN), a held-back write or COMMIT.
+		switch w := i - locks; {
+		case w < 0:
+			err = classify("begin and lock documents", err)
+		case w == len(t.writes):
+			err = classify("commit", err)
+		default:
+			op := t.writes[w].op + " " + t.writes[w].key.String()
+			var pe *pgconn.PgError
+			if t.writes[w].op == "create" && errors.As(err, &pe) && pe.Code == "23505" {
+				err = fmt.Errorf("%s: %w", op, store.ErrAlreadyExists)
+			} else {
+				err = classify(op, err)
+			}
+		}
+		break
 	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = classify("commit", cerr)
