@@ -1,18 +1,27 @@
 # eventpipe build and test entry points. `make test` is the README's test command and
 # what .ci/run calls: it installs everything the tests need, then runs them all.
 GO      ?= go
+# Tools the tests run are built once per machine and version into TOOLCACHE, and linked
+# into this clone's .tools/bin, so a fresh clone on the same machine rebuilds nothing.
+TOOLCACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/eventpipe/tools
 TOOLS   := $(CURDIR)/.tools
 # The whole suite must stay well under CI's budget; the timeout is a backstop, not a target.
 TESTTIMEOUT ?= 25m
-# The Terraform and OpenTofu CLIs the Terraform plan fixtures are made with (see
-# policies/testdata/terraform/README.md), built from their Go modules into $(TOOLS)/bin.
-TERRAFORM_VERSION := 1.5.7
-TOFU_VERSION      := 1.9.0
+# The Terraform and OpenTofu CLIs the Terraform plan fixtures are made with: their one home
+# is the fixtures' stamp (see policies/testdata/terraform/README.md), which also holds the
+# digest of the plans' inputs. make deps builds the CLIs (about 40 minutes of compiling on
+# 2 cores) only when that digest shows the plans must be made again, or when they are
+# already in TOOLCACHE.
+FIXTURESTAMP      := policies/testdata/terraform/inputs.txt
+TERRAFORM_VERSION := $(shell sed -n 's/^terraform //p' $(FIXTURESTAMP))
+TOFU_VERSION      := $(shell sed -n 's/^tofu //p' $(FIXTURESTAMP))
 # The policy runtimes the tests hold to eventpipe check's verdicts, and the Rego linter
 # (pinned in tools/regal/go.mod: its @version cannot be installed with go install here).
 CONFTEST_VERSION := v0.71.1
 OPA_VERSION      := v1.22.0
 REGAL_VERSION    := v0.38.1
+# Committed files larger than this must be listed in .large-files (fixtures only).
+MAXFILEBYTES := 1048576
 
 .PHONY: test deps lint vet fmt run build
 
@@ -30,27 +39,38 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	$(GO) mod download
-	@# Terraform and OpenTofu, only when missing or of another version. OpenTofu's go.mod has a
-	@# replace directive, so it is built in its module's folder (as its release build does)
-	@# rather than with go install.
-	@CHECKPOINT_DISABLE=1 $(TOOLS)/bin/terraform version 2>/dev/null | grep -qx "Terraform v$(TERRAFORM_VERSION)" || { \
-	  echo "building terraform v$(TERRAFORM_VERSION)"; \
-	  GOBIN=$(TOOLS)/bin CGO_ENABLED=0 $(GO) install -trimpath -ldflags "-s -w" github.com/hashicorp/terraform@v$(TERRAFORM_VERSION); }
-	@$(TOOLS)/bin/tofu version 2>/dev/null | grep -qx "OpenTofu v$(TOFU_VERSION)" || { \
-	  echo "building tofu v$(TOFU_VERSION)"; \
-	  $(GO) mod download github.com/opentofu/opentofu@v$(TOFU_VERSION) && \
-	  cd "$$($(GO) env GOMODCACHE)/github.com/opentofu/opentofu@v$(TOFU_VERSION)" && \
-	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o $(TOOLS)/bin/tofu ./cmd/tofu; }
-	@# conftest, opa and regal, only when missing or of another version.
-	@$(GO) version -m $(TOOLS)/bin/conftest 2>/dev/null | grep -qE "^\s+mod\s+github.com/open-policy-agent/conftest\s+$(CONFTEST_VERSION)\s" || { \
-	  echo "installing conftest $(CONFTEST_VERSION)"; \
-	  GOBIN=$(TOOLS)/bin $(GO) install github.com/open-policy-agent/conftest@$(CONFTEST_VERSION); }
-	@$(GO) version -m $(TOOLS)/bin/opa 2>/dev/null | grep -qE "^\s+mod\s+github.com/open-policy-agent/opa\s+$(OPA_VERSION)\s" || { \
-	  echo "installing opa $(OPA_VERSION)"; \
-	  GOBIN=$(TOOLS)/bin $(GO) install github.com/open-policy-agent/opa@$(OPA_VERSION); }
-	@$(GO) version -m $(TOOLS)/bin/regal 2>/dev/null | grep -qE "^\s+mod\s+github.com/open-policy-agent/regal\s+$(REGAL_VERSION)\s" || { \
-	  echo "installing regal $(REGAL_VERSION)"; \
-	  cd tools/regal && GOBIN=$(TOOLS)/bin $(GO) install tool; }
+	@mkdir -p $(TOOLS)/bin $(TOOLCACHE)
+	@# conftest, opa and regal, each built once per machine and version.
+	@dir=$(TOOLCACHE)/conftest-$(CONFTEST_VERSION); test -x $$dir/conftest || { \
+	  echo "installing conftest $(CONFTEST_VERSION) into $$dir"; \
+	  GOBIN=$$dir $(GO) install github.com/open-policy-agent/conftest@$(CONFTEST_VERSION); }; \
+	ln -sfn $$dir/conftest $(TOOLS)/bin/conftest
+	@dir=$(TOOLCACHE)/opa-$(OPA_VERSION); test -x $$dir/opa || { \
+	  echo "installing opa $(OPA_VERSION) into $$dir"; \
+	  GOBIN=$$dir $(GO) install github.com/open-policy-agent/opa@$(OPA_VERSION); }; \
+	ln -sfn $$dir/opa $(TOOLS)/bin/opa
+	@dir=$(TOOLCACHE)/regal-$(REGAL_VERSION); test -x $$dir/regal || { \
+	  echo "installing regal $(REGAL_VERSION) into $$dir"; \
+	  cd tools/regal && GOBIN=$$dir $(GO) install tool; }; \
+	ln -sfn $$dir/regal $(TOOLS)/bin/regal
+	@# Terraform and OpenTofu: linked when this machine has them, built only when the
+	@# fixtures' inputs changed since their plans were made (then the plans must be made
+	@# again, with these CLIs). OpenTofu's go.mod has a replace directive, so it is built in
+	@# its module's folder (as its release build does) rather than with go install.
+	@tf=$(TOOLCACHE)/terraform-$(TERRAFORM_VERSION); tofu=$(TOOLCACHE)/tofu-$(TOFU_VERSION); \
+	if test -x $$tf/terraform && test -x $$tofu/tofu; then :; \
+	elif $(GO) run ./internal/tffixtures/cmd/tffixtures-stamp check . ; then \
+	  echo "terraform and tofu: not built (the fixture plans are current for their inputs; see $(FIXTURESTAMP))"; exit 0; \
+	else \
+	  test -x $$tf/terraform || { echo "building terraform v$(TERRAFORM_VERSION) into $$tf"; \
+	    GOBIN=$$tf CGO_ENABLED=0 $(GO) install -trimpath -ldflags "-s -w" github.com/hashicorp/terraform@v$(TERRAFORM_VERSION); } && \
+	  test -x $$tofu/tofu || { echo "building tofu v$(TOFU_VERSION) into $$tofu"; \
+	    $(GO) mod download github.com/opentofu/opentofu@v$(TOFU_VERSION) && \
+	    cd "$$($(GO) env GOMODCACHE)/github.com/opentofu/opentofu@v$(TOFU_VERSION)" && \
+	    CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o $$tofu/tofu ./cmd/tofu; }; \
+	fi; \
+	if test -x $$tf/terraform && test -x $$tofu/tofu; then \
+	  ln -sfn $$tf/terraform $(TOOLS)/bin/terraform && ln -sfn $$tofu/tofu $(TOOLS)/bin/tofu; fi
 	mkdir -p $(TOOLS)/firestore-emulator && cp tools/firestore-emulator/package.json tools/firestore-emulator/package-lock.json $(TOOLS)/firestore-emulator/ && npm ci --prefix $(TOOLS)/firestore-emulator --no-audit --no-fund
 	@# The component provider's SDK tests: TypeScript and the Pulumi Node.js SDK the generated
 	@# TypeScript SDK compiles against (tools/tsc), and the modules of the SDK generator
@@ -61,6 +81,9 @@ deps:
 ## lint: gofmt and go vet (also with every build tag the repo uses); opa fmt and Regal on
 ## the rules (.regal/config.yaml).
 lint:
+	@big="$$(git ls-files -z | xargs -0 stat -c '%s %n' 2>/dev/null | \
+	  awk -v max=$(MAXFILEBYTES) '$$1 > max {print $$2}' | grep -vxF -f .large-files || true)"; \
+	if [ -n "$$big" ]; then echo "committed files over $(MAXFILEBYTES) bytes (build outputs? list fixtures in .large-files):"; echo "$$big"; exit 1; fi
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...

@@ -9,7 +9,11 @@
 #   OUTDIR  where CASE/CLI.plan.json.txt go (default: the fixtures folder itself)
 #   CASE    only these cases (default: all)
 # Environment: TERRAFORM, TOFU (default .tools/bin/terraform, .tools/bin/tofu, installed
-# by `make deps`), JOBS (cases planned at once, default 2).
+# by `make deps` at the versions policies/testdata/terraform/inputs.txt pins), JOBS (cases
+# planned at once, default 2).
+#
+# After regenerating every case into the fixtures folder itself it rewrites inputs.txt, the
+# stamp `make deps` and the tests compare with the inputs' digest (internal/tffixtures).
 #
 # Only what changes from run to run is normalised (cmd/tfplan-normalise): the plan's
 # "timestamp" and the order of its "relevant_attributes".
@@ -25,6 +29,15 @@ jobs=${JOBS:-2}
 
 for bin in "$terraform" "$tofu"; do
   [ -x "$bin" ] || { echo "$bin not found: run make deps" >&2; exit 2; }
+done
+# The plans are made with the versions the stamp pins, and no others.
+stamp() { (cd "$repo" && go run ./internal/tffixtures/cmd/tffixtures-stamp "$@"); }
+tf_version=$(CHECKPOINT_DISABLE=1 "$terraform" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p')
+tofu_version=$("$tofu" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p')
+for pin in "terraform $tf_version" "tofu $tofu_version"; do
+  read -r cli have <<<"$pin"
+  want=$(stamp version "$repo" "$cli")
+  [ "$have" = "$want" ] || { echo "$cli is $have but inputs.txt pins $want: run make deps" >&2; exit 2; }
 done
 
 work=$(mktemp -d)
@@ -53,7 +66,9 @@ EOF
 export TF_CLI_CONFIG_FILE=$work/cli.tfrc CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0
 unset TF_DATA_DIR TF_WORKSPACE TF_CLI_ARGS TF_CLI_ARGS_init TF_CLI_ARGS_plan TF_CLI_ARGS_apply TF_LOG
 
+all=1
 if [ $# -gt 0 ]; then
+  all=0
   cases=("$@")
 else
   cases=()
@@ -110,4 +125,8 @@ while [ "$running" -gt 0 ]; do
   wait -n || failed=1
   running=$((running - 1))
 done
+if [ "$failed" = 0 ] && [ "$out" = "$fixtures" ] && [ "$all" = 1 ]; then
+  stamp write "$repo" "terraform=$tf_version" "tofu=$tofu_version"
+  echo "inputs.txt: stamped"
+fi
 exit $failed

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/policies"
@@ -126,14 +127,33 @@ func TestExpectedVerdictsNameRealRulesAndResources(t *testing.T) {
 	}
 }
 
-// TestFixturePlansAreCurrent regenerates every plan with the real CLIs (installed by
-// make deps) and fails when a committed plan differs: the configuration, the stand-in
-// provider or a CLI changed without the plans being regenerated.
+// TestFixturePlansAreCurrent holds the committed plans to their inputs. The stamp
+// (StampFile) records the digest of the inputs the plans were last made from: when it no
+// longer matches, a configuration, the stand-in provider, the normaliser, the script or a
+// pinned CLI version changed and the plans must be made again. When the real CLIs are
+// installed (make deps builds them exactly then) it also regenerates every plan and fails
+// when a committed one differs.
 func TestFixturePlansAreCurrent(t *testing.T) {
+	stamp, err := ReadStamp(fixtures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := InputsDigest(repo, stamp.Versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := digest != stamp.Digest
 	for _, bin := range []string{"terraform", "tofu"} {
 		if _, err := os.Stat(filepath.Join(repo, ".tools", "bin", bin)); err != nil {
-			t.Skipf("%s is not installed (make deps installs it): %v", bin, err)
+			if stale {
+				t.Fatalf("the fixture inputs changed since the plans were made and %s is not installed: run make deps, then scripts/terraform-fixtures.sh", bin)
+			}
+			t.Logf("the plans are current by their inputs' digest %s (%s not installed, so not regenerated)", digest, bin)
+			return
 		}
+	}
+	if stale {
+		t.Errorf("%s is stale: the inputs' digest is %s, stamped %s: run scripts/terraform-fixtures.sh and commit the result", filepath.Join(fixtures, StampFile), digest, stamp.Digest)
 	}
 	out := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), filepath.Join(repo, "scripts", "terraform-fixtures.sh"), out)
@@ -194,4 +214,75 @@ func TestNormaliseKeepsAllButTheVaryingParts(t *testing.T) {
 			t.Errorf("Normalise(%q) gives no error", bad)
 		}
 	}
+}
+
+// TestInputsDigestCoversEveryInput changes each kind of input in a copy of the inputs and
+// asserts the digest moves, and that an output (a plan, the stamp, a verdict) does not.
+func TestInputsDigestCoversEveryInput(t *testing.T) {
+	versions := map[string]string{"terraform": "1.5.7", "tofu": "1.9.0"}
+	tmp := t.TempDir()
+	files := map[string]string{
+		"policies/testdata/terraform/case/main.tf":                "resource \"x\" \"y\" {}\n",
+		"policies/testdata/terraform/case/" + ExpectedFile:        "description: d\nclis: [terraform]\nfindings: []\n",
+		"policies/testdata/terraform/case/terraform" + PlanSuffix: "{}\n",
+		"policies/testdata/terraform/" + StampFile:                "terraform 1.5.7\n",
+		"internal/tfprovider/provider.go":                         "package tfprovider\n",
+		"internal/tffixtures/normalise.go":                        "package tffixtures\n",
+		"internal/tffixtures/cmd/tfplan-normalise/main.go":        "package main\n",
+		"scripts/terraform-fixtures.sh":                           "#!/bin/sh\n",
+	}
+	write := func(rel, content string) {
+		path := filepath.Join(tmp, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rel, content := range files {
+		write(rel, content)
+	}
+	digest := func() string {
+		d, err := InputsDigest(tmp, versions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	base := digest()
+	if again := digest(); again != base {
+		t.Fatalf("digest not deterministic: %s then %s", base, again)
+	}
+	for rel, content := range files {
+		isInput := !strings.HasSuffix(rel, PlanSuffix) && !strings.HasSuffix(rel, StampFile)
+		t.Run(rel, func(t *testing.T) {
+			changed := content + "# changed\n"
+			if strings.HasSuffix(rel, ExpectedFile) {
+				// Only the clis: line of a verdict file is an input; the rest is judgement.
+				changed = content + "not: []\n"
+				write(rel, changed)
+				if got := digest(); got != base {
+					t.Errorf("a verdict change moved the digest")
+				}
+				changed = strings.Replace(content, "[terraform]", "[terraform, tofu]", 1)
+				isInput = true
+			}
+			write(rel, changed)
+			defer write(rel, content)
+			if moved := digest() != base; moved != isInput {
+				t.Errorf("changing %s moved the digest: %v, want %v", rel, moved, isInput)
+			}
+		})
+	}
+	t.Run("versions", func(t *testing.T) {
+		for _, cli := range CLIs {
+			old := versions[cli]
+			versions[cli] = old + ".1"
+			if digest() == base {
+				t.Errorf("a new %s version did not move the digest", cli)
+			}
+			versions[cli] = old
+		}
+	})
 }
