@@ -13,17 +13,15 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	http_helper "github.com/gruntwork-io/terratest/modules/http-helper"
-	"github.com/gruntwork-io/terratest/modules/logger"
-	"github.com/gruntwork-io/terratest/modules/retry"
-	"github.com/gruntwork-io/terratest/modules/shell"
-	test_structure "github.com/gruntwork-io/terratest/modules/test-structure"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/eventpipe/eventpipe/consumer/store"
@@ -32,31 +30,27 @@ import (
 	"github.com/eventpipe/eventpipe/internal/proctest"
 )
 
-// stageDir keeps what test-structure stages save between runs, so that
-// SKIP_build_consumer=1 reuses the binary of an earlier run.
-func stageDir() string { return filepath.Join(os.TempDir(), "eventpipe-integration") }
+// consumerBinary is the consumer built once per test binary run.
+var consumerBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "eventpipe-integration-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "consumer")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/consumer")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/consumer: %v\n%s", err, out)
+	}
+	return bin, nil
+})
 
-// buildConsumer is the "build_consumer" stage: go build ./cmd/consumer into
-// the stage folder. It returns the binary's path.
+// buildConsumer returns the path of cmd/consumer built for this run (once).
 func buildConsumer(t *testing.T) string {
 	t.Helper()
-	dir := stageDir()
-	test_structure.RunTestStage(t, "build_consumer", func() {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		// Build beside, then rename: a concurrent run keeps executing the old file.
-		bin := filepath.Join(dir, "consumer")
-		tmp := fmt.Sprintf("%s.%d", bin, os.Getpid())
-		shell.RunCommand(t, shell.Command{Command: "go", Args: []string{"build", "-o", tmp, "./cmd/consumer"}, WorkingDir: ".."})
-		if err := os.Rename(tmp, bin); err != nil {
-			t.Fatal(err)
-		}
-		test_structure.SaveString(t, dir, "consumer_binary", bin)
-	})
-	bin := test_structure.LoadString(t, dir, "consumer_binary")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("consumer binary %s: %v (unset SKIP_build_consumer to build it)", bin, err)
+	bin, err := consumerBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -88,34 +82,41 @@ func startProcTee(t *testing.T, bin string, env map[string]string, tee io.Writer
 // consumer reports in its body; err is set when the connection failed (the
 // process died mid-request).
 func (p *proc) push(body []byte) (int, string, error) {
-	status, resp, err := http_helper.HTTPDoE(p.t, http.MethodPost, p.URL+"/pubsub/push", bytes.NewReader(body),
-		map[string]string{"Content-Type": "application/json"}, nil)
+	resp, err := http.Post(p.URL+"/pubsub/push", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return 0, "", err
 	}
 	var r struct {
 		Outcome string `json:"outcome"`
 	}
-	_ = json.Unmarshal([]byte(resp), &r)
-	return status, r.Outcome, nil
+	_ = json.Unmarshal(data, &r)
+	return resp.StatusCode, r.Outcome, nil
 }
 
 // pushUntil pushes body until the outcome is one of want (retries while the
 // consumer answers retry, e.g. while a dead holder's lease runs out).
 func (p *proc) pushUntil(t *testing.T, body []byte, want ...string) string {
 	t.Helper()
-	return retry.DoWithRetry(t, "push until "+strings.Join(want, "/"), 100, 100*time.Millisecond, func() (string, error) {
+	var last string
+	for range 100 {
 		status, outcome, err := p.push(body)
-		if err != nil {
-			return "", err
+		switch {
+		case err != nil:
+			last = err.Error()
+		case slices.Contains(want, outcome):
+			return outcome
+		default:
+			last = fmt.Sprintf("status %d outcome %q", status, outcome)
 		}
-		for _, w := range want {
-			if outcome == w {
-				return outcome, nil
-			}
-		}
-		return "", fmt.Errorf("status %d outcome %q", status, outcome)
-	})
+		time.Sleep(100 * time.Millisecond) // the consumer answers retry until a dead holder's lease runs out
+	}
+	t.Fatalf("push until %s: gave up after 100 tries: %s", strings.Join(want, "/"), last)
+	return ""
 }
 
 // linesWith returns the log lines whose fields equal every key/value pair.
@@ -184,5 +185,5 @@ func readDocs(t *testing.T, url string, keys ...store.Key) map[store.Key]store.D
 	return out
 }
 
-// logf writes through terratest's logger (shown with go test -v).
-func logf(t *testing.T, format string, args ...any) { logger.Default.Logf(t, format, args...) }
+// logf logs a figure of the run (shown with go test -v).
+func logf(t *testing.T, format string, args ...any) { t.Helper(); t.Logf(format, args...) }

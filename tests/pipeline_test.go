@@ -10,7 +10,6 @@ import (
 	"time"
 
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	"github.com/gruntwork-io/terratest/modules/retry"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/store"
@@ -100,17 +99,17 @@ func (f *pubsubFixture) bridge(t *testing.T, p *proc, concurrency int) (stop fun
 // settled waits until every published message reached a final state.
 func (f *pubsubFixture) settled(t *testing.T, within time.Duration) devpipe.Row {
 	t.Helper()
-	var row devpipe.Row
-	retry.DoWithTimeout(t, "every message settled", within, func() (string, error) {
-		for {
-			row = f.tally.Rows(f.topo)[0]
-			if row.Settled() {
-				return "", nil
-			}
-			time.Sleep(20 * time.Millisecond)
+	deadline := time.Now().Add(within)
+	for {
+		row := f.tally.Rows(f.topo)[0]
+		if row.Settled() {
+			return row
 		}
-	})
-	return row
+		if time.Now().After(deadline) {
+			t.Fatalf("not every message settled within %s: %+v", within, row)
+		}
+		time.Sleep(20 * time.Millisecond) // polls the tally the bridge fills
+	}
 }
 
 // TestPoisonLandsInDLQAfterMaxAttempts: a poison message pushed through
