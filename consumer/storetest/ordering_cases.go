@@ -60,8 +60,11 @@ type orderingWorld struct {
 	window  time.Duration // engine.Config.MaxEventSkew
 	maxJump int64         // engine.Config.MaxSequenceJump; 0 for the default
 	seqs    bool          // the producer sends sequences
-	marker  bool          // the route keeps dedupe markers
-	updates []ordered     // legitimate, in publish order
+	// seqLimit bounds every sequence's magnitude: math.MaxInt64, or 2^53-1
+	// on a store that cannot keep larger integers (Harness.NoFullInt64).
+	seqLimit int64
+	marker   bool      // the route keeps dedupe markers
+	updates  []ordered // legitimate, in publish order
 }
 
 func (w *orderingWorld) config(c *engine.Config) {
@@ -114,7 +117,7 @@ var orderingFields = []orderingField{
 			a.seq = nil
 			return
 		}
-		v := pick(r, values)
+		v := w.clampSeq(pick(r, values))
 		a.seq = &v
 	}},
 	{name: "publishTime", set: func(r *rand.Rand, w *orderingWorld, a *ordered, at time.Time, inWindow bool) {
@@ -156,6 +159,17 @@ func orderingFieldsCovered(t *testing.T) {
 	}
 }
 
+// clampSeq bounds v to ±w.seqLimit.
+func (w *orderingWorld) clampSeq(v int64) int64 { return max(-w.seqLimit, min(v, w.seqLimit)) }
+
+// seqLimit is orderingWorld.seqLimit for a store that keeps full int64s or not.
+func seqLimit(fullInt64 bool) int64 {
+	if fullInt64 {
+		return math.MaxInt64
+	}
+	return 1<<53 - 1
+}
+
 // sat returns a+d, saturated at the int64 bounds.
 func sat(a, d int64) int64 {
 	s := a + d
@@ -180,12 +194,9 @@ func pick[T any](r *rand.Rand, vs []T) T { return vs[r.IntN(len(vs))] }
 // With fullInt64 false (Harness.NoFullInt64) sequences start below 2^53.
 func genWorld(r *rand.Rand, start time.Time, n int, gaps []time.Duration, fullInt64 bool) *orderingWorld {
 	w := &orderingWorld{window: pick(r, []time.Duration{engine.DefaultMaxEventSkew, time.Minute}),
-		maxJump: pick(r, []int64{0, 1, 5, 1000}), seqs: r.IntN(2) == 0, marker: r.IntN(2) == 0}
-	bases := []int64{0, 1, 41, 1 << 40, -1000, math.MinInt64}
-	if fullInt64 {
-		bases = append(bases, math.MaxInt64-100)
-	}
-	base := pick(r, bases)
+		maxJump: pick(r, []int64{0, 1, 5, 1000}), seqs: r.IntN(2) == 0, marker: r.IntN(2) == 0, seqLimit: seqLimit(fullInt64)}
+	base := w.clampSeq(pick(r, []int64{0, 1, 41, 1 << 40, -1000, math.MinInt64, math.MaxInt64 - 100}))
+	base = min(base, w.seqLimit-100) // room for the updates' steps
 	p := start
 	for i := range n {
 		if i > 0 {
@@ -430,11 +441,12 @@ func noMessageFreezesADocument(t *testing.T, e *env) {
 			return ordered{name: "adversary", msgID: "3000001", eventID: "ev-seq0", publish: at, eventTime: at, seq: seq(0)}
 		}},
 		{"sequence MaxInt64 on a sequence producer", true, func(at time.Time) ordered {
-			return ordered{name: "adversary", msgID: "3000002", eventID: "ev-max", publish: at, eventTime: at, seq: seq(math.MaxInt64)}
+			// The largest sequence the store keeps (the npm emulator's is 2^53-1).
+			return ordered{name: "adversary", msgID: "3000002", eventID: "ev-max", publish: at, eventTime: at, seq: seq(seqLimit(e.h.NoFullInt64 == ""))}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &orderingWorld{window: window, seqs: tc.seqs, marker: true}
+			w := &orderingWorld{window: window, seqs: tc.seqs, marker: true, seqLimit: seqLimit(e.h.NoFullInt64 == "")}
 			for i := range 3 {
 				var s *int64
 				if tc.seqs {
@@ -455,7 +467,7 @@ func noMessageFreezesADocument(t *testing.T, e *env) {
 	t.Run("older event republished beyond the window", func(t *testing.T) {
 		// Event 0, published again (a DLQ replay) an hour after event 1
 		// was applied: it is older, so it stays stale without a marker.
-		w := &orderingWorld{window: window, updates: []ordered{u(0, start, nil), u(1, start.Add(10*time.Second), nil)}}
+		w := &orderingWorld{window: window, updates: []ordered{u(0, start, nil), u(1, start.Add(10*time.Second), nil)}, seqLimit: math.MaxInt64}
 		set := &orderingSetting{e: e, clock: NewClock(start.Add(time.Minute)), world: w, tag: "replay"}
 		eng, coll := set.engine()
 		for _, d := range w.updates {
