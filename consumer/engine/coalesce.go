@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/store"
@@ -282,7 +283,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 	var stale []*waiter
 	for _, w := range group {
 		m := w.m
-		m.res.Outcome, m.res.WriteKind, m.res.Warning = "", logfields.WriteKindNone, ""
+		m.res.Outcome, m.res.WriteKind, m.res.Warning, m.jumpFrom = "", logfields.WriteKindNone, "", nil
 		m.appliedAt = now
 		w.err = nil
 		useMarker := m.marker != store.Key{}
@@ -299,7 +300,8 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 				w.err = err
 				continue
 			}
-			if m.order.compare(stored) <= 0 {
+			m.noteJump(stored)
+			if !m.ordering.supersedes(m.order, stored) {
 				m.res.Outcome = Stale
 				if useMarker && !slow {
 					stale = append(stale, w)
@@ -322,16 +324,18 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 			}
 		}
 	}
-	// The newest candidate whose document can be built wins (the first
-	// arrived on a tie).
+	// The newest candidate whose document can be built wins: one newer
+	// than every other (the first arrived on a tie), the others then being
+	// older than it or the same event.
 	var win *materialization
 	var doc store.Document
 	for win == nil && len(candidates) > 0 {
-		best := 0
-		for i, w := range candidates {
-			if w.m.order.compare(candidates[best].m.order) > 0 {
-				best = i
-			}
+		best := newest(candidates)
+		if best < 0 {
+			// The candidates' publish times span more than the window and
+			// none is newer than every other (ordering.compare): decide
+			// them one after another in arrival order instead.
+			return e.latestSerial(ctx, tx, candidates, now, slow)
 		}
 		c := candidates[best]
 		candidates = slices.Delete(candidates, best, best+1)
@@ -360,4 +364,100 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 	}
 	win.res.Outcome, win.res.WriteKind = Applied, logfields.WriteKindSet
 	return win, store.SetOwned(ctx, tx, target, doc)
+}
+
+// duplicateOfAny is duplicateOf for each of ms in turn, on m's target.
+func (m *materialization) duplicateOfAny(ctx context.Context, e *Engine, ms []*materialization) (bool, error) {
+	for _, o := range ms {
+		if dup, err := m.duplicateOf(ctx, e, m.target, o.eventKey, o.fingerprint); dup || err != nil {
+			return dup, err
+		}
+	}
+	return false, nil
+}
+
+// newest returns the index of the first candidate that no other one
+// supersedes, or -1 if there is none (possible only when their publish
+// times span more than the window: inside it the order is total).
+func newest(candidates []*waiter) int {
+	best := 0
+	for i, w := range candidates {
+		if w.m.ordering.supersedes(w.m.order, candidates[best].m.order) {
+			best = i
+		}
+	}
+	if undominated(candidates, best) {
+		return best
+	}
+	for i := range candidates {
+		if i != best && undominated(candidates, i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// undominated reports whether no candidate supersedes candidates[i].
+func undominated(candidates []*waiter, i int) bool {
+	for j, w := range candidates {
+		if j != i && w.m.ordering.supersedes(w.m.order, candidates[i].m.order) {
+			return false
+		}
+	}
+	return true
+}
+
+// latestSerial decides candidates, each newer than the stored version, as
+// if they ran one after another in arrival order: each is applied if it
+// supersedes the one applied before it, else it is stale or a duplicate
+// of it. Only the last applied document is written (the others it
+// replaced within the transaction); every applied one's dedupe marker is.
+// A candidate whose document cannot be built fails alone, as in
+// latestGroup. It returns the one written.
+func (e *Engine) latestSerial(ctx context.Context, tx store.Tx, candidates []*waiter, now time.Time, slow bool) (*materialization, error) {
+	for {
+		var applied []*materialization
+		var cur *materialization
+		for _, w := range candidates {
+			m := w.m
+			if cur != nil {
+				// The same event as one applied before it (its marker would
+				// say so), or as the document.
+				if dup, err := m.duplicateOfAny(ctx, e, applied); dup || err != nil {
+					w.err = err
+					continue
+				}
+				if !m.ordering.supersedes(m.order, cur.order) {
+					m.res.Outcome = Stale
+					continue
+				}
+			}
+			m.res.Outcome, m.res.WriteKind = Applied, logfields.WriteKindSet
+			applied, cur = append(applied, m), m
+		}
+		doc, err := cur.document()
+		if err != nil {
+			// Decide again without it, as if it had never arrived.
+			for _, w := range candidates {
+				w.err = nil
+				if w.m == cur {
+					w.err = err
+				}
+				w.m.res.Outcome, w.m.res.WriteKind, w.m.res.Warning = "", logfields.WriteKindNone, ""
+			}
+			candidates = slices.DeleteFunc(candidates, func(w *waiter) bool { return w.m == cur })
+			if len(candidates) == 0 {
+				return nil, nil
+			}
+			continue
+		}
+		for _, m := range applied {
+			if m.marker != (store.Key{}) {
+				if err := e.writeMarker(ctx, tx, m, now, slow); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return cur, store.SetOwned(ctx, tx, cur.target, doc)
+	}
 }

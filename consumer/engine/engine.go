@@ -23,6 +23,10 @@ const (
 	DefaultLeaseDuration    = 900 * time.Second
 	DefaultMaxAttempts      = 5
 	DefaultMaxEventSkew     = 5 * time.Minute
+	// DefaultMaxSequenceJump is Config.MaxSequenceJump's default: far more
+	// updates than one aggregate takes in a window, far fewer than a
+	// bogus sequence (0 against a timestamp-based one, math.MaxInt64) jumps.
+	DefaultMaxSequenceJump = 1_000_000
 	// DefaultMaxWaitingPerDocument is Config.MaxWaitingPerDocument's
 	// default: well above an instance's usual concurrency (Cloud Run's 80
 	// requests, the pull consumer's 100 outstanding messages), so only a
@@ -76,7 +80,19 @@ type Config struct {
 	// placeholder such as 9999-12-31) is not trusted for ordering: the
 	// publish time orders the event instead, and a WARNING line gives both.
 	// Default 5 minutes.
+	// It is also the window of ordering: a stored version holds back an
+	// update by its sequence or event time only while the update was
+	// published at most MaxEventSkew after it (docs/consumer.md, ordering),
+	// and a publish time more than MaxEventSkew ahead of Now is not trusted
+	// either (Now stands in for it, with a WARNING line).
 	MaxEventSkew time.Duration
+	// MaxSequenceJump bounds the sequence step trusted across the window:
+	// an update published more than MaxEventSkew after the stored version
+	// wins by its sequence only when that is ahead by at most this much
+	// (otherwise its event time decides). Two sequences further apart than
+	// this are logged at WARNING with both values. Write.MaxSequenceJump
+	// overrides it per route. Default DefaultMaxSequenceJump.
+	MaxSequenceJump int64
 	// MaxWaitingPerDocument bounds how many latest-state deliveries for one
 	// document wait while a transaction on it is in flight. Waiting
 	// deliveries are decided together by the next transaction, which reads
@@ -145,6 +161,12 @@ func New(cfg Config) (*Engine, error) {
 	setDefault(&cfg.PoisonTTL, DefaultPoisonTTL)
 	setDefault(&cfg.LeaseDuration, DefaultLeaseDuration)
 	setDefault(&cfg.MaxEventSkew, DefaultMaxEventSkew)
+	switch {
+	case cfg.MaxSequenceJump < 0:
+		return nil, newError(TypeConfiguration, op, "Config.MaxSequenceJump is negative (%d): use a positive bound or 0 for the default %d", cfg.MaxSequenceJump, DefaultMaxSequenceJump)
+	case cfg.MaxSequenceJump == 0:
+		cfg.MaxSequenceJump = DefaultMaxSequenceJump
+	}
 	if cfg.LeaseDuration >= cfg.DedupeTTL {
 		return nil, newError(TypeConfiguration, op, "Config.LeaseDuration (%s) must be shorter than Config.DedupeTTL (%s), which also bounds how long lease records live", cfg.LeaseDuration, cfg.DedupeTTL)
 	}

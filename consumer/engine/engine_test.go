@@ -34,6 +34,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"lease outlives record", engine.Config{Store: st, Env: "prod", LeaseDuration: time.Hour, DedupeTTL: time.Minute}, "Config.LeaseDuration"},
 		{"bad mode", engine.Config{Store: st, Env: "prod", Fingerprint: "loud"}, "Config.Fingerprint"},
 		{"negative skew", engine.Config{Store: st, Env: "prod", MaxEventSkew: -time.Minute}, "Config.MaxEventSkew"},
+		{"negative sequence jump", engine.Config{Store: st, Env: "prod", MaxSequenceJump: -1}, "Config.MaxSequenceJump"},
 		{"bad coalescing bound", engine.Config{Store: st, Env: "prod", MaxWaitingPerDocument: -2}, "Config.MaxWaitingPerDocument"},
 	}
 	for _, tc := range tests {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/store"
@@ -21,6 +22,15 @@ func i64(m map[string]any, k string) int64 {
 	case int64:
 		return v
 	case float64:
+		// Saturated: a store that keeps integers as doubles (the npm
+		// Firestore emulator) gives back 2^63 for math.MaxInt64, which
+		// int64() would turn into an unspecified value.
+		switch {
+		case v >= math.MaxInt64:
+			return math.MaxInt64
+		case v <= math.MinInt64:
+			return math.MinInt64
+		}
 		return int64(v)
 	}
 	return 0

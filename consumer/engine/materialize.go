@@ -62,6 +62,9 @@ type Write struct {
 	EventTime time.Time
 	// Sequence is the producer's per-aggregate sequence, when it has one.
 	Sequence *int64
+	// MaxSequenceJump, when positive, is the route's bound on a sequence
+	// step trusted across the window (Config.MaxSequenceJump).
+	MaxSequenceJump int64
 	// Mode is ModeLatest (default) or ModeCreate.
 	Mode Mode
 	// DedupeMarker also records {prefix}dedupe/{env}__{event key}, in the same
@@ -117,6 +120,11 @@ type materialization struct {
 	eventKey    string
 	fingerprint string
 	order       orderKey
+	ordering    ordering
+	// jumpFrom is the stored sequence when the transaction that decided
+	// the message found it more than the bound away from the message's
+	// (logged once the outcome is known: see logJump).
+	jumpFrom *int64
 	// appliedAt is set by the transaction that may write the document.
 	appliedAt time.Time
 	// fields are the document's fields without MetaField: in the value
@@ -244,10 +252,35 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 		// Nothing was recorded; keep the paths and the operations spent for the log.
 		return Result{DocPath: m.res.DocPath, IdempotencyDoc: m.res.IdempotencyDoc, Ops: m.res.Ops}, wrap(m.op, err)
 	}
+	e.logJump(ctx, m)
 	if err := e.Hit(ctx, ProjectionAfterWrite); err != nil {
 		return Result{}, err
 	}
 	return m.res, nil
+}
+
+// noteJump records, for logJump, that m's sequence and the stored
+// version's are more than the bound apart.
+func (m *materialization) noteJump(stored orderKey) {
+	m.jumpFrom = nil
+	if m.ordering.jump(m.order, stored) {
+		seq := stored.seq
+		m.jumpFrom = &seq
+	}
+}
+
+// logJump logs, at WARNING with both sequences, a message whose sequence
+// was more than the bound away from the stored version's: a producer
+// whose sequence jumped, or a bogus one on either side. Inside the window
+// the sequences still order the two (so any permutation of deliveries
+// converges); across it the jump does not count (ordering.compare).
+func (e *Engine) logJump(ctx context.Context, m *materialization) {
+	if m.jumpFrom == nil {
+		return
+	}
+	e.cfg.Logger.WarnContext(ctx, "sequence jump beyond the maximum from the stored version: trusted only within the window of its publish time",
+		logfields.MessageID, m.order.messageID, "sequence", m.order.seq, "stored_sequence", *m.jumpFrom,
+		"max_sequence_jump", m.ordering.maxJump, logfields.Outcome, string(m.res.Outcome), logfields.DocPath, m.res.DocPath)
 }
 
 // create is the ModeCreate transaction, then, if the document exists,
@@ -310,6 +343,9 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	default:
 		return nil, newError(TypeConfiguration, op, "Write.Mode %q: use %q or %q", w.Mode, ModeLatest, ModeCreate)
 	}
+	if w.MaxSequenceJump < 0 {
+		return nil, newError(TypeConfiguration, op, "Write.MaxSequenceJump is negative (%d): use a positive bound, or 0 for Config.MaxSequenceJump", w.MaxSequenceJump)
+	}
 	key, fp, err := ev.eventKey()
 	if err != nil {
 		return nil, newError(TypePoison, op, "%v", err)
@@ -332,10 +368,15 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	default:
 		return nil, newError(TypePoison, op, "the message has no aggregate id (Write.ID): latest-state writes need one to name the document")
 	}
-	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: e.orderingTime(ctx, ev, w, target),
-		publishTime: ev.PublishTime.UTC().Truncate(time.Microsecond), messageID: ev.MessageID}
+	published := e.orderingPublishTime(ctx, ev, target)
+	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: e.orderingTime(ctx, ev, w, published, target),
+		publishTime: published, messageID: ev.MessageID, eventKey: m.eventKey, fingerprint: fp}
 	if w.Sequence != nil {
 		m.order.seq = *w.Sequence
+	}
+	m.ordering = ordering{window: e.cfg.MaxEventSkew, maxJump: uint64(e.cfg.MaxSequenceJump)}
+	if w.MaxSequenceJump > 0 {
+		m.ordering.maxJump = uint64(w.MaxSequenceJump)
 	}
 	// Fields not in the value model are converted (or rejected) now; the
 	// document itself is built when it is written (see document).
@@ -357,19 +398,39 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 }
 
 // orderingTime is the event time that orders w: its own, unless that is
-// more than MaxEventSkew ahead of the publish time, which then stands in
-// for it (logged at WARNING with both times), so that one event from a
-// clock far ahead cannot make every later update of its aggregate stale.
-func (e *Engine) orderingTime(ctx context.Context, ev Event, w Write, target string) time.Time {
+// more than MaxEventSkew ahead of the publish time (as orderingPublishTime
+// trusts it), which then stands in for it (logged at WARNING with both
+// times), so that one event from a clock far ahead cannot make every
+// later update of its aggregate stale.
+func (e *Engine) orderingTime(ctx context.Context, ev Event, w Write, published time.Time, target string) time.Time {
 	at := w.EventTime.UTC().Truncate(time.Microsecond)
-	if ev.PublishTime.IsZero() || !at.After(ev.PublishTime.Add(e.cfg.MaxEventSkew)) {
+	if published.IsZero() || !at.After(published.Add(e.cfg.MaxEventSkew)) {
 		return at
 	}
-	published := ev.PublishTime.UTC().Truncate(time.Microsecond)
 	e.cfg.Logger.WarnContext(ctx, "event time is beyond the maximum skew ahead of the publish time: ordered by the publish time",
 		logfields.MessageID, ev.MessageID, logfields.EventTime, at, logfields.PublishTime, published,
 		"max_event_skew", e.cfg.MaxEventSkew.String(), logfields.DocPath, target)
 	return published
+}
+
+// orderingPublishTime is the publish time that orders ev: its own, unless
+// that is more than MaxEventSkew ahead of the engine's clock (no
+// transport stamps a message in the future), when the clock stands in for
+// it (logged at WARNING with both times), so that the window an update
+// must be published beyond (ordering.compare) cannot be pushed into the
+// future. A zero publish time (the transport gave none) stays zero: it
+// counts as published before every other.
+func (e *Engine) orderingPublishTime(ctx context.Context, ev Event, target string) time.Time {
+	published := ev.PublishTime.UTC().Truncate(time.Microsecond)
+	now := e.now()
+	if !published.After(now.Add(e.cfg.MaxEventSkew)) {
+		return published
+	}
+	received := now.Truncate(time.Microsecond)
+	e.cfg.Logger.WarnContext(ctx, "publish time is beyond the maximum skew ahead of the clock: ordered by the time received",
+		logfields.MessageID, ev.MessageID, logfields.PublishTime, published, "received_at", received,
+		"max_event_skew", e.cfg.MaxEventSkew.String(), logfields.DocPath, target)
+	return received
 }
 
 // release clears m (the store owns the document it was given) and recycles it.
@@ -390,7 +451,7 @@ func (e *Engine) envKey(collection, id string) (store.Key, string) {
 // expired one is overwritten) and costs one more read. It only reads the
 // documents it gets, so it reads them shared (store.GetShared).
 func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, slow bool) error {
-	m.res.Outcome, m.res.WriteKind, m.res.Warning = "", logfields.WriteKindNone, ""
+	m.res.Outcome, m.res.WriteKind, m.res.Warning, m.jumpFrom = "", logfields.WriteKindNone, "", nil
 	now := e.now()
 	m.appliedAt = now // the document's appliedAt, if this transaction writes it
 	useMarker := m.marker != store.Key{}
@@ -415,7 +476,9 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		if dup, err := m.duplicateOf(ctx, e, m.target, str(meta, metaEventKey), str(meta, metaFingerprint)); dup || err != nil {
 			return err
 		}
-		if m.order.compare(orderFromMeta(meta)) <= 0 {
+		stored := orderFromMeta(meta)
+		m.noteJump(stored)
+		if !m.ordering.supersedes(m.order, stored) {
 			m.res.Outcome = Stale
 			if useMarker && !slow {
 				// Older than the state: a republished event is a duplicate

@@ -231,7 +231,7 @@ func (p *Processor) materialize(ctx context.Context, ev engine.Event, plan *rout
 	w := engine.Write{
 		Collection: plan.Target.Collection, ID: plan.AggregateID, Source: plan,
 		EventTime: plan.EventTime, Sequence: plan.Sequence, Mode: engine.ModeLatest,
-		DedupeMarker: plan.Route.Dedupe != nil,
+		DedupeMarker: plan.Route.Dedupe != nil, MaxSequenceJump: plan.Route.Ordering.MaxSequenceJump,
 	}
 	out, err := p.engine.Materialize(ctx, ev, w)
 	res.DocPath, res.IdemDoc, res.WriteKind = out.DocPath, out.IdempotencyDoc, out.WriteKind

@@ -122,15 +122,21 @@ type Field struct {
 	Required bool `json:"required,omitempty"`
 }
 
-// Ordering picks the version-ordering fields. Updates compare (sequence,
-// event time, publish time, message id) left to right, an absent sequence
-// below any present one; the engine adds the last two.
+// Ordering picks the version-ordering fields. Updates published within
+// the window (EVENTPIPE_MAX_EVENT_SKEW) of the stored version compare
+// (sequence, event time, publish time, message id) left to right, an
+// absent sequence below any present one; the engine adds the last two. An
+// update published later than that wins unless it is older by its event
+// time (docs/consumer.md, ordering).
 type Ordering struct {
 	// EventTime is a timestamp output field: the event's own time.
 	EventTime string `json:"eventTime"`
 	// Sequence is an integer output field: a producer-issued per-aggregate
 	// sequence, optional.
 	Sequence string `json:"sequence,omitempty"`
+	// MaxSequenceJump bounds the sequence step trusted across the window
+	// (engine.Write.MaxSequenceJump); 0 takes the engine's default.
+	MaxSequenceJump int64 `json:"maxSequenceJump,omitempty"`
 }
 
 // Dedupe configures the logical-event key (two-tier dedupe).

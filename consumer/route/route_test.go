@@ -163,6 +163,11 @@ func TestCompileErrorsNameRouteFieldAndFix(t *testing.T) {
 		{"unknown ordering", func(r *Route) { r.Ordering.EventTime = "zz" }, "ordering.eventTime"},
 		{"sequence not integer", func(r *Route) { r.Ordering.Sequence = "id" }, "fields.id.type"},
 		{"untyped ordering", func(r *Route) { r.Fields["at"] = Field{From: []string{"at"}} }, "fields.at.type"},
+		{"negative sequence jump", func(r *Route) {
+			r.Fields["seq"] = Field{From: []string{"seq"}, Type: "integer"}
+			r.Ordering.Sequence, r.Ordering.MaxSequenceJump = "seq", -1
+		}, "ordering.maxSequenceJump"},
+		{"sequence jump without sequence", func(r *Route) { r.Ordering.MaxSequenceJump = 10 }, "ordering.maxSequenceJump"},
 		{"latest-state without ordering", func(r *Route) { r.Ordering = nil }, "ordering.eventTime"},
 		{"lease without action", func(r *Route) { r.Mode, r.Target, r.Ordering = ModeLease, Target{}, nil }, "action"},
 		{"lease with target", func(r *Route) {

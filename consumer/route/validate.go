@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/engine"
 )
 
 // Table is a validated, ready-to-use set of routes.
@@ -245,6 +247,12 @@ func (r *Route) validateOrdering(p *problems) {
 	check("eventTime", o.EventTime, "timestamp")
 	if o.Sequence != "" {
 		check("sequence", o.Sequence, "integer")
+	}
+	switch {
+	case o.MaxSequenceJump < 0:
+		p.add("ordering.maxSequenceJump", fmt.Sprintf("%d is negative", o.MaxSequenceJump), fmt.Sprintf("use a positive bound, or leave it out for the default (%d)", engine.DefaultMaxSequenceJump))
+	case o.MaxSequenceJump > 0 && o.Sequence == "":
+		p.add("ordering.maxSequenceJump", "bounds the sequence, and the route has none", `set "ordering.sequence" or remove maxSequenceJump`)
 	}
 }
 

@@ -38,6 +38,7 @@ func (s *suite) cases() []testCase {
 		{name: "ExactEventIDs", run: exactEventIDs},
 		{name: "DerivedKeyCollision", run: derivedKeyCollision},
 		{name: "EventTimeSkew", run: eventTimeSkew},
+		{name: "NoMessageFreezesADocument", run: noMessageFreezesADocument},
 		{name: "PoisonKeepsWholeMessage", run: poisonKeepsWholeMessage},
 		{name: "LeaseLifecycle", run: leaseLifecycle},
 		{name: "LeaseTakeoverAndFencing", run: leaseTakeoverAndFencing},
