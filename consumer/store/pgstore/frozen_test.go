@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
@@ -193,6 +195,30 @@ func (h *holder) next(t *testing.T) string {
 	return ""
 }
 
+// waitForLockWaiters waits until n sessions wait for advisory locks.
+func waitForLockWaiters(t *testing.T, dbURL string, n int) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for range 10000 {
+		var waiting int
+		if err := conn.QueryRow(context.Background(),
+			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		<-tick.C
+	}
+	t.Fatalf("fewer than %d sessions waiting for A's documents after 10s", n)
+}
+
 // timed is one delivery on instance B.
 type timed struct {
 	id      string
@@ -320,15 +346,14 @@ func frozenHolder(t *testing.T, raw, end string) {
 	}
 	guard, cancel := context.WithTimeout(ctx, 30*time.Second) // failure detection only
 	defer cancel()
-	var blocked, free []timed
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); blocked = deliverAll(guard, eng, heldIDs, heldDocNames) }()
-	go func() {
-		defer wg.Done()
-		free = deliverAll(guard, eng, append(otherIDs, newIDs...), append(otherDocs, newDocs...))
-	}()
-	wg.Wait()
+	var blocked []timed
+	waited := make(chan struct{})
+	go func() { defer close(waited); blocked = deliverAll(guard, eng, heldIDs, heldDocNames) }()
+	// The unrelated deliveries come once B's connections wait for A's
+	// documents, as they do when A's events keep being redelivered.
+	waitForLockWaiters(t, raw, heldDocs-1)
+	free := deliverAll(guard, eng, append(otherIDs, newIDs...), append(otherDocs, newDocs...))
+	<-waited
 	for _, r := range free {
 		if r.err != nil || r.outcome != engine.Applied {
 			t.Errorf("unrelated %s while A is frozen: %s, %v after %v; want applied", r.id, r.outcome, r.err, r.took)
