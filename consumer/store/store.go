@@ -190,3 +190,21 @@ func IsNoWait(ctx context.Context) bool {
 	v, _ := ctx.Value(noWaitKey{}).(bool)
 	return v
 }
+
+type readOnlyKey struct{}
+
+// ReadOnly returns a context for RunTx whose transaction only reads: a
+// driver that locks documents (pgstore) reads a consistent snapshot of the
+// committed documents without locking them, so the transaction waits for
+// no other; a write in it fails. Drivers without per-document locks ignore
+// it. For checks made ahead of a transaction that decides (the callback
+// handler's "does the target exist" before it reserves a receipt).
+func ReadOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readOnlyKey{}, true)
+}
+
+// IsReadOnly reports whether ctx was made by ReadOnly.
+func IsReadOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(readOnlyKey{}).(bool)
+	return v
+}

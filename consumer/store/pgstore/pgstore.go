@@ -130,7 +130,8 @@ func (s *Store) Settings() Settings { return s.set }
 // connection) and runs again waiting for what is left of the bound. A
 // transaction that still cannot get its documents fails with a transient
 // *store.Error (SQLSTATE 55P03): nothing was written, and the delivery is
-// retried later.
+// retried later. A store.ReadOnly transaction reads a REPEATABLE READ
+// snapshot without taking locks, so it waits for none.
 func (s *Store) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	deadline := time.Now().Add(s.set.LockTimeout)
 	waiting := false // a waiter: holds a slot, may wait past the probe
@@ -205,7 +206,7 @@ func (s *Store) attempt(ctx context.Context, fn func(ctx context.Context, tx sto
 		return classify("begin", err)
 	}
 	defer conn.Release()
-	t := &tx{conn: conn.Conn(), locked: map[int32]bool{}, lockWait: lockWait}
+	t := &tx{conn: conn.Conn(), locked: map[int32]bool{}, lockWait: lockWait, readOnly: store.IsReadOnly(ctx)}
 	defer t.rollback(ctx)
 	if err := fn(ctx, t); err != nil {
 		return err
@@ -233,13 +234,14 @@ func lockKey(key store.Key) int32 {
 
 // SQL a transaction sends.
 const (
-	sqlBegin       = "BEGIN ISOLATION LEVEL READ COMMITTED"
-	sqlLock        = "SELECT pg_advisory_xact_lock($1, $2)"
-	sqlTryLock     = "SELECT pg_try_advisory_xact_lock($1, $2)"
-	sqlLockTimeout = "SELECT set_config('lock_timeout', $1, true)"
-	sqlGet         = "SELECT data, expire_at FROM " + Table + " WHERE collection = $1 AND id = $2"
-	sqlCreate      = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4)"
-	sqlSet         = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4) " +
+	sqlBegin         = "BEGIN ISOLATION LEVEL READ COMMITTED"
+	sqlBeginReadOnly = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	sqlLock          = "SELECT pg_advisory_xact_lock($1, $2)"
+	sqlTryLock       = "SELECT pg_try_advisory_xact_lock($1, $2)"
+	sqlLockTimeout   = "SELECT set_config('lock_timeout', $1, true)"
+	sqlGet           = "SELECT data, expire_at FROM " + Table + " WHERE collection = $1 AND id = $2"
+	sqlCreate        = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4)"
+	sqlSet           = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4) " +
 		"ON CONFLICT (collection, id) DO UPDATE SET data = EXCLUDED.data, expire_at = EXCLUDED.expire_at"
 	sqlDelete = "DELETE FROM " + Table + " WHERE collection = $1 AND id = $2"
 )
@@ -261,6 +263,9 @@ type tx struct {
 	locked   map[int32]bool
 	writes   []write
 	lockWait time.Duration // > 0: the transaction's lock_timeout (a waiter)
+	// readOnly: a store.ReadOnly transaction, which reads a snapshot
+	// without locks and may not write.
+	readOnly bool
 }
 
 // write is a write held back until commit.
@@ -280,11 +285,18 @@ type write struct {
 func (t *tx) queueLocks(b *pgx.Batch, try bool, keys ...store.Key) (int, []int32) {
 	n := b.Len()
 	if !t.begun {
-		b.Queue(sqlBegin)
+		begin := sqlBegin
+		if t.readOnly {
+			begin = sqlBeginReadOnly
+		}
+		b.Queue(begin)
 		if t.lockWait > 0 {
 			b.Queue(sqlLockTimeout, millis(t.lockWait))
 		}
 		t.begun = true
+	}
+	if t.readOnly {
+		return b.Len() - n, nil
 	}
 	var locks []int32
 	for _, key := range keys {
@@ -406,8 +418,14 @@ func encode(key store.Key, doc store.Document) ([]byte, *time.Time, error) {
 	return data, &exp, nil
 }
 
+// errReadOnly is a write in a store.ReadOnly transaction.
+var errReadOnly = errors.New("write in a read-only transaction (store.ReadOnly): a programming error")
+
 // put holds back a create or set of doc until commit.
 func (t *tx) put(op, sql string, key store.Key, doc store.Document) error {
+	if t.readOnly {
+		return &store.Error{Op: op + " " + key.String(), Kind: store.KindConfiguration, Err: errReadOnly}
+	}
 	data, exp, err := encode(key, doc)
 	if err != nil {
 		return err
@@ -427,6 +445,9 @@ func (t *tx) Set(_ context.Context, key store.Key, doc store.Document) error {
 }
 
 func (t *tx) Delete(_ context.Context, key store.Key) error {
+	if t.readOnly {
+		return &store.Error{Op: "delete " + key.String(), Kind: store.KindConfiguration, Err: errReadOnly}
+	}
 	t.writes = append(t.writes, write{op: "delete", key: key, sql: sqlDelete, args: []any{key.Collection, key.ID}})
 	return nil
 }
