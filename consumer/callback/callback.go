@@ -289,7 +289,10 @@ var errVanished = errors.New("target vanished")
 func (h *Handler) exists(ctx context.Context, key store.Key, o *outcome) (bool, error) {
 	var tally opcount.Tally
 	found := false
-	err := h.store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	// Read-only: the check waits for no transaction holding the target (a
+	// delivery's Finish), so a retry reaches the receipt, which says at
+	// once whether the callback is in progress. Finish checks again.
+	err := h.store.RunTx(store.ReadOnly(ctx), func(ctx context.Context, tx store.Tx) error {
 		d, err := tally.Tx(tx).Get(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
 			found = false

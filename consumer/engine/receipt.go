@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -66,8 +67,12 @@ type Receipt struct {
 // processes; the others get an in_progress *Error, with HeldUntil, until
 // it finishes). A finished receipt is Replayed. A reservation that lapsed
 // (its holder died) or was released is taken over with a new fencing
-// token, so the former holder can no longer finish it. Costs 1 read + 1
-// write when reserved, 1 read + 0 writes otherwise.
+// token, so the former holder can no longer finish it. A receipt another
+// transaction holds at that moment (a store that locks documents, such as
+// PostgreSQL: another delivery is reserving, finishing or releasing it) is
+// in_progress at once, without waiting for that transaction and without
+// HeldUntil. Costs 1 read + 1 write when reserved, 1 read + 0 writes
+// otherwise.
 func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error) {
 	const op = "reserve receipt"
 	route, err := keys.NormalizeID(r.Route)
@@ -97,8 +102,15 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 	err = e.runTx(ctx, &rc.Ops, func(ctx context.Context, tx store.Tx) error {
 		now := e.now()
 		rc = Receipt{Doc: key.String(), key: key, Ops: rc.Ops, ReceivedAt: now}
-		// Read the receipt even when expired: its token keeps fencing monotonic.
-		cur, err := tx.Get(ctx, key)
+		// Read the receipt even when expired: its token keeps fencing
+		// monotonic. Without waiting: a receipt another transaction holds
+		// is being reserved, finished or released by another delivery of
+		// the callback right now, so this one is told at once to come back.
+		cur, err := tx.Get(store.NoWait(ctx), key)
+		if errors.Is(err, store.ErrLocked) {
+			code, _, _ := store.Code(err)
+			return &Error{Type: TypeInProgress, Code: code, Op: op, Err: fmt.Errorf("%s is in use by another delivery of the callback: %w", key, err)}
+		}
 		if err != nil && !isNotFound(err) {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/pull"
+	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
 )
 
 // Config is the consumer's runtime configuration, read from the environment
@@ -39,6 +40,11 @@ type Config struct {
 	// MaxWaitingPerDocument is engine.Config.MaxWaitingPerDocument (0: its
 	// default; engine.NoCoalescing: off).
 	MaxWaitingPerDocument int
+	// RequestTimeout is EVENTPIPE_REQUEST_TIMEOUT (0: unset). A PostgreSQL
+	// store derives its lock, statement and idle-in-transaction bounds from
+	// it: ConfigFromEnv adds it to StoreURL (pgstore.ParamRequestTimeout)
+	// unless the URL sets it.
+	RequestTimeout time.Duration
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -71,6 +77,8 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_SHUTDOWN_TIMEOUT            drain time after SIGTERM (default 9s)
 //	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
 //	EVENTPIPE_COALESCE_MAX_WAITING        deliveries that may wait for one document's transaction (default 256, 0 = no coalescing)
+//	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout (= push ack deadline); a PostgreSQL store's
+//	                                      lock/statement/idle bounds derive from it (default 10s)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k, def string) string {
 		if v, ok := lookup(k); ok && strings.TrimSpace(v) != "" {
@@ -159,10 +167,23 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 			c.MaxWaitingPerDocument = n
 		}
 	}
+	duration("EVENTPIPE_REQUEST_TIMEOUT", "60s", &c.RequestTimeout)
+	if c.RequestTimeout > 0 && isPostgres(c.StoreURL) {
+		u, err := pgstore.WithRequestTimeout(c.StoreURL, c.RequestTimeout)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("EVENTPIPE_STORE: %w (use postgres://user:password@host:5432/database)", err))
+		}
+		c.StoreURL = u
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration:\n%w", err)
 	}
 	return c, nil
+}
+
+// isPostgres reports whether a store URL names PostgreSQL.
+func isPostgres(storeURL string) bool {
+	return strings.HasPrefix(storeURL, "postgres://") || strings.HasPrefix(storeURL, "postgresql://")
 }
 
 func list(s string) []string {

@@ -49,6 +49,24 @@ func TestConfigFromEnvValues(t *testing.T) {
 	}
 }
 
+// TestConfigRequestTimeoutReachesPostgres: EVENTPIPE_REQUEST_TIMEOUT is
+// added to a PostgreSQL store URL (where pgstore derives its bounds from
+// it), unless the URL sets its own; other stores' URLs are left alone.
+func TestConfigRequestTimeoutReachesPostgres(t *testing.T) {
+	tests := []struct{ store, want string }{
+		{"postgres://u@h/db", "postgres://u@h/db?eventpipe_request_timeout=1m0s"},
+		{"postgresql://u@h/db?sslmode=disable", "postgresql://u@h/db?eventpipe_request_timeout=1m0s&sslmode=disable"},
+		{"postgres://u@h/db?eventpipe_request_timeout=20s", "postgres://u@h/db?eventpipe_request_timeout=20s"},
+		{"mem://", "mem://"},
+	}
+	for _, tt := range tests {
+		c, err := ConfigFromEnv(env(map[string]string{"EVENTPIPE_STORE": tt.store, "EVENTPIPE_REQUEST_TIMEOUT": "60s"}))
+		if err != nil || c.StoreURL != tt.want || c.RequestTimeout != time.Minute {
+			t.Errorf("EVENTPIPE_STORE=%s: %q, %v, %v; want %q", tt.store, c.StoreURL, c.RequestTimeout, err, tt.want)
+		}
+	}
+}
+
 func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
 	tests := []struct {
 		name string
@@ -66,6 +84,7 @@ func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
 		{"skew", map[string]string{"EVENTPIPE_MAX_EVENT_SKEW": "-1m"}, "EVENTPIPE_MAX_EVENT_SKEW"},
 		{"coalescing bound", map[string]string{"EVENTPIPE_COALESCE_MAX_WAITING": "-1"}, "EVENTPIPE_COALESCE_MAX_WAITING"},
 		{"coalescing bound text", map[string]string{"EVENTPIPE_COALESCE_MAX_WAITING": "lots"}, "EVENTPIPE_COALESCE_MAX_WAITING"},
+		{"request timeout", map[string]string{"EVENTPIPE_REQUEST_TIMEOUT": "0s"}, "EVENTPIPE_REQUEST_TIMEOUT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

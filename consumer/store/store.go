@@ -168,3 +168,43 @@ var (
 	// ErrAlreadyExists: Create found an existing document.
 	ErrAlreadyExists = errors.New("document already exists")
 )
+
+// ErrLocked: a read made with a NoWait context found the document held by
+// another transaction. Nothing was read; the caller may retry later.
+var ErrLocked = errors.New("document held by another transaction")
+
+type noWaitKey struct{}
+
+// NoWait returns a context whose reads do not wait for a document another
+// transaction holds: a driver that locks documents (pgstore) fails such a
+// read at once with an error wrapping ErrLocked. Drivers without per-document
+// waits ignore it. The engine reads a callback's receipt this way, so a
+// retry that arrives while the callback's final transaction runs is told
+// "in progress" at once instead of queueing behind it.
+func NoWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noWaitKey{}, true)
+}
+
+// IsNoWait reports whether ctx was made by NoWait.
+func IsNoWait(ctx context.Context) bool {
+	v, _ := ctx.Value(noWaitKey{}).(bool)
+	return v
+}
+
+type readOnlyKey struct{}
+
+// ReadOnly returns a context for RunTx whose transaction only reads: a
+// driver that locks documents (pgstore) reads a consistent snapshot of the
+// committed documents without locking them, so the transaction waits for
+// no other; a write in it fails. Drivers without per-document locks ignore
+// it. For checks made ahead of a transaction that decides (the callback
+// handler's "does the target exist" before it reserves a receipt).
+func ReadOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readOnlyKey{}, true)
+}
+
+// IsReadOnly reports whether ctx was made by ReadOnly.
+func IsReadOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(readOnlyKey{}).(bool)
+	return v
+}

@@ -8,8 +8,16 @@
 // (SERIALIZABLE's predicate locks cover index pages, so writers of
 // neighbouring keys did). Deadlocks (SQLSTATE 40P01) are retried. Every
 // process writing the table must use this driver at this version: a
-// writer that does not take the locks is not serialised with it. Documents
-// live in one table, created on first use:
+// writer that does not take the locks is not serialised with it.
+//
+// Every wait is bounded (Settings): a transaction waits for held documents
+// at most lock_timeout in all, then fails with a transient error; only
+// Settings.Waiters of the pool's connections may wait longer than a short
+// probe, so waiters for held documents never take the whole pool; the
+// server ends statements that run past statement_timeout and sessions
+// that sit in a transaction past idle_in_transaction_session_timeout (an
+// instance frozen or cut off while holding locks). Documents live in one
+// table, created on first use:
 //
 //	eventpipe_documents(collection text, id text, data json, expire_at timestamptz,
 //	                    PRIMARY KEY (collection, id))
@@ -50,28 +58,43 @@ CREATE TABLE IF NOT EXISTS ` + Table + ` (
 CREATE INDEX IF NOT EXISTS ` + Table + `_expire_at ON ` + Table + ` (expire_at) WHERE expire_at IS NOT NULL;
 `
 
-// schemaLock is the advisory lock key that serialises schema creation by
-// several processes starting at once.
-const schemaLock = 0x6576656e74706970 // "eventpip"
+// LockClass is the first key of every advisory lock the store takes
+// (pg_advisory_xact_lock(LockClass, objid)): the store's own class, so its
+// locks cannot meet those of another application using the two-key form
+// with another class, nor any using the one-key (bigint) form, which
+// PostgreSQL keeps apart (pg_locks.objsubid 1 against 2).
+const LockClass int32 = 0x65706970 // "epip"
+
+// schemaLock is the objid of the advisory lock that serialises schema
+// creation by several processes starting at once.
+const schemaLock int32 = 0
 
 // Store is a PostgreSQL-backed store.Store.
 type Store struct {
 	pool *pgxpool.Pool
+	set  Settings
+	// waiters holds a token for each connection waiting longer than the
+	// probe for a held document (at most set.Waiters).
+	waiters chan struct{}
 }
 
 // Open connects to url, checks the connection and creates the schema if it
-// is missing.
+// is missing. The URL's query may set the bounds described at Settings.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, &store.Error{Op: "open postgres", Kind: store.KindConfiguration,
 			Err: fmt.Errorf("parse URL: %w (use postgres://user:password@host:5432/database)", err)}
 	}
+	set, err := parseSettings(cfg)
+	if err != nil {
+		return nil, &store.Error{Op: "open postgres", Kind: store.KindConfiguration, Err: fmt.Errorf("URL query: %w", err)}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, classify("open postgres", err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, set: set, waiters: make(chan struct{}, set.Waiters)}
 	if err := s.ensureSchema(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -85,7 +108,10 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 		return classify("create schema", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
+	if _, err := tx.Exec(ctx, sqlLockTimeout, millis(s.set.LockTimeout)); err != nil {
+		return classify("create schema", err)
+	}
+	if _, err := tx.Exec(ctx, sqlLock, LockClass, schemaLock); err != nil {
 		return classify("create schema", err)
 	}
 	if _, err := tx.Exec(ctx, schema); err != nil {
@@ -94,12 +120,36 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 	return classify("create schema", tx.Commit(ctx))
 }
 
-// RunTx implements store.Store.
+// Settings returns the store's bounds on waiting.
+func (s *Store) Settings() Settings { return s.set }
+
+// RunTx implements store.Store. It waits for documents other transactions
+// hold at most Settings.LockTimeout in all: a transaction first waits up to
+// Settings.Probe with its connection; past that it gives the connection
+// back, takes one of the Settings.Waiters slots (waiting without a
+// connection) and runs again waiting for what is left of the bound. A
+// transaction that still cannot get its documents fails with a transient
+// *store.Error (SQLSTATE 55P03): nothing was written, and the delivery is
+// retried later. A store.ReadOnly transaction reads a REPEATABLE READ
+// snapshot without taking locks, so it waits for none.
 func (s *Store) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	deadline := time.Now().Add(s.set.LockTimeout)
+	waiting := false // a waiter: holds a slot, may wait past the probe
 	var err error
 	for attempt := 1; attempt <= MaxAttempts; attempt++ {
-		err = s.attempt(ctx, fn)
-		if !retryable(err) {
+		if waiting {
+			err = s.attemptWaiting(ctx, fn, deadline)
+		} else {
+			err = s.attempt(ctx, fn, 0)
+		}
+		switch {
+		case lockTimedOut(err):
+			if waiting || !time.Now().Before(deadline) {
+				return s.lockTimeout(err)
+			}
+			waiting = true
+			continue
+		case !retryable(err):
 			return err
 		}
 		// Back off a little, with jitter, so the conflicting transactions spread out.
@@ -113,14 +163,50 @@ func (s *Store) RunTx(ctx context.Context, fn func(ctx context.Context, tx store
 	return err
 }
 
-// attempt runs fn once in a transaction on a connection of the pool.
-func (s *Store) attempt(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+// attemptWaiting runs one attempt as a waiter: with a slot, taken without a
+// connection, and a lock_timeout of what is left until deadline.
+func (s *Store) attemptWaiting(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error, deadline time.Time) error {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case s.waiters <- struct{}{}:
+	case <-timer.C:
+		return s.lockTimeout(fmt.Errorf("all %d lock-waiting connections stayed busy", s.set.Waiters))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.waiters }()
+	left := time.Until(deadline)
+	if left < time.Millisecond {
+		return s.lockTimeout(errors.New("no time left to wait"))
+	}
+	return s.attempt(ctx, fn, left)
+}
+
+// lockTimeout is the error of a transaction that could not get its
+// documents within Settings.LockTimeout.
+func (s *Store) lockTimeout(err error) error {
+	return &store.Error{Op: "lock documents", Code: codeLockNotAvailable, Kind: store.KindTransient,
+		Err: fmt.Errorf("another transaction held a document for longer than lock_timeout %v (an instance frozen, cut off or slow while holding it; retry later): %w", s.set.LockTimeout, err)}
+}
+
+// codeLockNotAvailable is SQLSTATE lock_not_available: lock_timeout expired.
+const codeLockNotAvailable = "55P03"
+
+func lockTimedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == codeLockNotAvailable
+}
+
+// attempt runs fn once in a transaction on a connection of the pool; a
+// positive lockWait replaces the session's lock_timeout (the probe) for it.
+func (s *Store) attempt(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error, lockWait time.Duration) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return classify("begin", err)
 	}
 	defer conn.Release()
-	t := &tx{conn: conn.Conn(), locked: map[int64]bool{}}
+	t := &tx{conn: conn.Conn(), locked: map[int32]bool{}, lockWait: lockWait, readOnly: store.IsReadOnly(ctx)}
 	defer t.rollback(ctx)
 	if err := fn(ctx, t); err != nil {
 		return err
@@ -133,24 +219,29 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// lockKey is the transaction-level advisory lock that stands for key: a
-// 64-bit FNV-1a hash of its collection and id. Two keys that share a hash
-// only serialise more than they need to.
-func lockKey(key store.Key) int64 {
-	h := fnv.New64a()
+// lockKey is the objid of the transaction-level advisory lock (class
+// LockClass) that stands for key: a 32-bit FNV-1a hash of its collection
+// and id. Two keys that share a hash only serialise more than they need to:
+// a transaction on one waits for a transaction on the other, and each
+// still reads its own row after the lock, so the result stays serialisable.
+func lockKey(key store.Key) int32 {
+	h := fnv.New32a()
 	_, _ = h.Write([]byte(key.Collection))
 	_, _ = h.Write([]byte{0})
 	_, _ = h.Write([]byte(key.ID))
-	return int64(h.Sum64())
+	return int32(h.Sum32())
 }
 
 // SQL a transaction sends.
 const (
-	sqlBegin  = "BEGIN ISOLATION LEVEL READ COMMITTED"
-	sqlLock   = "SELECT pg_advisory_xact_lock($1)"
-	sqlGet    = "SELECT data, expire_at FROM " + Table + " WHERE collection = $1 AND id = $2"
-	sqlCreate = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4)"
-	sqlSet    = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4) " +
+	sqlBegin         = "BEGIN ISOLATION LEVEL READ COMMITTED"
+	sqlBeginReadOnly = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	sqlLock          = "SELECT pg_advisory_xact_lock($1, $2)"
+	sqlTryLock       = "SELECT pg_try_advisory_xact_lock($1, $2)"
+	sqlLockTimeout   = "SELECT set_config('lock_timeout', $1, true)"
+	sqlGet           = "SELECT data, expire_at FROM " + Table + " WHERE collection = $1 AND id = $2"
+	sqlCreate        = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4)"
+	sqlSet           = "INSERT INTO " + Table + " (collection, id, data, expire_at) VALUES ($1, $2, $3, $4) " +
 		"ON CONFLICT (collection, id) DO UPDATE SET data = EXCLUDED.data, expire_at = EXCLUDED.expire_at"
 	sqlDelete = "DELETE FROM " + Table + " WHERE collection = $1 AND id = $2"
 )
@@ -166,11 +257,15 @@ const (
 // first read, and the writes are held back and sent with COMMIT, so a
 // read-then-write transaction costs two round trips.
 type tx struct {
-	conn   *pgx.Conn
-	begun  bool // BEGIN sent
-	done   bool // committed or rolled back
-	locked map[int64]bool
-	writes []write
+	conn     *pgx.Conn
+	begun    bool // BEGIN sent
+	done     bool // committed or rolled back
+	locked   map[int32]bool
+	writes   []write
+	lockWait time.Duration // > 0: the transaction's lock_timeout (a waiter)
+	// readOnly: a store.ReadOnly transaction, which reads a snapshot
+	// without locks and may not write.
+	readOnly bool
 }
 
 // write is a write held back until commit.
@@ -181,17 +276,29 @@ type write struct {
 	args []any
 }
 
-// queueLocks adds to b what statements on keys need first: BEGIN, if not
-// sent yet, and the locks of keys not held yet, in the order of their lock
-// keys (so two transactions locking the same documents in one batch do not
-// deadlock). It returns how many statements it added.
-func (t *tx) queueLocks(b *pgx.Batch, keys ...store.Key) int {
+// queueLocks adds to b what statements on keys need first: BEGIN (and a
+// waiter's lock_timeout), if not sent yet, and the locks of keys not held
+// yet, in the order of their lock keys (so two transactions locking the
+// same documents in one batch do not deadlock); with try, the locks are
+// tried instead of waited for. It returns how many statements it added
+// before the locks and the locks it queued.
+func (t *tx) queueLocks(b *pgx.Batch, try bool, keys ...store.Key) (int, []int32) {
 	n := b.Len()
 	if !t.begun {
-		b.Queue(sqlBegin)
+		begin := sqlBegin
+		if t.readOnly {
+			begin = sqlBeginReadOnly
+		}
+		b.Queue(begin)
+		if t.lockWait > 0 {
+			b.Queue(sqlLockTimeout, millis(t.lockWait))
+		}
 		t.begun = true
 	}
-	var locks []int64
+	if t.readOnly {
+		return b.Len() - n, nil
+	}
+	var locks []int32
 	for _, key := range keys {
 		if k := lockKey(key); !t.locked[k] {
 			t.locked[k] = true
@@ -199,10 +306,14 @@ func (t *tx) queueLocks(b *pgx.Batch, keys ...store.Key) int {
 		}
 	}
 	slices.Sort(locks)
-	for _, k := range locks {
-		b.Queue(sqlLock, k)
+	sql := sqlLock
+	if try {
+		sql = sqlTryLock
 	}
-	return b.Len() - n
+	for _, k := range locks {
+		b.Queue(sql, LockClass, k)
+	}
+	return b.Len() - n - len(locks), locks
 }
 
 func (t *tx) Get(ctx context.Context, key store.Key) (store.Document, error) {
@@ -223,22 +334,45 @@ func (t *tx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Document, e
 }
 
 // get locks and reads keys in one batch: nil for a key with no document.
+// With a store.NoWait context, a key another transaction holds fails the
+// read at once with store.ErrLocked.
 func (t *tx) get(ctx context.Context, op string, keys []store.Key) ([]*store.Document, error) {
 	if len(t.writes) > 0 {
 		return nil, fmt.Errorf("%s: %w", op, store.ErrReadAfterWrite)
 	}
 	var b pgx.Batch
-	locks := t.queueLocks(&b, keys...)
+	try := store.IsNoWait(ctx)
+	pre, locks := t.queueLocks(&b, try, keys...)
 	for _, k := range keys {
 		b.Queue(sqlGet, k.Collection, k.ID)
 	}
 	br := t.conn.SendBatch(ctx, &b)
 	docs := make([]*store.Document, len(keys))
 	err := func() error {
-		for range locks {
+		for range pre {
 			if _, err := br.Exec(); err != nil {
 				return classify(op, err)
 			}
+		}
+		busy := false
+		for _, k := range locks {
+			if !try {
+				if _, err := br.Exec(); err != nil {
+					return classify(op, err)
+				}
+				continue
+			}
+			var got bool
+			if err := br.QueryRow().Scan(&got); err != nil {
+				return classify(op, err)
+			}
+			if !got {
+				delete(t.locked, k)
+				busy = true
+			}
+		}
+		if busy {
+			return &store.Error{Op: op, Code: codeLockNotAvailable, Kind: store.KindTransient, Err: store.ErrLocked}
 		}
 		for i, k := range keys {
 			var data []byte
@@ -284,8 +418,14 @@ func encode(key store.Key, doc store.Document) ([]byte, *time.Time, error) {
 	return data, &exp, nil
 }
 
+// errReadOnly is a write in a store.ReadOnly transaction.
+var errReadOnly = errors.New("write in a read-only transaction (store.ReadOnly): a programming error")
+
 // put holds back a create or set of doc until commit.
 func (t *tx) put(op, sql string, key store.Key, doc store.Document) error {
+	if t.readOnly {
+		return &store.Error{Op: op + " " + key.String(), Kind: store.KindConfiguration, Err: errReadOnly}
+	}
 	data, exp, err := encode(key, doc)
 	if err != nil {
 		return err
@@ -305,6 +445,9 @@ func (t *tx) Set(_ context.Context, key store.Key, doc store.Document) error {
 }
 
 func (t *tx) Delete(_ context.Context, key store.Key) error {
+	if t.readOnly {
+		return &store.Error{Op: "delete " + key.String(), Kind: store.KindConfiguration, Err: errReadOnly}
+	}
 	t.writes = append(t.writes, write{op: "delete", key: key, sql: sqlDelete, args: []any{key.Collection, key.ID}})
 	return nil
 }
@@ -321,7 +464,7 @@ func (t *tx) commit(ctx context.Context) error {
 	for i, w := range t.writes {
 		keys[i] = w.key
 	}
-	locks := t.queueLocks(&b, keys...)
+	pre, locks := t.queueLocks(&b, false, keys...)
 	for _, w := range t.writes {
 		b.Queue(w.sql, w.args...)
 	}
@@ -333,7 +476,7 @@ func (t *tx) commit(ctx context.Context) error {
 			continue
 		}
 		// Statement i is a lock (or BEGIN), a held-back write or COMMIT.
-		switch w := i - locks; {
+		switch w := i - pre - len(locks); {
 		case w < 0:
 			err = classify("begin and lock documents", err)
 		case w == len(t.writes):
@@ -399,6 +542,12 @@ func classify(op string, err error) error {
 // kindOf classifies a SQLSTATE by its class (the first two characters).
 func kindOf(code string) store.Kind {
 	if len(code) < 2 {
+		return store.KindTransient
+	}
+	if code == "25P03" {
+		// idle_in_transaction_session_timeout ended the session: this
+		// instance sat in a transaction too long (it was frozen); nothing
+		// was committed.
 		return store.KindTransient
 	}
 	switch code[:2] {
