@@ -46,7 +46,21 @@ const BaseBytes = 32 << 20
 
 // PerMessageBytes is the memory one delivery of a maxMessageBytes message may take.
 func PerMessageBytes(maxMessageBytes int64) int64 {
-	return PerMessageFactor * MaxPushBodyBytes(maxMessageBytes)
+	return DeliveryBytes(MaxPushBodyBytes(maxMessageBytes))
+}
+
+// DeliveryBytes is the memory a delivery whose push body is bodyBytes long may take while it
+// is read and processed.
+func DeliveryBytes(bodyBytes int64) int64 {
+	return PerMessageFactor * bodyBytes
+}
+
+// DeliveryBudget is the memory an instance whose Go runtime has memoryLimit bytes
+// (GOMEMLIMIT) may give to deliveries in flight: the limit less BaseBytes. The consumer
+// admits a push only while the DeliveryBytes of those in flight fit in it; MaxConcurrency is
+// how many maximum-size deliveries fit in it.
+func DeliveryBudget(memoryLimit int64) int64 {
+	return memoryLimit - BaseBytes
 }
 
 // MaxConcurrency is how many deliveries of maxMessageBytes messages an instance with
@@ -54,7 +68,7 @@ func PerMessageBytes(maxMessageBytes int64) int64 {
 // requested. It is 0 when not even one fits: the container is too small for the message
 // size, which configuration validation reports.
 func MaxConcurrency(containerBytes, maxMessageBytes int64, requested int) int {
-	fit := (MemoryLimit(containerBytes) - BaseBytes) / PerMessageBytes(maxMessageBytes)
+	fit := DeliveryBudget(MemoryLimit(containerBytes)) / PerMessageBytes(maxMessageBytes)
 	if fit < 0 {
 		return 0
 	}

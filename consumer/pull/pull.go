@@ -45,6 +45,9 @@ type Config struct {
 	// stop when Run's context is cancelled (shutdown): in-flight messages
 	// finish and are acked or nacked, within this timeout.
 	HandleTimeout time.Duration
+	// Cut, when set, cancels the processing of the messages in flight when
+	// it is done (the shutdown deadline): a message cut short is not acked.
+	Cut context.Context
 }
 
 // DefaultHandleTimeout is the default Config.HandleTimeout.
@@ -114,6 +117,9 @@ func message(sub string, m *pubsub.Message) envelope.Message {
 func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.HandleTimeout)
 	defer cancel()
+	if cfg.Cut != nil {
+		defer context.AfterFunc(cfg.Cut, cancel)()
+	}
 	p := cfg.Processor
 	msg := message(sub, m)
 	var span trace.Span

@@ -10,11 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
@@ -42,6 +44,12 @@ type Handler struct {
 	bodies map[string][]byte
 	// deliveries recycles each request's message and result (*delivery).
 	deliveries *sync.Pool
+	// budget holds the memory of the deliveries in flight: each takes
+	// limits.DeliveryBytes of its declared body length before its body is
+	// read and gives it back once answered.
+	budget *semaphore.Weighted
+	// budgetBytes is budget's size.
+	budgetBytes int64
 }
 
 // delivery is one request's decoded message and its result, recycled:
@@ -52,10 +60,17 @@ type delivery struct {
 }
 
 // New returns a push handler. verifier may be nil when no audience is
-// configured.
-func New(proc *process.Processor, verifier *auth.Verifier) *Handler {
-	h := &Handler{proc: proc, verifier: verifier, maxBody: limits.MaxPushBodyBytes(limits.MaxMessageBytes), jsonType: []string{"application/json"},
-		bodies: map[string][]byte{}, deliveries: &sync.Pool{New: func() any { return new(delivery) }}}
+// configured. memoryBudget is the memory the deliveries in flight may take
+// together (limits.DeliveryBudget of the runtime's memory limit); it is
+// raised to what one maximum-size delivery takes, so one always fits. A push
+// whose delivery does not fit beside those in flight is answered 503 before
+// its body is read: Pub/Sub delivers it again.
+func New(proc *process.Processor, verifier *auth.Verifier, memoryBudget int64) *Handler {
+	maxBody := limits.MaxPushBodyBytes(limits.MaxMessageBytes)
+	memoryBudget = max(memoryBudget, limits.DeliveryBytes(maxBody))
+	h := &Handler{proc: proc, verifier: verifier, maxBody: maxBody, jsonType: []string{"application/json"},
+		bodies: map[string][]byte{}, deliveries: &sync.Pool{New: func() any { return new(delivery) }},
+		budget: semaphore.NewWeighted(memoryBudget), budgetBytes: memoryBudget}
 	for _, outcome := range []string{logfields.OutcomeApplied, logfields.OutcomeDuplicate, logfields.OutcomeStale,
 		logfields.OutcomePoison, logfields.OutcomeRetry} {
 		h.bodies[outcome] = jsonStatusBody(nil, outcome)
@@ -78,12 +93,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.ContentLength > h.maxBody {
+		h.refuseTooLarge(w, r)
+		return
+	}
+	// A body of unknown length may be as long as the largest.
+	reserve := limits.DeliveryBytes(h.maxBody)
+	if r.ContentLength >= 0 {
+		reserve = limits.DeliveryBytes(r.ContentLength)
+	}
+	if !h.budget.TryAcquire(reserve) {
+		err := fmt.Errorf("the deliveries in flight hold the instance's memory budget for them (%d bytes, from GOMEMLIMIT): this push, which may take %d bytes, is refused before its body is read; Pub/Sub delivers it again (fix: lower the service's request concurrency or give it more memory)", h.budgetBytes, reserve)
+		h.refuse(w, r, http.StatusServiceUnavailable, slog.LevelWarn, logfields.ErrorTypeTransient, err,
+			"the instance is at its memory budget for deliveries in flight; retry")
+		return
+	}
+	defer h.budget.Release(reserve)
 	body, err := readBody(w, r, h.maxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			err := fmt.Errorf("push body larger than %d bytes, the most a 10 MB Pub/Sub message takes in base64 inside its envelope: the pusher is not Pub/Sub", h.maxBody)
-			h.refuse(w, r, http.StatusRequestEntityTooLarge, slog.LevelError, logfields.ErrorTypePoison, err, err.Error())
+			h.refuseTooLarge(w, r)
 			return
 		}
 		h.refuse(w, r, http.StatusInternalServerError, slog.LevelWarn, logfields.ErrorTypeTransient, fmt.Errorf("read push body: %w", err),
@@ -125,23 +155,49 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.writeJSONStatus(w, res.HTTPStatus, res.Outcome)
 }
 
-// readBody reads the request body into one buffer of its declared length
-// (a push has one), so reading a large body allocates it once; a body of
-// unknown length is read as it comes. Bodies over max fail with
+// refuseTooLarge answers a push whose body is over the largest a Pub/Sub
+// message makes.
+func (h *Handler) refuseTooLarge(w http.ResponseWriter, r *http.Request) {
+	err := fmt.Errorf("push body larger than %d bytes, the most a 10 MB Pub/Sub message takes in base64 inside its envelope: the pusher is not Pub/Sub", h.maxBody)
+	h.refuse(w, r, http.StatusRequestEntityTooLarge, slog.LevelError, logfields.ErrorTypePoison, err, err.Error())
+}
+
+// firstReadBytes is the buffer a body's reading starts with.
+const firstReadBytes = 64 << 10
+
+// readBody reads the request body as it arrives: its buffer starts at
+// firstReadBytes and doubles as it fills, up to the declared length (a
+// push has one), so a client that declares a large body and sends little
+// of it holds little memory, and a body read in full takes its length plus
+// the half it last grew from. Bodies over maxBytes fail with
 // *http.MaxBytesError.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	if r.ContentLength > max {
-		return nil, &http.MaxBytesError{Limit: max}
+func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, error) {
+	if r.ContentLength > maxBytes {
+		return nil, &http.MaxBytesError{Limit: maxBytes}
 	}
-	body := http.MaxBytesReader(w, r.Body, max)
-	if r.ContentLength < 0 {
-		return io.ReadAll(body)
+	body := http.MaxBytesReader(w, r.Body, maxBytes)
+	limit := maxBytes
+	if r.ContentLength >= 0 {
+		limit = r.ContentLength
 	}
-	buf := make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(body, buf); err != nil {
-		return nil, err
+	buf := make([]byte, 0, min(limit, firstReadBytes))
+	for {
+		if len(buf) == cap(buf) {
+			if r.ContentLength >= 0 && int64(len(buf)) == limit {
+				return buf, nil // net/http's body ends at the declared length
+			}
+			// Past maxBytes, the next read fails with *http.MaxBytesError.
+			buf = slices.Grow(buf, int(max(1, min(int64(len(buf)), limit-int64(len(buf))))))
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case errors.Is(err, io.EOF):
+			return buf, nil
+		case err != nil:
+			return nil, err
+		}
 	}
-	return buf, nil
 }
 
 // authRefusal is how a push whose token was refused is answered and

@@ -36,7 +36,11 @@ type Config struct {
 	DLQ               classify.DLQMode
 	PullSettings      pubsub.ReceiveSettings
 	ShutdownTimeout   time.Duration
-	MaxEventSkew      time.Duration
+	// RequestTimeout is the service's request timeout (and its push
+	// subscriptions' ack deadline); the HTTP server's read and idle
+	// timeouts derive from it (Timeouts).
+	RequestTimeout time.Duration
+	MaxEventSkew   time.Duration
 	// MaxWaitingPerDocument is engine.Config.MaxWaitingPerDocument (0: its
 	// default; engine.NoCoalescing: off).
 	MaxWaitingPerDocument int
@@ -56,6 +60,10 @@ func DefaultStoreURL() string {
 // DefaultShutdownTimeout leaves Cloud Run's 10 s SIGTERM grace a margin.
 const DefaultShutdownTimeout = 9 * time.Second
 
+// DefaultRequestTimeout is a Cloud Run consumer's default request timeout,
+// which its push subscriptions' ack deadline equals.
+const DefaultRequestTimeout = 60 * time.Second
+
 // ConfigFromEnv reads the configuration. lookup is os.LookupEnv in
 // production. Every problem is reported, each naming the variable and fix.
 //
@@ -74,7 +82,8 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_PULL_GOROUTINES             pull flow control
 //	EVENTPIPE_COLLECTION_PREFIX           engine collection prefix (default eventpipe_)
 //	EVENTPIPE_DLQ                         auto (default), on or off: whether poison gets 400/nack
-//	EVENTPIPE_SHUTDOWN_TIMEOUT            drain time after SIGTERM (default 9s)
+//	EVENTPIPE_SHUTDOWN_TIMEOUT            time from SIGTERM to exit (default 9s)
+//	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout: read and idle timeouts derive from it (default 60s)
 //	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
 //	EVENTPIPE_COALESCE_MAX_WAITING        deliveries that may wait for one document's transaction (default 256, 0 = no coalescing)
 //	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout (= push ack deadline); a PostgreSQL store's
@@ -101,6 +110,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		JWKSURL:          get("EVENTPIPE_OIDC_JWKS_URL", ""),
 		CollectionPrefix: get("EVENTPIPE_COLLECTION_PREFIX", engine.DefaultCollectionPrefix),
 		ShutdownTimeout:  DefaultShutdownTimeout,
+		RequestTimeout:   DefaultRequestTimeout,
 		MaxEventSkew:     engine.DefaultMaxEventSkew,
 		PullSettings:     pubsub.ReceiveSettings{MaxOutstandingMessages: 100, MaxOutstandingBytes: 100 << 20, NumGoroutines: 1, MaxExtension: 10 * time.Minute},
 	}
@@ -156,6 +166,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		*dst = d
 	}
 	duration("EVENTPIPE_SHUTDOWN_TIMEOUT", "9s", &c.ShutdownTimeout)
+	duration("EVENTPIPE_REQUEST_TIMEOUT", "60s", &c.RequestTimeout)
 	duration("EVENTPIPE_MAX_EVENT_SKEW", "5m", &c.MaxEventSkew)
 	if v := get("EVENTPIPE_COALESCE_MAX_WAITING", ""); v != "" {
 		switch n, err := strconv.Atoi(v); {
@@ -194,4 +205,23 @@ func list(s string) []string {
 		}
 	}
 	return out
+}
+
+// Timeouts are the HTTP server's, derived from a request timeout.
+type Timeouts struct {
+	// ReadHeader bounds reading a request's header: a sixth of the
+	// request timeout.
+	ReadHeader time.Duration
+	// Read bounds reading a whole request, header and body: half the
+	// request timeout, so a client that stalls mid-body is cut off while
+	// Pub/Sub would still wait for the answer.
+	Read time.Duration
+	// Idle is how long a keep-alive connection may wait for its next
+	// request: the request timeout.
+	Idle time.Duration
+}
+
+// Timeouts derives the HTTP server's timeouts from c.RequestTimeout.
+func (c Config) Timeouts() Timeouts {
+	return Timeouts{ReadHeader: c.RequestTimeout / 6, Read: c.RequestTimeout / 2, Idle: c.RequestTimeout}
 }

@@ -1,7 +1,9 @@
 // Package server wires the consumer together: store, routes, processor,
-// push, callback and health endpoints, streaming pull, and a graceful
-// shutdown that stops accepting, finishes in-flight requests and messages
-// within the timeout, and closes the store.
+// push, callback and health endpoints, streaming pull, HTTP timeouts and an
+// idle-connection bound, and a shutdown bounded by its timeout: it stops
+// accepting, lets in-flight requests and messages finish until the drain
+// deadline, then cancels what is left (unanswered, so not acked), and
+// closes the store within what remains.
 package server
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/callback"
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/pull"
@@ -73,9 +76,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 			return fmt.Errorf("open store: %w", err)
 		}
 	}
+	// Until shutdown closes it (within its deadline), a start-up that
+	// fails closes the store.
+	storeClosed := false
 	defer func() {
-		if err := st.Close(); err != nil {
-			log.Error("close store", logfields.Error, err.Error())
+		if !storeClosed {
+			_ = closeStore(st, cfg.ShutdownTimeout, log)
 		}
 	}()
 	st = opts.Tracer.Store(st, scheme(cfg.StoreURL))
@@ -92,8 +98,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	if callbackVerifier != nil && len(cfg.CallbackAccounts) == 0 {
 		log.Warn("callbacks are refused: tokens are verified but no account may call back (fix: set EVENTPIPE_CALLBACK_ACCOUNTS to the calling jobs' service accounts)")
 	}
+	memoryLimit := debug.SetMemoryLimit(-1)
 	mux := http.NewServeMux()
-	mux.Handle(push.Path, push.New(proc, verifier)) // the handler answers other methods with 405
+	// The handler answers other methods with 405.
+	mux.Handle(push.Path, push.New(proc, verifier, limits.DeliveryBudget(memoryLimit)))
 	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log,
 		Verifier: callbackVerifier, Tracer: opts.Tracer}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
@@ -107,7 +115,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 			return fmt.Errorf("listen on PORT %s: %w", cfg.Port, err)
 		}
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// Requests' contexts derive from work, which the shutdown deadline
+	// cancels; the handlers in flight are counted so the shutdown can wait
+	// for the cancelled ones to return before it closes the store.
+	work, cut := context.WithCancel(context.WithoutCancel(ctx))
+	defer cut()
+	var handlers sync.WaitGroup
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handlers.Add(1)
+		defer handlers.Done()
+		mux.ServeHTTP(w, r)
+	})
+	timeouts, tracked := cfg.Timeouts(), newConns(MaxIdleConns)
+	srv := &http.Server{Handler: counted, ReadHeaderTimeout: timeouts.ReadHeader, ReadTimeout: timeouts.Read, IdleTimeout: timeouts.Idle,
+		ConnState: tracked.track, BaseContext: func(net.Listener) context.Context { return work },
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 
 	pullCtx, stopPull := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPull()
@@ -131,14 +153,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		go func() {
 			defer wg.Done()
 			pullErr <- pull.Run(pullCtx, pull.Config{Client: client, Subscriptions: cfg.PullSubscriptions,
-				Settings: settings, Processor: proc})
+				Settings: settings, Processor: proc, Cut: work})
 		}()
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("consumer started", "addr", ln.Addr().String(), "routes", len(routes.Routes()),
 		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "callback_oidc", callbackVerifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions), "tracing", opts.Tracer.Enabled(),
-		"memory_limit_bytes", debug.SetMemoryLimit(-1), "startup_ms", time.Since(started).Milliseconds())
+		"memory_limit_bytes", memoryLimit, "startup_ms", time.Since(started).Milliseconds())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}
@@ -154,25 +176,103 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		}
 	}
 	log.Info("consumer shutting down", "timeout", cfg.ShutdownTimeout.String())
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	deadline := time.Now().Add(cfg.ShutdownTimeout)
+	sctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-CutBudget(cfg.ShutdownTimeout)))
 	defer cancel()
-	// Stop accepting; wait for in-flight requests (their processing is not
-	// cancelled) and stop pulling (in-flight messages finish and are acked).
+	// Stop accepting; let in-flight requests finish and stop pulling
+	// (in-flight messages finish and are acked) until the drain deadline.
 	stopPull()
+	drained := true
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		drained = false
 		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within EVENTPIPE_SHUTDOWN_TIMEOUT (%s): %w", ErrShutdownTimeout, cfg.ShutdownTimeout, err))
 	}
+	pullDone := make(chan struct{})
+	go func() { wg.Wait(); close(pullDone) }()
 	if len(cfg.PullSubscriptions) > 0 {
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-pullDone:
 		case <-sctx.Done():
+			drained = false
 			runErr = errors.Join(runErr, fmt.Errorf("%w: pull did not drain within EVENTPIPE_SHUTDOWN_TIMEOUT (%s)", ErrShutdownTimeout, cfg.ShutdownTimeout))
 		}
 	}
+	if !drained {
+		// The drain deadline: cancel what is still in flight and close its
+		// connections unanswered, so nothing is acked after this point but
+		// what committed before it; Pub/Sub delivers the rest again.
+		requests := tracked.activeCount()
+		cut()
+		_ = srv.Close()
+		log.Error("shutdown deadline: in-flight work cancelled, not acked; Pub/Sub delivers it again",
+			"in_flight_requests", requests, "pull_draining", len(cfg.PullSubscriptions) > 0 && !isClosed(pullDone),
+			logfields.ErrorType, logfields.ErrorTypeTransient)
+		if !waitUntil(deadline, func() { handlers.Wait(); <-pullDone }) {
+			log.Error("cancelled work still running at the shutdown deadline; the store is closed under it", logfields.ErrorType, logfields.ErrorTypeTransient)
+		}
+	}
+	storeClosed = true
+	if err := closeStore(st, time.Until(deadline), log); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	log.Info("consumer stopped")
 	return runErr
+}
+
+// CutBudget is the part of a shutdown timeout kept for cutting work short:
+// in-flight work has the timeout less this to finish; then it is
+// cancelled, and what is left closes the store. A quarter of the timeout,
+// at most a second.
+func CutBudget(shutdownTimeout time.Duration) time.Duration {
+	return min(shutdownTimeout/4, time.Second)
+}
+
+// closeStore closes st within timeout (at least storeCloseMin): a store
+// whose connections are stuck can keep Close waiting for them, and the
+// process must still exit. It returns an error wrapping ErrShutdownTimeout
+// when Close did not return in time.
+func closeStore(st store.Store, timeout time.Duration, log *slog.Logger) error {
+	closed := make(chan error, 1)
+	go func() { closed <- st.Close() }()
+	timer := time.NewTimer(max(timeout, storeCloseMin))
+	defer timer.Stop()
+	select {
+	case err := <-closed:
+		if err != nil {
+			log.Error("close store", logfields.Error, err.Error())
+		}
+		return nil
+	case <-timer.C:
+		err := fmt.Errorf("%w: the store did not close within EVENTPIPE_SHUTDOWN_TIMEOUT", ErrShutdownTimeout)
+		log.Error("store not closed before exit", logfields.ErrorType, logfields.ErrorTypeTransient, logfields.Error, err.Error())
+		return err
+	}
+}
+
+// storeCloseMin is the least time a store is given to close.
+const storeCloseMin = 100 * time.Millisecond
+
+// waitUntil runs wait and reports whether it returned before deadline.
+func waitUntil(deadline time.Time, wait func()) bool {
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // verifiers returns the token verifiers of pushes and of callbacks (nil

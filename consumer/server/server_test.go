@@ -83,18 +83,28 @@ func testConfig(t *testing.T, extra map[string]string) Config {
 
 func pushReq(t *testing.T, url string, body []byte, token string) (int, string) {
 	t.Helper()
+	r := tryPush(url, body, token)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.code, r.outcome
+}
+
+// tryPush pushes body and returns the answer, or the error of a push that
+// got none.
+func tryPush(url string, body []byte, token string) reply {
 	req, _ := http.NewRequest(http.MethodPost, url+"/pubsub/push", bytes.NewReader(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return reply{err: err}
 	}
 	defer resp.Body.Close()
 	var out struct{ Outcome string }
 	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out.Outcome
+	return reply{code: resp.StatusCode, outcome: out.Outcome}
 }
 
 func TestHealth(t *testing.T) {
@@ -168,6 +178,7 @@ func TestOIDCRejectedPushesApplyNothing(t *testing.T) {
 type reply struct {
 	code    int
 	outcome string
+	err     error // no answer
 }
 
 // pushInFlight starts a server whose lease route's action blocks until
@@ -191,10 +202,8 @@ func pushInFlight(t *testing.T, shutdownTimeout, dbPath string, release chan str
 	cfg := testConfig(t, map[string]string{"EVENTPIPE_ROUTES": routes, "EVENTPIPE_STORE": "bbolt://" + dbPath, "EVENTPIPE_SHUTDOWN_TIMEOUT": shutdownTimeout})
 	s := start(t, cfg)
 	inflight := make(chan reply, 1)
-	go func() {
-		code, outcome := pushReq(t, s.url, ct.PushBody(t, ct.Envelope{ID: "m1", Payload: `{"fileHash":"abc"}`}), "")
-		inflight <- reply{code, outcome}
-	}()
+	body := ct.PushBody(t, ct.Envelope{ID: "m1", Payload: `{"fileHash":"abc"}`})
+	go func() { inflight <- tryPush(s.url, body, "") }()
 	for calls.Load() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -203,16 +212,31 @@ func pushInFlight(t *testing.T, shutdownTimeout, dbPath string, release chan str
 
 // TestShutdownTimeoutWithoutPull: when requests outlive the shutdown
 // timeout and no pull is configured, Run's error says the requests did not
-// finish, never that a pull did not drain.
+// finish, never that a pull did not drain; the request in flight is cut at
+// the deadline (its work cancelled, its connection closed unanswered, so
+// Pub/Sub would deliver it again) by the time Run returns, and the cut is
+// logged.
 func TestShutdownTimeoutWithoutPull(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	for round := range 6 { // the wrong message came from a random choice
-		s, _ := pushInFlight(t, "50ms", filepath.Join(t.TempDir(), "consumer.db"), release)
+		s, inflight := pushInFlight(t, "200ms", filepath.Join(t.TempDir(), "consumer.db"), release)
 		s.stop() // SIGTERM
 		err := s.wait()
 		if err == nil || !strings.Contains(err.Error(), "in-flight requests did not finish") || strings.Contains(err.Error(), "pull") {
 			t.Fatalf("round %d: Run = %v; want the requests named, and no pull (none is configured)", round, err)
+		}
+		select {
+		case r := <-inflight:
+			if r.err == nil {
+				t.Fatalf("round %d: the push cut at the deadline was answered %d %s; want no answer", round, r.code, r.outcome)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: the push is still in flight 5s after Run returned (its work not cancelled, its connection open)", round)
+		}
+		cut := ct.With(s.log.Lines(t), "message", "shutdown deadline: in-flight work cancelled, not acked; Pub/Sub delivers it again")
+		if len(cut) != 1 || cut[0]["in_flight_requests"] != float64(1) {
+			t.Fatalf("round %d: cut logged as %v, want one line naming 1 request", round, cut)
 		}
 	}
 }

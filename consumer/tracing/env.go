@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+
+	"github.com/eventpipe/eventpipe/consumer/logging"
 )
 
 // Shutdown flushes the spans not yet exported and stops the exporter.
@@ -78,6 +80,19 @@ func FromEnv(ctx context.Context, id Identity) (*Tracer, Shutdown, error) {
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res), sdktrace.WithSpanLimits(spanLimits()))
 	return New(provider), provider.Shutdown, nil
+}
+
+// spanLimits are the SDK's span limits from the OTEL_SPAN_* variables, with
+// attribute values bounded like log fields (logging.MaxFieldLen) unless
+// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT asks for less: the attributes of
+// spans the consumer does not start itself (the lease actions' HTTP client
+// spans) are bounded too.
+func spanLimits() sdktrace.SpanLimits {
+	l := sdktrace.NewSpanLimits()
+	if l.AttributeValueLengthLimit < 0 || l.AttributeValueLengthLimit > logging.MaxFieldLen {
+		l.AttributeValueLengthLimit = logging.MaxFieldLen
+	}
+	return l
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -57,8 +56,7 @@ func (s *tracedStore) RunTx(ctx context.Context, fn func(ctx context.Context, tx
 		// duplicate, not a failure.
 		span.SetAttributes(semconv.ErrorTypeKey.String("already_exists"))
 	case err != nil:
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		fail(span, err)
 	}
 	span.End()
 	return err

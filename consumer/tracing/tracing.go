@@ -16,6 +16,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -28,6 +29,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/consumer/logging"
 )
 
 // ScopeName is the instrumentation scope of the consumer's spans.
@@ -129,7 +131,7 @@ func (t *Tracer) StartMessage(ctx context.Context, ingress string, msg *envelope
 	if sub != "" {
 		name += " " + sub
 	}
-	return t.tracer.Start(parent, name, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+	return t.tracer.Start(parent, logging.Bound(name), trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(bounded(attrs)...))
 }
 
 // StartCallback starts the SERVER span of a callback request to route,
@@ -141,34 +143,67 @@ func (t *Tracer) StartCallback(r *http.Request, route string) (context.Context, 
 	}
 	parent := t.w3c.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	return t.tracer.Start(parent, r.Method+" /callbacks/{route}", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(
+		trace.WithAttributes(bounded([]attribute.KeyValue{
 			semconv.HTTPRequestMethodKey.String(r.Method),
 			semconv.HTTPRoute("/callbacks/{route}"),
 			semconv.URLPath(r.URL.Path),
 			RouteKey.String(route),
 			IngressKey.String(IngressCallback),
-		))
+		})...))
 }
 
 // Finish ends a delivery's span with its outcome: the outcome attribute,
 // attrs (route, status, ack action), and an error status when the delivery
-// failed (outcome retry or poison), with err recorded.
+// failed (outcome retry or poison), with err recorded. Every string it
+// writes is bounded like a log field (logging.Bound).
 func Finish(span trace.Span, outcome string, err error, attrs ...attribute.KeyValue) {
 	if !span.IsRecording() {
 		span.End()
 		return
 	}
-	span.SetAttributes(OutcomeKey.String(outcome))
-	span.SetAttributes(attrs...)
+	span.SetAttributes(OutcomeKey.String(logging.Bound(outcome)))
+	span.SetAttributes(bounded(attrs)...)
 	if outcome == logfields.OutcomeRetry || outcome == logfields.OutcomePoison {
 		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
+			fail(span, err)
 		} else {
-			span.SetStatus(codes.Error, outcome)
+			span.SetStatus(codes.Error, logging.Bound(outcome))
 		}
 	}
 	span.End()
+}
+
+// fail records err on span as an exception event and an error status, the
+// way span.RecordError and SetStatus do, with the error text bounded like
+// a log field (logging.Bound): an error may name megabytes of a message's
+// keys, and a span keeps its status and events until it is exported.
+func fail(span trace.Span, err error) {
+	text := logging.Bound(err.Error())
+	span.AddEvent(semconv.ExceptionEventName, trace.WithAttributes(
+		semconv.ExceptionType(logging.Bound(fmt.Sprintf("%T", err))),
+		semconv.ExceptionMessage(text)))
+	span.SetStatus(codes.Error, text)
+}
+
+// bounded returns attrs with every string value (and every string of a
+// slice value) bounded like a log field (logging.Bound). It changes attrs
+// in place.
+func bounded(attrs []attribute.KeyValue) []attribute.KeyValue {
+	for i, a := range attrs {
+		switch a.Value.Type() {
+		case attribute.STRING:
+			if s := a.Value.AsString(); len(s) > logging.MaxFieldLen {
+				attrs[i] = a.Key.String(logging.Bound(s))
+			}
+		case attribute.STRINGSLICE:
+			ss := a.Value.AsStringSlice()
+			for j, s := range ss {
+				ss[j] = logging.Bound(s)
+			}
+			attrs[i] = a.Key.StringSlice(ss)
+		}
+	}
+	return attrs
 }
 
 // HTTPClient returns a client whose requests are CLIENT spans carrying the
