@@ -36,19 +36,16 @@ type Config struct {
 	DLQ               classify.DLQMode
 	PullSettings      pubsub.ReceiveSettings
 	ShutdownTimeout   time.Duration
-	// RequestTimeout is the service's request timeout (and its push
-	// subscriptions' ack deadline); the HTTP server's read and idle
-	// timeouts derive from it (Timeouts).
+	// RequestTimeout is the service's request timeout, EVENTPIPE_REQUEST_TIMEOUT
+	// (and its push subscriptions' ack deadline): the HTTP server's read and
+	// idle timeouts derive from it (Timeouts), and so do a PostgreSQL store's
+	// lock, statement and idle-in-transaction bounds (ConfigFromEnv adds it to
+	// StoreURL as pgstore.ParamRequestTimeout unless the URL sets it).
 	RequestTimeout time.Duration
 	MaxEventSkew   time.Duration
 	// MaxWaitingPerDocument is engine.Config.MaxWaitingPerDocument (0: its
 	// default; engine.NoCoalescing: off).
 	MaxWaitingPerDocument int
-	// RequestTimeout is EVENTPIPE_REQUEST_TIMEOUT (0: unset). A PostgreSQL
-	// store derives its lock, statement and idle-in-transaction bounds from
-	// it: ConfigFromEnv adds it to StoreURL (pgstore.ParamRequestTimeout)
-	// unless the URL sets it.
-	RequestTimeout time.Duration
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -178,7 +175,6 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 			c.MaxWaitingPerDocument = n
 		}
 	}
-	duration("EVENTPIPE_REQUEST_TIMEOUT", "60s", &c.RequestTimeout)
 	if c.RequestTimeout > 0 && isPostgres(c.StoreURL) {
 		u, err := pgstore.WithRequestTimeout(c.StoreURL, c.RequestTimeout)
 		if err != nil {
