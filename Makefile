@@ -20,6 +20,10 @@ TOFU_VERSION      := $(shell sed -n 's/^tofu //p' $(FIXTURESTAMP))
 CONFTEST_VERSION := v0.71.1
 OPA_VERSION      := v1.22.0
 REGAL_VERSION    := v0.38.1
+# The Pulumi CLI the real-engine tests run (pinned in tools/pulumi/go.mod, whose replace
+# line `go install pkg@version` refuses), and the YAML language host.
+PULUMI_VERSION      := $(shell sed -n 's/^\tgithub.com\/pulumi\/pulumi\/pkg\/v3 \(v[^ ]*\).*/\1/p' tools/pulumi/go.mod)
+PULUMI_YAML_VERSION := v1.25.0
 # Committed files larger than this must be listed in .large-files (fixtures only).
 MAXFILEBYTES := 1048576
 
@@ -53,6 +57,16 @@ deps:
 	  echo "installing regal $(REGAL_VERSION) into $$dir"; \
 	  cd tools/regal && GOBIN=$$dir $(GO) install tool; }; \
 	ln -sfn $$dir/regal $(TOOLS)/bin/regal
+	@# The Pulumi CLI and YAML language host (about 10 minutes of compiling on 2 cores, once
+	@# per machine and version).
+	@dir=$(TOOLCACHE)/pulumi-$(PULUMI_VERSION); test -x $$dir/bin/pulumi || { \
+	  echo "building the Pulumi CLI $(PULUMI_VERSION) into $$dir"; \
+	  cd tools/pulumi && GOBIN=$$dir/bin $(GO) install tool; }; \
+	ln -sfn $$dir/bin/pulumi $(TOOLS)/bin/pulumi
+	@dir=$(TOOLCACHE)/pulumi-language-yaml-$(PULUMI_YAML_VERSION); test -x $$dir/pulumi-language-yaml || { \
+	  echo "installing pulumi-language-yaml $(PULUMI_YAML_VERSION) into $$dir"; \
+	  GOBIN=$$dir $(GO) install github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml@$(PULUMI_YAML_VERSION); }; \
+	ln -sfn $$dir/pulumi-language-yaml $(TOOLS)/bin/pulumi-language-yaml
 	@# Terraform and OpenTofu: linked when this machine has them, built only when the
 	@# fixtures' inputs changed since their plans were made (then the plans must be made
 	@# again, with these CLIs). OpenTofu's go.mod has a replace directive, so it is built in

@@ -1,0 +1,580 @@
+// Package gcpstandin is a stand-in for the Pulumi `gcp` provider plugin (pulumi-gcp
+// v8.41.1), for tests only: the real plugin cannot be had here and Google Cloud is out of
+// reach. Under the real Pulumi engine it echoes a resource's inputs back as its state,
+// with the identifiers and computed outputs Google Cloud gives (the offline renderer's,
+// render.Mocks), replaces a resource when an immutable field changes, and, unlike an echo,
+// refuses what the real APIs refuse on a first `pulumi up`:
+//
+//   - a resource whose API is not enabled (gcp:projects/service:Service) in its project,
+//     unless the API is listed as enabled outside the stack (EnvEnabledAPIs);
+//   - a subscription whose topic or dead-letter topic does not exist, whose dead-letter
+//     topic does not yet grant a Pub/Sub service agent roles/pubsub.publisher, or whose
+//     push endpoint is a Cloud Run service that does not exist;
+//   - a Cloud Run service or worker pool that pulls (EVENTPIPE_PULL_SUBSCRIPTIONS) from a
+//     subscription that does not exist or does not grant its service account
+//     roles/pubsub.subscriber;
+//   - a Cloud Run service or worker pool whose store (EVENTPIPE_STORE, plain or from a
+//     secret version) is on a private address without VPC egress, or behind a Cloud SQL
+//     socket whose instance is not mounted;
+//   - an alert policy that names a log-based metric that does not exist, or that was
+//     created less than ten minutes before without disableMetricValidation
+//     (terraform-provider-google#11102);
+//   - creating a resource whose identifier exists already (409), and deleting a Cloud Run
+//     service, job or worker pool whose deletionProtection is not false.
+//
+// State lives in a folder (EnvDir) so that each command's provider process sees what the
+// previous ones created; every operation is appended to its ops.log, so tests can assert
+// the order in which the engine created things.
+package gcpstandin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/eventpipe/eventpipe/render"
+	p "github.com/pulumi/pulumi-go-provider"
+	presource "github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Version is the pulumi-gcp version the stand-in reports.
+const Version = "8.41.1"
+
+// Environment of the plugin process.
+const (
+	// EnvDir names the folder holding the stand-in's state and ops.log (required).
+	EnvDir = "EVENTPIPE_GCP_STANDIN_DIR"
+	// EnvEnabledAPIs lists, comma-separated, APIs enabled outside the stack ("*": all).
+	EnvEnabledAPIs = "EVENTPIPE_GCP_STANDIN_ENABLED_APIS"
+)
+
+// OpsLog is the file in EnvDir to which every operation is appended: "create TYPE NAME".
+const OpsLog = "ops.log"
+
+const stateFile = "state.json"
+
+// Record is one resource the stand-in holds.
+type Record struct {
+	Type    string         `json:"type"`
+	Name    string         `json:"name"`
+	ID      string         `json:"id"`
+	State   map[string]any `json:"state"`
+	Created time.Time      `json:"created"`
+}
+
+// Provider returns the stand-in provider keeping its state in dir.
+func Provider(dir string) p.Provider {
+	s := &standin{dir: dir, enabled: strings.Split(os.Getenv(EnvEnabledAPIs), ",")}
+	return p.Provider{
+		GetSchema: func(context.Context, p.GetSchemaRequest) (p.GetSchemaResponse, error) {
+			return p.GetSchemaResponse{Schema: fmt.Sprintf(`{"name":"gcp","version":%q}`, Version)}, nil
+		},
+		CheckConfig: func(_ context.Context, req p.CheckRequest) (p.CheckResponse, error) {
+			return p.CheckResponse{Inputs: req.Inputs}, nil
+		},
+		DiffConfig: func(context.Context, p.DiffRequest) (p.DiffResponse, error) { return p.DiffResponse{}, nil },
+		Configure:  func(context.Context, p.ConfigureRequest) error { return nil },
+		Check: func(_ context.Context, req p.CheckRequest) (p.CheckResponse, error) {
+			return p.CheckResponse{Inputs: req.Inputs}, nil
+		},
+		Diff:   s.diff,
+		Create: s.create,
+		Read: func(_ context.Context, req p.ReadRequest) (p.ReadResponse, error) {
+			return p.ReadResponse{ID: req.ID, Properties: req.Properties, Inputs: req.Inputs}, nil
+		},
+		Update: s.update,
+		Delete: s.delete,
+	}
+}
+
+type standin struct {
+	dir     string
+	enabled []string
+}
+
+// immutable lists, per type, the inputs whose change replaces the resource (ForceNew in
+// terraform-provider-google); every type also replaces on project and name.
+var immutable = map[string][]string{
+	"gcp:pubsub/subscription:Subscription":          {"topic", "filter", "enableMessageOrdering"},
+	"gcp:cloudrunv2/service:Service":                {"location"},
+	"gcp:cloudrunv2/workerPool:WorkerPool":          {"location"},
+	"gcp:serviceaccount/account:Account":            {"accountId"},
+	"gcp:secretmanager/secret:Secret":               {"secretId", "replication"},
+	"gcp:secretmanager/secretVersion:SecretVersion": {"secret", "secretData"},
+	"gcp:firestore/field:Field":                     {"database", "collection", "field"},
+	"gcp:projects/service:Service":                  {"service"},
+}
+
+func replaces(typ, key string) bool {
+	if key == "project" || key == "name" || strings.Contains(strings.ToLower(typ), "iammember") {
+		return true
+	}
+	return slices.Contains(immutable[typ], key)
+}
+
+func (s *standin) diff(_ context.Context, req p.DiffRequest) (p.DiffResponse, error) {
+	typ := string(req.Urn.Type())
+	old, news := plain(req.OldInputs), plain(req.Inputs)
+	resp := p.DiffResponse{DetailedDiff: map[string]p.PropertyDiff{}}
+	keys := map[string]bool{}
+	for k := range old {
+		keys[k] = true
+	}
+	for k := range news {
+		keys[k] = true
+	}
+	for k := range keys {
+		if strings.HasPrefix(k, "__") {
+			continue
+		}
+		o, oldOK := old[k]
+		n, newOK := news[k]
+		if oldOK && newOK && equal(o, n) {
+			continue
+		}
+		kind := p.Update
+		switch {
+		case !oldOK:
+			kind = p.Add
+		case !newOK:
+			kind = p.Delete
+		}
+		if replaces(typ, k) {
+			kind = map[p.DiffKind]p.DiffKind{p.Add: p.AddReplace, p.Delete: p.DeleteReplace, p.Update: p.UpdateReplace}[kind]
+			// Named resources cannot exist twice: the bridged provider deletes first.
+			resp.DeleteBeforeReplace = true
+		}
+		resp.DetailedDiff[k] = p.PropertyDiff{Kind: kind, InputDiff: true}
+		resp.HasChanges = true
+	}
+	return resp, nil
+}
+
+func equal(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func (s *standin) create(_ context.Context, req p.CreateRequest) (p.CreateResponse, error) {
+	typ, name := string(req.Urn.Type()), req.Urn.Name()
+	inputs := presource.ToResourcePropertyMap(req.Properties)
+	id, state, err := render.NewMocks("", "", nil).NewResource(pulumi.MockResourceArgs{
+		TypeToken: typ, Name: name, Inputs: inputs, Custom: true,
+	})
+	if err != nil {
+		return p.CreateResponse{}, err
+	}
+	if req.DryRun {
+		return p.CreateResponse{ID: id, Properties: presource.FromResourcePropertyMap(state)}, nil
+	}
+	rec := Record{Type: typ, Name: name, ID: id, State: plain(presource.FromResourcePropertyMap(state)), Created: time.Now()}
+	err = s.locked(func(st map[string]Record) error {
+		for _, r := range st {
+			if r.ID == id && r.Type == typ {
+				return fmt.Errorf("googleapi: Error 409: %s %s already exists", typ, id)
+			}
+		}
+		if err := s.prerequisites(st, rec); err != nil {
+			return fmt.Errorf("creating %s %q: %w", typ, name, err)
+		}
+		st[string(req.Urn)] = rec
+		return s.log("create", typ, name)
+	})
+	if err != nil {
+		return p.CreateResponse{}, err
+	}
+	return p.CreateResponse{ID: id, Properties: presource.FromResourcePropertyMap(state)}, nil
+}
+
+func (s *standin) update(_ context.Context, req p.UpdateRequest) (p.UpdateResponse, error) {
+	typ, name := string(req.Urn.Type()), req.Urn.Name()
+	props := req.State
+	for k, v := range req.Inputs.All {
+		props = props.Set(k, v)
+	}
+	if req.DryRun {
+		return p.UpdateResponse{Properties: props}, nil
+	}
+	err := s.locked(func(st map[string]Record) error {
+		rec := st[string(req.Urn)]
+		rec.Type, rec.Name, rec.ID, rec.State = typ, name, req.ID, plain(props)
+		if err := s.prerequisites(st, rec); err != nil {
+			return fmt.Errorf("updating %s %q: %w", typ, name, err)
+		}
+		st[string(req.Urn)] = rec
+		return s.log("update", typ, name)
+	})
+	return p.UpdateResponse{Properties: props}, err
+}
+
+func (s *standin) delete(_ context.Context, req p.DeleteRequest) error {
+	typ, name := string(req.Urn.Type()), req.Urn.Name()
+	if strings.HasPrefix(typ, "gcp:cloudrunv2/") {
+		if dp, ok := plain(req.Properties)["deletionProtection"].(bool); !ok || dp {
+			return fmt.Errorf("cannot destroy %s %q without setting deletion_protection=false and running `pulumi up`", typ, name)
+		}
+	}
+	return s.locked(func(st map[string]Record) error {
+		delete(st, string(req.Urn))
+		return s.log("delete", typ, name)
+	})
+}
+
+// locked runs f on the state under an exclusive file lock and saves what f leaves.
+func (s *standin) locked(f func(map[string]Record) error) error {
+	if s.dir == "" {
+		return fmt.Errorf("the gcp stand-in needs %s", EnvDir)
+	}
+	lock, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("stand-in lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("stand-in lock: %w", err)
+	}
+	st, err := ReadState(s.dir)
+	if err != nil {
+		return err
+	}
+	if err := f(st); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("stand-in state: %w", err)
+	}
+	return os.WriteFile(filepath.Join(s.dir, stateFile), data, 0o644)
+}
+
+// ReadState returns the resources the stand-in holds in dir, by URN.
+func ReadState(dir string) (map[string]Record, error) {
+	st := map[string]Record{}
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stand-in state: %w", err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("stand-in state: %w", err)
+	}
+	return st, nil
+}
+
+func (s *standin) log(op, typ, name string) error {
+	f, err := os.OpenFile(filepath.Join(s.dir, OpsLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("stand-in ops log: %w", err)
+	}
+	defer f.Close()
+	_, err = fmt.Fprintf(f, "%s %s %s\n", op, typ, name)
+	return err
+}
+
+// apis maps a type's module to the API that serves it.
+var apis = map[string]string{
+	"pubsub":         "pubsub.googleapis.com",
+	"cloudrunv2":     "run.googleapis.com",
+	"firestore":      "firestore.googleapis.com",
+	"monitoring":     "monitoring.googleapis.com",
+	"logging":        "logging.googleapis.com",
+	"serviceaccount": "iam.googleapis.com",
+	"projects":       "cloudresourcemanager.googleapis.com",
+	"secretmanager":  "secretmanager.googleapis.com",
+	"sql":            "sqladmin.googleapis.com",
+	"compute":        "compute.googleapis.com",
+	"vpcaccess":      "vpcaccess.googleapis.com",
+}
+
+// API returns the API a resource type needs enabled ("" for none the stand-in knows).
+func API(typ string) string {
+	if typ == "gcp:projects/service:Service" {
+		return "" // Service Usage itself is always on.
+	}
+	module, _, _ := strings.Cut(strings.TrimPrefix(typ, "gcp:"), "/")
+	return apis[module]
+}
+
+func (s *standin) prerequisites(st map[string]Record, rec Record) error {
+	in := rec.State
+	project := str(in, "project")
+	if api := API(rec.Type); api != "" && !s.apiEnabled(st, api, project) {
+		return fmt.Errorf("googleapi: Error 403: %s has not been used in project %s before or it is disabled. Enable it by visiting https://console.developers.google.com/apis/api/%s/overview?project=%s then retry", api, project, api, project)
+	}
+	switch rec.Type {
+	case "gcp:pubsub/subscription:Subscription":
+		return subscriptionPrerequisites(st, in)
+	case "gcp:cloudrunv2/service:Service", "gcp:cloudrunv2/workerPool:WorkerPool":
+		return runPrerequisites(st, in)
+	case "gcp:monitoring/alertPolicy:AlertPolicy":
+		return alertPrerequisites(st, in, rec.Created)
+	}
+	return nil
+}
+
+func (s *standin) apiEnabled(st map[string]Record, api, project string) bool {
+	if slices.Contains(s.enabled, "*") || slices.Contains(s.enabled, api) {
+		return true
+	}
+	for _, r := range st {
+		if r.Type == "gcp:projects/service:Service" && str(r.State, "service") == api &&
+			(project == "" || str(r.State, "project") == "" || str(r.State, "project") == project) {
+			return true
+		}
+	}
+	return false
+}
+
+func subscriptionPrerequisites(st map[string]Record, in map[string]any) error {
+	project := str(in, "project")
+	if topic := str(in, "topic"); !exists(st, "gcp:pubsub/topic:Topic", project, topic) {
+		return fmt.Errorf("googleapi: Error 404: Resource not found (resource=%s): the subscription's topic does not exist", topic)
+	}
+	if dlp, ok := in["deadLetterPolicy"].(map[string]any); ok {
+		dlq := str(dlp, "deadLetterTopic")
+		if !exists(st, "gcp:pubsub/topic:Topic", project, dlq) {
+			return fmt.Errorf("googleapi: Error 404: dead-letter topic %s not found", dlq)
+		}
+		if !granted(st, "gcp:pubsub/topicIAMMember:TopicIAMMember", "topic", dlq, "roles/pubsub.publisher", "@gcp-sa-pubsub.iam.gserviceaccount.com") {
+			return fmt.Errorf("the Pub/Sub service agent cannot publish to dead-letter topic %s (no roles/pubsub.publisher grant yet): dead-lettering would fail", dlq)
+		}
+	}
+	if push, ok := in["pushConfig"].(map[string]any); ok {
+		endpoint := str(push, "pushEndpoint")
+		if u, err := url.Parse(endpoint); err == nil && strings.HasSuffix(u.Hostname(), ".run.app") {
+			found := false
+			for _, r := range st {
+				if r.Type == "gcp:cloudrunv2/service:Service" && strings.HasPrefix(endpoint, str(r.State, "uri")) && str(r.State, "uri") != "" {
+					found = true
+				}
+			}
+			if !found {
+				return fmt.Errorf("push endpoint %s is no Cloud Run service that exists", endpoint)
+			}
+		}
+	}
+	return nil
+}
+
+// exists reports whether a resource of typ named ref (an id or a bare name) exists.
+func exists(st map[string]Record, typ, project, ref string) bool {
+	for _, r := range st {
+		if r.Type != typ {
+			continue
+		}
+		if r.ID == ref || (str(r.State, "name") == ref && (project == "" || str(r.State, "project") == project)) {
+			return true
+		}
+	}
+	return false
+}
+
+// granted reports whether an IAM member of typ grants role on the resource named target
+// (through field) to a member containing who.
+func granted(st map[string]Record, typ, field, target, role, who string) bool {
+	for _, r := range st {
+		if r.Type == typ && str(r.State, "role") == role && strings.Contains(str(r.State, "member"), who) {
+			if t := str(r.State, field); t == target || strings.HasSuffix(target, "/"+t) || strings.HasSuffix(t, "/"+target) {
+				return true
+			}
+		}
+		if r.Type == "gcp:projects/iAMMember:IAMMember" && str(r.State, "role") == role && strings.Contains(str(r.State, "member"), who) {
+			return true
+		}
+	}
+	return false
+}
+
+func runPrerequisites(st map[string]Record, in map[string]any) error {
+	tmpl, _ := in["template"].(map[string]any)
+	account := str(tmpl, "serviceAccount")
+	for _, c := range list(tmpl, "containers") {
+		for _, e := range list(c, "envs") {
+			switch str(e, "name") {
+			case "EVENTPIPE_PULL_SUBSCRIPTIONS":
+				for sub := range strings.SplitSeq(str(e, "value"), ",") {
+					if sub = strings.TrimSpace(sub); sub == "" {
+						continue
+					}
+					if !exists(st, "gcp:pubsub/subscription:Subscription", str(in, "project"), sub) {
+						return fmt.Errorf("the consumer pulls from subscription %s, which does not exist yet: the container would crash-loop on NotFound", sub)
+					}
+					if !granted(st, "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", "subscription", sub, "roles/pubsub.subscriber", account) {
+						return fmt.Errorf("the consumer's account %s has no roles/pubsub.subscriber on %s yet: the container would crash-loop on PermissionDenied", account, sub)
+					}
+				}
+			case "EVENTPIPE_STORE":
+				store := str(e, "value")
+				if ref, ok := e["valueSource"].(map[string]any); ok {
+					key, _ := ref["secretKeyRef"].(map[string]any)
+					store = secretValue(st, str(key, "secret"))
+				}
+				if err := storeReachable(tmpl, store); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// secretValue returns the newest data a secret version of secret holds.
+func secretValue(st map[string]Record, secret string) string {
+	var newest Record
+	for _, r := range st {
+		if r.Type != "gcp:secretmanager/secretVersion:SecretVersion" {
+			continue
+		}
+		if s := str(r.State, "secret"); (s == secret || strings.HasSuffix(s, "/secrets/"+secret)) && r.Created.After(newest.Created) {
+			newest = r
+		}
+	}
+	return str(newest.State, "secretData")
+}
+
+var cloudSQLSocket = regexp.MustCompile(`/cloudsql/([^/&?\s]+)`)
+
+// storeReachable refuses a store the revision could not reach: a private address without
+// VPC egress, or a Cloud SQL socket whose instance is not mounted. A revision that cannot
+// open its store never becomes ready, so the real create fails.
+func storeReachable(tmpl map[string]any, store string) error {
+	if store == "" {
+		return nil
+	}
+	if m := cloudSQLSocket.FindStringSubmatch(store); m != nil {
+		for _, v := range list(tmpl, "volumes") {
+			if sql, ok := v["cloudSqlInstance"].(map[string]any); ok {
+				instances, _ := sql["instances"].([]any)
+				if slices.Contains(instances, any(m[1])) {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("revision not ready: the store's Cloud SQL instance %s is not mounted (no cloudSqlInstance volume)", m[1])
+	}
+	u, err := url.Parse(store)
+	if err != nil {
+		return nil
+	}
+	ip := net.ParseIP(u.Hostname())
+	if ip == nil || !ip.IsPrivate() {
+		return nil
+	}
+	if vpc, ok := tmpl["vpcAccess"].(map[string]any); ok && (len(list(vpc, "networkInterfaces")) > 0 || str(vpc, "connector") != "") {
+		return nil
+	}
+	return fmt.Errorf("revision not ready: the store at %s is on a private address and the revision has no VPC egress", u.Host)
+}
+
+var (
+	metricFilter = regexp.MustCompile(`logging\.googleapis\.com/user/([A-Za-z0-9_.\-]+)`)
+	metricPromQL = regexp.MustCompile(`logging_googleapis_com:user_([A-Za-z0-9_]+)`)
+)
+
+// metricVisibleAfter is how long a new log-based metric stays invisible to Monitoring.
+const metricVisibleAfter = 10 * time.Minute
+
+func alertPrerequisites(st map[string]Record, in map[string]any, now time.Time) error {
+	for _, c := range list(in, "conditions") {
+		var names []string
+		validate := true
+		if th, ok := c["conditionThreshold"].(map[string]any); ok {
+			for _, m := range metricFilter.FindAllStringSubmatch(str(th, "filter"), -1) {
+				names = append(names, m[1])
+			}
+		}
+		if pq, ok := c["conditionPrometheusQueryLanguage"].(map[string]any); ok {
+			for _, m := range metricPromQL.FindAllStringSubmatch(str(pq, "query"), -1) {
+				names = append(names, m[1])
+			}
+			if d, _ := pq["disableMetricValidation"].(bool); d {
+				validate = false
+			}
+		}
+		for _, name := range names {
+			metric, ok := findMetric(st, name)
+			if !ok {
+				return fmt.Errorf("googleapi: Error 404: Cannot find metric(s) that match type = \"logging.googleapis.com/user/%s\"", name)
+			}
+			if validate && now.Sub(metric.Created) < metricVisibleAfter {
+				return fmt.Errorf("googleapi: Error 404: Cannot find metric(s) that match type = \"logging.googleapis.com/user/%s\" (created %s ago; set disableMetricValidation)", name, now.Sub(metric.Created).Round(time.Second))
+			}
+		}
+	}
+	return nil
+}
+
+func findMetric(st map[string]Record, name string) (Record, bool) {
+	for _, r := range st {
+		if r.Type != "gcp:logging/metric:Metric" {
+			continue
+		}
+		n := str(r.State, "name")
+		if n == name || strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(n) == name {
+			return r, true
+		}
+	}
+	return Record{}, false
+}
+
+// plain turns a property map into plain Go values, secrets unwrapped and unknowns nil.
+func plain(m property.Map) map[string]any {
+	out := map[string]any{}
+	for k, v := range m.All {
+		out[k] = plainValue(v)
+	}
+	return out
+}
+
+func plainValue(v property.Value) any {
+	switch {
+	case v.IsComputed(), v.IsNull():
+		return nil
+	case v.IsString():
+		return v.AsString()
+	case v.IsBool():
+		return v.AsBool()
+	case v.IsNumber():
+		return v.AsNumber()
+	case v.IsArray():
+		var out []any
+		for _, e := range v.AsArray().All {
+			out = append(out, plainValue(e))
+		}
+		return out
+	case v.IsMap():
+		return plain(v.AsMap())
+	}
+	return nil
+}
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func list(m map[string]any, k string) []map[string]any {
+	var out []map[string]any
+	items, _ := m[k].([]any)
+	for _, i := range items {
+		if mm, ok := i.(map[string]any); ok {
+			out = append(out, mm)
+		}
+	}
+	return out
+}

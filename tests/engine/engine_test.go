@@ -1,0 +1,331 @@
+// Package engine_test runs eventpipe's stacks under the real Pulumi engine: the Pulumi
+// CLI `make deps` builds (tools/pulumi), driving the shared program as an Automation API
+// inline program, against the test-only stand-in gcp provider (internal/testing/gcpstandin),
+// which refuses what Google Cloud's APIs refuse on a first `pulumi up`. Each shipped stack
+// is previewed, deployed, previewed again (no changes), changed in a field that replaces
+// a subscription (replaced in dev, refused by protect in prod) and destroyed.
+package engine_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+var repo = filepath.Join("..", "..")
+
+// engine is the Pulumi CLI and a Pulumi home with the stand-in gcp plugin installed,
+// shared by the tests of one run.
+type engine struct {
+	cmd  auto.PulumiCommand
+	cli  string
+	home string
+}
+
+var (
+	engineOnce sync.Once
+	shared     engine
+	engineErr  error
+)
+
+// pulumiEngine builds the stand-in plugin and installs it into a fresh Pulumi home, once.
+func pulumiEngine(t *testing.T) engine {
+	t.Helper()
+	engineOnce.Do(func() {
+		cli, err := filepath.Abs(filepath.Join(repo, ".tools", "bin", "pulumi"))
+		if err == nil {
+			cli, err = filepath.EvalSymlinks(cli)
+		}
+		if err != nil {
+			engineErr = fmt.Errorf("the Pulumi CLI is not installed (%v): run make deps", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "eventpipe-engine-")
+		if err != nil {
+			engineErr = err
+			return
+		}
+		plugin := filepath.Join(dir, "pulumi-resource-gcp")
+		build := exec.Command("go", "build", "-o", plugin, "./internal/testing/gcpstandin/cmd/pulumi-resource-gcp")
+		build.Dir = repo
+		if out, err := build.CombinedOutput(); err != nil {
+			engineErr = fmt.Errorf("build the stand-in gcp plugin: %v\n%s", err, out)
+			return
+		}
+		home := filepath.Join(dir, "home")
+		install := exec.Command(cli, "plugin", "install", "resource", "gcp", gcpstandin.Version, "--file", plugin)
+		install.Env = append(os.Environ(), "PULUMI_HOME="+home, "PULUMI_SKIP_UPDATE_CHECK=true")
+		if out, err := install.CombinedOutput(); err != nil {
+			engineErr = fmt.Errorf("pulumi plugin install: %v\n%s", err, out)
+			return
+		}
+		// auto.NewPulumiCommand wants ROOT/bin/pulumi.
+		cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: filepath.Dir(filepath.Dir(cli)), SkipVersionCheck: true})
+		if err != nil {
+			engineErr = fmt.Errorf("the Pulumi CLI at %s: %w", cli, err)
+			return
+		}
+		shared = engine{cmd: cmd, cli: cli, home: home}
+	})
+	if engineErr != nil {
+		t.Fatal(engineErr)
+	}
+	return shared
+}
+
+// deployment is one stack of a program under the real engine.
+type deployment struct {
+	stack   auto.Stack
+	standin string
+}
+
+// deploy sets up stack name of program (its config copied from configFile) with a file
+// backend and the stand-in's state folder; env adds to the CLI's environment (the
+// stand-in's EnvEnabledAPIs, PATH for plugins).
+func deploy(t *testing.T, name, configFile string, program pulumi.RunFunc, env map[string]string) deployment {
+	t.Helper()
+	e := pulumiEngine(t)
+	work := t.TempDir()
+	standin := filepath.Join(work, "gcp")
+	backend := filepath.Join(work, "backend")
+	for _, d := range []string{standin, backend} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config, err := os.ReadFile(configFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "Pulumi."+name+".yaml"), config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	project := workspace.Project{Name: "eventpipe", Runtime: workspace.NewProjectRuntimeInfo("go", nil)}
+	vars := map[string]string{
+		"PULUMI_BACKEND_URL":                          "file://" + backend,
+		"PULUMI_CONFIG_PASSPHRASE":                    "engine-test",
+		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		gcpstandin.EnvDir:                             standin,
+	}
+	maps.Copy(vars, env)
+	stack, err := auto.UpsertStackInlineSource(ctx, name, "eventpipe", program,
+		auto.Pulumi(e.cmd), auto.WorkDir(work), auto.Project(project), auto.PulumiHome(e.home),
+		auto.SecretsProvider("passphrase"), auto.EnvVars(vars))
+	if err != nil {
+		t.Fatalf("stack %s: %v", name, err)
+	}
+	return deployment{stack: stack, standin: standin}
+}
+
+// ops reads the stand-in's operation log: "create TYPE NAME" lines.
+func (d deployment) ops(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(d.standin, gcpstandin.OpsLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+func count(summary map[apitype.OpType]int, ops ...apitype.OpType) int {
+	n := 0
+	for _, op := range ops {
+		n += summary[op]
+	}
+	return n
+}
+
+// TestShippedStacksUnderTheRealEngine takes every shipped stack through its first day:
+// preview, up (every prerequisite the stand-in enforces met by the engine's order), a
+// re-preview with nothing to do, a filter change (a subscription replaced in an
+// unprotected stack, refused in a protected one), and destroy.
+func TestShippedStacksUnderTheRealEngine(t *testing.T) {
+	stacks, err := filepath.Glob(filepath.Join(repo, "stacks", "Pulumi.*.yaml"))
+	if err != nil || len(stacks) == 0 {
+		t.Fatalf("no stacks: %v", err)
+	}
+	for _, file := range stacks {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "Pulumi."), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			firstDay(t, name, file)
+		})
+	}
+}
+
+func firstDay(t *testing.T, name, file string) {
+	ctx := t.Context()
+	d := deploy(t, name, file, components.Program(components.ProgramOptions{}), nil)
+	pre, err := d.stack.Preview(ctx)
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	creates := pre.ChangeSummary[apitype.OpCreate]
+	if creates == 0 || count(pre.ChangeSummary, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete) != 0 {
+		t.Fatalf("first preview: %v, want only creates", pre.ChangeSummary)
+	}
+	up, err := d.stack.Up(ctx)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	if got := (*up.Summary.ResourceChanges)["create"]; got != creates {
+		t.Errorf("up created %d, the preview announced %d", got, creates)
+	}
+	created := d.ops(t)
+	checkOrder(t, created)
+
+	again, err := d.stack.Preview(ctx)
+	if err != nil {
+		t.Fatalf("second preview: %v", err)
+	}
+	if n := count(again.ChangeSummary, apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete); n != 0 {
+		t.Errorf("second preview: %v, want nothing to do", again.ChangeSummary)
+	}
+
+	protected := strings.Contains(mustRead(t, file), "protect: true")
+	changeFilter(t, d, ctx)
+	if _, err := d.stack.Up(ctx); protected {
+		if err == nil || !strings.Contains(err.Error(), "protect") {
+			t.Errorf("a filter change in a protected stack: %v, want refused by protect", err)
+		}
+		return
+	} else if err != nil {
+		t.Fatalf("up after a filter change: %v", err)
+	}
+	var replaced bool
+	for _, op := range d.ops(t)[len(created):] {
+		if strings.HasPrefix(op, "create gcp:pubsub/subscription:Subscription") {
+			replaced = true
+		}
+	}
+	if !replaced {
+		t.Errorf("a filter change did not replace its subscription: ops %v", d.ops(t)[len(created):])
+	}
+	if _, err := d.stack.Destroy(ctx, optdestroy.Remove()); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	left, err := gcpstandin.ReadState(d.standin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		var names []string
+		for urn := range left {
+			names = append(names, urn)
+		}
+		slices.Sort(names)
+		t.Errorf("destroy left %d resources: %v", len(left), names)
+	}
+}
+
+// changeFilter sets a filter on the first push subscription of the stack's first pipeline.
+func changeFilter(t *testing.T, d deployment, ctx context.Context) {
+	t.Helper()
+	cfg, err := d.stack.GetAllConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for k := range cfg {
+		if k == "eventpipe:pipelines" {
+			key = k
+		}
+	}
+	if key == "" {
+		t.Fatalf("no eventpipe:pipelines in %v", cfg)
+	}
+	pipeline, sub := firstSubscription(t, cfg[key].Value)
+	path := fmt.Sprintf("eventpipe:pipelines.%s.subscriptions.%s.filter", pipeline, sub)
+	if err := d.stack.SetConfigWithOptions(ctx, path, auto.ConfigValue{Value: `attributes.kind = "changed"`}, &auto.ConfigOptions{Path: true}); err != nil {
+		t.Fatal(err)
+	}
+	pre, err := d.stack.Preview(ctx, optpreview.Diff())
+	if err != nil {
+		t.Fatalf("preview of a filter change: %v", err)
+	}
+	if pre.ChangeSummary[apitype.OpReplace] == 0 {
+		t.Errorf("a filter change previews %v, want a replace", pre.ChangeSummary)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// firstSubscription returns the first pipeline (by name) with a subscription and its first
+// subscription key, from the eventpipe:pipelines config value (JSON).
+func firstSubscription(t *testing.T, value string) (string, string) {
+	t.Helper()
+	var pipelines map[string]struct {
+		Subscriptions map[string]json.RawMessage `json:"subscriptions"`
+	}
+	if err := json.Unmarshal([]byte(value), &pipelines); err != nil {
+		t.Fatalf("eventpipe:pipelines: %v", err)
+	}
+	names := make([]string, 0, len(pipelines))
+	for n := range pipelines {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		subs := make([]string, 0, len(pipelines[n].Subscriptions))
+		for s := range pipelines[n].Subscriptions {
+			subs = append(subs, s)
+		}
+		slices.Sort(subs)
+		if len(subs) > 0 {
+			return n, subs[0]
+		}
+	}
+	t.Fatal("no pipeline has a subscription")
+	return "", ""
+}
+
+// checkOrder holds the stand-in's log of a first up: every resource created once, and
+// no resource deleted (a first up replaces nothing).
+func checkOrder(t *testing.T, ops []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, op := range ops {
+		verb, what, _ := strings.Cut(op, " ")
+		if verb != "create" {
+			t.Errorf("first up: %s", op)
+			continue
+		}
+		if seen[what] {
+			t.Errorf("first up created %s twice", what)
+		}
+		seen[what] = true
+	}
+}

@@ -1,0 +1,119 @@
+package engine_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+)
+
+// readmeYAML is the README's Pulumi YAML program (section "From TypeScript, Python or
+// YAML"), so the test runs what users copy.
+func readmeYAML(t *testing.T) string {
+	t.Helper()
+	readme := mustRead(t, filepath.Join(repo, "README.md"))
+	_, section, ok := strings.Cut(readme, "\n### From TypeScript, Python or YAML\n")
+	if !ok {
+		t.Fatal("the README has no section on other languages")
+	}
+	_, rest, ok := strings.Cut(section, "\n```yaml\n")
+	if !ok {
+		t.Fatal("the README has no YAML example")
+	}
+	block, _, ok := strings.Cut(rest, "\n```\n")
+	if !ok {
+		t.Fatal("the README's YAML example does not end")
+	}
+	return block + "\n"
+}
+
+// TestReadmeYAMLProgramUnderTheRealEngine runs the README's YAML program as users do:
+// `pulumi package add` of the eventpipe provider plugin, then `pulumi up` through the
+// YAML language host, against the stand-in gcp plugin (APIs managed outside the stack),
+// then destroy.
+func TestReadmeYAMLProgramUnderTheRealEngine(t *testing.T) {
+	e := pulumiEngine(t)
+	ctx := t.Context()
+	work := t.TempDir()
+	bin := filepath.Join(work, "bin")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "pulumi-resource-eventpipe"), "./cmd/pulumi-resource-eventpipe")
+	build.Dir = repo
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the eventpipe plugin: %v\n%s", err, out)
+	}
+	yamlHost, err := filepath.Abs(filepath.Join(repo, ".tools", "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(yamlHost, "pulumi-language-yaml")); err != nil {
+		t.Fatalf("pulumi-language-yaml is not installed (%v): run make deps", err)
+	}
+	program := filepath.Join(work, "program")
+	standin := filepath.Join(work, "gcp")
+	backend := filepath.Join(work, "backend")
+	for _, d := range []string{program, standin, backend} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	project := "name: yaml-orders\nruntime: yaml\n" + readmeYAML(t)
+	if err := os.WriteFile(filepath.Join(program, "Pulumi.yaml"), []byte(project), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"PATH":                     yamlHost + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PULUMI_HOME":              e.home,
+		"PULUMI_BACKEND_URL":       "file://" + backend,
+		"PULUMI_CONFIG_PASSPHRASE": "engine-test",
+		"PULUMI_SKIP_UPDATE_CHECK": "true",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		gcpstandin.EnvDir:         standin,
+		gcpstandin.EnvEnabledAPIs: "*",
+	}
+	add := exec.CommandContext(ctx, e.cli, "package", "add", filepath.Join(bin, "pulumi-resource-eventpipe"))
+	add.Dir = program
+	add.Env = os.Environ()
+	for k, v := range env {
+		add.Env = append(add.Env, k+"="+v)
+	}
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("pulumi package add: %v\n%s", err, out)
+	}
+	if !strings.Contains(mustRead(t, filepath.Join(program, "Pulumi.yaml")), "packages:") {
+		t.Errorf("pulumi package add did not record the package in Pulumi.yaml")
+	}
+	stack, err := auto.UpsertStackLocalSource(ctx, "dev", program, auto.Pulumi(e.cmd), auto.PulumiHome(e.home),
+		auto.SecretsProvider("passphrase"), auto.EnvVars(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.SetConfig(ctx, "storeUrl", auto.ConfigValue{Value: "firestore://acme-shop/(default)", Secret: true}); err != nil {
+		t.Fatal(err)
+	}
+	up, err := stack.Up(ctx)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	if got := (*up.Summary.ResourceChanges)["create"]; got < 10 {
+		t.Errorf("the YAML program created %d resources, want the pipeline's", got)
+	}
+	if topic, ok := up.Outputs["topic"]; !ok || !strings.Contains(topic.Value.(string), "/topics/") {
+		t.Errorf("output topic = %v, want a topic id", up.Outputs["topic"])
+	}
+	again, err := stack.Preview(ctx)
+	if err != nil {
+		t.Fatalf("second preview: %v", err)
+	}
+	if n := count(again.ChangeSummary, apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete); n != 0 {
+		t.Errorf("second preview: %v, want nothing to do", again.ChangeSummary)
+	}
+	if _, err := stack.Destroy(ctx, optdestroy.Remove()); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+}
