@@ -230,9 +230,12 @@ func (o *outcome) inProgress(err error, retryAfter time.Duration, rc engine.Rece
 	o.status, o.err, o.class = http.StatusConflict, err, classify.Of(err)
 	o.result = logfields.OutcomeRetry
 	o.retryAfter = max(retryAfter, time.Second)
-	return map[string]any{"message": "Callback is being processed by another delivery; retry after the Retry-After seconds",
-		"idempotent_replayed": false, "status": engine.ReceiptProcessing,
-		"original_received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano)}
+	body := map[string]any{"message": "Callback is being processed by another delivery; retry after the Retry-After seconds",
+		"idempotent_replayed": false, "status": engine.ReceiptProcessing}
+	if !rc.ReceivedAt.IsZero() { // unknown when the receipt was in use and not read
+		body["original_received_at"] = rc.ReceivedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return body
 }
 
 // fail records a failure and returns the error body.

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
@@ -68,7 +66,7 @@ func TestRetryDuringFinishIsInProgressAtOnce(t *testing.T) {
 		first <- code
 	}()
 	// The first delivery's Finish holds the receipt and waits for the target.
-	waitLockWaiter(t, pg.URL)
+	pgtest.WaitLockWaiters(t, pg.URL, 1)
 
 	type answer struct {
 		code int
@@ -105,28 +103,4 @@ func TestRetryDuringFinishIsInProgressAtOnce(t *testing.T) {
 	if code != http.StatusOK || out["idempotent_replayed"] != true || out["status"] != "completed" {
 		t.Fatalf("retry after Finish: %d %v; want 200 replayed with status completed", code, out)
 	}
-}
-
-// waitLockWaiter waits until a session waits for an advisory lock.
-func waitLockWaiter(t *testing.T, dbURL string) {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for range 10000 {
-		var waiting int
-		if err := conn.QueryRow(context.Background(),
-			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			return
-		}
-		<-tick.C
-	}
-	t.Fatal("no session waits for a document after 10s")
 }

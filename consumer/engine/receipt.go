@@ -71,7 +71,7 @@ type Receipt struct {
 // transaction holds at that moment (a store that locks documents, such as
 // PostgreSQL: another delivery is reserving, finishing or releasing it) is
 // in_progress at once, without waiting for that transaction and without
-// HeldUntil. Costs 1 read + 1 write when reserved, 1 read + 0 writes
+// HeldUntil or ReceivedAt. Costs 1 read + 1 write when reserved, 1 read + 0 writes
 // otherwise.
 func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error) {
 	const op = "reserve receipt"
@@ -108,6 +108,7 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 		// the callback right now, so this one is told at once to come back.
 		cur, err := tx.Get(store.NoWait(ctx), key)
 		if errors.Is(err, store.ErrLocked) {
+			rc.ReceivedAt = time.Time{} // unknown: the receipt was not read
 			code, _, _ := store.Code(err)
 			return &Error{Type: TypeInProgress, Code: code, Op: op, Err: fmt.Errorf("%s is in use by another delivery of the callback: %w", key, err)}
 		}

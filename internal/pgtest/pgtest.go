@@ -294,3 +294,29 @@ func (c *Cluster) Stop() error {
 	}
 	return nil
 }
+
+// WaitLockWaiters waits until at least n sessions of the server at url wait
+// for advisory locks (pg_locks), polling every millisecond for up to 10 s;
+// a test uses it to act once transactions queue on a document.
+func WaitLockWaiters(t testing.TB, url string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	defer conn.Close(ctx)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for range 10000 {
+		var waiting int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&waiting); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+		if waiting >= n {
+			return
+		}
+		<-tick.C
+	}
+	t.Fatalf("pgtest: fewer than %d sessions wait for advisory locks after 10s", n)
+}

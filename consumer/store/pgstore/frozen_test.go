@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
@@ -195,30 +193,6 @@ func (h *holder) next(t *testing.T) string {
 	return ""
 }
 
-// waitForLockWaiters waits until n sessions wait for advisory locks.
-func waitForLockWaiters(t *testing.T, dbURL string, n int) {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for range 10000 {
-		var waiting int
-		if err := conn.QueryRow(context.Background(),
-			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting >= n {
-			return
-		}
-		<-tick.C
-	}
-	t.Fatalf("fewer than %d sessions waiting for A's documents after 10s", n)
-}
-
 // timed is one delivery on instance B.
 type timed struct {
 	id      string
@@ -351,7 +325,7 @@ func frozenHolder(t *testing.T, raw, end string) {
 	go func() { defer close(waited); blocked = deliverAll(guard, eng, heldIDs, heldDocNames) }()
 	// The unrelated deliveries come once B's connections wait for A's
 	// documents, as they do when A's events keep being redelivered.
-	waitForLockWaiters(t, raw, heldDocs-1)
+	pgtest.WaitLockWaiters(t, raw, heldDocs-1)
 	free := deliverAll(guard, eng, append(otherIDs, newIDs...), append(otherDocs, newDocs...))
 	<-waited
 	for _, r := range free {

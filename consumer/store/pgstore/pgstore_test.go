@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/eventpipe/eventpipe/consumer/engine"
 
 	"github.com/eventpipe/eventpipe/consumer/store"
@@ -173,5 +175,222 @@ func TestLockWaitCancelled(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("after the holder committed: %v; want the document free", err)
+	}
+}
+
+// TestNoWaitAndReadOnlyDoNotWait: while a transaction holds a document, a
+// store.NoWait read of it fails at once with store.ErrLocked (transient,
+// 55P03) where a plain read would wait, and a store.ReadOnly transaction
+// reads its last committed version without waiting and may not write.
+// Once the holder commits, both see its write.
+func TestNoWaitAndReadOnlyDoNotWait(t *testing.T) {
+	c, _ := start(t)
+	// A lock_timeout far beyond the test: a read that waited would not end
+	// before the holder is released, which happens only after the checks.
+	s, err := pgstore.Open(context.Background(), c.URL+"&lock_timeout=10min&statement_timeout=10min&idle_in_transaction_session_timeout=10min")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	key, free := store.Key{Collection: "locks", ID: "held"}, store.Key{Collection: "locks", ID: "free"}
+	put := func(k store.Key, v int64) {
+		t.Helper()
+		if err := s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			return tx.Set(ctx, k, store.Document{Fields: map[string]any{"v": v}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(key, 1)
+	put(free, 1)
+	held, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			if _, err := tx.Get(ctx, key); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return tx.Set(ctx, key, store.Document{Fields: map[string]any{"v": int64(2)}})
+		})
+	}()
+	<-held
+	read := func(ctx context.Context, k store.Key) (any, error) {
+		var v any
+		err := s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			d, err := tx.Get(ctx, k)
+			v = d.Fields["v"]
+			return err
+		})
+		return v, err
+	}
+	_, err = read(store.NoWait(ctx), key)
+	code, kind, _ := store.Code(err)
+	if !errors.Is(err, store.ErrLocked) || code != "55P03" || kind != store.KindTransient {
+		t.Errorf("NoWait read of a held document: %v; want store.ErrLocked, transient 55P03", err)
+	}
+	if v, err := read(store.NoWait(ctx), free); err != nil || v != int64(1) {
+		t.Errorf("NoWait read of a free document: %v, %v; want 1", v, err)
+	}
+	if v, err := read(store.ReadOnly(ctx), key); err != nil || v != int64(1) {
+		t.Errorf("ReadOnly read of a held document: %v, %v; want the committed 1 without waiting", v, err)
+	}
+	err = s.RunTx(store.ReadOnly(ctx), func(ctx context.Context, tx store.Tx) error {
+		return tx.Set(ctx, free, store.Document{Fields: map[string]any{"v": int64(3)}})
+	})
+	if code, kind, _ := store.Code(err); err == nil || kind != store.KindConfiguration || code != "" {
+		t.Errorf("write in a ReadOnly transaction: %v; want refused", err)
+	}
+	close(release)
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	for _, ctx := range []context.Context{store.NoWait(ctx), store.ReadOnly(ctx)} {
+		if v, err := read(ctx, key); err != nil || v != int64(2) {
+			t.Errorf("after the holder committed: %v, %v; want 2", v, err)
+		}
+	}
+	if v, err := read(ctx, free); err != nil || v != int64(1) {
+		t.Errorf("free document after the refused write: %v, %v; want 1", v, err)
+	}
+}
+
+// TestLockClassIsOurOwn: the store's document locks are two-key advisory
+// locks of class pgstore.LockClass. Another application's lock with the
+// same numbers in the one-key (bigint) form, or in the two-key form with
+// another class, does not hold our document; only the same class and objid
+// does (the test can fail).
+func TestLockClassIsOurOwn(t *testing.T) {
+	c, s := start(t)
+	ctx := context.Background()
+	key := store.Key{Collection: "locks", ID: "shared-db"}
+	obj := pgstore.LockKey(key)
+	other, err := pgx.Connect(ctx, c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	for _, tc := range []struct {
+		name, lock, unlock string
+		args               []any
+		holds              bool
+	}{
+		{"one-key form, same numbers", "SELECT pg_advisory_lock($1::bigint)", "SELECT pg_advisory_unlock($1::bigint)",
+			[]any{int64(pgstore.LockClass)<<32 | int64(uint32(obj))}, false},
+		{"two-key form, another class", "SELECT pg_advisory_lock($1, $2)", "SELECT pg_advisory_unlock($1, $2)",
+			[]any{pgstore.LockClass + 1, obj}, false},
+		{"two-key form, our class", "SELECT pg_advisory_lock($1, $2)", "SELECT pg_advisory_unlock($1, $2)",
+			[]any{pgstore.LockClass, obj}, true},
+	} {
+		if _, err := other.Exec(ctx, tc.lock, tc.args...); err != nil {
+			t.Fatal(err)
+		}
+		err := s.RunTx(store.NoWait(ctx), func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.Get(ctx, key)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			return err
+		})
+		if held := errors.Is(err, store.ErrLocked); held != tc.holds || (err != nil && !held) {
+			t.Errorf("%s: our read got %v; want held=%v", tc.name, err, tc.holds)
+		}
+		if _, err := other.Exec(ctx, tc.unlock, tc.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLockKeyCollisionOnlySerialises: two documents whose lock keys
+// collide (found by search) share a lock, so transactions on them run one
+// after the other, and nothing else changes: concurrent read-increment-
+// write transactions on both, alone and together, lose no update.
+func TestLockKeyCollisionOnlySerialises(t *testing.T) {
+	_, s := start(t)
+	ctx := context.Background()
+	seen := map[int32]string{}
+	var a, b store.Key
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("doc-%d", i)
+		k := pgstore.LockKey(store.Key{Collection: "collide", ID: id})
+		if prev, ok := seen[k]; ok {
+			a, b = store.Key{Collection: "collide", ID: prev}, store.Key{Collection: "collide", ID: id}
+			break
+		}
+		seen[k] = id
+	}
+	t.Logf("%s and %s share lock key %d", a, b, pgstore.LockKey(a))
+	held, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			if _, err := tx.Get(ctx, a); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	err := s.RunTx(store.NoWait(ctx), func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.Get(ctx, b)
+		return err
+	})
+	close(release)
+	if !errors.Is(err, store.ErrLocked) {
+		t.Errorf("read of %s while %s is held: %v; want it held too (the keys collide)", b, a, err)
+	}
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	incr := func(ctx context.Context, tx store.Tx, keys ...store.Key) error {
+		docs, err := store.GetAll(ctx, tx, keys)
+		if err != nil {
+			return err
+		}
+		for i, k := range keys {
+			n := int64(0)
+			if docs[i] != nil {
+				n = docs[i].Fields["n"].(int64)
+			}
+			if err := tx.Set(ctx, k, store.Document{Fields: map[string]any{"n": n + 1}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	const each = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*each)
+	for range each {
+		for _, keys := range [][]store.Key{{a}, {b}, {a, b}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error { return incr(ctx, tx, keys...) })
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []store.Key{a, b} {
+		err := s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			d, err := tx.Get(ctx, k)
+			if err == nil && d.Fields["n"] != int64(2*each) {
+				return fmt.Errorf("%s: n = %v; want %d (an update was lost)", k, d.Fields["n"], 2*each)
+			}
+			return err
+		})
+		if err != nil {
+			t.Error(err)
+		}
 	}
 }
