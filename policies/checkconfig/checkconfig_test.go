@@ -3,6 +3,9 @@ package checkconfig
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 const sample = `
@@ -192,4 +196,55 @@ func subscription(urn string) map[string]any {
 		"deadLetterPolicy": {"deadLetterTopic": "dlq", "maxDeliveryAttempts": 5},
 		"retryPolicy": {"minimumBackoff": "10s", "maximumBackoff": "600s"}, "expirationPolicy": {"ttl": ""}}`), &inputs)
 	return map[string]any{"urn": urn, "type": "gcp:pubsub/subscription:Subscription", "inputs": inputs}
+}
+
+// TestSettingsFileCurrent: policies/lib_settings.rego, which every runtime of the rules
+// reads its default settings from (conftest and opa eval too), is what RegoSettings
+// generates from spec.Bounds and the setting schemas now.
+func TestSettingsFileCurrent(t *testing.T) {
+	want, err := RegoSettings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join("..", SettingsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("policies/%s is stale: run go generate ./policies/checkconfig", SettingsFile)
+	}
+}
+
+// TestEverySettingHasItsDefault: each setting a rule takes has a default of a value its
+// schema accepts, and each check of a bound defaults to the end of the range the stack
+// config accepts, so a stack that validates passes the check.
+func TestEverySettingHasItsDefault(t *testing.T) {
+	defaults := Defaults()
+	for rule := range defaults {
+		for key, v := range defaults[rule] {
+			settings, err := asJSON(map[string]any{key: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckSettings(rule, rule, settings); err != nil {
+				t.Errorf("default %s.%s = %v: %v", rule, key, v, err)
+			}
+		}
+	}
+	checks := 0
+	for _, b := range spec.Bounds() {
+		for _, c := range b.Checks {
+			checks++
+			end := b.Min
+			if c.Upper {
+				end = b.Max
+			}
+			if got, want := defaults[c.Rule][c.Setting], float64(end)/float64(c.Unit); fmt.Sprint(got) != fmt.Sprint(number(want)) {
+				t.Errorf("%s.%s defaults to %v, want %v: the end of %s's range %s", c.Rule, c.Setting, got, want, b.Path, b.Allowed())
+			}
+		}
+	}
+	if checks == 0 {
+		t.Fatal("no bound has a check")
+	}
 }
