@@ -138,7 +138,7 @@ type Consumer struct {
 	Image string `json:"image"`
 	// ServiceName is the Cloud Run service name (default <pipeline>-consumer).
 	ServiceName string `json:"serviceName,omitempty"`
-	// RequestTimeout is the service's request timeout; push ack deadlines equal it (10s–10m, default 1m).
+	// RequestTimeout is the service's request timeout; push ack deadlines equal it (10s–10m, default 60s).
 	RequestTimeout *Duration `json:"requestTimeout,omitempty"`
 	// Concurrency is the most messages an instance handles at once, pushed or pulled (1–1000, default 80).
 	// When memory cannot hold that many messages of maxMessageBytes, the service gets the lower number
@@ -192,7 +192,7 @@ type Subscription struct {
 	Delivery string `json:"delivery"`
 	// Name is the subscription id (default PIPELINE-KEY).
 	Name string `json:"name,omitempty"`
-	// AckDeadline is how long Pub/Sub waits for an ack (10s–10m; pull default 1m, push: the consumer's requestTimeout).
+	// AckDeadline is how long Pub/Sub waits for an ack (10s–10m; pull default 60s, push: the consumer's requestTimeout).
 	AckDeadline *Duration `json:"ackDeadline,omitempty"`
 	// MaxDeliveryAttempts is how many deliveries are tried before dead-lettering (5–100, default eventpipe:defaults.maxDeliveryAttempts).
 	MaxDeliveryAttempts *int `json:"maxDeliveryAttempts,omitempty"`
