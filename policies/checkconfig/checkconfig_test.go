@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/rego"
+
 	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
@@ -246,5 +248,36 @@ func TestEverySettingHasItsDefault(t *testing.T) {
 	}
 	if checks == 0 {
 		t.Fatal("no bound has a check")
+	}
+}
+
+// TestRulesWriteDurationsAsTheConfigDoes: lib.duration_text, which the rules' messages
+// state bounds with, writes a number of seconds as spec.FormatDuration writes it (the
+// config's errors), for every whole number of seconds in a generated set: units, their
+// multiples and neighbours.
+func TestRulesWriteDurationsAsTheConfigDoes(t *testing.T) {
+	mods, err := policies.Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []func(*rego.Rego){rego.Query("x := [data.eventpipe.lib.duration_text(n) | some n in input]")}
+	for name, src := range mods {
+		opts = append(opts, rego.Module(name, src))
+	}
+	var secs []int64
+	for _, unit := range []int64{1, 60, 3600, 86400} {
+		for _, k := range []int64{1, 2, 7, 10, 14, 31, 59, 60, 61} {
+			secs = append(secs, k*unit, k*unit+1, k*unit-1)
+		}
+	}
+	rs, err := rego.New(append(opts, rego.Input(secs))...).Eval(context.Background())
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("eval: %v %v", rs, err)
+	}
+	got := rs[0].Bindings["x"].([]any)
+	for i, n := range secs {
+		if want := spec.FormatDuration(time.Duration(n) * time.Second); got[i] != want {
+			t.Errorf("duration_text(%d) = %v, spec.FormatDuration = %s", n, got[i], want)
+		}
 	}
 }
