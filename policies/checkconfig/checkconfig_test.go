@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -278,6 +279,37 @@ func TestRulesWriteDurationsAsTheConfigDoes(t *testing.T) {
 	for i, n := range secs {
 		if want := spec.FormatDuration(time.Duration(n) * time.Second); got[i] != want {
 			t.Errorf("duration_text(%d) = %v, spec.FormatDuration = %s", n, got[i], want)
+		}
+	}
+}
+
+// TestRuleDescriptionsStateTheDefaults: a rule's description (what --list-rules, SARIF and
+// the README say) names, after "default", the value each of its bounded settings has in
+// Defaults, so prose cannot keep a default the table has left.
+func TestRuleDescriptionsStateTheDefaults(t *testing.T) {
+	mods, err := policies.Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package})
+	if err != nil {
+		t.Fatal(err)
+	}
+	descriptions := map[string]string{}
+	for _, r := range e.Rules() {
+		descriptions[r.Name] = r.Description
+	}
+	stated := regexp.MustCompile(`default ([0-9.]+)(?:-([0-9.]+))?`)
+	for _, b := range spec.Bounds() {
+		for _, c := range b.Checks {
+			want := fmt.Sprint(number(c.Default(b)))
+			found := false
+			for _, m := range stated.FindAllStringSubmatch(descriptions[c.Rule], -1) {
+				found = found || m[1] == want || m[2] == want
+			}
+			if !found {
+				t.Errorf("%s: the description states no default %s for %s: %q", c.Rule, want, c.Setting, descriptions[c.Rule])
+			}
 		}
 	}
 }
