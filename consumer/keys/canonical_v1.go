@@ -76,12 +76,11 @@ func appendCanonicalValue(b []byte, v any, depth int) (out []byte, ok bool) {
 		}
 		return appendString(b, x), true
 	case json.Number:
-		end, frac, problem := scanNumber(string(x), 0)
-		if problem != "" || end != len(x) {
+		if !validNumber(string(x)) {
 			return b, false
 		}
-		out, err := appendCanonNumber(b, string(x), frac)
-		return out, err == nil
+		n, err := canonNumber(string(x))
+		return append(b, n...), err == nil
 	case int64:
 		return strconv.AppendInt(b, x, 10), true
 	case int:
@@ -134,14 +133,12 @@ func appendCanonicalValue(b []byte, v any, depth int) (out []byte, ok bool) {
 	return b, false
 }
 
-// scanNumber scans the JSON number that starts at s[i] and returns where it
-// ends (or where it breaks the grammar), whether it has a fraction or an
-// exponent, and what breaks the grammar ("" when nothing does).
-func scanNumber[T string | []byte](s T, i int) (end int, frac bool, problem string) {
+// validNumber reports whether s is a JSON number (RFC 8259 grammar).
+func validNumber(s string) bool {
+	i := 0
 	digits := func() int {
 		n := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
 			n++
 		}
 		return n
@@ -152,47 +149,24 @@ func scanNumber[T string | []byte](s T, i int) (end int, frac bool, problem stri
 	if i < len(s) && s[i] == '0' {
 		i++
 	} else if digits() == 0 {
-		return i, false, "bad number"
+		return false
 	}
 	if i < len(s) && s[i] == '.' {
 		i++
-		frac = true
 		if digits() == 0 {
-			return i, frac, "bad number: no digits after '.'"
+			return false
 		}
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		i++
-		frac = true
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
 		if digits() == 0 {
-			return i, frac, "bad number: no exponent digits"
+			return false
 		}
 	}
-	return i, frac, ""
-}
-
-// maxPlainInteger is the most characters an integer may have to be copied
-// without parsing: any such integer is within float64's range (about
-// 1.8e308), which is all canonNumber checks of an integer.
-const maxPlainInteger = 300
-
-// appendCanonNumber appends the canonical form of the valid JSON number num
-// (frac: it has a fraction or an exponent); see canonNumber.
-func appendCanonNumber[T string | []byte](b []byte, num T, frac bool) ([]byte, error) {
-	if !frac && len(num) <= maxPlainInteger {
-		if string(num) == "-0" {
-			return append(b, '0'), nil
-		}
-		return append(b, num...), nil
-	}
-	s, err := canonNumber(string(num))
-	if err != nil {
-		return b, err
-	}
-	return append(b, s...), nil
+	return i == len(s)
 }
 
 // canonNumber rejects numbers beyond float64's range, writes integers (no
@@ -221,7 +195,7 @@ const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string, escaping only '"', '\\' and
 // control characters.
-func appendString[T string | []byte](b []byte, s T) []byte {
+func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		b = appendEscaped(b, s[i])
