@@ -11,6 +11,7 @@ require (
 	cloud.google.com/go/run v1.24.0
 	github.com/blang/semver v3.5.1+incompatible
 	github.com/coreos/go-oidc/v3 v3.21.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/google/go-cmp v0.7.0
 	github.com/googleapis/gapic-showcase v0.35.0
 	github.com/gruntwork-io/terratest v0.52.0

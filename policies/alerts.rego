@@ -220,9 +220,9 @@ strict_backlog_alerts := strict_among(missing_backlog_alerts, "stack_deny_subscr
 # those in an environment where rule is mandatory, looked for only when the stack has such
 # an environment at all.
 strict_among(urns, rule) := {u: subscription_environments[u] | some u in urns} if {
-	lib.setting(rule, "enforce", false) == true
+	lib.setting(rule, "enforce") == true
 } else := {u: env |
-	strict := {e | some e in present_environments; e in lib.setting(rule, "environments", ["prod"])}
+	strict := {e | some e in present_environments; e in lib.setting(rule, "environments")}
 	count(strict) > 0
 	some u in urns
 	env := subscription_environments[u]

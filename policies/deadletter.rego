@@ -145,15 +145,15 @@ stack_deny_dead_letter_subscriber_grant_missing contains f if {
 #   fix: 'Set messageRetentionDuration on the DLQ subscription to at least "604800s" (7 days).'
 stack_warn_dlq_retention_short contains f if {
 	m := lib.rule(rego.metadata.chain())
-	low := lib.setting("stack_warn_dlq_retention_short", "minimumDays", 7)
+	low := lib.setting("stack_warn_dlq_retention_short", "minimumDays")
 	some u in lib.dlq_subscriptions
 	s := lib.subscription_by_urn[u]
 	days := retention_days(lib.prop(s, ["messageRetentionDuration"]))
 	days < low
-	text := sprintf("%s keeps dead letters for %v days; keep them at least %v days for triage", [lib.display(s), days, low])
+	text := sprintf("%s keeps dead letters for %s; messageRetentionDuration must be at least %s for triage", [lib.display(s), lib.duration_text(days * 86400), lib.duration_text(low * 86400)])
 	f := lib.finding(s, text, m)
 }
 
-retention_days(d) := 7 if d == null
+retention_days(d) := lib.seconds(lib.pubsub_defaults.messageRetentionDuration) / 86400 if d == null
 
 else := lib.seconds(d) / 86400

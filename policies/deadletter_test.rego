@@ -237,7 +237,7 @@ test_dlq_retention_default_pass if {
 
 test_dlq_retention_short_warns if {
 	s := fx.swap(fx.good_stack, fx.dlq_subscription, fx.with_props(fx.dlq_subscription, {"messageRetentionDuration": "86400s"}))
-	fx.messages(rules.stack_warn_dlq_retention_short) == {"EP013: Subscription 'orders-push.dlq-sub' keeps dead letters for 1 days; keep them at least 7 days for triage"} with data.eventpipe.model.resources as s
+	fx.messages(rules.stack_warn_dlq_retention_short) == {"EP013: Subscription 'orders-push.dlq-sub' keeps dead letters for 1d; messageRetentionDuration must be at least 7d for triage"} with data.eventpipe.model.resources as s
 	fx.verdicts(s) == {"warn:EP013"}
 }
 

@@ -78,8 +78,9 @@ default config := {}
 
 config := data.config if is_object(data.config)
 
-# setting(rule, key, default_value) reads a threshold.
-setting(rule, key, default_value) := object.get(config, [rule, key], default_value)
+# setting(rule, key) reads a threshold: config.<rule>.<key>, or its default
+# (setting_defaults, generated from spec.Bounds into lib_settings.rego).
+setting(rule, key) := object.get(config, [rule, key], setting_defaults[rule][key])
 
 # environment(r) is the stack environment: config.environment when given, otherwise the
 # eventpipe_env label the components put on every resource.
@@ -90,14 +91,30 @@ environment(r) := e if {
 
 # strict(rule, r) holds when rule's deny applies to r's environment: everywhere when
 # config.<rule>.enforce is true, otherwise in config.<rule>.environments (default ["prod"]).
-strict(rule, _) if setting(rule, "enforce", false) == true
+strict(rule, _) if setting(rule, "enforce") == true
 
-strict(rule, r) if environment(r) in setting(rule, "environments", ["prod"])
+strict(rule, r) if environment(r) in setting(rule, "environments")
 
 # seconds(d) converts a protobuf duration string such as "10s" or "600.5s" to seconds.
 seconds(d) := n if {
 	known_string(d)
 	n := time.parse_duration_ns(d) / 1000000000
+}
+
+# duration_text(n) writes n seconds as the stack config does (spec.FormatDuration): in the
+# largest whole unit of d, h, m and s ("14d", "10m", "45s"), otherwise as seconds.
+duration_text(n) := sprintf("%vd", [n / 86400]) if {
+	whole_multiple(n, 86400)
+} else := sprintf("%vh", [n / 3600]) if {
+	whole_multiple(n, 3600)
+} else := sprintf("%vm", [n / 60]) if {
+	whole_multiple(n, 60)
+} else := sprintf("%vs", [n])
+
+whole_multiple(n, unit) if {
+	n > 0
+	round(n) == n
+	round(n) % unit == 0
 }
 
 # name(r) is a resource's name: the last part of its Pulumi URN, or its Terraform address.

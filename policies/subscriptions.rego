@@ -21,8 +21,8 @@ import data.eventpipe.lib
 #   maxDeliveryAttempts decides how often a poison message is retried before it is
 #   dead-lettered. Too few attempts dead-letter messages a transient Firestore error would
 #   have let through; too many keep a poison message hot-looping. The allowed range is
-#   config.deny_dead_letter_attempts_out_of_range.{min,max} (default 5-10); an unset value
-#   means Pub/Sub's default of 5.
+#   config.deny_dead_letter_attempts_out_of_range.{min,max} (default 5-100, the range the
+#   stack config accepts); an unset value means Pub/Sub's default of 5.
 # custom:
 #   id: EP002
 #   severity: medium
@@ -31,8 +31,8 @@ import data.eventpipe.lib
 #     poison-heavy streams, 10 when transient Firestore saturation is expected).
 deny_dead_letter_attempts_out_of_range contains f if {
 	m := lib.rule(rego.metadata.chain())
-	low := lib.setting("deny_dead_letter_attempts_out_of_range", "min", 5)
-	high := lib.setting("deny_dead_letter_attempts_out_of_range", "max", 10)
+	low := lib.setting("deny_dead_letter_attempts_out_of_range", "min")
+	high := lib.setting("deny_dead_letter_attempts_out_of_range", "max")
 	some s in lib.subscriptions
 	policy := s.properties.deadLetterPolicy
 	is_object(policy)
@@ -40,13 +40,13 @@ deny_dead_letter_attempts_out_of_range contains f if {
 	is_number(raw)
 	attempts := delivery_attempts(raw)
 	not in_range(attempts, low, high)
-	text := sprintf("%s dead-letters after %v delivery attempts; the allowed range is %v-%v", [lib.display(s), attempts, low, high])
+	text := sprintf("%s dead-letters after %v delivery attempts; maxDeliveryAttempts allowed %v–%v", [lib.display(s), attempts, low, high])
 	f := lib.finding(s, text, m)
 }
 
 # delivery_attempts is a maxDeliveryAttempts setting in effect: unset or 0 means Pub/Sub's
 # default, 5.
-delivery_attempts(raw) := 5 if raw == 0
+delivery_attempts(raw) := lib.pubsub_defaults["deadLetterPolicy.maxDeliveryAttempts"] if raw == 0
 
 else := raw
 
@@ -61,8 +61,9 @@ in_range(x, low, high) if {
 # description: >-
 #   Without a retry policy Pub/Sub redelivers a nacked message immediately, so a failing
 #   consumer is hammered in a tight loop. The minimum backoff must be at least
-#   config.deny_retry_policy.minimumBackoffSeconds (default 10) and the maximum at most
-#   config.deny_retry_policy.maximumBackoffSeconds (default 600). A DLQ subscription may
+#   config.deny_retry_policy.minimumBackoffSeconds (default 0) and the maximum at most
+#   config.deny_retry_policy.maximumBackoffSeconds (default 600), the range the stack config
+#   accepts. A DLQ subscription may
 #   omit the policy: people and the replay tool read it, not a consumer that nacks (any
 #   retry policy it has is still checked). So may a BigQuery or Cloud Storage
 #   subscription: Pub/Sub itself writes its messages, there is no consumer of yours to
@@ -97,19 +98,19 @@ retry_problems contains [s, text, true] if {
 }
 
 retry_problems contains [s, text, false] if {
-	low := lib.setting("deny_retry_policy", "minimumBackoffSeconds", 10)
+	low := lib.setting("deny_retry_policy", "minimumBackoffSeconds")
 	some s in lib.subscriptions
 	got := lib.seconds(s.properties.retryPolicy.minimumBackoff)
 	got < low
-	text := sprintf("%s retries after %vs; the minimum backoff must be at least %vs", [lib.display(s), got, low])
+	text := sprintf("%s retries after %s; minimumBackoff must be at least %s", [lib.display(s), lib.duration_text(got), lib.duration_text(low)])
 }
 
 retry_problems contains [s, text, false] if {
-	high := lib.setting("deny_retry_policy", "maximumBackoffSeconds", 600)
+	high := lib.setting("deny_retry_policy", "maximumBackoffSeconds")
 	some s in lib.subscriptions
 	got := lib.seconds(s.properties.retryPolicy.maximumBackoff)
 	got > high
-	text := sprintf("%s backs off up to %vs; the maximum backoff must be at most %vs", [lib.display(s), got, high])
+	text := sprintf("%s backs off up to %s; maximumBackoff must be at most %s", [lib.display(s), lib.duration_text(got), lib.duration_text(high)])
 }
 
 # METADATA

@@ -32,13 +32,20 @@ test_attempts_unset_means_five if {
 
 test_attempts_too_few_deny if {
 	s := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq", "maxDeliveryAttempts": 3}})
-	fx.messages(rules.deny_dead_letter_attempts_out_of_range) == {"EP002: Subscription 'orders-push' dead-letters after 3 delivery attempts; the allowed range is 5-10"} with data.eventpipe.model.resources as s
+	fx.messages(rules.deny_dead_letter_attempts_out_of_range) == {"EP002: Subscription 'orders-push' dead-letters after 3 delivery attempts; maxDeliveryAttempts allowed 5–100"} with data.eventpipe.model.resources as s
 	fx.verdicts(s) == {"deny:EP002"}
 }
 
 test_attempts_too_many_deny if {
-	s := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq", "maxDeliveryAttempts": 50}})
+	s := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq", "maxDeliveryAttempts": 101}})
 	fx.verdicts(s) == {"deny:EP002"}
+}
+
+test_attempts_default_range_is_the_stack_configs if {
+	# The stack config accepts 5-100: a check configuration narrows that, the default does not.
+	s := with_sub({"deadLetterPolicy": {"deadLetterTopic": "projects/acme-prod/topics/orders-push.dlq", "maxDeliveryAttempts": 100}})
+	count(fx.results(s)) == 0
+	fx.messages(rules.deny_dead_letter_attempts_out_of_range) == {"EP002: Subscription 'orders-push' dead-letters after 100 delivery attempts; maxDeliveryAttempts allowed 5–10"} with data.eventpipe.model.resources as s with data.config as {"deny_dead_letter_attempts_out_of_range": {"max": 10}}
 }
 
 test_attempts_range_from_config if {
@@ -85,7 +92,7 @@ test_export_subscriptions_may_omit_retry_policy if {
 	count(fx.results(fx.swap(fx.good_stack, fx.good_subscription, fx.without_prop(gcs, "retryPolicy")))) == 0
 
 	# A retry policy they do have is still checked, and they still need a dead-letter policy.
-	fast := fx.with_props(bq, {"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})
+	fast := fx.with_props(bq, {"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "900s"}})
 	fx.verdicts(fx.swap(fx.good_stack, fx.good_subscription, fast)) == {"deny:EP003"}
 	"deny:EP001" in fx.verdicts(fx.swap(fx.good_stack, fx.good_subscription, fx.without_prop(bq, "deadLetterPolicy")))
 }
@@ -94,16 +101,22 @@ test_missing_retry_policy_only_is_noted_on_incomplete_documents if {
 	# Whether it is a DLQ subscription rests on the others; a backoff out of range does not.
 	missing := fx.results(without("retryPolicy")) with data.eventpipe.model.complete as false
 	[r.note | some r in missing; r.id == "EP003"] == [lib.incomplete_note]
-	fast := fx.results(with_sub({"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})) with data.eventpipe.model.complete as false
+	fast := fx.results(with_sub({"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "900s"}})) with data.eventpipe.model.complete as false
 	[object.get(r, "note", "") | some r in fast; r.id == "EP003"] == [""]
 }
 
 test_retry_min_too_low_deny if {
-	fx.verdicts(with_sub({"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})) == {"deny:EP003"}
+	# The stack config accepts 0s-10m: 1s passes by default, a check configuration narrows it.
+	s := with_sub({"retryPolicy": {"minimumBackoff": "1s", "maximumBackoff": "600s"}})
+	count(fx.results(s)) == 0
+	fx.messages(rules.deny_retry_policy) == {"EP003: Subscription 'orders-push' retries after 1s; minimumBackoff must be at least 10s"} with data.eventpipe.model.resources as s with data.config as {"deny_retry_policy": {"minimumBackoffSeconds": 10}}
+	fx.verdicts(with_sub({"retryPolicy": {"minimumBackoff": "-1s", "maximumBackoff": "600s"}})) == {"deny:EP003"}
 }
 
 test_retry_max_too_high_deny if {
-	fx.verdicts(with_sub({"retryPolicy": {"minimumBackoff": "10s", "maximumBackoff": "900s"}})) == {"deny:EP003"}
+	s := with_sub({"retryPolicy": {"minimumBackoff": "10s", "maximumBackoff": "900s"}})
+	fx.messages(rules.deny_retry_policy) == {"EP003: Subscription 'orders-push' backs off up to 15m; maximumBackoff must be at most 10m"} with data.eventpipe.model.resources as s
+	fx.verdicts(s) == {"deny:EP003"}
 }
 
 test_retry_bounds_from_config if {

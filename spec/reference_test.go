@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventpipe/eventpipe/spec"
 )
@@ -53,6 +54,41 @@ func TestReferenceCoversEveryField(t *testing.T) {
 			if !strings.Contains(doc, "| `"+name+"` |") {
 				t.Errorf("%s.%s (%s) missing from the reference", rt.Name(), rt.Field(i).Name, name)
 			}
+		}
+	}
+}
+
+// TestReferenceStatesEveryBound: each bounded setting's row in the reference states the
+// range spec.Bounds gives it and its default, so the comments cannot drift from the table.
+func TestReferenceStatesEveryBound(t *testing.T) {
+	doc := generateReference(t)
+	sections := map[string]string{ // path prefix → the reference section's title
+		"defaults.":                               "## `eventpipe:defaults`",
+		"pipelines.*.topic.":                      "## `…<name>.topic`",
+		"pipelines.*.consumer.":                   "## `…<name>.consumer`",
+		"pipelines.*.subscriptions.*.":            "## `…<name>.subscriptions.<key>`",
+		"pipelines.*.subscriptions.*.deadLetter.": "## `…subscriptions.<key>.deadLetter`",
+	}
+	for _, b := range spec.Bounds() {
+		prefix := b.Path[:len(b.Path)-len(b.Key())]
+		title, ok := sections[prefix]
+		if !ok {
+			t.Errorf("%s: no reference section for %s", b.Path, prefix)
+			continue
+		}
+		_, rest, _ := strings.Cut(doc, title+"\n")
+		section, _, _ := strings.Cut(rest, "\n## ")
+		_, row, found := strings.Cut(section, "| `"+b.Key()+"` |")
+		row, _, _ = strings.Cut(row, "\n")
+		def, alt := b.Format(b.Default), b.Format(b.Default)
+		switch {
+		case b.Inherits != "":
+			def, alt = spec.Namespace+":"+b.Inherits, spec.Namespace+":"+b.Inherits
+		case b.Kind == spec.Span:
+			alt = spec.Seconds(time.Duration(b.Default)) // "60s" rather than "1m"
+		}
+		if !found || !strings.Contains(row, b.Allowed()) || !strings.Contains(row, "default "+def) && !strings.Contains(row, "default "+alt) {
+			t.Errorf("%s: the reference row %q does not state %s and default %s", b.Path, row, b.Allowed(), def)
 		}
 	}
 }
@@ -130,8 +166,42 @@ func generateReference(t *testing.T) string {
 			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", name, typeText(f.Type), strings.ReplaceAll(doc, "|", `\|`))
 		}
 	}
+	writeBounds(&b)
 	b.WriteString(referenceOutro)
 	return b.String()
+}
+
+// writeBounds writes the section on bounds from spec.Bounds, the table validation and
+// the rules' default settings are derived from.
+func writeBounds(b *strings.Builder) {
+	b.WriteString(`
+## Bounds and the check
+
+Every bounded setting, from the one table (` + "`spec.Bounds`" + `) that validation, the rules' default
+settings (` + "`policies/lib_settings.rego`" + `), the policy-pack configuration schema and drift read. A rule
+setting that judges a bounded setting defaults to the end of the range the config accepts, so a
+stack that validates passes ` + "`eventpipe check`" + ` on it; one past the bound is refused by both, naming
+the setting and the bound. A team narrows the check's range in its check configuration
+(` + "`thresholds.<rule>.<setting>`" + `, e.g. ` + "`deny_dead_letter_attempts_out_of_range: {max: 10}`" + `); each setting's
+schema takes only values Pub/Sub itself accepts.
+
+| setting | accepted | default | checked by (default) |
+| --- | --- | --- | --- |
+`)
+	for _, bd := range spec.Bounds() {
+		def := bd.Format(bd.Default)
+		if bd.Inherits != "" {
+			def = "`" + bd.Inherits + "`"
+		}
+		var checks []string
+		for _, c := range bd.Checks {
+			checks = append(checks, fmt.Sprintf("`%s.%s` (%v)", c.Rule, c.Setting, c.Default(bd)))
+		}
+		if len(checks) == 0 {
+			checks = []string{"—"}
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", bd.Path, bd.Allowed(), def, strings.Join(checks, ", "))
+	}
 }
 
 // typeText names a field's Go type the way a config author thinks of it.

@@ -121,8 +121,7 @@ func validateSize(c *collector, s *Stack, p *Pipeline, path string) {
 		c.add(p.Name, path+".executionEnvironment", strconv.Quote(k.ExecutionEnvironment), Gen1+" or "+Gen2,
 			"use gen2 (the default) or gen1 for instances under 512Mi or below 1 CPU")
 	}
-	k.MaxMessageBytes = intDefault(c, p.Name, path+".maxMessageBytes", k.MaxMessageBytes, limits.MaxMessageBytes, 1, limits.MaxMessageBytes,
-		"Pub/Sub messages are at most 10,000,000 bytes")
+	k.MaxMessageBytes = intDefault(c, p.Name, path, k.MaxMessageBytes, BoundAt("pipelines.*.consumer.maxMessageBytes"))
 	milli, cpuOK := ParseCPU(k.CPU)
 	mib, memOK := ParseMemory(k.Memory)
 	if !cpuOK {

@@ -134,14 +134,13 @@ func validateName(c *collector, p *Pipeline, path string) {
 }
 
 func validateDefaults(c *collector, path string, d *Defaults) {
-	d.MaxDeliveryAttempts = intDefault(c, "", path+".maxDeliveryAttempts", d.MaxDeliveryAttempts, DefaultMaxDeliveryAttempts, MinMaxDeliveryAttempts, MaxMaxDeliveryAttempts,
-		"Pub/Sub accepts 5–100 delivery attempts")
-	d.MinBackoff = durDefault(c, "", path+".minBackoff", d.MinBackoff, DefaultMinBackoff, 0, MaxBackoffLimit)
-	d.MaxBackoff = durDefault(c, "", path+".maxBackoff", d.MaxBackoff, DefaultMaxBackoff, 0, MaxBackoffLimit)
+	d.MaxDeliveryAttempts = intDefault(c, "", path, d.MaxDeliveryAttempts, BoundAt("defaults.maxDeliveryAttempts"))
+	d.MinBackoff = durDefault(c, "", path, d.MinBackoff, BoundAt("defaults.minBackoff"))
+	d.MaxBackoff = durDefault(c, "", path, d.MaxBackoff, BoundAt("defaults.maxBackoff"))
 	checkBackoffOrder(c, "", path, d.MinBackoff, d.MaxBackoff)
-	d.DLQRetention = durDefault(c, "", path+".dlqRetention", d.DLQRetention, DefaultDLQRetention, MinDLQRetention, MaxDLQRetention)
-	d.MinInstances = intDefault(c, "", path+".minInstances", d.MinInstances, DefaultMinInstances, 0, MaxMinInstances, "keep 0 for scale-to-zero or at most 100 warm instances")
-	d.MaxInstances = intDefault(c, "", path+".maxInstances", d.MaxInstances, DefaultMaxInstances, 1, MaxMaxInstances, "Cloud Run needs at least one instance")
+	d.DLQRetention = durDefault(c, "", path, d.DLQRetention, BoundAt("defaults.dlqRetention"))
+	d.MinInstances = intDefault(c, "", path, d.MinInstances, BoundAt("defaults.minInstances"))
+	d.MaxInstances = intDefault(c, "", path, d.MaxInstances, BoundAt("defaults.maxInstances"))
 	if d.Protect == nil {
 		d.Protect = ptr(true)
 	}
@@ -197,7 +196,7 @@ func validateTopic(c *collector, p *Pipeline, path string) {
 		t.Name = p.Name
 	}
 	checkPubSubName(c, p.Name, path+".name", t.Name)
-	t.MessageRetention = durDefault(c, p.Name, path+".messageRetention", t.MessageRetention, DefaultRetention, MinRetention, MaxRetention)
+	t.MessageRetention = durDefault(c, p.Name, path, t.MessageRetention, BoundAt("pipelines.*.topic.messageRetention"))
 	switch {
 	case t.Schema == "" && t.SchemaEncoding != "":
 		c.add(p.Name, path+".schemaEncoding", strconv.Quote(t.SchemaEncoding), "only together with topic.schema", "set topic.schema or remove schemaEncoding")
@@ -274,10 +273,10 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	if !servicePattern.MatchString(k.ServiceName) && (!derived || pipelineNamePattern.MatchString(p.Name)) {
 		c.add(p.Name, path+".serviceName", strconv.Quote(k.ServiceName), "1–49 lowercase letters, digits or hyphens, starting with a letter", "choose a shorter lowercase service name")
 	}
-	k.RequestTimeout = durDefault(c, p.Name, path+".requestTimeout", k.RequestTimeout, DefaultRequestTimeout, MinAckDeadline, MaxAckDeadline)
-	k.Concurrency = intDefault(c, p.Name, path+".concurrency", k.Concurrency, DefaultConcurrency, 1, MaxConcurrency, "Cloud Run allows 1–1000 concurrent requests per instance")
-	k.MinInstances = intDefault(c, p.Name, path+".minInstances", k.MinInstances, *s.Defaults.MinInstances, 0, MaxMinInstances, "keep 0 for scale-to-zero or at most 100 warm instances")
-	k.MaxInstances = intDefault(c, p.Name, path+".maxInstances", k.MaxInstances, *s.Defaults.MaxInstances, 1, MaxMaxInstances, "Cloud Run needs at least one instance")
+	k.RequestTimeout = durDefault(c, p.Name, path, k.RequestTimeout, BoundAt("pipelines.*.consumer.requestTimeout"))
+	k.Concurrency = intDefault(c, p.Name, path, k.Concurrency, BoundAt("pipelines.*.consumer.concurrency"))
+	k.MinInstances = intDefault(c, p.Name, path, k.MinInstances, inherit(BoundAt("pipelines.*.consumer.minInstances"), int64(*s.Defaults.MinInstances)))
+	k.MaxInstances = intDefault(c, p.Name, path, k.MaxInstances, inherit(BoundAt("pipelines.*.consumer.maxInstances"), int64(*s.Defaults.MaxInstances)))
 	if intInRange(*k.MinInstances, 0, MaxMinInstances) && intInRange(*k.MaxInstances, 1, MaxMaxInstances) && *k.MinInstances > *k.MaxInstances {
 		c.add(p.Name, path+".minInstances", strconv.Itoa(*k.MinInstances), fmt.Sprintf("at most maxInstances (%d)", *k.MaxInstances), "lower minInstances or raise maxInstances")
 	}
@@ -372,12 +371,12 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		c.add(p.Name, path+".ackDeadline", strconv.Quote(sub.AckDeadline.Raw), fmt.Sprintf("the consumer's requestTimeout (%s)", timeout.Raw),
 			"remove ackDeadline (push subscriptions follow consumer.requestTimeout) or set both to the same value; otherwise Pub/Sub redelivers while the first request still runs")
 	default:
-		sub.AckDeadline = durDefault(c, p.Name, path+".ackDeadline", sub.AckDeadline, DefaultPullAckDeadline, MinAckDeadline, MaxAckDeadline)
+		sub.AckDeadline = durDefault(c, p.Name, path, sub.AckDeadline, BoundAt("pipelines.*.subscriptions.*.ackDeadline"))
 	}
-	sub.MinBackoff = durDefault(c, p.Name, path+".minBackoff", sub.MinBackoff, s.Defaults.MinBackoff.D, 0, MaxBackoffLimit)
-	sub.MaxBackoff = durDefault(c, p.Name, path+".maxBackoff", sub.MaxBackoff, s.Defaults.MaxBackoff.D, 0, MaxBackoffLimit)
+	sub.MinBackoff = durDefault(c, p.Name, path, sub.MinBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.minBackoff"), int64(s.Defaults.MinBackoff.D)))
+	sub.MaxBackoff = durDefault(c, p.Name, path, sub.MaxBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.maxBackoff"), int64(s.Defaults.MaxBackoff.D)))
 	checkBackoffOrder(c, p.Name, path, sub.MinBackoff, sub.MaxBackoff)
-	sub.Retention = durDefault(c, p.Name, path+".retention", sub.Retention, DefaultRetention, MinRetention, MaxRetention)
+	sub.Retention = durDefault(c, p.Name, path, sub.Retention, BoundAt("pipelines.*.subscriptions.*.retention"))
 	if n := len(sub.Filter); n > MaxFilterBytes {
 		c.add(p.Name, path+".filter", fmt.Sprintf("(%d bytes)", n), fmt.Sprintf("at most %d bytes", MaxFilterBytes), "shorten the filter expression; Pub/Sub rejects longer filters")
 	}
@@ -420,9 +419,8 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 	if dl.Reason != "" {
 		c.add(p.Name, path+".deadLetter.reason", strconv.Quote(dl.Reason), "only with deadLetter.optOut: true", "remove the reason, or set optOut: true if the DLQ really must go")
 	}
-	sub.MaxDeliveryAttempts = intDefault(c, p.Name, path+".maxDeliveryAttempts", sub.MaxDeliveryAttempts, *s.Defaults.MaxDeliveryAttempts,
-		MinMaxDeliveryAttempts, MaxMaxDeliveryAttempts, "Pub/Sub accepts 5–100 delivery attempts")
-	dl.Retention = durDefault(c, p.Name, path+".deadLetter.retention", dl.Retention, s.Defaults.DLQRetention.D, MinDLQRetention, MaxDLQRetention)
+	sub.MaxDeliveryAttempts = intDefault(c, p.Name, path, sub.MaxDeliveryAttempts, inherit(BoundAt("pipelines.*.subscriptions.*.maxDeliveryAttempts"), int64(*s.Defaults.MaxDeliveryAttempts)))
+	dl.Retention = durDefault(c, p.Name, path+".deadLetter", dl.Retention, inherit(BoundAt("pipelines.*.subscriptions.*.deadLetter.retention"), int64(s.Defaults.DLQRetention.D)))
 	if nameOK {
 		checkPubSubName(c, p.Name, path+".name", sub.DLQSubscriptionName())
 	}
@@ -571,30 +569,41 @@ func checkBackoffOrder(c *collector, pipeline, path string, lo, hi *Duration) {
 	}
 }
 
-// intDefault returns v, or def when v is unset, reporting values outside [lo, hi].
-func intDefault(c *collector, pipeline, path string, v *int, def, lo, hi int, why string) *int {
+// inherit is b with the default its setting inherits in this stack.
+func inherit(b Bound, def int64) Bound {
+	b.Default = def
+	return b
+}
+
+// intDefault returns v, or b's default when v is unset, reporting values
+// outside b's range; the setting is b's key below parent.
+func intDefault(c *collector, pipeline, parent string, v *int, b Bound) *int {
 	if v == nil {
+		def := int(b.Default)
 		return &def
 	}
-	if *v < lo || *v > hi {
-		c.add(pipeline, path, strconv.Itoa(*v), fmt.Sprintf("%d–%d", lo, hi), fmt.Sprintf("set a value from %d to %d (%s), or remove the key for the default %d", lo, hi, why, def))
+	if int64(*v) < b.Min || int64(*v) > b.Max {
+		c.add(pipeline, parent+"."+b.Key(), strconv.Itoa(*v), b.Allowed(),
+			fmt.Sprintf("set a value from %d to %d (%s), or remove the key for the default %d", b.Min, b.Max, b.Why, b.Default))
 	}
 	return v
 }
 
-// durDefault returns v, or def when v is unset, reporting unparsable values
-// and values outside [lo, hi].
-func durDefault(c *collector, pipeline, path string, v *Duration, def, lo, hi time.Duration) *Duration {
+// durDefault returns v, or b's default when v is unset, reporting
+// unparsable values and values outside b's range; the setting is b's key
+// below parent.
+func durDefault(c *collector, pipeline, parent string, v *Duration, b Bound) *Duration {
 	if v == nil {
-		return Dur(def)
+		return Dur(time.Duration(b.Default))
 	}
-	allowed := FormatDuration(lo) + "–" + FormatDuration(hi)
+	path := parent + "." + b.Key()
+	allowed := b.Allowed()
 	if v.Err != nil {
 		c.add(pipeline, path, strconv.Quote(v.Raw), "a duration from "+allowed+", written like 10s, 10m or 14d", v.Err.Error()+"; add a unit (s, m, h or d)")
 		return v
 	}
-	if v.D < lo || v.D > hi {
-		c.add(pipeline, path, strconv.Quote(v.Raw), allowed, fmt.Sprintf("set a duration from %s to %s, or remove the key for the default %s", FormatDuration(lo), FormatDuration(hi), FormatDuration(def)))
+	if int64(v.D) < b.Min || int64(v.D) > b.Max {
+		c.add(pipeline, path, strconv.Quote(v.Raw), allowed, fmt.Sprintf("set a duration from %s to %s, or remove the key for the default %s", b.Format(b.Min), b.Format(b.Max), b.Format(b.Default)))
 	}
 	return v
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 	"github.com/eventpipe/eventpipe/audit/model"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // Resource is a declared resource: its URN, type token and inputs.
@@ -138,13 +139,11 @@ var settings = map[string][]string{
 	model.TypeService: {"ingress", "invokerIamDisabled", "template.serviceAccount", "template.containers"},
 }
 
-// defaults are the values Pub/Sub and Cloud Run report for settings left out.
+// defaults are the values Pub/Sub (spec.PubSubSubscriptionDefaults, which the rules read
+// too) and Cloud Run report for settings left out.
 var defaults = map[string]map[string]any{
-	model.TypeSubscription: {
-		"ackDeadlineSeconds": 10.0, "messageRetentionDuration": "604800s", "expirationPolicy.ttl": "2678400s",
-		"deadLetterPolicy.maxDeliveryAttempts": 5.0, "retryPolicy.minimumBackoff": "10s", "retryPolicy.maximumBackoff": "600s",
-	},
-	model.TypeService: {"ingress": "INGRESS_TRAFFIC_ALL"},
+	model.TypeSubscription: spec.PubSubSubscriptionDefaults(),
+	model.TypeService:      {"ingress": "INGRESS_TRAFFIC_ALL"},
 }
 
 // standalone are the defaults that hold when the setting's block is absent too (an

@@ -136,7 +136,7 @@ func TestAuditPubSubTopologies(t *testing.T) {
 			tp.extra = append(tp.extra, s)
 		}},
 		{name: "too many delivery attempts", want: "deny:EP002", code: 1, mutate: func(tp *topology) {
-			tp.sub.DeadLetterPolicy.MaxDeliveryAttempts = 50
+			tp.sub.DeadLetterPolicy.MaxDeliveryAttempts = 101 // past Pub/Sub's 5-100, the default range (the fake takes it)
 		}},
 		{name: "no retry policy", want: "deny:EP003", code: 1, mutate: func(tp *topology) { tp.sub.RetryPolicy = nil }},
 		{name: "dead-letters into its own topic", want: "deny:EP004", code: 1, mutate: func(tp *topology) {
@@ -443,7 +443,7 @@ func TestAuditCloudAssetInventory(t *testing.T) {
 // and exits as the check does.
 func TestAuditConfigurationFormatsAndExitCodes(t *testing.T) {
 	tp := cleanTopology()
-	tp.sub.DeadLetterPolicy.MaxDeliveryAttempts = 20 // EP002 with the default range 5-10
+	tp.sub.DeadLetterPolicy.MaxDeliveryAttempts = 20 // EP002 once a configuration narrows the range to 5-10
 	tp.sub.RetryPolicy = nil                         // EP003
 	dial := tp.create(t)
 	dir := t.TempDir()
@@ -454,6 +454,7 @@ func TestAuditConfigurationFormatsAndExitCodes(t *testing.T) {
 		}
 		return path
 	}
+	const narrowed = "thresholds:\n  deny_dead_letter_attempts_out_of_range: {max: 10}\n"
 	cases := []struct {
 		name   string
 		config string
@@ -461,16 +462,18 @@ func TestAuditConfigurationFormatsAndExitCodes(t *testing.T) {
 		want   []string
 		code   int
 	}{
-		{name: "defaults", want: []string{"deny:EP002", "deny:EP003"}, code: 1},
-		{name: "threshold widened", config: "thresholds:\n  deny_dead_letter_attempts_out_of_range: {max: 25}\n", want: []string{"deny:EP003"}, code: 1},
+		// 20 attempts are within what the stack config accepts, the rule's default range.
+		{name: "defaults", want: []string{"deny:EP003"}, code: 1},
+		{name: "threshold narrowed", config: narrowed, want: []string{"deny:EP002", "deny:EP003"}, code: 1},
+		{name: "threshold narrowed, still above", config: "thresholds:\n  deny_dead_letter_attempts_out_of_range: {max: 25}\n", want: []string{"deny:EP003"}, code: 1},
 		{name: "waived", code: 0, want: []string{"deny:EP002", "deny:EP003"},
-			config: "waivers:\n  - {rule: EP002, urn: 'urn:pulumi:live::shop::*::orders-sub', reason: raised for the backfill, expires: '2999-01-01'}\n" +
+			config: narrowed + "waivers:\n  - {rule: EP002, urn: 'urn:pulumi:live::shop::*::orders-sub', reason: raised for the backfill, expires: '2999-01-01'}\n" +
 				"  - {rule: EP003, urn: 'urn:pulumi:live::shop::*', reason: consumer backs off itself, expires: '2999-01-01'}\n"},
 		{name: "expired waiver", code: 1, want: []string{"deny:EP000", "deny:EP002", "deny:EP003"},
-			config: "waivers:\n  - {rule: EP002, urn: 'urn:pulumi:live::shop::*', reason: old, expires: '2001-01-01'}\n"},
+			config: narrowed + "waivers:\n  - {rule: EP002, urn: 'urn:pulumi:live::shop::*', reason: old, expires: '2001-01-01'}\n"},
 		{name: "unknown rule in a waiver", code: 2, config: "waivers:\n  - {rule: EP999, urn: '*', reason: x, expires: '2999-01-01'}\n"},
 		{name: "drift waiver without a stack", code: 1, want: []string{"deny:EP002", "deny:EP003"},
-			config: "waivers:\n  - {rule: EP200, urn: 'urn:pulumi:prod::*', reason: hand-tuned in prod, expires: '2999-01-01'}\n"},
+			config: narrowed + "waivers:\n  - {rule: EP200, urn: 'urn:pulumi:prod::*', reason: hand-tuned in prod, expires: '2999-01-01'}\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -497,7 +500,7 @@ func TestAuditConfigurationFormatsAndExitCodes(t *testing.T) {
 		"github": {"::error", "eventpipe audit live shop: 2 denies"},
 		"text":   {"eventpipe audit: live shop", "DENY   EP002"},
 	} {
-		res := runAuditCLI(t, dial, "--project", shop, "-o", format)
+		res := runAuditCLI(t, dial, "--project", shop, "-o", format, "--config", config(narrowed))
 		for _, marker := range markers {
 			if res.code != 1 || !strings.Contains(res.stdout, marker) {
 				t.Errorf("-o %s: exit %d, output lacks %q:\n%s", format, res.code, marker, res.stdout)

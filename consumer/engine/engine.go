@@ -305,7 +305,7 @@ func (e *Engine) sameEvent(ctx context.Context, op string, rec store.Key, stored
 	if storedKey != key {
 		return false, "", nil
 	}
-	if storedFP == "" || fp == "" || storedFP == fp {
+	if storedFP == "" || fp == "" || keys.SameFingerprint(storedFP, fp) {
 		return true, "", nil
 	}
 	if !producerKey(key) {
@@ -331,7 +331,7 @@ func eventRecordID(key, fingerprint string) string {
 // fingerprints both known and different. In warn mode it logs and returns
 // the warning text; in error mode it returns a poison error.
 func (e *Engine) fingerprintConflict(ctx context.Context, op string, key store.Key, stored, incoming string) (warning string, err error) {
-	if stored == "" || incoming == "" || stored == incoming {
+	if stored == "" || incoming == "" || keys.SameFingerprint(stored, incoming) {
 		return "", nil
 	}
 	doc := key.String()

@@ -7,17 +7,20 @@ import (
 	"testing"
 )
 
-// marshalCanonical is CanonicalValue's definition: encoding/json, then
-// CanonicalJSON.
+// marshalCanonical is identityJSON's definition: encoding/json, then the v1 canonical
+// form of what CanonicalJSON accepts.
 func marshalCanonical(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return CanonicalJSON(data)
+	if _, err := CanonicalJSON(data); err != nil {
+		return nil, err
+	}
+	return canonicalV1(data)
 }
 
-func TestCanonicalValueMatchesEncodingJSON(t *testing.T) {
+func TestIdentityJSONMatchesEncodingJSON(t *testing.T) {
 	deep := any("x")
 	for range MaxDepth + 1 {
 		deep = []any{deep}
@@ -45,17 +48,17 @@ func TestCanonicalValueMatchesEncodingJSON(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			want, wantErr := marshalCanonical(tc.v)
-			got, err := CanonicalValue(tc.v)
+			got, err := identityJSON(tc.v)
 			if (err != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
-				t.Fatalf("CanonicalValue = %s, %v; encoding/json then CanonicalJSON = %s, %v", got, err, want, wantErr)
+				t.Fatalf("identityJSON = %s, %v; encoding/json then canonicalV1 = %s, %v", got, err, want, wantErr)
 			}
 		})
 	}
 }
 
-// FuzzCanonicalValue checks that the direct encoding of a decoded payload
+// FuzzIdentityJSON checks that the direct encoding of a decoded payload
 // equals encoding/json's encoding made canonical.
-func FuzzCanonicalValue(f *testing.F) {
+func FuzzIdentityJSON(f *testing.F) {
 	for _, s := range []string{`{"service":"api","producedAt":"2026-01-02T03:04:05Z"}`, `{"b":[1.0,1e2,-0,null,true],"a":{"<":"\u2028"}}`, `"\ud800x"`, `[1e400]`, `{"a":1,"a":2}`} {
 		f.Add([]byte(s))
 	}
@@ -67,9 +70,9 @@ func FuzzCanonicalValue(f *testing.F) {
 			return
 		}
 		want, wantErr := marshalCanonical(v)
-		got, err := CanonicalValue(v)
+		got, err := identityJSON(v)
 		if (err != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
-			t.Fatalf("%q: CanonicalValue = %s, %v; want %s, %v", data, got, err, want, wantErr)
+			t.Fatalf("%q: identityJSON = %s, %v; want %s, %v", data, got, err, want, wantErr)
 		}
 	})
 }

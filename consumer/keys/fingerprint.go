@@ -3,30 +3,69 @@ package keys
 import (
 	"crypto/sha256"
 	"fmt"
+	"strings"
 )
 
 // LogicalKeyLen is the length of a hashed logical key: 52 base32 characters,
 // which carry the whole 256-bit SHA-256.
 const LogicalKeyLen = 52
 
-// Fingerprint returns "sha256:" and the base32 SHA-256 of the canonical JSON
-// of payload. The same event id with a different fingerprint is a contract
-// violation (a reused event id). The canonical form is hashed as it is
-// written, so a payload of any size takes a few kilobytes to fingerprint.
+// fingerprintPrefix starts every fingerprint; v1Mark follows the RFC 8785
+// hash with the v1 hash in a fingerprint of a payload whose two forms differ.
+const (
+	fingerprintPrefix = "sha256:"
+	v1Mark            = "+v1:"
+)
+
+// Fingerprint returns "sha256:" and the base32 SHA-256 of the RFC 8785
+// canonical JSON of payload (CanonicalJSON): any language can recompute it.
+// The same event id with a different fingerprint is a contract violation (a
+// reused event id).
+//
+// Fingerprints are versioned so that records written before the upgrade to
+// RFC 8785 are still recognised. Most payloads have the same canonical
+// bytes in both forms (integers below 2^53, no fractions or exponents, keys
+// within U+FFFF), so their fingerprint is the one eventpipe always wrote.
+// For a payload whose v1 form differs, the fingerprint is the RFC 8785 one
+// followed by "+v1:" and the base32 SHA-256 of the v1 form:
+// SameFingerprint matches it with either, and an id derived from the
+// fingerprint's last LogicalKeyLen characters (a record of an event without
+// an event id) stays the one written before the upgrade.
 func Fingerprint(payload []byte) (string, error) {
-	p := getParser(payload)
-	defer putParser(p)
-	if p.hash == nil {
-		p.hash = sha256.New()
-	}
-	p.hash.Reset()
-	p.sink = p.hash
-	if _, err := p.canonical(); err != nil {
+	h := sha256.New()
+	scan, err := writeCanonical(h, payload)
+	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
 	var sum [sha256.Size]byte
-	copy(sum[:], p.hash.Sum(p.sum[:0]))
-	return prefixedHash("sha256:", sum), nil
+	h.Sum(sum[:0])
+	fp := prefixedHash(fingerprintPrefix, sum)
+	if !scan.mayDiffer {
+		return fp, nil
+	}
+	v1, err := canonicalV1(payload)
+	if err != nil {
+		return fp, nil // v1 fingerprinted no such payload
+	}
+	if v1sum := sha256.Sum256(v1); v1sum != sum {
+		return fp + v1Mark + hashText(v1sum), nil
+	}
+	return fp, nil
+}
+
+// SameFingerprint reports whether two fingerprints (one stored, one of an
+// incoming payload) stand for the same payload: equal, or one is the v1
+// fingerprint written before the upgrade and the other names it.
+func SameFingerprint(a, b string) bool {
+	return a == b || legacyFingerprint(a) == b || a == legacyFingerprint(b)
+}
+
+// legacyFingerprint is the v1 fingerprint a fingerprint names, or "".
+func legacyFingerprint(fp string) string {
+	if _, v1, ok := strings.Cut(fp, v1Mark); ok {
+		return fingerprintPrefix + v1
+	}
+	return ""
 }
 
 // prefixedHash is prefix + hashText(sum), made in one allocation.
@@ -47,8 +86,9 @@ func hashText(sum [sha256.Size]byte) string {
 // LogicalKey returns the logical dedupe key of an event, as an id
 // component: the event id when the payload has one ("e-" + EscapeID: kept
 // exactly, case and spaces included), else
-// "h-" and the base32 SHA-256 of the canonical JSON of the identity fields
-// (the fields that define the event, not derived or transient ones).
+// "h-" and the base32 SHA-256 of the v1 canonical JSON of the identity
+// fields (the fields that define the event, not derived or transient ones).
+// Identity keys keep the v1 form: they are document ids (see canonicalV1).
 func LogicalKey(eventID string, identity map[string]any) (string, error) {
 	if eventID != "" {
 		n, err := EscapeID(eventID)
@@ -64,7 +104,7 @@ func LogicalKey(eventID string, identity map[string]any) (string, error) {
 	c, ok := appendCanonicalValue(buf[:0], identity, 0)
 	if !ok {
 		var err error
-		if c, err = CanonicalValue(identity); err != nil {
+		if c, err = identityJSON(identity); err != nil {
 			return "", fmt.Errorf("logical key: %w", err)
 		}
 	}

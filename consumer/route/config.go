@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
 // Modes of the idempotency engine a route can use.
@@ -178,7 +180,9 @@ type Receipt struct {
 	LeaseTTL Duration `json:"leaseTTL,omitempty"`
 }
 
-// Duration is a time.Duration written as a Go duration string ("30s").
+// Duration is a time.Duration written as the stack config writes one: Go
+// syntax ("30s", "1h30m") or a whole number of days ("1d"), read by the
+// parser the stack config and alerts use (internal/durations).
 type Duration time.Duration
 
 // UnmarshalJSON parses a duration string.
@@ -187,9 +191,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string such as \"30s\": %w", err)
 	}
-	v, err := time.ParseDuration(s)
+	v, err := durations.Parse(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
+		return fmt.Errorf("duration %q: %w: write it like 30s, 10m, 1h or 1d", s, err)
 	}
 	*d = Duration(v)
 	return nil

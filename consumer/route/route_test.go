@@ -254,3 +254,21 @@ func TestLoadFileSources(t *testing.T) {
 		})
 	}
 }
+
+// TestDurationGrammarIsTheStackConfigs: route durations are read like the stack config's
+// (internal/durations): Go syntax and whole days, so the "1d" a stack accepts is accepted
+// here too; anything else is refused with the value and the fix.
+func TestDurationGrammarIsTheStackConfigs(t *testing.T) {
+	for in, want := range map[string]time.Duration{`"30s"`: 30 * time.Second, `"1h30m"`: 90 * time.Minute, `"1d"`: 24 * time.Hour, `"14d"`: 14 * 24 * time.Hour} {
+		var d Duration
+		if err := json.Unmarshal([]byte(in), &d); err != nil || time.Duration(d) != want {
+			t.Errorf("%s = %v, %v; want %v", in, time.Duration(d), err, want)
+		}
+	}
+	for _, in := range []string{`"1.5d"`, `"soon"`, `30`} {
+		var d Duration
+		if err := json.Unmarshal([]byte(in), &d); err == nil {
+			t.Errorf("%s accepted as %v", in, time.Duration(d))
+		}
+	}
+}

@@ -35,6 +35,7 @@ func (s *suite) cases() []testCase {
 		{name: "DedupeMarker", run: dedupeMarker},
 		{name: "CreateMode", run: createMode},
 		{name: "FingerprintMismatch", run: fingerprintMismatch},
+		{name: "RecordsFromBeforeRFC8785", run: recordsFromBeforeRFC8785},
 		{name: "ExactEventIDs", run: exactEventIDs},
 		{name: "DerivedKeyCollision", run: derivedKeyCollision},
 		{name: "EventTimeSkew", run: eventTimeSkew},

@@ -3,14 +3,21 @@ package checkconfig
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/rego"
+
 	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 const sample = `
@@ -192,4 +199,117 @@ func subscription(urn string) map[string]any {
 		"deadLetterPolicy": {"deadLetterTopic": "dlq", "maxDeliveryAttempts": 5},
 		"retryPolicy": {"minimumBackoff": "10s", "maximumBackoff": "600s"}, "expirationPolicy": {"ttl": ""}}`), &inputs)
 	return map[string]any{"urn": urn, "type": "gcp:pubsub/subscription:Subscription", "inputs": inputs}
+}
+
+// TestSettingsFileCurrent: policies/lib_settings.rego, which every runtime of the rules
+// reads its default settings from (conftest and opa eval too), is what RegoSettings
+// generates from spec.Bounds and the setting schemas now.
+func TestSettingsFileCurrent(t *testing.T) {
+	want, err := RegoSettings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join("..", SettingsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("policies/%s is stale: run go generate ./policies/checkconfig", SettingsFile)
+	}
+}
+
+// TestEverySettingHasItsDefault: each setting a rule takes has a default of a value its
+// schema accepts, and each check of a bound defaults to the end of the range the stack
+// config accepts, so a stack that validates passes the check.
+func TestEverySettingHasItsDefault(t *testing.T) {
+	defaults := Defaults()
+	for rule := range defaults {
+		for key, v := range defaults[rule] {
+			settings, err := asJSON(map[string]any{key: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckSettings(rule, rule, settings); err != nil {
+				t.Errorf("default %s.%s = %v: %v", rule, key, v, err)
+			}
+		}
+	}
+	checks := 0
+	for _, b := range spec.Bounds() {
+		for _, c := range b.Checks {
+			checks++
+			end := b.Min
+			if c.Upper {
+				end = b.Max
+			}
+			if got, want := defaults[c.Rule][c.Setting], float64(end)/float64(c.Unit); fmt.Sprint(got) != fmt.Sprint(number(want)) {
+				t.Errorf("%s.%s defaults to %v, want %v: the end of %s's range %s", c.Rule, c.Setting, got, want, b.Path, b.Allowed())
+			}
+		}
+	}
+	if checks == 0 {
+		t.Fatal("no bound has a check")
+	}
+}
+
+// TestRulesWriteDurationsAsTheConfigDoes: lib.duration_text, which the rules' messages
+// state bounds with, writes a number of seconds as spec.FormatDuration writes it (the
+// config's errors), for every whole number of seconds in a generated set: units, their
+// multiples and neighbours.
+func TestRulesWriteDurationsAsTheConfigDoes(t *testing.T) {
+	mods, err := policies.Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []func(*rego.Rego){rego.Query("x := [data.eventpipe.lib.duration_text(n) | some n in input]")}
+	for name, src := range mods {
+		opts = append(opts, rego.Module(name, src))
+	}
+	var secs []int64
+	for _, unit := range []int64{1, 60, 3600, 86400} {
+		for _, k := range []int64{1, 2, 7, 10, 14, 31, 59, 60, 61} {
+			secs = append(secs, k*unit, k*unit+1, k*unit-1)
+		}
+	}
+	rs, err := rego.New(append(opts, rego.Input(secs))...).Eval(context.Background())
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("eval: %v %v", rs, err)
+	}
+	got := rs[0].Bindings["x"].([]any)
+	for i, n := range secs {
+		if want := spec.FormatDuration(time.Duration(n) * time.Second); got[i] != want {
+			t.Errorf("duration_text(%d) = %v, spec.FormatDuration = %s", n, got[i], want)
+		}
+	}
+}
+
+// TestRuleDescriptionsStateTheDefaults: a rule's description (what --list-rules, SARIF and
+// the README say) names, after "default", the value each of its bounded settings has in
+// Defaults, so prose cannot keep a default the table has left.
+func TestRuleDescriptionsStateTheDefaults(t *testing.T) {
+	mods, err := policies.Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package})
+	if err != nil {
+		t.Fatal(err)
+	}
+	descriptions := map[string]string{}
+	for _, r := range e.Rules() {
+		descriptions[r.Name] = r.Description
+	}
+	stated := regexp.MustCompile(`default ([0-9.]+)(?:-([0-9.]+))?`)
+	for _, b := range spec.Bounds() {
+		for _, c := range b.Checks {
+			want := fmt.Sprint(number(c.Default(b)))
+			found := false
+			for _, m := range stated.FindAllStringSubmatch(descriptions[c.Rule], -1) {
+				found = found || m[1] == want || m[2] == want
+			}
+			if !found {
+				t.Errorf("%s: the description states no default %s for %s: %q", c.Rule, want, c.Setting, descriptions[c.Rule])
+			}
+		}
+	}
 }

@@ -6,59 +6,86 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/eventpipe/eventpipe/spec"
 )
 
-// environmentsSchema and enforceSchema are the settings of the rules that are mandatory in
-// some environments only.
-var (
-	environmentsSchema = map[string]any{
-		"type":        "array",
-		"items":       map[string]any{"type": "string", "minLength": 1},
-		"uniqueItems": true,
-		"description": "Environments (the eventpipe_env label of the stack's resources) where the rule is mandatory; elsewhere its advisory twin reports the finding.",
+//go:generate go run ./internal/gensettings ../lib_settings.rego
+
+// strictSettings are the settings of the rules that are mandatory in some environments
+// only: where (default ["prod"]) or everywhere.
+func strictSettings() map[string]map[string]any {
+	return map[string]map[string]any{
+		"environments": {
+			"type":        "array",
+			"items":       map[string]any{"type": "string", "minLength": 1},
+			"uniqueItems": true,
+			"default":     []any{"prod"},
+			"description": "Environments (the eventpipe_env label of the stack's resources) where the rule is mandatory; elsewhere its advisory twin reports the finding.",
+		},
+		"enforce": {
+			"type":        "boolean",
+			"default":     false,
+			"description": "Make the rule mandatory in every environment.",
+		},
 	}
-	enforceSchema = map[string]any{
-		"type":        "boolean",
-		"description": "Make the rule mandatory in every environment.",
-	}
-)
+}
 
 // settingSchemas are the settings each configurable rule reads from data.config.<rule>, as
-// JSON schemas of their values. Every other setting is rejected, so a misspelt or
-// misplaced one cannot silently leave a threshold at its default. The defaults are in
-// each rule's description.
-var settingSchemas = map[string]map[string]map[string]any{
-	"deny_dead_letter_attempts_out_of_range": {
-		"min": map[string]any{"type": "integer", "minimum": 5, "maximum": 100, "description": "Fewest maxDeliveryAttempts allowed (Pub/Sub accepts 5-100; unset or 0 means 5)."},
-		"max": map[string]any{"type": "integer", "minimum": 5, "maximum": 100, "description": "Most maxDeliveryAttempts allowed."},
-	},
-	"deny_retry_policy": {
-		"minimumBackoffSeconds": map[string]any{"type": "number", "minimum": 0, "maximum": 600, "description": "Shortest retryPolicy.minimumBackoff allowed, in seconds."},
-		"maximumBackoffSeconds": map[string]any{"type": "number", "minimum": 0, "maximum": 600, "description": "Longest retryPolicy.maximumBackoff allowed, in seconds."},
-	},
-	"deny_subscription_expires": {
-		"environments": environmentsSchema,
-		"enforce":      enforceSchema,
-	},
-	"deny_subscription_removed": {
-		"environments": environmentsSchema,
-		"enforce":      enforceSchema,
-	},
-	"stack_warn_dlq_retention_short": {
-		"minimumDays": map[string]any{"type": "number", "minimum": 0, "maximum": 31, "description": "Shortest messageRetentionDuration of a DLQ subscription allowed, in days."},
-	},
-	"stack_deny_subscription_without_dlq_alert": {
-		"environments": environmentsSchema,
-		"enforce":      enforceSchema,
-	},
-	"stack_deny_subscription_without_backlog_alert": {
-		"environments": environmentsSchema,
-		"enforce":      enforceSchema,
-	},
+// JSON schemas of their values, each with its default. Every other setting is rejected,
+// so a misspelt or misplaced one cannot silently leave a threshold at its default. The
+// settings that judge a bounded stack setting come from spec.Bounds: each defaults to the
+// end of the range the stack config accepts, so the check's default range is the
+// config's, and a team's configuration narrows it.
+func settingSchemas() map[string]map[string]map[string]any {
+	out := map[string]map[string]map[string]any{}
+	for _, b := range spec.Bounds() {
+		for _, c := range b.Checks {
+			lo, hi := c.Range(b)
+			typ := "number"
+			if c.Unit == 1 {
+				typ = "integer"
+			}
+			if out[c.Rule] == nil {
+				out[c.Rule] = map[string]map[string]any{}
+			}
+			out[c.Rule][c.Setting] = map[string]any{
+				"type": typ, "minimum": number(lo), "maximum": number(hi), "default": number(c.Default(b)),
+				"description": fmt.Sprintf("%s Default %v: the end of the range %s accepts (%s).", c.Description, number(c.Default(b)), spec.Namespace+":"+b.Path, b.Allowed()),
+			}
+		}
+	}
+	for _, rule := range []string{"deny_subscription_expires", "deny_subscription_removed", "stack_deny_subscription_without_dlq_alert", "stack_deny_subscription_without_backlog_alert"} {
+		out[rule] = strictSettings()
+	}
+	return out
+}
+
+// number is f as an int64 when it is whole (as JSON schemas and Rego data write it).
+func number(f float64) any {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return int64(f)
+	}
+	return f
+}
+
+// Defaults are the rules' settings when the configuration leaves them out: rule →
+// setting → value. policies/lib_settings.rego holds them for every runtime of the rules
+// (go generate ./policies/checkconfig writes it; a test fails when it is stale).
+func Defaults() map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for rule, settings := range settingSchemas() {
+		out[rule] = map[string]any{}
+		for key, schema := range settings {
+			out[rule][key] = schema["default"]
+		}
+	}
+	return out
 }
 
 // orderedSettings are pairs of settings of one rule where the first must not exceed the
@@ -71,14 +98,14 @@ var orderedSettings = map[string][2]string{
 // SettingSchemas are the JSON schemas of the settings rule takes, by setting name; nil
 // when it takes none.
 func SettingSchemas(rule string) map[string]map[string]any {
-	return maps.Clone(settingSchemas[rule])
+	return settingSchemas()[rule]
 }
 
 // CheckSettings validates the settings of rule (values as encoding/json decodes them)
 // against their schemas: every unknown setting, wrong value and upside-down range is
 // reported, each prefixed by where (how the caller's configuration names the rule).
 func CheckSettings(where, rule string, settings map[string]any) error {
-	schema := settingSchemas[rule]
+	schema := settingSchemas()[rule]
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(settings)) {
 		propSchema, ok := schema[key]
@@ -102,10 +129,11 @@ func CheckSettings(where, rule string, settings map[string]any) error {
 
 // KnownSettings says which settings rule takes.
 func KnownSettings(rule string) string {
-	if len(settingSchemas[rule]) == 0 {
+	settings := settingSchemas()[rule]
+	if len(settings) == 0 {
 		return "it takes only enforcementLevel"
 	}
-	return "its settings are " + strings.Join(slices.Sorted(maps.Keys(settingSchemas[rule])), ", ")
+	return "its settings are " + strings.Join(slices.Sorted(maps.Keys(settings)), ", ")
 }
 
 // validate checks one setting value against its JSON schema.
