@@ -64,6 +64,8 @@ func (x *ConsumerSettings) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Audience, "The OIDC audience of push tokens (default PROJECT/NAME/pubsub-push).")
 	a.Describe(&x.CallbackAccounts, "The emails of the service accounts whose jobs may call the consumer's callback endpoint; each is granted roles/run.invoker on the service (default none: callbacks are refused).")
 	a.Describe(&x.CallbackAudience, "The OIDC audience callers request their tokens for (default: audience); only with callbackAccounts.")
+	a.Describe(&x.VPCAccess, "Gives the consumer Direct VPC egress, which a store on a private address needs.")
+	a.Describe(&x.CloudSQLInstances, "Cloud SQL instances (PROJECT:REGION:INSTANCE) mounted at /cloudsql; the consumer's account gets roles/cloudsql.client on each one's project.")
 }
 
 // Annotate describes DeadLetterSettings and its fields for a component provider's schema.
@@ -206,4 +208,14 @@ func (x *TopicSettings) Annotate(a annotate.Annotator) {
 	a.Describe(&x.SchemaEncoding, "JSON or BINARY (default JSON when schema is set).")
 	a.Describe(&x.KMSKeyName, "An optional customer-managed key encrypting messages at rest, projects/P/locations/L/keyRings/R/cryptoKeys/K.")
 	a.Describe(&x.Publishers, "IAM members (serviceAccount:EMAIL, group:…) granted roles/pubsub.publisher on the topic.")
+}
+
+// Annotate describes VPCAccessSettings and its fields for a component provider's schema.
+func (x *VPCAccessSettings) Annotate(a annotate.Annotator) {
+	a.SetToken("index", "VPCAccessSettings")
+	a.Describe(x, "VPCAccessSettings are a consumer's Direct VPC egress.")
+	a.Describe(&x.Network, "The VPC network name or projects/P/global/networks/N.")
+	a.Describe(&x.Subnetwork, "The subnet in the consumer's region (default: the one named like the network).")
+	a.Describe(&x.Tags, "Network tags on the instances, for firewall rules.")
+	a.Describe(&x.Egress, "PRIVATE_RANGES_ONLY (default) or ALL_TRAFFIC.")
 }

@@ -35,6 +35,14 @@ func LoadStack(stack string, src spec.Source) (*Stack, error) {
 			errs = append(errs, thresholdErrors(path+".", thresholds.Validate())...)
 		}
 	}
+	if st != nil {
+		traced := st.Defaults.TraceCollector != nil && *st.Defaults.TraceCollector
+		for _, p := range st.SortedPipelines() {
+			if p != nil {
+				errs = append(errs, deployProblems(st, p, sidecars(traced))...)
+			}
+		}
+	}
 	if len(errs) > 0 {
 		slices.SortStableFunc(errs, func(a, b spec.FieldError) int { return strings.Compare(a.Path, b.Path) })
 		return nil, errs
@@ -85,6 +93,7 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 				Audience:             k.Audience,
 				CallbackAccounts:     k.CallbackAccounts,
 				CallbackAudience:     k.CallbackAudience,
+				CloudSQLInstances:    k.CloudSQLInstances,
 			},
 			Subscriptions: map[string]SubscriptionSettings{},
 			Alerts: &AlertSettings{
@@ -98,6 +107,9 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 		}
 		if p.Topic.Existing == "" {
 			args.Topic.Name = p.Topic.Name
+		}
+		if v := k.VPCAccess; v != nil {
+			args.Consumer.VPCAccess = &VPCAccessSettings{Network: v.Network, Subnetwork: v.Subnetwork, Tags: v.Tags, Egress: v.Egress}
 		}
 		if st.StoreSecret && k.Store == st.Store {
 			// The URL may carry a password: it goes to Secret Manager.
@@ -131,8 +143,9 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 	return out
 }
 
-// DeclareStack declares one Pipeline per pipeline of s, in name order, and
-// exports each pipeline's topic and consumer URL. It resolves every
+// DeclareStack enables the stack's APIs unless eventpipe:manageApis is
+// false (EnableAPIs, RequiredAPIs), declares one Pipeline per pipeline of
+// s, in name order, and exports each pipeline's topic and consumer URL. It resolves every
 // pipeline first and fails before declaring anything when one is invalid or
 // two would declare the same Firestore TTL policy (LoadStack already rejects
 // such a stack; arguments changed by hand are checked here).
@@ -160,6 +173,11 @@ func DeclareStack(ctx *pulumi.Context, s *Stack) error {
 				prev, name, prefix, project, database)
 		}
 		owners[key] = name
+	}
+	if ManagesAPIs(s.Spec) {
+		if _, err := EnableAPIs(ctx, pulumi.String(s.Spec.Project), RequiredAPIs(s.Spec)); err != nil {
+			return err
+		}
 	}
 	for _, name := range spec.SortedKeys(all) {
 		r := all[name]

@@ -100,6 +100,8 @@ type Subscription struct {
 	DLQSubscription *pubsub.Subscription
 	// PushAccount is the push service account (nil for pull).
 	PushAccount *serviceaccount.Account
+	// grants are the subscriber grants on the subscription.
+	grants []pulumi.Resource
 }
 
 // NewSubscription validates args and declares a Subscription named name.
@@ -242,14 +244,16 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 	}
 	s.Subscription, s.Name, s.SubscriptionID = created, created.Name, created.ID().ToStringOutput()
 	if sub.HasDLQ() {
-		if _, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-agent-subscriber", &pubsub.SubscriptionIAMMemberArgs{
+		grant, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-agent-subscriber", &pubsub.SubscriptionIAMMemberArgs{
 			Project:      project,
 			Subscription: created.Name,
 			Role:         pulumi.String(RoleSubscriber),
 			Member:       agent,
-		}, parent); err != nil {
+		}, parent)
+		if err != nil {
 			return nil, fmt.Errorf("grant service agent subscriber on %s: %w", sub.Name, err)
 		}
+		s.grants = append(s.grants, grant)
 	}
 	grants := map[string]pulumi.StringInput{}
 	for key, member := range readers {
@@ -259,14 +263,16 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 		grants[member] = pulumi.String(member)
 	}
 	for _, key := range spec.SortedKeys(grants) {
-		if _, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-"+key+"-subscriber", &pubsub.SubscriptionIAMMemberArgs{
+		grant, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-"+key+"-subscriber", &pubsub.SubscriptionIAMMemberArgs{
 			Project:      project,
 			Subscription: created.Name,
 			Role:         pulumi.String(RoleSubscriber),
 			Member:       grants[key],
-		}, parent); err != nil {
+		}, parent)
+		if err != nil {
 			return nil, fmt.Errorf("grant subscriber on %s: %w", sub.Name, err)
 		}
+		s.grants = append(s.grants, grant)
 	}
 
 	s.DeadLetterTopic, s.DeadLetterSubscription, s.PushServiceAccount = pulumi.String("").ToStringOutput(), pulumi.String("").ToStringOutput(), pulumi.String("").ToStringOutput()

@@ -346,6 +346,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	case len(k.CallbackAccounts) > 0 && k.CallbackAudience == "":
 		k.CallbackAudience = k.Audience
 	}
+	validateNetwork(c, p, path)
 }
 
 // validateSubscription fills defaults and checks one subscription.
