@@ -122,6 +122,11 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 	}
 	pl.TopicID = topicID.ToStringOutput()
 
+	if sc.needsAgent() {
+		if sc.agentIdentity, err = declarePubSubAgent(ctx, name, sc, parent); err != nil {
+			return nil, err
+		}
+	}
 	names, dlqs := pulumi.StringMap{}, pulumi.StringMap{}
 	add := func(key string, s *Subscription) {
 		pl.Subscriptions[key], names[key] = s, s.Name

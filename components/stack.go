@@ -7,6 +7,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/spec"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -174,13 +175,16 @@ func DeclareStack(ctx *pulumi.Context, s *Stack) error {
 		}
 		owners[key] = name
 	}
+	var apis map[string]*projects.Service
 	if ManagesAPIs(s.Spec) {
-		if _, err := EnableAPIs(ctx, pulumi.String(s.Spec.Project), RequiredAPIs(s.Spec)); err != nil {
+		var err error
+		if apis, err = EnableAPIs(ctx, pulumi.String(s.Spec.Project), RequiredAPIs(s.Spec)); err != nil {
 			return err
 		}
 	}
 	for _, name := range spec.SortedKeys(all) {
 		r := all[name]
+		r.sc.apis = apis
 		pl, err := declarePipeline(ctx, name, r.sc, s.Pipelines[name], r.thresholds, nil)
 		if err != nil {
 			return fmt.Errorf("pipeline %s: %w", name, err)

@@ -164,6 +164,14 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 	parent := pulumi.Parent(s)
 	project := sc.project
 	agent := sc.agent()
+	if sc.agentIdentity == nil && (sub.HasDLQ() || sub.Push()) {
+		// A subscription on its own declares the agent it grants to.
+		identity, err := declarePubSubAgent(ctx, name, sc, parent)
+		if err != nil {
+			return nil, err
+		}
+		sc.agentIdentity = identity
+	}
 
 	sa := &pubsub.SubscriptionArgs{
 		Project:                  project,
@@ -217,7 +225,7 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 			Topic:   topic.Name,
 			Role:    pulumi.String(RolePublisher),
 			Member:  agent,
-		}, parent)
+		}, parent, sc.agentWait())
 		if err != nil {
 			return nil, fmt.Errorf("grant service agent publisher on %s: %w", sub.DLQTopicName(), err)
 		}
@@ -249,7 +257,7 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 			Subscription: created.Name,
 			Role:         pulumi.String(RoleSubscriber),
 			Member:       agent,
-		}, parent)
+		}, parent, sc.agentWait())
 		if err != nil {
 			return nil, fmt.Errorf("grant service agent subscriber on %s: %w", sub.Name, err)
 		}
@@ -305,7 +313,7 @@ func declarePush(ctx *pulumi.Context, sc *scope, sub *spec.Subscription, push *p
 		ServiceAccountId: account.Name,
 		Role:             pulumi.String(RoleTokenCreator),
 		Member:           sc.agent(),
-	}, parent)
+	}, parent, sc.agentWait())
 	if err != nil {
 		return nil, fmt.Errorf("grant service agent token creator on %s: %w", sub.Name, err)
 	}
