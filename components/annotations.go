@@ -52,7 +52,7 @@ func (x *ConsumerSettings) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Concurrency, "The most messages an instance handles at once (1–1000, default 80), lowered to what memory holds for messages of maxMessageBytes.")
 	a.Describe(&x.MinInstances, "How many instances are kept warm (0–100, default 0; at least 1 when the consumer pulls).")
 	a.Describe(&x.MaxInstances, "The most instances the service scales to (1–1000, default 10).")
-	a.Describe(&x.Ingress, "Internal or internal-and-cloud-load-balancing (default internal).")
+	a.Describe(&x.Ingress, "Internal or internal-and-cloud-load-balancing (default internal), or all with callbackAccounts, for Cloud Run jobs calling back without VPC egress (OIDC is then the guard).")
 	a.Describe(&x.CPU, "The CPU limit per instance: \"1\", \"2\", \"4\", \"6\" or \"8\", or below 1 (\"0.5\") with concurrency 1 in gen1 (default \"1\").")
 	a.Describe(&x.Memory, "The memory limit per instance, 128Mi–32Gi, e.g. \"512Mi\" or \"2Gi\" (default \"512Mi\").")
 	a.Describe(&x.ExecutionEnvironment, "Gen2 (default; at least 512Mi) or gen1 (down to 128Mi, and CPU below 1).")

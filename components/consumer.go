@@ -42,8 +42,11 @@ const (
 
 // Cloud Run ingress settings by spec value.
 func ingressSetting(ingress string) string {
-	if ingress == spec.IngressInternalLB {
+	switch ingress {
+	case spec.IngressInternalLB:
 		return "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER"
+	case spec.IngressAll:
+		return "INGRESS_TRAFFIC_ALL"
 	}
 	return "INGRESS_TRAFFIC_INTERNAL_ONLY"
 }

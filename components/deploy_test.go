@@ -300,3 +300,46 @@ func TestPullConsumerWaitsForItsSubscriptions(t *testing.T) {
 		t.Error("the service waits for the push subscription, which needs the service's URL: a cycle")
 	}
 }
+
+// TestCallbackWays: the two supported ways for Cloud Run jobs to call
+// back render what each needs. Internal ingress (jobs send through a VPC):
+// the service stays internal-only. Ingress all (jobs without VPC egress):
+// the service takes requests from anywhere, and only the push and
+// callback accounts may invoke it, their tokens checked again by the
+// consumer for the audience. Ingress all without callback accounts is
+// refused.
+func TestCallbackWays(t *testing.T) {
+	const job = "reindex@acme-dev.iam.gserviceaccount.com"
+	for ingress, want := range map[string]string{"": "INGRESS_TRAFFIC_INTERNAL_ONLY", "ingress: all\n": "INGRESS_TRAFFIC_ALL"} {
+		extra := "        callbackAccounts: [" + job + "]\n        callbackAudience: https://orders.acme.example/callback\n"
+		if ingress != "" {
+			extra += "        " + ingress
+		}
+		plan := declareStack(t, withConsumer(extra))
+		svc := one(t, plan, tService, "orders")
+		if got := input(svc, "ingress"); got != want {
+			t.Errorf("ingress %q renders %v, want %s", ingress, got, want)
+		}
+		invokers := map[string]bool{}
+		for _, g := range custom(plan, tServiceIAM) {
+			if input(g, "role") == components.RoleRunInvoker {
+				invokers[fmt.Sprint(input(g, "member"))] = true
+			}
+		}
+		wantInvokers := map[string]bool{"serviceAccount:" + job: true, "serviceAccount:" + pushEmail: true}
+		if !equalJSON(invokers, wantInvokers) {
+			t.Errorf("ingress %q: invokers = %v, want exactly the push and callback accounts %v", ingress, invokers, wantInvokers)
+		}
+		e := env(t, svc)
+		if e[components.EnvCallbackAccounts] != job || e[components.EnvCallbackAudience] != "https://orders.acme.example/callback" {
+			t.Errorf("ingress %q: the consumer does not check callback tokens: %v", ingress, e)
+		}
+		if !slices.Contains(input(svc, "customAudiences").([]any), any("https://orders.acme.example/callback")) {
+			t.Errorf("ingress %q: callback audience not a custom audience: %v", ingress, input(svc, "customAudiences"))
+		}
+	}
+	err := loadErr(withConsumer("        ingress: all\n"))
+	if err == nil || !strings.Contains(err.Error(), "consumer.ingress") || !strings.Contains(err.Error(), "callbackAccounts") {
+		t.Errorf("ingress all without callback accounts: err = %v, want a refusal naming callbackAccounts", err)
+	}
+}

@@ -50,7 +50,8 @@ type ConsumerSettings struct {
 	MinInstances *int `pulumi:"minInstances,optional"`
 	// MaxInstances is the most instances the service scales to (1–1000, default 10).
 	MaxInstances *int `pulumi:"maxInstances,optional"`
-	// Ingress is internal or internal-and-cloud-load-balancing (default internal).
+	// Ingress is internal or internal-and-cloud-load-balancing (default internal), or all with
+	// callbackAccounts, for Cloud Run jobs calling back without VPC egress (OIDC is then the guard).
 	Ingress string `pulumi:"ingress,optional"`
 	// CPU is the CPU limit per instance: "1", "2", "4", "6" or "8", or below 1 ("0.5") with concurrency 1
 	// in gen1 (default "1").

@@ -7,6 +7,13 @@ import (
 	"strings"
 )
 
+// IngressAll accepts requests from anywhere; Cloud Run then lets in only
+// callers with roles/run.invoker (the push and callback accounts), and the
+// consumer checks their OIDC tokens again. Allowed only with
+// consumer.callbackAccounts: it is the way for Cloud Run jobs without VPC
+// egress to call back (their requests are not internal).
+const IngressAll = "all"
+
 // Direct VPC egress settings of consumer.vpcAccess.egress (Cloud Run's names).
 const (
 	// EgressPrivateRanges sends only traffic to private addresses through the VPC.

@@ -154,7 +154,9 @@ type Consumer struct {
 	MinInstances *int `json:"minInstances,omitempty"`
 	// MaxInstances is the most instances the service scales to (1–1000, default eventpipe:defaults.maxInstances).
 	MaxInstances *int `json:"maxInstances,omitempty"`
-	// Ingress is internal or internal-and-cloud-load-balancing (default internal).
+	// Ingress is internal or internal-and-cloud-load-balancing (default internal), or all with
+	// callbackAccounts, for callbacks from Cloud Run jobs that do not send them through a VPC: requests
+	// then pass only with an OIDC token of a push or callback account (see README, Deploying).
 	Ingress string `json:"ingress,omitempty"`
 	// CPU is the CPU limit per instance: "1", "2", "4", "6" or "8", or below 1 ("0.5", "500m") with
 	// concurrency 1 in the first generation (default "1"). See "Instance sizing" for what memory each allows.
