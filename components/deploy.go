@@ -129,9 +129,9 @@ func vpcAccess(v *spec.VPCAccess) *cloudrunv2.ServiceTemplateVpcAccessArgs {
 	if v == nil {
 		return nil
 	}
-	nic := &cloudrunv2.ServiceTemplateVpcAccessNetworkInterfaceArgs{
-		Network: pulumi.String(v.Network),
-		Tags:    pulumi.ToStringArray(v.Tags),
+	nic := &cloudrunv2.ServiceTemplateVpcAccessNetworkInterfaceArgs{Network: pulumi.String(v.Network)}
+	if len(v.Tags) > 0 {
+		nic.Tags = pulumi.ToStringArray(v.Tags)
 	}
 	if v.Subnetwork != "" {
 		nic.Subnetwork = pulumi.String(v.Subnetwork)
