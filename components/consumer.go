@@ -107,9 +107,9 @@ type ConsumerArgs struct {
 type Consumer struct {
 	pulumi.ResourceState
 
-	// URI is the service URL.
+	// URI is the service URL (empty on a worker pool, which has none).
 	URI pulumi.StringOutput `pulumi:"uri"`
-	// ServiceName is the Cloud Run service name.
+	// ServiceName is the Cloud Run service (or worker pool) name.
 	ServiceName pulumi.StringOutput `pulumi:"serviceName"`
 	// ServiceAccount is the email of the account the consumer runs as.
 	ServiceAccount pulumi.StringOutput `pulumi:"serviceAccount"`
@@ -117,8 +117,10 @@ type Consumer struct {
 	// number of maximum-size messages its memory holds.
 	RequestConcurrency pulumi.IntOutput `pulumi:"requestConcurrency"`
 
-	// Service is the Cloud Run service.
+	// Service is the Cloud Run service (nil on a worker pool).
 	Service *cloudrunv2.Service
+	// WorkerPool is the Cloud Run worker pool of a consumer with workerPool (else nil).
+	WorkerPool *cloudrunv2.WorkerPool
 	// Account is the consumer's own service account (nil when it runs as a given one).
 	Account *serviceaccount.Account
 	// Member is the IAM member of the account the consumer runs as.
@@ -142,6 +144,10 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	err := spec.ValidateConsumer(sc.stack, sc.pipeline, "consumer")
 	var errs spec.Errors
 	errors.As(err, &errs)
+	if args.Consumer.WorkerPool && args.PushAccounts != nil {
+		problems = append(problems, spec.FieldError{Path: "pushAccounts", Value: "(set)", Allowed: "none with consumer.workerPool",
+			Fix: "remove pushAccounts, or consumer.workerPool: Pub/Sub pushes to an HTTP endpoint, which a worker pool does not have"})
+	}
 	if all := append(append(errs, problems...), deployProblems(sc.stack, sc.pipeline, sidecars(sc.traceCollector))...); len(all) > 0 {
 		return nil, argsError("consumer", name, all)
 	}
@@ -284,7 +290,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 		containers = append(containers, collector)
 		dependsOn = append(dependsOn, grant)
 	}
-	svc, err := cloudrunv2.NewService(ctx, name, &cloudrunv2.ServiceArgs{
+	svcArgs := &cloudrunv2.ServiceArgs{
 		Project:     project,
 		Location:    pulumi.String(sc.stack.Region),
 		Name:        pulumi.String(k.ServiceName),
@@ -309,7 +315,20 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 			VpcAccess:  vpcAccess(k.VPCAccess),
 			Volumes:    cloudSQLVolumes(k.CloudSQLInstances),
 		},
-	}, parent, pulumi.DependsOn(dependsOn))
+	}
+	if k.WorkerPool {
+		pool, err := declareWorkerPool(ctx, name, svcArgs, *k.MinInstances, parent, pulumi.DependsOn(dependsOn))
+		if err != nil {
+			return nil, err
+		}
+		c.WorkerPool, c.URI, c.ServiceName = pool, pulumi.String("").ToStringOutput(), pool.Name
+		c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
+		if err := ctx.RegisterResourceOutputs(c, outputs(c)); err != nil {
+			return nil, fmt.Errorf("register consumer outputs %s: %w", name, err)
+		}
+		return c, nil
+	}
+	svc, err := cloudrunv2.NewService(ctx, name, svcArgs, parent, pulumi.DependsOn(dependsOn))
 	if err != nil {
 		return nil, fmt.Errorf("declare consumer service %s: %w", k.ServiceName, err)
 	}

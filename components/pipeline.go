@@ -250,12 +250,13 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 func alertTarget(sc *scope) alerts.Target {
 	st, p := sc.stack, sc.pipeline
 	t := alerts.Target{
-		Project:  st.Project,
-		Pipeline: p.Name,
-		Env:      st.Env,
-		Team:     p.Alerts.Team,
-		Service:  p.Consumer.ServiceName,
-		Channels: alerts.Channels{Critical: st.Alerts.Channels.Critical, Warning: st.Alerts.Channels.Warning},
+		Project:    st.Project,
+		Pipeline:   p.Name,
+		Env:        st.Env,
+		Team:       p.Alerts.Team,
+		Service:    p.Consumer.ServiceName,
+		Channels:   alerts.Channels{Critical: st.Alerts.Channels.Critical, Warning: st.Alerts.Channels.Warning},
+		WorkerPool: p.Consumer.WorkerPool,
 	}
 	for _, sub := range p.SortedSubscriptions() {
 		as := alerts.Subscription{Name: sub.Name, Topic: st.TopicName(p), Push: sub.Push()}

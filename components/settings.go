@@ -86,6 +86,9 @@ type ConsumerSettings struct {
 	// CloudSQLInstances are Cloud SQL instances (PROJECT:REGION:INSTANCE) mounted at /cloudsql; the
 	// consumer's account gets roles/cloudsql.client on each one's project.
 	CloudSQLInstances []string `pulumi:"cloudSqlInstances,optional"`
+	// WorkerPool runs the consumer on a Cloud Run worker pool (minInstances instances, no HTTP endpoint)
+	// instead of a service; only when every subscription is pulled (default false).
+	WorkerPool bool `pulumi:"workerPool,optional"`
 }
 
 // VPCAccessSettings are a consumer's Direct VPC egress.
@@ -198,6 +201,7 @@ func (c *ConsumerSettings) toSpec(d *deferrals) spec.Consumer {
 		CallbackAudience:     c.CallbackAudience,
 		VPCAccess:            c.VPCAccess.toSpec(),
 		CloudSQLInstances:    c.CloudSQLInstances,
+		WorkerPool:           c.WorkerPool,
 	}
 }
 

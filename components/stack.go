@@ -95,6 +95,7 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 				CallbackAccounts:     k.CallbackAccounts,
 				CallbackAudience:     k.CallbackAudience,
 				CloudSQLInstances:    k.CloudSQLInstances,
+				WorkerPool:           k.WorkerPool,
 			},
 			Subscriptions: map[string]SubscriptionSettings{},
 			Alerts: &AlertSettings{

@@ -87,6 +87,9 @@ func validateNetwork(c *collector, p *Pipeline, path string) {
 				"use PRIVATE_RANGES_ONLY to reach private addresses (Google APIs stay direct), or ALL_TRAFFIC to send everything through the VPC")
 		}
 	}
+	if k.WorkerPool {
+		validateWorkerPool(c, p, path)
+	}
 	seen := map[string]bool{}
 	for i, inst := range k.CloudSQLInstances {
 		ip := fmt.Sprintf("%s.cloudSqlInstances[%d]", path, i)
@@ -98,5 +101,38 @@ func validateNetwork(c *collector, p *Pipeline, path string) {
 			c.add(p.Name, ip, strconv.Quote(inst), "each instance once", "remove the duplicate")
 		}
 		seen[inst] = true
+	}
+}
+
+// validateWorkerPool checks that a consumer on a worker pool needs no HTTP
+// endpoint: every subscription is pulled, at least one by the consumer,
+// and nothing calls back.
+func validateWorkerPool(c *collector, p *Pipeline, path string) {
+	k := &p.Consumer
+	pulls := false
+	for _, key := range SortedKeys(p.Subscriptions) {
+		sub := p.Subscriptions[key]
+		if sub == nil {
+			continue
+		}
+		if sub.Push() {
+			c.add(p.Name, path+".workerPool", "true", "only when every subscription is pulled (subscriptions."+key+" is push)",
+				"remove workerPool, or make subscriptions."+key+" delivery: pull; Pub/Sub pushes to an HTTP endpoint, which a worker pool does not have")
+		}
+		pulls = pulls || sub.ConsumerPulls()
+	}
+	if !pulls {
+		c.add(p.Name, path+".workerPool", "true", "a consumer that pulls at least one subscription",
+			"add a pull subscription the consumer reads (not external), or remove workerPool")
+	}
+	if len(k.CallbackAccounts) > 0 {
+		c.add(p.Name, path+".callbackAccounts", fmt.Sprintf("(%d accounts)", len(k.CallbackAccounts)), "none with workerPool",
+			"remove callbackAccounts, or workerPool: callbacks are HTTP requests, and a worker pool has no endpoint")
+	}
+	if milli, ok := ParseCPU(k.CPU); ok && milli%1000 == 0 && milli/1000 == 6 {
+		c.add(p.Name, path+".cpu", strconv.Quote(k.CPU), `"1", "2", "4" or "8" on a worker pool`, `set cpu: "4" or "8"; worker pools do not offer 6 CPUs`)
+	}
+	if k.Ingress != "" && k.Ingress != IngressInternal {
+		c.add(p.Name, path+".ingress", strconv.Quote(k.Ingress), "unset with workerPool", "remove ingress: a worker pool takes no requests")
 	}
 }

@@ -196,6 +196,10 @@ type Consumer struct {
 	// the Cloud Run Cloud SQL volume at /cloudsql; a postgres store with host=/cloudsql/INSTANCE needs its
 	// instance listed. The consumer's account gets roles/cloudsql.client on each instance's project.
 	CloudSQLInstances []string `json:"cloudSqlInstances,omitempty"`
+	// WorkerPool runs the consumer on a Cloud Run worker pool instead of a service (default false): no
+	// HTTP endpoint and no request-driven scaling, for pipelines whose consumer only pulls. It runs
+	// minInstances instances; push subscriptions, callbacks and ingress need a service.
+	WorkerPool bool `json:"workerPool,omitempty"`
 }
 
 // VPCAccess is a consumer's Direct VPC egress: its instances get an address
