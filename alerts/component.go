@@ -105,7 +105,13 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 				Labels:      labels,
 			},
 			LabelExtractors: pulumi.ToStringMap(m.Labels),
-		}, child)
+			// The name holds the environment, so environments sharing a
+			// project keep their own metrics. The provider would update a
+			// renamed metric in place, which the Logging API does by
+			// creating the new name and leaving the old metric behind:
+			// replace it instead, so the old one is deleted once the
+			// policies read the new one.
+		}, child, pulumi.ReplaceOnChanges([]string{"name"}))
 		if err != nil {
 			return nil, fmt.Errorf("alerts %s: metric %s: %w", name, m.ID, err)
 		}

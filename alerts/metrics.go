@@ -77,8 +77,7 @@ func metricName(t Target, id string) string {
 // consumer log lines.
 func logBase(t Target) string {
 	return strings.Join([]string{
-		`resource.type="cloud_run_revision"`,
-		`resource.labels.service_name=` + quote(t.Service),
+		t.logsOf(),
 		`jsonPayload.` + fieldEnv + `=` + quote(t.Env),
 	}, " AND ")
 }

@@ -200,7 +200,7 @@ func (b *builder) add(alert, sub string, sev Severity, title string, conds ...Co
 func (b *builder) pipelinePolicies() {
 	c, t := b.c, b.t
 	errType := MetricSpec{Name: metricName(t, MetricFirestoreErrors)}.Type()
-	transient := logSelector(errType, `error_code=~"`+strings.Join(transientCodes(), "|")+`"`)
+	transient := logSelector(t, errType, `error_code=~"`+strings.Join(transientCodes(), "|")+`"`)
 	for _, lvl := range []struct {
 		sev       Severity
 		perMinute float64
@@ -241,7 +241,7 @@ func (b *builder) pipelinePolicies() {
 		{AlertLeaseHeartbeat, "heartbeat_failed", "lease heartbeat failures", c.Leases.HeartbeatFailures},
 		{AlertLeaseStale, "stale_found", "stale leases found by the sweeper", c.Leases.StaleLeases},
 	} {
-		events := logSelector(leaseType, fieldLeaseEvent+"="+strconv.Quote(l.event))
+		events := logSelector(t, leaseType, fieldLeaseEvent+"="+strconv.Quote(l.event))
 		b.add(l.alert, "", Warning, strings.ToUpper(l.what[:1])+l.what[1:], ConditionSpec{
 			DisplayName:             fmt.Sprintf("%s > %d per %s", l.what, l.limit, c.Leases.Window),
 			Kind:                    PromQL,
@@ -400,8 +400,8 @@ func pubsubSelector(m, sub string, extra ...string) string {
 // logSelector is the PromQL selector of a log-based metric of the consumer.
 // Log-based metrics can be written by several resource types, so the
 // monitored resource must be named.
-func logSelector(metricType string, extra ...string) string {
-	matchers := append([]string{`monitored_resource="cloud_run_revision"`}, extra...)
+func logSelector(t Target, metricType string, extra ...string) string {
+	matchers := append([]string{`monitored_resource=` + strconv.Quote(t.resourceType())}, extra...)
 	return promName(metricType) + "{" + strings.Join(matchers, ",") + "}"
 }
 

@@ -30,7 +30,7 @@ type runbookText struct {
 // check, with t's names and c's thresholds filled in.
 func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 	sub := p.Subscription
-	logs := fmt.Sprintf("In Logs Explorer, query resource.type=\"cloud_run_revision\" resource.labels.service_name=%q jsonPayload.env=%q", t.Service, t.Env)
+	logs := fmt.Sprintf("In Logs Explorer, query %s jsonPayload.env=%q", strings.ReplaceAll(t.logsOf(), " AND ", " "), t.Env)
 	switch p.Alert {
 	case AlertDLQ:
 		return runbookText{

@@ -21,6 +21,27 @@ type Target struct {
 	Service       string
 	Subscriptions []Subscription
 	Channels      Channels
+	// WorkerPool is true when Service names a Cloud Run worker pool, whose
+	// logs come from another monitored resource (cloud_run_worker_pool,
+	// resource.labels.worker_pool_name).
+	WorkerPool bool
+}
+
+// resourceType is the monitored resource the consumer's logs come from.
+func (t Target) resourceType() string {
+	if t.WorkerPool {
+		return "cloud_run_worker_pool"
+	}
+	return "cloud_run_revision"
+}
+
+// logsOf is the Logging filter selecting the consumer's resource.
+func (t Target) logsOf() string {
+	label := "service_name"
+	if t.WorkerPool {
+		label = "worker_pool_name"
+	}
+	return `resource.type=` + quote(t.resourceType()) + ` AND resource.labels.` + label + `=` + quote(t.Service)
 }
 
 // Subscription is one subscription feeding the consumer.

@@ -20,8 +20,8 @@ func (x *AlertSettings) Annotate(a annotate.Annotator) {
 func (x *Consumer) Annotate(a annotate.Annotator) {
 	a.SetToken("index", "Consumer")
 	a.Describe(x, "Consumer is the Cloud Run v2 service that runs the eventpipe consumer,\nwith least privilege:\n\n  - its own service account (or the one given), granted only what its\n    store needs: roles/datastore.user on the project of a Firestore store,\n    roles/secretmanager.secretAccessor on the secret holding a store URL\n    with a password; pull subscriptions grant it roles/pubsub.subscriber;\n  - a store URL with a password kept in Secret Manager and read from there\n    (valueSource.secretKeyRef), never written into the service;\n  - restricted ingress (internal by default; Pub/Sub push from the same\n    project is internal traffic) and no public invoker: only the push\n    service accounts get roles/run.invoker, from their Subscription;\n  - the push OIDC audience registered as a custom audience, so Cloud Run\n    accepts the tokens, and passed to the consumer to check them again;\n  - a request timeout equal to the push ack deadline, so Pub/Sub does not\n    redeliver while a request is still running;\n  - sizes Cloud Run accepts (validated), the execution environment set\n    explicitly, GOMEMLIMIT from the memory limit, and a request concurrency\n    (and pull flow control) no higher than memory holds for messages of\n    the maximum size;\n  - startup and liveness probes on the consumer's health endpoint;\n  - for pulling consumers, CPU that is always allocated, because pulling\n    happens outside requests;\n  - deletion protection set explicitly: on unless protect is false.")
-	a.Describe(&x.URI, "The service URL.")
-	a.Describe(&x.ServiceName, "The Cloud Run service name.")
+	a.Describe(&x.URI, "The service URL (empty on a worker pool, which has none).")
+	a.Describe(&x.ServiceName, "The Cloud Run service (or worker pool) name.")
 	a.Describe(&x.ServiceAccount, "The email of the account the consumer runs as.")
 	a.Describe(&x.RequestConcurrency, "The request concurrency the service got: the configured one, or the lower number of maximum-size messages its memory holds.")
 }
@@ -52,7 +52,7 @@ func (x *ConsumerSettings) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Concurrency, "The most messages an instance handles at once (1–1000, default 80), lowered to what memory holds for messages of maxMessageBytes.")
 	a.Describe(&x.MinInstances, "How many instances are kept warm (0–100, default 0; at least 1 when the consumer pulls).")
 	a.Describe(&x.MaxInstances, "The most instances the service scales to (1–1000, default 10).")
-	a.Describe(&x.Ingress, "Internal or internal-and-cloud-load-balancing (default internal).")
+	a.Describe(&x.Ingress, "Internal or internal-and-cloud-load-balancing (default internal), or all with callbackAccounts, for Cloud Run jobs calling back without VPC egress (OIDC is then the guard).")
 	a.Describe(&x.CPU, "The CPU limit per instance: \"1\", \"2\", \"4\", \"6\" or \"8\", or below 1 (\"0.5\") with concurrency 1 in gen1 (default \"1\").")
 	a.Describe(&x.Memory, "The memory limit per instance, 128Mi–32Gi, e.g. \"512Mi\" or \"2Gi\" (default \"512Mi\").")
 	a.Describe(&x.ExecutionEnvironment, "Gen2 (default; at least 512Mi) or gen1 (down to 128Mi, and CPU below 1).")
@@ -64,6 +64,9 @@ func (x *ConsumerSettings) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Audience, "The OIDC audience of push tokens (default PROJECT/NAME/pubsub-push).")
 	a.Describe(&x.CallbackAccounts, "The emails of the service accounts whose jobs may call the consumer's callback endpoint; each is granted roles/run.invoker on the service (default none: callbacks are refused).")
 	a.Describe(&x.CallbackAudience, "The OIDC audience callers request their tokens for (default: audience); only with callbackAccounts.")
+	a.Describe(&x.VPCAccess, "Gives the consumer Direct VPC egress, which a store on a private address needs.")
+	a.Describe(&x.CloudSQLInstances, "Cloud SQL instances (PROJECT:REGION:INSTANCE) mounted at /cloudsql; the consumer's account gets roles/cloudsql.client on each one's project.")
+	a.Describe(&x.WorkerPool, "Runs the consumer on a Cloud Run worker pool (minInstances instances, no HTTP endpoint) instead of a service; only when every subscription is pulled (default false).")
 }
 
 // Annotate describes DeadLetterSettings and its fields for a component provider's schema.
@@ -206,4 +209,14 @@ func (x *TopicSettings) Annotate(a annotate.Annotator) {
 	a.Describe(&x.SchemaEncoding, "JSON or BINARY (default JSON when schema is set).")
 	a.Describe(&x.KMSKeyName, "An optional customer-managed key encrypting messages at rest, projects/P/locations/L/keyRings/R/cryptoKeys/K.")
 	a.Describe(&x.Publishers, "IAM members (serviceAccount:EMAIL, group:…) granted roles/pubsub.publisher on the topic.")
+}
+
+// Annotate describes VPCAccessSettings and its fields for a component provider's schema.
+func (x *VPCAccessSettings) Annotate(a annotate.Annotator) {
+	a.SetToken("index", "VPCAccessSettings")
+	a.Describe(x, "VPCAccessSettings are a consumer's Direct VPC egress.")
+	a.Describe(&x.Network, "The VPC network name or projects/P/global/networks/N.")
+	a.Describe(&x.Subnetwork, "The subnet in the consumer's region (default: the one named like the network).")
+	a.Describe(&x.Tags, "Network tags on the instances, for firewall rules.")
+	a.Describe(&x.Egress, "PRIVATE_RANGES_ONLY (default) or ALL_TRAFFIC.")
 }

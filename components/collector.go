@@ -3,6 +3,7 @@ package components
 import (
 	"fmt"
 
+	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/cloudrunv2"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -31,7 +32,20 @@ const (
 	// configuration that holds no credential.
 	collectorConfigEnv  = "OTELCOL_CONFIG"
 	collectorHealthPort = 13133
+	// CollectorCPU and CollectorMemory are the sidecar's limits; they count
+	// towards the instance's totals (spec.CheckInstance).
+	CollectorCPU    = "1"
+	CollectorMemory = "256Mi"
 )
+
+// sidecars are the consumer's containers besides its own: the collector
+// when traced.
+func sidecars(traced bool) []spec.ContainerSize {
+	if !traced {
+		return nil
+	}
+	return []spec.ContainerSize{{Name: CollectorContainer, CPU: CollectorCPU, Memory: CollectorMemory}}
+}
 
 // collectorConfig receives OTLP/gRPC from the consumer on localhost only,
 // bounds the collector's memory below its container's 256 MiB (in MiB: a
@@ -80,14 +94,16 @@ func traceCollectorEnv(project pulumi.StringInput) map[string]pulumi.StringInput
 
 // declareTraceCollector grants member roles/cloudtrace.agent on project and
 // returns the sidecar container of the consumer named name, and the grant
-// to wait for.
-func declareTraceCollector(ctx *pulumi.Context, name string, project pulumi.StringInput, member pulumi.StringInput,
-	parent pulumi.ResourceOption) (*cloudrunv2.ServiceTemplateContainerArgs, pulumi.Resource, error) {
+// to wait for. cpuIdle is the consumer's: the provider needs it explicit on
+// every container with resource limits, and Cloud Run allocates CPU per
+// instance, so the containers agree.
+func declareTraceCollector(ctx *pulumi.Context, name string, project pulumi.StringInput, member pulumi.StringInput, cpuIdle bool,
+	opts ...pulumi.ResourceOption) (*cloudrunv2.ServiceTemplateContainerArgs, pulumi.Resource, error) {
 	grant, err := projects.NewIAMMember(ctx, name+"-run-trace-agent", &projects.IAMMemberArgs{
 		Project: project,
 		Role:    pulumi.String(RoleTraceAgent),
 		Member:  member,
-	}, parent)
+	}, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("grant consumer %s cloudtrace.agent: %w", name, err)
 	}
@@ -100,7 +116,8 @@ func declareTraceCollector(ctx *pulumi.Context, name string, project pulumi.Stri
 			&cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(collectorConfigEnv), Value: pulumi.String(collectorConfig)},
 		},
 		Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
-			Limits: pulumi.StringMap{"cpu": pulumi.String("1"), "memory": pulumi.String("256Mi")},
+			Limits:  pulumi.StringMap{"cpu": pulumi.String(CollectorCPU), "memory": pulumi.String(CollectorMemory)},
+			CpuIdle: pulumi.Bool(cpuIdle),
 		},
 		StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
 			HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: pulumi.String("/"), Port: health},

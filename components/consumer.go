@@ -42,8 +42,11 @@ const (
 
 // Cloud Run ingress settings by spec value.
 func ingressSetting(ingress string) string {
-	if ingress == spec.IngressInternalLB {
+	switch ingress {
+	case spec.IngressInternalLB:
 		return "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER"
+	case spec.IngressAll:
+		return "INGRESS_TRAFFIC_ALL"
 	}
 	return "INGRESS_TRAFFIC_INTERNAL_ONLY"
 }
@@ -104,9 +107,9 @@ type ConsumerArgs struct {
 type Consumer struct {
 	pulumi.ResourceState
 
-	// URI is the service URL.
+	// URI is the service URL (empty on a worker pool, which has none).
 	URI pulumi.StringOutput `pulumi:"uri"`
-	// ServiceName is the Cloud Run service name.
+	// ServiceName is the Cloud Run service (or worker pool) name.
 	ServiceName pulumi.StringOutput `pulumi:"serviceName"`
 	// ServiceAccount is the email of the account the consumer runs as.
 	ServiceAccount pulumi.StringOutput `pulumi:"serviceAccount"`
@@ -114,8 +117,10 @@ type Consumer struct {
 	// number of maximum-size messages its memory holds.
 	RequestConcurrency pulumi.IntOutput `pulumi:"requestConcurrency"`
 
-	// Service is the Cloud Run service.
+	// Service is the Cloud Run service (nil on a worker pool).
 	Service *cloudrunv2.Service
+	// WorkerPool is the Cloud Run worker pool of a consumer with workerPool (else nil).
+	WorkerPool *cloudrunv2.WorkerPool
 	// Account is the consumer's own service account (nil when it runs as a given one).
 	Account *serviceaccount.Account
 	// Member is the IAM member of the account the consumer runs as.
@@ -136,10 +141,15 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 		// The consumer pulls: validation asks for CPU and warm instances to match.
 		sc.pipeline.Subscriptions = map[string]*spec.Subscription{"pull": {Key: "pull", Delivery: spec.DeliveryPull}}
 	}
-	if err := spec.ValidateConsumer(sc.stack, sc.pipeline, "consumer"); err != nil || len(problems) > 0 {
-		var errs spec.Errors
-		errors.As(err, &errs)
-		return nil, argsError("consumer", name, append(errs, problems...))
+	err := spec.ValidateConsumer(sc.stack, sc.pipeline, "consumer")
+	var errs spec.Errors
+	errors.As(err, &errs)
+	if args.Consumer.WorkerPool && args.PushAccounts != nil {
+		problems = append(problems, spec.FieldError{Path: "pushAccounts", Value: "(set)", Allowed: "none with consumer.workerPool",
+			Fix: "remove pushAccounts, or consumer.workerPool: Pub/Sub pushes to an HTTP endpoint, which a worker pool does not have"})
+	}
+	if all := append(append(errs, problems...), deployProblems(sc.stack, sc.pipeline, sidecars(sc.traceCollector))...); len(all) > 0 {
+		return nil, argsError("consumer", name, all)
 	}
 	pushAccounts := args.PushAccounts
 	if pushAccounts == nil {
@@ -149,15 +159,21 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	if pulls == nil {
 		pulls = pulumi.StringArray{}
 	}
-	return declareConsumer(ctx, name, sc, &args.Consumer, pushAccounts, pulls, args.PushAccounts != nil, args.PullSubscriptions != nil, opts)
+	return declareConsumer(ctx, name, sc, &args.Consumer, pushAccounts, pulls, args.PushAccounts != nil, args.PullSubscriptions != nil, nil, opts)
 }
+
+// beforeService declares what a consumer's service must wait for that
+// needs the account it runs as (member): the subscriptions it pulls and
+// their subscriber grants. It returns the resources to wait for.
+type beforeService func(member pulumi.StringInput, parent pulumi.ResourceOption) ([]pulumi.Resource, error)
 
 // declareConsumer declares the consumer of sc under name. in are its
 // settings' inputs; pushAccounts the emails it accepts push tokens of
 // (pushing says whether there are any); pulls the subscriptions it pulls
-// (pulling says whether there are any).
+// (pulling says whether there are any); before, if set, declares what the
+// service waits for besides the consumer's own grants.
 func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSettings, pushAccounts, pulls pulumi.StringArrayInput,
-	pushing, pulling bool, opts []pulumi.ResourceOption) (*Consumer, error) {
+	pushing, pulling bool, before beforeService, opts []pulumi.ResourceOption) (*Consumer, error) {
 	p := sc.pipeline
 	k := &p.Consumer
 	c := &Consumer{}
@@ -211,6 +227,19 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 		dependsOn = append(dependsOn, grant)
 	}
 
+	sqlGrants, err := grantCloudSQL(ctx, name, sc, c.Member, parent)
+	if err != nil {
+		return nil, err
+	}
+	dependsOn = append(dependsOn, sqlGrants...)
+	if before != nil {
+		waits, err := before(c.Member, parent)
+		if err != nil {
+			return nil, err
+		}
+		dependsOn = append(dependsOn, waits...)
+	}
+
 	concurrency := k.RequestConcurrency()
 	description := fmt.Sprintf("eventpipe consumer of pipeline %s (%s)", p.Name, sc.stack.Env)
 	if concurrency < *k.Concurrency {
@@ -245,9 +274,14 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 			TimeoutSeconds:   pulumi.Int(2),
 		},
 	}
+	if len(k.CloudSQLInstances) > 0 {
+		consumer.VolumeMounts = cloudrunv2.ServiceTemplateContainerVolumeMountArray{
+			&cloudrunv2.ServiceTemplateContainerVolumeMountArgs{Name: pulumi.String(cloudSQLVolume), MountPath: pulumi.String(cloudSQLMount)},
+		}
+	}
 	containers := cloudrunv2.ServiceTemplateContainerArray{consumer}
 	if traced {
-		collector, grant, err := declareTraceCollector(ctx, name, project, c.Member, parent)
+		collector, grant, err := declareTraceCollector(ctx, name, project, c.Member, !pulling, parent)
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +290,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 		containers = append(containers, collector)
 		dependsOn = append(dependsOn, grant)
 	}
-	svc, err := cloudrunv2.NewService(ctx, name, &cloudrunv2.ServiceArgs{
+	svcArgs := &cloudrunv2.ServiceArgs{
 		Project:     project,
 		Location:    pulumi.String(sc.stack.Region),
 		Name:        pulumi.String(k.ServiceName),
@@ -278,8 +312,23 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 				MaxInstanceCount: pulumi.Int(*k.MaxInstances),
 			},
 			Containers: containers,
+			VpcAccess:  vpcAccess(k.VPCAccess),
+			Volumes:    cloudSQLVolumes(k.CloudSQLInstances),
 		},
-	}, parent, pulumi.DependsOn(dependsOn))
+	}
+	if k.WorkerPool {
+		pool, err := declareWorkerPool(ctx, name, svcArgs, *k.MinInstances, parent, pulumi.DependsOn(dependsOn))
+		if err != nil {
+			return nil, err
+		}
+		c.WorkerPool, c.URI, c.ServiceName = pool, pulumi.String("").ToStringOutput(), pool.Name
+		c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
+		if err := ctx.RegisterResourceOutputs(c, outputs(c)); err != nil {
+			return nil, fmt.Errorf("register consumer outputs %s: %w", name, err)
+		}
+		return c, nil
+	}
+	svc, err := cloudrunv2.NewService(ctx, name, svcArgs, parent, pulumi.DependsOn(dependsOn))
 	if err != nil {
 		return nil, fmt.Errorf("declare consumer service %s: %w", k.ServiceName, err)
 	}
@@ -321,9 +370,12 @@ func declareStoreSecret(ctx *pulumi.Context, name string, sc *scope, url pulumi.
 	if err != nil {
 		return nil, nil, fmt.Errorf("declare store secret of %s: %w", k.ServiceName, err)
 	}
+	// A new URL is a new version; the old one is abandoned, not destroyed,
+	// so a rollback to an earlier revision still finds the version it reads.
 	version, err := secretmanager.NewSecretVersion(ctx, name+"-store", &secretmanager.SecretVersionArgs{
-		Secret:     secret.ID(),
-		SecretData: pulumi.ToSecret(url).(pulumi.StringOutput),
+		Secret:         secret.ID(),
+		SecretData:     pulumi.ToSecret(checkedStoreSecret(sc, url)).(pulumi.StringOutput),
+		DeletionPolicy: pulumi.String("ABANDON"),
 	}, parent)
 	if err != nil {
 		return nil, nil, fmt.Errorf("declare store secret version of %s: %w", k.ServiceName, err)

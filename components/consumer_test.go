@@ -183,7 +183,6 @@ func TestConsumerStoreGrantFollowsTheStore(t *testing.T) {
 		{"firestore://acme-dev/(default)", "acme-dev"},
 		{"firestore://shared-data/events", "shared-data"},
 		{"postgres://db.internal/eventpipe", ""},
-		{"bbolt:///var/lib/eventpipe.db", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.store, func(t *testing.T) {

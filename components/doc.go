@@ -43,6 +43,8 @@ const (
 	RoleTokenCreator   = "roles/iam.serviceAccountTokenCreator"
 	RoleDatastore      = "roles/datastore.user"
 	RoleSecretAccessor = "roles/secretmanager.secretAccessor"
+	// RoleCloudSQLClient lets the consumer connect to its Cloud SQL instances.
+	RoleCloudSQLClient = "roles/cloudsql.client"
 )
 
 // formerType is the token stacks deployed before the components became a

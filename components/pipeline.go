@@ -122,9 +122,40 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 	}
 	pl.TopicID = topicID.ToStringOutput()
 
+	if sc.needsAgent() {
+		if sc.agentIdentity, err = declarePubSubAgent(ctx, name, sc, parent); err != nil {
+			return nil, err
+		}
+	}
+	names, dlqs := pulumi.StringMap{}, pulumi.StringMap{}
+	add := func(key string, s *Subscription) {
+		pl.Subscriptions[key], names[key] = s, s.Name
+		if s.DLQSubscription != nil {
+			dlqs[key] = s.DeadLetterSubscription
+		}
+	}
+	// The subscriptions the consumer pulls, and its grants on them, exist
+	// before its service starts: a consumer pulling a subscription that is
+	// not there yet, or not readable yet, fails its first start.
+	pullFirst := func(member pulumi.StringInput, _ pulumi.ResourceOption) ([]pulumi.Resource, error) {
+		var waits []pulumi.Resource
+		for _, sub := range p.SortedSubscriptions() {
+			if !sub.ConsumerPulls() {
+				continue
+			}
+			s, err := declareSubscription(ctx, sub.Name, sc, sub, topicID, nil, map[string]pulumi.StringInput{"consumer": member}, []pulumi.ResourceOption{parent})
+			if err != nil {
+				return nil, err
+			}
+			add(sub.Key, s)
+			waits = append(waits, s.Subscription)
+			waits = append(waits, s.grants...)
+		}
+		return waits, nil
+	}
 	pulls := sc.stack.PullSubscriptions(p)
 	pl.Consumer, err = declareConsumer(ctx, name, sc, &args.Consumer, sc.d.strs(sc.stack.PushAccounts(p)), sc.d.strs(pulls), len(sc.stack.PushAccounts(p)) > 0, len(pulls) > 0,
-		[]pulumi.ResourceOption{parent})
+		pullFirst, []pulumi.ResourceOption{parent})
 	if err != nil {
 		return nil, err
 	}
@@ -133,20 +164,15 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 		audience: p.Consumer.Audience,
 		service:  pl.Consumer.ServiceName,
 	}
-	names, dlqs := pulumi.StringMap{}, pulumi.StringMap{}
 	for _, sub := range p.SortedSubscriptions() {
-		var readers map[string]pulumi.StringInput
 		if sub.ConsumerPulls() {
-			readers = map[string]pulumi.StringInput{"consumer": pl.Consumer.Member}
+			continue
 		}
-		s, err := declareSubscription(ctx, sub.Name, sc, sub, topicID, push, readers, []pulumi.ResourceOption{parent})
+		s, err := declareSubscription(ctx, sub.Name, sc, sub, topicID, push, nil, []pulumi.ResourceOption{parent})
 		if err != nil {
 			return nil, err
 		}
-		pl.Subscriptions[sub.Key], names[sub.Key] = s, s.Name
-		if s.DLQSubscription != nil {
-			dlqs[sub.Key] = s.DeadLetterSubscription
-		}
+		add(sub.Key, s)
 	}
 	pl.SubscriptionNames, pl.DeadLetterSubscriptions = names.ToStringMapOutput(), dlqs.ToStringMapOutput()
 
@@ -212,6 +238,7 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 	err := spec.Validate(st)
 	var errs spec.Errors
 	errors.As(err, &errs)
+	problems = append(problems, deployProblems(st, p, sidecars(sc.traceCollector))...)
 	if all := append(errs, problems...); len(all) > 0 {
 		return nil, alerts.Config{}, argsError("pipeline", name, all)
 	}
@@ -223,12 +250,13 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 func alertTarget(sc *scope) alerts.Target {
 	st, p := sc.stack, sc.pipeline
 	t := alerts.Target{
-		Project:  st.Project,
-		Pipeline: p.Name,
-		Env:      st.Env,
-		Team:     p.Alerts.Team,
-		Service:  p.Consumer.ServiceName,
-		Channels: alerts.Channels{Critical: st.Alerts.Channels.Critical, Warning: st.Alerts.Channels.Warning},
+		Project:    st.Project,
+		Pipeline:   p.Name,
+		Env:        st.Env,
+		Team:       p.Alerts.Team,
+		Service:    p.Consumer.ServiceName,
+		Channels:   alerts.Channels{Critical: st.Alerts.Channels.Critical, Warning: st.Alerts.Channels.Warning},
+		WorkerPool: p.Consumer.WorkerPool,
 	}
 	for _, sub := range p.SortedSubscriptions() {
 		as := alerts.Subscription{Name: sub.Name, Topic: st.TopicName(p), Push: sub.Push()}

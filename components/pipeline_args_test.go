@@ -37,7 +37,7 @@ func TestPipelineFromHandBuiltArgs(t *testing.T) {
 	plan := pipelinePlan(t, "orders", minimalArgs())
 	want := map[string]int{
 		tTopic: 2, tSub: 2, tTopicIAM: 1, tSubIAM: 1, tAccount: 2, tAccountIAM: 1, tServiceIAM: 1, tProjectIAM: 1, tService: 1, tField: 4,
-		tMetric: 4, tAlertPolicy: 18, tSLOService: 1, tSLO: 1,
+		tMetric: 4, tAlertPolicy: 18, tSLOService: 1, tSLO: 1, tIdentity: 1,
 	}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)

@@ -22,6 +22,8 @@ func TestPipeline(t *testing.T) {
 		// alerts: 4 log-based metrics; 6 pipeline-wide policies, 12 for the
 		// push subscription with DLQ, 6 for the pull one; 1 SLO on its service.
 		tMetric: 4, tAlertPolicy: 24, tSLOService: 1, tSLO: 1,
+		// APIs: Pub/Sub, Cloud Run, IAM, Resource Manager, Firestore, Logging, Monitoring.
+		tAPI: 7, tIdentity: 1,
 	}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
@@ -56,6 +58,8 @@ const (
 	tAlertPolicy = "gcp:monitoring/alertPolicy:AlertPolicy"
 	tSLOService  = "gcp:monitoring/customService:CustomService"
 	tSLO         = "gcp:monitoring/slo:Slo"
+	tAPI         = "gcp:projects/service:Service"
+	tIdentity    = "gcp:projects/serviceIdentity:ServiceIdentity"
 )
 
 // TestPipelineAlerts: every pipeline gets its alerts, watching its own

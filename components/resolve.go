@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/eventpipe/eventpipe/spec"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -124,6 +125,10 @@ type scope struct {
 	inPipeline bool
 	// traceCollector adds the collector sidecar to the consumer.
 	traceCollector bool
+	// apis are the APIs the program enables, by name (nil: managed elsewhere).
+	apis map[string]*projects.Service
+	// agentIdentity is the Pub/Sub service agent the grants to sc.agent() wait for.
+	agentIdentity *projects.ServiceIdentity
 }
 
 // newScope starts the scope of a component named name from its common
@@ -205,9 +210,18 @@ func (sc *scope) protect() pulumi.ResourceOption {
 	return pulumi.Protect(sc.stack.Protected(sc.pipeline))
 }
 
-// agent is the member of the project's Pub/Sub service agent.
+// agent is the member of the project's Pub/Sub service agent, named from
+// the configured project number (declarePubSubAgent checks it).
 func (sc *scope) agent() pulumi.StringInput {
 	return pulumi.Sprintf("serviceAccount:service-%s@gcp-sa-pubsub.iam.gserviceaccount.com", sc.projectNumber)
+}
+
+// agentWait is the option making a grant to the agent wait for it to exist.
+func (sc *scope) agentWait() pulumi.ResourceOption {
+	if sc.agentIdentity == nil {
+		return pulumi.DependsOn(nil)
+	}
+	return pulumi.DependsOn([]pulumi.Resource{sc.agentIdentity})
 }
 
 // argsError turns the validation errors of a component named name (kind

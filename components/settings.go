@@ -50,7 +50,8 @@ type ConsumerSettings struct {
 	MinInstances *int `pulumi:"minInstances,optional"`
 	// MaxInstances is the most instances the service scales to (1–1000, default 10).
 	MaxInstances *int `pulumi:"maxInstances,optional"`
-	// Ingress is internal or internal-and-cloud-load-balancing (default internal).
+	// Ingress is internal or internal-and-cloud-load-balancing (default internal), or all with
+	// callbackAccounts, for Cloud Run jobs calling back without VPC egress (OIDC is then the guard).
 	Ingress string `pulumi:"ingress,optional"`
 	// CPU is the CPU limit per instance: "1", "2", "4", "6" or "8", or below 1 ("0.5") with concurrency 1
 	// in gen1 (default "1").
@@ -80,6 +81,26 @@ type ConsumerSettings struct {
 	// CallbackAudience is the OIDC audience callers request their tokens for (default: audience); only with
 	// callbackAccounts.
 	CallbackAudience string `pulumi:"callbackAudience,optional"`
+	// VPCAccess gives the consumer Direct VPC egress, which a store on a private address needs.
+	VPCAccess *VPCAccessSettings `pulumi:"vpcAccess,optional"`
+	// CloudSQLInstances are Cloud SQL instances (PROJECT:REGION:INSTANCE) mounted at /cloudsql; the
+	// consumer's account gets roles/cloudsql.client on each one's project.
+	CloudSQLInstances []string `pulumi:"cloudSqlInstances,optional"`
+	// WorkerPool runs the consumer on a Cloud Run worker pool (minInstances instances, no HTTP endpoint)
+	// instead of a service; only when every subscription is pulled (default false).
+	WorkerPool bool `pulumi:"workerPool,optional"`
+}
+
+// VPCAccessSettings are a consumer's Direct VPC egress.
+type VPCAccessSettings struct {
+	// Network is the VPC network name or projects/P/global/networks/N.
+	Network string `pulumi:"network"`
+	// Subnetwork is the subnet in the consumer's region (default: the one named like the network).
+	Subnetwork string `pulumi:"subnetwork,optional"`
+	// Tags are network tags on the instances, for firewall rules.
+	Tags []string `pulumi:"tags,optional"`
+	// Egress is PRIVATE_RANGES_ONLY (default) or ALL_TRAFFIC.
+	Egress string `pulumi:"egress,optional"`
 }
 
 // SubscriptionSettings configure one subscription, with its dead-letter queue.
@@ -178,7 +199,18 @@ func (c *ConsumerSettings) toSpec(d *deferrals) spec.Consumer {
 		Audience:             c.Audience,
 		CallbackAccounts:     c.CallbackAccounts,
 		CallbackAudience:     c.CallbackAudience,
+		VPCAccess:            c.VPCAccess.toSpec(),
+		CloudSQLInstances:    c.CloudSQLInstances,
+		WorkerPool:           c.WorkerPool,
 	}
+}
+
+// toSpec is v as stack config (nil for none).
+func (v *VPCAccessSettings) toSpec() *spec.VPCAccess {
+	if v == nil {
+		return nil
+	}
+	return &spec.VPCAccess{Network: v.Network, Subnetwork: v.Subnetwork, Tags: v.Tags, Egress: v.Egress}
 }
 
 // toSpec is s as stack config, keyed key.

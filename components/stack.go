@@ -7,6 +7,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/spec"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -33,6 +34,14 @@ func LoadStack(stack string, src spec.Source) (*Stack, error) {
 		errs = append(errs, decodeErrs...)
 		if len(decodeErrs) == 0 {
 			errs = append(errs, thresholdErrors(path+".", thresholds.Validate())...)
+		}
+	}
+	if st != nil {
+		traced := st.Defaults.TraceCollector != nil && *st.Defaults.TraceCollector
+		for _, p := range st.SortedPipelines() {
+			if p != nil {
+				errs = append(errs, deployProblems(st, p, sidecars(traced))...)
+			}
 		}
 	}
 	if len(errs) > 0 {
@@ -85,6 +94,8 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 				Audience:             k.Audience,
 				CallbackAccounts:     k.CallbackAccounts,
 				CallbackAudience:     k.CallbackAudience,
+				CloudSQLInstances:    k.CloudSQLInstances,
+				WorkerPool:           k.WorkerPool,
 			},
 			Subscriptions: map[string]SubscriptionSettings{},
 			Alerts: &AlertSettings{
@@ -98,6 +109,9 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 		}
 		if p.Topic.Existing == "" {
 			args.Topic.Name = p.Topic.Name
+		}
+		if v := k.VPCAccess; v != nil {
+			args.Consumer.VPCAccess = &VPCAccessSettings{Network: v.Network, Subnetwork: v.Subnetwork, Tags: v.Tags, Egress: v.Egress}
 		}
 		if st.StoreSecret && k.Store == st.Store {
 			// The URL may carry a password: it goes to Secret Manager.
@@ -131,8 +145,9 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 	return out
 }
 
-// DeclareStack declares one Pipeline per pipeline of s, in name order, and
-// exports each pipeline's topic and consumer URL. It resolves every
+// DeclareStack enables the stack's APIs unless eventpipe:manageApis is
+// false (EnableAPIs, RequiredAPIs), declares one Pipeline per pipeline of
+// s, in name order, and exports each pipeline's topic and consumer URL. It resolves every
 // pipeline first and fails before declaring anything when one is invalid or
 // two would declare the same Firestore TTL policy (LoadStack already rejects
 // such a stack; arguments changed by hand are checked here).
@@ -161,8 +176,16 @@ func DeclareStack(ctx *pulumi.Context, s *Stack) error {
 		}
 		owners[key] = name
 	}
+	var apis map[string]*projects.Service
+	if ManagesAPIs(s.Spec) {
+		var err error
+		if apis, err = EnableAPIs(ctx, pulumi.String(s.Spec.Project), RequiredAPIs(s.Spec)); err != nil {
+			return err
+		}
+	}
 	for _, name := range spec.SortedKeys(all) {
 		r := all[name]
+		r.sc.apis = apis
 		pl, err := declarePipeline(ctx, name, r.sc, s.Pipelines[name], r.thresholds, nil)
 		if err != nil {
 			return fmt.Errorf("pipeline %s: %w", name, err)

@@ -100,6 +100,8 @@ type Subscription struct {
 	DLQSubscription *pubsub.Subscription
 	// PushAccount is the push service account (nil for pull).
 	PushAccount *serviceaccount.Account
+	// grants are the subscriber grants on the subscription.
+	grants []pulumi.Resource
 }
 
 // NewSubscription validates args and declares a Subscription named name.
@@ -162,6 +164,14 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 	parent := pulumi.Parent(s)
 	project := sc.project
 	agent := sc.agent()
+	if sc.agentIdentity == nil && (sub.HasDLQ() || sub.Push()) {
+		// A subscription on its own declares the agent it grants to.
+		identity, err := declarePubSubAgent(ctx, name, sc, parent)
+		if err != nil {
+			return nil, err
+		}
+		sc.agentIdentity = identity
+	}
 
 	sa := &pubsub.SubscriptionArgs{
 		Project:                  project,
@@ -215,7 +225,7 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 			Topic:   topic.Name,
 			Role:    pulumi.String(RolePublisher),
 			Member:  agent,
-		}, parent)
+		}, parent, sc.agentWait())
 		if err != nil {
 			return nil, fmt.Errorf("grant service agent publisher on %s: %w", sub.DLQTopicName(), err)
 		}
@@ -242,14 +252,16 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 	}
 	s.Subscription, s.Name, s.SubscriptionID = created, created.Name, created.ID().ToStringOutput()
 	if sub.HasDLQ() {
-		if _, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-agent-subscriber", &pubsub.SubscriptionIAMMemberArgs{
+		grant, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-agent-subscriber", &pubsub.SubscriptionIAMMemberArgs{
 			Project:      project,
 			Subscription: created.Name,
 			Role:         pulumi.String(RoleSubscriber),
 			Member:       agent,
-		}, parent); err != nil {
+		}, parent, sc.agentWait())
+		if err != nil {
 			return nil, fmt.Errorf("grant service agent subscriber on %s: %w", sub.Name, err)
 		}
+		s.grants = append(s.grants, grant)
 	}
 	grants := map[string]pulumi.StringInput{}
 	for key, member := range readers {
@@ -259,14 +271,16 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 		grants[member] = pulumi.String(member)
 	}
 	for _, key := range spec.SortedKeys(grants) {
-		if _, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-"+key+"-subscriber", &pubsub.SubscriptionIAMMemberArgs{
+		grant, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-"+key+"-subscriber", &pubsub.SubscriptionIAMMemberArgs{
 			Project:      project,
 			Subscription: created.Name,
 			Role:         pulumi.String(RoleSubscriber),
 			Member:       grants[key],
-		}, parent); err != nil {
+		}, parent)
+		if err != nil {
 			return nil, fmt.Errorf("grant subscriber on %s: %w", sub.Name, err)
 		}
+		s.grants = append(s.grants, grant)
 	}
 
 	s.DeadLetterTopic, s.DeadLetterSubscription, s.PushServiceAccount = pulumi.String("").ToStringOutput(), pulumi.String("").ToStringOutput(), pulumi.String("").ToStringOutput()
@@ -299,7 +313,7 @@ func declarePush(ctx *pulumi.Context, sc *scope, sub *spec.Subscription, push *p
 		ServiceAccountId: account.Name,
 		Role:             pulumi.String(RoleTokenCreator),
 		Member:           sc.agent(),
-	}, parent)
+	}, parent, sc.agentWait())
 	if err != nil {
 		return nil, fmt.Errorf("grant service agent token creator on %s: %w", sub.Name, err)
 	}

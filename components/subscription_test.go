@@ -38,7 +38,7 @@ func TestPushSubscription(t *testing.T) {
 		Audience: "acme-dev/orders/pubsub-push", Service: pulumi.String("orders-consumer"),
 	}
 	plan := subscriptionPlan(t, "orders-main", args)
-	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 1, tAccount: 1, tAccountIAM: 1, tServiceIAM: 1}
+	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 1, tAccount: 1, tAccountIAM: 1, tServiceIAM: 1, tIdentity: 1}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
 	}
@@ -121,7 +121,7 @@ func TestExternalPullSubscription(t *testing.T) {
 	plan := subscriptionPlan(t, "orders-audit", subscriptionArgs(components.SubscriptionSettings{
 		Delivery: "pull", External: true, ExactlyOnce: true, Subscribers: readers, MaxDeliveryAttempts: intPtr(10),
 	}))
-	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 3}
+	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 3, tIdentity: 1}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
 	}

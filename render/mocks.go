@@ -40,6 +40,8 @@ type Registered struct {
 	Inputs               resource.PropertyMap
 	Dependencies         []string
 	PropertyDependencies map[string][]string
+	// ReplaceOnChanges are the inputs whose change replaces the resource.
+	ReplaceOnChanges []string
 }
 
 var _ pulumi.MockResourceMonitor = (*Mocks)(nil)
@@ -63,8 +65,22 @@ func (m *Mocks) Resources() []Registered {
 	return out
 }
 
-// Call answers provider function invokes; eventpipe's program makes none.
+// Call answers provider function invokes: getProject, which the components
+// read the project number from to check the configured one, answers with
+// the number of the stack's project and without a number for a project
+// the render does not know (nothing to check against then).
 func (m *Mocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	if args.Token == "gcp:organizations/getProject:getProject" {
+		project := ""
+		if v, ok := args.Args["projectId"]; ok && v.IsString() {
+			project = v.StringValue()
+		}
+		out := resource.PropertyMap{"projectId": resource.NewStringProperty(project), "id": resource.NewStringProperty("projects/" + project)}
+		if number := m.numbers[project]; number != "" {
+			out["number"] = resource.NewStringProperty(number)
+		}
+		return out, nil
+	}
 	return nil, fmt.Errorf("offline render: unexpected provider function call %s", args.Token)
 }
 
@@ -80,6 +96,7 @@ func (m *Mocks) NewResource(args pulumi.MockResourceArgs) (string, resource.Prop
 			}
 		}
 		reg.Dependencies = sortedUnique(rpc.GetDependencies())
+		reg.ReplaceOnChanges = rpc.GetReplaceOnChanges()
 		reg.PropertyDependencies = map[string][]string{}
 		for k, v := range rpc.GetPropertyDependencies() {
 			if urns := sortedUnique(v.GetUrns()); len(urns) > 0 {
@@ -152,6 +169,14 @@ func (m *Mocks) outputs(typ, name string, in resource.PropertyMap) (string, map[
 	case "gcp:monitoring/notificationChannel:NotificationChannel":
 		id := "projects/" + project + "/notificationChannels/" + digits(name)
 		return id, map[string]string{"name": id}
+	case "gcp:projects/serviceIdentity:ServiceIdentity":
+		number := m.numbers[project]
+		if number == "" {
+			number = digits(project)
+		}
+		agent := strings.TrimSuffix(str("service"), ".googleapis.com")
+		email := "service-" + number + "@gcp-sa-" + agent + ".iam.gserviceaccount.com"
+		return "projects/" + project + "/services/" + str("service"), map[string]string{"email": email, "member": "serviceAccount:" + email}
 	case "gcp:firestore/field:Field":
 		id := "projects/" + project + "/databases/" + str("database") + "/collectionGroups/" + str("collection") + "/fields/" + str("field")
 		return id, map[string]string{"name": id}

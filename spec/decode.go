@@ -45,7 +45,7 @@ func (m MapSource) Keys() []string { return SortedKeys(m.Values) }
 
 // knownKeys are the accepted eventpipe: keys and what each holds.
 func knownKeys() []string {
-	return []string{KeyProject, KeyProjectNumber, KeyRegion, KeyEnv, KeyStore, KeyNotificationChannels, KeyDefaults, KeyPipelines, KeyAlerts}
+	return []string{KeyProject, KeyProjectNumber, KeyRegion, KeyEnv, KeyStore, KeyNotificationChannels, KeyDefaults, KeyPipelines, KeyAlerts, KeyManageAPIs}
 }
 
 // Load reads, completes and validates the stack config of stack from src.
@@ -88,6 +88,7 @@ func Read(stack string, src Source) (*Stack, Errors) {
 	decodeJSON(c, src, KeyDefaults, &s.Defaults)
 	decodeJSON(c, src, KeyPipelines, &s.Pipelines)
 	decodeJSON(c, src, KeyAlerts, &s.Alerts)
+	s.ManageAPIs = readBool(c, src, KeyManageAPIs)
 	validate(c, s)
 	return s, c.errors()
 }

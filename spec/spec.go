@@ -27,6 +27,8 @@ const (
 	KeyNotificationChannels = "notificationChannels"
 	KeyDefaults             = "defaults"
 	KeyPipelines            = "pipelines"
+	// KeyManageAPIs turns the enabling of the stack's Google Cloud APIs off (see Stack.ManageAPIs).
+	KeyManageAPIs = "manageApis"
 )
 
 // Delivery modes of a subscription.
@@ -62,6 +64,10 @@ type Stack struct {
 	Pipelines map[string]*Pipeline `json:"pipelines"`
 	// Alerts are the stack-wide alerting settings: team, channels per severity, thresholds (see below).
 	Alerts StackAlerts `json:"alerts"`
+	// ManageAPIs enables the Google Cloud APIs the stack's resources use (projects.Service, never disabled
+	// on destroy) and makes every resource wait for its API (default true). Set false where an
+	// organisation enables APIs centrally.
+	ManageAPIs *bool `json:"manageApis,omitempty"`
 }
 
 // Defaults are the per-environment values a pipeline inherits when it does
@@ -148,7 +154,9 @@ type Consumer struct {
 	MinInstances *int `json:"minInstances,omitempty"`
 	// MaxInstances is the most instances the service scales to (1–1000, default eventpipe:defaults.maxInstances).
 	MaxInstances *int `json:"maxInstances,omitempty"`
-	// Ingress is internal or internal-and-cloud-load-balancing (default internal).
+	// Ingress is internal or internal-and-cloud-load-balancing (default internal), or all with
+	// callbackAccounts, for callbacks from Cloud Run jobs that do not send them through a VPC: requests
+	// then pass only with an OIDC token of a push or callback account (see README, Deploying).
 	Ingress string `json:"ingress,omitempty"`
 	// CPU is the CPU limit per instance: "1", "2", "4", "6" or "8", or below 1 ("0.5", "500m") with
 	// concurrency 1 in the first generation (default "1"). See "Instance sizing" for what memory each allows.
@@ -182,6 +190,30 @@ type Consumer struct {
 	// CallbackAudience is the OIDC audience callers request their tokens for (default: audience); it is
 	// registered as a custom audience of the service. Only with callbackAccounts.
 	CallbackAudience string `json:"callbackAudience,omitempty"`
+	// VPCAccess gives the consumer Direct VPC egress, for a store on a private address (see below).
+	VPCAccess *VPCAccess `json:"vpcAccess,omitempty"`
+	// CloudSQLInstances are Cloud SQL instances (PROJECT:REGION:INSTANCE) the consumer connects to through
+	// the Cloud Run Cloud SQL volume at /cloudsql; a postgres store with host=/cloudsql/INSTANCE needs its
+	// instance listed. The consumer's account gets roles/cloudsql.client on each instance's project.
+	CloudSQLInstances []string `json:"cloudSqlInstances,omitempty"`
+	// WorkerPool runs the consumer on a Cloud Run worker pool instead of a service (default false): no
+	// HTTP endpoint and no request-driven scaling, for pipelines whose consumer only pulls. It runs
+	// minInstances instances; push subscriptions, callbacks and ingress need a service.
+	WorkerPool bool `json:"workerPool,omitempty"`
+}
+
+// VPCAccess is a consumer's Direct VPC egress: its instances get an address
+// in subnetwork and send traffic to the VPC by egress.
+type VPCAccess struct {
+	// Network is the VPC network name or full name (projects/P/global/networks/N). Required.
+	Network string `json:"network"`
+	// Subnetwork is the subnet in the consumer's region the instances take addresses from (default: the
+	// subnet named like the network).
+	Subnetwork string `json:"subnetwork,omitempty"`
+	// Tags are network tags on the instances, for firewall rules.
+	Tags []string `json:"tags,omitempty"`
+	// Egress is PRIVATE_RANGES_ONLY (default: only private addresses go through the VPC) or ALL_TRAFFIC.
+	Egress string `json:"egress,omitempty"`
 }
 
 // Subscription configures one subscription on the pipeline topic.

@@ -284,9 +284,12 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	case "":
 		k.Ingress = IngressInternal
 	case IngressInternal, IngressInternalLB:
-	case "all", "INGRESS_TRAFFIC_ALL":
-		c.add(p.Name, path+".ingress", strconv.Quote(k.Ingress), IngressInternal+" or "+IngressInternalLB,
-			"use internal: Pub/Sub push from the same project is internal traffic, and the consumer must not be reachable from the internet")
+	case IngressAll, "INGRESS_TRAFFIC_ALL":
+		if k.Ingress != IngressAll || len(k.CallbackAccounts) == 0 {
+			c.add(p.Name, path+".ingress", strconv.Quote(k.Ingress), IngressInternal+" or "+IngressInternalLB+" ("+IngressAll+" only with callbackAccounts)",
+				"use internal: Pub/Sub push from the same project is internal traffic, and the consumer must not be reachable from the internet; "+
+					"ingress: all is for callbacks from Cloud Run jobs without VPC egress, with callbackAccounts set, so OIDC tokens guard it")
+		}
 	default:
 		c.add(p.Name, path+".ingress", strconv.Quote(k.Ingress), IngressInternal+" or "+IngressInternalLB, "pick one of the allowed values")
 	}
@@ -345,6 +348,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	case len(k.CallbackAccounts) > 0 && k.CallbackAudience == "":
 		k.CallbackAudience = k.Audience
 	}
+	validateNetwork(c, p, path)
 }
 
 // validateSubscription fills defaults and checks one subscription.

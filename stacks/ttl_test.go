@@ -30,7 +30,7 @@ func TestFirestoreTTLDeclaredOnce(t *testing.T) {
 		{stack: "dev", wantFields: 12},
 		{stack: "staging", wantFields: 12},
 		{stack: "prod", wantFields: 12},
-		// orders, invoices, analytics on Firestore; ledger (PostgreSQL) and scratch (bbolt) need none.
+		// orders, invoices, analytics on Firestore; ledger and scratch (PostgreSQL, scratch on Cloud SQL) need none.
 		{stack: "mixed-stores", configFile: "testdata/Pulumi.mixed-stores.yaml", wantFields: 12},
 	}
 	for _, tc := range cases {

@@ -17,10 +17,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
@@ -48,10 +51,26 @@ type Config struct {
 	// Cut, when set, cancels the processing of the messages in flight when
 	// it is done (the shutdown deadline): a message cut short is not acked.
 	Cut context.Context
+	// StartupRetry is how long after Run starts a subscription that is not
+	// there (NotFound) or not readable (PermissionDenied) is tried again
+	// instead of stopping the consumer: in a first deployment the
+	// subscription or the consumer's grant on it may still be propagating.
+	// Default DefaultStartupRetry; negative turns retrying off.
+	StartupRetry time.Duration
+	// StartupBackoff is the first wait between those tries, doubled up to
+	// 30s (default 2s).
+	StartupBackoff time.Duration
+	// Logger receives the start-up retry lines (default slog.Default()).
+	Logger *slog.Logger
 }
 
-// DefaultHandleTimeout is the default Config.HandleTimeout.
-const DefaultHandleTimeout = 60 * time.Second
+// Defaults of Config.
+const (
+	DefaultHandleTimeout  = 60 * time.Second
+	DefaultStartupRetry   = 5 * time.Minute
+	DefaultStartupBackoff = 2 * time.Second
+	maxStartupBackoff     = 30 * time.Second
+)
 
 // ValidSubscription reports why name is not a full subscription name.
 func ValidSubscription(name string) error {
@@ -64,7 +83,8 @@ func ValidSubscription(name string) error {
 
 // Run receives from every subscription until ctx is cancelled, then waits
 // for in-flight messages. It returns nil after a clean stop, or the first
-// subscription's receive error (e.g. permission denied, missing subscription).
+// subscription's receive error (e.g. permission denied, missing
+// subscription, once Config.StartupRetry has passed).
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Client == nil || cfg.Processor == nil {
 		return errors.New("pull: Client and Processor are required")
@@ -72,6 +92,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.HandleTimeout <= 0 {
 		cfg.HandleTimeout = DefaultHandleTimeout
 	}
+	if cfg.StartupRetry == 0 {
+		cfg.StartupRetry = DefaultStartupRetry
+	}
+	if cfg.StartupBackoff <= 0 {
+		cfg.StartupBackoff = DefaultStartupBackoff
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	started := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, len(cfg.Subscriptions))
@@ -82,9 +112,7 @@ func Run(ctx context.Context, cfg Config) error {
 		sub := cfg.Client.Subscriber(name)
 		sub.ReceiveSettings = cfg.Settings
 		go func() {
-			err := sub.Receive(ctx, func(rctx context.Context, m *pubsub.Message) {
-				handle(rctx, cfg, name, m)
-			})
+			err := receive(ctx, cfg, name, sub, started)
 			if err != nil {
 				err = fmt.Errorf("pull %s: %w", name, err)
 				cancel() // one subscription failing stops all: the process should restart
@@ -99,6 +127,38 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	return first
+}
+
+// receive receives from sub (named name) until ctx is cancelled or it
+// fails. Until cfg.StartupRetry after started, and as long as no message
+// came, a subscription that is missing or not readable yet is tried again
+// with backoff, each time with a log line saying so; after that its error
+// is returned.
+func receive(ctx context.Context, cfg Config, name string, sub *pubsub.Subscriber, started time.Time) error {
+	backoff := cfg.StartupBackoff
+	for {
+		var received atomic.Bool
+		err := sub.Receive(ctx, func(rctx context.Context, m *pubsub.Message) {
+			received.Store(true)
+			handle(rctx, cfg, name, m)
+		})
+		code := status.Code(err)
+		waited := time.Since(started)
+		if err == nil || received.Load() || code != codes.NotFound && code != codes.PermissionDenied || cfg.StartupRetry < 0 || waited+backoff > cfg.StartupRetry {
+			return err
+		}
+		cfg.Logger.WarnContext(ctx, "pull subscription not readable yet; retrying while it is created or the consumer's grant propagates",
+			"subscription", name, "code", code.String(), "error", err.Error(), "retry_in", backoff.String(),
+			"gives_up_in", (cfg.StartupRetry - waited).Round(time.Second).String())
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxStartupBackoff)
+	}
 }
 
 // message converts a pulled message to the consumer's view.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
@@ -286,4 +288,71 @@ func TestPullShutdownFinishesInFlight(t *testing.T) {
 		t.Fatalf("in-flight message: %v", lines)
 	}
 	waitFor(t, "the ack to reach Pub/Sub", func() bool { return f.srv.Message(id).Acks == 1 })
+}
+
+// retryLines is a slog.Handler passing each record's message and
+// subscription to a channel, so a test can act on a retry line.
+type retryLines chan [2]string
+
+func (h retryLines) Enabled(context.Context, slog.Level) bool { return true }
+func (h retryLines) Handle(_ context.Context, r slog.Record) error {
+	var sub string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "subscription" {
+			sub = a.Value.String()
+		}
+		return true
+	})
+	select {
+	case h <- [2]string{r.Message, sub}:
+	default:
+	}
+	return nil
+}
+func (h retryLines) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h retryLines) WithGroup(string) slog.Handler      { return h }
+
+// TestPullWaitsForItsSubscriptionAtStartup: a subscription created after
+// the consumer started (a first deployment) is retried with a log line
+// naming it, and read once it exists.
+func TestPullWaitsForItsSubscriptionAtStartup(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "late")
+	proc, _, log := ct.NewProcessor(t, ct.Options{})
+	lines := make(retryLines, 16)
+	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("late")}, Processor: proc,
+		StartupRetry: time.Minute, StartupBackoff: 10 * time.Millisecond, Logger: slog.New(lines)})
+	select {
+	case l := <-lines:
+		if !strings.Contains(l[0], "retrying") || l[1] != subName("late") {
+			t.Fatalf("retry line = %q", l)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no retry line while the subscription is missing")
+	}
+	f.sub(t, &pb.Subscription{Name: subName("late"), Topic: topicName("late")})
+	id := f.publish(t, "late", sysEvent("up", "2026-01-01T00:00:00Z"))
+	waitFor(t, "the message to be processed", func() bool { return len(ct.With(log.Lines(t), "messageId", id)) == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPullStartupRetryIsBounded: a subscription that never appears stops
+// the consumer with its NotFound error once StartupRetry has passed, and
+// at once with retrying off.
+func TestPullStartupRetryIsBounded(t *testing.T) {
+	f := newFake(t)
+	proc, _, _ := ct.NewProcessor(t, ct.Options{})
+	for _, retry := range []time.Duration{-1, 100 * time.Millisecond} {
+		lines := make(retryLines, 64)
+		err := Run(t.Context(), Config{Client: f.client, Subscriptions: []string{subName("never")}, Processor: proc,
+			StartupRetry: retry, StartupBackoff: 10 * time.Millisecond, Logger: slog.New(lines)})
+		if status.Code(err) != codes.NotFound {
+			t.Errorf("retry %v: err = %v, want NotFound", retry, err)
+		}
+		if n := len(lines); retry < 0 && n != 0 || retry > 0 && n == 0 {
+			t.Errorf("retry %v: %d retry lines", retry, n)
+		}
+	}
 }

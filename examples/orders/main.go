@@ -1,11 +1,15 @@
 // Command orders is a Pulumi program of a checkout team that runs its order
 // events through an eventpipe pipeline, written the way a team writes its
-// own program: it declares the topic its checkout service publishes to and
-// an on-call notification channel, and passes their outputs into the
-// pipeline, whose consumer keeps its idempotency records in PostgreSQL.
+// own program: it enables the APIs it uses, declares the topic its checkout
+// service publishes to and an on-call notification channel, and passes
+// their outputs into the pipeline, whose consumer keeps its idempotency
+// records in PostgreSQL on a private address of the team's VPC, which it
+// reaches with Direct VPC egress.
 //
 //	pulumi stack select dev --create
 //	pulumi config set --secret orders:storeUrl 'postgres://app:PASSWORD@10.0.0.5/orders'
+//	pulumi config set orders:network shared-vpc
+//	pulumi config set orders:subnetwork run-europe-west1
 //	pulumi up
 package main
 
@@ -23,6 +27,15 @@ func main() { pulumi.Run(program) }
 func program(ctx *pulumi.Context) error {
 	cfg := config.New(ctx, "")
 	project := pulumi.String(cfg.Require("project"))
+
+	// Every resource below waits for the API serving it (skip this where
+	// the organisation enables APIs centrally).
+	if _, err := components.EnableAPIs(ctx, project, []string{
+		components.APIPubSub, components.APIRun, components.APIIAM, components.APIResourceManager,
+		components.APISecretManager, components.APILogging, components.APIMonitoring, components.APICompute,
+	}); err != nil {
+		return err
+	}
 
 	// The checkout service publishes order events to this topic.
 	topic, err := components.NewTopic(ctx, "order-events", &components.TopicArgs{
@@ -53,7 +66,10 @@ func program(ctx *pulumi.Context) error {
 		Consumer: components.ConsumerSettings{
 			Image: pulumi.String(cfg.Require("consumerImage")),
 			// The URL holds the database password: it stays a secret, in Secret Manager.
-			StoreSecret:     cfg.RequireSecret("storeUrl"),
+			StoreSecret: cfg.RequireSecret("storeUrl"),
+			// The database is on 10.0.0.5 in the team's VPC: without egress
+			// to it the consumer never starts (and the preview says so).
+			VPCAccess:       &components.VPCAccessSettings{Network: cfg.Require("network"), Subnetwork: cfg.Require("subnetwork")},
 			Memory:          "1Gi",
 			MaxMessageBytes: intPtr(1_000_000), // checkout events are small
 		},

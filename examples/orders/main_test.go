@@ -113,3 +113,41 @@ func TestExampleRenders(t *testing.T) {
 		t.Errorf("loader grant = %v", g)
 	}
 }
+
+// TestExampleReachesItsStore: with its store URL known (as under `pulumi
+// preview`, which decrypts it) the example passes the check that a store on
+// a private address has VPC egress, and renders that egress; every
+// resource waits for its API.
+func TestExampleReachesItsStore(t *testing.T) {
+	f, err := spec.ReadStackFile("Pulumi.dev.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Source.Values["orders:storeUrl"] = "postgres://app:pw@10.0.0.5/orders"
+	plan, err := render.RunProjectProgram(context.Background(), "orders", "dev", f.Source, nil, program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := inputs(t, plan, "gcp:cloudrunv2/service:Service", "orders")
+	vpc, _ := json.Marshal(svc["template"].(map[string]any)["vpcAccess"])
+	if want := `{"egress":"PRIVATE_RANGES_ONLY","networkInterfaces":[{"network":"shared-vpc","subnetwork":"run-europe-west1"}]}`; string(vpc) != want {
+		t.Errorf("vpcAccess = %s, want %s", vpc, want)
+	}
+	apis := map[string]bool{}
+	for _, s := range plan.StepsOfType("gcp:projects/service:Service") {
+		apis[s.NewState.URN] = true
+	}
+	for _, s := range plan.Steps {
+		st := s.NewState
+		if !st.Custom || st.Type == "gcp:projects/service:Service" || strings.HasPrefix(st.Type, "pulumi:providers:") {
+			continue
+		}
+		waits := false
+		for _, d := range st.Dependencies {
+			waits = waits || apis[d]
+		}
+		if !waits {
+			t.Errorf("%s waits for no API", st.URN)
+		}
+	}
+}
