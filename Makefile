@@ -59,9 +59,11 @@ deps:
 	ln -sfn $$dir/regal $(TOOLS)/bin/regal
 	@# The Pulumi CLI and YAML language host (about 10 minutes of compiling on 2 cores, once
 	@# per machine and version).
+	@# Built from source the CLI knows no version unless told (the Automation API checks it).
 	@dir=$(TOOLCACHE)/pulumi-$(PULUMI_VERSION); test -x $$dir/bin/pulumi || { \
 	  echo "building the Pulumi CLI $(PULUMI_VERSION) into $$dir"; \
-	  cd tools/pulumi && GOBIN=$$dir/bin $(GO) install tool; }; \
+	  cd tools/pulumi && GOBIN=$$dir/bin $(GO) install \
+	    -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(PULUMI_VERSION)" tool; }; \
 	ln -sfn $$dir/bin/pulumi $(TOOLS)/bin/pulumi
 	@dir=$(TOOLCACHE)/pulumi-language-yaml-$(PULUMI_YAML_VERSION); test -x $$dir/pulumi-language-yaml || { \
 	  echo "installing pulumi-language-yaml $(PULUMI_YAML_VERSION) into $$dir"; \

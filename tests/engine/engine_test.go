@@ -28,6 +28,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"gopkg.in/yaml.v3"
 )
 
 var repo = filepath.Join("..", "..")
@@ -78,7 +79,7 @@ func pulumiEngine(t *testing.T) engine {
 			return
 		}
 		// auto.NewPulumiCommand wants ROOT/bin/pulumi.
-		cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: filepath.Dir(filepath.Dir(cli)), SkipVersionCheck: true})
+		cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: filepath.Dir(filepath.Dir(cli))})
 		if err != nil {
 			engineErr = fmt.Errorf("the Pulumi CLI at %s: %w", cli, err)
 			return
@@ -181,7 +182,7 @@ func TestShippedStacksUnderTheRealEngine(t *testing.T) {
 
 func firstDay(t *testing.T, name, file string) {
 	ctx := t.Context()
-	d := deploy(t, name, file, components.Program(components.ProgramOptions{}), nil)
+	d := deploy(t, name, file, components.Program(components.ProgramOptions{}), projectsOf(t, file))
 	pre, err := d.stack.Preview(ctx)
 	if err != nil {
 		t.Fatalf("preview: %v", err)
@@ -328,4 +329,19 @@ func checkOrder(t *testing.T, ops []string) {
 		}
 		seen[what] = true
 	}
+}
+
+// projectsOf tells the stand-in the project a stack config names, with its configured
+// number: in Google Cloud the project exists with that number.
+func projectsOf(t *testing.T, file string) map[string]string {
+	t.Helper()
+	var doc struct {
+		Config map[string]any `yaml:"config"`
+	}
+	if err := yaml.Unmarshal([]byte(mustRead(t, file)), &doc); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	project, _ := doc.Config["eventpipe:project"].(string)
+	number, _ := doc.Config["eventpipe:projectNumber"].(string)
+	return map[string]string{gcpstandin.EnvProjects: project + "=" + number}
 }

@@ -28,7 +28,8 @@ func TestPolicyPackUnderTheRealEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"PATH": plugins + string(os.PathListSeparator) + os.Getenv("PATH")}
+	env := projectsOf(t, filepath.Join(repo, "stacks", "Pulumi.dev.yaml"))
+	env["PATH"] = plugins + string(os.PathListSeparator) + os.Getenv("PATH")
 	config := filepath.Join(repo, "stacks", "Pulumi.dev.yaml")
 	shared := components.Program(components.ProgramOptions{})
 

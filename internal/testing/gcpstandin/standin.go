@@ -58,6 +58,9 @@ const (
 	EnvDir = "EVENTPIPE_GCP_STANDIN_DIR"
 	// EnvEnabledAPIs lists, comma-separated, APIs enabled outside the stack ("*": all).
 	EnvEnabledAPIs = "EVENTPIPE_GCP_STANDIN_ENABLED_APIS"
+	// EnvProjects lists the projects that exist, comma-separated PROJECT=NUMBER pairs:
+	// gcp:organizations/getProject answers with their numbers and refuses the others.
+	EnvProjects = "EVENTPIPE_GCP_STANDIN_PROJECTS"
 )
 
 // OpsLog is the file in EnvDir to which every operation is appended: "create TYPE NAME".
@@ -76,7 +79,12 @@ type Record struct {
 
 // Provider returns the stand-in provider keeping its state in dir.
 func Provider(dir string) p.Provider {
-	s := &standin{dir: dir, enabled: strings.Split(os.Getenv(EnvEnabledAPIs), ",")}
+	s := &standin{dir: dir, enabled: strings.Split(os.Getenv(EnvEnabledAPIs), ","), projects: map[string]string{}}
+	for pair := range strings.SplitSeq(os.Getenv(EnvProjects), ",") {
+		if project, number, ok := strings.Cut(pair, "="); ok {
+			s.projects[project] = number
+		}
+	}
 	return p.Provider{
 		GetSchema: func(context.Context, p.GetSchemaRequest) (p.GetSchemaResponse, error) {
 			return p.GetSchemaResponse{Schema: fmt.Sprintf(`{"name":"gcp","version":%q}`, Version)}, nil
@@ -89,6 +97,7 @@ func Provider(dir string) p.Provider {
 		Check: func(_ context.Context, req p.CheckRequest) (p.CheckResponse, error) {
 			return p.CheckResponse{Inputs: req.Inputs}, nil
 		},
+		Invoke: s.invoke,
 		Diff:   s.diff,
 		Create: s.create,
 		Read: func(_ context.Context, req p.ReadRequest) (p.ReadResponse, error) {
@@ -100,8 +109,28 @@ func Provider(dir string) p.Provider {
 }
 
 type standin struct {
-	dir     string
-	enabled []string
+	dir      string
+	enabled  []string
+	projects map[string]string // project id: number
+}
+
+// invoke answers gcp:organizations/getProject from EnvProjects, as the Resource Manager
+// API answers it; the stand-in knows no other function.
+func (s *standin) invoke(_ context.Context, req p.InvokeRequest) (p.InvokeResponse, error) {
+	if req.Token != "gcp:organizations/getProject:getProject" {
+		return p.InvokeResponse{}, fmt.Errorf("the gcp stand-in does not implement %s", req.Token)
+	}
+	project := str(plain(req.Args), "projectId")
+	number, ok := s.projects[project]
+	if !ok {
+		return p.InvokeResponse{}, fmt.Errorf("googleapi: Error 403: The caller does not have permission, or project %q does not exist", project)
+	}
+	return p.InvokeResponse{Return: property.NewMap(map[string]property.Value{
+		"projectId": property.New(project),
+		"number":    property.New(number),
+		"id":        property.New("projects/" + project),
+		"name":      property.New(project),
+	})}, nil
 }
 
 // immutable lists, per type, the inputs whose change replaces the resource (ForceNew in
@@ -115,6 +144,14 @@ var immutable = map[string][]string{
 	"gcp:secretmanager/secretVersion:SecretVersion": {"secret", "secretData"},
 	"gcp:firestore/field:Field":                     {"database", "collection", "field"},
 	"gcp:projects/service:Service":                  {"service"},
+}
+
+// idempotent reports whether creating a resource of typ that exists already succeeds, as
+// enabling an enabled API, generating an existing service identity or granting a granted
+// role do.
+func idempotent(typ string) bool {
+	return typ == "gcp:projects/service:Service" || typ == "gcp:projects/serviceIdentity:ServiceIdentity" ||
+		strings.Contains(strings.ToLower(typ), "iammember")
 }
 
 func replaces(typ, key string) bool {
@@ -177,13 +214,18 @@ func (s *standin) create(_ context.Context, req p.CreateRequest) (p.CreateRespon
 	if err != nil {
 		return p.CreateResponse{}, err
 	}
+	// What Google Cloud computes is added to the inputs; it never renames what was given
+	// (the offline render's fallback sets every type's name output).
+	for k, v := range inputs {
+		state[k] = v
+	}
 	if req.DryRun {
 		return p.CreateResponse{ID: id, Properties: presource.FromResourcePropertyMap(state)}, nil
 	}
 	rec := Record{Type: typ, Name: name, ID: id, State: plain(presource.FromResourcePropertyMap(state)), Created: time.Now()}
 	err = s.locked(func(st map[string]Record) error {
 		for _, r := range st {
-			if r.ID == id && r.Type == typ {
+			if r.ID == id && r.Type == typ && !idempotent(typ) {
 				return fmt.Errorf("googleapi: Error 409: %s %s already exists", typ, id)
 			}
 		}
@@ -222,7 +264,7 @@ func (s *standin) update(_ context.Context, req p.UpdateRequest) (p.UpdateRespon
 
 func (s *standin) delete(_ context.Context, req p.DeleteRequest) error {
 	typ, name := string(req.Urn.Type()), req.Urn.Name()
-	if strings.HasPrefix(typ, "gcp:cloudrunv2/") {
+	if typ == "gcp:cloudrunv2/service:Service" || typ == "gcp:cloudrunv2/job:Job" || typ == "gcp:cloudrunv2/workerPool:WorkerPool" {
 		if dp, ok := plain(req.Properties)["deletionProtection"].(bool); !ok || dp {
 			return fmt.Errorf("cannot destroy %s %q without setting deletion_protection=false and running `pulumi up`", typ, name)
 		}
