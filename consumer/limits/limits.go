@@ -42,11 +42,11 @@ const EnvelopeOverheadBytes = 1 << 20
 
 // PerMessagePercent is how much memory a delivery in flight may hold at once, in percent of
 // its push body: the body as read, the decoded data and payload while it is processed, and
-// for a poison message the record of it being written. Measured peaks
-// (scripts/consumer-memory.sh) are about 2x the body for valid messages and 2.4x for poison
-// ones whose payload matches no route; 2.5x keeps both under 85 % of the container at the
-// concurrency MaxConcurrency derives.
-const PerMessagePercent = 250
+// for a poison message the record of it being written. A valid message measures about 1.9x
+// its body (scripts/consumer-memory.sh); a poison one holds more while its record is written,
+// which GOMEMLIMIT's headroom (MemoryLimitPercent) absorbs: at the concurrency MaxConcurrency
+// derives, both peak under 85 % of the container.
+const PerMessagePercent = 225
 
 // BaseBytes is the consumer's own heap and runtime with no message in flight.
 const BaseBytes = 32 << 20
