@@ -287,3 +287,46 @@ func TestPullShutdownFinishesInFlight(t *testing.T) {
 	}
 	waitFor(t, "the ack to reach Pub/Sub", func() bool { return f.srv.Message(id).Acks == 1 })
 }
+
+// TestPullCutCancelsInFlight: at the shutdown deadline (Config.Cut done) a
+// message still in flight has its processing cancelled and is not acked
+// (Pub/Sub delivers it again), and Run returns without waiting for it.
+func TestPullCutCancelsInFlight(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "docs")
+	f.sub(t, &pb.Subscription{Name: subName("docs"), Topic: topicName("docs")})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	downstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		<-release
+	}))
+	defer downstream.Close()
+	defer close(release) // before the server closes: it waits for its handlers
+	routes := `{"routes":[{"name":"doc","match":{"fields":["fileHash"]},"mode":"lease",
+		"fields":{"fileHash":{"from":["fileHash"],"type":"string","required":true}},
+		"action":{"urlEnv":"DOWNSTREAM","timeout":"30s","maxAttempts":1}}]}`
+	proc, _, log := ct.NewProcessor(t, ct.Options{Routes: []byte(routes), Env: map[string]string{"DOWNSTREAM": downstream.URL}})
+	cutCtx, cut := context.WithCancel(t.Context())
+	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("docs")}, Processor: proc, Cut: cutCtx})
+	id := f.publish(t, "docs", `{"fileHash":"abc"}`)
+	waitFor(t, "the action to start", func() bool { return calls.Load() == 1 })
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	cut()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still waiting for the cut message 20s after the cut")
+	}
+	lines := ct.With(log.Lines(t), "messageId", id)
+	if len(lines) != 1 || lines[0]["ack_action"] != "nack" {
+		t.Fatalf("cut message: %v, want one line with ack_action nack", lines)
+	}
+	if acks := f.srv.Message(id).Acks; acks != 0 {
+		t.Fatalf("cut message acked %d times", acks)
+	}
+}
