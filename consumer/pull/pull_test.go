@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 	"github.com/eventpipe/eventpipe/internal/pstestutil"
@@ -252,24 +253,33 @@ func TestRunRejectsBadSubscriptionName(t *testing.T) {
 	}
 }
 
-// TestPullShutdownFinishesInFlight stops the runner while a message is being
-// processed (its lease action blocks): the message still completes and is
-// acked, nothing is redelivered or lost.
-func TestPullShutdownFinishesInFlight(t *testing.T) {
-	f := newFake(t)
+// blockedLease is a fake Pub/Sub with subscription "docs" and a processor
+// whose lease route's action posts to a downstream that blocks until
+// release is closed; calls counts the action's calls.
+func blockedLease(t *testing.T, release chan struct{}) (f *fake, proc *process.Processor, log *ct.Log, calls *atomic.Int64) {
+	t.Helper()
+	f = newFake(t)
 	f.topic(t, "docs")
 	f.sub(t, &pb.Subscription{Name: subName("docs"), Topic: topicName("docs")})
-	release := make(chan struct{})
-	var calls atomic.Int64
+	calls = new(atomic.Int64)
 	downstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		calls.Add(1)
 		<-release
 	}))
-	defer downstream.Close()
+	t.Cleanup(downstream.Close) // after the test closes release: it waits for its handlers
 	routes := `{"routes":[{"name":"doc","match":{"fields":["fileHash"]},"mode":"lease",
 		"fields":{"fileHash":{"from":["fileHash"],"type":"string","required":true}},
 		"action":{"urlEnv":"DOWNSTREAM","timeout":"30s"}}]}`
-	proc, _, log := ct.NewProcessor(t, ct.Options{Routes: []byte(routes), Env: map[string]string{"DOWNSTREAM": downstream.URL}})
+	proc, _, log = ct.NewProcessor(t, ct.Options{Routes: []byte(routes), Env: map[string]string{"DOWNSTREAM": downstream.URL}})
+	return f, proc, log, calls
+}
+
+// TestPullShutdownFinishesInFlight stops the runner while a message is being
+// processed (its lease action blocks): the message still completes and is
+// acked, nothing is redelivered or lost.
+func TestPullShutdownFinishesInFlight(t *testing.T) {
+	release := make(chan struct{})
+	f, proc, log, calls := blockedLease(t, release)
 	// Default shutdown options, as the server uses them: graceful.
 	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("docs")}, Processor: proc})
 	id := f.publish(t, "docs", `{"fileHash":"abc"}`)
@@ -292,21 +302,9 @@ func TestPullShutdownFinishesInFlight(t *testing.T) {
 // message still in flight has its processing cancelled and is not acked
 // (Pub/Sub delivers it again), and Run returns without waiting for it.
 func TestPullCutCancelsInFlight(t *testing.T) {
-	f := newFake(t)
-	f.topic(t, "docs")
-	f.sub(t, &pb.Subscription{Name: subName("docs"), Topic: topicName("docs")})
 	release := make(chan struct{})
-	var calls atomic.Int64
-	downstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		calls.Add(1)
-		<-release
-	}))
-	defer downstream.Close()
-	defer close(release) // before the server closes: it waits for its handlers
-	routes := `{"routes":[{"name":"doc","match":{"fields":["fileHash"]},"mode":"lease",
-		"fields":{"fileHash":{"from":["fileHash"],"type":"string","required":true}},
-		"action":{"urlEnv":"DOWNSTREAM","timeout":"30s","maxAttempts":1}}]}`
-	proc, _, log := ct.NewProcessor(t, ct.Options{Routes: []byte(routes), Env: map[string]string{"DOWNSTREAM": downstream.URL}})
+	defer close(release)
+	f, proc, log, calls := blockedLease(t, release)
 	cutCtx, cut := context.WithCancel(t.Context())
 	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("docs")}, Processor: proc, Cut: cutCtx})
 	id := f.publish(t, "docs", `{"fileHash":"abc"}`)
