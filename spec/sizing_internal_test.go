@@ -13,8 +13,8 @@ import (
 // memory model every size Cloud Run accepts holds one 10 MB message, so the
 // rule is exercised below Cloud Run's minimum.)
 func TestMemoryMustHoldOneMessage(t *testing.T) {
-	const mib = 48
-	p := &Pipeline{Name: "orders", Consumer: Consumer{Memory: "48Mi", MaxMessageBytes: ptr(limits.MaxMessageBytes)}}
+	const mib = 64
+	p := &Pipeline{Name: "orders", Consumer: Consumer{Memory: "64Mi", MaxMessageBytes: ptr(limits.MaxMessageBytes)}}
 	c := &collector{}
 	checkMessageFits(c, p, "consumer", mib)
 	if len(c.errs) != 1 {

@@ -21,10 +21,7 @@ import (
 // answers 200.
 func startBinary(t *testing.T) *proctest.Proc {
 	t.Helper()
-	return proctest.Start(t, consumerBinary(t), proctest.Options{
-		Base: []string{"PATH=" + os.Getenv("PATH")},
-		Env:  []string{"EVENTPIPE_STORE=bbolt://" + filepath.Join(t.TempDir(), "consumer.db")},
-	})
+	return startWith(t)
 }
 
 // jsonLines returns the process's output lines decoded, failing the test on

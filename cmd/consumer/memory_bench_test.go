@@ -19,36 +19,60 @@ import (
 )
 
 // memoryContainerBytes is the container the memory benchmark runs the
-// consumer in: the smallest Cloud Run memory size (a power of two GiB) in
-// which 20 maximum-size messages fit by limits.MaxConcurrency. Its
-// GOMEMLIMIT is limits.MemoryLimit of it, as the Cloud Run component sets.
-const memoryContainerBytes = 1 << 30
+// consumer in: Cloud Run's default 512 MiB. Its GOMEMLIMIT is
+// limits.MemoryLimit of it, as the Cloud Run component sets, and the
+// benchmark sends as many maximum-size messages at once as the component
+// lets such an instance take (limits.MaxConcurrency).
+const memoryContainerBytes = 512 << 20
+
+// memoryHeadroomPercent is the share of the container's memory that the
+// peak must stay under at the derived concurrency, valid and poison
+// messages alike: the rest is the margin before the container is killed.
+const memoryHeadroomPercent = 85
 
 // BenchmarkPushMemory runs the consumer binary as a real process, sends it
-// n maximum-size (10 MB) Pub/Sub messages at once, and reports the process's
-// peak resident memory (VmHWM) and what each message added over the idle
-// process, as a multiple of its push body. Each sub-benchmark starts its
-// own process, so each peak is its own. Run it with -benchtime 1x
+// as many maximum-size (10 MB) Pub/Sub messages at once as the component
+// derives for the container (valid ones, applied; poison ones, whose
+// payload matches no route and whose keys are megabytes long), and reports
+// the process's peak resident memory (VmHWM) as MiB and as a share of the
+// container, and what each message added over the idle process, as a
+// multiple of its push body. Each sub-benchmark starts its own process, so
+// each peak is its own. A peak at or over memoryHeadroomPercent of the
+// container fails the benchmark. Run it with -benchtime 1x
 // (scripts/consumer-memory.sh does).
 func BenchmarkPushMemory(b *testing.B) {
 	bin := consumerBinary(b)
-	for _, n := range []int{1, 5, 10, 20} {
-		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+	n := limits.MaxConcurrency(memoryContainerBytes, limits.MaxMessageBytes, 1000)
+	for _, kind := range []struct {
+		name string
+		body func(b *testing.B, i int) []byte
+		want int // the status every push must get
+	}{
+		{"valid", maxSizePush, http.StatusOK},
+		{"poison", maxSizePoison, http.StatusOK}, // acked: no dead-letter policy
+	} {
+		b.Run(fmt.Sprintf("kind=%s/messages=%d", kind.name, n), func(b *testing.B) {
 			for range b.N {
-				peak, idle, body := pushMemory(b, bin, n)
+				peak, idle, body := pushMemory(b, bin, n, kind.body, kind.want)
 				perMessage := float64(peak-idle) / float64(n)
+				share := 100 * float64(peak) / memoryContainerBytes
 				b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+				b.ReportMetric(share, "peak-%container")
 				b.ReportMetric(perMessage/(1<<20), "MiB/msg")
 				b.ReportMetric(perMessage/float64(body), "x-body/msg")
 				b.ReportMetric(float64(limits.PerMessageBytes(limits.MaxMessageBytes))/(1<<20), "budget-MiB/msg")
+				if share >= memoryHeadroomPercent {
+					b.Errorf("%s: peak %.1f%% of the container's memory at the derived concurrency %d, want under %d%%", kind.name, share, n, memoryHeadroomPercent)
+				}
 			}
 		})
 	}
 }
 
-// pushMemory starts the consumer, sends n maximum-size messages at once and
-// returns its peak and idle resident bytes and the size of one push body.
-func pushMemory(b *testing.B, bin string, n int) (peak, idle int64, body int) {
+// pushMemory starts the consumer, sends n messages made by body at once,
+// each of which must be answered want, and returns its peak and idle
+// resident bytes and the size of one push body.
+func pushMemory(b *testing.B, bin string, n int, body func(*testing.B, int) []byte, want int) (peak, idle int64, size int) {
 	b.Helper()
 	p := proctest.Start(b, bin, proctest.Options{
 		Base: []string{"PATH=" + os.Getenv("PATH")},
@@ -58,11 +82,11 @@ func pushMemory(b *testing.B, bin string, n int) (peak, idle int64, body int) {
 	defer p.Stop(b)
 	bodies := make([][]byte, n)
 	for i := range bodies {
-		bodies[i] = maxSizePush(b, i)
+		bodies[i] = body(b, i)
 	}
 	// One small message first, so the idle figure includes everything a
 	// first message initialises.
-	post(b, p.URL, maxSizePushOf(b, 1000, 10))
+	post(b, p.URL, maxSizePushOf(b, 1000, 10), http.StatusOK)
 	idle = procStatus(b, p.Cmd.Process.Pid, "VmRSS")
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -71,12 +95,32 @@ func pushMemory(b *testing.B, bin string, n int) (peak, idle int64, body int) {
 		go func() {
 			defer wg.Done()
 			<-start
-			post(b, p.URL, body)
+			post(b, p.URL, body, want)
 		}()
 	}
 	close(start)
 	wg.Wait()
 	return procStatus(b, p.Cmd.Process.Pid, "VmHWM"), idle, len(bodies[0])
+}
+
+// maxSizePoison is the push body of a message whose data is
+// limits.MaxMessageBytes long and matches no route: a JSON object of nine
+// keys of about a megabyte each (a route's "no route matches" error names
+// the payload's keys).
+func maxSizePoison(b *testing.B, i int) []byte {
+	b.Helper()
+	const keys = 9
+	keyLen := limits.MaxMessageBytes/keys - 16
+	var data strings.Builder
+	data.WriteString("{")
+	for k := range keys {
+		if k > 0 {
+			data.WriteString(",")
+		}
+		fmt.Fprintf(&data, `"%d-%d-%s":%d`, i, k, strings.Repeat("k", keyLen), k)
+	}
+	data.WriteString("}")
+	return pushOf(b, i, data.String())
 }
 
 // maxSizePush is the push body of a system event whose data is
@@ -94,7 +138,12 @@ func maxSizePushOf(b *testing.B, i, size int) []byte {
 	if pad < 0 {
 		pad = 0
 	}
-	data := head + strings.Repeat("x", pad) + `"}`
+	return pushOf(b, i, head+strings.Repeat("x", pad)+`"}`)
+}
+
+// pushOf is the push body of message i with data.
+func pushOf(b *testing.B, i int, data string) []byte {
+	b.Helper()
 	env := map[string]any{
 		"message": map[string]any{"data": base64.StdEncoding.EncodeToString([]byte(data)),
 			"messageId": strconv.Itoa(1_000_000 + i), "publishTime": time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC).Format(time.RFC3339Nano)},
@@ -107,15 +156,15 @@ func maxSizePushOf(b *testing.B, i, size int) []byte {
 	return out
 }
 
-func post(b *testing.B, url string, body []byte) {
+func post(b *testing.B, url string, body []byte, want int) {
 	resp, err := http.Post(url+"/pubsub/push", "application/json", bytes.NewReader(body))
 	if err != nil {
 		b.Error(err)
 		return
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b.Errorf("push of %d bytes: status %d", len(body), resp.StatusCode)
+	if resp.StatusCode != want {
+		b.Errorf("push of %d bytes: status %d, want %d", len(body), resp.StatusCode, want)
 	}
 }
 

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/internal/otlptest"
 	"github.com/eventpipe/eventpipe/internal/proctest"
 )
@@ -57,5 +60,47 @@ func TestTracedBinaryExportsOnSIGTERM(t *testing.T) {
 		if line[k] != v {
 			t.Errorf("log line %s = %v, want %v (line %v)", k, line[k], v, line)
 		}
+	}
+}
+
+// TestTracedBinaryBoundsErrorTexts runs the binary with tracing on and
+// pushes poison messages whose "no route matches" errors would name
+// megabyte-long keys: the exported delivery spans carry no string longer
+// than a log field (the status and the exception event name the error,
+// bounded), so a span waiting for export does not keep the error in full.
+func TestTracedBinaryBoundsErrorTexts(t *testing.T) {
+	recv := otlptest.Start(t)
+	p := proctest.Start(t, consumerBinary(t), proctest.Options{
+		Base: []string{"PATH=" + os.Getenv("PATH")},
+		Env: []string{"EVENTPIPE_STORE=bbolt://" + filepath.Join(t.TempDir(), "consumer.db"),
+			"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL, "OTEL_BSP_SCHEDULE_DELAY=600000"},
+	})
+	const messages = 3
+	for i := range messages {
+		key := strings.Repeat("k", 1<<20)
+		data := fmt.Sprintf(`{"%d-%s":1,"%d-2-%s":2}`, i, key, i, key)
+		body := fmt.Sprintf(`{"message":{"data":%q,"messageId":"%d","publishTime":"2026-01-02T03:04:06Z"},"subscription":"projects/demo/subscriptions/system-events"}`,
+			b64(data), 7000+i)
+		resp, err := http.Post(p.URL+"/pubsub/push", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("poison push answered %d, want 200 (acked: no dead-letter policy)", resp.StatusCode)
+		}
+	}
+	p.Stop(t)
+	var poison int
+	for _, s := range recv.Spans() {
+		if s.LongestString > logging.MaxFieldLen {
+			t.Errorf("span %q carries a %d-byte string, over the %d-byte bound (status %.80q…)", s.Name, s.LongestString, logging.MaxFieldLen, s.Status)
+		}
+		if strings.Contains(s.Status, "no route matches") {
+			poison++
+		}
+	}
+	if poison != messages {
+		t.Fatalf("%d exported spans name the unroutable error, want %d", poison, messages)
 	}
 }

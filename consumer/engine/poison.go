@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -158,7 +159,7 @@ func poisonChunkKey(key store.Key, i int) store.Key {
 // large message holds one encoded chunk at a time.
 func poisonChunks(data []byte) (string, []func([]byte) string) {
 	var chunks []func([]byte) string
-	if utf8.Valid(data) && !strings.ContainsRune(string(data), 0) {
+	if utf8.Valid(data) && bytes.IndexByte(data, 0) < 0 {
 		// Text, cut on rune boundaries so every chunk is valid UTF-8.
 		for start := 0; start < len(data); {
 			end := min(start+PoisonChunkBytes, len(data))

@@ -17,9 +17,12 @@ const MaxMessageBytes = 10_000_000
 const MaxIDBytes = 1024
 
 // MemoryLimitPercent is the share of the container's memory given to the Go runtime as its
-// soft limit (GOMEMLIMIT); the rest is headroom for what the runtime does not count
-// (stacks in flight, the binary itself, the kernel's page tables).
-const MemoryLimitPercent = 90
+// soft limit (GOMEMLIMIT); the rest is headroom for what the runtime does not count (the
+// binary, stacks, a bbolt store's mapped file, the kernel's page tables). Under a burst of
+// large messages the heap grows to the limit before the collector reclaims it, so the peak
+// is the limit plus that headroom: at 70 % it stays under 85 % of the container for valid
+// and poison messages alike (scripts/consumer-memory.sh).
+const MemoryLimitPercent = 70
 
 // MemoryLimit is the GOMEMLIMIT value, in bytes, for a container with containerBytes of
 // memory.
@@ -37,9 +40,13 @@ func MaxPushBodyBytes(maxMessageBytes int64) int64 {
 // EnvelopeOverheadBytes bounds what a push envelope adds to the base64 data.
 const EnvelopeOverheadBytes = 1 << 20
 
-// PerMessageFactor is how many times its push body a delivery in flight may hold in memory
-// at once (the body as read, and the decoded data while it is processed).
-const PerMessageFactor = 2
+// PerMessagePercent is how much memory a delivery in flight may hold at once, in percent of
+// its push body: the body as read, the decoded data and payload while it is processed, and
+// for a poison message the record of it being written. A valid message measures about 1.9x
+// its body (scripts/consumer-memory.sh); a poison one holds more while its record is written,
+// which GOMEMLIMIT's headroom (MemoryLimitPercent) absorbs: at the concurrency MaxConcurrency
+// derives, both peak under 85 % of the container.
+const PerMessagePercent = 225
 
 // BaseBytes is the consumer's own heap and runtime with no message in flight.
 const BaseBytes = 32 << 20
@@ -52,7 +59,7 @@ func PerMessageBytes(maxMessageBytes int64) int64 {
 // DeliveryBytes is the memory a delivery whose push body is bodyBytes long may take while it
 // is read and processed.
 func DeliveryBytes(bodyBytes int64) int64 {
-	return PerMessageFactor * bodyBytes
+	return bodyBytes / 100 * PerMessagePercent
 }
 
 // DeliveryBudget is the memory an instance whose Go runtime has memoryLimit bytes

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
+	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 	"github.com/eventpipe/eventpipe/internal/pstestutil"
@@ -254,24 +255,33 @@ func TestRunRejectsBadSubscriptionName(t *testing.T) {
 	}
 }
 
-// TestPullShutdownFinishesInFlight stops the runner while a message is being
-// processed (its lease action blocks): the message still completes and is
-// acked, nothing is redelivered or lost.
-func TestPullShutdownFinishesInFlight(t *testing.T) {
-	f := newFake(t)
+// blockedLease is a fake Pub/Sub with subscription "docs" and a processor
+// whose lease route's action posts to a downstream that blocks until
+// release is closed; calls counts the action's calls.
+func blockedLease(t *testing.T, release chan struct{}) (f *fake, proc *process.Processor, log *ct.Log, calls *atomic.Int64) {
+	t.Helper()
+	f = newFake(t)
 	f.topic(t, "docs")
 	f.sub(t, &pb.Subscription{Name: subName("docs"), Topic: topicName("docs")})
-	release := make(chan struct{})
-	var calls atomic.Int64
+	calls = new(atomic.Int64)
 	downstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		calls.Add(1)
 		<-release
 	}))
-	defer downstream.Close()
+	t.Cleanup(downstream.Close) // after the test closes release: it waits for its handlers
 	routes := `{"routes":[{"name":"doc","match":{"fields":["fileHash"]},"mode":"lease",
 		"fields":{"fileHash":{"from":["fileHash"],"type":"string","required":true}},
 		"action":{"urlEnv":"DOWNSTREAM","timeout":"30s"}}]}`
-	proc, _, log := ct.NewProcessor(t, ct.Options{Routes: []byte(routes), Env: map[string]string{"DOWNSTREAM": downstream.URL}})
+	proc, _, log = ct.NewProcessor(t, ct.Options{Routes: []byte(routes), Env: map[string]string{"DOWNSTREAM": downstream.URL}})
+	return f, proc, log, calls
+}
+
+// TestPullShutdownFinishesInFlight stops the runner while a message is being
+// processed (its lease action blocks): the message still completes and is
+// acked, nothing is redelivered or lost.
+func TestPullShutdownFinishesInFlight(t *testing.T) {
+	release := make(chan struct{})
+	f, proc, log, calls := blockedLease(t, release)
 	// Default shutdown options, as the server uses them: graceful.
 	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("docs")}, Processor: proc})
 	id := f.publish(t, "docs", `{"fileHash":"abc"}`)
@@ -354,5 +364,36 @@ func TestPullStartupRetryIsBounded(t *testing.T) {
 		if n := len(lines); retry < 0 && n != 0 || retry > 0 && n == 0 {
 			t.Errorf("retry %v: %d retry lines", retry, n)
 		}
+	}
+}
+
+// TestPullCutCancelsInFlight: at the shutdown deadline (Config.Cut done) a
+// message still in flight has its processing cancelled and is not acked
+// (Pub/Sub delivers it again), and Run returns without waiting for it.
+func TestPullCutCancelsInFlight(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	f, proc, log, calls := blockedLease(t, release)
+	cutCtx, cut := context.WithCancel(t.Context())
+	stop := run(t, Config{Client: f.client, Subscriptions: []string{subName("docs")}, Processor: proc, Cut: cutCtx})
+	id := f.publish(t, "docs", `{"fileHash":"abc"}`)
+	waitFor(t, "the action to start", func() bool { return calls.Load() == 1 })
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	cut()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still waiting for the cut message 20s after the cut")
+	}
+	lines := ct.With(log.Lines(t), "messageId", id)
+	if len(lines) != 1 || lines[0]["ack_action"] != "nack" {
+		t.Fatalf("cut message: %v, want one line with ack_action nack", lines)
+	}
+	if acks := f.srv.Message(id).Acks; acks != 0 {
+		t.Fatalf("cut message acked %d times", acks)
 	}
 }

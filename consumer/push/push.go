@@ -165,11 +165,16 @@ func (h *Handler) refuseTooLarge(w http.ResponseWriter, r *http.Request) {
 // firstReadBytes is the buffer a body's reading starts with.
 const firstReadBytes = 64 << 10
 
+// bodyGrowth is how much a full body buffer grows by, in times its length
+// (to four times its size): a body read in full allocates its length and a
+// third more, and holds a quarter more while the last growth copies.
+const bodyGrowth = 3
+
 // readBody reads the request body as it arrives: its buffer starts at
-// firstReadBytes and doubles as it fills, up to the declared length (a
-// push has one), so a client that declares a large body and sends little
-// of it holds little memory, and a body read in full takes its length plus
-// the half it last grew from. Bodies over maxBytes fail with
+// firstReadBytes and grows fourfold (bodyGrowth) as it fills, up to the
+// declared length (a push has one), so a client that declares a large
+// body and sends little of it holds little memory. Bodies over maxBytes
+// fail with
 // *http.MaxBytesError.
 func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, error) {
 	if r.ContentLength > maxBytes {
@@ -187,7 +192,7 @@ func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, e
 				return buf, nil // net/http's body ends at the declared length
 			}
 			// Past maxBytes, the next read fails with *http.MaxBytesError.
-			buf = slices.Grow(buf, int(max(1, min(int64(len(buf)), limit-int64(len(buf))))))
+			buf = slices.Grow(buf, int(max(1, min(bodyGrowth*int64(len(buf)), limit-int64(len(buf))))))
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

@@ -13,6 +13,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
@@ -473,6 +474,11 @@ func payloadKeys(payload envelope.Payload) string {
 	ks := payload.Keys()
 	if len(ks) > 10 {
 		ks = append(ks[:10], "…")
+	}
+	for i, k := range ks {
+		// A key may be megabytes long; the error is logged, traced and
+		// kept in the poison record, each bounded to a log field anyway.
+		ks[i] = logging.Bound(k)
 	}
 	return "[" + strings.Join(ks, " ") + "]"
 }

@@ -3,12 +3,14 @@ package route
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/logging"
 )
 
 func msg(t *testing.T, payload string) *envelope.Message {
@@ -269,6 +271,38 @@ func TestDurationGrammarIsTheStackConfigs(t *testing.T) {
 		var d Duration
 		if err := json.Unmarshal([]byte(in), &d); err == nil {
 			t.Errorf("%s accepted as %v", in, time.Duration(d))
+		}
+	}
+}
+
+// TestUnroutableErrorBoundsKeys holds, over key counts and key lengths up
+// to a megabyte, that the "no route matches" error names at most ten of
+// the payload's keys, each bounded like a log field: its text stays a few
+// kilobytes however large the keys (it was megabytes, kept by every span
+// and in memory per poison delivery).
+func TestUnroutableErrorBoundsKeys(t *testing.T) {
+	table, err := LoadFile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keys := range []int{1, 9, 10, 11, 40} {
+		for _, keyLen := range []int{1, logging.MaxFieldLen, logging.MaxFieldLen + 1, 1 << 20} {
+			var b strings.Builder
+			b.WriteString("{")
+			for k := range keys {
+				if k > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `"%d-%s":%d`, k, strings.Repeat("é", keyLen/2), k)
+			}
+			b.WriteString("}")
+			_, err := table.Match(msg(t, b.String()).Payload)
+			if !errors.Is(err, ErrUnroutable) {
+				t.Fatalf("%d keys of %d bytes: want ErrUnroutable, got %v", keys, keyLen, err)
+			}
+			if bound := 11*(logging.MaxFieldLen+1) + 200; len(err.Error()) > bound {
+				t.Fatalf("%d keys of %d bytes: error text is %d bytes, want at most %d", keys, keyLen, len(err.Error()), bound)
+			}
 		}
 	}
 }

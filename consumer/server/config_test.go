@@ -20,7 +20,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 	}
 	if c.Port != "8080" || c.Env != "dev" || c.StoreURL != DefaultStoreURL() || !strings.HasPrefix(c.StoreURL, "bbolt:///") ||
 		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout || c.MaxEventSkew != 5*time.Minute ||
-		c.MaxWaitingPerDocument != 0 {
+		c.MaxWaitingPerDocument != 0 || c.RequestTimeout != DefaultRequestTimeout {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -82,6 +82,7 @@ func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
 		{"flow control", map[string]string{"EVENTPIPE_PULL_GOROUTINES": "0"}, "EVENTPIPE_PULL_GOROUTINES"},
 		{"timeout", map[string]string{"EVENTPIPE_SHUTDOWN_TIMEOUT": "soon"}, "EVENTPIPE_SHUTDOWN_TIMEOUT"},
 		{"skew", map[string]string{"EVENTPIPE_MAX_EVENT_SKEW": "-1m"}, "EVENTPIPE_MAX_EVENT_SKEW"},
+		{"request timeout", map[string]string{"EVENTPIPE_REQUEST_TIMEOUT": "0s"}, "EVENTPIPE_REQUEST_TIMEOUT"},
 		{"coalescing bound", map[string]string{"EVENTPIPE_COALESCE_MAX_WAITING": "-1"}, "EVENTPIPE_COALESCE_MAX_WAITING"},
 		{"coalescing bound text", map[string]string{"EVENTPIPE_COALESCE_MAX_WAITING": "lots"}, "EVENTPIPE_COALESCE_MAX_WAITING"},
 		{"request timeout", map[string]string{"EVENTPIPE_REQUEST_TIMEOUT": "0s"}, "EVENTPIPE_REQUEST_TIMEOUT"},
@@ -93,5 +94,27 @@ func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
 				t.Fatalf("want an error naming %s, got %v", tt.want, err)
 			}
 		})
+	}
+}
+
+// TestTimeoutsDeriveFromTheRequestTimeout holds, over request timeouts from
+// Pub/Sub's shortest ack deadline to its longest (and the short ones tests
+// use), that a header is read within the whole read, the whole read ends
+// while Pub/Sub still waits for the answer, and an idle connection is kept
+// no longer than a request may take; with the default, the documented 10 s,
+// 30 s and 60 s.
+func TestTimeoutsDeriveFromTheRequestTimeout(t *testing.T) {
+	for _, rt := range []time.Duration{time.Second, 4 * time.Second, 10 * time.Second, DefaultRequestTimeout, 600 * time.Second} {
+		c, err := ConfigFromEnv(env(map[string]string{"EVENTPIPE_REQUEST_TIMEOUT": rt.String()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := c.Timeouts()
+		if to.ReadHeader <= 0 || to.ReadHeader > to.Read || to.Read >= rt || to.Idle > rt {
+			t.Fatalf("request timeout %v: %+v", rt, to)
+		}
+	}
+	if to := (Config{RequestTimeout: DefaultRequestTimeout}).Timeouts(); to != (Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Idle: 60 * time.Second}) {
+		t.Fatalf("default timeouts %+v, want 10s, 30s and 60s as documented", to)
 	}
 }

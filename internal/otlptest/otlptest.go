@@ -22,6 +22,10 @@ type Span struct {
 	TraceID  string // 32 hex digits
 	SpanID   string // 16 hex digits
 	ParentID string // 16 hex digits, "" for a root span
+	Status   string // the status message
+	// LongestString is the length in bytes of the longest string the span
+	// carries: its status message and its and its events' string attributes.
+	LongestString int
 }
 
 // Receiver is a running OTLP/HTTP endpoint.
@@ -60,8 +64,17 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
+				longest := len(s.GetStatus().GetMessage())
+				attrs := s.Attributes
+				for _, e := range s.Events {
+					attrs = append(attrs, e.Attributes...)
+				}
+				for _, a := range attrs {
+					longest = max(longest, len(a.GetValue().GetStringValue()))
+				}
 				r.spans = append(r.spans, Span{Service: service, Name: s.Name, TraceID: hex.EncodeToString(s.TraceId),
-					SpanID: hex.EncodeToString(s.SpanId), ParentID: hex.EncodeToString(s.ParentSpanId)})
+					SpanID: hex.EncodeToString(s.SpanId), ParentID: hex.EncodeToString(s.ParentSpanId),
+					Status: s.GetStatus().GetMessage(), LongestString: longest})
 			}
 		}
 	}
