@@ -32,6 +32,9 @@ const (
 	EnvCollectionPrefix  = "EVENTPIPE_COLLECTION_PREFIX"
 	EnvCallbackAccounts  = "EVENTPIPE_CALLBACK_ACCOUNTS"
 	EnvCallbackAudience  = "EVENTPIPE_CALLBACK_AUDIENCE"
+	// EnvRequestTimeout is the service's request timeout: the consumer derives its HTTP
+	// read and idle timeouts and a PostgreSQL store's lock and statement bounds from it.
+	EnvRequestTimeout = "EVENTPIPE_REQUEST_TIMEOUT"
 	// EnvPullMaxOutstanding bounds the messages a pulling consumer holds at
 	// once, like the service's request concurrency bounds pushed ones.
 	EnvPullMaxOutstanding = "EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES"
@@ -428,6 +431,7 @@ func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceT
 		EnvPushAccounts:      join(pushAccounts),
 		EnvPullSubscriptions: join(pulls),
 		EnvCollectionPrefix:  pulumi.String(k.CollectionPrefix),
+		EnvRequestTimeout:    pulumi.String(spec.Seconds(k.RequestTimeout.D)),
 		// The Go runtime collects before the container's limit is reached.
 		EnvMemoryLimit: pulumi.String(strconv.FormatInt(limits.MemoryLimit(k.MemoryBytes()), 10)),
 	}

@@ -1,9 +1,11 @@
 package components_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/consumer/server"
@@ -81,7 +83,8 @@ func TestConsumerEnvStartsTheConsumer(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			doc := head + c.consumer + "      subscriptions:\n" + c.subscriptions
-			vars := env(t, one(t, declareStack(t, doc), tService, "orders"))
+			service := one(t, declareStack(t, doc), tService, "orders")
+			vars := env(t, service)
 			cfg, err := server.ConfigFromEnv(func(k string) (string, bool) {
 				v, ok := vars[k]
 				return v, ok
@@ -91,6 +94,12 @@ func TestConsumerEnvStartsTheConsumer(t *testing.T) {
 			}
 			if strings.Join(cfg.PullSubscriptions, ",") != vars["EVENTPIPE_PULL_SUBSCRIPTIONS"] {
 				t.Errorf("pull subscriptions %v from %q", cfg.PullSubscriptions, vars["EVENTPIPE_PULL_SUBSCRIPTIONS"])
+			}
+			// The consumer bounds its reads and its store's waits by the service's own
+			// request timeout, not a default of its own.
+			tmpl, _ := input(service, "template").(map[string]any)
+			if timeout, err := time.ParseDuration(fmt.Sprint(tmpl["timeout"])); err != nil || cfg.RequestTimeout != timeout {
+				t.Errorf("consumer request timeout %v, the service's %v (%v)", cfg.RequestTimeout, tmpl["timeout"], err)
 			}
 			c.check(t, cfg)
 		})
