@@ -11,13 +11,43 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// runAsCLI, set to 1 in its environment, makes the test binary the eventpipe
+// command: tests that run the CLI as a process (a workflow's shell) use the
+// binary go test already built instead of linking another one.
+const runAsCLI = "EVENTPIPE_TEST_RUN_AS_CLI"
+
+// TestMain runs main when the test binary is started as the eventpipe command
+// (runAsCLI), else the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsCLI) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// cliBinary puts an eventpipe command at dir/eventpipe, the test binary
+// itself (see runAsCLI), and returns the environment a process running it
+// needs.
+func cliBinary(t *testing.T, dir string) []string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(dir, "eventpipe")); err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), runAsCLI+"=1")
+}
+
 // TestPolicyCheckWorkflow runs the shell of the pull-request workflow's check step
-// (.github/workflows/policy-check.yml) against a real eventpipe binary, in a scratch
-// checkout of the project: every stack is rendered and checked once, passes, and leaves a
-// SARIF file whose run the SARIF upload accepts beside the others.
+// (.github/workflows/policy-check.yml) against the eventpipe command (package main as
+// an executable, see cliBinary), in a scratch checkout of the project: every stack is
+// rendered and checked once, passes, and leaves a SARIF file whose run the SARIF upload
+// accepts beside the others.
 func TestPolicyCheckWorkflow(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the eventpipe binary")
+		t.Skip("runs the workflow step's shell")
 	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -49,10 +79,7 @@ func TestPolicyCheckWorkflow(t *testing.T) {
 	}
 
 	runnerTemp := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(runnerTemp, "eventpipe"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	env := cliBinary(t, runnerTemp)
 	work := t.TempDir()
 	pulumiYAML, err := os.ReadFile(filepath.Join(root, "Pulumi.yaml"))
 	if err != nil {
@@ -67,7 +94,7 @@ func TestPolicyCheckWorkflow(t *testing.T) {
 	output := filepath.Join(work, "github-output")
 	cmd := exec.Command("bash", "-eo", "pipefail", "-c", script)
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "RUNNER_TEMP="+runnerTemp, "GITHUB_OUTPUT="+output)
+	cmd.Env = append(env, "RUNNER_TEMP="+runnerTemp, "GITHUB_OUTPUT="+output)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("workflow step failed: %v\n%s", err, out)

@@ -62,8 +62,18 @@ type sqlStater interface{ SQLState() string }
 
 // Of classifies err. Unknown errors are transient: redelivery is the safe
 // default for a failure nobody anticipated (the idempotency engine makes the
-// retry harmless), and the ERROR log makes it visible.
+// retry harmless), and the ERROR log makes it visible. A transient class
+// always has a code: UNKNOWN when nothing in err's chain carries one.
 func Of(err error) Class {
+	c := of(err)
+	if c.Type == logfields.ErrorTypeTransient && c.Code == "" {
+		c.Code = engine.CodeUnknown
+	}
+	return c
+}
+
+// of classifies err, leaving Code empty where err carries none.
+func of(err error) Class {
 	var me *markedError
 	if errors.As(err, &me) {
 		c := Class{Type: me.typ, Code: me.code}

@@ -47,7 +47,7 @@ func TestOf(t *testing.T) {
 		{"pg auth", pgErr{"28P01"}, logfields.ErrorTypeConfiguration, "28P01", true},
 		{"pg missing table", pgErr{"42P01"}, logfields.ErrorTypeConfiguration, "42P01", true},
 		{"context deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), logfields.ErrorTypeTransient, "DEADLINE_EXCEEDED", true},
-		{"unknown", errors.New("boom"), logfields.ErrorTypeTransient, "", true},
+		{"unknown", errors.New("boom"), logfields.ErrorTypeTransient, "UNKNOWN", true},
 		{"engine fingerprint mismatch", &engine.Error{Type: engine.TypePoison, Code: "FINGERPRINT_MISMATCH", Err: errors.New("x")}, logfields.ErrorTypePoison, "FINGERPRINT_MISMATCH", false},
 		{"engine in progress", fmt.Errorf("w: %w", &engine.Error{Type: engine.TypeInProgress, Err: errors.New("x")}), logfields.ErrorTypeInProgress, "", true},
 		{"engine unavailable", &engine.Error{Type: engine.TypeTransient, Code: "UNAVAILABLE", Err: errors.New("x")}, logfields.ErrorTypeTransient, "UNAVAILABLE", true},

@@ -65,7 +65,10 @@ func TestClassify(t *testing.T) {
 		{&store.Error{Code: "40001", Kind: store.KindTransient, Err: errors.New("x")}, engine.TypeTransient, "40001", true},
 		{&store.Error{Code: "PERMISSION_DENIED", Kind: store.KindConfiguration, Err: errors.New("x")}, engine.TypeConfiguration, "PERMISSION_DENIED", false},
 		{fmt.Errorf("wrapped: %w", &store.Error{Code: "42P01", Kind: store.KindConfiguration, Err: errors.New("x")}), engine.TypeConfiguration, "42P01", false},
-		{context.DeadlineExceeded, engine.TypeTransient, "", true},
+		{context.DeadlineExceeded, engine.TypeTransient, "DEADLINE_EXCEEDED", true},
+		{fmt.Errorf("wait: %w", context.Canceled), engine.TypeTransient, "CANCELLED", true},
+		{errors.New("nobody anticipated this"), engine.TypeTransient, "UNKNOWN", true},
+		{&store.Error{Kind: store.KindTransient, Err: errors.New("a store without codes")}, engine.TypeTransient, "UNKNOWN", true},
 		{&engine.Error{Type: engine.TypePoison, Code: "FINGERPRINT_MISMATCH", Err: errors.New("x")}, engine.TypePoison, "FINGERPRINT_MISMATCH", false},
 		{&engine.Error{Type: engine.TypeInProgress, Err: errors.New("x")}, engine.TypeInProgress, "", true},
 	}

@@ -55,8 +55,9 @@ func (e *Error) Retryable() bool {
 
 // Classify returns the type and store code of any error: the engine's own
 // *Error as it is; a store error by its kind; a cancelled or expired context
-// as transient. Errors the engine cannot place are transient, which is the
-// safe choice (nothing was recorded, redelivery will try again).
+// as transient, coded CANCELLED or DEADLINE_EXCEEDED. Errors the engine cannot
+// place are transient, coded UNKNOWN, which is the safe choice (nothing was
+// recorded, redelivery will try again). A transient error always has a code.
 func Classify(err error) (ErrorType, string) {
 	if err == nil {
 		return "", ""
@@ -69,13 +70,27 @@ func Classify(err error) (ErrorType, string) {
 		if kind == store.KindConfiguration {
 			return TypeConfiguration, code
 		}
+		if code == "" {
+			code = CodeUnknown // a store without codes (bbolt)
+		}
 		return TypeTransient, code
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return TypeTransient, ""
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return TypeTransient, CodeDeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return TypeTransient, CodeCancelled
 	}
-	return TypeTransient, ""
+	return TypeTransient, CodeUnknown
 }
+
+// Codes of transient errors that carry no store code, spelt as the gRPC code
+// names Google's APIs log (and the Firestore store keeps).
+const (
+	CodeDeadlineExceeded = "DEADLINE_EXCEEDED"
+	CodeCancelled        = "CANCELLED"
+	CodeUnknown          = "UNKNOWN"
+)
 
 // wrap turns err into an *Error for op, classifying it unless it already is one.
 func wrap(op string, err error) error {

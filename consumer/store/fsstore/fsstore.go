@@ -221,7 +221,8 @@ func classify(op string, err error) error {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		return &store.Error{Op: op, Kind: store.KindTransient, Err: err}
+		// No gRPC status (a transport failure before one): gRPC's own name for it.
+		return &store.Error{Op: op, Code: CodeName(codes.Unknown), Kind: store.KindTransient, Err: err}
 	}
 	kind := store.KindTransient
 	switch st.Code() {

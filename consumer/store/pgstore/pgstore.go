@@ -536,7 +536,30 @@ func classify(op string, err error) error {
 		return &store.Error{Op: op, Code: pe.Code, Kind: kindOf(pe.Code), Err: err}
 	}
 	// Connection errors and the like: the database may be back soon.
-	return &store.Error{Op: op, Kind: store.KindTransient, Err: err}
+	return &store.Error{Op: op, Code: connectionCode(err), Kind: store.KindTransient, Err: err}
+}
+
+// SQLSTATEs of the connection exception class (08) that the client side
+// reports for errors the server never sent a SQLSTATE for.
+const (
+	// codeUnableToConnect: the dial or the startup failed (server down,
+	// refusing connections, unreachable).
+	codeUnableToConnect = "08001"
+	// codeConnectionFailure: an established connection broke (the server
+	// shut down or was killed mid-session, a reset, an unexpected EOF).
+	codeConnectionFailure = "08006"
+)
+
+// connectionCode is the SQLSTATE of a driver error that carries none, so
+// every store error has a code (an outage logs 08001 or 08006, never an
+// empty error_code): a failed connection attempt is 08001, anything else
+// the driver reports without a server error is a broken connection, 08006.
+func connectionCode(err error) string {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return codeUnableToConnect
+	}
+	return codeConnectionFailure
 }
 
 // kindOf classifies a SQLSTATE by its class (the first two characters).

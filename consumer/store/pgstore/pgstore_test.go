@@ -12,7 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
@@ -65,17 +67,34 @@ func TestOutage(t *testing.T) {
 	}
 	ev := engine.Event{MessageID: "m1", EventID: "e1", Payload: []byte(`{"eventId":"e1"}`)}
 	w := engine.Write{Collection: "ops_services", ID: "svc", EventTime: time.Now(), Fields: map[string]any{"status": "ok"}}
+	// A connection in the pool, used just before the server goes down.
+	if _, err := eng.Materialize(ctx, engine.Event{MessageID: "m0", EventID: "e0", Payload: []byte(`{"eventId":"e0"}`)},
+		engine.Write{Collection: "ops_services", ID: "other", EventTime: time.Now(), Fields: map[string]any{"status": "ok"}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	down, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err = eng.Materialize(down, ev, w)
-	cancel()
-	var ee *engine.Error
-	if !errors.As(err, &ee) || ee.Type != engine.TypeTransient || !ee.Retryable() {
-		t.Fatalf("delivery while PostgreSQL is down: %v; want a retryable transient error", err)
+	// Deliveries while down meet a connection the server closed and then a
+	// refused dial; each is transient, retryable and logged with a SQLSTATE
+	// (an empty error_code was the acceptance tests' registry-outage flake).
+	for i := range 3 {
+		down, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err = eng.Materialize(down, ev, w)
+		cancel()
+		var ee *engine.Error
+		if !errors.As(err, &ee) || ee.Type != engine.TypeTransient || !ee.Retryable() || ee.Code == "" {
+			t.Fatalf("delivery %d while PostgreSQL is down: %v; want a retryable transient error with a code", i, err)
+		}
+		if cl := classify.Of(err); cl.Code != ee.Code || cl.Type != logfields.ErrorTypeTransient {
+			t.Fatalf("delivery %d while PostgreSQL is down: logged as %+v, want transient %s", i, cl, ee.Code)
+		}
+		t.Logf("while down: %v", err)
 	}
-	t.Logf("while down: %v", err)
+	_, err = pgstore.Open(ctx, c.URL)
+	if code, kind, ok := store.Code(err); !ok || code != "08001" || kind != store.KindTransient {
+		t.Errorf("open while PostgreSQL is down: %v (code %q, kind %v); want 08001, transient", err, code, kind)
+	}
 	if err := c.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
