@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/handler"
 	"github.com/eventpipe/eventpipe/consumer/pull"
 )
 
@@ -39,6 +40,10 @@ type Config struct {
 	// MaxWaitingPerDocument is engine.Config.MaxWaitingPerDocument (0: its
 	// default; engine.NoCoalescing: off).
 	MaxWaitingPerDocument int
+	// Handler is the team's handler container behind the consumer
+	// (EVENTPIPE_HANDLER_URL and the idempotency-key settings: see
+	// handler.ConfigFromEnv); its zero value means none.
+	Handler handler.Config
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -71,6 +76,7 @@ const DefaultShutdownTimeout = 9 * time.Second
 //	EVENTPIPE_SHUTDOWN_TIMEOUT            drain time after SIGTERM (default 9s)
 //	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
 //	EVENTPIPE_COALESCE_MAX_WAITING        deliveries that may wait for one document's transaction (default 256, 0 = no coalescing)
+//	EVENTPIPE_HANDLER_URL, ...            the handler container behind the consumer (see handler.ConfigFromEnv)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k, def string) string {
 		if v, ok := lookup(k); ok && strings.TrimSpace(v) != "" {
@@ -158,6 +164,11 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		default:
 			c.MaxWaitingPerDocument = n
 		}
+	}
+	if h, err := handler.ConfigFromEnv(lookup); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.Handler = h
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration:\n%w", err)
