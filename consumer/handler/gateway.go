@@ -323,6 +323,9 @@ func (g *Gateway) settle(resp *http.Response) error {
 	}
 	st.rc.Result = result
 	st.outcome = "forwarded"
+	if err := g.opts.Engine.Hit(ctx, engine.GatewayBeforeFinish); err != nil {
+		return err
+	}
 	if _, err := g.opts.Engine.Finish(ctx, st.rc, "completed", nil); err != nil {
 		// The handler acted; the client still gets its answer. Until the
 		// reservation lapses retries get 409, then one is forwarded again.

@@ -441,3 +441,100 @@ func TestTwoGateways(t *testing.T) {
 		})
 	}
 }
+
+// TestKills SIGKILLs the gateway at each failpoint of a handler call and
+// restarts it on the same store: a crash before the handler was called
+// leads to one call; a crash after the handler answered and before the
+// answer was recorded leads to a second call with the same Idempotency-Key
+// (the at-least-once edge docs/handlers.md describes; the handlers dedupe
+// on the key).
+func TestKills(t *testing.T) {
+	cases := []struct {
+		failpoint string
+		api       bool
+		calls     int
+	}{
+		{"worker-after-claim", false, 1},
+		{"worker-before-apply", false, 1},
+		{"worker-after-apply", false, 2},
+		{"worker-before-mark-done", false, 2},
+		{"callback-after-reserve", true, 1},
+		{"gateway-before-finish", true, 2},
+	}
+	for _, ex := range examples {
+		for _, c := range cases {
+			t.Run(ex.name+"/"+c.failpoint, func(t *testing.T) {
+				t.Parallel()
+				h := startHandler(t, ex.path, ex.interpreter)
+				store, r := boltStore(t), routes(t, "10s", "1s", "200ms")
+				timeout := "EVENTPIPE_HANDLER_TIMEOUT=1s"
+				gw := gateway(t, h, store, r, timeout, "EVENTPIPE_FAILPOINT="+c.failpoint)
+				send := func(gw *proctest.Proc) (int, error) {
+					if c.api {
+						return tryPost(gw.URL+"/orders", "kill-key", `{"sku": "K-1"}`)
+					}
+					return tryPush(gw, "m-kill", order("evt-kill", "o-kill", nil))
+				}
+				go func() { _, _ = send(gw) }()
+				gw.WaitKilled(t)
+				gw = gateway(t, h, store, r, timeout)
+				// Retried until the dead holder's lease lapses (nack or 409 till then).
+				deadline := time.Now().Add(20 * time.Second)
+				for {
+					st, err := send(gw)
+					if err == nil && ok(st) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("still %d (%v) 20s after the restart", st, err)
+					}
+					time.Sleep(100 * time.Millisecond) // the lease's own clock runs in the gateway: poll it
+				}
+				s := calls(t, h)
+				var keys []string
+				if c.api {
+					for _, a := range s.API {
+						keys = append(keys, a.Key)
+					}
+				} else {
+					for _, d := range s.deliveriesOf("evt-kill") {
+						keys = append(keys, d.Key)
+					}
+				}
+				if distinct := slices.Compact(slices.Clone(keys)); len(keys) != c.calls || len(distinct) != 1 || distinct[0] == "" {
+					t.Fatalf("killed at %s: handler calls with keys %q, want %d with one key", c.failpoint, keys, c.calls)
+				}
+			})
+		}
+	}
+}
+
+// tryPush is push without failing the test: the gateway may die under it.
+func tryPush(gw *proctest.Proc, messageID string, data []byte) (int, error) {
+	env := map[string]any{"message": map[string]any{"data": base64.StdEncoding.EncodeToString(data),
+		"messageId": messageID, "publishTime": "2026-11-27T10:00:00Z"}, "subscription": "projects/acme/subscriptions/orders"}
+	b, _ := json.Marshal(env)
+	resp, err := http.Post(gw.URL+"/pubsub/push", "application/json", bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// tryPost is post without failing the test.
+func tryPost(url, key, body string) (int, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
