@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/internal/otlptest"
 	"github.com/eventpipe/eventpipe/internal/pgtest"
 	"github.com/eventpipe/eventpipe/internal/proctest"
 )
@@ -173,6 +174,7 @@ type delivery struct {
 	Attributes      map[string]string `json:"attributes"`
 	Event           map[string]any    `json:"event"`
 	Fields          map[string]any    `json:"fields"`
+	Traceparent     string            `json:"traceparent"`
 }
 
 type stats struct {
@@ -229,6 +231,7 @@ func TestHandlers(t *testing.T) {
 			t.Run("api keys", func(t *testing.T) { testAPIKeys(t, ex.path, ex.interpreter) })
 			t.Run("longer than the lease", func(t *testing.T) { testLongCall(t, ex.path, ex.interpreter) })
 			t.Run("hang is cut and retried", func(t *testing.T) { testHang(t, ex.path, ex.interpreter) })
+			t.Run("traceparent", func(t *testing.T) { testTraceparent(t, ex.path, ex.interpreter) })
 		})
 	}
 }
@@ -404,6 +407,29 @@ func testHang(t *testing.T, path, interpreter string) {
 	ds := calls(t, h).deliveriesOf("evt-hang")
 	if len(ds) != 2 || ds[0].Key != ds[1].Key || ds[0].Attempt != 1 || ds[1].Attempt != 2 {
 		t.Fatalf("deliveries %+v: want 2 calls with one Idempotency-Key, attempts 1 and 2", ds)
+	}
+}
+
+// testTraceparent: with tracing on, the handler's call carries a
+// traceparent in the trace of the publisher's span.
+func testTraceparent(t *testing.T, path, interpreter string) {
+	recv := otlptest.Start(t)
+	h := startHandler(t, path, interpreter)
+	gw := gateway(t, h, boltStore(t), routes(t, "10s", "1m", "10s"),
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL, "OTEL_BSP_SCHEDULE_DELAY=600000", "GOOGLE_CLOUD_PROJECT=demo")
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	env := map[string]any{"message": map[string]any{"data": base64.StdEncoding.EncodeToString(order("evt-trace", "o-t", nil)),
+		"attributes": map[string]string{"googclient_traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"},
+		"messageId": "m-trace", "publishTime": "2026-11-27T10:00:00Z"}, "subscription": "projects/acme/subscriptions/orders"}
+	b, _ := json.Marshal(env)
+	resp, err := http.Post(gw.URL+"/pubsub/push", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ds := calls(t, h).deliveriesOf("evt-trace")
+	if resp.StatusCode != http.StatusOK || len(ds) != 1 || !strings.HasPrefix(ds[0].Traceparent, "00-"+traceID+"-") {
+		t.Fatalf("push %d, deliveries %+v: want one call with a traceparent in trace %s", resp.StatusCode, ds, traceID)
 	}
 }
 
