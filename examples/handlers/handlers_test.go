@@ -420,7 +420,7 @@ func testTraceparent(t *testing.T, path, interpreter string) {
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	env := map[string]any{"message": map[string]any{"data": base64.StdEncoding.EncodeToString(order("evt-trace", "o-t", nil)),
 		"attributes": map[string]string{"googclient_traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"},
-		"messageId": "m-trace", "publishTime": "2026-11-27T10:00:00Z"}, "subscription": "projects/acme/subscriptions/orders"}
+		"messageId":  "m-trace", "publishTime": "2026-11-27T10:00:00Z"}, "subscription": "projects/acme/subscriptions/orders"}
 	b, _ := json.Marshal(env)
 	resp, err := http.Post(gw.URL+"/pubsub/push", "application/json", bytes.NewReader(b))
 	if err != nil {
