@@ -31,30 +31,13 @@ var examples = []struct{ name, path, interpreter string }{
 	{"node", "node/handler.js", "node"},
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// consumer is the consumer binary, built on first use.
+var consumer = &proctest.Binary{Pkg: "../../cmd/consumer"}
 
-// consumerBinary builds cmd/consumer once per test run.
-func consumerBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "consumer-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "consumer")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/consumer").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
+func TestMain(m *testing.M) {
+	code := m.Run()
+	consumer.Remove()
+	os.Exit(code)
 }
 
 // routes returns examples/handlers/routes.json with the orders route's
@@ -96,7 +79,7 @@ func startHandler(t testing.TB, path, interpreter string) *proctest.Proc {
 // gateway starts the consumer in front of h with store and routes.
 func gateway(t testing.TB, h *proctest.Proc, store, routes string, extra ...string) *proctest.Proc {
 	t.Helper()
-	return proctest.Start(t, consumerBinary(t), proctest.Options{Base: env(), Env: append([]string{
+	return proctest.Start(t, consumer.Path(t), proctest.Options{Base: env(), Env: append([]string{
 		"EVENTPIPE_HANDLER_URL=" + h.URL, "EVENTPIPE_STORE=" + store, "EVENTPIPE_ROUTES=" + routes,
 		"EVENTPIPE_SHUTDOWN_TIMEOUT=2s"}, extra...)})
 }
@@ -116,20 +99,30 @@ func order(eventID, orderID string, knobs map[string]any) []byte {
 // push posts one Pub/Sub push envelope to the gateway and returns the status.
 func push(t testing.TB, gw *proctest.Proc, messageID string, data []byte, attempt int) int {
 	t.Helper()
+	st, err := tryPush(gw, messageID, data, attempt, map[string]string{"source": "checkout"})
+	if err != nil {
+		t.Fatalf("push %s: %v", messageID, err)
+	}
+	return st
+}
+
+// tryPush is push without failing the test (the gateway may die under it),
+// with the message's attributes.
+func tryPush(gw *proctest.Proc, messageID string, data []byte, attempt int, attrs map[string]string) (int, error) {
 	env := map[string]any{"message": map[string]any{"data": base64.StdEncoding.EncodeToString(data),
-		"attributes": map[string]string{"source": "checkout"}, "messageId": messageID,
-		"publishTime": "2026-11-27T10:00:00.123Z"}, "subscription": "projects/acme/subscriptions/orders"}
+		"attributes": attrs, "messageId": messageID, "publishTime": "2026-11-27T10:00:00.123Z"},
+		"subscription": "projects/acme/subscriptions/orders"}
 	if attempt > 0 {
 		env["deliveryAttempt"] = attempt
 	}
 	b, _ := json.Marshal(env)
 	resp, err := http.Post(gw.URL+"/pubsub/push", "application/json", bytes.NewReader(b))
 	if err != nil {
-		t.Fatalf("push %s: %v", messageID, err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	return resp.StatusCode, nil
 }
 
 // answer is one HTTP response, read whole.
@@ -418,18 +411,14 @@ func testTraceparent(t *testing.T, path, interpreter string) {
 	gw := gateway(t, h, boltStore(t), routes(t, "10s", "1m", "10s"),
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL, "OTEL_BSP_SCHEDULE_DELAY=600000", "GOOGLE_CLOUD_PROJECT=demo")
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
-	env := map[string]any{"message": map[string]any{"data": base64.StdEncoding.EncodeToString(order("evt-trace", "o-t", nil)),
-		"attributes": map[string]string{"googclient_traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"},
-		"messageId":  "m-trace", "publishTime": "2026-11-27T10:00:00Z"}, "subscription": "projects/acme/subscriptions/orders"}
-	b, _ := json.Marshal(env)
-	resp, err := http.Post(gw.URL+"/pubsub/push", "application/json", bytes.NewReader(b))
+	st, err := tryPush(gw, "m-trace", order("evt-trace", "o-t", nil), 0,
+		map[string]string{"googclient_traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
 	ds := calls(t, h).deliveriesOf("evt-trace")
-	if resp.StatusCode != http.StatusOK || len(ds) != 1 || !strings.HasPrefix(ds[0].Traceparent, "00-"+traceID+"-") {
-		t.Fatalf("push %d, deliveries %+v: want one call with a traceparent in trace %s", resp.StatusCode, ds, traceID)
+	if st != http.StatusOK || len(ds) != 1 || !strings.HasPrefix(ds[0].Traceparent, "00-"+traceID+"-") {
+		t.Fatalf("push %d, deliveries %+v: want one call with a traceparent in trace %s", st, ds, traceID)
 	}
 }
 
@@ -499,7 +488,7 @@ func TestKills(t *testing.T) {
 					if c.api {
 						return tryPost(gw.URL+"/orders", "kill-key", `{"sku": "K-1"}`)
 					}
-					return tryPush(gw, "m-kill", order("evt-kill", "o-kill", nil))
+					return tryPush(gw, "m-kill", order("evt-kill", "o-kill", nil), 0, nil)
 				}
 				go func() { _, _ = send(gw) }()
 				gw.WaitKilled(t)
@@ -533,20 +522,6 @@ func TestKills(t *testing.T) {
 			})
 		}
 	}
-}
-
-// tryPush is push without failing the test: the gateway may die under it.
-func tryPush(gw *proctest.Proc, messageID string, data []byte) (int, error) {
-	env := map[string]any{"message": map[string]any{"data": base64.StdEncoding.EncodeToString(data),
-		"messageId": messageID, "publishTime": "2026-11-27T10:00:00Z"}, "subscription": "projects/acme/subscriptions/orders"}
-	b, _ := json.Marshal(env)
-	resp, err := http.Post(gw.URL+"/pubsub/push", "application/json", bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
 }
 
 // tryPost is post without failing the test.
