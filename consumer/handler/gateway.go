@@ -187,8 +187,9 @@ func (g *Gateway) serveKeyed(w http.ResponseWriter, r *http.Request, raw []strin
 		finish("replayed", status)
 		return
 	case errors.As(err, &ee) && ee.Type == engine.TypeInProgress:
-		retry := max(1, int(time.Until(rc.HeldUntil).Round(time.Second)/time.Second))
-		w.Header().Set("Retry-After", strconv.Itoa(retry))
+		// The first request usually finishes well before its reservation
+		// (HeldUntil) would lapse: ask for a retry soon, not then.
+		w.Header().Set("Retry-After", "1")
 		problem(w, http.StatusConflict, "A request with this Idempotency-Key is being processed",
 			"retry after the Retry-After seconds: you will get its response")
 		finish("in_progress", http.StatusConflict)
