@@ -64,6 +64,7 @@ func (x *ConsumerSettings) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Audience, "The OIDC audience of push tokens (default PROJECT/NAME/pubsub-push).")
 	a.Describe(&x.CallbackAccounts, "The emails of the service accounts whose jobs may call the consumer's callback endpoint; each is granted roles/run.invoker on the service (default none: callbacks are refused).")
 	a.Describe(&x.CallbackAudience, "The OIDC audience callers request their tokens for (default: audience); only with callbackAccounts.")
+	a.Describe(&x.Handler, "The team's own container beside the consumer (docs/handlers.md); default none.")
 }
 
 // Annotate describes DeadLetterSettings and its fields for a component provider's schema.
@@ -90,6 +91,18 @@ func (x *FirestoreTTLArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Database, "The Firestore database id, e.g. \"(default)\".")
 	a.Describe(&x.Collections, "The collection groups whose documents expire.")
 	a.Describe(&x.Field, "The timestamp field documents expire by (default expireAt, the consumer's).")
+}
+
+// Annotate describes HandlerSettings and its fields for a component provider's schema.
+func (x *HandlerSettings) Annotate(a annotate.Annotator) {
+	a.SetToken("index", "HandlerSettings")
+	a.Describe(x, "HandlerSettings configure the team's own container beside the consumer (docs/handlers.md): the\nconsumer, the service's ingress container, passes it on localhost the events of routes that name it,\nonce per logical event, and every other request, once per Idempotency-Key.")
+	a.Describe(&x.Image, "The handler's container image, by digest (REPO@sha256:<64 hex>) or tag (REPO:TAG).")
+	a.Describe(&x.Port, "The port the handler listens on, on localhost (default 8081; its environment has it as HANDLER_PORT).")
+	a.Describe(&x.HealthPath, "The handler's health check: the consumer starts once it answers (default /healthz).")
+	a.Describe(&x.Env, "The handler's environment (no EVENTPIPE_ names, PORT or HANDLER_PORT).")
+	a.Describe(&x.CPU, "The handler container's CPU limit (default \"1\").")
+	a.Describe(&x.Memory, "The handler container's memory limit (default \"512Mi\").")
 }
 
 // Annotate describes Pipeline and its fields for a component provider's schema.

@@ -245,6 +245,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 			TimeoutSeconds:   pulumi.Int(2),
 		},
 	}
+	var starts pulumi.StringArray // containers the consumer starts after
 	containers := cloudrunv2.ServiceTemplateContainerArray{consumer}
 	if traced {
 		collector, grant, err := declareTraceCollector(ctx, name, project, c.Member, parent)
@@ -252,9 +253,17 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 			return nil, err
 		}
 		// The consumer starts once the collector is ready to take its spans.
-		consumer.DependsOns = pulumi.StringArray{pulumi.String(CollectorContainer)}
+		starts = append(starts, pulumi.String(CollectorContainer))
 		containers = append(containers, collector)
 		dependsOn = append(dependsOn, grant)
+	}
+	if k.Handler != nil {
+		// The consumer starts once its handler answers its health check.
+		starts = append(starts, pulumi.String(HandlerContainer))
+		containers = append(containers, handlerContainer(k.Handler))
+	}
+	if len(starts) > 0 {
+		consumer.DependsOns = starts
 	}
 	svc, err := cloudrunv2.NewService(ctx, name, &cloudrunv2.ServiceArgs{
 		Project:     project,
@@ -394,6 +403,9 @@ func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceT
 	}
 	if traced {
 		maps.Copy(vars, traceCollectorEnv(sc.project))
+	}
+	if k.Handler != nil {
+		vars[EnvHandlerURL] = pulumi.String(k.Handler.URL())
 	}
 	names := append(spec.SortedKeys(vars), EnvStore)
 	sort.Strings(names)

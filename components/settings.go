@@ -80,6 +80,8 @@ type ConsumerSettings struct {
 	// CallbackAudience is the OIDC audience callers request their tokens for (default: audience); only with
 	// callbackAccounts.
 	CallbackAudience string `pulumi:"callbackAudience,optional"`
+	// Handler is the team's own container beside the consumer (docs/handlers.md); default none.
+	Handler *HandlerSettings `pulumi:"handler,optional"`
 }
 
 // SubscriptionSettings configure one subscription, with its dead-letter queue.
@@ -178,6 +180,7 @@ func (c *ConsumerSettings) toSpec(d *deferrals) spec.Consumer {
 		Audience:             c.Audience,
 		CallbackAccounts:     c.CallbackAccounts,
 		CallbackAudience:     c.CallbackAudience,
+		Handler:              c.Handler.toSpec(),
 	}
 }
 

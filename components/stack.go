@@ -85,6 +85,7 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 				Audience:             k.Audience,
 				CallbackAccounts:     k.CallbackAccounts,
 				CallbackAudience:     k.CallbackAudience,
+				Handler:              handlerSettings(k.Handler),
 			},
 			Subscriptions: map[string]SubscriptionSettings{},
 			Alerts: &AlertSettings{

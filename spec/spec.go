@@ -182,6 +182,9 @@ type Consumer struct {
 	// CallbackAudience is the OIDC audience callers request their tokens for (default: audience); it is
 	// registered as a custom audience of the service. Only with callbackAccounts.
 	CallbackAudience string `json:"callbackAudience,omitempty"`
+	// Handler is the team's own container beside the consumer (see the Handler section and
+	// docs/handlers.md); default none.
+	Handler *Handler `json:"handler,omitempty"`
 }
 
 // Subscription configures one subscription on the pipeline topic.

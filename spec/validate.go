@@ -309,6 +309,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 		}
 	}
 	validateSize(c, s, p, path)
+	validateHandler(c, p, path+".handler")
 	if k.ServiceAccount != "" && !accountEmailPattern.MatchString(k.ServiceAccount) {
 		c.add(p.Name, path+".serviceAccount", strconv.Quote(k.ServiceAccount), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
 			"use the account's email (not its member string or unique id), or remove it so the pipeline gets its own account")
