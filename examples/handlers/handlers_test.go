@@ -19,9 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/internal/otlptest"
 	"github.com/eventpipe/eventpipe/internal/pgtest"
 	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // examples are the handlers under test: an executable each (shebang), run
@@ -538,4 +540,40 @@ func tryPost(url, key, body string) (int, error) {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, nil
+}
+
+// TestStackConfigs: each example's stack config is valid, gives the
+// consumer the example's handler beside it, and the routes it names
+// (routes.json) send the orders route to the handler.
+func TestStackConfigs(t *testing.T) {
+	routesJSON, err := os.ReadFile("routes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := route.Parse(routesJSON)
+	if err != nil {
+		t.Fatalf("routes.json: %v", err)
+	}
+	if r := tb.Routes()[0]; r.Mode != route.ModeLease || !r.Action.ToHandler() {
+		t.Fatalf("routes.json: route %s does not name the handler", r.Name)
+	}
+	for _, ex := range examples {
+		path := filepath.Join(filepath.Dir(ex.path), "Pulumi.dev.yaml")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := spec.ParseStackFile(path, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := spec.Load("dev", f.Source)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		h := st.Pipelines["orders"].Consumer.Handler
+		if h == nil || !strings.Contains(h.Image, ex.name+"-handler") || h.URL() != "http://localhost:8081" || h.HealthPath != "/healthz" {
+			t.Fatalf("%s: handler %+v", path, h)
+		}
+	}
 }

@@ -106,4 +106,5 @@ const server = http.createServer(async (req, res) => {
   }
 });
 server.keepAliveTimeout = 65 * 1000; // longer than the consumer's idle connections
-server.listen(Number(process.env.PORT || 8081));
+// Beside the consumer the component sets HANDLER_PORT (Cloud Run keeps PORT for the ingress container).
+server.listen(Number(process.env.HANDLER_PORT || process.env.PORT || 8081));

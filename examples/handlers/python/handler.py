@@ -119,5 +119,6 @@ class Handler(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
-    port = int(os.environ.get("PORT", "8081"))
+    # Beside the consumer the component sets HANDLER_PORT (Cloud Run keeps PORT for the ingress container).
+    port = int(os.environ.get("HANDLER_PORT") or os.environ.get("PORT") or "8081")
     ThreadingHTTPServer(("", port), Handler).serve_forever()
