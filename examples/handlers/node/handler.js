@@ -73,8 +73,9 @@ async function delivery(req, res, key) {
     await sleep(3600 * 1000); // a stuck call: the consumer cuts it at the route's timeout
   }
   if (event.sleepMs) await sleep(event.sleepMs);
-  if (!event.orderId) return reply(res, 422, { error: 'orderId is missing' }); // 4xx: poison, never retried
-  reply(res, 200, applyOnce(key, () => ({ confirmed: event.orderId })));
+  const orderId = (d.fields || {}).orderId; // the route's output fields
+  if (!orderId) return reply(res, 422, { error: 'orderId is missing' }); // 4xx: poison, never retried
+  reply(res, 200, applyOnce(key, () => ({ confirmed: orderId })));
 }
 
 async function createOrder(req, res, key) {

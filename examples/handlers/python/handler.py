@@ -92,9 +92,10 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(3600)  # a stuck call: the consumer cuts it at the route's timeout
         if event.get("sleepMs"):
             time.sleep(event["sleepMs"] / 1000)
-        if not event.get("orderId"):
+        order_id = (d.get("fields") or {}).get("orderId")  # the route's output fields
+        if not order_id:
             return self.reply(422, {"error": "orderId is missing"})  # 4xx: poison, never retried
-        result = apply_once(key, lambda: {"confirmed": event["orderId"]})
+        result = apply_once(key, lambda: {"confirmed": order_id})
         self.reply(200, result)
 
     def create_order(self, key):
