@@ -75,14 +75,20 @@ func validateHandler(c *collector, p *Pipeline, path string) {
 				"these are the consumer's or set for you: remove it (the handler's port is handler.port)")
 		}
 	}
-	if h.CPU == "" {
-		h.CPU = DefaultCPU
-	} else if _, ok := ParseCPU(h.CPU); !ok {
-		c.add(p.Name, path+".cpu", strconv.Quote(h.CPU), `a CPU count: "1", "2", "4", "6", "8", or from "0.08" up to 1 (also written "500m")`, "write the CPU limit as a quoted number")
+	validateLimits(c, p.Name, path, &h.CPU, &h.Memory)
+}
+
+// validateLimits fills in and checks a container's CPU and memory limits
+// (path.cpu, path.memory), the consumer's or the handler's.
+func validateLimits(c *collector, pipeline, path string, cpu, memory *string) {
+	if *cpu == "" {
+		*cpu = DefaultCPU
+	} else if _, ok := ParseCPU(*cpu); !ok {
+		c.add(pipeline, path+".cpu", strconv.Quote(*cpu), `a CPU count: "1", "2", "4", "6", "8", or from "0.08" up to 1 (also written "500m")`, "write the CPU limit as a quoted number")
 	}
-	if h.Memory == "" {
-		h.Memory = DefaultMemory
-	} else if _, ok := ParseMemory(h.Memory); !ok {
-		c.add(p.Name, path+".memory", strconv.Quote(h.Memory), `a memory size in Mi or Gi, such as "512Mi" or "2Gi"`, "write a whole number followed by Mi or Gi")
+	if *memory == "" {
+		*memory = DefaultMemory
+	} else if _, ok := ParseMemory(*memory); !ok {
+		c.add(pipeline, path+".memory", strconv.Quote(*memory), `a memory size in Mi or Gi, such as "512Mi" or "2Gi"`, "write a whole number followed by Mi or Gi")
 	}
 }

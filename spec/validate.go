@@ -291,16 +291,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	default:
 		c.add(p.Name, path+".ingress", strconv.Quote(k.Ingress), IngressInternal+" or "+IngressInternalLB, "pick one of the allowed values")
 	}
-	if k.CPU == "" {
-		k.CPU = DefaultCPU
-	} else if _, ok := ParseCPU(k.CPU); !ok {
-		c.add(p.Name, path+".cpu", strconv.Quote(k.CPU), `a CPU count: "1", "2", "4", "6", "8", or from "0.08" up to 1 (also written "500m")`, "write the CPU limit as a quoted number")
-	}
-	if k.Memory == "" {
-		k.Memory = DefaultMemory
-	} else if _, ok := ParseMemory(k.Memory); !ok {
-		c.add(p.Name, path+".memory", strconv.Quote(k.Memory), `a memory size in Mi or Gi, such as "512Mi" or "2Gi"`, "write a whole number followed by Mi or Gi")
-	}
+	validateLimits(c, p.Name, path, &k.CPU, &k.Memory)
 	for _, sub := range p.Subscriptions {
 		if sub != nil && sub.ConsumerPulls() && *k.MinInstances < 1 {
 			c.add(p.Name, path+".minInstances", strconv.Itoa(*k.MinInstances), "at least 1 when the pipeline has a pull subscription",
