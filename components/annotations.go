@@ -67,6 +67,7 @@ func (x *ConsumerSettings) Annotate(a annotate.Annotator) {
 	a.Describe(&x.VPCAccess, "Gives the consumer Direct VPC egress, which a store on a private address needs.")
 	a.Describe(&x.CloudSQLInstances, "Cloud SQL instances (PROJECT:REGION:INSTANCE) mounted at /cloudsql; the consumer's account gets roles/cloudsql.client on each one's project.")
 	a.Describe(&x.WorkerPool, "Runs the consumer on a Cloud Run worker pool (minInstances instances, no HTTP endpoint) instead of a service; only when every subscription is pulled (default false).")
+	a.Describe(&x.Handler, "The team's own container beside the consumer (docs/handlers.md); default none.")
 }
 
 // Annotate describes DeadLetterSettings and its fields for a component provider's schema.
@@ -93,6 +94,18 @@ func (x *FirestoreTTLArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Database, "The Firestore database id, e.g. \"(default)\".")
 	a.Describe(&x.Collections, "The collection groups whose documents expire.")
 	a.Describe(&x.Field, "The timestamp field documents expire by (default expireAt, the consumer's).")
+}
+
+// Annotate describes HandlerSettings and its fields for a component provider's schema.
+func (x *HandlerSettings) Annotate(a annotate.Annotator) {
+	a.SetToken("index", "HandlerSettings")
+	a.Describe(x, "HandlerSettings configure the team's own container beside the consumer (docs/handlers.md): the\nconsumer, the service's ingress container, passes it on localhost the events of routes that name it,\nonce per logical event, and every other request, once per Idempotency-Key.")
+	a.Describe(&x.Image, "The handler's container image, by digest (REPO@sha256:<64 hex>) or tag (REPO:TAG).")
+	a.Describe(&x.Port, "The port the handler listens on, on localhost (default 8081; its environment has it as HANDLER_PORT).")
+	a.Describe(&x.HealthPath, "The handler's health check: the consumer starts once it answers (default /healthz).")
+	a.Describe(&x.Env, "The handler's environment (no EVENTPIPE_ names, PORT or HANDLER_PORT).")
+	a.Describe(&x.CPU, "The handler container's CPU limit (default \"1\").")
+	a.Describe(&x.Memory, "The handler container's memory limit (default \"512Mi\").")
 }
 
 // Annotate describes Pipeline and its fields for a component provider's schema.

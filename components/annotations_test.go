@@ -24,7 +24,7 @@ func TestEveryProviderFieldIsDescribed(t *testing.T) {
 		&components.TopicArgs{}, &components.Topic{}, &components.TopicSettings{},
 		&components.SubscriptionArgs{}, &components.Subscription{}, &components.SubscriptionSettings{},
 		&components.DeadLetterSettings{}, &components.PushTarget{},
-		&components.ConsumerArgs{}, &components.Consumer{}, &components.ConsumerSettings{},
+		&components.ConsumerArgs{}, &components.Consumer{}, &components.ConsumerSettings{}, &components.HandlerSettings{},
 		&components.AlertSettings{}, &components.FirestoreTTLArgs{}, &components.FirestoreTTL{},
 	} {
 		if missing := annotategen.Undescribed(v); len(missing) > 0 {

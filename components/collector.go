@@ -38,13 +38,24 @@ const (
 	CollectorMemory = "256Mi"
 )
 
-// sidecars are the consumer's containers besides its own: the collector
-// when traced.
-func sidecars(traced bool) []spec.ContainerSize {
-	if !traced {
-		return nil
+// sidecars are the consumer's containers besides its own, which count towards the
+// instance's totals: the collector when traced, and the team's handler.
+func sidecars(p *spec.Pipeline, traced bool) []spec.ContainerSize {
+	var out []spec.ContainerSize
+	if traced {
+		out = append(out, spec.ContainerSize{Name: CollectorContainer, CPU: CollectorCPU, Memory: CollectorMemory})
 	}
-	return []spec.ContainerSize{{Name: CollectorContainer, CPU: CollectorCPU, Memory: CollectorMemory}}
+	if h := p.Consumer.Handler; h != nil {
+		cpu, memory := h.CPU, h.Memory
+		if cpu == "" {
+			cpu = "1"
+		}
+		if memory == "" {
+			memory = "512Mi"
+		}
+		out = append(out, spec.ContainerSize{Name: HandlerContainer, CPU: cpu, Memory: memory})
+	}
+	return out
 }
 
 // collectorConfig receives OTLP/gRPC from the consumer on localhost only,

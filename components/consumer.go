@@ -151,7 +151,7 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 		problems = append(problems, spec.FieldError{Path: "pushAccounts", Value: "(set)", Allowed: "none with consumer.workerPool",
 			Fix: "remove pushAccounts, or consumer.workerPool: Pub/Sub pushes to an HTTP endpoint, which a worker pool does not have"})
 	}
-	if all := append(append(errs, problems...), deployProblems(sc.stack, sc.pipeline, sidecars(sc.traceCollector))...); len(all) > 0 {
+	if all := append(append(errs, problems...), deployProblems(sc.stack, sc.pipeline, sidecars(sc.pipeline, sc.traceCollector))...); len(all) > 0 {
 		return nil, argsError("consumer", name, all)
 	}
 	pushAccounts := args.PushAccounts
@@ -282,6 +282,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 			&cloudrunv2.ServiceTemplateContainerVolumeMountArgs{Name: pulumi.String(cloudSQLVolume), MountPath: pulumi.String(cloudSQLMount)},
 		}
 	}
+	var starts pulumi.StringArray // containers the consumer starts after
 	containers := cloudrunv2.ServiceTemplateContainerArray{consumer}
 	if traced {
 		collector, grant, err := declareTraceCollector(ctx, name, project, c.Member, !pulling, parent)
@@ -289,9 +290,17 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 			return nil, err
 		}
 		// The consumer starts once the collector is ready to take its spans.
-		consumer.DependsOns = pulumi.StringArray{pulumi.String(CollectorContainer)}
+		starts = append(starts, pulumi.String(CollectorContainer))
 		containers = append(containers, collector)
 		dependsOn = append(dependsOn, grant)
+	}
+	if k.Handler != nil {
+		// The consumer starts once its handler answers its health check.
+		starts = append(starts, pulumi.String(HandlerContainer))
+		containers = append(containers, handlerContainer(k.Handler))
+	}
+	if len(starts) > 0 {
+		consumer.DependsOns = starts
 	}
 	svcArgs := &cloudrunv2.ServiceArgs{
 		Project:     project,
@@ -450,6 +459,9 @@ func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceT
 	}
 	if traced {
 		maps.Copy(vars, traceCollectorEnv(sc.project))
+	}
+	if k.Handler != nil {
+		vars[EnvHandlerURL] = pulumi.String(k.Handler.URL())
 	}
 	names := append(spec.SortedKeys(vars), EnvStore)
 	sort.Strings(names)

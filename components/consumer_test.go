@@ -49,6 +49,7 @@ func TestConsumer(t *testing.T) {
 		components.EnvPushAccounts:       pushEmail,
 		components.EnvPullSubscriptions:  "projects/acme-dev/subscriptions/orders-work",
 		components.EnvCollectionPrefix:   "eventpipe_orders_",
+		components.EnvRequestTimeout:     "60s",
 		components.EnvMemoryLimit:        memoryLimit(512),
 		components.EnvPullMaxOutstanding: strconv.Itoa(concurrency),
 	}

@@ -238,7 +238,7 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 	err := spec.Validate(st)
 	var errs spec.Errors
 	errors.As(err, &errs)
-	problems = append(problems, deployProblems(st, p, sidecars(sc.traceCollector))...)
+	problems = append(problems, deployProblems(st, p, sidecars(p, sc.traceCollector))...)
 	if all := append(errs, problems...); len(all) > 0 {
 		return nil, alerts.Config{}, argsError("pipeline", name, all)
 	}

@@ -89,6 +89,8 @@ type ConsumerSettings struct {
 	// WorkerPool runs the consumer on a Cloud Run worker pool (minInstances instances, no HTTP endpoint)
 	// instead of a service; only when every subscription is pulled (default false).
 	WorkerPool bool `pulumi:"workerPool,optional"`
+	// Handler is the team's own container beside the consumer (docs/handlers.md); default none.
+	Handler *HandlerSettings `pulumi:"handler,optional"`
 }
 
 // VPCAccessSettings are a consumer's Direct VPC egress.
@@ -202,6 +204,7 @@ func (c *ConsumerSettings) toSpec(d *deferrals) spec.Consumer {
 		VPCAccess:            c.VPCAccess.toSpec(),
 		CloudSQLInstances:    c.CloudSQLInstances,
 		WorkerPool:           c.WorkerPool,
+		Handler:              c.Handler.toSpec(),
 	}
 }
 

@@ -40,7 +40,7 @@ func LoadStack(stack string, src spec.Source) (*Stack, error) {
 		traced := st.Defaults.TraceCollector != nil && *st.Defaults.TraceCollector
 		for _, p := range st.SortedPipelines() {
 			if p != nil {
-				errs = append(errs, deployProblems(st, p, sidecars(traced))...)
+				errs = append(errs, deployProblems(st, p, sidecars(p, traced))...)
 			}
 		}
 	}
@@ -96,6 +96,7 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 				CallbackAudience:     k.CallbackAudience,
 				CloudSQLInstances:    k.CloudSQLInstances,
 				WorkerPool:           k.WorkerPool,
+				Handler:              handlerSettings(k.Handler),
 			},
 			Subscriptions: map[string]SubscriptionSettings{},
 			Alerts: &AlertSettings{

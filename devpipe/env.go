@@ -14,6 +14,7 @@ import (
 
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
+	"github.com/eventpipe/eventpipe/consumer/handler"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/push"
@@ -36,6 +37,13 @@ type Options struct {
 	ConsumerLog io.Writer
 	// Logger receives the bridges' lines (nil: discarded).
 	Logger *slog.Logger
+	// Handler, when set, runs the team's handler beside the pipeline; every
+	// consumer gets it as EVENTPIPE_HANDLER_URL (through a counter of its
+	// calls, Env.Handler).
+	Handler *HandlerOptions
+	// Routes, when set, is every consumer's routes file instead of the
+	// stack's consumer.routes (a path inside the image).
+	Routes string
 }
 
 // Env is a running local pipeline. Close stops it.
@@ -52,6 +60,8 @@ type Env struct {
 	EmulatorHost string
 	// DataDir holds the consumers' bbolt files.
 	DataDir string
+	// Handler is the team's handler (Options.Handler), nil without one.
+	Handler *Handler
 
 	fake   *pstestutil.Fake
 	api    replay.ClientAPI
@@ -98,6 +108,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	logW := e.Tally.Writer(opts.ConsumerLog)
+	if opts.Handler != nil {
+		if e.Handler, err = StartHandler(ctx, *opts.Handler); err != nil {
+			_ = e.Close()
+			return nil, err
+		}
+	}
 	for _, p := range opts.Stack.SortedPipelines() {
 		addr, err := e.startConsumer(ctx, runCtx, opts, p, logW)
 		if err != nil {
@@ -136,6 +152,12 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 		"EVENTPIPE_PULL_SUBSCRIPTIONS": strings.Join(st.PullSubscriptions(p), ","),
 		"EVENTPIPE_COLLECTION_PREFIX":  p.Consumer.CollectionPrefix,
 		"EVENTPIPE_SHUTDOWN_TIMEOUT":   "5s",
+	}
+	if opts.Routes != "" {
+		env["EVENTPIPE_ROUTES"] = opts.Routes
+	}
+	if e.Handler != nil {
+		env[handler.URLEnv] = e.Handler.URL
 	}
 	cfg, err := server.ConfigFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
@@ -252,6 +274,9 @@ func (e *Env) Close() error {
 	e.cancel()
 	e.wg.Wait()
 	err := e.Err()
+	if e.Handler != nil {
+		err = errors.Join(err, e.Handler.Close())
+	}
 	if cerr := e.fake.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

@@ -44,7 +44,7 @@ func TestConfigurationReference(t *testing.T) {
 // every type appears in the generated reference.
 func TestReferenceCoversEveryField(t *testing.T) {
 	doc := generateReference(t)
-	for _, typ := range []any{spec.Stack{}, spec.Defaults{}, spec.Pipeline{}, spec.Topic{}, spec.Consumer{}, spec.VPCAccess{}, spec.Subscription{}, spec.DeadLetter{}, spec.Channels{}} {
+	for _, typ := range []any{spec.Stack{}, spec.Defaults{}, spec.Pipeline{}, spec.Topic{}, spec.Consumer{}, spec.VPCAccess{}, spec.Handler{}, spec.Subscription{}, spec.DeadLetter{}, spec.Channels{}} {
 		rt := reflect.TypeOf(typ)
 		for i := range rt.NumField() {
 			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
@@ -134,6 +134,7 @@ func generateReference(t *testing.T) string {
 		{"Topic", "`…<name>.topic`", "The pipeline's source topic.", false},
 		{"Consumer", "`…<name>.consumer`", "The Cloud Run service running the eventpipe consumer.", false},
 		{"VPCAccess", "`…<name>.consumer.vpcAccess`", "The consumer's Direct VPC egress, which a store on a private address needs (see README, Deploying).", false},
+		{"Handler", "`…<name>.consumer.handler`", "The team's own container beside the consumer ([docs/handlers.md](handlers.md)).", false},
 		{"Subscription", "`…<name>.subscriptions.<key>`", "One subscription on the topic; the map key (1–30 lowercase letters, digits or hyphens) is unique within the pipeline.", false},
 		{"DeadLetter", "`…subscriptions.<key>.deadLetter`", "The subscription's dead-letter queue.", false},
 		{"StackAlerts", "`eventpipe:alerts`", "Stack-wide alerting settings.", true},

@@ -200,6 +200,9 @@ type Consumer struct {
 	// HTTP endpoint and no request-driven scaling, for pipelines whose consumer only pulls. It runs
 	// minInstances instances; push subscriptions, callbacks and ingress need a service.
 	WorkerPool bool `json:"workerPool,omitempty"`
+	// Handler is the team's own container beside the consumer (see the Handler section and
+	// docs/handlers.md); default none.
+	Handler *Handler `json:"handler,omitempty"`
 }
 
 // VPCAccess is a consumer's Direct VPC egress: its instances get an address

@@ -293,16 +293,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	default:
 		c.add(p.Name, path+".ingress", strconv.Quote(k.Ingress), IngressInternal+" or "+IngressInternalLB, "pick one of the allowed values")
 	}
-	if k.CPU == "" {
-		k.CPU = DefaultCPU
-	} else if _, ok := ParseCPU(k.CPU); !ok {
-		c.add(p.Name, path+".cpu", strconv.Quote(k.CPU), `a CPU count: "1", "2", "4", "6", "8", or from "0.08" up to 1 (also written "500m")`, "write the CPU limit as a quoted number")
-	}
-	if k.Memory == "" {
-		k.Memory = DefaultMemory
-	} else if _, ok := ParseMemory(k.Memory); !ok {
-		c.add(p.Name, path+".memory", strconv.Quote(k.Memory), `a memory size in Mi or Gi, such as "512Mi" or "2Gi"`, "write a whole number followed by Mi or Gi")
-	}
+	validateLimits(c, p.Name, path, &k.CPU, &k.Memory)
 	for _, sub := range p.Subscriptions {
 		if sub != nil && sub.ConsumerPulls() && *k.MinInstances < 1 {
 			c.add(p.Name, path+".minInstances", strconv.Itoa(*k.MinInstances), "at least 1 when the pipeline has a pull subscription",
@@ -311,6 +302,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 		}
 	}
 	validateSize(c, s, p, path)
+	validateHandler(c, p, path+".handler")
 	if k.ServiceAccount != "" && !accountEmailPattern.MatchString(k.ServiceAccount) {
 		c.add(p.Name, path+".serviceAccount", strconv.Quote(k.ServiceAccount), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
 			"use the account's email (not its member string or unique id), or remove it so the pipeline gets its own account")

@@ -2,15 +2,15 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/eventpipe/eventpipe/internal/proctest"
 )
 
 // repoRoot is the module root (this package is cmd/consumer).
@@ -161,19 +161,13 @@ func TestDockerfileMatchesMakefile(t *testing.T) {
 	}
 }
 
-// The consumer binary the tests run, built on first use (consumerBinary) and
-// removed by TestMain when the tests end.
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// consumer is the binary the tests run, built on first use (consumerBinary)
+// and removed by TestMain when the tests end.
+var consumer = &proctest.Binary{Pkg: "."}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
-	}
+	consumer.Remove()
 	os.Exit(code)
 }
 
@@ -181,21 +175,4 @@ func TestMain(m *testing.M) {
 // directory. It uses the default build settings, so the packages compiled
 // for the tests are reused; the release flags are checked against the
 // Dockerfile above and measured by scripts/consumer-startup.sh.
-func consumerBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "consumer-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "consumer")
-		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func consumerBinary(t testing.TB) string { return consumer.Path(t) }

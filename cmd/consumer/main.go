@@ -7,6 +7,9 @@
 // default routes and a bbolt store in the temporary directory. The standard
 // OTEL_* variables turn on OpenTelemetry tracing (see tracing.FromEnv);
 // GOOGLE_CLOUD_PROJECT then names the traces' project in log lines.
+// With EVENTPIPE_HANDLER_URL it is an idempotency gateway in front of the
+// team's handler container: every other path is proxied to it, with
+// Idempotency-Key handling (package handler, docs/handlers.md).
 //
 // It imports only eventpipe's consumer packages (no Pulumi, no OPA), so it
 // stays small and starts fast.

@@ -28,6 +28,7 @@ type devFlags struct {
 	dataDir  string
 	scale    float64
 	scenario devpipe.Scenario
+	handler  handlerFlags
 }
 
 // newDevCmd builds `eventpipe dev`: the stack's pipelines on this machine.
@@ -61,6 +62,7 @@ func newDevCmd() *cobra.Command {
 	fl.IntVar(&f.scenario.OutOfOrder, "out-of-order", f.scenario.OutOfOrder, "scenario: older events per pipeline")
 	fl.IntVar(&f.scenario.Poison, "poison", f.scenario.Poison, "scenario: poison messages per pipeline")
 	fl.DurationVar(&f.scenario.Outage, "outage", f.scenario.Outage, "scenario: how long the stores stay down")
+	f.handler.register(fl)
 	return cmd
 }
 
@@ -98,8 +100,12 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 		return &exitError{code: 2, err: fmt.Errorf("consumer log: %w", err)}
 	}
 	defer logFile.Close()
-	env, err := devpipe.Start(ctx, devpipe.Options{Stack: st, DataDir: dir, BackoffScale: f.scale, ConsumerLog: logFile,
-		Logger: slog.New(slog.NewJSONHandler(logFile, nil))})
+	opts := devpipe.Options{Stack: st, DataDir: dir, BackoffScale: f.scale, ConsumerLog: logFile,
+		Logger: slog.New(slog.NewJSONHandler(logFile, nil)), Routes: f.handler.routes}
+	if opts.Handler, err = f.handler.options(dir); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	env, err := devpipe.Start(ctx, opts)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -120,6 +126,9 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	}
 	if err := devpipe.Check(rows); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("messages were lost:\n%w", err)}
+	}
+	if err := reportHandler(stdout, env); err != nil {
+		return &exitError{code: 1, err: err}
 	}
 	if closeErr != nil {
 		return &exitError{code: 1, err: fmt.Errorf("the local pipeline did not stop cleanly: %w", closeErr)}
@@ -208,6 +217,7 @@ func devHandler(env *devpipe.Env) http.Handler {
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_ = devpipe.WriteTable(w, rows)
+		_ = reportHandler(w, env)
 	})
 	return mux
 }

@@ -48,6 +48,9 @@ import (
 // Pattern is the ServeMux pattern of the handler.
 const Pattern = "POST /callbacks/{route}"
 
+// PathPrefix is the path prefix of every callback (Pattern's).
+const PathPrefix = "/callbacks/"
+
 // MaxBody bounds a callback body.
 const MaxBody = 1 << 20
 

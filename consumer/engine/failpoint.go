@@ -10,8 +10,10 @@ import (
 
 // Failpoint names a point where a process can crash mid-message: the four
 // worker points and three projection points of the operational acceptance
-// tests (crash there, redeliver, expect exactly one effect), and the point
-// after a callback's receipt is reserved.
+// tests (crash there, redeliver, expect exactly one effect), the point
+// after a callback's receipt (or an API request's Idempotency-Key) is
+// reserved, and the point after the handler answered a keyed API request,
+// before its response is stored.
 type Failpoint string
 
 // The failpoints. The engine hits WorkerAfterClaim (in Claim, after the
@@ -29,12 +31,13 @@ const (
 	ProjectionAfterWrite  Failpoint = "projection-after-write"
 	ProjectionBeforeAck   Failpoint = "projection-before-ack"
 	CallbackAfterReserve  Failpoint = "callback-after-reserve"
+	GatewayBeforeFinish   Failpoint = "gateway-before-finish"
 )
 
 // Failpoints lists every failpoint.
 func Failpoints() []Failpoint {
 	return []Failpoint{WorkerAfterClaim, WorkerBeforeApply, WorkerAfterApply, WorkerBeforeMarkDone,
-		ProjectionBeforeWrite, ProjectionAfterWrite, ProjectionBeforeAck, CallbackAfterReserve}
+		ProjectionBeforeWrite, ProjectionAfterWrite, ProjectionBeforeAck, CallbackAfterReserve, GatewayBeforeFinish}
 }
 
 // FailpointHook is called at every failpoint. A non-nil error stops the

@@ -33,11 +33,17 @@ type ReceiptRequest struct {
 	CallbackID string
 	// Payload is the raw body; its fingerprint detects a reused callback id.
 	Payload []byte
+	// Fingerprint, when set, is the payload's fingerprint computed by the
+	// caller (a body that is not JSON); Payload is then not fingerprinted.
+	Fingerprint string
 	// Fields are stored on the receipt (e.g. run id, result URI).
 	Fields map[string]any
 	// Lease is how long this delivery's reservation holds before a retry
 	// may take it over (its holder died); 0 is the engine's LeaseDuration.
 	Lease time.Duration
+	// TTL is how long the receipt is kept (its expireAt); 0 is the
+	// engine's ReceiptTTL.
+	TTL time.Duration
 }
 
 // Receipt is a callback receipt.
@@ -57,9 +63,13 @@ type Receipt struct {
 	HeldUntil time.Time
 	// Ops counts the store operations of the call that returned it.
 	Ops opcount.Counts
+	// Result is what a replay answers with: set it before Finish to store
+	// it on the receipt; Reserve returns the stored one when Replayed.
+	Result map[string]any
 
 	key   store.Key
 	token int64
+	ttl   time.Duration
 }
 
 // Reserve reserves the receipt before any processing (reserve-first: of
@@ -83,8 +93,8 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 	if err != nil {
 		return Receipt{}, newError(TypePoison, op, "callback id: %v (the callback must echo the callback_id it was given)", err)
 	}
-	fp := ""
-	if len(r.Payload) > 0 {
+	fp := r.Fingerprint
+	if fp == "" && len(r.Payload) > 0 {
 		if fp, err = keys.Fingerprint(r.Payload); err != nil {
 			return Receipt{}, newError(TypePoison, op, "payload: %v", err)
 		}
@@ -97,11 +107,15 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 	if lease <= 0 {
 		lease = e.cfg.LeaseDuration
 	}
+	ttl := r.TTL
+	if ttl <= 0 {
+		ttl = e.cfg.ReceiptTTL
+	}
 	key := store.Key{Collection: e.receipts, ID: keys.JoinID(e.envID, route, cb)}
 	var rc Receipt
 	err = e.runTx(ctx, &rc.Ops, func(ctx context.Context, tx store.Tx) error {
 		now := e.now()
-		rc = Receipt{Doc: key.String(), key: key, Ops: rc.Ops, ReceivedAt: now}
+		rc = Receipt{Doc: key.String(), key: key, Ops: rc.Ops, ReceivedAt: now, ttl: ttl}
 		// Read the receipt even when expired: its token keeps fencing
 		// monotonic. Without waiting: a receipt another transaction holds
 		// is being reserved, finished or released by another delivery of
@@ -130,6 +144,7 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 				return newError(TypeInProgress, op, "%s is being processed by another delivery until %s", key, until.Format(time.RFC3339))
 			case status != ReceiptProcessing && status != ReceiptReleased:
 				rc.Replayed = true
+				rc.Result, _ = f["result"].(map[string]any)
 				return nil
 			}
 		}
@@ -137,7 +152,7 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 		f := map[string]any{"route": r.Route, "callbackId": r.CallbackID, "status": ReceiptProcessing,
 			"receivedAt": rc.ReceivedAt, "reservedAt": now, "leaseUntil": now.Add(lease), "token": rc.token,
 			metaFingerprint: fp, "fields": extra}
-		return tx.Set(ctx, key, store.Document{Fields: f, ExpireAt: now.Add(e.cfg.ReceiptTTL)})
+		return tx.Set(ctx, key, store.Document{Fields: f, ExpireAt: now.Add(ttl)})
 	})
 	if err != nil {
 		return rc, wrap(op, err)
@@ -187,6 +202,17 @@ func (e *Engine) settleReceipt(ctx context.Context, op string, rc Receipt, statu
 	if rc.Replayed || rc.token == 0 {
 		return rc, newError(TypeConfiguration, op, "%s was not reserved by this call (replayed receipts are read-only)", rc.Doc)
 	}
+	var result map[string]any
+	if rc.Result != nil && status != ReceiptReleased {
+		var err error
+		if result, err = store.CopyFields(rc.Result); err != nil {
+			return rc, newError(TypeConfiguration, op, "Receipt.Result: %v", err)
+		}
+	}
+	ttl := rc.ttl
+	if ttl <= 0 {
+		ttl = e.cfg.ReceiptTTL
+	}
 	rc.Ops = opcount.Counts{}
 	err := e.runTx(ctx, &rc.Ops, func(ctx context.Context, tx store.Tx) error {
 		now := e.now()
@@ -204,12 +230,15 @@ func (e *Engine) settleReceipt(ctx context.Context, op string, rc Receipt, statu
 		}
 		cur.Fields["status"] = status
 		delete(cur.Fields, "leaseUntil")
+		if result != nil {
+			cur.Fields["result"] = result
+		}
 		if status == ReceiptReleased {
 			cur.Fields["releasedAt"] = now
 		} else {
 			cur.Fields["finishedAt"] = now
 		}
-		return tx.Set(ctx, rc.key, store.Document{Fields: cur.Fields, ExpireAt: now.Add(e.cfg.ReceiptTTL)})
+		return tx.Set(ctx, rc.key, store.Document{Fields: cur.Fields, ExpireAt: now.Add(ttl)})
 	})
 	if err == nil {
 		rc.Status = status

@@ -17,6 +17,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/handler"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/route"
@@ -45,6 +46,10 @@ type Config struct {
 	Tracer *tracing.Tracer
 	// LookupEnv resolves lease routes' urlEnv (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
+	// HandlerURL is the handler container's base URL (handler.URLEnv):
+	// lease routes whose action has no URL of their own send their events
+	// there. "" when there is no handler: such routes are an error.
+	HandlerURL string
 	// Owner names this process in lease records.
 	Owner string
 	// MaxEventSkew bounds how far ahead of its publish time an event's own
@@ -74,6 +79,9 @@ type Processor struct {
 type leaseRoute struct {
 	engine *engine.Engine
 	url    string
+	// toHandler: the action is a call of the handler, whose body is a
+	// handler.Delivery rather than the route's output fields.
+	toHandler bool
 }
 
 // New validates cfg and builds the engines. Missing config is an error
@@ -107,9 +115,16 @@ func New(cfg Config) (*Processor, error) {
 		if r.Mode != route.ModeLease {
 			continue
 		}
-		url, err := r.Action.ActionURL(cfg.LookupEnv)
-		if err != nil {
-			return nil, fmt.Errorf("route %s: %w", r.Name, err)
+		var url string
+		switch {
+		case r.Action.ToHandler() && cfg.HandlerURL == "":
+			return nil, fmt.Errorf("route %s: its action has no url, so it sends its events to the handler, but %s is not set (fix: set it to the handler container's address, e.g. http://localhost:8081, or give the action a url)", r.Name, handler.URLEnv)
+		case r.Action.ToHandler():
+			url = handler.DeliveryURL(cfg.HandlerURL, r.Name)
+		default:
+			if url, err = r.Action.ActionURL(cfg.LookupEnv); err != nil {
+				return nil, fmt.Errorf("route %s: %w", r.Name, err)
+			}
 		}
 		lc := base
 		lc.MaxAttempts = r.Action.MaxAttempts
@@ -118,7 +133,7 @@ func New(cfg Config) (*Processor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", r.Name, err)
 		}
-		p.leases[r.Name] = &leaseRoute{engine: le, url: url}
+		p.leases[r.Name] = &leaseRoute{engine: le, url: url, toHandler: r.Action.ToHandler()}
 	}
 	return p, nil
 }
@@ -267,7 +282,12 @@ func (p *Processor) lease(ctx context.Context, ev engine.Event, plan *route.Plan
 		return "", err
 	}
 	res.IdemDoc = l.Doc
-	body, err := json.Marshal(plan.Fields())
+	var body []byte
+	if lr.toHandler {
+		body, err = json.Marshal(handler.NewDelivery(l.Doc, plan.Route.Name, l.Attempt, res.Msg, plan.Fields()))
+	} else {
+		body, err = json.Marshal(plan.Fields())
+	}
 	if err != nil {
 		return "", classify.Poison(fmt.Errorf("action body: %w", err))
 	}

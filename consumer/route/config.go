@@ -154,7 +154,9 @@ type Dedupe struct {
 // Action is the lease-protected downstream call.
 type Action struct {
 	// URL receives a POST of the output fields as JSON with an
-	// Idempotency-Key header.
+	// Idempotency-Key header. With neither URL nor URLEnv the route names
+	// the handler: the consumer's handler container (EVENTPIPE_HANDLER_URL)
+	// receives the event as described in docs/handlers.md.
 	URL string `json:"url,omitempty"`
 	// URLEnv names an environment variable holding the URL instead.
 	URLEnv string `json:"urlEnv,omitempty"`

@@ -262,8 +262,8 @@ func (r *Route) validateAction(p *problems) {
 		p.add("action", "a lease route needs an action", `add "action": {"url": "https://...", "maxAttempts": 5}`)
 		return
 	}
-	if (a.URL == "") == (a.URLEnv == "") {
-		p.add("action.url", "set exactly one of url and urlEnv", "give the downstream URL, or the env var that holds it")
+	if a.URL != "" && a.URLEnv != "" {
+		p.add("action.url", "set at most one of url and urlEnv", "give the downstream URL, or the env var that holds it, or neither to send the events to the handler (EVENTPIPE_HANDLER_URL)")
 	}
 	if a.URL != "" {
 		if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -293,9 +293,18 @@ func (r *Route) validateAction(p *problems) {
 	}
 }
 
+// ToHandler reports whether the action names the handler: a lease route
+// without a URL of its own sends its events to the team's handler container
+// (EVENTPIPE_HANDLER_URL; see docs/handlers.md).
+func (a *Action) ToHandler() bool { return a.URL == "" && a.URLEnv == "" }
+
 // ActionURL resolves the downstream URL of a lease route from its url or
 // the environment variable it names (lookup is os.LookupEnv in production).
+// A handler action (ToHandler) has no URL of its own: an error.
 func (a *Action) ActionURL(lookup func(string) (string, bool)) (string, error) {
+	if a.ToHandler() {
+		return "", fmt.Errorf("action URL: the action has neither url nor urlEnv: it sends its events to the handler (EVENTPIPE_HANDLER_URL)")
+	}
 	if a.URL != "" {
 		return a.URL, nil
 	}

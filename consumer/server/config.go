@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/handler"
 	"github.com/eventpipe/eventpipe/consumer/pull"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
 )
@@ -46,6 +47,10 @@ type Config struct {
 	// MaxWaitingPerDocument is engine.Config.MaxWaitingPerDocument (0: its
 	// default; engine.NoCoalescing: off).
 	MaxWaitingPerDocument int
+	// Handler is the team's handler container behind the consumer
+	// (EVENTPIPE_HANDLER_URL and the idempotency-key settings: see
+	// handler.ConfigFromEnv); its zero value means none.
+	Handler handler.Config
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -85,6 +90,7 @@ const DefaultRequestTimeout = 60 * time.Second
 //	EVENTPIPE_COALESCE_MAX_WAITING        deliveries that may wait for one document's transaction (default 256, 0 = no coalescing)
 //	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout (= push ack deadline); a PostgreSQL store's
 //	                                      lock/statement/idle bounds derive from it (default 10s)
+//	EVENTPIPE_HANDLER_URL, ...            the handler container behind the consumer (see handler.ConfigFromEnv)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k, def string) string {
 		if v, ok := lookup(k); ok && strings.TrimSpace(v) != "" {
@@ -181,6 +187,11 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 			errs = append(errs, fmt.Errorf("EVENTPIPE_STORE: %w (use postgres://user:password@host:5432/database)", err))
 		}
 		c.StoreURL = u
+	}
+	if h, err := handler.ConfigFromEnv(lookup); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.Handler = h
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration:\n%w", err)

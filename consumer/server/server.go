@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	st = opts.Tracer.Store(st, scheme(cfg.StoreURL))
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
 		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
-		Tracer: opts.Tracer, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument})
+		Tracer: opts.Tracer, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument, HandlerURL: cfg.Handler.URL})
 	if err != nil {
 		return err
 	}
@@ -108,6 +108,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
+	if err := mountGateway(mux, cfg, proc, log, opts.Tracer); err != nil {
+		return err
+	}
 
 	ln := opts.Listener
 	if ln == nil {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -160,5 +161,39 @@ func receiptsRace(t *testing.T, e *env) {
 	})
 	if processed.n != 1 || inProgress.n != e.n-1 {
 		t.Fatalf("%d concurrent callbacks: %d processed, %d in progress, errors %v; want exactly one processed", e.n, processed.n, inProgress.n, failed.errs)
+	}
+}
+
+// receiptResult: a result set before Finish is what every replay returns,
+// as stored (the gateway's stored API responses); a receipt with its own
+// TTL expires then (a new reservation follows), and a caller-computed
+// fingerprint guards the id like a payload's.
+func receiptResult(t *testing.T, e *env) {
+	eng := e.engine()
+	ctx := context.Background()
+	req := engine.ReceiptRequest{Route: "http-idempotency", CallbackID: "scope-1", Fingerprint: "raw-sha256:aa", TTL: time.Hour}
+	rc, err := eng.Reserve(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := map[string]any{"status": int64(201), "body": "eyJpZCI6MX0=", "headers": map[string]any{"Location": []any{"/o/1"}}}
+	rc.Result = result
+	if _, err := eng.Finish(ctx, rc, "completed", nil); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(59 * time.Minute)
+	dup, err := eng.Reserve(ctx, req)
+	if err != nil || !dup.Replayed || !reflect.DeepEqual(dup.Result, result) {
+		t.Fatalf("replay: %+v, %v; want the stored result %v", dup, err, result)
+	}
+	other := req
+	other.Fingerprint = "raw-sha256:bb"
+	if _, err := eng.Reserve(ctx, other); errType(err) != engine.TypePoison {
+		t.Fatalf("another fingerprint: %v, want poison (a reused key)", err)
+	}
+	e.clock.Advance(2 * time.Minute) // past the request's TTL, far within ReceiptTTL
+	again, err := eng.Reserve(ctx, other)
+	if err != nil || again.Replayed || again.Result != nil {
+		t.Fatalf("after the TTL: %+v, %v; want a new reservation", again, err)
 	}
 }

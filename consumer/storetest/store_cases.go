@@ -48,6 +48,7 @@ func (s *suite) cases() []testCase {
 		{name: "ConcurrentClaims", isolation: true, run: concurrentClaims},
 		{name: "Receipts", run: receipts},
 		{name: "ReceiptHolderDies", run: receiptHolderDies},
+		{name: "ReceiptResult", run: receiptResult},
 		{name: "ReceiptsRace", isolation: true, run: receiptsRace},
 		{name: "ExpiredRecordsAbsent", run: expiredRecordsAbsent},
 		{name: "ExpireAtOnEveryRecord", run: expireAtOnEveryRecord},

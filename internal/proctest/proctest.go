@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -190,5 +191,45 @@ func (p *Proc) WaitKilled(t testing.TB) {
 	}
 	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("process ended with %v, want SIGKILL", exit)
+	}
+}
+
+// Binary is a Go command built on first use for tests that run it as a
+// process, with the default build settings (so the packages compiled for the
+// tests are reused). Keep one per test binary; Remove it in TestMain.
+type Binary struct {
+	// Pkg is the package to build, as go build takes it (".", "../../cmd/consumer").
+	Pkg string
+
+	once sync.Once
+	path string
+	err  error
+}
+
+// Path builds the command once into a temporary directory and returns its
+// path; a failed build fails the test with go build's output.
+func (b *Binary) Path(t testing.TB) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "proctest-bin")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, "bin")
+		if out, err := exec.Command("go", "build", "-o", b.path, b.Pkg).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %w\n%s", b.Pkg, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// Remove deletes the built command, if any.
+func (b *Binary) Remove() {
+	if b.path != "" {
+		_ = os.RemoveAll(filepath.Dir(b.path))
 	}
 }

@@ -1,0 +1,80 @@
+package components_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/spec"
+)
+
+// TestHandlerContainer checks the consumer's handler input: a second
+// container with no ingress port, its port as HANDLER_PORT, its own
+// environment and limits, a startup probe on its health path; the consumer
+// starts after it (dependsOn, with the collector when traced) and is told
+// its URL. Without a handler nothing changes.
+func TestHandlerContainer(t *testing.T) {
+	plain := one(t, declareStack(t, baseStack), tService, "orders")
+	if _, ok := env(t, plain)[components.EnvHandlerURL]; ok || input(plain, "template.containers.0.dependsOns") != nil {
+		t.Fatalf("a consumer without a handler got %s or dependsOns", components.EnvHandlerURL)
+	}
+	doc := strings.Replace(baseStack, "        minInstances: 1\n", `        minInstances: 1
+        memory: 2Gi
+        handler:
+          image: europe-docker.pkg.dev/acme/orders/handler:2.0.1
+          port: 9090
+          healthPath: /ready
+          env: {LOG_LEVEL: debug}
+          memory: 1Gi
+`, 1)
+	traced := strings.Replace(doc, "  eventpipe:pipelines:", "  eventpipe:defaults:\n    traceCollector: true\n  eventpipe:pipelines:", 1)
+	for name, d := range map[string]string{"handler": doc, "handler and collector": traced} {
+		svc := one(t, declareStack(t, d), tService, "orders")
+		containers := input(svc, "template.containers").([]any)
+		h := "template.containers." + map[string]string{"handler": "1", "handler and collector": "2"}[name] + "."
+		if input(svc, h+"name") != components.HandlerContainer || input(svc, h+"image") != "europe-docker.pkg.dev/acme/orders/handler:2.0.1" {
+			t.Fatalf("%s: containers %v", name, containers)
+		}
+		if input(svc, h+"ports") != nil {
+			t.Errorf("%s: the handler must not take the service's ingress port", name)
+		}
+		if got := input(svc, h+"envs"); !equalJSON(got, []map[string]string{{"name": "HANDLER_PORT", "value": "9090"}, {"name": "LOG_LEVEL", "value": "debug"}}) {
+			t.Errorf("%s: handler env %v", name, got)
+		}
+		if input(svc, h+"startupProbe.httpGet.path") != "/ready" || input(svc, h+"startupProbe.httpGet.port") != float64(9090) {
+			t.Errorf("%s: handler probe %v", name, input(svc, h+"startupProbe"))
+		}
+		if input(svc, h+"resources.limits.memory") != "1Gi" || input(svc, h+"resources.limits.cpu") != "1" {
+			t.Errorf("%s: handler limits %v", name, input(svc, h+"resources.limits"))
+		}
+		want := []string{components.HandlerContainer}
+		if name != "handler" {
+			want = []string{components.CollectorContainer, components.HandlerContainer}
+		}
+		if got := input(svc, "template.containers.0.dependsOns"); !equalJSON(got, want) {
+			t.Errorf("%s: consumer dependsOns %v, want %v", name, got, want)
+		}
+		if got := env(t, svc)[components.EnvHandlerURL]; got != "http://localhost:9090" {
+			t.Errorf("%s: consumer %s = %q", name, components.EnvHandlerURL, got)
+		}
+	}
+}
+
+// TestHandlerCountsTowardsTheInstance: the handler's size is added to the consumer's and the
+// collector's, and an instance Cloud Run would refuse is refused at preview, naming the handler.
+func TestHandlerCountsTowardsTheInstance(t *testing.T) {
+	doc := strings.Replace(baseStack, "        minInstances: 1\n", `        minInstances: 1
+        handler:
+          image: europe-docker.pkg.dev/acme/orders/handler:2.0.1
+          memory: 1Gi
+`, 1)
+	traced := strings.Replace(doc, "  eventpipe:pipelines:", "  eventpipe:defaults:\n    traceCollector: true\n  eventpipe:pipelines:", 1)
+	f, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(traced))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = components.LoadStack("dev", f.Source)
+	if err == nil || !strings.Contains(err.Error(), "handler (1 CPU, 1Gi)") {
+		t.Fatalf("3 CPU and 1792Mi in all: %v, want refused naming the handler", err)
+	}
+}

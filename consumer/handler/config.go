@@ -1,0 +1,113 @@
+package handler
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults and bounds of Config.
+const (
+	// DefaultTimeout bounds one keyed API request to the handler.
+	DefaultTimeout = 60 * time.Second
+	// DefaultKeyTTL is how long a completed key is remembered: the
+	// window in which a client may retry and get the stored response.
+	DefaultKeyTTL = 24 * time.Hour
+	// DefaultMaxStoredBody is the largest response body stored for
+	// replay. A larger one is sent to the client but not stored: its
+	// replays carry the status and headers with an empty body (and
+	// BodyOmittedHeader).
+	DefaultMaxStoredBody = 256 << 10
+	// MaxStoredBodyLimit keeps a stored response within one Firestore
+	// document (1 MiB, base64 grows a body by a third).
+	MaxStoredBodyLimit = 700 << 10
+	// DefaultMaxRequestBody is the largest keyed request body: it is read
+	// whole to be fingerprinted. Larger ones get 413.
+	DefaultMaxRequestBody = 10 << 20
+)
+
+// Config configures the gateway in front of the handler.
+type Config struct {
+	// URL is the handler's base URL; "" means no handler: no route may
+	// name it and nothing is proxied.
+	URL string
+	// Timeout bounds one keyed API request to the handler (a key's
+	// reservation holds this long plus a margin).
+	Timeout time.Duration
+	// KeyTTL is how long an Idempotency-Key is remembered after its
+	// request (the record's expireAt, deleted by the store's TTL).
+	KeyTTL time.Duration
+	// MaxStoredBody bounds the stored response body, in bytes.
+	MaxStoredBody int
+	// MaxRequestBody bounds a keyed request's body, in bytes.
+	MaxRequestBody int64
+}
+
+// Enabled reports whether a handler is configured.
+func (c Config) Enabled() bool { return c.URL != "" }
+
+// withDefaults fills zero values with the defaults.
+func (c Config) withDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.KeyTTL <= 0 {
+		c.KeyTTL = DefaultKeyTTL
+	}
+	if c.MaxStoredBody <= 0 {
+		c.MaxStoredBody = DefaultMaxStoredBody
+	}
+	if c.MaxRequestBody <= 0 {
+		c.MaxRequestBody = DefaultMaxRequestBody
+	}
+	return c
+}
+
+// ConfigFromEnv reads the handler settings (lookup is os.LookupEnv in
+// production); every problem is reported, naming the variable and the fix.
+//
+//	EVENTPIPE_HANDLER_URL                  the handler's base URL (unset: no handler)
+//	EVENTPIPE_HANDLER_TIMEOUT              bound of one keyed API request (default 60s)
+//	EVENTPIPE_IDEMPOTENCY_KEY_TTL          how long a key is remembered (default 24h)
+//	EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY  largest stored response body in bytes (default 262144)
+func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
+	get := func(k string) string {
+		v, _ := lookup(k)
+		return strings.TrimSpace(v)
+	}
+	var errs []error
+	c := Config{URL: get(URLEnv)}
+	if c.URL != "" {
+		if _, err := ParseURL(c.URL); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	duration := func(k, example string, dst *time.Duration) {
+		v := get(k)
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: use a positive Go duration such as %s", k, v, example))
+			return
+		}
+		*dst = d
+	}
+	duration("EVENTPIPE_HANDLER_TIMEOUT", "60s", &c.Timeout)
+	duration("EVENTPIPE_IDEMPOTENCY_KEY_TTL", "24h", &c.KeyTTL)
+	if v := get("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxStoredBodyLimit {
+			errs = append(errs, fmt.Errorf("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY=%q: use a byte count from 1 to %d (a stored response must fit one Firestore document)", v, MaxStoredBodyLimit))
+		} else {
+			c.MaxStoredBody = n
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	return c.withDefaults(), nil
+}

@@ -1,0 +1,434 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
+)
+
+// Response headers of the gateway's own answers.
+const (
+	// ReplayedHeader is "true" on a stored response replayed for a key
+	// whose request completed before.
+	ReplayedHeader = "Idempotent-Replayed"
+	// BodyOmittedHeader is "true" on a replay whose original body was
+	// larger than Config.MaxStoredBody and was not stored.
+	BodyOmittedHeader = "Idempotent-Body-Omitted"
+)
+
+// keyRoute is the receipt route of API keys: their records live with the
+// callback receipts ({prefix}receipts, under the same TTL policy), as
+// {env}__http-idempotency__{scope hash}.
+const keyRoute = "http-idempotency"
+
+// MaxKeyLength bounds an Idempotency-Key value, in bytes.
+const MaxKeyLength = 255
+
+// reservationMargin is added to Config.Timeout for a key's reservation: the
+// request is cut at Timeout, so only a gateway that died holds it longer.
+const reservationMargin = 5 * time.Second
+
+// finishTimeout bounds the store write that settles a key once the handler
+// answered (the request's own deadline may be nearly spent by then).
+const finishTimeout = 10 * time.Second
+
+// storedHeaders are the response headers stored and replayed with a key's
+// response (canonical names); others are not replayed.
+var storedHeaders = []string{"Cache-Control", "Content-Encoding", "Content-Language", "Content-Location", "Content-Type",
+	"Etag", "Last-Modified", "Link", "Location", "Vary"}
+
+// GatewayOptions configure a Gateway besides Config.
+type GatewayOptions struct {
+	// Engine holds the key records (its receipts); required.
+	Engine *engine.Engine
+	// Logger receives one line per keyed request; required.
+	Logger *slog.Logger
+	// Transport carries requests to the handler (default NewTransport()).
+	Transport http.RoundTripper
+	// Own are the consumer's own paths, never proxied (a path ending in
+	// "/" is a prefix). ReservedPrefix is always own.
+	Own []string
+}
+
+// Gateway proxies requests to the handler; a POST or PATCH with an
+// Idempotency-Key is forwarded at most once per key scope and its response
+// replayed (docs/handlers.md). It is safe for concurrent use.
+type Gateway struct {
+	cfg   Config
+	opts  GatewayOptions
+	proxy *httputil.ReverseProxy
+}
+
+// NewGateway returns the gateway to cfg.URL.
+func NewGateway(cfg Config, opts GatewayOptions) (*Gateway, error) {
+	switch {
+	case opts.Engine == nil:
+		return nil, errors.New("handler gateway: no engine")
+	case opts.Logger == nil:
+		return nil, errors.New("handler gateway: no logger")
+	}
+	target, err := ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if opts.Transport == nil {
+		opts.Transport = NewTransport()
+	}
+	opts.Own = append(opts.Own, ReservedPrefix)
+	g := &Gateway{cfg: cfg, opts: opts}
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+		},
+		Transport:      opts.Transport,
+		ModifyResponse: g.settle,
+		ErrorHandler:   g.failed,
+		ErrorLog:       slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+	}
+	return g, nil
+}
+
+// NewTransport returns the transport to the handler: the default one,
+// keeping up to 256 idle connections (the default keeps 2 per host, too few
+// for a busy instance talking to one container).
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 256
+	return t
+}
+
+// keyed is the state of one keyed request, carried in its context from
+// ServeHTTP to settle or failed.
+type keyed struct {
+	rc      engine.Receipt
+	outcome string // forwarded, released, unsettled
+	err     error
+}
+
+type keyedCtx struct{}
+
+// ServeHTTP proxies r, applying the Idempotency-Key rules to POST and PATCH.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.own(r.URL.Path) {
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("%s is served by the eventpipe consumer, not proxied to the handler", r.URL.Path))
+		return
+	}
+	raw := r.Header.Values(IdempotencyKeyHeader)
+	if len(raw) == 0 || (r.Method != http.MethodPost && r.Method != http.MethodPatch) {
+		g.proxy.ServeHTTP(w, r)
+		return
+	}
+	g.serveKeyed(w, r, raw)
+}
+
+func (g *Gateway) own(path string) bool {
+	for _, p := range g.opts.Own {
+		if path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(path, p)) || path+"/" == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gateway) serveKeyed(w http.ResponseWriter, r *http.Request, raw []string) {
+	started := time.Now()
+	line := []any{"method", r.Method, "path", r.URL.Path}
+	finish := func(outcome string, status int, extra ...any) {
+		attrs := append(line, logfields.Outcome, outcome, logfields.HTTPStatus, status, logfields.LatencyMS, time.Since(started).Milliseconds())
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		g.opts.Logger.Log(r.Context(), level, "idempotency key", append(attrs, extra...)...)
+	}
+	key, err := ParseKey(raw)
+	if err != nil {
+		problem(w, http.StatusBadRequest, "Invalid Idempotency-Key", err.Error())
+		finish("invalid_key", http.StatusBadRequest, logfields.Error, err.Error())
+		return
+	}
+	line = append(line, logfields.IdempotencyKey, key)
+	body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxRequestBody+1))
+	if err != nil {
+		problem(w, http.StatusBadRequest, "Unreadable request body", err.Error())
+		finish("bad_request", http.StatusBadRequest, logfields.Error, err.Error())
+		return
+	}
+	if int64(len(body)) > g.cfg.MaxRequestBody {
+		detail := fmt.Sprintf("a request with an Idempotency-Key may carry at most %d bytes (it is fingerprinted whole)", g.cfg.MaxRequestBody)
+		problem(w, http.StatusRequestEntityTooLarge, "Request body too large", detail)
+		finish("too_large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	rc, err := g.opts.Engine.Reserve(r.Context(), engineRequest(r, key, body, g.cfg))
+	line = append(line, logfields.IdempotencyDoc, rc.Doc)
+	var ee *engine.Error
+	switch {
+	case err == nil && rc.Replayed:
+		status := replay(w, rc.Result)
+		finish("replayed", status)
+		return
+	case errors.As(err, &ee) && ee.Type == engine.TypeInProgress:
+		// The first request usually finishes well before its reservation
+		// (HeldUntil) would lapse: ask for a retry soon, not then.
+		w.Header().Set("Retry-After", "1")
+		problem(w, http.StatusConflict, "A request with this Idempotency-Key is being processed",
+			"retry after the Retry-After seconds: you will get its response")
+		finish("in_progress", http.StatusConflict)
+		return
+	case errors.As(err, &ee) && ee.Code == "FINGERPRINT_MISMATCH":
+		problem(w, http.StatusUnprocessableEntity, "Idempotency-Key is already used",
+			"this key was used with a different request payload: use a new key for a new request")
+		finish("key_reused", http.StatusUnprocessableEntity)
+		return
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		problem(w, http.StatusServiceUnavailable, "Idempotency store unavailable",
+			"the request was not forwarded; retry with the same Idempotency-Key")
+		finish("store_error", http.StatusServiceUnavailable, logfields.Error, err.Error())
+		return
+	}
+	st := &keyed{rc: rc}
+	// The handler's call is not cut short when the client goes away: its
+	// response is still stored, and the client's retry gets it.
+	ctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(r.Context()), keyedCtx{}, st), g.cfg.Timeout)
+	defer cancel()
+	out := r.Clone(ctx)
+	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	out.Header.Del("Content-Length")
+	rec := &statusWriter{ResponseWriter: w}
+	g.proxy.ServeHTTP(rec, out)
+	extra := []any{}
+	if st.err != nil {
+		extra = append(extra, logfields.Error, st.err.Error())
+	}
+	finish(st.outcome, rec.status, extra...)
+}
+
+// engineRequest is the receipt request of a keyed API request. The scope
+// is method, path, query and key; the fingerprint is the canonical JSON of
+// the body (keys.Fingerprint) or, for any other body, its SHA-256.
+func engineRequest(r *http.Request, key string, body []byte, cfg Config) engine.ReceiptRequest {
+	h := sha256.New()
+	for _, part := range []string{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, key} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return engine.ReceiptRequest{Route: keyRoute, CallbackID: hex.EncodeToString(h.Sum(nil)), Fingerprint: Fingerprint(body),
+		Fields: map[string]any{"method": r.Method, "path": r.URL.Path, "key": key},
+		Lease:  cfg.Timeout + reservationMargin, TTL: cfg.KeyTTL}
+}
+
+// Fingerprint is the fingerprint of a request body: keys.Fingerprint (the
+// canonical JSON's SHA-256, blind to whitespace and member order) when the
+// body is JSON, else "raw-sha256:" and the hex SHA-256 of the bytes.
+func Fingerprint(body []byte) string {
+	if fp, err := keys.Fingerprint(body); err == nil {
+		return fp
+	}
+	sum := sha256.Sum256(body)
+	return "raw-sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ParseKey reads the Idempotency-Key field: one value, a Structured Field
+// string ("..." as the draft specifies) or, leniently, a bare token, of 1
+// to MaxKeyLength visible ASCII characters.
+func ParseKey(values []string) (string, error) {
+	if len(values) != 1 {
+		return "", fmt.Errorf("%d %s fields: send exactly one", len(values), IdempotencyKeyHeader)
+	}
+	v := strings.TrimSpace(values[0])
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		var b strings.Builder
+		for i := 1; i < len(v)-1; i++ {
+			c := v[i]
+			if c == '\\' {
+				i++
+				if i == len(v)-1 || (v[i] != '"' && v[i] != '\\') {
+					return "", fmt.Errorf("%s %s: a backslash in a string escapes only \" and \\", IdempotencyKeyHeader, v)
+				}
+				c = v[i]
+			} else if c == '"' {
+				return "", fmt.Errorf("%s %s: unescaped quote inside the string", IdempotencyKeyHeader, v)
+			}
+			b.WriteByte(c)
+		}
+		v = b.String()
+	}
+	if v == "" || len(v) > MaxKeyLength {
+		return "", fmt.Errorf("%s is %d bytes: use 1 to %d (a UUID is best)", IdempotencyKeyHeader, len(v), MaxKeyLength)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "", fmt.Errorf("%s has a byte 0x%02x: use visible ASCII (a UUID is best)", IdempotencyKeyHeader, v[i])
+		}
+	}
+	return v, nil
+}
+
+// retryable reports whether a handler status gives the key back, so a
+// retry is forwarded again: the request did not (durably) happen.
+func retryable(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooEarly || status == http.StatusTooManyRequests
+}
+
+// settle is the proxy's ModifyResponse: it stores a keyed request's final
+// response (releases the key on a retryable status) before the client sees
+// any of it.
+func (g *Gateway) settle(resp *http.Response) error {
+	st, _ := resp.Request.Context().Value(keyedCtx{}).(*keyed)
+	if st == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(resp.Request.Context()), finishTimeout)
+	defer cancel()
+	if retryable(resp.StatusCode) {
+		st.outcome = "released"
+		if err := g.opts.Engine.Release(ctx, st.rc); err != nil {
+			st.outcome, st.err = "unsettled", fmt.Errorf("release the key after HTTP %d: %w", resp.StatusCode, err)
+		}
+		return nil
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, int64(g.cfg.MaxStoredBody)+1))
+	if err != nil {
+		return fmt.Errorf("read the handler's response: %w", err)
+	}
+	omitted := len(head) > g.cfg.MaxStoredBody
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	result := map[string]any{"status": int64(resp.StatusCode), "headers": pickHeaders(resp.Header)}
+	if omitted {
+		result["bodyOmitted"] = true
+	} else {
+		result["body"] = base64.StdEncoding.EncodeToString(head)
+	}
+	st.rc.Result = result
+	st.outcome = "forwarded"
+	if err := g.opts.Engine.Hit(ctx, engine.GatewayBeforeFinish); err != nil {
+		return err
+	}
+	if _, err := g.opts.Engine.Finish(ctx, st.rc, "completed", nil); err != nil {
+		// The handler acted; the client still gets its answer. Until the
+		// reservation lapses retries get 409, then one is forwarded again.
+		st.outcome, st.err = "unsettled", fmt.Errorf("store the response: %w", err)
+	}
+	return nil
+}
+
+// failed is the proxy's ErrorHandler: the handler could not be reached or
+// did not answer in time. A keyed request's key is given back.
+func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
+	status, title := http.StatusBadGateway, "Handler unavailable"
+	if errors.Is(err, context.DeadlineExceeded) {
+		status, title = http.StatusGatewayTimeout, "Handler timed out"
+	}
+	if st, _ := r.Context().Value(keyedCtx{}).(*keyed); st != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), finishTimeout)
+		defer cancel()
+		st.outcome, st.err = "released", err
+		if rerr := g.opts.Engine.Release(ctx, st.rc); rerr != nil && !isFenced(rerr) {
+			st.outcome, st.err = "unsettled", errors.Join(err, fmt.Errorf("release the key: %w", rerr))
+		}
+	} else {
+		g.opts.Logger.WarnContext(r.Context(), "handler request failed", "method", r.Method, "path", r.URL.Path, logfields.Error, err.Error())
+	}
+	problem(w, status, title, "the request may be retried")
+}
+
+func isFenced(err error) bool {
+	var ee *engine.Error
+	return errors.As(err, &ee) && ee.Code == "FENCED"
+}
+
+func pickHeaders(h http.Header) map[string]any {
+	out := map[string]any{}
+	for _, name := range storedHeaders {
+		if vs := h.Values(name); len(vs) > 0 {
+			list := make([]any, len(vs))
+			for i, v := range vs {
+				list[i] = v
+			}
+			out[name] = list
+		}
+	}
+	return out
+}
+
+// replay writes a stored response and returns its status.
+func replay(w http.ResponseWriter, result map[string]any) int {
+	status, _ := result["status"].(int64)
+	body, err := base64.StdEncoding.DecodeString(fmt.Sprint(result["body"]))
+	if status < 100 || status > 999 || (result["body"] != nil && err != nil) {
+		problem(w, http.StatusInternalServerError, "Stored response unreadable", "the stored response of this key is damaged; use a new key")
+		return http.StatusInternalServerError
+	}
+	headers, _ := result["headers"].(map[string]any)
+	for name, vs := range headers {
+		list, _ := vs.([]any)
+		for _, v := range list {
+			if s, ok := v.(string); ok {
+				w.Header().Add(name, s)
+			}
+		}
+	}
+	w.Header().Set(ReplayedHeader, "true")
+	if omitted, _ := result["bodyOmitted"].(bool); omitted {
+		w.Header().Set(BodyOmittedHeader, "true")
+		body = nil
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(int(status))
+	_, _ = w.Write(body)
+	return int(status)
+}
+
+// problem writes an RFC 9457 problem document, as the draft's examples do.
+func problem(w http.ResponseWriter, status int, title, detail string) {
+	b, _ := json.Marshal(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// statusWriter records the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,225 @@
+package devpipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/handler"
+)
+
+// HandlerOptions run the team's handler beside the local pipeline (eventpipe
+// dev --handler): a shell command, with HANDLER_PORT (and PORT) set to a
+// free loopback port, ready when a GET of HealthPath answers 200.
+type HandlerOptions struct {
+	// Command is run with sh -c.
+	Command string
+	// HealthPath is polled until it answers 200 (default /healthz).
+	HealthPath string
+	// Output receives the handler's stdout and stderr (nil: discarded).
+	Output io.Writer
+	// Ready bounds the wait for health (default 30 s).
+	Ready time.Duration
+}
+
+// Handler is the team's handler process, behind a proxy that counts its
+// calls. The consumers are given the proxy's URL as EVENTPIPE_HANDLER_URL.
+type Handler struct {
+	// URL is the counting proxy's base URL, what the consumers call.
+	URL string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	srv  *http.Server
+
+	mu    sync.Mutex
+	stats HandlerStats
+	ok    map[string]bool // keys the handler answered 2xx
+}
+
+// HandlerStats count the calls the consumers made to the handler.
+type HandlerStats struct {
+	// Calls is every call; Deliveries those of Pub/Sub events.
+	Calls, Deliveries int
+	// Keys is how many distinct Idempotency-Keys were called.
+	Keys int
+	// Repeats are calls with a key the handler had already answered 2xx:
+	// a duplicate reached it (0 unless a consumer died between the
+	// handler's answer and its record: docs/handlers.md).
+	Repeats int
+	// Failed are calls answered otherwise than 2xx (retried later).
+	Failed int
+}
+
+// StartHandler starts the handler command and its counting proxy.
+func StartHandler(ctx context.Context, opts HandlerOptions) (*Handler, error) {
+	if opts.Command == "" {
+		return nil, errors.New("devpipe: no handler command")
+	}
+	if opts.HealthPath == "" {
+		opts.HealthPath = "/healthz"
+	}
+	if opts.Ready == 0 {
+		opts.Ready = 30 * time.Second
+	}
+	if opts.Output == nil {
+		opts.Output = io.Discard
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("devpipe: handler port: %w", err)
+	}
+	h := &Handler{done: make(chan struct{}), ok: map[string]bool{}}
+	h.cmd = exec.Command("sh", "-c", opts.Command)
+	h.cmd.Env = append(os.Environ(), "HANDLER_PORT="+strconv.Itoa(port), "PORT="+strconv.Itoa(port))
+	h.cmd.Stdout, h.cmd.Stderr = opts.Output, opts.Output
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Close ends the command's children too
+	if err := h.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("devpipe: start handler %q: %w", opts.Command, err)
+	}
+	go func() { h.err = h.cmd.Wait(); close(h.done) }()
+	target := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(port)}
+	if err := waitHealthy(ctx, h.done, target.String()+opts.HealthPath, opts.Ready); err != nil {
+		_ = h.Close()
+		return nil, fmt.Errorf("devpipe: handler %q: %w", opts.Command, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = h.Close()
+		return nil, fmt.Errorf("devpipe: handler proxy: %w", err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	h.srv = &http.Server{Handler: h.count(proxy), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = h.srv.Serve(ln) }()
+	h.URL = "http://" + ln.Addr().String()
+	return h, nil
+}
+
+// count records each call and its answer.
+func (h *Handler) count(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(handler.IdempotencyKeyHeader)
+		sw := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.stats.Calls++
+		if strings.HasPrefix(r.URL.Path, handler.ReservedPrefix) {
+			h.stats.Deliveries++
+		}
+		if key == "" {
+			return
+		}
+		done, seen := h.ok[key]
+		if !seen {
+			h.stats.Keys++
+		}
+		if done {
+			h.stats.Repeats++
+		}
+		if sw.status >= 200 && sw.status < 300 {
+			h.ok[key] = true
+		} else {
+			h.ok[key] = done
+			h.stats.Failed++
+		}
+	})
+}
+
+// Stats returns the counts so far.
+func (h *Handler) Stats() HandlerStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stats
+}
+
+// Check reports a handler call for a key the handler had already answered
+// 2xx: "nothing lost" also means no handler call for a duplicate.
+func (s HandlerStats) Check() error {
+	if s.Repeats > 0 {
+		return fmt.Errorf("the handler was called %d times for a key it had already answered 2xx", s.Repeats)
+	}
+	return nil
+}
+
+// String is the stats as one line of the dev report.
+func (s HandlerStats) String() string {
+	return fmt.Sprintf("handler: %d calls (%d deliveries), %d keys, %d failed (retried), %d repeated after a 2xx", s.Calls, s.Deliveries, s.Keys, s.Failed, s.Repeats)
+}
+
+// Close stops the proxy, then the handler (SIGTERM to its process group,
+// SIGKILL after 5 s).
+func (h *Handler) Close() error {
+	if h.srv != nil {
+		_ = h.srv.Close()
+	}
+	pgid := h.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-h.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-h.done
+	}
+	return nil
+}
+
+// waitHealthy polls url until it answers 200, the process ends (done) or
+// ready passes.
+func waitHealthy(ctx context.Context, done <-chan struct{}, url string, ready time.Duration) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.NewTimer(ready)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if resp, err := client.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("exited before %s answered 200", url)
+		case <-deadline.C:
+			return fmt.Errorf("%s did not answer 200 within %s", url, ready)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// statusRecorder records the status written through it.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}

@@ -1,0 +1,108 @@
+package devpipe
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eventpipe/eventpipe/spec"
+)
+
+// handlerStack is a stack with one pipeline whose routes (examples/handlers)
+// send order events to the handler.
+func handlerStack(t *testing.T) (*spec.Stack, string) {
+	t.Helper()
+	routes, err := filepath.Abs(filepath.Join("..", "examples", "handlers", "routes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `config:
+  eventpipe:project: acme-dev
+  eventpipe:projectNumber: "123456789012"
+  eventpipe:defaults:
+    dlqRetention: 7d # pstest keeps at most 7 days
+  eventpipe:pipelines:
+    orders:
+      consumer:
+        image: europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3
+      subscriptions:
+        main:
+          delivery: push
+`
+	f, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Load("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, routes
+}
+
+// TestHandlerBesideThePipeline runs the Python example handler beside a
+// local pipeline (eventpipe dev --handler): an event published twice and
+// another one reach it once each, counted, and nothing repeats.
+func TestHandlerBesideThePipeline(t *testing.T) {
+	st, routes := handlerStack(t)
+	example, err := filepath.Abs(filepath.Join("..", "examples", "handlers", "python", "handler.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var log syncBuffer
+	env, err := Start(ctx, Options{Stack: st, DataDir: t.TempDir(), BackoffScale: 0.01, Routes: routes, ConsumerLog: &log,
+		Handler: &HandlerOptions{Command: "python3 " + example}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"e-1", "e-1", "e-2"} {
+		data := fmt.Sprintf(`{"eventType":"order_placed","eventId":%q,"orderId":"o%s"}`, id, id)
+		if _, err := env.Publish(ctx, "orders", []byte(data), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		rows := env.Tally.Rows(env.Topology)
+		if rows[0].Settled() {
+			if rows[0].Applied != 2 || rows[0].Duplicate != 1 {
+				t.Fatalf("rows %+v: want 2 applied and 1 duplicate\n%s", rows, log.String())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not settled: %+v", rows)
+		}
+		time.Sleep(50 * time.Millisecond) // the tally follows the consumer's log: poll it
+	}
+	stats := env.Handler.Stats()
+	if err := env.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if stats.Deliveries != 2 || stats.Keys != 2 || stats.Repeats != 0 || stats.Check() != nil {
+		t.Fatalf("handler %s; want 2 deliveries of 2 keys, none repeated", stats)
+	}
+}
+
+// syncBuffer is a strings.Builder safe for the consumers' concurrent lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
