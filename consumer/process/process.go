@@ -55,6 +55,9 @@ type Config struct {
 	// the next (engine.Config.MaxWaitingPerDocument; engine.NoCoalescing
 	// turns coalescing off).
 	MaxWaitingPerDocument int
+	// MaxSequenceJump bounds the sequence step trusted across the ordering
+	// window (engine.Config.MaxSequenceJump; 0: its default).
+	MaxSequenceJump int64
 	// Failpoint is the engine's crash-test hook (engine.KillAtFailpoints of
 	// EVENTPIPE_FAILPOINT in cmd/consumer); nil for none.
 	Failpoint engine.FailpointHook
@@ -97,7 +100,8 @@ func New(cfg Config) (*Processor, error) {
 		cfg.LookupEnv = os.LookupEnv
 	}
 	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner,
-		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument}
+		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument,
+		MaxSequenceJump: cfg.MaxSequenceJump}
 	eng, err := engine.New(base)
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)

@@ -46,6 +46,9 @@ type Config struct {
 	// MaxWaitingPerDocument is engine.Config.MaxWaitingPerDocument (0: its
 	// default; engine.NoCoalescing: off).
 	MaxWaitingPerDocument int
+	// MaxSequenceJump is engine.Config.MaxSequenceJump, from
+	// EVENTPIPE_MAX_SEQUENCE_JUMP (0: its default).
+	MaxSequenceJump int64
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -83,6 +86,7 @@ const DefaultRequestTimeout = 60 * time.Second
 //	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout: read and idle timeouts derive from it (default 60s)
 //	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
 //	EVENTPIPE_COALESCE_MAX_WAITING        deliveries that may wait for one document's transaction (default 256, 0 = no coalescing)
+//	EVENTPIPE_MAX_SEQUENCE_JUMP           the largest sequence step trusted across the ordering window (default 1000000)
 //	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout (= push ack deadline); a PostgreSQL store's
 //	                                      lock/statement/idle bounds derive from it (default 10s)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
@@ -173,6 +177,14 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 			c.MaxWaitingPerDocument = engine.NoCoalescing
 		default:
 			c.MaxWaitingPerDocument = n
+		}
+	}
+	if v := get("EVENTPIPE_MAX_SEQUENCE_JUMP", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			bad("EVENTPIPE_MAX_SEQUENCE_JUMP", v, fmt.Sprintf("use a positive integer: the largest sequence step trusted across the ordering window (default %d), or unset it for the default", engine.DefaultMaxSequenceJump))
+		} else {
+			c.MaxSequenceJump = n
 		}
 	}
 	if c.RequestTimeout > 0 && isPostgres(c.StoreURL) {
