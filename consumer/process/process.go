@@ -68,8 +68,6 @@ type Processor struct {
 	cfg    Config
 	engine *engine.Engine
 	leases map[string]*leaseRoute
-	attrs  *sync.Pool // of *[]slog.Attr: log line attribute buffers
-	keys   *lineKeys  // the log fields' names
 }
 
 // leaseRoute is a lease route with its own engine (its attempt limit and
@@ -106,7 +104,7 @@ func New(cfg Config) (*Processor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)
 	}
-	p := &Processor{cfg: cfg, engine: eng, leases: map[string]*leaseRoute{}, keys: newLineKeys(), attrs: newAttrPool()}
+	p := &Processor{cfg: cfg, engine: eng, leases: map[string]*leaseRoute{}}
 	for _, r := range cfg.Routes.Routes() {
 		if r.Mode != route.ModeLease {
 			continue
@@ -125,14 +123,6 @@ func New(cfg Config) (*Processor, error) {
 		p.leases[r.Name] = &leaseRoute{engine: le, url: url}
 	}
 	return p, nil
-}
-
-// newAttrPool returns a pool of log line attribute buffers (*[]slog.Attr).
-func newAttrPool() *sync.Pool {
-	return &sync.Pool{New: func() any {
-		a := make([]slog.Attr, 0, maxAttrs+2) // + push's http_status and ack_action
-		return &a
-	}}
 }
 
 // Engine returns the processor's default engine (shared with callbacks).
