@@ -138,25 +138,6 @@ type materialization struct {
 	checkSize bool
 	doc       store.Document // built from fields on the first write
 	res       Result
-	// funcs are kept when m is recycled (see newMaterialization).
-	funcs *matFuncs
-}
-
-// matFuncs are a pooled materialization's transaction functions, made
-// once instead of once per message.
-type matFuncs struct {
-	txc *txCounter
-	// latest is Engine.latest on the materialization, without slow.
-	latest func(ctx context.Context, tx store.Tx) error
-}
-
-// newMaterialization makes a materialization for e's pool.
-func (e *Engine) newMaterialization() *materialization {
-	m := &materialization{}
-	m.funcs = &matFuncs{txc: newTxCounter(), latest: func(ctx context.Context, tx store.Tx) error {
-		return e.latest(ctx, tx, m, false)
-	}}
-	return m
 }
 
 // document returns the target document: a deep copy of fields plus
@@ -235,8 +216,6 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
-	// Every return copies m.res before m goes back to the pool.
-	defer e.release(m)
 	if err := e.Hit(ctx, ProjectionBeforeWrite); err != nil {
 		return Result{}, err
 	}
@@ -307,7 +286,9 @@ func (e *Engine) create(ctx context.Context, m *materialization) error {
 // dedupe marker exists, the transaction that reads the marker first (to
 // tell a duplicate from an expired marker, which TTL deletion lags).
 func (e *Engine) materializeLatest(ctx context.Context, m *materialization) error {
-	err := m.funcs.txc.run(ctx, e.cfg.Store, &m.res.Ops, m.funcs.latest)
+	err := e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
+		return e.latest(ctx, tx, m, false)
+	})
 	if isAlreadyExists(err) {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
 			return e.latest(ctx, tx, m, true)
@@ -350,8 +331,7 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	if err != nil {
 		return nil, newError(TypePoison, op, "%v", err)
 	}
-	m := e.mats.Get().(*materialization)
-	*m = materialization{op: op, eventKey: key, fingerprint: fp, funcs: m.funcs}
+	m := &materialization{op: op, eventKey: key, fingerprint: fp}
 	var target string
 	switch {
 	case w.ID != "":
@@ -431,12 +411,6 @@ func (e *Engine) orderingPublishTime(ctx context.Context, ev Event, target strin
 		logfields.MessageID, ev.MessageID, logfields.PublishTime, published, "received_at", received,
 		"max_event_skew", e.cfg.MaxEventSkew.String(), logfields.DocPath, target)
 	return received
-}
-
-// release clears m (the store owns the document it was given) and recycles it.
-func (e *Engine) release(m *materialization) {
-	*m = materialization{funcs: m.funcs}
-	e.mats.Put(m)
 }
 
 // envKey returns the key of collection/{env}__{id} (keys.JoinID with the

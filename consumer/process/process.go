@@ -168,21 +168,14 @@ type Result struct {
 // Process handles one decoded message. It never returns an error: every
 // failure is in the Result, already classified and decided.
 func (p *Processor) Process(ctx context.Context, msg *envelope.Message) *Result {
-	res := new(Result)
-	p.ProcessTo(ctx, msg, res)
-	return res
-}
-
-// ProcessTo is Process writing the result to res (overwritten), for
-// callers that recycle results.
-func (p *Processor) ProcessTo(ctx context.Context, msg *envelope.Message, res *Result) {
-	*res = Result{Msg: msg, Started: time.Now()}
+	res := &Result{Msg: msg, Started: time.Now()}
 	outcome, err := p.apply(ctx, msg, res)
 	if err == nil {
 		// The effect is committed; the ack has not been sent yet.
 		err = p.engine.Hit(ctx, engine.ProjectionBeforeAck)
 	}
 	p.finish(ctx, res, outcome, err)
+	return res
 }
 
 // Reject answers a message that could not even be decoded (bad envelope or
@@ -207,7 +200,6 @@ func (p *Processor) apply(ctx context.Context, msg *envelope.Message, res *Resul
 	if err != nil {
 		return "", err
 	}
-	defer plan.Release() // nothing below keeps the plan
 	res.EventType, res.SchemaVersion = plan.EventType, plan.SchemaVersion
 	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: plan.EventID, Identity: plan.Identity, Payload: msg.Data,
 		Attributes: msg.Attributes, OrderingKey: msg.OrderingKey}

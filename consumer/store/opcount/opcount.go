@@ -68,20 +68,10 @@ func (s *Store) Unwrap() store.Store { return s.inner }
 // is ready to use and safe for concurrent use.
 type Tally struct {
 	c counter
-	// serial is SerialTx's wrapper.
-	serial countingTx
 }
 
 // Tx returns tx counting into t.
 func (t *Tally) Tx(tx store.Tx) store.Tx { return &countingTx{inner: tx, c: &t.c} }
-
-// SerialTx is Tx for a tally that wraps one transaction at a time: it
-// returns the same wrapper, pointed at tx, every time (no allocation), so
-// the previous one must be out of use.
-func (t *Tally) SerialTx(tx store.Tx) store.Tx {
-	t.serial = countingTx{inner: tx, c: &t.c}
-	return &t.serial
-}
 
 // Counts returns the totals so far.
 func (t *Tally) Counts() Counts { return t.c.snapshot() }

@@ -3,7 +3,6 @@ package opcount_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -132,39 +131,5 @@ func TestOwnedWritesCountAndKeepTheDocument(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestSerialTxCountsLikeTx runs the same transactions through Tx and
-// SerialTx: equal counts, and SerialTx hands out one wrapper.
-func TestSerialTxCountsLikeTx(t *testing.T) {
-	ctx := context.Background()
-	st := memstore.New()
-	var plain, serial opcount.Tally
-	var wrappers []store.Tx
-	for i := range 3 {
-		k := store.Key{Collection: "c", ID: fmt.Sprint(i)}
-		for _, wrap := range []func(store.Tx) store.Tx{plain.Tx, serial.SerialTx} {
-			err := st.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
-				tx = wrap(tx)
-				if _, err := tx.Get(ctx, k); err != nil && !errors.Is(err, store.ErrNotFound) {
-					return err
-				}
-				if err := tx.Set(ctx, k, store.Document{Fields: map[string]any{"i": int64(i)}}); err != nil {
-					return err
-				}
-				return tx.Delete(ctx, k)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		wrappers = append(wrappers, serial.SerialTx(nil))
-	}
-	if p, s := plain.Counts(), serial.Counts(); p != s || p != (opcount.Counts{Reads: 3, Writes: 3, Deletes: 3}) {
-		t.Errorf("Tx counted %+v, SerialTx %+v; want 3 reads, 3 writes, 3 deletes each", p, s)
-	}
-	if wrappers[0] != wrappers[1] || wrappers[1] != wrappers[2] {
-		t.Error("SerialTx returned different wrappers; want one, reused")
 	}
 }
