@@ -354,13 +354,6 @@ func getLive(ctx context.Context, tx store.Tx, key store.Key, now time.Time) (st
 	return liveDoc(d, err, now)
 }
 
-// getLiveShared is getLive with store.GetShared: the document is the
-// store's own, to be read only, inside the transaction.
-func getLiveShared(ctx context.Context, tx store.Tx, key store.Key, now time.Time) (store.Document, bool, error) {
-	d, err := store.GetShared(ctx, tx, key)
-	return liveDoc(d, err, now)
-}
-
 // liveDoc turns a read's result into getLive's.
 func liveDoc(d store.Document, err error, now time.Time) (store.Document, bool, error) {
 	if err != nil {

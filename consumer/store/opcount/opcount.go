@@ -86,12 +86,6 @@ func (t *countingTx) Get(ctx context.Context, key store.Key) (store.Document, er
 	return t.inner.Get(ctx, key)
 }
 
-// GetShared implements store.SharedGetter, counting a read.
-func (t *countingTx) GetShared(ctx context.Context, key store.Key) (store.Document, error) {
-	t.c.reads.Add(1)
-	return store.GetShared(ctx, t.inner, key)
-}
-
 // GetAll implements store.MultiGetter, counting a read per key.
 func (t *countingTx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Document, error) {
 	t.c.reads.Add(int64(len(keys)))
@@ -101,18 +95,6 @@ func (t *countingTx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Doc
 func (t *countingTx) Create(ctx context.Context, key store.Key, doc store.Document) error {
 	t.c.writes.Add(1)
 	return t.inner.Create(ctx, key, doc)
-}
-
-// CreateOwned implements store.OwnedWriter, counting a write.
-func (t *countingTx) CreateOwned(ctx context.Context, key store.Key, doc store.Document) error {
-	t.c.writes.Add(1)
-	return store.CreateOwned(ctx, t.inner, key, doc)
-}
-
-// SetOwned implements store.OwnedWriter, counting a write.
-func (t *countingTx) SetOwned(ctx context.Context, key store.Key, doc store.Document) error {
-	t.c.writes.Add(1)
-	return store.SetOwned(ctx, t.inner, key, doc)
 }
 
 func (t *countingTx) Set(ctx context.Context, key store.Key, doc store.Document) error {
