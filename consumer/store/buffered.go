@@ -40,7 +40,9 @@ func (t *BufferedTx) find(key Key) int {
 }
 
 // NewBufferedTx returns a transaction reading through read, which reports
-// whether the document exists.
+// whether the document exists and gives documents in the value model (as
+// the driver stored them through the transaction's writes, or decoded with
+// DecodeJSON).
 func NewBufferedTx(read func(key Key) (Document, bool, error)) *BufferedTx {
 	return &BufferedTx{read: read}
 }
@@ -67,7 +69,9 @@ func (t *BufferedTx) Get(ctx context.Context, key Key) (Document, error) {
 	if !ok {
 		return Document{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
-	return CopyDocument(d)
+	// What the transaction wrote went through put's CopyDocument, and the
+	// driver's read gives documents in the value model: a plain deep copy.
+	return cloneDocument(d), nil
 }
 
 // Create implements Tx.
