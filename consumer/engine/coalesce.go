@@ -230,7 +230,7 @@ func (e *Engine) runGroup(group []*waiter) {
 func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, slow bool) (*materialization, error) {
 	now := e.now()
 	target := group[0].m.target
-	cur, exists, err := getLiveShared(ctx, tx, target, now)
+	cur, exists, err := getLive(ctx, tx, target, now)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +289,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		useMarker := m.marker != store.Key{}
 		if slow && useMarker {
 			if md := markers[m.marker]; md != nil {
-				if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(*md)); dup || err != nil {
+				if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint)); dup || err != nil {
 					w.err = err
 					continue
 				}
@@ -318,7 +318,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		for _, w := range stale {
 			m := w.m
 			if md := markers[m.marker]; md != nil {
-				if _, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(*md)); err != nil {
+				if _, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint)); err != nil {
 					w.err = err
 				}
 			}
@@ -363,7 +363,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		}
 	}
 	win.res.Outcome, win.res.WriteKind = Applied, logfields.WriteKindSet
-	return win, store.SetOwned(ctx, tx, target, doc)
+	return win, tx.Set(ctx, target, doc)
 }
 
 // duplicateOfAny is duplicateOf for each of ms in turn, on m's target.
@@ -458,6 +458,6 @@ func (e *Engine) latestSerial(ctx context.Context, tx store.Tx, candidates []*wa
 				}
 			}
 		}
-		return cur, store.SetOwned(ctx, tx, cur.target, doc)
+		return cur, tx.Set(ctx, cur.target, doc)
 	}
 }

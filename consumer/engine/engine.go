@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
@@ -126,9 +125,6 @@ type Engine struct {
 	receipts string
 	poison   string
 	envID    string
-	// mats recycles Materialize's working state (*materialization): one
-	// allocation fewer per message.
-	mats *sync.Pool
 	// coalescer groups latest-state deliveries per document; nil with
 	// NoCoalescing.
 	coalescer *coalescer
@@ -202,7 +198,6 @@ func New(cfg Config) (*Engine, error) {
 	p := cfg.CollectionPrefix
 	e := &Engine{cfg: cfg, dedupe: p + "dedupe", leases: p + "leases", receipts: p + "receipts",
 		poison: p + "poison", envID: envID}
-	e.mats = &sync.Pool{New: func() any { return e.newMaterialization() }}
 	if cfg.MaxWaitingPerDocument != NoCoalescing {
 		e.coalescer = newCoalescer(cfg.MaxWaitingPerDocument)
 	}
@@ -353,40 +348,9 @@ func (e *Engine) runTx(ctx context.Context, counts *opcount.Counts, fn func(ctx 
 	return err
 }
 
-// txCounter is runTx for a recycled caller: its functions are made once,
-// so a transaction costs no closure or tally allocation.
-type txCounter struct {
-	tally   opcount.Tally
-	body    func(ctx context.Context, tx store.Tx) error
-	counted func(ctx context.Context, tx store.Tx) error // body with tally.Tx
-}
-
-func newTxCounter() *txCounter {
-	c := &txCounter{}
-	c.counted = func(ctx context.Context, tx store.Tx) error { return c.body(ctx, c.tally.SerialTx(tx)) }
-	return c
-}
-
-// run runs fn in a transaction of s, counting its operations into counts,
-// as runTx does. Not for concurrent use.
-func (c *txCounter) run(ctx context.Context, s store.Store, counts *opcount.Counts, fn func(ctx context.Context, tx store.Tx) error) error {
-	c.tally, c.body = opcount.Tally{}, fn
-	err := s.RunTx(ctx, c.counted)
-	c.body = nil
-	*counts = counts.Add(c.tally.Counts())
-	return err
-}
-
 // getLive reads key and reports it absent when it is missing or expired.
 func getLive(ctx context.Context, tx store.Tx, key store.Key, now time.Time) (store.Document, bool, error) {
 	d, err := tx.Get(ctx, key)
-	return liveDoc(d, err, now)
-}
-
-// getLiveShared is getLive with store.GetShared: the document is the
-// store's own, to be read only, inside the transaction.
-func getLiveShared(ctx context.Context, tx store.Tx, key store.Key, now time.Time) (store.Document, bool, error) {
-	d, err := store.GetShared(ctx, tx, key)
 	return liveDoc(d, err, now)
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
@@ -138,29 +139,10 @@ type materialization struct {
 	checkSize bool
 	doc       store.Document // built from fields on the first write
 	res       Result
-	// funcs are kept when m is recycled (see newMaterialization).
-	funcs *matFuncs
 }
 
-// matFuncs are a pooled materialization's transaction functions, made
-// once instead of once per message.
-type matFuncs struct {
-	txc *txCounter
-	// latest is Engine.latest on the materialization, without slow.
-	latest func(ctx context.Context, tx store.Tx) error
-}
-
-// newMaterialization makes a materialization for e's pool.
-func (e *Engine) newMaterialization() *materialization {
-	m := &materialization{}
-	m.funcs = &matFuncs{txc: newTxCounter(), latest: func(ctx context.Context, tx store.Tx) error {
-		return e.latest(ctx, tx, m, false)
-	}}
-	return m
-}
-
-// document returns the target document: a deep copy of fields plus
-// MetaField, which the engine hands over to the store (store.SetOwned).
+// document returns the target document: fields plus MetaField (a new
+// top-level map; the store copies what it keeps).
 // Only applied messages need it, so it is built on first use.
 func (m *materialization) document() (store.Document, error) {
 	if m.doc.Fields != nil {
@@ -170,10 +152,8 @@ func (m *materialization) document() (store.Document, error) {
 	if m.source != nil {
 		fields = m.source.NewFields() // owned, and checked to be in the value model
 	} else {
-		var err error
-		if fields, err = store.CopyFields(m.fields); err != nil {
-			return store.Document{}, err
-		}
+		fields = make(map[string]any, len(m.fields)+1)
+		maps.Copy(fields, m.fields)
 	}
 	meta := map[string]any{metaEventKey: m.eventKey, metaAppliedAt: m.appliedAt}
 	if m.fingerprint != "" {
@@ -235,8 +215,6 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
-	// Every return copies m.res before m goes back to the pool.
-	defer e.release(m)
 	if err := e.Hit(ctx, ProjectionBeforeWrite); err != nil {
 		return Result{}, err
 	}
@@ -293,7 +271,7 @@ func (e *Engine) create(ctx context.Context, m *materialization) error {
 		if err != nil {
 			return err
 		}
-		return store.CreateOwned(ctx, tx, m.target, doc)
+		return tx.Create(ctx, m.target, doc)
 	})
 	if isAlreadyExists(err) {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
@@ -307,7 +285,9 @@ func (e *Engine) create(ctx context.Context, m *materialization) error {
 // dedupe marker exists, the transaction that reads the marker first (to
 // tell a duplicate from an expired marker, which TTL deletion lags).
 func (e *Engine) materializeLatest(ctx context.Context, m *materialization) error {
-	err := m.funcs.txc.run(ctx, e.cfg.Store, &m.res.Ops, m.funcs.latest)
+	err := e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
+		return e.latest(ctx, tx, m, false)
+	})
 	if isAlreadyExists(err) {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
 			return e.latest(ctx, tx, m, true)
@@ -350,8 +330,7 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	if err != nil {
 		return nil, newError(TypePoison, op, "%v", err)
 	}
-	m := e.mats.Get().(*materialization)
-	*m = materialization{op: op, eventKey: key, fingerprint: fp, funcs: m.funcs}
+	m := &materialization{op: op, eventKey: key, fingerprint: fp}
 	var target string
 	switch {
 	case w.ID != "":
@@ -390,9 +369,6 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	if w.DedupeMarker {
 		m.marker, m.markerPath = e.envKey(e.dedupe, key)
 		m.res.IdempotencyDoc = m.markerPath
-		// The event key stored is the tail of the marker's path: one string
-		// kept per marker instead of two.
-		m.eventKey = m.markerPath[len(m.markerPath)-len(key):]
 	}
 	return m, nil
 }
@@ -433,12 +409,6 @@ func (e *Engine) orderingPublishTime(ctx context.Context, ev Event, target strin
 	return received
 }
 
-// release clears m (the store owns the document it was given) and recycles it.
-func (e *Engine) release(m *materialization) {
-	*m = materialization{funcs: m.funcs}
-	e.mats.Put(m)
-}
-
 // envKey returns the key of collection/{env}__{id} (keys.JoinID with the
 // engine's normalised env) and its String(), sharing one allocation.
 func (e *Engine) envKey(collection, id string) (store.Key, string) {
@@ -449,25 +419,25 @@ func (e *Engine) envKey(collection, id string) (store.Key, string) {
 // latest is the ModeLatest transaction. Without slow it trusts Create to
 // find an existing marker; with slow it reads the marker first (so an
 // expired one is overwritten) and costs one more read. It only reads the
-// documents it gets, so it reads them shared (store.GetShared).
+// documents it gets.
 func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, slow bool) error {
 	m.res.Outcome, m.res.WriteKind, m.res.Warning, m.jumpFrom = "", logfields.WriteKindNone, "", nil
 	now := e.now()
 	m.appliedAt = now // the document's appliedAt, if this transaction writes it
 	useMarker := m.marker != store.Key{}
 	if slow && useMarker {
-		md, live, err := getLiveShared(ctx, tx, m.marker, now)
+		md, live, err := getLive(ctx, tx, m.marker, now)
 		if err != nil {
 			return err
 		}
 		if live {
-			if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
+			if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint)); dup || err != nil {
 				return err
 			}
 			// Another event under the same derived key: ordered below.
 		}
 	}
-	cur, exists, err := getLiveShared(ctx, tx, m.target, now)
+	cur, exists, err := getLive(ctx, tx, m.target, now)
 	if err != nil {
 		return err
 	}
@@ -483,11 +453,11 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 			if useMarker && !slow {
 				// Older than the state: a republished event is a duplicate
 				// by its marker. One more read, only on this path.
-				md, live, err := getLiveShared(ctx, tx, m.marker, now)
+				md, live, err := getLive(ctx, tx, m.marker, now)
 				if err != nil || !live {
 					return err
 				}
-				if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, markerFingerprint(md)); dup || err != nil {
+				if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint)); dup || err != nil {
 					m.res.IdempotencyDoc = m.markerPath
 					return err
 				}
@@ -506,19 +476,20 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	if err != nil {
 		return err
 	}
-	return store.SetOwned(ctx, tx, m.target, doc)
+	return tx.Set(ctx, m.target, doc)
 }
 
-// writeMarker writes m's dedupe marker: created without a prior read, so
+// writeMarker writes m's dedupe marker (the fields eventKey, messageId,
+// fingerprint, target and createdAt): created without a prior read, so
 // that an existing one fails the transaction (store.ErrAlreadyExists), or
 // with slow, after the marker was read, set.
 func (e *Engine) writeMarker(ctx context.Context, tx store.Tx, m *materialization, now time.Time, slow bool) error {
-	key, rec := m.markerRecord(now)
-	marker := store.Document{Record: rec, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+	marker := store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.order.messageID,
+		metaFingerprint: m.fingerprint, "target": m.res.DocPath, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
 	if slow {
-		return store.SetOwned(ctx, tx, key, marker)
+		return tx.Set(ctx, m.marker, marker)
 	}
-	return store.CreateOwned(ctx, tx, key, marker)
+	return tx.Create(ctx, m.marker, marker)
 }
 
 // duplicateOf reports whether the event recorded in rec (its key and
@@ -530,50 +501,6 @@ func (m *materialization) duplicateOf(ctx context.Context, e *Engine, rec store.
 		m.res.Outcome, m.res.Warning = Duplicate, warning
 	}
 	return same, err
-}
-
-// markerRecord returns the dedupe marker's key and content: one string
-// holding the marker's path (its key's id is a slice of it) and the
-// strings the marker stores, so that a marker the store keeps is two
-// objects with one pointer between them, little for the collector to trace.
-func (m *materialization) markerRecord(now time.Time) (store.Key, *dedupeMarker) {
-	rec := &dedupeMarker{
-		text: m.markerPath + m.fingerprint + m.res.DocPath + m.order.messageID, createdAt: now,
-		eventKeyAt: int32(len(m.markerPath) - len(m.eventKey)), fingerprintAt: int32(len(m.markerPath)),
-	}
-	rec.targetAt = rec.fingerprintAt + int32(len(m.fingerprint))
-	rec.messageIDAt = rec.targetAt + int32(len(m.res.DocPath))
-	return store.Key{Collection: m.marker.Collection, ID: rec.text[len(m.marker.Collection)+1 : len(m.markerPath)]}, rec
-}
-
-// dedupeMarker is a dedupe marker's content, a store.Record: stored as the
-// fields eventKey, messageId, fingerprint, target and createdAt. text is
-// the marker's path, then its fingerprint, target and message id; the
-// event key is the path's tail.
-type dedupeMarker struct {
-	text                                             string
-	eventKeyAt, fingerprintAt, targetAt, messageIDAt int32
-	createdAt                                        time.Time
-}
-
-func (d *dedupeMarker) eventKey() string    { return d.text[d.eventKeyAt:d.fingerprintAt] }
-func (d *dedupeMarker) fingerprint() string { return d.text[d.fingerprintAt:d.targetAt] }
-func (d *dedupeMarker) target() string      { return d.text[d.targetAt:d.messageIDAt] }
-func (d *dedupeMarker) messageID() string   { return d.text[d.messageIDAt:] }
-
-// RecordFields implements store.Record.
-func (d *dedupeMarker) RecordFields() map[string]any {
-	return map[string]any{metaEventKey: d.eventKey(), metaMessageID: d.messageID(),
-		metaFingerprint: d.fingerprint(), "target": d.target(), "createdAt": d.createdAt}
-}
-
-// markerFingerprint returns the fingerprint a dedupe marker read from the
-// store holds, whether the store kept the record or its fields.
-func markerFingerprint(d store.Document) string {
-	if rec, ok := d.Record.(*dedupeMarker); ok {
-		return rec.fingerprint()
-	}
-	return str(d.Fields, metaFingerprint)
 }
 
 // createSlow runs after ModeCreate found the document: a duplicate, unless

@@ -21,26 +21,28 @@ const LevelCritical = slog.Level(12)
 // strings are cut on a rune boundary and end with "…".
 const MaxFieldLen = 1024
 
-// New returns a JSON logger writing to w with Cloud Logging's severity and
-// message keys, every string bounded to MaxFieldLen bytes. Attributes
-// added with With are kept on every line. Its lines are those of
-// slog.JSONHandler with replaceAttr, byte for byte (see handler, which
-// encodes the common ones without slog's generic path).
+// New returns a JSON logger writing to w: slog's JSONHandler with Cloud
+// Logging's severity and message keys, every string bounded to MaxFieldLen
+// bytes (replaceAttr). Attributes added with With are kept on every line.
 func New(w io.Writer, level slog.Leveler, opts ...Option) *slog.Logger {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return slog.New(newHandler(w, &slog.HandlerOptions{
-		Level:       level,
-		ReplaceAttr: replaceAttr,
-	}, o.trace))
+	var h slog.Handler = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: replaceAttr})
+	if o.trace {
+		h = newTraceHandler(h, o.project)
+	}
+	return slog.New(h)
 }
 
 // Option configures New.
 type Option func(*options)
 
-type options struct{ trace *traceFields }
+type options struct {
+	trace   bool
+	project string
+}
 
 // WithTrace makes every line logged with a context holding a valid span
 // carry the span for Cloud Logging, which nests the lines under their
@@ -50,7 +52,7 @@ type options struct{ trace *traceFields }
 // trace field is left out (Cloud Logging needs the project) and the other
 // two are written.
 func WithTrace(project string) Option {
-	return func(o *options) { o.trace = newTraceFields(project) }
+	return func(o *options) { o.trace, o.project = true, project }
 }
 
 // replaceAttr renames slog's level and msg keys to Cloud Logging's and

@@ -3,10 +3,14 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 )
 
 func TestNewWritesCloudLoggingKeys(t *testing.T) {
@@ -67,5 +71,78 @@ func TestBound(t *testing.T) {
 				t.Fatalf("cut not marked: %q", got[len(got)-8:])
 			}
 		})
+	}
+}
+
+// FuzzNewBoundsEveryString: whatever the message, a field's name and its
+// value (a string, an error, a string inside a group, an attribute added
+// with With), the logger writes one JSON line in which each of them reads
+// back as Bound of it: at most MaxFieldLen bytes as written (each invalid
+// UTF-8 byte reads back as U+FFFD, as slog's JSON handler escapes it).
+func FuzzNewBoundsEveryString(f *testing.F) {
+	long := strings.Repeat("a", MaxFieldLen)
+	for _, seed := range [][2]string{
+		{"", ""}, {"route", "orders"}, {long, long + "b"}, {strings.Repeat("é", MaxFieldLen), strings.Repeat("😀", 600)},
+		{"q\"\\\n\x00", "bad \xff utf-8 \xc3"}, {strings.Repeat("\xff", 2*MaxFieldLen), "line\u2028para\u2029<&>"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, name, value string) {
+		var buf bytes.Buffer
+		New(&buf, slog.LevelInfo).With("w_"+name, value).LogAttrs(t.Context(), slog.LevelWarn, value,
+			slog.String("k_"+name, value), slog.Any("error", errors.New(value)), slog.Group("g", slog.String(name, value)))
+		if n := strings.Count(buf.String(), "\n"); n != 1 || !strings.HasSuffix(buf.String(), "\n") {
+			t.Fatalf("%d lines: %q", n, buf.String())
+		}
+		var line map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+			t.Fatalf("not JSON: %v: %q", err, buf.String())
+		}
+		readBack := func(s string) string { return string([]rune(Bound(s))) }
+		want := readBack(value)
+		group, _ := line["g"].(map[string]any)
+		for field, got := range map[string]any{
+			logfields.Message: line[logfields.Message], "k_": line[readBack("k_"+name)], "w_": line[readBack("w_"+name)],
+			"error": line["error"], "group": group[readBack(name)],
+		} {
+			if got != want {
+				t.Errorf("%s reads back %q, want %q (line %s)", field, got, want, buf.String())
+			}
+		}
+		if line[logfields.Severity] != "WARNING" {
+			t.Errorf("severity %v, want WARNING", line[logfields.Severity])
+		}
+	})
+}
+
+// TestNewLevelAndConcurrentLines: lines below the level are not written,
+// and lines logged at once from many goroutines come out whole, one per
+// line.
+func TestNewLevelAndConcurrentLines(t *testing.T) {
+	var buf bytes.Buffer
+	var lv slog.LevelVar
+	lv.Set(slog.LevelWarn)
+	l := New(&buf, &lv, WithTrace("p"))
+	l.Info("dropped")
+	if buf.Len() != 0 {
+		t.Fatalf("INFO written below a WARN level: %q", buf.String())
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 50 {
+				l.Warn("line", "i", i, "err", errors.New("e"))
+			}
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 400 {
+		t.Fatalf("%d lines, want 400", len(lines))
+	}
+	for _, line := range lines {
+		if !json.Valid([]byte(line)) {
+			t.Fatalf("interleaved or broken line %q", line)
+		}
 	}
 }

@@ -2,70 +2,48 @@ package logging
 
 import (
 	"context"
-	"encoding/hex"
 	"log/slog"
-	"strconv"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 )
 
-// traceFields writes the span of a line's context in Cloud Logging's
-// special fields. A nil *traceFields writes none.
-type traceFields struct {
-	// prefix is "projects/PROJECT/traces/", "" when no project is known;
-	// prefixJSON is it escaped as in a JSON string.
-	prefix, prefixJSON string
+// traceHandler adds the span of a line's context to the line, last, in
+// Cloud Logging's trace fields.
+type traceHandler struct {
+	slog.Handler
+	// prefix is "projects/PROJECT/traces/", "" when no project is known
+	// (the trace field is then left out).
+	prefix string
 }
 
-func newTraceFields(project string) *traceFields {
-	f := &traceFields{}
+func newTraceHandler(h slog.Handler, project string) *traceHandler {
+	t := &traceHandler{Handler: h}
 	if project != "" {
-		f.prefix = "projects/" + project + "/traces/"
-		quoted := appendString(nil, f.prefix)
-		f.prefixJSON = string(quoted[1 : len(quoted)-1])
+		t.prefix = "projects/" + project + "/traces/"
 	}
-	return f
+	return t
 }
 
-// appendTo appends the trace fields of ctx's span, when it has a valid one.
-func (f *traceFields) appendTo(ctx context.Context, b []byte) []byte {
-	if f == nil || ctx == nil {
-		return b
+// Handle implements slog.Handler.
+func (h *traceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r = r.Clone() // the caller's record stays as it was
+		if h.prefix != "" {
+			r.AddAttrs(slog.String(logfields.Trace, h.prefix+sc.TraceID().String()))
+		}
+		r.AddAttrs(slog.String(logfields.SpanID, sc.SpanID().String()), slog.Bool(logfields.TraceSampled, sc.IsSampled()))
 	}
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return b
-	}
-	if f.prefix != "" {
-		b = append(b, `,"`+logfields.Trace+`":"`...)
-		b = append(b, f.prefixJSON...)
-		id := sc.TraceID()
-		b = hex.AppendEncode(b, id[:])
-		b = append(b, '"')
-	}
-	b = append(b, `,"`+logfields.SpanID+`":"`...)
-	id := sc.SpanID()
-	b = hex.AppendEncode(b, id[:])
-	b = append(b, `","`+logfields.TraceSampled+`":`...)
-	return strconv.AppendBool(b, sc.IsSampled())
+	return h.Handler.Handle(ctx, r)
 }
 
-// addTo adds the fields appendTo writes to r, as its last attributes (where
-// appendTo writes them), for lines slog's own handler writes.
-func (f *traceFields) addTo(ctx context.Context, r slog.Record) slog.Record {
-	if f == nil || ctx == nil {
-		return r
-	}
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return r
-	}
-	r = r.Clone()
-	if f.prefix != "" {
-		r.AddAttrs(slog.String(logfields.Trace, f.prefix+sc.TraceID().String()))
-	}
-	r.AddAttrs(slog.String(logfields.SpanID, sc.SpanID().String()), slog.Bool(logfields.TraceSampled, sc.IsSampled()))
-	return r
+// WithAttrs implements slog.Handler.
+func (h *traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &traceHandler{Handler: h.Handler.WithAttrs(as), prefix: h.prefix}
 }
+
+// WithGroup implements slog.Handler: the trace fields would land inside
+// the group, where Cloud Logging does not read them, so lines of a group
+// carry none.
+func (h *traceHandler) WithGroup(name string) slog.Handler { return h.Handler.WithGroup(name) }

@@ -15,17 +15,16 @@ import (
 
 // TestTraceFieldsOnEveryPath checks that a line logged with a span in its
 // context carries Cloud Logging's trace fields whichever way it is
-// written (Handle, LogAttrs, Line, and slog's own handler for values the
-// fast path leaves to it), the first three byte for byte as slog's JSON
-// handler writes them; and that lines without a span, or of a logger without WithTrace,
-// carry none.
+// written (Handle, LogAttrs, Log with any values, a logger derived with
+// With), Handle's byte for byte as slog's JSON handler writes the same
+// fields added last; and that lines without a span, or of a logger
+// without WithTrace, carry none.
 func TestTraceFieldsOnEveryPath(t *testing.T) {
 	sc := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
 		SpanID:  trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7}, TraceFlags: trace.FlagsSampled})
 	unsampled := sc.WithTraceFlags(0)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	key := NewKey("route")
 	writers := map[string]func(ctx context.Context, l *slog.Logger){
 		"Handle": func(ctx context.Context, l *slog.Logger) {
 			r := slog.NewRecord(at, slog.LevelInfo, "m", 0)
@@ -33,20 +32,10 @@ func TestTraceFieldsOnEveryPath(t *testing.T) {
 			_ = l.Handler().Handle(ctx, r)
 		},
 		"LogAttrs": func(ctx context.Context, l *slog.Logger) {
-			LogAttrsAt(ctx, l, at, slog.LevelInfo, "m", []slog.Attr{slog.String("route", "r")})
+			l.LogAttrs(ctx, slog.LevelInfo, "m", slog.String("route", "r"))
 		},
 		"slog any": func(ctx context.Context, l *slog.Logger) { l.Log(ctx, slog.LevelInfo, "m", "route", []string{"r"}) },
 		"with any": func(ctx context.Context, l *slog.Logger) { l.With("x", []int{1}).InfoContext(ctx, "m", "route", "r") },
-		"Line": func(ctx context.Context, l *slog.Logger) {
-			ln, ok := StartLine(ctx, l, at, slog.LevelInfo, "m")
-			if !ok {
-				t.Fatal("StartLine refused New's logger")
-			}
-			ln.String(key, "r")
-			if !ln.End() {
-				t.Fatal("Line failed")
-			}
-		},
 	}
 	for name, write := range writers {
 		t.Run(name, func(t *testing.T) {
@@ -86,7 +75,7 @@ func TestTraceFieldsOnEveryPath(t *testing.T) {
 						extra = append(extra, k, v)
 					}
 				}
-				if name == "Handle" || name == "LogAttrs" || name == "Line" {
+				if name == "Handle" {
 					r := slog.NewRecord(at, slog.LevelInfo, "m", 0)
 					r.Add("route", "r")
 					r.Add(extra...)

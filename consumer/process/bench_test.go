@@ -10,7 +10,6 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
-	"github.com/eventpipe/eventpipe/consumer/process"
 )
 
 // BenchmarkProcessDuplicate is the idempotent push path's own work for the
@@ -32,15 +31,14 @@ func BenchmarkProcessDuplicate(b *testing.B) {
 			b.Fatal(res.Err)
 		}
 	}
-	var res process.Result
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		proc.ProcessTo(ctx, &msgs[i%len(msgs)], &res)
+		res := proc.Process(ctx, &msgs[i%len(msgs)])
 		if res.Outcome != logfields.OutcomeDuplicate {
 			b.Fatalf("outcome %s (%v), want duplicate", res.Outcome, res.Err)
 		}
-		proc.Log(ctx, &res, slog.Int(logfields.HTTPStatus, res.HTTPStatus), slog.String(logfields.AckAction, logfields.AckActionAck))
+		proc.Log(ctx, res, slog.Int(logfields.HTTPStatus, res.HTTPStatus), slog.String(logfields.AckAction, logfields.AckActionAck))
 		i++
 	}
 }

@@ -60,6 +60,9 @@ type Config struct {
 	// the next (engine.Config.MaxWaitingPerDocument; engine.NoCoalescing
 	// turns coalescing off).
 	MaxWaitingPerDocument int
+	// MaxSequenceJump bounds the sequence step trusted across the ordering
+	// window (engine.Config.MaxSequenceJump; 0: its default).
+	MaxSequenceJump int64
 	// Failpoint is the engine's crash-test hook (engine.KillAtFailpoints of
 	// EVENTPIPE_FAILPOINT in cmd/consumer); nil for none.
 	Failpoint engine.FailpointHook
@@ -70,8 +73,6 @@ type Processor struct {
 	cfg    Config
 	engine *engine.Engine
 	leases map[string]*leaseRoute
-	attrs  *sync.Pool // of *[]slog.Attr: log line attribute buffers
-	keys   *lineKeys  // the log fields' names
 }
 
 // leaseRoute is a lease route with its own engine (its attempt limit and
@@ -105,12 +106,13 @@ func New(cfg Config) (*Processor, error) {
 		cfg.LookupEnv = os.LookupEnv
 	}
 	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner,
-		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument}
+		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument,
+		MaxSequenceJump: cfg.MaxSequenceJump}
 	eng, err := engine.New(base)
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)
 	}
-	p := &Processor{cfg: cfg, engine: eng, leases: map[string]*leaseRoute{}, keys: newLineKeys(), attrs: newAttrPool()}
+	p := &Processor{cfg: cfg, engine: eng, leases: map[string]*leaseRoute{}}
 	for _, r := range cfg.Routes.Routes() {
 		if r.Mode != route.ModeLease {
 			continue
@@ -136,14 +138,6 @@ func New(cfg Config) (*Processor, error) {
 		p.leases[r.Name] = &leaseRoute{engine: le, url: url, toHandler: r.Action.ToHandler()}
 	}
 	return p, nil
-}
-
-// newAttrPool returns a pool of log line attribute buffers (*[]slog.Attr).
-func newAttrPool() *sync.Pool {
-	return &sync.Pool{New: func() any {
-		a := make([]slog.Attr, 0, maxAttrs+2) // + push's http_status and ack_action
-		return &a
-	}}
 }
 
 // Engine returns the processor's default engine (shared with callbacks).
@@ -189,21 +183,14 @@ type Result struct {
 // Process handles one decoded message. It never returns an error: every
 // failure is in the Result, already classified and decided.
 func (p *Processor) Process(ctx context.Context, msg *envelope.Message) *Result {
-	res := new(Result)
-	p.ProcessTo(ctx, msg, res)
-	return res
-}
-
-// ProcessTo is Process writing the result to res (overwritten), for
-// callers that recycle results.
-func (p *Processor) ProcessTo(ctx context.Context, msg *envelope.Message, res *Result) {
-	*res = Result{Msg: msg, Started: time.Now()}
+	res := &Result{Msg: msg, Started: time.Now()}
 	outcome, err := p.apply(ctx, msg, res)
 	if err == nil {
 		// The effect is committed; the ack has not been sent yet.
 		err = p.engine.Hit(ctx, engine.ProjectionBeforeAck)
 	}
 	p.finish(ctx, res, outcome, err)
+	return res
 }
 
 // Reject answers a message that could not even be decoded (bad envelope or
@@ -228,7 +215,6 @@ func (p *Processor) apply(ctx context.Context, msg *envelope.Message, res *Resul
 	if err != nil {
 		return "", err
 	}
-	defer plan.Release() // nothing below keeps the plan
 	res.EventType, res.SchemaVersion = plan.EventType, plan.SchemaVersion
 	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: plan.EventID, Identity: plan.Identity, Payload: msg.Data,
 		Attributes: msg.Attributes, OrderingKey: msg.OrderingKey}

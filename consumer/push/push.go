@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
@@ -42,21 +41,12 @@ type Handler struct {
 	jsonType []string
 	// bodies are the responses' bodies by outcome, made once.
 	bodies map[string][]byte
-	// deliveries recycles each request's message and result (*delivery).
-	deliveries *sync.Pool
 	// budget holds the memory of the deliveries in flight: each takes
 	// limits.DeliveryBytes of its declared body length before its body is
 	// read and gives it back once answered.
 	budget *semaphore.Weighted
 	// budgetBytes is budget's size.
 	budgetBytes int64
-}
-
-// delivery is one request's decoded message and its result, recycled:
-// neither is used once the response and the log line are written.
-type delivery struct {
-	msg envelope.Message
-	res process.Result
 }
 
 // New returns a push handler. verifier may be nil when no audience is
@@ -69,7 +59,7 @@ func New(proc *process.Processor, verifier *auth.Verifier, memoryBudget int64) *
 	maxBody := limits.MaxPushBodyBytes(limits.MaxMessageBytes)
 	memoryBudget = max(memoryBudget, limits.DeliveryBytes(maxBody))
 	h := &Handler{proc: proc, verifier: verifier, maxBody: maxBody, jsonType: []string{"application/json"},
-		bodies: map[string][]byte{}, deliveries: &sync.Pool{New: func() any { return new(delivery) }},
+		bodies: map[string][]byte{},
 		budget: semaphore.NewWeighted(memoryBudget), budgetBytes: memoryBudget}
 	for _, outcome := range []string{logfields.OutcomeApplied, logfields.OutcomeDuplicate, logfields.OutcomeStale,
 		logfields.OutcomePoison, logfields.OutcomeRetry} {
@@ -120,14 +110,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"the request body could not be read; retry")
 		return
 	}
-	d := h.deliveries.Get().(*delivery)
-	defer func() {
-		*d = delivery{} // keep no message or error reachable from the pool
-		h.deliveries.Put(d)
-	}()
-	res, msg := &d.res, &d.msg
-	var decodeErr error
-	if d.msg, decodeErr = envelope.DecodePush(body); decodeErr != nil {
+	decoded, decodeErr := envelope.DecodePush(body)
+	msg := &decoded
+	if decodeErr != nil {
 		peek := envelope.Peek(body)
 		msg = &peek
 	}
@@ -136,12 +121,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tr := h.proc.Tracer(); tr.Enabled() {
 		ctx, span = tr.StartMessage(ctx, tracing.IngressPush, msg, r.Header)
 	}
+	var res *process.Result
 	if decodeErr != nil {
 		res = h.proc.Reject(ctx, msg, decodeErr)
 	} else {
 		// The message holds its decoded data, not the body: the body is
 		// garbage from here on, so a delivery holds its message once.
-		h.proc.ProcessTo(ctx, msg, res)
+		res = h.proc.Process(ctx, msg)
 	}
 	ack := logfields.AckActionNack
 	if res.HTTPStatus >= 200 && res.HTTPStatus < 300 {

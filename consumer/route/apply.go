@@ -53,14 +53,13 @@ type Plan struct {
 	// (NewFields, Fields), so a duplicate or stale message builds no map.
 	values []any
 	fields map[string]any // cached by Fields
-	// identity is Identity's map, kept (cleared) across reuses.
+	// identity is Identity's map, made on the first identity field.
 	identity map[string]any
 	// converted[i] is the value of the route's i-th (source, type) pair once
 	// a field converted it, so that fields reading the same source as the
-	// same type share one value (kept, cleared, across reuses).
+	// same type share one value.
 	converted []any
-	// env and envValue are the last environment and its boxed value, kept
-	// across reuses (a processor plans for one environment).
+	// env and envValue are the environment and its boxed value.
 	env      string
 	envValue any
 }
@@ -130,29 +129,8 @@ func (r *Route) compile() {
 	r.conversions = len(conversions)
 }
 
-// Release hands p back to its route for reuse by a later Plan call: p and
-// everything it returned (Identity, Values, Fields) must not be used after.
-// Maps from NewFields are the caller's and stay valid.
-func (p *Plan) Release() {
-	r := p.Route
-	if r == nil || r.plans == nil {
-		return
-	}
-	clear(p.values)
-	clear(p.identity)
-	clear(p.converted)
-	*p = Plan{values: p.values, identity: p.identity, converted: p.converted, env: p.env, envValue: p.envValue}
-	r.plans.Put(p)
-}
-
-// newPlan returns a recycled plan (see Release) or a new one, for r.
+// newPlan returns a new plan for r.
 func (r *Route) newPlan() *Plan {
-	if r.plans != nil {
-		if p, ok := r.plans.Get().(*Plan); ok && len(p.values) == len(r.fieldOrder) && len(p.converted) == r.conversions {
-			p.Route = r
-			return p
-		}
-	}
 	return &Plan{Route: r, values: make([]any, len(r.fieldOrder)), converted: make([]any, r.conversions)}
 }
 

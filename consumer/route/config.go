@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/eventpipe/eventpipe/internal/durations"
@@ -78,8 +77,6 @@ type Route struct {
 	// fieldOrder is Fields' names sorted, so extraction (and its first
 	// error) is deterministic.
 	fieldOrder []string
-	// plans recycles released plans (*Plan, see Plan.Release); set by Parse.
-	plans *sync.Pool
 	// topicValue is Topic as the value of $topic, boxed once (nil when the
 	// route has no topic: $topic then comes from the message).
 	topicValue any

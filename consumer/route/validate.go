@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
@@ -63,7 +62,6 @@ func Compile(c Config) (*Table, error) {
 		}
 		r.fieldOrder = slices.Sorted(maps.Keys(r.Fields))
 		r.compile()
-		r.plans = &sync.Pool{}
 		if r.Topic != "" {
 			r.topicValue = r.Topic
 		}

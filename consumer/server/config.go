@@ -51,6 +51,9 @@ type Config struct {
 	// (EVENTPIPE_HANDLER_URL and the idempotency-key settings: see
 	// handler.ConfigFromEnv); its zero value means none.
 	Handler handler.Config
+	// MaxSequenceJump is engine.Config.MaxSequenceJump, from
+	// EVENTPIPE_MAX_SEQUENCE_JUMP (0: its default).
+	MaxSequenceJump int64
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -88,6 +91,7 @@ const DefaultRequestTimeout = 60 * time.Second
 //	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout: read and idle timeouts derive from it (default 60s)
 //	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
 //	EVENTPIPE_COALESCE_MAX_WAITING        deliveries that may wait for one document's transaction (default 256, 0 = no coalescing)
+//	EVENTPIPE_MAX_SEQUENCE_JUMP           the largest sequence step trusted across the ordering window (default 1000000)
 //	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout (= push ack deadline); a PostgreSQL store's
 //	                                      lock/statement/idle bounds derive from it (default 10s)
 //	EVENTPIPE_HANDLER_URL, ...            the handler container behind the consumer (see handler.ConfigFromEnv)
@@ -179,6 +183,14 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 			c.MaxWaitingPerDocument = engine.NoCoalescing
 		default:
 			c.MaxWaitingPerDocument = n
+		}
+	}
+	if v := get("EVENTPIPE_MAX_SEQUENCE_JUMP", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			bad("EVENTPIPE_MAX_SEQUENCE_JUMP", v, fmt.Sprintf("use a positive integer: the largest sequence step trusted across the ordering window (default %d), or unset it for the default", engine.DefaultMaxSequenceJump))
+		} else {
+			c.MaxSequenceJump = n
 		}
 	}
 	if c.RequestTimeout > 0 && isPostgres(c.StoreURL) {

@@ -20,7 +20,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 	}
 	if c.Port != "8080" || c.Env != "dev" || c.StoreURL != DefaultStoreURL() || !strings.HasPrefix(c.StoreURL, "bbolt:///") ||
 		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout || c.MaxEventSkew != 5*time.Minute ||
-		c.MaxWaitingPerDocument != 0 || c.RequestTimeout != DefaultRequestTimeout {
+		c.MaxWaitingPerDocument != 0 || c.RequestTimeout != DefaultRequestTimeout || c.MaxSequenceJump != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -32,13 +32,14 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"EVENTPIPE_PULL_SUBSCRIPTIONS":            "projects/p/subscriptions/a,projects/p/subscriptions/b",
 		"EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES": "7", "EVENTPIPE_DLQ": "on", "EVENTPIPE_SHUTDOWN_TIMEOUT": "3s",
 		"EVENTPIPE_MAX_EVENT_SKEW": "30s", "EVENTPIPE_CALLBACK_ACCOUNTS": "job@p.iam.gserviceaccount.com",
+		"EVENTPIPE_MAX_SEQUENCE_JUMP": "5000",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Port != "9090" || c.Env != "prod" || len(c.PushAccounts) != 2 || c.PushAccounts[1] != "b@p.iam.gserviceaccount.com" ||
 		len(c.PullSubscriptions) != 2 || c.PullSettings.MaxOutstandingMessages != 7 || c.DLQ != classify.DLQOn || c.ShutdownTimeout != 3*time.Second || c.MaxEventSkew != 30*time.Second ||
-		c.CallbackAudience != c.Audience || len(c.CallbackAccounts) != 1 {
+		c.CallbackAudience != c.Audience || len(c.CallbackAccounts) != 1 || c.MaxSequenceJump != 5000 {
 		t.Fatalf("%+v", c)
 	}
 	for v, want := range map[string]int{"0": engine.NoCoalescing, "32": 32} {
@@ -85,6 +86,9 @@ func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
 		{"request timeout", map[string]string{"EVENTPIPE_REQUEST_TIMEOUT": "0s"}, "EVENTPIPE_REQUEST_TIMEOUT"},
 		{"coalescing bound", map[string]string{"EVENTPIPE_COALESCE_MAX_WAITING": "-1"}, "EVENTPIPE_COALESCE_MAX_WAITING"},
 		{"coalescing bound text", map[string]string{"EVENTPIPE_COALESCE_MAX_WAITING": "lots"}, "EVENTPIPE_COALESCE_MAX_WAITING"},
+		{"sequence jump zero", map[string]string{"EVENTPIPE_MAX_SEQUENCE_JUMP": "0"}, "EVENTPIPE_MAX_SEQUENCE_JUMP=\"0\": use a positive integer"},
+		{"sequence jump negative", map[string]string{"EVENTPIPE_MAX_SEQUENCE_JUMP": "-5"}, "EVENTPIPE_MAX_SEQUENCE_JUMP=\"-5\": use a positive integer"},
+		{"sequence jump text", map[string]string{"EVENTPIPE_MAX_SEQUENCE_JUMP": "1e6"}, "EVENTPIPE_MAX_SEQUENCE_JUMP=\"1e6\": use a positive integer"},
 		{"request timeout", map[string]string{"EVENTPIPE_REQUEST_TIMEOUT": "0s"}, "EVENTPIPE_REQUEST_TIMEOUT"},
 	}
 	for _, tt := range tests {

@@ -87,7 +87,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	st = opts.Tracer.Store(st, scheme(cfg.StoreURL))
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
 		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
-		Tracer: opts.Tracer, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument, HandlerURL: cfg.Handler.URL})
+		Tracer: opts.Tracer, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument, HandlerURL: cfg.Handler.URL,
+		MaxSequenceJump: cfg.MaxSequenceJump})
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,9 @@ func (t *BufferedTx) find(key Key) int {
 }
 
 // NewBufferedTx returns a transaction reading through read, which reports
-// whether the document exists.
+// whether the document exists and gives documents in the value model (as
+// the driver stored them through the transaction's writes, or decoded with
+// DecodeJSON).
 func NewBufferedTx(read func(key Key) (Document, bool, error)) *BufferedTx {
 	return &BufferedTx{read: read}
 }
@@ -52,17 +54,8 @@ func (t *BufferedTx) lookup(key Key) (Document, bool, error) {
 	return t.read(key)
 }
 
-// Get implements Tx.
+// Get implements Tx: a copy of the document, which the caller owns.
 func (t *BufferedTx) Get(ctx context.Context, key Key) (Document, error) {
-	d, err := t.GetShared(ctx, key)
-	if err != nil {
-		return Document{}, err
-	}
-	return CopyDocument(d)
-}
-
-// GetShared implements SharedGetter: Get without the copy.
-func (t *BufferedTx) GetShared(ctx context.Context, key Key) (Document, error) {
 	if err := ctx.Err(); err != nil {
 		return Document{}, err
 	}
@@ -76,21 +69,13 @@ func (t *BufferedTx) GetShared(ctx context.Context, key Key) (Document, error) {
 	if !ok {
 		return Document{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
-	return d, nil
+	// What the transaction wrote went through put's CopyDocument, and the
+	// driver's read gives documents in the value model: a plain deep copy.
+	return cloneDocument(d), nil
 }
 
 // Create implements Tx.
 func (t *BufferedTx) Create(ctx context.Context, key Key, doc Document) error {
-	return t.create(ctx, key, doc, false)
-}
-
-// CreateOwned implements OwnedWriter: Create, keeping doc without a copy
-// when it is in the value model.
-func (t *BufferedTx) CreateOwned(ctx context.Context, key Key, doc Document) error {
-	return t.create(ctx, key, doc, true)
-}
-
-func (t *BufferedTx) create(ctx context.Context, key Key, doc Document, owned bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -101,7 +86,7 @@ func (t *BufferedTx) create(ctx context.Context, key Key, doc Document, owned bo
 	if ok {
 		return fmt.Errorf("create %s: %w", key, ErrAlreadyExists)
 	}
-	return t.put(key, doc, false, owned)
+	return t.put(key, doc, false)
 }
 
 // Set implements Tx.
@@ -109,16 +94,7 @@ func (t *BufferedTx) Set(ctx context.Context, key Key, doc Document) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.put(key, doc, false, false)
-}
-
-// SetOwned implements OwnedWriter: Set, keeping doc without a copy when it
-// is in the value model.
-func (t *BufferedTx) SetOwned(ctx context.Context, key Key, doc Document) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return t.put(key, doc, false, true)
+	return t.put(key, doc, false)
 }
 
 // Delete implements Tx.
@@ -126,18 +102,12 @@ func (t *BufferedTx) Delete(ctx context.Context, key Key) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.put(key, Document{}, true, false)
+	return t.put(key, Document{}, true)
 }
 
-// put buffers a write; an owned document in the value model, or an owned
-// Record, is kept as is.
-func (t *BufferedTx) put(key Key, doc Document, deleted, owned bool) error {
-	switch {
-	case deleted:
-	case owned && doc.Fields != nil && doc.Record == nil && inValueModel(doc.Fields),
-		owned && doc.Fields == nil && doc.Record != nil:
-		doc.ExpireAt = doc.ExpireAt.UTC()
-	default:
+// put buffers a write of a copy of doc, which the caller keeps.
+func (t *BufferedTx) put(key Key, doc Document, deleted bool) error {
+	if !deleted {
 		d, err := CopyDocument(doc)
 		if err != nil {
 			return fmt.Errorf("write %s: %w", key, err)

@@ -31,26 +31,9 @@ func (k Key) String() string { return k.Collection + "/" + k.ID }
 // not zero, is stored as the timestamp field "expireAt" that Firestore's TTL
 // policy deletes on; readers must still treat an expired document as absent
 // (package engine does), because TTL deletion can lag by a day.
-//
-// Record, when not nil, holds the fields in a typed form instead of Fields
-// (which must then be nil): drivers store Record.RecordFields(), so the
-// stored document is the same, and a driver that keeps documents in memory
-// may keep the record itself (a few pointers instead of a map of boxed
-// values, less for the collector to trace). Get returns Fields; only
-// GetShared may return a document with its Record.
 type Document struct {
 	Fields   map[string]any
 	ExpireAt time.Time
-	Record   Record
-}
-
-// Record is a document's fields with a fixed shape, as a Go value (the
-// engine's dedupe markers). A record written to a store must not change
-// afterwards.
-type Record interface {
-	// RecordFields returns the fields the record stands for: a new map, in
-	// the value model, without ExpireAtField.
-	RecordFields() map[string]any
 }
 
 // ExpireAtField is the name of the expiry field every engine record carries.
@@ -76,23 +59,6 @@ type Tx interface {
 	Delete(ctx context.Context, key Key) error
 }
 
-// SharedGetter is an optional Tx method: GetShared reads like Get but
-// returns the document without copying it. The document is shared with the
-// store, so the caller must only read it, and only inside the transaction.
-// Drivers whose Get copies a document they keep implement it (BufferedTx).
-type SharedGetter interface {
-	GetShared(ctx context.Context, key Key) (Document, error)
-}
-
-// GetShared reads key with tx's GetShared when it has one, else with Get.
-// The same rules apply: read the document only, inside the transaction.
-func GetShared(ctx context.Context, tx Tx, key Key) (Document, error) {
-	if sg, ok := tx.(SharedGetter); ok {
-		return sg.GetShared(ctx, key)
-	}
-	return tx.Get(ctx, key)
-}
-
 // MultiGetter is an optional Tx method: GetAll reads several documents in
 // one round trip (Firestore's batch get, one PostgreSQL pipeline) instead of
 // one each. The result has one entry per key, nil where no document has
@@ -101,16 +67,15 @@ type MultiGetter interface {
 	GetAll(ctx context.Context, keys []Key) ([]*Document, error)
 }
 
-// GetAll reads keys with tx's GetAll when it has one, else with one
-// GetShared per key. The documents may be shared with the store: the
-// caller reads them only, inside the transaction.
+// GetAll reads keys with tx's GetAll when it has one, else with one Get
+// per key.
 func GetAll(ctx context.Context, tx Tx, keys []Key) ([]*Document, error) {
 	if mg, ok := tx.(MultiGetter); ok {
 		return mg.GetAll(ctx, keys)
 	}
 	docs := make([]*Document, len(keys))
 	for i, k := range keys {
-		d, err := GetShared(ctx, tx, k)
+		d, err := tx.Get(ctx, k)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -120,35 +85,6 @@ func GetAll(ctx context.Context, tx Tx, keys []Key) ([]*Document, error) {
 		docs[i] = &d
 	}
 	return docs, nil
-}
-
-// OwnedWriter is an optional Tx interface: CreateOwned and SetOwned are
-// Create and Set for a document the caller hands over. Nothing else refers
-// to the document's maps and slices and the caller never touches them again,
-// so the driver may keep them instead of copying them (values outside the
-// value model are still converted). Drivers whose writes copy a document they
-// keep implement it (BufferedTx).
-type OwnedWriter interface {
-	CreateOwned(ctx context.Context, key Key, doc Document) error
-	SetOwned(ctx context.Context, key Key, doc Document) error
-}
-
-// CreateOwned creates doc with tx's CreateOwned when it has one, else with
-// Create. The caller hands doc over (see OwnedWriter).
-func CreateOwned(ctx context.Context, tx Tx, key Key, doc Document) error {
-	if ow, ok := tx.(OwnedWriter); ok {
-		return ow.CreateOwned(ctx, key, doc)
-	}
-	return tx.Create(ctx, key, doc)
-}
-
-// SetOwned sets doc with tx's SetOwned when it has one, else with Set. The
-// caller hands doc over (see OwnedWriter).
-func SetOwned(ctx context.Context, tx Tx, key Key, doc Document) error {
-	if ow, ok := tx.(OwnedWriter); ok {
-		return ow.SetOwned(ctx, key, doc)
-	}
-	return tx.Set(ctx, key, doc)
 }
 
 // Store is a transactional document store.

@@ -122,29 +122,23 @@ func inValueModel(v any) bool {
 	return false
 }
 
-// CopyDocument returns a deep copy of d in the value model (see CopyFields),
-// with a Record's fields as Fields.
+// CopyDocument returns a deep copy of d in the value model (see CopyFields).
 func CopyDocument(d Document) (Document, error) {
-	f, err := recordFields(d)
-	if err == nil && f == nil {
-		f, err = CopyFields(d.Fields)
-	}
+	f, err := CopyFields(d.Fields)
 	if err != nil {
 		return Document{}, err
 	}
 	return Document{Fields: f, ExpireAt: d.ExpireAt.UTC()}, nil
 }
 
-// recordFields returns the fields of d's Record in the value model, or nil
-// without a Record.
-func recordFields(d Document) (map[string]any, error) {
-	if d.Record == nil {
-		return nil, nil
+// cloneDocument returns a deep copy of d, whose fields are in the value
+// model already (no check, no conversion).
+func cloneDocument(d Document) Document {
+	if c, ok := cloneContainer(d.Fields); ok {
+		d.Fields = c.(map[string]any)
 	}
-	if d.Fields != nil {
-		return nil, fmt.Errorf("document has both Fields and a Record (%T): set one", d.Record)
-	}
-	return CopyFields(d.Record.RecordFields())
+	d.ExpireAt = d.ExpireAt.UTC()
+	return d
 }
 
 func normalize(v any) (any, error) {
@@ -226,15 +220,8 @@ func normalize(v any) (any, error) {
 // their type (a tagged object) and integers stay distinct from floats, so
 // DecodeJSON returns what Firestore would.
 func EncodeJSON(d Document) ([]byte, error) {
-	fields, err := recordFields(d)
-	if err != nil {
-		return nil, err
-	}
-	if fields == nil {
-		fields = d.Fields
-	}
 	var b bytes.Buffer
-	if err := encodeValue(&b, fields); err != nil {
+	if err := encodeValue(&b, d.Fields); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

@@ -3,10 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +15,6 @@ func (s *suite) cases() []testCase {
 	return []testCase{
 		{name: "StoreRoundTrip", run: storeRoundTrip},
 		{name: "StoreInt64", int64: true, run: storeInt64},
-		{name: "StoreRecord", run: storeRecord},
 		{name: "StoreCreateExisting", run: storeCreateExisting},
 		{name: "StoreRollback", run: storeRollback},
 		{name: "StoreReadAfterWrite", run: storeReadAfterWrite},
@@ -115,63 +112,6 @@ func storeRoundTrip(t *testing.T, e *env) {
 	}
 	if got := e.get(key); got != nil {
 		t.Errorf("document still there after Delete: %+v", got)
-	}
-}
-
-// testRecord is a store.Record with a fixed shape.
-type testRecord struct {
-	name string
-	at   time.Time
-	n    int64
-}
-
-func (r *testRecord) RecordFields() map[string]any {
-	return map[string]any{"name": r.name, "at": r.at, "n": r.n}
-}
-
-// storeRecord writes documents given as a store.Record, with each write
-// call, and reads back the record's fields; a document with both Fields and
-// a Record is refused.
-func storeRecord(t *testing.T, e *env) {
-	at := time.Date(2026, 1, 8, 10, 0, 0, 5000, time.UTC)
-	exp := at.Add(time.Hour)
-	writes := []struct {
-		name  string
-		write func(ctx context.Context, tx store.Tx, key store.Key, doc store.Document) error
-	}{
-		{"Create", func(ctx context.Context, tx store.Tx, key store.Key, doc store.Document) error {
-			return tx.Create(ctx, key, doc)
-		}},
-		{"CreateOwned", store.CreateOwned},
-		{"Set", func(ctx context.Context, tx store.Tx, key store.Key, doc store.Document) error {
-			return tx.Set(ctx, key, doc)
-		}},
-		{"SetOwned", store.SetOwned},
-	}
-	for i, w := range writes {
-		key := store.Key{Collection: e.collection("records"), ID: fmt.Sprintf("r%d", i)}
-		rec := &testRecord{name: w.name, at: at, n: int64(i)}
-		if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
-			return w.write(ctx, tx, key, store.Document{Record: rec, ExpireAt: exp})
-		}); err != nil {
-			t.Fatalf("%s of a record: %v", w.name, err)
-		}
-		got := e.get(key)
-		switch {
-		case got == nil:
-			t.Errorf("%s of a record: document missing", w.name)
-		case !reflect.DeepEqual(got.Fields, rec.RecordFields()) || got.Record != nil || !got.ExpireAt.Equal(exp):
-			t.Errorf("%s of a record: read back %#v, want Fields %#v expiring %v", w.name, got, rec.RecordFields(), exp)
-		}
-	}
-	both := store.Document{Fields: map[string]any{"x": int64(1)}, Record: &testRecord{name: "both"}}
-	for _, w := range writes {
-		key := store.Key{Collection: e.collection("records"), ID: "both"}
-		if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
-			return w.write(ctx, tx, key, both)
-		}); err == nil || !strings.Contains(err.Error(), "both Fields and a Record") {
-			t.Errorf("%s of a document with both Fields and a Record: err = %v, want it refused", w.name, err)
-		}
 	}
 }
 

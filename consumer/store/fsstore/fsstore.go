@@ -163,7 +163,7 @@ func utc(v any) any {
 }
 
 func data(key store.Key, doc store.Document) (map[string]any, error) {
-	d, err := store.CopyDocument(doc) // a Record's fields, too
+	d, err := store.CopyDocument(doc)
 	f := d.Fields
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", key, err)

@@ -68,20 +68,10 @@ func (s *Store) Unwrap() store.Store { return s.inner }
 // is ready to use and safe for concurrent use.
 type Tally struct {
 	c counter
-	// serial is SerialTx's wrapper.
-	serial countingTx
 }
 
 // Tx returns tx counting into t.
 func (t *Tally) Tx(tx store.Tx) store.Tx { return &countingTx{inner: tx, c: &t.c} }
-
-// SerialTx is Tx for a tally that wraps one transaction at a time: it
-// returns the same wrapper, pointed at tx, every time (no allocation), so
-// the previous one must be out of use.
-func (t *Tally) SerialTx(tx store.Tx) store.Tx {
-	t.serial = countingTx{inner: tx, c: &t.c}
-	return &t.serial
-}
 
 // Counts returns the totals so far.
 func (t *Tally) Counts() Counts { return t.c.snapshot() }
@@ -96,12 +86,6 @@ func (t *countingTx) Get(ctx context.Context, key store.Key) (store.Document, er
 	return t.inner.Get(ctx, key)
 }
 
-// GetShared implements store.SharedGetter, counting a read.
-func (t *countingTx) GetShared(ctx context.Context, key store.Key) (store.Document, error) {
-	t.c.reads.Add(1)
-	return store.GetShared(ctx, t.inner, key)
-}
-
 // GetAll implements store.MultiGetter, counting a read per key.
 func (t *countingTx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Document, error) {
 	t.c.reads.Add(int64(len(keys)))
@@ -111,18 +95,6 @@ func (t *countingTx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Doc
 func (t *countingTx) Create(ctx context.Context, key store.Key, doc store.Document) error {
 	t.c.writes.Add(1)
 	return t.inner.Create(ctx, key, doc)
-}
-
-// CreateOwned implements store.OwnedWriter, counting a write.
-func (t *countingTx) CreateOwned(ctx context.Context, key store.Key, doc store.Document) error {
-	t.c.writes.Add(1)
-	return store.CreateOwned(ctx, t.inner, key, doc)
-}
-
-// SetOwned implements store.OwnedWriter, counting a write.
-func (t *countingTx) SetOwned(ctx context.Context, key store.Key, doc store.Document) error {
-	t.c.writes.Add(1)
-	return store.SetOwned(ctx, t.inner, key, doc)
 }
 
 func (t *countingTx) Set(ctx context.Context, key store.Key, doc store.Document) error {
