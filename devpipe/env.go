@@ -40,8 +40,11 @@ type Options struct {
 
 // Env is a running local pipeline. Close stops it.
 type Env struct {
-	// Topology is what was declared in pstest.
+	// Topology is what was declared in pstest: the stack's, with the
+	// settings pstest cannot model mapped by ForPstest.
 	Topology Topology
+	// Adapted lists those mapped settings (AdaptationLine prints them).
+	Adapted []Adaptation
 	// Tally follows every message to its final state.
 	Tally *Tally
 	// Outage takes every consumer's store down and up again.
@@ -77,7 +80,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	topo := FromSpec(opts.Stack)
+	topo, adapted := ForPstest(FromSpec(opts.Stack))
 	backoff := newPullBackoff(opts.BackoffScale)
 	for _, p := range topo.Pipelines {
 		for _, s := range p.Subscriptions {
@@ -91,7 +94,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, fmt.Errorf("devpipe: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e := &Env{Topology: topo, Tally: NewTally(topo), Outage: &Outage{}, Consumers: map[string]string{},
+	e := &Env{Topology: topo, Adapted: adapted, Tally: NewTally(topo), Outage: &Outage{}, Consumers: map[string]string{},
 		EmulatorHost: fake.Server.Addr, DataDir: opts.DataDir, fake: fake, api: replay.ClientAPI{Client: fake.Client}, cancel: cancel}
 	if err := Declare(ctx, fake.Client, topo); err != nil {
 		_ = e.Close()

@@ -108,6 +108,9 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	}
 	fmt.Fprintf(stderr, "dev: stack %s: %d pipelines in pstest, consumers on bbolt in %s, backoff x%g; consumer log %s\n",
 		st.Name, len(env.Topology.Pipelines), dir, f.scale, logPath)
+	if line := devpipe.AdaptationLine(env.Adapted); line != "" {
+		fmt.Fprintln(stderr, line)
+	}
 	sc := f.scenario
 	sc.Progress = stderr
 	rows, runErr := sc.Run(ctx, env)
@@ -151,7 +154,11 @@ func serveDev(ctx context.Context, stdout io.Writer, env *devpipe.Env, f devFlag
 	srv := &http.Server{Handler: devHandler(env), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "eventpipe dev: stack %s is running (Ctrl-C to stop)\n\n", f.render.Stack)
+	fmt.Fprintf(stdout, "eventpipe dev: stack %s is running (Ctrl-C to stop)\n", f.render.Stack)
+	if line := devpipe.AdaptationLine(env.Adapted); line != "" {
+		fmt.Fprintln(stdout, line)
+	}
+	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "Publish a JSON event to a pipeline's topic:\n")
 	for _, p := range env.Topology.Pipelines {
 		fmt.Fprintf(stdout, "  curl -sS -X POST %s/publish/%s -d '{\"eventId\":\"e1\",\"service\":\"api\",\"status\":\"healthy\",\"producedAt\":\"%s\"}'\n",
@@ -207,7 +214,7 @@ func devHandler(env *devpipe.Env) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_ = devpipe.WriteTable(w, rows)
+		_ = devpipe.WriteLiveTable(w, rows)
 	})
 	return mux
 }

@@ -181,3 +181,72 @@ func TestDevServePrintsHowToUseIt(t *testing.T) {
 		}
 	}
 }
+
+// readmeExample returns the fenced block after `<!-- example: name -->` in the README.
+func readmeExample(t *testing.T, name string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "<!-- example: "+name+" -->")
+	if !ok {
+		t.Fatalf("README has no example %q", name)
+	}
+	_, body, _ := strings.Cut(after, "```")
+	_, body, _ = strings.Cut(body, "\n")
+	block, _, ok := strings.Cut(body, "```")
+	if !ok {
+		t.Fatalf("README example %q is not closed", name)
+	}
+	return block
+}
+
+// TestDevRunsEveryStack runs `eventpipe dev` to the end on every shipped
+// stack (stacks/Pulumi.*.yaml; dev is TestDevQuickstart) and on the README's
+// "Configuring a stack" example: each must exit 0 with nothing lost, and
+// say in one line which settings were adapted to pstest (14d DLQ retention).
+func TestDevRunsEveryStack(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "stacks", "Pulumi.*.yaml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("shipped stacks: %v %v", files, err)
+	}
+	type run struct{ name, stack, config string }
+	var runs []run
+	for _, f := range files {
+		stack := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "Pulumi."), ".yaml")
+		if stack != "dev" {
+			runs = append(runs, run{name: stack, stack: stack})
+		}
+	}
+	readme := filepath.Join(t.TempDir(), "stack.yaml")
+	if err := os.WriteFile(readme, []byte(readmeExample(t, "stack")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs = append(runs, run{name: "readme", stack: "prod", config: readme})
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting: pull retries are whole seconds in pstest
+			args := []string{"dev", "--stack", r.stack, "--data-dir", t.TempDir()}
+			if r.config != "" {
+				args = append(args, "--config", r.config)
+			}
+			out, errOut, err := executeLog(t, args...)
+			if err != nil {
+				t.Fatalf("eventpipe %s: exit %d: %v\n%s\n%s", strings.Join(args, " "), exitCode(err), err, out, errOut)
+			}
+			if !strings.Contains(out, "nothing lost") {
+				t.Errorf("no verdict:\n%s", out)
+			}
+			var adapted []string
+			for _, l := range strings.Split(errOut, "\n") {
+				if strings.HasPrefix(l, "dev: adapted to pstest:") {
+					adapted = append(adapted, l)
+				}
+			}
+			if len(adapted) != 1 || !strings.Contains(adapted[0], "message retention 14d") {
+				t.Errorf("want one line saying the 14d DLQ retention runs as pstest's 7d, got %q", adapted)
+			}
+		})
+	}
+}
