@@ -476,7 +476,7 @@ func TestAuditConfigurationFormatsAndExitCodes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--project", shop, "-o", "json"}
 			if tc.config != "" {
-				args = append(args, "--config", config(tc.config))
+				args = append(args, "--check-config", config(tc.config))
 			}
 			res := runAuditCLI(t, dial, args...)
 			if res.code != tc.code {

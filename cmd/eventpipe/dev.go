@@ -50,7 +50,8 @@ func newDevCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.render.Stack, "stack", "dev", "stack whose pipelines run: dev, staging, prod")
-	fl.StringVar(&f.render.ConfigFile, "config", "", "stack config file (default: Pulumi.<stack>.yaml in the project's stackConfigDir)")
+	stackFileFlag(fl, &f.render.ConfigFile)
+	deprecatedAlias(fl, &f.render.ConfigFile, "config", "stack-file")
 	fl.StringVar(&f.render.StackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
 	fl.BoolVar(&f.serve, "serve", false, "keep everything running and serve publish and stats endpoints")
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8085", "with --serve: address of the publish and stats endpoints")

@@ -229,7 +229,7 @@ func TestDevRunsEveryStack(t *testing.T) {
 			t.Parallel() // mostly waiting: pull retries are whole seconds in pstest
 			args := []string{"dev", "--stack", r.stack, "--data-dir", t.TempDir()}
 			if r.config != "" {
-				args = append(args, "--config", r.config)
+				args = append(args, "--stack-file", r.config)
 			}
 			out, errOut, err := executeLog(t, args...)
 			if err != nil {
