@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -248,5 +249,62 @@ func TestDevRunsEveryStack(t *testing.T) {
 				t.Errorf("want one line saying the 14d DLQ retention runs as pstest's 7d, got %q", adapted)
 			}
 		})
+	}
+}
+
+// TestReadmeAuditOfDevServe follows the README's emulator audit: start dev
+// --serve, take the PUBSUB_EMULATOR_HOST it prints, and audit the README's
+// --project there: the dev stack's subscriptions are read.
+func TestReadmeAuditOfDevServe(t *testing.T) {
+	var line string
+	for _, l := range strings.Split(docBlock(t, "README.md", "gcloud auth application-default login                       # or any Application Default Credentials"), "\n") {
+		if strings.HasPrefix(l, "PUBSUB_EMULATOR_HOST=") {
+			line = l
+		}
+	}
+	_, cmdline, ok := strings.Cut(line, "eventpipe audit")
+	if !ok {
+		t.Fatalf("the README's audit block has no PUBSUB_EMULATOR_HOST=… eventpipe audit line")
+	}
+	if i := strings.Index(cmdline, "#"); i >= 0 {
+		cmdline = cmdline[:i]
+	}
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		f := devFlags{render: render.Options{Stack: "dev"}, dataDir: t.TempDir(), serve: true, addr: "127.0.0.1:0", scenario: devpipe.DefaultScenario()}
+		err := runDev(ctx, pw, io.Discard, f)
+		pw.Close()
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("dev --serve: %v", err)
+		}
+	}()
+	host := ""
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() && host == "" {
+		if _, h, ok := strings.Cut(sc.Text(), "export PUBSUB_EMULATOR_HOST="); ok {
+			host = h
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if host == "" {
+		t.Fatal("dev --serve printed no PUBSUB_EMULATOR_HOST")
+	}
+	t.Setenv("PUBSUB_EMULATOR_HOST", host)
+	out, errOut, err := executeLog(t, append([]string{"audit", "-o", "json"}, strings.Fields(cmdline)...)...)
+	if code := exitCode(err); code == 2 {
+		t.Fatalf("audit%s at %s: exit 2: %v\n%s", cmdline, host, err, errOut)
+	}
+	var rep struct {
+		Resources int `json:"resources"`
+	}
+	// The dev stack declares 3 topics, 3 subscriptions and their 3 DLQ topics and subscriptions.
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Resources < 12 {
+		t.Errorf("audit%s read %d resources (%v), want the dev stack's 12 topics and subscriptions at least:\n%s", cmdline, rep.Resources, err, out)
 	}
 }
