@@ -44,7 +44,12 @@ type auditOptions struct {
 
 // newAuditCmd builds `eventpipe audit`: the policy rules on what exists in Google Cloud.
 func newAuditCmd() *cobra.Command {
-	return newAuditCmdWith(func(ctx context.Context) (*live.Clients, error) { return live.Dial(ctx) })
+	return newAuditCmdWith(func(ctx context.Context) (*live.Clients, error) {
+		if err := checkReachable(ctx, pubsubEndpoints(true), reachTimeout); err != nil {
+			return nil, err
+		}
+		return live.Dial(ctx)
+	})
 }
 
 // newAuditCmdWith is newAuditCmd with the Google clients of a live audit made by dial.

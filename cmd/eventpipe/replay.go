@@ -81,6 +81,9 @@ func runReplay(ctx context.Context, stdout, stderr io.Writer, f replayFlags) err
 	}
 	opts.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
 	project := strings.Split(opts.Subscription, "/")[1]
+	if err := checkReachable(ctx, pubsubEndpoints(false), reachTimeout); err != nil {
+		return &exitError{code: 2, err: err}
+	}
 	// NewClient reads PUBSUB_EMULATOR_HOST itself; otherwise it uses ADC.
 	client, err := pubsub.NewClient(ctx, project)
 	if err != nil {
