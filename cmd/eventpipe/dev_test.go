@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -307,4 +310,123 @@ func TestReadmeAuditOfDevServe(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Resources < 12 {
 		t.Errorf("audit%s read %d resources (%v), want the dev stack's 12 topics and subscriptions at least:\n%s", cmdline, rep.Resources, err, out)
 	}
+}
+
+// TestDevServeCtrlCRemovesItsFolder starts `eventpipe dev --serve` as a process (this
+// test binary running main), waits until it runs, sends SIGINT as Ctrl-C does, and
+// checks it exits 0 and leaves no temporary folder behind.
+func TestDevServeCtrlCRemovesItsFolder(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "dev", "--serve", "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), asCLIEnv+"=1", "TMPDIR="+tmp)
+	cmd.Dir = "."
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	running := false
+	for !running && sc.Scan() {
+		running = strings.Contains(sc.Text(), "is running")
+	}
+	if !running {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("dev --serve did not start:\n%s", stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	if left, _ := filepath.Glob(filepath.Join(tmp, "eventpipe-dev-*")); len(left) != 1 {
+		t.Fatalf("while running: temporary folders %v, want one", left)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after SIGINT: %v\n%s", err, stderr.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "eventpipe-dev-*")); len(left) != 0 {
+		t.Errorf("after Ctrl-C the temporary folder is still there: %v", left)
+	}
+}
+
+// TestDevDataDir: a relative --data-dir works (made absolute for the bbolt:// store
+// URLs) and holds the run's files; a --data-dir a failed run created is removed, one
+// that existed before is kept.
+func TestDevDataDir(t *testing.T) {
+	stacks, err := filepath.Abs(filepath.Join("..", "..", "stacks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	out, errOut, err := executeLog(t, "dev", "--stack-dir", stacks, "--data-dir", "rel-data", "--events", "3", "--duplicates", "1", "--out-of-order", "1", "--poison", "0")
+	if err != nil {
+		t.Fatalf("dev --data-dir rel-data: %v\n%s\n%s", err, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join("rel-data", "consumer.log")); err != nil {
+		t.Errorf("rel-data holds no consumer.log: %v", err)
+	}
+	// --addr already taken: the run fails after making its folder.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, pre := range []bool{false, true} {
+		dir := fmt.Sprintf("failed-%v", pre)
+		if pre {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, _, err := executeLog(t, "dev", "--stack-dir", stacks, "--serve", "--addr", ln.Addr().String(), "--data-dir", dir)
+		if exitCode(err) != 2 {
+			t.Fatalf("dev --serve on a taken --addr: exit %d, %v", exitCode(err), err)
+		}
+		_, statErr := os.Stat(dir)
+		if pre != (statErr == nil) {
+			t.Errorf("--data-dir %s (existed before: %v) after a failed run: stat %v", dir, pre, statErr)
+		}
+	}
+}
+
+// TestDevStatsCountsRetriesAsPending: while a message waits for its retry (the store is
+// down, the backoff is the stack's real 10 s), /stats shows it pending, never lost.
+func TestDevStatsCountsRetriesAsPending(t *testing.T) {
+	env := startDevEnv(t, 1)
+	env.Outage.Set(true)
+	srv := httptest.NewServer(devHandler(env))
+	defer srv.Close()
+	if _, err := env.Publish(context.Background(), "system-events", []byte(`{"eventId":"e1","service":"api","status":"healthy","producedAt":"2026-01-08T10:00:00Z"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rows := env.Tally.Rows(env.Topology)
+		if rows[len(rows)-1].Retried > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get(srv.URL + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	header := strings.Fields(lines[0])
+	if header[len(header)-1] != "pending" || strings.Contains(string(body), "lost") {
+		t.Errorf("/stats while a retry waits:\n%s", body)
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); f[0] == "system-events" && (f[8] == "0" || f[9] != "1") {
+			t.Errorf("system-events row %v: want a retry and 1 pending", f)
+		}
+	}
+	env.Outage.Set(false)
 }
