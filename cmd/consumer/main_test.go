@@ -110,6 +110,20 @@ func TestREADMEPushExample(t *testing.T) {
 			t.Errorf("log %s = %v, want %v (line %v)", k, applied[k], v, applied)
 		}
 	}
+	// The README's log line: every field it shows, with the value it shows unless that is
+	// elided ("…") or a measurement.
+	var shown map[string]any
+	if err := json.Unmarshal([]byte(strings.Join(readmeBlock(t, "and the consumer prints one JSON line:"), "")), &shown); err != nil {
+		t.Fatalf("README log line: %v", err)
+	}
+	for k, v := range shown {
+		if s, ok := v.(string); (ok && strings.Contains(s, "…")) || k == "latency_ms" {
+			continue
+		}
+		if applied[k] != v {
+			t.Errorf("README log line shows %s = %v, the consumer logs %v", k, v, applied[k])
+		}
+	}
 	last := lines[len(lines)-1]
 	if last["message"] != "consumer stopped" {
 		t.Errorf("last line %v, want the clean stop", last)
