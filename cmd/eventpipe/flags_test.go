@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/eventpipe/eventpipe/internal/release"
+	"github.com/eventpipe/eventpipe/policies"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // flagMeanings is what each flag name means, in every command that has it.
@@ -122,5 +125,23 @@ func TestDocsNameTheReleaseTag(t *testing.T) {
 	}
 	if n < 2 {
 		t.Errorf("found %d versioned install commands in the docs, want at least the README's and docs/provider-installation.md's", n)
+	}
+}
+
+// TestRangeFixesNameTheCheckConfig: a rule whose allowed range comes from the check
+// configuration says in its fix that the range can be raised there, under the flag's name.
+func TestRangeFixesNameTheCheckConfig(t *testing.T) {
+	mods, err := policies.Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range eng.Rules() {
+		if r.ID == "EP002" && (!strings.Contains(r.Fix, "--check-config") || !strings.Contains(r.Fix, "thresholds."+r.Name)) {
+			t.Errorf("%s fix %q does not say the range is raised in the check configuration (--check-config, thresholds.%s)", r.ID, r.Fix, r.Name)
+		}
 	}
 }
