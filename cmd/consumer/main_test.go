@@ -130,18 +130,23 @@ func TestREADMEPushExample(t *testing.T) {
 	}
 }
 
+// TestBadConfigurationExits: a bad value, the store URL's included, stops start-up with
+// exit 2 and a CRITICAL line naming the variable (docs/consumer.md).
 func TestBadConfigurationExits(t *testing.T) {
-	cmd := exec.Command(consumerBinary(t))
-	cmd.Env = []string{"EVENTPIPE_DLQ=maybe", "PORT=" + strconv.Itoa(proctest.FreePort(t))}
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	err := cmd.Run()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 2 {
-		t.Fatalf("want exit 2, got %v", err)
-	}
-	if !strings.Contains(stdout.String(), `"severity":"CRITICAL"`) || !strings.Contains(stdout.String(), "EVENTPIPE_DLQ") {
-		t.Fatalf("stdout %s", stdout.String())
+	for _, env := range []string{"EVENTPIPE_DLQ=maybe", "EVENTPIPE_STORE=nope://x"} {
+		cmd := exec.Command(consumerBinary(t))
+		cmd.Env = []string{env, "PORT=" + strconv.Itoa(proctest.FreePort(t))}
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 {
+			t.Fatalf("%s: want exit 2, got %v", env, err)
+		}
+		name, _, _ := strings.Cut(env, "=")
+		if !strings.Contains(stdout.String(), `"severity":"CRITICAL"`) || !strings.Contains(stdout.String(), name) {
+			t.Fatalf("%s: stdout %s", env, stdout.String())
+		}
 	}
 }
 
