@@ -111,13 +111,15 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	for _, p := range topo.Pipelines {
 		for _, s := range p.Subscriptions {
-			switch {
-			case s.Push:
+			if s.Push {
 				b := &Bridge{API: e.api, Sub: s, Endpoint: e.Consumers[p.Name] + push.Path, Scale: opts.BackoffScale,
 					Tally: e.Tally, Logger: opts.Logger}
 				e.goRun(func() error { return b.Run(runCtx) })
-			case s.HasDLQ():
-				s := s
+			}
+			// Push subscriptions too: pstest counts a message's delivery attempts across
+			// every subscription of its topic, so with several subscriptions pstest itself
+			// may dead-letter a message the bridge has not yet given up on.
+			if s.HasDLQ() {
 				e.goRun(func() error { return e.watchDLQ(runCtx, s) })
 			}
 		}
@@ -175,7 +177,10 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 	}
 }
 
-// watchDLQ records what pstest dead-letters from a pull subscription. pstest
+// watchDLQ records what reaches a subscription's DLQ: what the bridge moved
+// there, and what pstest dead-letters (from a pull subscription, or from a
+// push subscription sharing its topic, as pstest v2.8.0 counts delivery
+// attempts per message across all subscriptions of a topic). pstest
 // v2.8.0 never removes a dead-lettered message from its source subscription
 // (it acks with the message id, not the ack id) and so publishes it to the
 // DLQ again and again; the copies keep the message id, so counting distinct
@@ -191,6 +196,9 @@ func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
 			return fmt.Errorf("devpipe: watch %s: %w", s.DLQSubscription, err)
 		}
 		for _, rm := range resp.GetReceivedMessages() {
+			if _, bridged := rm.GetMessage().GetAttributes()[AttrDLQSubscription]; bridged {
+				continue // the bridge's copy, with a new id: the bridge counted it
+			}
 			e.Tally.DeadLettered(s.Name, rm.GetMessage().GetMessageId())
 		}
 	}

@@ -206,16 +206,49 @@ func readmeExample(t *testing.T, name string) string {
 	return block
 }
 
+// sharedTopicStack has what pstest models worst: two pipelines reading one existing
+// topic, and one of them with two push and a pull subscription on it.
+const sharedTopicStack = `config:
+  eventpipe:project: acme-prod
+  eventpipe:projectNumber: "123456789012"
+  eventpipe:pipelines:
+    orders:
+      topic:
+        existing: projects/checkout-prod/topics/order-events
+      consumer:
+        image: europe-west1-docker.pkg.dev/acme-prod/eventpipe/consumer:1.4.0
+        minInstances: 1
+      subscriptions:
+        materializer:
+          delivery: push
+        mirror:
+          delivery: push
+        export:
+          delivery: pull
+    audit-log:
+      topic:
+        existing: projects/checkout-prod/topics/order-events
+      consumer:
+        image: europe-west1-docker.pkg.dev/acme-prod/eventpipe/consumer:1.4.0
+      subscriptions:
+        copy:
+          delivery: push
+`
+
 // TestDevRunsEveryStack runs `eventpipe dev` to the end on every shipped
-// stack (stacks/Pulumi.*.yaml; dev is TestDevQuickstart) and on the README's
-// "Configuring a stack" example: each must exit 0 with nothing lost, and
-// say in one line which settings were adapted to pstest (14d DLQ retention).
+// stack (stacks/Pulumi.*.yaml; dev is TestDevQuickstart), on the README's
+// "Configuring a stack" example, and on subscriptions sharing a topic: each
+// must exit 0 with nothing lost, and say in one line which settings were
+// adapted to pstest (14d DLQ retention).
 func TestDevRunsEveryStack(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "stacks", "Pulumi.*.yaml"))
 	if err != nil || len(files) < 3 {
 		t.Fatalf("shipped stacks: %v %v", files, err)
 	}
-	type run struct{ name, stack, config string }
+	type run struct {
+		name, stack, config string
+		scenario            []string
+	}
 	var runs []run
 	for _, f := range files {
 		stack := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "Pulumi."), ".yaml")
@@ -228,6 +261,12 @@ func TestDevRunsEveryStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs = append(runs, run{name: "readme", stack: "prod", config: readme})
+	shared := filepath.Join(t.TempDir(), "Pulumi.shared.yaml")
+	if err := os.WriteFile(shared, []byte(sharedTopicStack), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs = append(runs, run{name: "shared-topic", stack: "shared", config: shared,
+		scenario: []string{"--events", "5", "--duplicates", "2", "--out-of-order", "2", "--poison", "2"}})
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel() // mostly waiting: pull retries are whole seconds in pstest
@@ -235,6 +274,7 @@ func TestDevRunsEveryStack(t *testing.T) {
 			if r.config != "" {
 				args = append(args, "--stack-file", r.config)
 			}
+			args = append(args, r.scenario...)
 			out, errOut, err := executeLog(t, args...)
 			if err != nil {
 				t.Fatalf("eventpipe %s: exit %d: %v\n%s\n%s", strings.Join(args, " "), exitCode(err), err, out, errOut)
