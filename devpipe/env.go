@@ -186,7 +186,12 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 // DLQ again and again; the copies keep the message id, so counting distinct
 // ids counts each dead-lettered message once, as real Pub/Sub would hold it.
 // Nothing is acked: the DLQ keeps its messages for `eventpipe replay`.
+//
+// Every pulled message is released again at once (ack deadline 0), so
+// `eventpipe replay` and other readers find the DLQ whole; the watcher then
+// waits watchDLQIdle before pulling again when it saw nothing new.
 func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
+	seen := map[string]bool{}
 	for ctx.Err() == nil {
 		resp, err := e.api.Pull(ctx, &pubsubpb.PullRequest{Subscription: s.DLQSubscription, MaxMessages: 100})
 		if err != nil {
@@ -195,15 +200,36 @@ func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
 			}
 			return fmt.Errorf("devpipe: watch %s: %w", s.DLQSubscription, err)
 		}
+		fresh := false
+		ackIDs := make([]string, 0, len(resp.GetReceivedMessages()))
 		for _, rm := range resp.GetReceivedMessages() {
-			if _, bridged := rm.GetMessage().GetAttributes()[AttrDLQSubscription]; bridged {
-				continue // the bridge's copy, with a new id: the bridge counted it
+			ackIDs = append(ackIDs, rm.GetAckId())
+			id := rm.GetMessage().GetMessageId()
+			if _, bridged := rm.GetMessage().GetAttributes()[AttrDLQSubscription]; bridged || seen[id] {
+				continue // the bridge's copy (a new id, which the bridge counted), or known
 			}
-			e.Tally.DeadLettered(s.Name, rm.GetMessage().GetMessageId())
+			seen[id], fresh = true, true
+			e.Tally.DeadLettered(s.Name, id)
+		}
+		if len(ackIDs) > 0 {
+			if err := e.api.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: s.DLQSubscription, AckIds: ackIDs}); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("devpipe: release %s: %w", s.DLQSubscription, err)
+			}
+		}
+		if !fresh {
+			t := time.NewTimer(watchDLQIdle)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
 		}
 	}
 	return nil
 }
+
+// watchDLQIdle is how long watchDLQ waits after a pull that found nothing new.
+const watchDLQIdle = 100 * time.Millisecond
 
 func (e *Env) goRun(f func() error) {
 	e.wg.Add(1)
