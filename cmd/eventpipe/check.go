@@ -48,7 +48,7 @@ func newCheckCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.stack, "stack", "", "render this stack (dev, staging, prod) offline and check it; also the environment for thresholds")
 	stackFileFlag(f, &opts.stackFile)
-	f.StringVar(&opts.stackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	stackDirFlag(f, &opts.stackDir)
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name)")
 	opts.policyFlags.register(f)
 	return cmd

@@ -54,7 +54,7 @@ func newDevCmd() *cobra.Command {
 	fl.StringVar(&f.render.Stack, "stack", "dev", "stack whose pipelines run: dev, staging, prod")
 	stackFileFlag(fl, &f.render.ConfigFile)
 	deprecatedAlias(fl, &f.render.ConfigFile, "config", "stack-file")
-	fl.StringVar(&f.render.StackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	stackDirFlag(fl, &f.render.StackDir)
 	fl.BoolVar(&f.serve, "serve", false, "keep everything running and serve publish and stats endpoints")
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8085", "with --serve: address of the publish and stats endpoints")
 	fl.StringVar(&f.dataDir, "data-dir", "", "folder for the bbolt stores and consumer.log (default: a new temporary folder)")

@@ -19,6 +19,11 @@ func stackFileFlag(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "stack-file", "", "stack config `FILE` (default: Pulumi.<stack>.yaml in the project's stackConfigDir)")
 }
 
+// stackDirFlag registers --stack-dir into p.
+func stackDirFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "stack-dir", "", "`DIR` holding the stack config files (default: the stackConfigDir of the nearest Pulumi.yaml)")
+}
+
 // checkConfigFlag registers --check-config into p, and --config as its deprecated spelling.
 func checkConfigFlag(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "check-config", "", "check configuration `FILE`: thresholds per environment and waivers")

@@ -20,7 +20,7 @@ import (
 var flagMeanings = map[string]string{
 	"stack":        "stack",
 	"stack-file":   "stack config FILE",
-	"stack-dir":    "folder of the stack config files",
+	"stack-dir":    "holding the stack config files",
 	"check-config": "check configuration FILE",
 	"env":          "environment whose thresholds apply",
 }

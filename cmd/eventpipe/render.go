@@ -46,7 +46,7 @@ func newRenderCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "write the plan to FILE instead of standard output")
 	stackFileFlag(cmd.Flags(), &opts.ConfigFile)
 	deprecatedAlias(cmd.Flags(), &opts.ConfigFile, "config", "stack-file")
-	cmd.Flags().StringVar(&opts.StackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	stackDirFlag(cmd.Flags(), &opts.StackDir)
 	_ = cmd.MarkFlagRequired("stack")
 	return cmd
 }
