@@ -48,8 +48,11 @@ type Options struct {
 
 // Env is a running local pipeline. Close stops it.
 type Env struct {
-	// Topology is what was declared in pstest.
+	// Topology is what was declared in pstest: the stack's, with the
+	// settings pstest cannot model mapped by ForPstest.
 	Topology Topology
+	// Adapted lists those mapped settings (AdaptationLine prints them).
+	Adapted []Adaptation
 	// Tally follows every message to its final state.
 	Tally *Tally
 	// Outage takes every consumer's store down and up again.
@@ -87,7 +90,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	topo := FromSpec(opts.Stack)
+	topo, adapted := ForPstest(FromSpec(opts.Stack))
 	backoff := newPullBackoff(opts.BackoffScale)
 	for _, p := range topo.Pipelines {
 		for _, s := range p.Subscriptions {
@@ -101,7 +104,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, fmt.Errorf("devpipe: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e := &Env{Topology: topo, Tally: NewTally(topo), Outage: &Outage{}, Consumers: map[string]string{},
+	e := &Env{Topology: topo, Adapted: adapted, Tally: NewTally(topo), Outage: &Outage{}, Consumers: map[string]string{},
 		EmulatorHost: fake.Server.Addr, DataDir: opts.DataDir, fake: fake, api: replay.ClientAPI{Client: fake.Client}, cancel: cancel}
 	if err := Declare(ctx, fake.Client, topo); err != nil {
 		_ = e.Close()
@@ -124,13 +127,15 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	for _, p := range topo.Pipelines {
 		for _, s := range p.Subscriptions {
-			switch {
-			case s.Push:
+			if s.Push {
 				b := &Bridge{API: e.api, Sub: s, Endpoint: e.Consumers[p.Name] + push.Path, Scale: opts.BackoffScale,
 					Tally: e.Tally, Logger: opts.Logger}
 				e.goRun(func() error { return b.Run(runCtx) })
-			case s.HasDLQ():
-				s := s
+			}
+			// Push subscriptions too: pstest counts a message's delivery attempts across
+			// every subscription of its topic, so with several subscriptions pstest itself
+			// may dead-letter a message the bridge has not yet given up on.
+			if s.HasDLQ() {
 				e.goRun(func() error { return e.watchDLQ(runCtx, s) })
 			}
 		}
@@ -194,13 +199,21 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 	}
 }
 
-// watchDLQ records what pstest dead-letters from a pull subscription. pstest
+// watchDLQ records what reaches a subscription's DLQ: what the bridge moved
+// there, and what pstest dead-letters (from a pull subscription, or from a
+// push subscription sharing its topic, as pstest v2.8.0 counts delivery
+// attempts per message across all subscriptions of a topic). pstest
 // v2.8.0 never removes a dead-lettered message from its source subscription
 // (it acks with the message id, not the ack id) and so publishes it to the
 // DLQ again and again; the copies keep the message id, so counting distinct
 // ids counts each dead-lettered message once, as real Pub/Sub would hold it.
 // Nothing is acked: the DLQ keeps its messages for `eventpipe replay`.
+//
+// Every pulled message is released again at once (ack deadline 0), so
+// `eventpipe replay` and other readers find the DLQ whole; the watcher then
+// waits watchDLQIdle before pulling again when it saw nothing new.
 func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
+	seen := map[string]bool{}
 	for ctx.Err() == nil {
 		resp, err := e.api.Pull(ctx, &pubsubpb.PullRequest{Subscription: s.DLQSubscription, MaxMessages: 100})
 		if err != nil {
@@ -209,12 +222,36 @@ func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
 			}
 			return fmt.Errorf("devpipe: watch %s: %w", s.DLQSubscription, err)
 		}
+		fresh := false
+		ackIDs := make([]string, 0, len(resp.GetReceivedMessages()))
 		for _, rm := range resp.GetReceivedMessages() {
-			e.Tally.DeadLettered(s.Name, rm.GetMessage().GetMessageId())
+			ackIDs = append(ackIDs, rm.GetAckId())
+			id := rm.GetMessage().GetMessageId()
+			if _, bridged := rm.GetMessage().GetAttributes()[AttrDLQSubscription]; bridged || seen[id] {
+				continue // the bridge's copy (a new id, which the bridge counted), or known
+			}
+			seen[id], fresh = true, true
+			e.Tally.DeadLettered(s.Name, id)
+		}
+		if len(ackIDs) > 0 {
+			if err := e.api.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: s.DLQSubscription, AckIds: ackIDs}); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("devpipe: release %s: %w", s.DLQSubscription, err)
+			}
+		}
+		if !fresh {
+			t := time.NewTimer(watchDLQIdle)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
 		}
 	}
 	return nil
 }
+
+// watchDLQIdle is how long watchDLQ waits after a pull that found nothing new.
+const watchDLQIdle = 100 * time.Millisecond
 
 func (e *Env) goRun(f func() error) {
 	e.wg.Add(1)

@@ -8,12 +8,19 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTable prints one line per pipeline subscription: published, applied,
-// duplicate, stale, dead-lettered, retried, and lost (published messages
-// with no final state).
-func WriteTable(w io.Writer, rows []Row) error {
+// WriteTable prints the account of a finished run, one line per pipeline
+// subscription: published, applied, duplicate, stale, dead-lettered,
+// retried, and lost (published messages that never reached a final state).
+func WriteTable(w io.Writer, rows []Row) error { return writeTable(w, rows, "lost") }
+
+// WriteLiveTable prints the account of a running pipeline (dev --serve's
+// /stats): its last column is pending, not lost, because a message waiting
+// for a retry or a delivery has no final state yet and may still get one.
+func WriteLiveTable(w io.Writer, rows []Row) error { return writeTable(w, rows, "pending") }
+
+func writeTable(w io.Writer, rows []Row, unsettled string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pipeline\tsubscription\tpublished\tapplied\tduplicate\tstale\tdead-lettered\tpoison-acked\tretried\tlost\t")
+	fmt.Fprintf(tw, "pipeline\tsubscription\tpublished\tapplied\tduplicate\tstale\tdead-lettered\tpoison-acked\tretried\t%s\t\n", unsettled)
 	for _, r := range rows {
 		lost := fmt.Sprint(len(r.Pending))
 		if r.Filtered {

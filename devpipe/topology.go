@@ -33,6 +33,11 @@ type PipelineTopology struct {
 	Name string
 	// Topic is the full topic name: projects/P/topics/T.
 	Topic string
+	// Existing is true when the topic belongs to another team (topic.existing):
+	// locally it is created as a stand-in, once however many pipelines read it.
+	Existing bool
+	// Retention is the topic's message retention (0: the server's default).
+	Retention time.Duration
 	// Subscriptions are in key order.
 	Subscriptions []SubscriptionTopology
 }
@@ -72,7 +77,7 @@ func FromSpec(st *spec.Stack) Topology {
 	name := func(kind, id string) string { return "projects/" + st.Project + "/" + kind + "/" + id }
 	t := Topology{Project: st.Project}
 	for _, p := range st.SortedPipelines() {
-		pt := PipelineTopology{Name: p.Name, Topic: name("topics", p.Topic.Name)}
+		pt := PipelineTopology{Name: p.Name, Topic: st.TopicName(p), Existing: p.Topic.Existing != "", Retention: durOf(p.Topic.MessageRetention)}
 		for _, s := range p.SortedSubscriptions() {
 			sub := SubscriptionTopology{
 				Key: s.Key, Name: name("subscriptions", s.Name), Push: s.Push(),
@@ -100,14 +105,19 @@ func durOf(d *spec.Duration) time.Duration {
 }
 
 // Declare creates every topic and subscription of t through client's admin
-// API: DLQ topics and their never-expiring subscriptions first (a dead-letter
+// API (t must fit pstest: see ForPstest): DLQ topics and their never-expiring subscriptions first (a dead-letter
 // policy must name an existing topic), then the pipeline topics and their
 // subscriptions with the dead-letter and retry policies of the spec.
 func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
-	createTopic := func(name string) error {
-		if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: name}); err != nil {
+	created := map[string]bool{}
+	createTopic := func(name string, retention time.Duration) error {
+		if created[name] {
+			return nil
+		}
+		if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: name, MessageRetentionDuration: durationOrNil(retention)}); err != nil {
 			return fmt.Errorf("devpipe: create topic %s: %w", name, err)
 		}
+		created[name] = true
 		return nil
 	}
 	createSub := func(s *pubsubpb.Subscription) error {
@@ -117,7 +127,7 @@ func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 		return nil
 	}
 	for _, p := range t.Pipelines {
-		if err := createTopic(p.Topic); err != nil {
+		if err := createTopic(p.Topic, p.Retention); err != nil {
 			return err
 		}
 		for _, s := range p.Subscriptions {
@@ -125,16 +135,16 @@ func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 				Name: s.Name, Topic: p.Topic, AckDeadlineSeconds: int32(s.AckDeadline / time.Second),
 				RetryPolicy: &pubsubpb.RetryPolicy{MinimumBackoff: durationpb.New(s.MinBackoff), MaximumBackoff: durationpb.New(s.MaxBackoff)},
 				Filter:      s.Filter, EnableMessageOrdering: s.Ordering, EnableExactlyOnceDelivery: s.ExactlyOnce,
-				MessageRetentionDuration: retention(s.Retention),
+				MessageRetentionDuration: durationOrNil(s.Retention),
 				// The components never let a subscription expire; neither do we.
 				ExpirationPolicy: &pubsubpb.ExpirationPolicy{},
 			}
 			if s.HasDLQ() {
-				if err := createTopic(s.DLQTopic); err != nil {
+				if err := createTopic(s.DLQTopic, 0); err != nil {
 					return err
 				}
 				if err := createSub(&pubsubpb.Subscription{Name: s.DLQSubscription, Topic: s.DLQTopic,
-					AckDeadlineSeconds: 60, ExpirationPolicy: &pubsubpb.ExpirationPolicy{}, MessageRetentionDuration: retention(s.DLQRetention)}); err != nil {
+					AckDeadlineSeconds: 60, ExpirationPolicy: &pubsubpb.ExpirationPolicy{}, MessageRetentionDuration: durationOrNil(s.DLQRetention)}); err != nil {
 					return err
 				}
 				pb.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: s.DLQTopic, MaxDeliveryAttempts: int32(s.MaxAttempts)}
@@ -147,8 +157,8 @@ func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 	return nil
 }
 
-// retention is d as a proto duration, or nil (the server's default) for 0.
-func retention(d time.Duration) *durationpb.Duration {
+// durationOrNil is d as a proto duration, or nil (the server's default) for 0.
+func durationOrNil(d time.Duration) *durationpb.Duration {
 	if d <= 0 {
 		return nil
 	}

@@ -27,8 +27,11 @@ import data.eventpipe.lib
 #   id: EP002
 #   severity: medium
 #   fix: >-
-#     Set deadLetterPolicy.maxDeliveryAttempts between the configured bounds (5 for
-#     poison-heavy streams, 10 when transient Firestore saturation is expected).
+#     Set deadLetterPolicy.maxDeliveryAttempts within the allowed range (5 for
+#     poison-heavy streams, 10 when transient Firestore saturation is expected), or
+#     raise the range in the check configuration (--check-config FILE):
+#     thresholds.deny_dead_letter_attempts_out_of_range.{min,max}, for one environment
+#     under environments.ENV.thresholds.
 deny_dead_letter_attempts_out_of_range contains f if {
 	m := lib.rule(rego.metadata.chain())
 	low := lib.setting("deny_dead_letter_attempts_out_of_range", "min")

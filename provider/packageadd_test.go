@@ -9,12 +9,13 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 
+	"github.com/eventpipe/eventpipe/internal/release"
 	"github.com/eventpipe/eventpipe/provider"
 )
 
 // packageAddSource is the source the installation docs give `pulumi
 // package add`: this repository's plugin folder at a release tag.
-const packageAddSource = "github.com/eventpipe/eventpipe/cmd/pulumi-resource-eventpipe@v1.0.0"
+const packageAddSource = "github.com/eventpipe/eventpipe/cmd/pulumi-resource-eventpipe@" + release.Tag
 
 // TestPackageAddFindsThePlugin resolves the documented `pulumi package add`
 // source and the schema's pluginDownloadURL with Pulumi's own parser
@@ -23,7 +24,7 @@ const packageAddSource = "github.com/eventpipe/eventpipe/cmd/pulumi-resource-eve
 // PulumiPlugin.yaml (runtime go) the plugin host reads to build the plugin
 // from source (plugin.ExecPlugin).
 func TestPackageAddFindsThePlugin(t *testing.T) {
-	for _, source := range []string{packageAddSource, provider.PluginDownloadURL + "@v1.0.0"} {
+	for _, source := range []string{packageAddSource, provider.PluginDownloadURL + "@" + release.Tag} {
 		spec, err := workspace.NewPluginSpec(t.Context(), source, apitype.ResourcePlugin, nil, "", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", source, err)
@@ -34,8 +35,8 @@ func TestPackageAddFindsThePlugin(t *testing.T) {
 		if got, want := spec.PluginDownloadURL, "git://github.com/eventpipe/eventpipe/cmd/pulumi-resource-eventpipe"; got != want {
 			t.Errorf("%s: download URL %q, want %q", source, got, want)
 		}
-		if spec.Version == nil || spec.Version.String() != "1.0.0" {
-			t.Errorf("%s: version %v, want 1.0.0", source, spec.Version)
+		if want := strings.TrimPrefix(release.Tag, "v"); spec.Version == nil || spec.Version.String() != want {
+			t.Errorf("%s: version %v, want %s", source, spec.Version, want)
 		}
 		sub := spec.SubDir()
 		if sub != "cmd/pulumi-resource-eventpipe" {

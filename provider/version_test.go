@@ -5,6 +5,8 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+
+	"github.com/eventpipe/eventpipe/internal/release"
 )
 
 // TestVersionOf: a binary built from a release tag reports the tag, one
@@ -41,5 +43,18 @@ func TestCommitVersionFetchesTheCommit(t *testing.T) {
 	}
 	if got := versionOf("v0.0.0-20261124192301-7d00d8f12345"); spec.Version == nil || spec.Version.String() != got {
 		t.Errorf("Pulumi names the commit %v, the plugin reports %s", spec.Version, got)
+	}
+}
+
+// TestReleaseTagVersion: a plugin built at the release tag the docs install
+// (internal/release.Tag) reports the version Pulumi's parser reads from the
+// documented `pulumi package add …@TAG` source.
+func TestReleaseTagVersion(t *testing.T) {
+	spec, err := workspace.NewPluginSpec(t.Context(), PluginDownloadURL+"@"+release.Tag, apitype.ResourcePlugin, nil, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := versionOf(release.Tag); spec.Version == nil || spec.Version.String() != got {
+		t.Errorf("Pulumi names %s %v, the plugin built there reports %s", release.Tag, spec.Version, got)
 	}
 }

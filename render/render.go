@@ -173,7 +173,7 @@ func FindStackDir(start string) (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("render: no Pulumi.yaml in this folder or above; run from the eventpipe repository or pass --config")
+			return "", errors.New("render: no Pulumi.yaml in this folder or above; run from the eventpipe repository, or pass --stack-file FILE or --stack-dir DIR")
 		}
 		dir = parent
 	}

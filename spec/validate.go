@@ -24,8 +24,6 @@ var (
 	memberPattern        = regexp.MustCompile(`^((serviceAccount|user|group|domain):[^\s:]+|principal(Set)?://\S+)$`)
 	accountEmailPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*@[a-z0-9][a-z0-9.-]*\.gserviceaccount\.com$`)
 	topicNamePattern     = regexp.MustCompile(`^projects/([^/]+)/topics/([^/]+)$`)
-	digestImagePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9./_-]*(:[0-9]+)?(/[a-z0-9._-]+)*@sha256:[0-9a-f]{64}$`)
-	tagImagePattern      = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9._-]+)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 	memoryPattern        = regexp.MustCompile(`^[1-9][0-9]*(Mi|Gi)$`)
 	prefixPattern        = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 	labelKeyPattern      = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
@@ -529,11 +527,11 @@ func redactPassword(storeURL string) string {
 // Consumer component at deploy time for an image that is another
 // resource's output.
 func CheckImage(image string) *FieldError {
-	switch {
-	case image == "":
+	if image == "" {
 		return &FieldError{Allowed: "a container image by digest (REPO@sha256:…) or tag (REPO:TAG)", Fix: "set consumer.image to the consumer image built from cmd/consumer"}
-	case !digestImagePattern.MatchString(image) && !tagImagePattern.MatchString(image):
-		return &FieldError{Value: strconv.Quote(image), Allowed: "REPO@sha256:<64 hex digits> or REPO:TAG", Fix: "add a tag or digest; an untagged image silently means :latest"}
+	}
+	if fix := imageProblem(image); fix != "" {
+		return &FieldError{Value: strconv.Quote(image), Allowed: "REPO@sha256:<64 hex digits> or REPO:TAG", Fix: fix}
 	}
 	return nil
 }

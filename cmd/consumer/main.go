@@ -29,6 +29,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/server"
+	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
 
@@ -93,6 +94,9 @@ func run(ctx context.Context) int {
 		}
 		log.Log(ctx, logging.LevelCritical, "consumer stopped with an error", logfields.ErrorType, logfields.ErrorTypeConfiguration, logfields.Error, err.Error())
 		fmt.Fprintln(os.Stderr, "consumer:", err)
+		if _, kind, ok := store.Code(err); ok && kind == store.KindConfiguration {
+			return 2 // a bad EVENTPIPE_STORE is a bad value, as docs/consumer.md says
+		}
 		return 1
 	}
 	return 0

@@ -107,24 +107,43 @@ func TestREADMEPushExample(t *testing.T) {
 			t.Errorf("log %s = %v, want %v (line %v)", k, applied[k], v, applied)
 		}
 	}
+	// The README's log line: every field it shows, with the value it shows unless that is
+	// elided ("…") or a measurement.
+	var shown map[string]any
+	if err := json.Unmarshal([]byte(strings.Join(readmeBlock(t, "and the consumer prints one JSON line:"), "")), &shown); err != nil {
+		t.Fatalf("README log line: %v", err)
+	}
+	for k, v := range shown {
+		if s, ok := v.(string); (ok && strings.Contains(s, "…")) || k == "latency_ms" {
+			continue
+		}
+		if applied[k] != v {
+			t.Errorf("README log line shows %s = %v, the consumer logs %v", k, v, applied[k])
+		}
+	}
 	last := lines[len(lines)-1]
 	if last["message"] != "consumer stopped" {
 		t.Errorf("last line %v, want the clean stop", last)
 	}
 }
 
+// TestBadConfigurationExits: a bad value, the store URL's included, stops start-up with
+// exit 2 and a CRITICAL line naming the variable (docs/consumer.md).
 func TestBadConfigurationExits(t *testing.T) {
-	cmd := exec.Command(consumerBinary(t))
-	cmd.Env = []string{"EVENTPIPE_DLQ=maybe", "PORT=" + strconv.Itoa(proctest.FreePort(t))}
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	err := cmd.Run()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 2 {
-		t.Fatalf("want exit 2, got %v", err)
-	}
-	if !strings.Contains(stdout.String(), `"severity":"CRITICAL"`) || !strings.Contains(stdout.String(), "EVENTPIPE_DLQ") {
-		t.Fatalf("stdout %s", stdout.String())
+	for _, env := range []string{"EVENTPIPE_DLQ=maybe", "EVENTPIPE_STORE=nope://x"} {
+		cmd := exec.Command(consumerBinary(t))
+		cmd.Env = []string{env, "PORT=" + strconv.Itoa(proctest.FreePort(t))}
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 {
+			t.Fatalf("%s: want exit 2, got %v", env, err)
+		}
+		name, _, _ := strings.Cut(env, "=")
+		if !strings.Contains(stdout.String(), `"severity":"CRITICAL"`) || !strings.Contains(stdout.String(), name) {
+			t.Fatalf("%s: stdout %s", env, stdout.String())
+		}
 	}
 }
 

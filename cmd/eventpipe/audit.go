@@ -32,6 +32,7 @@ type auditOptions struct {
 	caiIAM        []string
 	caiSearch     []string
 	stack         string
+	stackFile     string
 	stackDir      string
 	env           string
 	summaries     []string
@@ -43,7 +44,12 @@ type auditOptions struct {
 
 // newAuditCmd builds `eventpipe audit`: the policy rules on what exists in Google Cloud.
 func newAuditCmd() *cobra.Command {
-	return newAuditCmdWith(func(ctx context.Context) (*live.Clients, error) { return live.Dial(ctx) })
+	return newAuditCmdWith(func(ctx context.Context) (*live.Clients, error) {
+		if err := checkReachable(ctx, pubsubEndpoints(true), reachTimeout); err != nil {
+			return nil, err
+		}
+		return live.Dial(ctx)
+	})
 }
 
 // newAuditCmdWith is newAuditCmd with the Google clients of a live audit made by dial.
@@ -67,15 +73,16 @@ func newAuditCmdWith(dial func(ctx context.Context) (*live.Clients, error)) *cob
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&opts.projects, "project", nil, "project ID to read live (repeat for several)")
-	f.StringArrayVar(&opts.caiResources, "cai-resources", nil, "`gcloud asset export --content-type=resource` output (newline-delimited JSON; repeatable)")
-	f.StringArrayVar(&opts.caiIAM, "cai-iam", nil, "`gcloud asset export --content-type=iam-policy` output (repeatable)")
-	f.StringArrayVar(&opts.caiSearch, "cai-search", nil, "`gcloud asset search-all-resources --format=json` output (repeatable)")
+	f.StringArrayVar(&opts.caiResources, "cai-resources", nil, "`FILE` written by gcloud asset export --content-type=resource (newline-delimited JSON; repeatable)")
+	f.StringArrayVar(&opts.caiIAM, "cai-iam", nil, "`FILE` written by gcloud asset export --content-type=iam-policy (repeatable)")
+	f.StringArrayVar(&opts.caiSearch, "cai-search", nil, "`FILE` written by gcloud asset search-all-resources --format=json (repeatable)")
 	f.StringVar(&opts.stack, "stack", "", "compare with this stack (dev, staging, prod) rendered offline; its project is audited when no --project is given")
-	f.StringVar(&opts.stackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	stackFileFlag(f, &opts.stackFile)
+	stackDirFlag(f, &opts.stackDir)
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply (default: the --stack name; else each resource's eventpipe_env label)")
 	opts.policyFlags.register(f)
-	f.StringArrayVar(&opts.summaries, "summary", nil, "also write a summary for people to this file: .md for Markdown, .html for HTML (repeatable)")
-	f.StringVar(&opts.modelOut, "model", "", "also write the audited estate as a `pulumi stack export` document to this file (for conftest or opa eval)")
+	f.StringArrayVar(&opts.summaries, "summary", nil, "also write a summary for people to `FILE`: .md for Markdown, .html for HTML (repeatable)")
+	f.StringVar(&opts.modelOut, "model", "", "also write the audited estate to `FILE` as a pulumi stack export document (for conftest or opa eval)")
 	f.DurationVar(&opts.backlogWindow, "backlog-window", 10*time.Minute, "how far back the oldest unacked message age is read from Cloud Monitoring")
 	return cmd
 }
@@ -108,7 +115,7 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) 
 
 	var stack *render.Result
 	if opts.stack != "" {
-		if stack, err = render.Render(ctx, render.Options{Stack: opts.stack, StackDir: opts.stackDir}); err != nil {
+		if stack, err = render.Render(ctx, render.Options{Stack: opts.stack, ConfigFile: opts.stackFile, StackDir: opts.stackDir}); err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("rendering stack %s: %w", opts.stack, err)}
 		}
 		if !fromCAI && len(opts.projects) == 0 {

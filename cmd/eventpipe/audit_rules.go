@@ -41,6 +41,10 @@ func evaluateAudit(ctx context.Context, run *policyRun, doc *model.Document, sou
 		if err != nil {
 			return nil, &exitError{code: 2, err: fmt.Errorf("reading the audit model: %w", err)}
 		}
+		// Parse locates each resource at its line of data, a document only this process
+		// holds: citing it as a line of the inputs (several files, or none for a live
+		// read) would send the reader to the wrong place. Only stack lines are cited.
+		p.Locations = nil
 		for _, df := range d.Drift {
 			if file, line := locate(df.URN); file != "" {
 				if p.Locations == nil {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"text/tabwriter"
 	"time"
 
@@ -22,9 +21,10 @@ import (
 // checkOptions are the flags of `eventpipe check`.
 type checkOptions struct {
 	policyFlags
-	stack    string
-	stackDir string
-	env      string
+	stack     string
+	stackFile string
+	stackDir  string
+	env       string
 }
 
 // newCheckCmd builds `eventpipe check`: the policy rules on a plan file or a rendered stack.
@@ -47,7 +47,8 @@ func newCheckCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.stack, "stack", "", "render this stack (dev, staging, prod) offline and check it; also the environment for thresholds")
-	f.StringVar(&opts.stackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	stackFileFlag(f, &opts.stackFile)
+	stackDirFlag(f, &opts.stackDir)
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name)")
 	opts.policyFlags.register(f)
 	return cmd
@@ -102,15 +103,6 @@ func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, ar
 		slog.Bool("complete", res.Complete), slog.Int("resources", res.Resources))
 }
 
-// buildVersion is the eventpipe module version the binary was built from ("(devel)" for a
-// build from a checkout), for the SARIF tool driver.
-func buildVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "(devel)"
-}
-
 // readPlan reads and decodes a plan file (or standard input for "-"); each resource is
 // located at the line of the file that names it.
 func readPlan(stdin io.Reader, name string) (*plan.Plan, error) {
@@ -143,7 +135,7 @@ func readPlan(stdin io.Reader, name string) (*plan.Plan, error) {
 // renderPlan renders the stack offline and points each resource at the line of the stack
 // config file that declared it.
 func renderPlan(ctx context.Context, opts checkOptions) (*plan.Plan, error) {
-	res, err := render.Render(ctx, render.Options{Stack: opts.stack, StackDir: opts.stackDir})
+	res, err := render.Render(ctx, render.Options{Stack: opts.stack, ConfigFile: opts.stackFile, StackDir: opts.stackDir})
 	if err != nil {
 		return nil, fmt.Errorf("rendering stack %s: %w", opts.stack, err)
 	}

@@ -185,7 +185,7 @@ func TestCheckRenderedLocations(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("environments:\n  prod:\n    thresholds:\n      deny_dead_letter_attempts_out_of_range: {min: 20, max: 30}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := runCheckCLI(t, "", "check", "--stack", "prod", "--config", cfg, "-o", "json")
+	r := runCheckCLI(t, "", "check", "--stack", "prod", "--check-config", cfg, "-o", "json")
 	out := decode(t, r)
 	if r.code != 1 || out.Denies == 0 {
 		t.Fatalf("exit %d denies %d: %s", r.code, out.Denies, r.stderr)
@@ -206,7 +206,7 @@ func TestCheckRenderedLocations(t *testing.T) {
 		}
 	}
 	// The same thresholds for another environment do not apply.
-	if r := runCheckCLI(t, "", "check", "--stack", "dev", "--config", cfg); r.code != 0 {
+	if r := runCheckCLI(t, "", "check", "--stack", "dev", "--check-config", cfg); r.code != 0 {
 		t.Fatalf("dev with prod-only thresholds: exit %d: %s", r.code, r.stderr)
 	}
 }
@@ -251,7 +251,7 @@ func TestCheckUnusableInput(t *testing.T) {
 		{"no input", []string{"check"}, "", "nothing to check"},
 		{"bad format", []string{"check", "-", "-o", "yaml"}, "{}", `--output "yaml"`},
 		{"unknown stack", []string{"check", "--stack", "nosuchenv"}, "", "rendering stack nosuchenv"},
-		{"bad config", []string{"check", "-", "--config", write("c.yaml", "waivers: [{rule: EP001}]\n")}, "{}", "waivers[0].urn is empty"},
+		{"bad config", []string{"check", "-", "--check-config", write("c.yaml", "waivers: [{rule: EP001}]\n")}, "{}", "waivers[0].urn is empty"},
 		{"unknown flag", []string{"check", "--frobnicate"}, "", "unknown flag"},
 		{"terraform state", []string{"check", write("s.json", `{"format_version":"1.0","values":{"root_module":{}}}`)}, "", "Terraform state"},
 		{"malformed step", []string{"check", "-"}, `{"steps":[{"kind":"x"}]}`, `steps[0]: a preview step needs "op"`},
@@ -281,11 +281,11 @@ func TestCheckWaivers(t *testing.T) {
 		}
 	}
 	waiver(time.Now().AddDate(0, 1, 0).Format(time.DateOnly))
-	if r := runCheckCLI(t, "", "check", path, "--env", "prod", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "WAIVED EP002") {
+	if r := runCheckCLI(t, "", "check", path, "--env", "prod", "--check-config", cfg); r.code != 0 || !strings.Contains(r.stdout, "WAIVED EP002") {
 		t.Fatalf("live waiver: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	waiver("2020-01-31")
-	r := runCheckCLI(t, "", "check", path, "--env", "prod", "--config", cfg, "-o", "json")
+	r := runCheckCLI(t, "", "check", path, "--env", "prod", "--check-config", cfg, "-o", "json")
 	out := decode(t, r)
 	if r.code != 1 || !reflect.DeepEqual(out.ids(), []string{"deny:EP000", "deny:EP002"}) {
 		t.Fatalf("expired waiver: exit %d findings %v", r.code, out.ids())

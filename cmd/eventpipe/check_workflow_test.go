@@ -11,22 +11,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// runAsCLI, set to 1 in its environment, makes the test binary the eventpipe
-// command: tests that run the CLI as a process (a workflow's shell) use the
-// binary go test already built instead of linking another one.
-const runAsCLI = "EVENTPIPE_TEST_RUN_AS_CLI"
-
-// TestMain runs main when the test binary is started as the eventpipe command
-// (runAsCLI), else the tests.
-func TestMain(m *testing.M) {
-	if os.Getenv(runAsCLI) == "1" {
-		main()
-	}
-	os.Exit(m.Run())
-}
-
 // cliBinary puts an eventpipe command at dir/eventpipe, the test binary
-// itself (see runAsCLI), and returns the environment a process running it
+// itself (see asCLIEnv), and returns the environment a process running it
 // needs.
 func cliBinary(t *testing.T, dir string) []string {
 	t.Helper()
@@ -37,7 +23,7 @@ func cliBinary(t *testing.T, dir string) []string {
 	if err := os.Symlink(self, filepath.Join(dir, "eventpipe")); err != nil {
 		t.Fatal(err)
 	}
-	return append(os.Environ(), runAsCLI+"=1")
+	return append(os.Environ(), asCLIEnv+"=1")
 }
 
 // TestPolicyCheckWorkflow runs the shell of the pull-request workflow's check step

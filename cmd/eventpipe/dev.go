@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,8 +53,9 @@ func newDevCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.render.Stack, "stack", "dev", "stack whose pipelines run: dev, staging, prod")
-	fl.StringVar(&f.render.ConfigFile, "config", "", "stack config file (default: Pulumi.<stack>.yaml in the project's stackConfigDir)")
-	fl.StringVar(&f.render.StackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	stackFileFlag(fl, &f.render.ConfigFile)
+	deprecatedAlias(fl, &f.render.ConfigFile, "config", "stack-file")
+	stackDirFlag(fl, &f.render.StackDir)
 	fl.BoolVar(&f.serve, "serve", false, "keep everything running and serve publish and stats endpoints")
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8085", "with --serve: address of the publish and stats endpoints")
 	fl.StringVar(&f.dataDir, "data-dir", "", "folder for the bbolt stores and consumer.log (default: a new temporary folder)")
@@ -83,17 +86,14 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 			f.scale = 1
 		}
 	}
-	dir := f.dataDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "eventpipe-dev-"); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("data dir: %w", err)}
-		}
-		if !f.serve {
-			defer os.RemoveAll(dir)
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("--data-dir %s: %w", dir, err)}
+	dir, cleanup, err := devDataDir(f.dataDir)
+	if err != nil {
+		return &exitError{code: 2, err: err}
 	}
+	// A temporary folder goes when the run ends (Ctrl-C included); so does a --data-dir
+	// this run created, if the run fails. Pass --data-dir to keep the stores and log.
+	ok := false
+	defer func() { cleanup(ok) }()
 	logPath := filepath.Join(dir, "consumer.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -110,10 +110,15 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 		return &exitError{code: 2, err: err}
 	}
 	if f.serve {
-		return serveDev(ctx, stdout, env, f, logPath)
+		err := serveDev(ctx, stdout, env, f, logPath)
+		ok = err == nil
+		return err
 	}
 	fmt.Fprintf(stderr, "dev: stack %s: %d pipelines in pstest, consumers on bbolt in %s, backoff x%g; consumer log %s\n",
 		st.Name, len(env.Topology.Pipelines), dir, f.scale, logPath)
+	if line := devpipe.AdaptationLine(env.Adapted); line != "" {
+		fmt.Fprintln(stderr, line)
+	}
 	sc := f.scenario
 	sc.Progress = stderr
 	rows, runErr := sc.Run(ctx, env)
@@ -121,6 +126,7 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	if runErr != nil {
 		return &exitError{code: 2, err: runErr}
 	}
+	ok = true
 	if err := devpipe.WriteTable(stdout, rows); err != nil {
 		return err
 	}
@@ -135,6 +141,34 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	}
 	fmt.Fprintln(stdout, "nothing lost: published = applied + duplicate + stale + dead-lettered on every subscription")
 	return nil
+}
+
+// devDataDir makes the folder of the stores and consumer.log: dir made absolute (the
+// consumers' bbolt:// store URLs need an absolute path), or a new temporary folder
+// when dir is "". cleanup(ok) removes a temporary folder always, and a folder this call
+// created when the run did not succeed.
+func devDataDir(dir string) (string, func(ok bool), error) {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "eventpipe-dev-")
+		if err != nil {
+			return "", nil, fmt.Errorf("data dir: %w", err)
+		}
+		return tmp, func(bool) { _ = os.RemoveAll(tmp) }, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("--data-dir %s: %w", dir, err)
+	}
+	_, statErr := os.Stat(abs)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", nil, fmt.Errorf("--data-dir %s: %w", dir, err)
+	}
+	return abs, func(ok bool) {
+		if created && !ok {
+			_ = os.RemoveAll(abs)
+		}
+	}, nil
 }
 
 // loadStack reads and validates a stack config the way render does.
@@ -160,7 +194,11 @@ func serveDev(ctx context.Context, stdout io.Writer, env *devpipe.Env, f devFlag
 	srv := &http.Server{Handler: devHandler(env), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "eventpipe dev: stack %s is running (Ctrl-C to stop)\n\n", f.render.Stack)
+	fmt.Fprintf(stdout, "eventpipe dev: stack %s is running (Ctrl-C to stop)\n", f.render.Stack)
+	if line := devpipe.AdaptationLine(env.Adapted); line != "" {
+		fmt.Fprintln(stdout, line)
+	}
+	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "Publish a JSON event to a pipeline's topic:\n")
 	for _, p := range env.Topology.Pipelines {
 		fmt.Fprintf(stdout, "  curl -sS -X POST %s/publish/%s -d '{\"eventId\":\"e1\",\"service\":\"api\",\"status\":\"healthy\",\"producedAt\":\"%s\"}'\n",
@@ -168,6 +206,9 @@ func serveDev(ctx context.Context, stdout io.Writer, env *devpipe.Env, f devFlag
 	}
 	fmt.Fprintf(stdout, "\nResults:\n  curl -sS %s/stats            (per pipeline: published, applied, duplicate, stale, dead-lettered, retried)\n", base)
 	fmt.Fprintf(stdout, "  consumer log (one JSON line per delivery): %s\n  bbolt stores: %s\n", logPath, env.DataDir)
+	if f.dataDir == "" {
+		fmt.Fprintf(stdout, "  (a temporary folder, removed when dev stops; pass --data-dir DIR to keep it)\n")
+	}
 	fmt.Fprintf(stdout, "\nPub/Sub emulator (for gcloud, client libraries and eventpipe replay):\n  export PUBSUB_EMULATOR_HOST=%s\n", env.EmulatorHost)
 	for _, p := range env.Topology.Pipelines {
 		for _, s := range p.Subscriptions {
@@ -216,7 +257,7 @@ func devHandler(env *devpipe.Env) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_ = devpipe.WriteTable(w, rows)
+		_ = devpipe.WriteLiveTable(w, rows)
 		_ = reportHandler(w, env)
 	})
 	return mux

@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -180,4 +184,289 @@ func TestDevServePrintsHowToUseIt(t *testing.T) {
 			t.Errorf("--serve output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// readmeExample returns the fenced block after `<!-- example: name -->` in the README.
+func readmeExample(t *testing.T, name string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "<!-- example: "+name+" -->")
+	if !ok {
+		t.Fatalf("README has no example %q", name)
+	}
+	_, body, _ := strings.Cut(after, "```")
+	_, body, _ = strings.Cut(body, "\n")
+	block, _, ok := strings.Cut(body, "```")
+	if !ok {
+		t.Fatalf("README example %q is not closed", name)
+	}
+	return block
+}
+
+// sharedTopicStack has what pstest models worst: two pipelines reading one existing
+// topic, and one of them with two push and a pull subscription on it.
+const sharedTopicStack = `config:
+  eventpipe:project: acme-prod
+  eventpipe:projectNumber: "123456789012"
+  eventpipe:pipelines:
+    orders:
+      topic:
+        existing: projects/checkout-prod/topics/order-events
+      consumer:
+        image: europe-west1-docker.pkg.dev/acme-prod/eventpipe/consumer:1.4.0
+        minInstances: 1
+      subscriptions:
+        materializer:
+          delivery: push
+        mirror:
+          delivery: push
+        export:
+          delivery: pull
+    audit-log:
+      topic:
+        existing: projects/checkout-prod/topics/order-events
+      consumer:
+        image: europe-west1-docker.pkg.dev/acme-prod/eventpipe/consumer:1.4.0
+      subscriptions:
+        copy:
+          delivery: push
+`
+
+// TestDevRunsEveryStack runs `eventpipe dev` to the end on every shipped
+// stack (stacks/Pulumi.*.yaml; dev is TestDevQuickstart), on the README's
+// "Configuring a stack" example, and on subscriptions sharing a topic: each
+// must exit 0 with nothing lost, and say in one line which settings were
+// adapted to pstest (14d DLQ retention).
+func TestDevRunsEveryStack(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "stacks", "Pulumi.*.yaml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("shipped stacks: %v %v", files, err)
+	}
+	type run struct {
+		name, stack, config string
+		scenario            []string
+	}
+	var runs []run
+	for _, f := range files {
+		stack := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "Pulumi."), ".yaml")
+		if stack != "dev" {
+			runs = append(runs, run{name: stack, stack: stack})
+		}
+	}
+	readme := filepath.Join(t.TempDir(), "stack.yaml")
+	if err := os.WriteFile(readme, []byte(readmeExample(t, "stack")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs = append(runs, run{name: "readme", stack: "prod", config: readme})
+	shared := filepath.Join(t.TempDir(), "Pulumi.shared.yaml")
+	if err := os.WriteFile(shared, []byte(sharedTopicStack), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs = append(runs, run{name: "shared-topic", stack: "shared", config: shared,
+		scenario: []string{"--events", "5", "--duplicates", "2", "--out-of-order", "2", "--poison", "2"}})
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting: pull retries are whole seconds in pstest
+			args := []string{"dev", "--stack", r.stack, "--data-dir", t.TempDir()}
+			if r.config != "" {
+				args = append(args, "--stack-file", r.config)
+			}
+			args = append(args, r.scenario...)
+			out, errOut, err := executeLog(t, args...)
+			if err != nil {
+				t.Fatalf("eventpipe %s: exit %d: %v\n%s\n%s", strings.Join(args, " "), exitCode(err), err, out, errOut)
+			}
+			if !strings.Contains(out, "nothing lost") {
+				t.Errorf("no verdict:\n%s", out)
+			}
+			var adapted []string
+			for _, l := range strings.Split(errOut, "\n") {
+				if strings.HasPrefix(l, "dev: adapted to pstest:") {
+					adapted = append(adapted, l)
+				}
+			}
+			if len(adapted) != 1 || !strings.Contains(adapted[0], "message retention 14d") {
+				t.Errorf("want one line saying the 14d DLQ retention runs as pstest's 7d, got %q", adapted)
+			}
+		})
+	}
+}
+
+// TestReadmeAuditOfDevServe follows the README's emulator audit: start dev
+// --serve, take the PUBSUB_EMULATOR_HOST it prints, and audit the README's
+// --project there: the dev stack's subscriptions are read.
+func TestReadmeAuditOfDevServe(t *testing.T) {
+	var line string
+	for _, l := range strings.Split(docBlock(t, "README.md", "gcloud auth application-default login                       # or any Application Default Credentials"), "\n") {
+		if strings.HasPrefix(l, "PUBSUB_EMULATOR_HOST=") {
+			line = l
+		}
+	}
+	_, cmdline, ok := strings.Cut(line, "eventpipe audit")
+	if !ok {
+		t.Fatalf("the README's audit block has no PUBSUB_EMULATOR_HOST=… eventpipe audit line")
+	}
+	if i := strings.Index(cmdline, "#"); i >= 0 {
+		cmdline = cmdline[:i]
+	}
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		f := devFlags{render: render.Options{Stack: "dev"}, dataDir: t.TempDir(), serve: true, addr: "127.0.0.1:0", scenario: devpipe.DefaultScenario()}
+		err := runDev(ctx, pw, io.Discard, f)
+		pw.Close()
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("dev --serve: %v", err)
+		}
+	}()
+	host := ""
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() && host == "" {
+		if _, h, ok := strings.Cut(sc.Text(), "export PUBSUB_EMULATOR_HOST="); ok {
+			host = h
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if host == "" {
+		t.Fatal("dev --serve printed no PUBSUB_EMULATOR_HOST")
+	}
+	t.Setenv("PUBSUB_EMULATOR_HOST", host)
+	out, errOut, err := executeLog(t, append([]string{"audit", "-o", "json"}, strings.Fields(cmdline)...)...)
+	if code := exitCode(err); code == 2 {
+		t.Fatalf("audit%s at %s: exit 2: %v\n%s", cmdline, host, err, errOut)
+	}
+	var rep struct {
+		Resources int `json:"resources"`
+	}
+	// The dev stack declares 3 topics, 3 subscriptions and their 3 DLQ topics and subscriptions.
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Resources < 12 {
+		t.Errorf("audit%s read %d resources (%v), want the dev stack's 12 topics and subscriptions at least:\n%s", cmdline, rep.Resources, err, out)
+	}
+}
+
+// TestDevServeCtrlCRemovesItsFolder starts `eventpipe dev --serve` as a process (this
+// test binary running main), waits until it runs, sends SIGINT as Ctrl-C does, and
+// checks it exits 0 and leaves no temporary folder behind.
+func TestDevServeCtrlCRemovesItsFolder(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "dev", "--serve", "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), asCLIEnv+"=1", "TMPDIR="+tmp)
+	cmd.Dir = "."
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	running := false
+	for !running && sc.Scan() {
+		running = strings.Contains(sc.Text(), "is running")
+	}
+	if !running {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("dev --serve did not start:\n%s", stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	if left, _ := filepath.Glob(filepath.Join(tmp, "eventpipe-dev-*")); len(left) != 1 {
+		t.Fatalf("while running: temporary folders %v, want one", left)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after SIGINT: %v\n%s", err, stderr.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "eventpipe-dev-*")); len(left) != 0 {
+		t.Errorf("after Ctrl-C the temporary folder is still there: %v", left)
+	}
+}
+
+// TestDevDataDir: a relative --data-dir works (made absolute for the bbolt:// store
+// URLs) and holds the run's files; a --data-dir a failed run created is removed, one
+// that existed before is kept.
+func TestDevDataDir(t *testing.T) {
+	stacks, err := filepath.Abs(filepath.Join("..", "..", "stacks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	out, errOut, err := executeLog(t, "dev", "--stack-dir", stacks, "--data-dir", "rel-data", "--events", "3", "--duplicates", "1", "--out-of-order", "1", "--poison", "0")
+	if err != nil {
+		t.Fatalf("dev --data-dir rel-data: %v\n%s\n%s", err, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join("rel-data", "consumer.log")); err != nil {
+		t.Errorf("rel-data holds no consumer.log: %v", err)
+	}
+	// --addr already taken: the run fails after making its folder.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, pre := range []bool{false, true} {
+		dir := fmt.Sprintf("failed-%v", pre)
+		if pre {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, _, err := executeLog(t, "dev", "--stack-dir", stacks, "--serve", "--addr", ln.Addr().String(), "--data-dir", dir)
+		if exitCode(err) != 2 {
+			t.Fatalf("dev --serve on a taken --addr: exit %d, %v", exitCode(err), err)
+		}
+		_, statErr := os.Stat(dir)
+		if pre != (statErr == nil) {
+			t.Errorf("--data-dir %s (existed before: %v) after a failed run: stat %v", dir, pre, statErr)
+		}
+	}
+}
+
+// TestDevStatsCountsRetriesAsPending: while a message waits for its retry (the store is
+// down, the backoff is the stack's real 10 s), /stats shows it pending, never lost.
+func TestDevStatsCountsRetriesAsPending(t *testing.T) {
+	env := startDevEnv(t, 1)
+	env.Outage.Set(true)
+	srv := httptest.NewServer(devHandler(env))
+	defer srv.Close()
+	if _, err := env.Publish(context.Background(), "system-events", []byte(`{"eventId":"e1","service":"api","status":"healthy","producedAt":"2026-01-08T10:00:00Z"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rows := env.Tally.Rows(env.Topology)
+		if rows[len(rows)-1].Retried > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get(srv.URL + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	header := strings.Fields(lines[0])
+	if header[len(header)-1] != "pending" || strings.Contains(string(body), "lost") {
+		t.Errorf("/stats while a retry waits:\n%s", body)
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); f[0] == "system-events" && (f[8] == "0" || f[9] != "1") {
+			t.Errorf("system-events row %v: want a retry and 1 pending", f)
+		}
+	}
+	env.Outage.Set(false)
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/eventpipe/eventpipe/internal/release"
 )
 
 func main() {
@@ -49,10 +51,21 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "eventpipe",
 		Short:         "Reliable Pub/Sub -> Cloud Run -> Firestore pipelines, as code",
+		Version:       release.ModuleVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("eventpipe {{.Version}}\n")
 	root.AddCommand(
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print the eventpipe module version this binary was built from",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "eventpipe %s\n", release.ModuleVersion())
+				return err
+			},
+		},
 		// Subcommands register here, one line each: newRenderCmd(), newCheckCmd(), ...
 		newRenderCmd(),
 		newCheckCmd(),
@@ -60,5 +73,6 @@ func newRootCmd() *cobra.Command {
 		newReplayCmd(),
 		newAuditCmd(),
 	)
+	deprecationsToStderr(root)
 	return root
 }

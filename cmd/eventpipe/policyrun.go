@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/eventpipe/eventpipe/internal/release"
 	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/checkconfig"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
@@ -36,10 +37,10 @@ type policyFlags struct {
 // register adds the flags to fs.
 func (f *policyFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.outputs, "output", "o", []string{string(report.Text)}, "output format (text, json, sarif, junit, github) to standard output, or FORMAT=FILE to a file; repeat to write several formats of one evaluation")
-	fs.StringVar(&f.config, "config", "", "check configuration file: thresholds per environment and waivers")
+	checkConfigFlag(fs, &f.config)
 	fs.BoolVar(&f.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
 	fs.BoolVar(&f.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
-	fs.BoolVar(&f.printData, "print-data", false, "print the data document the rules get for --config and --env (conftest --data, opa eval -d) and exit")
+	fs.BoolVar(&f.printData, "print-data", false, "print the data document the rules get for --check-config and --env (conftest --data, opa eval -d) and exit")
 }
 
 // infoOnly reports whether the flags ask for information (the rules, the data document)
@@ -152,7 +153,7 @@ func (r *policyRun) check(ctx context.Context, p *plan.Plan) (*evaluate.Result, 
 func (r *policyRun) report(source, inputFormat string, resources int, findings []evaluate.Finding) *report.Report {
 	return &report.Report{
 		Command: "eventpipe " + r.name, Source: source, InputFormat: inputFormat, Resources: resources,
-		Rules: r.eng.Rules(), Findings: findings, FailOnWarn: r.flags.failOnWarn, Version: buildVersion(),
+		Rules: r.eng.Rules(), Findings: findings, FailOnWarn: r.flags.failOnWarn, Version: release.ModuleVersion(),
 	}
 }
 

@@ -44,8 +44,9 @@ func newRenderCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&opts.Stack, "stack", "", "stack to render: dev, staging, prod (required)")
 	cmd.Flags().StringVar(&out, "out", "", "write the plan to FILE instead of standard output")
-	cmd.Flags().StringVar(&opts.ConfigFile, "config", "", "stack config file (default: Pulumi.<stack>.yaml in the project's stackConfigDir)")
-	cmd.Flags().StringVar(&opts.StackDir, "stack-dir", "", "folder of the stack config files (default: found from Pulumi.yaml)")
+	stackFileFlag(cmd.Flags(), &opts.ConfigFile)
+	deprecatedAlias(cmd.Flags(), &opts.ConfigFile, "config", "stack-file")
+	stackDirFlag(cmd.Flags(), &opts.StackDir)
 	_ = cmd.MarkFlagRequired("stack")
 	return cmd
 }

@@ -75,7 +75,7 @@ func TestRenderErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"invalid config", []string{"render", "--stack", "broken", "--config", "../../render/testdata/Pulumi.broken.yaml"}, 2, "maxDeliveryAttempts = 1: allowed 5–100"},
+		{"invalid config", []string{"render", "--stack", "broken", "--stack-file", "../../render/testdata/Pulumi.broken.yaml"}, 2, "maxDeliveryAttempts = 1: allowed 5–100"},
 		{"unknown stack", []string{"render", "--stack", "qa"}, 2, "known stacks: dev, prod, staging"},
 		{"missing stack flag", []string{"render"}, 0, `required flag(s) "stack" not set`},
 	}
@@ -111,7 +111,7 @@ func TestRenderLogsOutcome(t *testing.T) {
 	if line.Level != "INFO" || line.Msg != "rendered" || line.Stack != "staging" || line.Out != "stdout" || line.Pipelines != 3 || line.Steps < 10 {
 		t.Errorf("log = %+v", line)
 	}
-	_, log, _ = executeLog(t, "render", "--stack", "broken", "--config", "../../render/testdata/Pulumi.broken.yaml")
+	_, log, _ = executeLog(t, "render", "--stack", "broken", "--stack-file", "../../render/testdata/Pulumi.broken.yaml")
 	if !strings.Contains(log, `"level":"ERROR"`) || !strings.Contains(log, `"msg":"render failed"`) {
 		t.Errorf("failure not logged: %q", log)
 	}

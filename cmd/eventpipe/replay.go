@@ -81,6 +81,9 @@ func runReplay(ctx context.Context, stdout, stderr io.Writer, f replayFlags) err
 	}
 	opts.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
 	project := strings.Split(opts.Subscription, "/")[1]
+	if err := checkReachable(ctx, pubsubEndpoints(false), reachTimeout); err != nil {
+		return &exitError{code: 2, err: err}
+	}
 	// NewClient reads PUBSUB_EMULATOR_HOST itself; otherwise it uses ADC.
 	client, err := pubsub.NewClient(ctx, project)
 	if err != nil {
@@ -93,8 +96,10 @@ func runReplay(ctx context.Context, stdout, stderr io.Writer, f replayFlags) err
 	if opts.DryRun {
 		verb = "would replay"
 	}
-	fmt.Fprintf(stdout, "%s %d of %d messages from %s to %s (%d skipped by --match, %d failed) in %s\n",
-		verb, res.Replayed, res.Pulled, opts.Subscription, opts.Topic, res.Skipped, res.Failed, time.Since(started).Round(time.Millisecond))
+	if err == nil || res.Pulled > 0 { // a run that failed before pulling anything has no result to print
+		fmt.Fprintf(stdout, "%s %d of %d messages from %s to %s (%d skipped by --match, %d failed) in %s\n",
+			verb, res.Replayed, res.Pulled, opts.Subscription, opts.Topic, res.Skipped, res.Failed, time.Since(started).Round(time.Millisecond))
+	}
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

@@ -201,3 +201,16 @@ func TestReplayAfterAnOutageAppliesTheDeadLetters(t *testing.T) {
 	}
 	waitFor("the replayed copy applied", func(r devpipe.Row) bool { return r.Applied == 1 })
 }
+
+// TestReplayFailureBeforePullingPrintsNoResult: a replay that fails before it pulled
+// anything (here: no such subscription) exits 2 with the error and prints no
+// "replayed 0 of 0" line that would read as a successful empty run.
+func TestReplayFailureBeforePullingPrintsNoResult(t *testing.T) {
+	env := startDevEnv(t, 0.01)
+	t.Setenv("PUBSUB_EMULATOR_HOST", env.EmulatorHost)
+	out, _, err := executeLog(t, "replay", "--subscription", "projects/eventpipe-dev/subscriptions/nope.dlq-sub",
+		"--topic", "projects/eventpipe-dev/topics/system-events")
+	if exitCode(err) != 2 || strings.Contains(out, "replayed") {
+		t.Errorf("exit %d, %v, output %q; want exit 2 and no result line", exitCode(err), err, out)
+	}
+}
