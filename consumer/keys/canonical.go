@@ -49,7 +49,7 @@ func writeCanonical(w io.Writer, data []byte) (canonicalScan, error) {
 		}
 	}
 	if sink.scan.depth > MaxDepth {
-		return sink.scan, fmt.Errorf("canonical JSON: nested %d levels deep; at most %d are allowed", sink.scan.depth, MaxDepth)
+		return sink.scan, fmt.Errorf("canonical JSON: nested deeper than %d levels (%d)", MaxDepth, sink.scan.depth)
 	}
 	return sink.scan, nil
 }
