@@ -12,8 +12,11 @@ import data.eventpipe.lib
 # description: >-
 #   Without a dead-letter policy a message the consumer can never process (a poison
 #   message) is redelivered forever: push consumers are hammered and good messages starve.
-#   Exempt are DLQ subscriptions (they read a topic another subscription dead-letters to, or
-#   carry eventpipe_role=dlq) and subscriptions with the explicit opt-out label (EP015).
+#   Exempt are DLQ subscriptions (they surely read a topic another subscription
+#   dead-letters to, or carry eventpipe_role=dlq) and subscriptions with the explicit
+#   opt-out label (EP015). A subscription whose own values show no dead-letter policy is
+#   denied whatever else the plan leaves unresolved: where it may be a DLQ subscription
+#   through a reference the plan cannot resolve, the finding names that reference.
 # custom:
 #   id: EP001
 #   severity: high
@@ -26,10 +29,23 @@ stack_deny_missing_dead_letter_policy contains f if {
 	some s in lib.subscriptions
 	not lib.dead_lettering[s.urn]
 	not lib.opted_out_subscriptions[s.urn]
-	not lib.maybe_dlq_subscriptions[s.urn]
-	text := sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [lib.display(s)])
+	not lib.dlq_subscriptions[s.urn]
+	text := concat("", [
+		sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [lib.display(s)]),
+		undecided_dlq_text(s.urn),
+	])
 	f := lib.finding(s, text, m)
 }
+
+# undecided_dlq_text says, for a subscription that may be a DLQ subscription through
+# references the plan cannot resolve, that the verdict rests on them, naming them.
+undecided_dlq_text(u) := sprintf(
+	", unless it is a dead-letter subscription, which the plan cannot show: that rests on %s (label it eventpipe_role=dlq if it is one)",
+	[lib.doubts_text(lib.dlq_doubts[u])],
+) if {
+	lib.uncertain_dlq_subscriptions[u]
+	count(lib.dlq_doubts[u]) > 0
+} else := ""
 
 # METADATA
 # title: Dead-letter topic is the subscription's own topic

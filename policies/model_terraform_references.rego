@@ -9,9 +9,10 @@ import rego.v1
 # and graph.reachable follows it to its ends: planned resource instances (r:), constants
 # (C: a literal, a root variable, a data source read while planning), what is outside the
 # plan (X), and what the model cannot follow (U). A value the plan does not show the
-# expression of (a local value, a dynamic block) can come only from what its module
-# instance sees: its scope (S:), whose edges lead to the instance's resources, variables
-# and child modules, and to X. terraform_links turns the ends into links.
+# expression of (a local value, a dynamic block) can come only from what an expression in
+# its module instance can name: its scope (S:), whose edges lead to the instance's
+# resources, its variables (what its caller passes), its child modules' outputs (never
+# what a child keeps to itself) and X. terraform_links turns the ends into links.
 
 # linking_attributes are, by resource type, the attributes by which the rules link
 # resources.
@@ -360,15 +361,16 @@ undescribed_nodes := {node: {"U"} |
 }
 
 # scope_edges: a value whose expression the plan does not show (a local value, a dynamic
-# block) can come only from what its module instance sees: its resources, its variables
-# (so what its caller passes), its child modules, and what is outside the plan (X: a data
-# source read at apply, say).
+# block) can come only from what an expression in its module instance can name: its
+# resources, its variables (so what its caller passes), its child modules' outputs, and
+# what is outside the plan (X: a data source read at apply, say). A child's outputs, not
+# its scope: what a child module does not output, no expression of its caller can name.
 scope_edges := {scope_node(mi): nodes |
 	some mi in planned_modules
-	nodes := ((object.get(scope_resources, mi, set()) | {"X"}) | object.get(scope_variables, mi, set())) | object.get(scope_children, mi, set())
+	nodes := ((object.get(scope_resources, mi, set()) | {"X"}) | object.get(scope_variables, mi, set())) | object.get(scope_outputs, mi, set())
 }
 
-# scope_resources, scope_variables and scope_children group a scope's edges by module
+# scope_resources, scope_variables and scope_outputs group a scope's edges by module
 # instance, each group built once (OPA indexes the inner comprehensions).
 scope_resources := {mi: {p[1] | some p in module_resource_pairs; p[0] == mi} | some mi in planned_modules}
 
@@ -381,9 +383,13 @@ module_variable_pairs := [[mi, node] |
 	mi := substring(node, 2, indexof(node, "|") - 2)
 ]
 
-scope_children := {mi: {p[1] | some p in module_child_pairs; p[0] == mi} | some mi in planned_modules}
+scope_outputs := {mi: {p[1] | some p in module_output_pairs; p[0] == mi} | some mi in planned_modules}
 
-module_child_pairs := [[parent_module(child), scope_node(child)] | some child in planned_modules; child != ""]
+module_output_pairs := [[parent_module(child), node] |
+	some child in planned_modules
+	child != ""
+	some node in all_outputs(child)
+]
 
 # terraform_links maps each planned instance's address to its links: {"exact":
 # propertyDependencies, "possible": the instances a linking attribute may name}. A linking
@@ -438,3 +444,42 @@ exactly_one(reached, targets) if {
 	not reached.C
 	count(targets) == 1
 } else := false
+
+# ---- naming what cannot be resolved ------------------------------------------------------
+
+# terraform_link_expression(address, property) describes, for a finding that cannot be
+# decided, the expression a linking property of a planned instance comes from: the
+# references the configuration writes in it, or the dynamic block whose content the
+# configuration does not show.
+terraform_link_expression(address, property) := text if {
+	rc := linking_change_by_address[address]
+	some attribute in linking_attributes[rc.type]
+	camel_case(attribute) == property
+	text := attribute_expression_text(rc, attribute)
+}
+
+linking_change_by_address := {rc.address: rc | some rc in linking_changes}
+
+attribute_expression_text(rc, attribute) := text if {
+	config := config_resources[concat("", [config_paths[object.get(rc, "module_address", "")], rc.type, ".", rc.name])]
+	expr := linking_expression(config.expressions, attribute)
+	refs := {r | some r in expression_references(expr)}
+	count(refs) > 0
+	longest := sort({r | some r in refs; not extended(r, refs)})
+	text := sprintf("%s = %s", [linked_value_path(attribute), concat(", ", longest)])
+} else := sprintf(`dynamic "%s" block, whose content the plan does not show`, [attribute]) if {
+	attribute == "dead_letter_policy"
+} else := sprintf("%s, which the plan does not show", [attribute])
+
+# extended(r, refs) holds when refs holds a longer traversal of r (Terraform lists each
+# shorter step of a reference beside it).
+extended(r, refs) if {
+	some other in refs
+	other != r
+	startswith(other, r)
+	substring(other, count(r), 1) in {".", "["}
+}
+
+linked_value_path("dead_letter_policy") := "dead_letter_policy.dead_letter_topic"
+
+linked_value_path(attribute) := attribute if attribute != "dead_letter_policy"
