@@ -278,7 +278,7 @@ dlq_doubts[u] contains doubt(v, "deadLetterPolicy") if {
 	some u, l in links
 	not dlq_subscriptions[u]
 	not l.topic == none_link
-	some v in unknown_dead_letters - {u}
+	some v in (unknown_dead_letters - {u})
 }
 
 doubt(u, property) := sprintf("%s of %s (%s)", [property, display(subscription_by_urn[u]), model.link_expression(subscription_by_urn[u], property)])
