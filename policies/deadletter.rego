@@ -98,18 +98,21 @@ stack_deny_dead_letter_topic_unread contains f if {
 # METADATA
 # title: Service agent cannot publish to the dead-letter topic
 # description: >-
-#   Pub/Sub forwards dead letters as its service agent
+#   Pub/Sub forwards dead letters as the service agent of the subscription's project
 #   (service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com). Without
 #   roles/pubsub.publisher on the dead-letter topic, dead-lettering fails silently and the
-#   message keeps being redelivered. Judged for dead-letter topics in the plan.
+#   message keeps being redelivered. Judged for dead-letter topics in the plan. Where the
+#   document shows the number of the subscription's project (a Terraform plan's
+#   google_project data source), only that project's agent counts; otherwise any
+#   project's agent does, and the finding says so.
 # custom:
 #   id: EP006
 #   severity: high
 #   needs_complete_stack: true
 #   fix: >-
 #     Grant roles/pubsub.publisher on the dead-letter topic to
-#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a
-#     TopicIAMMember).
+#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com, the
+#     number being the subscription's project's (a TopicIAMMember).
 stack_deny_dead_letter_publisher_grant_missing contains f if {
 	m := lib.rule(rego.metadata.chain())
 
@@ -117,11 +120,11 @@ stack_deny_dead_letter_publisher_grant_missing contains f if {
 	not lib.unknown_publisher
 	some u, t in lib.dead_letters_to
 	lib.topic_urns[t]
-	not lib.publisher_topics[t]
 	not self_dead_letters[u]
-	not lib.project_grant_covers(lib.project_publisher_grants, lib.topic_by_urn[t])
 	s := lib.subscription_by_urn[u]
-	text := sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [lib.display(s), t])
+	not lib.may_publish(t, s)
+	not lib.project_grant_covers(lib.project_publisher_grants, lib.topic_by_urn[t], s)
+	text := sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there%s", [lib.display(s), t, lib.agent_note(s)])
 	f := lib.finding(s, text, m)
 }
 
@@ -129,23 +132,25 @@ stack_deny_dead_letter_publisher_grant_missing contains f if {
 # title: Service agent cannot acknowledge on the source subscription
 # description: >-
 #   To dead-letter a message Pub/Sub's service agent must also acknowledge it on the source
-#   subscription. Without roles/pubsub.subscriber there, dead-lettering fails silently.
+#   subscription. Without roles/pubsub.subscriber there, dead-lettering fails silently. As
+#   for EP006, the agent is the one of the subscription's project when the document shows
+#   that project's number.
 # custom:
 #   id: EP007
 #   severity: high
 #   needs_complete_stack: true
 #   fix: >-
 #     Grant roles/pubsub.subscriber on the subscription to
-#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a
-#     SubscriptionIAMMember).
+#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com, the
+#     number being the subscription's project's (a SubscriptionIAMMember).
 stack_deny_dead_letter_subscriber_grant_missing contains f if {
 	m := lib.rule(rego.metadata.chain())
 	not lib.unknown_subscriber
 	some u in lib.surely_dead_lettering
-	not lib.subscriber_subscriptions[u]
 	s := lib.subscription_by_urn[u]
-	not lib.project_grant_covers(lib.project_subscriber_grants, s)
-	text := sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it", [lib.display(s)])
+	not lib.may_acknowledge(s)
+	not lib.project_grant_covers(lib.project_subscriber_grants, s, s)
+	text := sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it%s", [lib.display(s), lib.agent_note(s)])
 	f := lib.finding(s, text, m)
 }
 

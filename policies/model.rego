@@ -151,3 +151,10 @@ link_expression(r, property) := text if {
 	format == "terraform-plan"
 	text := terraform_link_expression(r.urn, property)
 } else := "a value known only after the update"
+
+# project_numbers maps each project ID whose number the document shows to that number:
+# from a Terraform plan, the google_project data sources read while planning. Pulumi
+# documents show none (a getProject invoke leaves no resource).
+default project_numbers := {}
+
+project_numbers := terraform_project_numbers if format == "terraform-plan"

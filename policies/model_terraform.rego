@@ -90,3 +90,44 @@ valid_change(rc) if {
 	is_string(rc.type)
 	is_array(rc.change.actions)
 }
+
+# terraform_project_numbers maps the project_id of each google_project data source read
+# while planning (prior_state holds them, at any module depth) to its number.
+terraform_project_numbers := {id: n |
+	some id in {v.project_id | some v in project_data_values}
+	numbers := {v.number | some v in project_data_values; v.project_id == id}
+	count(numbers) == 1
+	some n in numbers
+}
+
+project_data_values := [r.values |
+	some m in prior_state_modules
+	some r in object.get(m, "resources", [])
+	r.mode == "data"
+	r.type == "google_project"
+	is_string(r.values.project_id)
+	is_string(r.values.number)
+	r.values.number != ""
+]
+
+# prior_state_modules are prior_state's modules, down to max_module_depth (level by
+# level: walking the whole state would visit every value of every resource).
+prior_state_modules := array.concat(array.concat(array.concat(prior_level_0, prior_level_1), array.concat(prior_level_2, prior_level_3)), array.concat(array.concat(prior_level_4, prior_level_5), array.concat(prior_level_6, prior_level_7)))
+
+prior_level_0 := [object.get(input, ["prior_state", "values", "root_module"], {})]
+
+prior_level_1 := child_level(prior_level_0)
+
+prior_level_2 := child_level(prior_level_1)
+
+prior_level_3 := child_level(prior_level_2)
+
+prior_level_4 := child_level(prior_level_3)
+
+prior_level_5 := child_level(prior_level_4)
+
+prior_level_6 := child_level(prior_level_5)
+
+prior_level_7 := child_level(prior_level_6)
+
+child_level(modules) := [c | some m in modules; some c in object.get(m, "child_modules", [])]

@@ -342,3 +342,15 @@ test_each_value_follows_the_for_each_expression if {
 	p := plan([created("", topic, "t", ""), created("", sub, "s", `["a"]`)], config)
 	links_of(`google_pubsub_subscription.s["a"]`, p) == {"topic": ["google_pubsub_topic.t"]}
 }
+
+# project_numbers: the google_project data sources of prior_state, at any depth; a project
+# read with two numbers (impossible in one plan) shows none.
+project_data(project, number) := {"address": "data.google_project.p", "mode": "data", "type": "google_project", "name": "p", "values": {"project_id": project, "number": number}}
+
+test_project_numbers_from_data_sources if {
+	doc := object.union(plan([], {}), {"prior_state": {"values": {"root_module": {
+		"resources": [project_data("acme-prod", "111"), {"address": "google_project.x", "mode": "managed", "type": "google_project", "name": "x", "values": {"project_id": "acme-new", "number": "333"}}],
+		"child_modules": [{"address": "module.a", "child_modules": [{"address": "module.a.module.b", "resources": [project_data("acme-dlq", "222"), project_data("acme-odd", "1"), project_data("acme-odd", "2")]}]}],
+	}}}})
+	model.project_numbers == {"acme-prod": "111", "acme-dlq": "222"} with input as doc
+}
