@@ -34,8 +34,16 @@ stack_deny_missing_dead_letter_policy contains f if {
 		sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [lib.display(s)]),
 		undecided_dlq_text(s.urn),
 	])
-	f := lib.finding(s, text, m)
+	f := lib.finding(s, text, firm_if_new_topic(m, s))
 }
+
+# firm_if_new_topic: a subscription reading a topic the document creates is no DLQ
+# subscription of anything the document leaves out (an unchanged subscription cannot
+# dead-letter to a topic that did not exist): its EP001 verdict is firm.
+firm_if_new_topic(m, s) := lib.firm(m) if {
+	m.note
+	lib.created_here(lib.topic_by_urn[lib.reads[s.urn]])
+} else := m
 
 # undecided_dlq_text says, for a subscription that may be a DLQ subscription through
 # references the plan cannot resolve, that the verdict rests on them, naming them.
@@ -123,6 +131,7 @@ stack_deny_dead_letter_publisher_grant_missing contains f if {
 	not self_dead_letters[u]
 	s := lib.subscription_by_urn[u]
 	not lib.may_publish(t, s)
+	not lib.grants_unprinted(lib.topic_by_urn[t])
 	not lib.project_grant_covers(lib.project_publisher_grants, lib.topic_by_urn[t], s)
 	text := sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there%s", [lib.display(s), t, lib.agent_note(s)])
 	f := lib.finding(s, text, m)
@@ -149,6 +158,7 @@ stack_deny_dead_letter_subscriber_grant_missing contains f if {
 	some u in lib.surely_dead_lettering
 	s := lib.subscription_by_urn[u]
 	not lib.may_acknowledge(s)
+	not lib.grants_unprinted(s)
 	not lib.project_grant_covers(lib.project_subscriber_grants, s, s)
 	text := sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it%s", [lib.display(s), lib.agent_note(s)])
 	f := lib.finding(s, text, m)
