@@ -285,11 +285,11 @@ dlq_project("same project") := "acme-prod"
 
 dlq_project("cross project") := "acme-dlq"
 
-granted(grantee, dlq) := {agent_of("acme-prod")} if grantee == "subscription's agent"
+granted("subscription's agent", _) := {agent_of("acme-prod")}
 
-granted(grantee, dlq) := {agent_of(dlq)} if grantee == "dead-letter project's agent"
+granted("dead-letter project's agent", dlq) := {agent_of(dlq)}
 
-granted(grantee, dlq) := {agent_of("acme-prod"), agent_of(dlq)} if grantee == "both"
+granted("both", dlq) := {agent_of("acme-prod"), agent_of(dlq)}
 
 # agent_stack is the healthy stack with its dead-letter topic (and DLQ subscription) in
 # the placement's project and its two grants made, one member resource each, to grantee.
@@ -314,11 +314,11 @@ agent_stack(placement, grantee) := array.concat(fx.drop(fx.drop(fx.drop(fx.drop(
 # agent_verdict is what a correct check says: only a cross-project dead-letter topic whose
 # grants go to the dead-letter project's agent alone, with the subscription project's
 # number shown, is denied, on both grants.
-agent_verdict(placement, grantee, shown) := {"deny:EP006", "deny:EP007"} if {
-	shown
-	placement == "cross project"
-	grantee == "dead-letter project's agent"
-} else := set()
+agent_verdict("cross project", "dead-letter project's agent", true) := {"deny:EP006", "deny:EP007"}
+
+agent_verdict(placement, grantee, shown) := set() if {
+	not [placement, grantee, shown] == ["cross project", "dead-letter project's agent", true]
+}
 
 test_dead_letter_grants_name_the_subscription_projects_agent if {
 	count(agent_table) == 12

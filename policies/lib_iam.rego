@@ -84,9 +84,15 @@ agent_may_act(agents, s) if dead_letter_agent(s) in agents
 agent_may_act(agents, _) if unknown_value in agents
 
 # agent_note(s) says, for a finding on s's grants, which agent the rule asked for.
-agent_note(s) := sprintf("; Pub/Sub dead-letters as the service agent of the subscription's project %s, %s, and grants to other projects' agents do not count", [project_of(s), dead_letter_agent(s)]) if {
+agent_note(s) := concat("", [
+	"; Pub/Sub dead-letters as the service agent of the subscription's project ", project_of(s), ", ",
+	dead_letter_agent(s), ", and grants to other projects' agents do not count",
+]) if {
 	dead_letter_agent(s)
-} else := sprintf("; the document does not show the number of the subscription's project %s, so a grant to any project's Pub/Sub agent would have been accepted", [project_label(s)])
+} else := concat("", [
+	"; the document does not show the number of the subscription's project ", project_label(s),
+	", so a grant to any project's Pub/Sub agent would have been accepted",
+])
 
 project_label(s) := p if {
 	p := project_of(s)

@@ -95,9 +95,9 @@ valid_change(rc) if {
 # while planning (prior_state holds them, at any module depth) to its number.
 terraform_project_numbers := {id: n |
 	some id in {v.project_id | some v in project_data_values}
-	numbers := {v.number | some v in project_data_values; v.project_id == id}
-	count(numbers) == 1
-	some n in numbers
+	read := {v.number | some v in project_data_values; v.project_id == id}
+	count(read) == 1
+	some n in read
 }
 
 project_data_values := [r.values |
@@ -112,7 +112,10 @@ project_data_values := [r.values |
 
 # prior_state_modules are prior_state's modules, down to max_module_depth (level by
 # level: walking the whole state would visit every value of every resource).
-prior_state_modules := array.concat(array.concat(array.concat(prior_level_0, prior_level_1), array.concat(prior_level_2, prior_level_3)), array.concat(array.concat(prior_level_4, prior_level_5), array.concat(prior_level_6, prior_level_7)))
+prior_state_modules := array.concat(
+	array.concat(array.concat(prior_level_0, prior_level_1), array.concat(prior_level_2, prior_level_3)),
+	array.concat(array.concat(prior_level_4, prior_level_5), array.concat(prior_level_6, prior_level_7)),
+)
 
 prior_level_0 := [object.get(input, ["prior_state", "values", "root_module"], {})]
 
