@@ -142,22 +142,22 @@ publisher_links := agent_grant_links("topic", "roles/pubsub.publisher", "topic",
 
 subscriber_links := agent_grant_links("subscription", "roles/pubsub.subscriber", "subscription", "subscriptions")
 
-# publisher_agents maps each topic on which a service agent may publish to those agents;
-# unknown_publisher holds when some publisher grant is on a topic the plan cannot show.
-publisher_agents := {t: agents |
-	some t in {t | some [l, _] in publisher_links; some t in l.targets}
-	agents := {m | some [l, ms] in publisher_links; t in l.targets; some m in ms}
-}
+# publisher_grants are the [topic, agent] pairs of the grants that let a service agent
+# (unknown_value: a member the plan cannot show) publish to a topic; publisher_topics those
+# topics. unknown_publisher holds when some publisher grant is on a topic the plan cannot
+# show. subscriber_grants, subscriber_subscriptions and unknown_subscriber alike.
+publisher_grants := {[t, m] | some [l, ms] in publisher_links; some t in l.targets; some m in ms}
+
+publisher_topics := {p[0] | some p in publisher_grants}
 
 unknown_publisher if {
 	some [l, _] in publisher_links
 	anything(l)
 }
 
-subscriber_agents := {u: agents |
-	some u in {u | some [l, _] in subscriber_links; some u in l.targets}
-	agents := {m | some [l, ms] in subscriber_links; u in l.targets; some m in ms}
-}
+subscriber_grants := {[u, m] | some [l, ms] in subscriber_links; some u in l.targets; some m in ms}
+
+subscriber_subscriptions := {p[0] | some p in subscriber_grants}
 
 unknown_subscriber if {
 	some [l, _] in subscriber_links
@@ -166,6 +166,18 @@ unknown_subscriber if {
 
 # may_publish(t, s) holds when s's dead-letter agent may publish to topic t through a
 # grant on t; may_acknowledge(s), when it may acknowledge on s through a grant on s.
-may_publish(t, s) if agent_may_act(publisher_agents[t], s)
+may_publish(t, s) := granted_to(publisher_grants, publisher_topics, t, s)
 
-may_acknowledge(s) if agent_may_act(subscriber_agents[s.urn], s)
+may_acknowledge(s) := granted_to(subscriber_grants, subscriber_subscriptions, s.urn, s)
+
+# granted_to holds when grants (with their targets) let s's dead-letter agent act on x: any
+# agent's grant when the document does not show the agent, else its own or an unknown
+# member's.
+granted_to(_, targets, x, s) if {
+	not dead_letter_agent(s)
+	targets[x]
+}
+
+granted_to(grants, _, x, s) if grants[[x, dead_letter_agent(s)]]
+
+granted_to(grants, _, x, _) if grants[[x, unknown_value]]
