@@ -87,10 +87,10 @@ module_segments(mi) := regex.find_all_string_submatch_n(module_segment_pattern, 
 config_path(mi) := concat("", [concat("", ["module.", s[1], "."]) | some s in module_segments(mi)])
 
 # planned_modules are the module instances of the planned resources and their ancestors.
-planned_modules := {prefix |
-	some rc in planned_changes
-	segments := module_segments(object.get(rc, "module_address", ""))
-	some i in numbers.range(0, count(segments))
+planned_modules := {""} | {prefix |
+	some address in {rc.module_address | some rc in planned_changes}
+	segments := module_segments(address)
+	some i in numbers.range(1, count(segments))
 	prefix := concat(".", [s[0] | some s in array.slice(segments, 0, i)])
 }
 
@@ -407,7 +407,7 @@ terraform_links := {rc.address: links |
 	found := [[attribute, exact, targets] |
 		some attribute in linking_attributes[rc.type]
 		start := link_start(rc, attribute)
-		reached := graph.reachable(reference_graph, {start})
+		reached := reached_from(start)
 		not reached.U
 		not constant_value(reached, rc, attribute)
 		targets := sort([substring(n, 2, -1) | some n in reached; startswith(n, "r:")])
@@ -420,10 +420,25 @@ terraform_links := {rc.address: links |
 	}
 }
 
+# reached_from(start) is every node reachable from start. An attribute whose expression
+# names only ends (planned instances, constants, what is outside the plan) reaches them
+# without the whole graph: in a configuration without modules, locals or dynamic blocks
+# the graph is never built.
+reached_from(start) := {start} | nodes if {
+	nodes := attribute_edges[start]
+	every n in nodes {
+		graph_end(n)
+	}
+} else := graph.reachable(reference_graph, {start})
+
+graph_end(n) if instance_nodes[n]
+
+graph_end(n) if n in {"C", "U", "X"}
+
 # link_start is the graph node a linking attribute's value comes from.
 link_start(rc, attribute) := node if {
 	node := concat("", ["a:", rc.address, "|", attribute])
-	reference_graph[node]
+	attribute_edges[node]
 } else := scope_node(object.get(rc, "module_address", "")) if {
 	attribute_unknown(rc, attribute)
 }
