@@ -146,12 +146,9 @@ func pubsubTopicData() *resourceType {
 		name:   "google_pubsub_topic",
 		fields: fields,
 		read: func(v object, p *providerConfig) error {
-			project := text(v, "project")
-			if project == "" {
-				project = p.project
-			}
-			if project == "" {
-				return fmt.Errorf("no project value set. `project` must be set at the resource level, or a default `project` value must be specified on the provider")
+			project, err := dataProject(v, "project", p)
+			if err != nil {
+				return err
 			}
 			v["project"] = project
 			v["id"] = fmt.Sprintf("projects/%s/topics/%s", project, text(v, "name"))
