@@ -314,16 +314,20 @@ agent_stack(placement, grantee) := array.concat(fx.drop(fx.drop(fx.drop(fx.drop(
 # agent_verdict is what a correct check says: only a cross-project dead-letter topic whose
 # grants go to the dead-letter project's agent alone, with the subscription project's
 # number shown, is denied, on both grants.
-agent_verdict("cross project", "dead-letter project's agent", true) := {"deny:EP006", "deny:EP007"}
+agent_verdict("cross project", "dead-letter project's agent", true) := {"EP006", "EP007"}
 
 agent_verdict(placement, grantee, shown) := set() if {
 	not [placement, grantee, shown] == ["cross project", "dead-letter project's agent", true]
 }
 
+# grant_rule_ids are the ids EP006 and EP007 report (the stack is healthy otherwise).
+grant_rule_ids := fx.ids(rules.stack_deny_dead_letter_publisher_grant_missing) | fx.ids(rules.stack_deny_dead_letter_subscriber_grant_missing)
+
 test_dead_letter_grants_name_the_subscription_projects_agent if {
 	count(agent_table) == 12
 	every c in agent_table {
-		got := fx.verdicts(agent_stack(c[0], c[1])) with data.eventpipe.model.project_numbers as numbers_shown(c[2])
+		got := grant_rule_ids with data.eventpipe.model.resources as agent_stack(c[0], c[1])
+			with data.eventpipe.model.project_numbers as numbers_shown(c[2])
 		got == agent_verdict(c[0], c[1], c[2])
 	}
 }

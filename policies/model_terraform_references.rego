@@ -398,7 +398,8 @@ module_output_pairs := [[parent_module(child), node] |
 # constant, a root variable or a data source read while planning leaves the attribute to
 # its planned value (resolved by name) when that value is known; when the value is unknown
 # the instances at the other paths' ends are only possible (a constant may be a prefix
-# that makes another name of one of them). A path the model cannot follow
+# that makes another name of one of them); several instances with the value known leave
+# it to the value too. A path the model cannot follow
 # leaves the attribute to its value (unknown: it may name anything). An attribute without an
 # expression in the configuration (a dynamic block) whose value is unknown may name what its
 # module instance sees (its scope).
@@ -412,6 +413,7 @@ terraform_links := {rc.address: links |
 		not constant_value(reached, rc, attribute)
 		targets := sort([substring(n, 2, -1) | some n in reached; startswith(n, "r:")])
 		exact := exactly_one(reached, targets)
+		decided_by_references(exact, rc, attribute)
 	]
 	count(found) > 0
 	links := {
@@ -434,6 +436,13 @@ reached_from(start) := {start} | nodes if {
 graph_end(n) if instance_nodes[n]
 
 graph_end(n) if n in {"C", "U", "X"}
+
+# decided_by_references holds unless the references leave several candidates while the
+# plan shows the value: a known value names one resource (resolved by name), whatever
+# several instances the expression could have picked it from (t[each.key].name).
+decided_by_references(true, _, _)
+
+decided_by_references(false, rc, attribute) if attribute_unknown(rc, attribute)
 
 # link_start is the graph node a linking attribute's value comes from.
 link_start(rc, attribute) := node if {
