@@ -51,32 +51,14 @@ type DLQSource struct {
 var (
 	DLQPlacements = []DLQPlacement{
 		{Case: "dlq-root", Description: "in the root module", Instances: []string{""}},
-		{Case: "dlq-module", Description: "in a module called once", Instances: []string{"module.unit"}, call: `module "unit" {
-  source            = "../modules/dlq-unit"
-  prefix            = "unit"
-  dlq_from_variable = google_pubsub_topic.dlq_variable.id
-  agent             = local.pubsub_agent
-}`},
-		{Case: "dlq-nested", Description: "in a module nested in another", Instances: []string{"module.outer.module.unit"}, call: `module "outer" {
-  source            = "../modules/dlq-outer"
-  prefix            = "outer"
-  dlq_from_variable = google_pubsub_topic.dlq_variable.id
-  agent             = local.pubsub_agent
-}`},
-		{Case: "dlq-for-each", Description: "in a module called with for_each", Instances: []string{`module.unit["a"]`, `module.unit["b"]`}, call: `module "unit" {
-  source            = "../modules/dlq-unit"
-  for_each          = toset(["a", "b"])
-  prefix            = "unit-${each.key}"
-  dlq_from_variable = google_pubsub_topic.dlq_variable.id
-  agent             = local.pubsub_agent
-}`},
-		{Case: "dlq-count", Description: "in a module called with count", Instances: []string{"module.unit[0]", "module.unit[1]"}, call: `module "unit" {
-  source            = "../modules/dlq-unit"
-  count             = 2
-  prefix            = "unit-${count.index}"
-  dlq_from_variable = google_pubsub_topic.dlq_variable.id
-  agent             = local.pubsub_agent
-}`},
+		{Case: "dlq-module", Description: "in a module called once", Instances: []string{"module.unit"},
+			call: dlqCall("unit", "dlq-unit", "", `"unit"`)},
+		{Case: "dlq-nested", Description: "in a module nested in another", Instances: []string{"module.outer.module.unit"},
+			call: dlqCall("outer", "dlq-outer", "", `"outer"`)},
+		{Case: "dlq-for-each", Description: "in a module called with for_each", Instances: []string{`module.unit["a"]`, `module.unit["b"]`},
+			call: dlqCall("unit", "dlq-unit", `for_each          = toset(["a", "b"])`, `"unit-${each.key}"`)},
+		{Case: "dlq-count", Description: "in a module called with count", Instances: []string{"module.unit[0]", "module.unit[1]"},
+			call: dlqCall("unit", "dlq-unit", "count             = 2", `"unit-${count.index}"`)},
 	}
 	DLQBlocks = []DLQBlock{
 		{Name: "literal", Why: "a literal dead_letter_policy block: the plan shows it", body: `  dead_letter_policy {
@@ -113,6 +95,20 @@ var (
 		{Name: "data", expr: "data.google_pubsub_topic.dlq_data.id"},
 	}
 )
+
+// dlqCall is the root's call of module source (under ../modules) named name, with the
+// meta-argument line meta (for_each, count; "" for none) and the prefix expression: the
+// dead-letter topic from a root resource, the Pub/Sub agent from a root local.
+func dlqCall(name, source, meta, prefix string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "module %q {\n  source            = \"../modules/%s\"\n", name, source)
+	if meta != "" {
+		fmt.Fprintf(&b, "  %s\n", meta)
+	}
+	fmt.Fprintf(&b, "  prefix            = %s\n", prefix)
+	b.WriteString("  dlq_from_variable = google_pubsub_topic.dlq_variable.id\n  agent             = local.pubsub_agent\n}")
+	return b.String()
+}
 
 // DLQSubscription is the resource name of the subscription with block b and source s.
 func DLQSubscription(b DLQBlock, s DLQSource) string { return b.Name + "_" + s.Name }
