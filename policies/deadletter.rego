@@ -12,8 +12,11 @@ import data.eventpipe.lib
 # description: >-
 #   Without a dead-letter policy a message the consumer can never process (a poison
 #   message) is redelivered forever: push consumers are hammered and good messages starve.
-#   Exempt are DLQ subscriptions (they read a topic another subscription dead-letters to, or
-#   carry eventpipe_role=dlq) and subscriptions with the explicit opt-out label (EP015).
+#   Exempt are DLQ subscriptions (they surely read a topic another subscription
+#   dead-letters to, or carry eventpipe_role=dlq) and subscriptions with the explicit
+#   opt-out label (EP015). A subscription whose own values show no dead-letter policy is
+#   denied whatever else the plan leaves unresolved: where it may be a DLQ subscription
+#   through a reference the plan cannot resolve, the finding names that reference.
 # custom:
 #   id: EP001
 #   severity: high
@@ -26,10 +29,31 @@ stack_deny_missing_dead_letter_policy contains f if {
 	some s in lib.subscriptions
 	not lib.dead_lettering[s.urn]
 	not lib.opted_out_subscriptions[s.urn]
-	not lib.maybe_dlq_subscriptions[s.urn]
-	text := sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [lib.display(s)])
-	f := lib.finding(s, text, m)
+	not lib.dlq_subscriptions[s.urn]
+	text := concat("", [
+		sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [lib.display(s)]),
+		undecided_dlq_text(s.urn),
+	])
+	f := lib.finding(s, text, firm_if_new_topic(m, s))
 }
+
+# firm_if_new_topic: a subscription reading a topic the document creates is no DLQ
+# subscription of anything the document leaves out (an unchanged subscription cannot
+# dead-letter to a topic that did not exist): its EP001 verdict is firm.
+firm_if_new_topic(m, s) := lib.firm(m) if {
+	m.note
+	lib.created_here(lib.topic_by_urn[lib.reads[s.urn]])
+} else := m
+
+# undecided_dlq_text says, for a subscription that may be a DLQ subscription through
+# references the plan cannot resolve, that the verdict rests on them, naming them.
+undecided_dlq_text(u) := sprintf(
+	", unless it is a dead-letter subscription, which the plan cannot show: that rests on %s (label it eventpipe_role=dlq if it is one)",
+	[lib.doubts_text(lib.dlq_doubts[u])],
+) if {
+	lib.uncertain_dlq_subscriptions[u]
+	count(lib.dlq_doubts[u]) > 0
+} else := ""
 
 # METADATA
 # title: Dead-letter topic is the subscription's own topic
@@ -82,18 +106,21 @@ stack_deny_dead_letter_topic_unread contains f if {
 # METADATA
 # title: Service agent cannot publish to the dead-letter topic
 # description: >-
-#   Pub/Sub forwards dead letters as its service agent
+#   Pub/Sub forwards dead letters as the service agent of the subscription's project
 #   (service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com). Without
 #   roles/pubsub.publisher on the dead-letter topic, dead-lettering fails silently and the
-#   message keeps being redelivered. Judged for dead-letter topics in the plan.
+#   message keeps being redelivered. Judged for dead-letter topics in the plan. Where the
+#   document shows the number of the subscription's project (a Terraform plan's
+#   google_project data source), only that project's agent counts; otherwise any
+#   project's agent does, and the finding says so.
 # custom:
 #   id: EP006
 #   severity: high
 #   needs_complete_stack: true
 #   fix: >-
 #     Grant roles/pubsub.publisher on the dead-letter topic to
-#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a
-#     TopicIAMMember).
+#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com, the
+#     number being the subscription's project's (a TopicIAMMember).
 stack_deny_dead_letter_publisher_grant_missing contains f if {
 	m := lib.rule(rego.metadata.chain())
 
@@ -101,11 +128,12 @@ stack_deny_dead_letter_publisher_grant_missing contains f if {
 	not lib.unknown_publisher
 	some u, t in lib.dead_letters_to
 	lib.topic_urns[t]
-	not lib.publisher_topics[t]
 	not self_dead_letters[u]
-	not lib.project_grant_covers(lib.project_publisher_grants, lib.topic_by_urn[t])
 	s := lib.subscription_by_urn[u]
-	text := sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [lib.display(s), t])
+	not lib.may_publish(t, s)
+	not lib.grants_unprinted(lib.topic_by_urn[t])
+	not lib.project_grant_covers(lib.project_publisher_grants, lib.topic_by_urn[t], s)
+	text := sprintf("%s dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there%s", [lib.display(s), t, lib.agent_note(s)])
 	f := lib.finding(s, text, m)
 }
 
@@ -113,23 +141,26 @@ stack_deny_dead_letter_publisher_grant_missing contains f if {
 # title: Service agent cannot acknowledge on the source subscription
 # description: >-
 #   To dead-letter a message Pub/Sub's service agent must also acknowledge it on the source
-#   subscription. Without roles/pubsub.subscriber there, dead-lettering fails silently.
+#   subscription. Without roles/pubsub.subscriber there, dead-lettering fails silently. As
+#   for EP006, the agent is the one of the subscription's project when the document shows
+#   that project's number.
 # custom:
 #   id: EP007
 #   severity: high
 #   needs_complete_stack: true
 #   fix: >-
 #     Grant roles/pubsub.subscriber on the subscription to
-#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com (a
-#     SubscriptionIAMMember).
+#     serviceAccount:service-PROJECT_NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com, the
+#     number being the subscription's project's (a SubscriptionIAMMember).
 stack_deny_dead_letter_subscriber_grant_missing contains f if {
 	m := lib.rule(rego.metadata.chain())
 	not lib.unknown_subscriber
 	some u in lib.surely_dead_lettering
-	not lib.subscriber_subscriptions[u]
 	s := lib.subscription_by_urn[u]
-	not lib.project_grant_covers(lib.project_subscriber_grants, s)
-	text := sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it", [lib.display(s)])
+	not lib.may_acknowledge(s)
+	not lib.grants_unprinted(s)
+	not lib.project_grant_covers(lib.project_subscriber_grants, s, s)
+	text := sprintf("%s dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it%s", [lib.display(s), lib.agent_note(s)])
 	f := lib.finding(s, text, m)
 }
 

@@ -42,16 +42,23 @@ test_subscription_on_a_topic_nobody_dead_letters_to_is_not_a_dlq if {
 	not lib.maybe_dlq_subscriptions[lone.urn] with data.eventpipe.model.resources as s
 }
 
-test_maybe_dlq_subscription_is_not_denied if {
+test_maybe_dlq_subscription_without_policy_is_denied_naming_the_doubt if {
 	# The source's dead-letter topic is one of two candidates, so the bare subscription on
-	# one of them may be its DLQ subscription: no deny rests on that.
+	# one of them may be its DLQ subscription; its own values show no dead-letter policy,
+	# so it is denied, and the finding names what the plan cannot resolve.
 	other := {"type": lib.topic_type, "urn": fx.urn(lib.topic_type, "other"), "properties": {"name": "other", "project": "acme-prod"}}
 	either := fx.with_links(fx.with_props(sub, {"deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}}), {"deadLetterPolicy": [fx.dlq_topic.urn, other.urn], "topic": [fx.source_topic.urn]})
 	bare := fx.without_prop(fx.without_prop(fx.without_prop(fx.dlq_subscription, "labels"), "retryPolicy"), "deadLetterPolicy")
 	s := array.concat(fx.swap(fx.swap(fx.good_stack, sub, either), fx.dlq_subscription, bare), [other])
 	lib.maybe_dlq_subscriptions[bare.urn] with data.eventpipe.model.resources as s
 	not lib.dlq_subscriptions[bare.urn] with data.eventpipe.model.resources as s
-	count(rules.stack_deny_missing_dead_letter_policy) == 0 with data.eventpipe.model.resources as s
+	fx.messages(rules.stack_deny_missing_dead_letter_policy) == {concat("", [
+		"EP001: Subscription 'orders-push.dlq-sub' has no dead-letter policy: poison messages are redelivered forever, ",
+		"unless it is a dead-letter subscription, which the plan cannot show: that rests on deadLetterPolicy of ",
+		"Subscription 'orders-push' (a value known only after the update) (label it eventpipe_role=dlq if it is one)",
+	])} with data.eventpipe.model.resources as s
+
+	# The retry policy rule keeps exempting it: whether it needs one is undecided.
 	count(rules.deny_retry_policy) == 0 with data.eventpipe.model.resources as s
 }
 
@@ -118,7 +125,7 @@ test_reader_the_plan_cannot_show_no_verdict if {
 
 test_publisher_grant_missing_deny if {
 	s := fx.drop(fx.good_stack, fx.publisher_grant)
-	fx.messages(rules.stack_deny_dead_letter_publisher_grant_missing) == {sprintf("EP006: Subscription 'orders-push' dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there", [fx.dlq_topic.urn])} with data.eventpipe.model.resources as s
+	fx.messages(rules.stack_deny_dead_letter_publisher_grant_missing) == {sprintf("EP006: Subscription 'orders-push' dead-letters to %s, but the Pub/Sub service agent has no roles/pubsub.publisher grant there%s", [fx.dlq_topic.urn, unshown_number])} with data.eventpipe.model.resources as s
 	fx.verdicts(s) == {"deny:EP006"}
 }
 
@@ -206,7 +213,7 @@ test_unreadable_project_policy_withholds_only_its_project if {
 
 test_subscriber_grant_missing_deny if {
 	s := fx.drop(fx.good_stack, fx.subscriber_grant)
-	fx.messages(rules.stack_deny_dead_letter_subscriber_grant_missing) == {"EP007: Subscription 'orders-push' dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it"} with data.eventpipe.model.resources as s
+	fx.messages(rules.stack_deny_dead_letter_subscriber_grant_missing) == {concat("", ["EP007: Subscription 'orders-push' dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it", unshown_number])} with data.eventpipe.model.resources as s
 	fx.verdicts(s) == {"deny:EP007"}
 }
 
@@ -248,4 +255,100 @@ test_dlq_retention_of_structural_dlq_warns if {
 
 test_source_retention_short_not_flagged if {
 	count(fx.results(with_sub({"messageRetentionDuration": "600s"}))) == 0
+}
+
+unshown_number := "; the document does not show the number of the subscription's project acme-prod, so a grant to any project's Pub/Sub agent would have been accepted"
+
+# EP006 and EP007 name the agent of the subscription's project: a table built over
+# {same project, cross project} x {grants to the subscription's project's agent, to the
+# dead-letter topic's project's agent, to both} x {the subscription project's number
+# shown, not shown}. Where the number is shown only that agent counts; where it is not,
+# any agent does (and a finding would say so).
+
+project_numbers := {"acme-prod": "111111", "acme-dlq": "222222"}
+
+agent_of(project) := sprintf("serviceAccount:service-%s@gcp-sa-pubsub.iam.gserviceaccount.com", [project_numbers[project]])
+
+agent_table := [[placement, grantee, shown] |
+	some placement in ["same project", "cross project"]
+	some grantee in ["subscription's agent", "dead-letter project's agent", "both"]
+	some shown in [true, false]
+]
+
+# numbers_shown(shown) are the project numbers the document shows: when the subscription
+# project's is not, the dead-letter project's still is (it must not stand in for it).
+numbers_shown(true) := project_numbers
+
+numbers_shown(false) := {"acme-dlq": "222222"}
+
+dlq_project("same project") := "acme-prod"
+
+dlq_project("cross project") := "acme-dlq"
+
+granted("subscription's agent", _) := {agent_of("acme-prod")}
+
+granted("dead-letter project's agent", dlq) := {agent_of(dlq)}
+
+granted("both", dlq) := {agent_of("acme-prod"), agent_of(dlq)}
+
+# agent_stack is the healthy stack with its dead-letter topic (and DLQ subscription) in
+# the placement's project and its two grants made, one member resource each, to grantee.
+agent_stack(placement, grantee) := array.concat(fx.drop(fx.drop(fx.drop(fx.drop(fx.drop(fx.good_stack, fx.publisher_grant), fx.subscriber_grant), fx.dlq_topic), fx.dlq_subscription), sub), array.concat(
+	[
+		fx.with_props(fx.dlq_topic, {"project": dlq}),
+		fx.with_props(fx.dlq_subscription, {"project": dlq, "topic": topic}),
+		fx.with_props(sub, {"deadLetterPolicy": {"deadLetterTopic": topic, "maxDeliveryAttempts": 5}}),
+	],
+	[g |
+		some member in granted(grantee, dlq)
+		some g in [
+			object.union(fx.with_props(fx.publisher_grant, {"topic": topic, "member": member}), {"urn": concat("-", [fx.publisher_grant.urn, member])}),
+			object.union(fx.with_props(fx.subscriber_grant, {"member": member}), {"urn": concat("-", [fx.subscriber_grant.urn, member])}),
+		]
+	],
+)) if {
+	dlq := dlq_project(placement)
+	topic := sprintf("projects/%s/topics/orders-push.dlq", [dlq])
+}
+
+# agent_verdict is what a correct check says: only a cross-project dead-letter topic whose
+# grants go to the dead-letter project's agent alone, with the subscription project's
+# number shown, is denied, on both grants.
+agent_verdict("cross project", "dead-letter project's agent", true) := {"EP006", "EP007"}
+
+agent_verdict(placement, grantee, shown) := set() if {
+	not [placement, grantee, shown] == ["cross project", "dead-letter project's agent", true]
+}
+
+# grant_rule_ids are the ids EP006 and EP007 report (the stack is healthy otherwise).
+grant_rule_ids := fx.ids(rules.stack_deny_dead_letter_publisher_grant_missing) | fx.ids(rules.stack_deny_dead_letter_subscriber_grant_missing)
+
+test_dead_letter_grants_name_the_subscription_projects_agent if {
+	count(agent_table) == 12
+	every c in agent_table {
+		got := grant_rule_ids with data.eventpipe.model.resources as agent_stack(c[0], c[1])
+			with data.eventpipe.model.project_numbers as numbers_shown(c[2])
+		got == agent_verdict(c[0], c[1], c[2])
+	}
+}
+
+test_cross_project_grant_to_the_wrong_agent_names_the_right_one if {
+	s := agent_stack("cross project", "dead-letter project's agent")
+	fx.messages(rules.stack_deny_dead_letter_subscriber_grant_missing) == {concat("", [
+		"EP007: Subscription 'orders-push' dead-letters, but the Pub/Sub service agent has no roles/pubsub.subscriber grant on it; ",
+		"Pub/Sub dead-letters as the service agent of the subscription's project acme-prod, ",
+		"serviceAccount:service-111111@gcp-sa-pubsub.iam.gserviceaccount.com, and grants to other projects' agents do not count",
+	])} with data.eventpipe.model.resources as s with data.eventpipe.model.project_numbers as project_numbers
+}
+
+# wide_stack(member) is the cross-project stack with its publisher grant made project-wide
+# on the dead-letter project, to member.
+wide_stack(member) := array.concat(
+	fx.drop(agent_stack("cross project", "subscription's agent"), object.union(fx.publisher_grant, {"urn": concat("-", [fx.publisher_grant.urn, agent_of("acme-prod")])})),
+	[{"type": lib.project_iam_member_type, "urn": "urn:p", "properties": {"project": "acme-dlq", "role": "roles/pubsub.publisher", "member": member}}],
+)
+
+test_project_wide_grant_counts_only_for_the_subscription_projects_agent if {
+	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 0 with data.eventpipe.model.resources as wide_stack(agent_of("acme-prod")) with data.eventpipe.model.project_numbers as project_numbers
+	count(rules.stack_deny_dead_letter_publisher_grant_missing) == 1 with data.eventpipe.model.resources as wide_stack(agent_of("acme-dlq")) with data.eventpipe.model.project_numbers as project_numbers
 }

@@ -128,15 +128,30 @@ short_type(t) := parts[count(parts) - 1] if {
 } else := t
 
 # rule(chain) is what every result of a rule repeats, from the rule's rego.metadata.chain():
-# its id, severity and fix. A deny that rests on a resource being absent
-# (custom.needs_complete_stack) gets a note saying why it is only a warning on a document
-# that leaves out unchanged resources (the eventpipe package reports it as one). Rules
-# compute it once, before their loop.
+# its id, severity and fix. A result that rests on a resource being absent
+# (custom.needs_complete_stack) gets a note saying so on a document that leaves out
+# unchanged resources: a deny with it is only a warning (the eventpipe package reports it
+# as one), a warning says it may be wrong. Rules compute it once, before their loop.
 rule(chain) := object.union(declared_rule(chain), {"note": incomplete_note}) if {
-	startswith(trim_prefix(chain[0].path[count(chain[0].path) - 1], "stack_"), "deny_")
 	chain[0].annotations.custom.needs_complete_stack == true
 	not model.complete
 } else := declared_rule(chain)
+
+# firm(rule) is rule without the note: for a result that rests on nothing the document
+# leaves out.
+firm(rule) := object.remove(rule, ["note"])
+
+# created_here(r) holds when the document creates r: nothing it leaves out (resources
+# that existed before, unchanged) can refer to r by a value it held before.
+created_here(r) if r.op == "create"
+
+# grants_unprinted(r) holds when a document that leaves out unchanged resources may leave
+# out grants on r: r existed before (an in-place update), so grants made on it earlier are
+# unchanged and not printed.
+grants_unprinted(r) if {
+	not model.complete
+	r.op in {"update", "same"}
+}
 
 declared_rule(chain) := {
 	"id": chain[0].annotations.custom.id,

@@ -2,6 +2,8 @@ package eventpipe.lib
 
 import rego.v1
 
+import data.eventpipe.model
+
 # How subscriptions, topics and grants name each other: names and links.
 # A topic is named by its project and ID: "projects/P/topics/T", "P/T" (IAM resources) and
 # "T" (in the referring resource's own project) are the same topic. Subscriptions alike.
@@ -244,6 +246,47 @@ uncertain_dlq_subscriptions := (({u | count(maybe_dead_letter_topics) > 0; some 
 	not l.topic == none_link
 	count(unknown_dead_letters - {u}) > 0
 }
+
+# dlq_doubts maps each subscription that may be a DLQ subscription, but not surely, to
+# what its being one rests on: the linking properties the plan cannot resolve, each as
+# "<property> of <resource> (<expression>)".
+dlq_doubts[u] contains doubt(v, "deadLetterPolicy") if {
+	count(maybe_dead_letter_topics) > 0
+	some u, t in reads
+	maybe_dead_letter_topics[t]
+	not dlq_subscriptions[u]
+	some v in inexact_dead_letters
+	v != u
+	t in dead_letter_links[v].targets
+}
+
+dlq_doubts[u] contains doubt(u, "topic") if {
+	some u in inexact_topics
+	not dlq_subscriptions[u]
+	some t in topic_links[u].targets
+	maybe_dead_letter_target(t)
+}
+
+dlq_doubts[u] contains doubt(u, "topic") if {
+	some u in unknown_readers
+	not dlq_subscriptions[u]
+	count(dead_lettering - {u}) > 0
+}
+
+dlq_doubts[u] contains doubt(v, "deadLetterPolicy") if {
+	count(unknown_dead_letters) > 0
+	some u, l in links
+	not dlq_subscriptions[u]
+	not l.topic == none_link
+	some v in (unknown_dead_letters - {u})
+}
+
+doubt(u, property) := sprintf("%s of %s (%s)", [property, display(subscription_by_urn[u]), model.link_expression(subscription_by_urn[u], property)])
+
+# doubts_text lists up to three doubts, and how many more there are.
+doubts_text(doubts) := concat("; ", sort(doubts)) if {
+	count(doubts) <= 3
+} else := sprintf("%s; and %d more", [concat("; ", array.slice(sort(doubts), 0, 3)), count(doubts) - 3])
 
 maybe_dead_letter_target(t) if dead_letter_topics[t]
 

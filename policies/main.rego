@@ -3,8 +3,9 @@
 # description: >-
 #   The entry every runtime evaluates: eventpipe check, conftest (--namespace eventpipe) and
 #   opa eval (data.eventpipe.deny, data.eventpipe.warn). deny and warn hold one object per
-#   finding: msg ("EP001: ..."), id, severity, fix, urn, type, and note when a deny became
-#   a warning because the document leaves out unchanged resources. waived holds the
+#   finding: msg ("EP001: ..."), id, severity, fix, urn, type, and note when the finding
+#   rests on a document that leaves out unchanged resources (a deny with a note is a
+#   warning). waived holds the
 #   findings a live waiver suppresses, with the waiver; summary describes the document.
 #   Configuration comes from data.config (see lib.rego).
 # scope: package

@@ -142,3 +142,19 @@ secret_value := "[secret]"
 last_segment(s, sep) := parts[count(parts) - 1] if {
 	parts := split(s, sep)
 }
+
+# link_expression(r, property) describes, for a finding that cannot be decided, where the
+# value of r's linking property (topic, deadLetterPolicy, subscription) comes from: in a
+# Terraform plan the expression the configuration writes (or the dynamic block it does not
+# show); in a Pulumi document a value known only after apply.
+link_expression(r, property) := text if {
+	format == "terraform-plan"
+	text := terraform_link_expression(r.urn, property)
+} else := "a value known only after the update"
+
+# project_numbers maps each project ID whose number the document shows to that number:
+# from a Terraform plan, the google_project data sources read while planning. Pulumi
+# documents show none (a getProject invoke leaves no resource).
+default project_numbers := {}
+
+project_numbers := terraform_project_numbers if format == "terraform-plan"

@@ -9,9 +9,10 @@ import rego.v1
 # the camelCase names and nesting the rules read.
 
 # unjudged_ops are the preview operations whose state is not judged as a resource of the
-# stack: the resource no longer exists afterwards (discard ops drop it from the state but
-# leave it in the cloud: retainOnDelete), it is read with .get() (it exists outside the
-# stack), or the step repeats the new state a "replace" step of the same URN shows.
+# stack: the resource no longer exists afterwards (or, deleted with retainOnDelete, no
+# longer belongs to the stack), it is read with .get() (it exists outside the stack; the
+# discard ops drop such a read resource from the state), or the step repeats the new state
+# a "replace" step of the same URN shows.
 unjudged_ops := {
 	"delete", "delete-replaced", "discard", "discard-replaced", "read-discard", "remove-pending-replace",
 	"read", "read-replacement", "create-replacement", "import-replacement",
@@ -99,7 +100,17 @@ preview_removal_steps := [st |
 	some st in special_steps
 	removal_ops[st.op]
 	stateful_types[removal_state(st).type]
+	not retained(st)
 ]
+
+# retained(st) holds for a delete step of a resource with retainOnDelete: the engine prints
+# op "delete" but never calls the provider's Delete, so the resource stays in the cloud
+# (a subscription with its backlog) and only leaves the stack. Not a removal. A
+# replacement of such a resource still is one: its readers move to the new resource.
+retained(st) if {
+	st.op == "delete"
+	st.oldState.retainOnDelete == true
+}
 
 preview_removals := [removal |
 	some urn in {st.urn | some st in preview_removal_steps}

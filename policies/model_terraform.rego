@@ -90,3 +90,86 @@ valid_change(rc) if {
 	is_string(rc.type)
 	is_array(rc.change.actions)
 }
+
+# terraform_project_numbers maps the project_id of each google_project data source read
+# while planning (prior_state holds them, at any module depth) to its number.
+terraform_project_numbers := {id: n |
+	some id in {v.project_id | some v in project_data_values}
+	read := {v.number | some v in project_data_values; v.project_id == id}
+	count(read) == 1
+	some n in read
+}
+
+project_data_values := [r.values |
+	some m in prior_state_modules
+	some r in object.get(m, "resources", [])
+	r.mode == "data"
+	r.type == "google_project"
+	is_string(r.values.project_id)
+	is_string(r.values.number)
+	r.values.number != ""
+]
+
+# prior_state_modules are prior_state's modules, down to max_module_depth (level by
+# level: walking the whole state would visit every value of every resource).
+prior_state_modules := array.concat(
+	array.concat(array.concat(prior_level_0, prior_level_1), array.concat(prior_level_2, prior_level_3)),
+	array.concat(array.concat(prior_level_4, prior_level_5), array.concat(prior_level_6, prior_level_7)),
+)
+
+prior_level_0 := [object.get(input, ["prior_state", "values", "root_module"], {})]
+
+prior_level_1 := child_level(prior_level_0)
+
+prior_level_2 := child_level(prior_level_1)
+
+prior_level_3 := child_level(prior_level_2)
+
+prior_level_4 := child_level(prior_level_3)
+
+prior_level_5 := child_level(prior_level_4)
+
+prior_level_6 := child_level(prior_level_5)
+
+prior_level_7 := child_level(prior_level_6)
+
+child_level(modules) := [c | some m in modules; some c in object.get(m, "child_modules", [])]
+
+# ---- naming what cannot be resolved ------------------------------------------------------
+
+# terraform_link_expression(address, property) describes, for a finding that cannot be
+# decided, the expression a linking property of a planned instance comes from: the
+# references the configuration writes in it, or the dynamic block whose content the
+# configuration does not show.
+terraform_link_expression(address, property) := text if {
+	rc := linking_change_by_address[address]
+	some attribute in linking_attributes[rc.type]
+	camel_case(attribute) == property
+	text := attribute_expression_text(rc, attribute)
+}
+
+linking_change_by_address := {rc.address: rc | some rc in linking_changes}
+
+attribute_expression_text(rc, attribute) := text if {
+	config := config_resources[concat("", [config_paths[object.get(rc, "module_address", "")], rc.type, ".", rc.name])]
+	expr := linking_expression(config.expressions, attribute)
+	refs := {r | some r in expression_references(expr)}
+	count(refs) > 0
+	longest := sort({r | some r in refs; not extended(r, refs)})
+	text := sprintf("%s = %s", [linked_value_path(attribute), concat(", ", longest)])
+} else := sprintf(`dynamic "%s" block, whose content the plan does not show`, [attribute]) if {
+	attribute == "dead_letter_policy"
+} else := sprintf("%s, which the plan does not show", [attribute])
+
+# extended(r, refs) holds when refs holds a longer traversal of r (Terraform lists each
+# shorter step of a reference beside it).
+extended(r, refs) if {
+	some other in refs
+	other != r
+	startswith(other, r)
+	substring(other, count(r), 1) in {".", "["}
+}
+
+linked_value_path("dead_letter_policy") := "dead_letter_policy.dead_letter_topic"
+
+linked_value_path(attribute) := attribute if attribute != "dead_letter_policy"

@@ -9,9 +9,10 @@ import rego.v1
 # and graph.reachable follows it to its ends: planned resource instances (r:), constants
 # (C: a literal, a root variable, a data source read while planning), what is outside the
 # plan (X), and what the model cannot follow (U). A value the plan does not show the
-# expression of (a local value, a dynamic block) can come only from what its module
-# instance sees: its scope (S:), whose edges lead to the instance's resources, variables
-# and child modules, and to X. terraform_links turns the ends into links.
+# expression of (a local value, a dynamic block) can come only from what an expression in
+# its module instance can name: its scope (S:), whose edges lead to the instance's
+# resources, its variables (what its caller passes), its child modules' outputs (never
+# what a child keeps to itself) and X. terraform_links turns the ends into links.
 
 # linking_attributes are, by resource type, the attributes by which the rules link
 # resources.
@@ -86,10 +87,10 @@ module_segments(mi) := regex.find_all_string_submatch_n(module_segment_pattern, 
 config_path(mi) := concat("", [concat("", ["module.", s[1], "."]) | some s in module_segments(mi)])
 
 # planned_modules are the module instances of the planned resources and their ancestors.
-planned_modules := {prefix |
-	some rc in planned_changes
-	segments := module_segments(object.get(rc, "module_address", ""))
-	some i in numbers.range(0, count(segments))
+planned_modules := {""} | {prefix |
+	some address in {rc.module_address | some rc in planned_changes}
+	segments := module_segments(address)
+	some i in numbers.range(1, count(segments))
 	prefix := concat(".", [s[0] | some s in array.slice(segments, 0, i)])
 }
 
@@ -360,15 +361,16 @@ undescribed_nodes := {node: {"U"} |
 }
 
 # scope_edges: a value whose expression the plan does not show (a local value, a dynamic
-# block) can come only from what its module instance sees: its resources, its variables
-# (so what its caller passes), its child modules, and what is outside the plan (X: a data
-# source read at apply, say).
+# block) can come only from what an expression in its module instance can name: its
+# resources, its variables (so what its caller passes), its child modules' outputs, and
+# what is outside the plan (X: a data source read at apply, say). A child's outputs, not
+# its scope: what a child module does not output, no expression of its caller can name.
 scope_edges := {scope_node(mi): nodes |
 	some mi in planned_modules
-	nodes := ((object.get(scope_resources, mi, set()) | {"X"}) | object.get(scope_variables, mi, set())) | object.get(scope_children, mi, set())
+	nodes := ((object.get(scope_resources, mi, set()) | {"X"}) | object.get(scope_variables, mi, set())) | object.get(scope_outputs, mi, set())
 }
 
-# scope_resources, scope_variables and scope_children group a scope's edges by module
+# scope_resources, scope_variables and scope_outputs group a scope's edges by module
 # instance, each group built once (OPA indexes the inner comprehensions).
 scope_resources := {mi: {p[1] | some p in module_resource_pairs; p[0] == mi} | some mi in planned_modules}
 
@@ -381,9 +383,13 @@ module_variable_pairs := [[mi, node] |
 	mi := substring(node, 2, indexof(node, "|") - 2)
 ]
 
-scope_children := {mi: {p[1] | some p in module_child_pairs; p[0] == mi} | some mi in planned_modules}
+scope_outputs := {mi: {p[1] | some p in module_output_pairs; p[0] == mi} | some mi in planned_modules}
 
-module_child_pairs := [[parent_module(child), scope_node(child)] | some child in planned_modules; child != ""]
+module_output_pairs := [[parent_module(child), node] |
+	some child in planned_modules
+	child != ""
+	some node in all_outputs(child)
+]
 
 # terraform_links maps each planned instance's address to its links: {"exact":
 # propertyDependencies, "possible": the instances a linking attribute may name}. A linking
@@ -392,7 +398,8 @@ module_child_pairs := [[parent_module(child), scope_node(child)] | some child in
 # constant, a root variable or a data source read while planning leaves the attribute to
 # its planned value (resolved by name) when that value is known; when the value is unknown
 # the instances at the other paths' ends are only possible (a constant may be a prefix
-# that makes another name of one of them). A path the model cannot follow
+# that makes another name of one of them); several instances with the value known leave
+# it to the value too. A path the model cannot follow
 # leaves the attribute to its value (unknown: it may name anything). An attribute without an
 # expression in the configuration (a dynamic block) whose value is unknown may name what its
 # module instance sees (its scope).
@@ -401,11 +408,12 @@ terraform_links := {rc.address: links |
 	found := [[attribute, exact, targets] |
 		some attribute in linking_attributes[rc.type]
 		start := link_start(rc, attribute)
-		reached := graph.reachable(reference_graph, {start})
+		reached := reached_from(start)
 		not reached.U
 		not constant_value(reached, rc, attribute)
 		targets := sort([substring(n, 2, -1) | some n in reached; startswith(n, "r:")])
 		exact := exactly_one(reached, targets)
+		decided_by_references(exact, rc, attribute)
 	]
 	count(found) > 0
 	links := {
@@ -414,10 +422,32 @@ terraform_links := {rc.address: links |
 	}
 }
 
+# reached_from(start) is every node reachable from start. An attribute whose expression
+# names only ends (planned instances, constants, what is outside the plan) reaches them
+# without the whole graph: in a configuration without modules, locals or dynamic blocks
+# the graph is never built.
+reached_from(start) := {start} | nodes if {
+	nodes := attribute_edges[start]
+	every n in nodes {
+		graph_end(n)
+	}
+} else := graph.reachable(reference_graph, {start})
+
+graph_end(n) if instance_nodes[n]
+
+graph_end(n) if n in {"C", "U", "X"}
+
+# decided_by_references holds unless the references leave several candidates while the
+# plan shows the value: a known value names one resource (resolved by name), whatever
+# several instances the expression could have picked it from (t[each.key].name).
+decided_by_references(true, _, _)
+
+decided_by_references(false, rc, attribute) if attribute_unknown(rc, attribute)
+
 # link_start is the graph node a linking attribute's value comes from.
 link_start(rc, attribute) := node if {
 	node := concat("", ["a:", rc.address, "|", attribute])
-	reference_graph[node]
+	attribute_edges[node]
 } else := scope_node(object.get(rc, "module_address", "")) if {
 	attribute_unknown(rc, attribute)
 }

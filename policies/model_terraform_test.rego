@@ -334,6 +334,33 @@ test_dynamic_block_with_unknown_value_names_what_its_module_sees if {
 	possible_of("module.m.google_pubsub_subscription.s", p).deadLetterPolicy == ["google_pubsub_topic.dlq", "module.m.google_pubsub_subscription.s", "module.m.google_pubsub_topic.source"]
 }
 
+test_root_local_fallback_reaches_child_outputs_not_child_scopes if {
+	# Module a's dynamic dead-letter block takes an input from a root local: that local can
+	# name the root's resources and its child modules' outputs, never what a sibling module
+	# keeps to itself (b's topic and subscription: b outputs nothing).
+	a := {"source": "./a", "expressions": {"agent": refs(["local.agent"])}, "module": {
+		"resources": [resource_config(topic, "source", {}), resource_config(sub, "s", {"topic": refs(["google_pubsub_topic.source.id", "google_pubsub_topic.source"])})],
+		"variables": {"agent": {}},
+	}}
+	b := {"source": "./b", "module": {"resources": [resource_config(topic, "inner", {}), resource_config(sub, "hidden", {"topic": refs(["google_pubsub_topic.inner.id", "google_pubsub_topic.inner"])})]}}
+	c := {"source": "./c", "module": {
+		"resources": [resource_config(topic, "shared", {})],
+		"outputs": {"id": {"expression": refs(["google_pubsub_topic.shared.id", "google_pubsub_topic.shared"])}},
+	}}
+	root := {"resources": [resource_config(topic, "dlq", {})], "module_calls": {"a": a, "b": b, "c": c}}
+	p := plan(
+		[
+			created("", topic, "dlq", ""), created("module.a", topic, "source", ""), created("module.a", sub, "s", ""),
+			created("module.b", topic, "inner", ""), created("module.b", sub, "hidden", ""), created("module.c", topic, "shared", ""),
+		],
+		root,
+	)
+	possible_of("module.a.google_pubsub_subscription.s", p).deadLetterPolicy == [
+		"google_pubsub_topic.dlq", "module.a.google_pubsub_subscription.s", "module.a.google_pubsub_topic.source",
+		"module.c.google_pubsub_topic.shared",
+	]
+}
+
 test_each_value_follows_the_for_each_expression if {
 	config := {"resources": [
 		resource_config(topic, "t", {}),
@@ -341,4 +368,16 @@ test_each_value_follows_the_for_each_expression if {
 	]}
 	p := plan([created("", topic, "t", ""), created("", sub, "s", `["a"]`)], config)
 	links_of(`google_pubsub_subscription.s["a"]`, p) == {"topic": ["google_pubsub_topic.t"]}
+}
+
+# project_numbers: the google_project data sources of prior_state, at any depth; a project
+# read with two numbers (impossible in one plan) shows none.
+project_data(project, number) := {"address": "data.google_project.p", "mode": "data", "type": "google_project", "name": "p", "values": {"project_id": project, "number": number}}
+
+test_project_numbers_from_data_sources if {
+	doc := object.union(plan([], {}), {"prior_state": {"values": {"root_module": {
+		"resources": [project_data("acme-prod", "111"), {"address": "google_project.x", "mode": "managed", "type": "google_project", "name": "x", "values": {"project_id": "acme-new", "number": "333"}}],
+		"child_modules": [{"address": "module.a", "child_modules": [{"address": "module.a.module.b", "resources": [project_data("acme-dlq", "222"), project_data("acme-odd", "1"), project_data("acme-odd", "2")]}]}],
+	}}}})
+	model.project_numbers == {"acme-prod": "111", "acme-dlq": "222"} with input as doc
 }

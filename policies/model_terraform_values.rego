@@ -52,8 +52,11 @@ tf_name(true, key) := key
 
 tf_name(false, key) := object.get(renamed_attributes, key, camel_case(key))
 
-# camel_case converts snake_case to camelCase in one replacement of every "_x" by "X".
-camel_case(s) := strings.replace_n(camel_replacements, s)
+# camel_case converts snake_case to camelCase in one replacement of every "_x" by "X"
+# (a name without "_" is its own).
+camel_case(s) := strings.replace_n(camel_replacements, s) if contains(s, "_")
+
+else := s
 
 camel_replacements := {concat("", ["_", c]): upper(c) | some c in split("abcdefghijklmnopqrstuvwxyz0123456789", "")}
 
@@ -76,16 +79,21 @@ tf_scalars(v, u, s, in_map) := {tf_name(in_map, k): x |
 	not s[k] == true
 }
 
-tf_nested(v, u, s) := (({k | some k, x in v; is_object(x)} | {k | some k, x in v; is_array(x)}) | {k |
+tf_nested(v, u, s) := ({k | some k, x in v; containers[type_name(x)]} | tf_unknown_keys(u)) | tf_sensitive_keys(s, v)
+
+containers := {"object", "array"}
+
+# tf_unknown_keys are the keys after_unknown (u) marks true; tf_sensitive_keys those
+# after_sensitive (s) marks true that have a value in v.
+tf_unknown_keys(u) := {k | some k, x in u; x == true} if {
 	is_object(u)
-	some k, x in u
-	x == true
-}) | {k |
+	count(u) > 0
+} else := set()
+
+tf_sensitive_keys(s, v) := {k | some k, x in s; x == true; v[k] != null} if {
 	is_object(s)
-	some k, x in s
-	x == true
-	v[k] != null
-}
+	count(s) > 0
+} else := set()
 
 tf_at(x, k) := x[k] if {
 	is_object(x)

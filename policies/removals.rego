@@ -21,6 +21,7 @@ import data.eventpipe.model
 # custom:
 #   id: EP016
 #   severity: high
+#   needs_operations: true
 #   fix: >-
 #     Create a new subscription, drain the old one, then delete it (for a topic, create the
 #     new topic and its subscriptions, move the publishers, drain the old subscriptions,
@@ -39,6 +40,7 @@ deny_subscription_removed contains f if {
 # custom:
 #   id: EP017
 #   severity: medium
+#   needs_operations: true
 #   fix: >-
 #     Create a new subscription, drain the old one, then delete it (for a topic, create the
 #     new topic and its subscriptions, move the publishers, drain the old subscriptions,

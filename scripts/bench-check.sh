@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench-check.sh: times `eventpipe check` against plain conftest v0.71.1 running the same
 # rules through the same entry (conftest test --policy policies --namespace eventpipe) on
-# the same generated plan of N resources (default 10,000, half of them subscriptions), in
-# one run, interleaved, and prints the ratio; then times `eventpipe check --stack prod`
-# (render offline and check). Both tools must report the same findings first, or the
-# timing means nothing.
+# the same generated resources (N, default 10,000, half of them subscriptions) in three
+# documents: a `pulumi preview --json`, a `pulumi stack export` and a `terraform show
+# -json` plan (policies/internal/benchgen), interleaved, and prints a table of medians and
+# ratios; then times `eventpipe check --stack prod` (render offline and check). On every
+# document both tools must report the same findings first, or the timing means nothing.
 #
 #   scripts/bench-check.sh            # N=10000, 5 runs each, median wall time
 #   N=2000 RUNS=9 scripts/bench-check.sh
@@ -24,24 +25,30 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
+formats=(preview export terraform)
 echo "building eventpipe and the plan generator ..." >&2
 go build -o "$tmp/eventpipe" ./cmd/eventpipe
 go build -o "$tmp/genplan" ./policies/internal/benchgen/genplan
-"$tmp/genplan" -n "$N" > "$tmp/plan.json"
+for f in "${formats[@]}"; do
+	"$tmp/genplan" -n "$N" -format "$f" > "$tmp/$f.json"
+done
 conftest_args=(test --policy policies --namespace eventpipe --no-color)
 
-# Both tools must report the same findings: rule id and resource of every deny and warning.
-"$tmp/eventpipe" check "$tmp/plan.json" -o json 2>/dev/null |
-	jq -r '.findings[] | "\(.level) \(.ruleId) \(.urn)"' | sort > "$tmp/eventpipe.txt" || true
-"$conftest" "${conftest_args[@]}" -o json "$tmp/plan.json" |
-	jq -r '.[] | (.failures // [] | .[] | "deny \(.metadata.id) \(.metadata.urn)"), (.warnings // [] | .[] | "warn \(.metadata.id) \(.metadata.urn)")' |
-	sort > "$tmp/conftest.txt" || true
-findings="$(wc -l < "$tmp/eventpipe.txt")"
-if [ "$findings" -eq 0 ] || ! cmp -s "$tmp/eventpipe.txt" "$tmp/conftest.txt"; then
-	echo "the findings differ: eventpipe $findings, conftest $(wc -l < "$tmp/conftest.txt")" >&2
-	diff "$tmp/eventpipe.txt" "$tmp/conftest.txt" | head >&2
-	exit 1
-fi
+# Both tools must report the same findings on each document: rule id and resource of every
+# deny and warning.
+for f in "${formats[@]}"; do
+	"$tmp/eventpipe" check "$tmp/$f.json" -o json 2>/dev/null |
+		jq -r '.findings[] | "\(.level) \(.ruleId) \(.urn)"' | sort > "$tmp/$f.eventpipe.txt" || true
+	"$conftest" "${conftest_args[@]}" -o json "$tmp/$f.json" |
+		jq -r '.[] | (.failures // [] | .[] | "deny \(.metadata.id) \(.metadata.urn)"), (.warnings // [] | .[] | "warn \(.metadata.id) \(.metadata.urn)")' |
+		sort > "$tmp/$f.conftest.txt" || true
+	findings="$(wc -l < "$tmp/$f.eventpipe.txt")"
+	if [ "$findings" -eq 0 ] || ! cmp -s "$tmp/$f.eventpipe.txt" "$tmp/$f.conftest.txt"; then
+		echo "$f: the findings differ: eventpipe $findings, conftest $(wc -l < "$tmp/$f.conftest.txt")" >&2
+		diff "$tmp/$f.eventpipe.txt" "$tmp/$f.conftest.txt" | head >&2
+		exit 1
+	fi
+done
 
 # now_ns prints a monotonic-enough wall clock in nanoseconds.
 now_ns() { date +%s%N; }
@@ -59,24 +66,36 @@ time_ms() {
 	echo $(((end - start) / 1000000))
 }
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+median() { tr ' ' '\n' | sort -n | awk 'NF {a[++n]=$1} END {print a[int((n+1)/2)]}'; }
 
-ep_times=() ct_times=() prod_times=()
+declare -A ep ct
+prod_times=()
 for _ in $(seq "$RUNS"); do
-	ep_times+=("$(time_ms "$tmp/eventpipe" check "$tmp/plan.json")")
-	ct_times+=("$(time_ms "$conftest" "${conftest_args[@]}" "$tmp/plan.json")")
+	for f in "${formats[@]}"; do
+		ep[$f]+="$(time_ms "$tmp/eventpipe" check "$tmp/$f.json") "
+		ct[$f]+="$(time_ms "$conftest" "${conftest_args[@]}" "$tmp/$f.json") "
+	done
 	prod_times+=("$(time_ms "$tmp/eventpipe" check --stack prod)")
 done
-ep_ms="$(printf '%s\n' "${ep_times[@]}" | median)"
-ct_ms="$(printf '%s\n' "${ct_times[@]}" | median)"
 prod_ms="$(printf '%s\n' "${prod_times[@]}" | median)"
 
-echo "plan: $N resources ($((N / 2)) subscriptions), the same $findings findings from both"
-echo "eventpipe check: median ${ep_ms} ms of ${RUNS} runs [${ep_times[*]}]"
-echo "conftest $(go version -m "$conftest" | awk '$1 == "mod" {print $3}') (same rules, --namespace eventpipe): median ${ct_ms} ms of ${RUNS} runs [${ct_times[*]}]"
+echo "documents: $N resources ($((N / 2)) subscriptions), $(wc -l < "$tmp/preview.eventpipe.txt") findings, the same from both tools on each"
+echo "conftest $(go version -m "$conftest" | awk '$1 == "mod" {print $3}'), same rules (--namespace eventpipe); medians of ${RUNS} interleaved runs, ms"
+echo
+echo "| document | eventpipe check | conftest | conftest / eventpipe | eventpipe / preview |"
+echo "| --- | --- | --- | --- | --- |"
+preview_ms="$(echo "${ep[preview]}" | median)"
+for f in "${formats[@]}"; do
+	e="$(echo "${ep[$f]}" | median)"
+	c="$(echo "${ct[$f]}" | median)"
+	awk -v f="$f" -v e="$e" -v c="$c" -v p="$preview_ms" -v er="${ep[$f]}" -v cr="${ct[$f]}" \
+		'BEGIN { sub(/ +$/, "", er); sub(/ +$/, "", cr); printf "| %s | %d [%s] | %d [%s] | %.2f | %.2f |\n", f, e, er, c, cr, c / e, e / p }'
+	eval "ep_$f=$e ct_$f=$c"
+done
+echo
 echo "eventpipe check --stack prod: median ${prod_ms} ms of ${RUNS} runs [${prod_times[*]}]"
-awk -v e="$ep_ms" -v c="$ct_ms" -v p="$prod_ms" 'BEGIN {
-	printf "ratio conftest/eventpipe: %.2f (1 or more: eventpipe check is at least as fast)\n", c / e
-	printf "goals: ratio >= 1.0 %s; under 1.5 s %s; --stack prod under 150 ms %s\n",
-		(c >= e ? "MET" : "NOT MET"), (e < 1500 ? "MET" : "NOT MET"), (p < 150 ? "MET" : "NOT MET")
+awk -v p="$ep_preview" -v cp="$ct_preview" -v t="$ep_terraform" -v ctf="$ct_terraform" -v s="$prod_ms" 'BEGIN {
+	printf "goals: preview ratio >= 1.0 %s; preview under 1.5 s %s; terraform <= 1.5x preview %s; terraform conftest/eventpipe >= 2.0 %s; --stack prod under 150 ms %s\n",
+		(cp >= p ? "MET" : "NOT MET"), (p < 1500 ? "MET" : "NOT MET"), (t <= 1.5 * p ? "MET" : "NOT MET"),
+		(ctf >= 2 * t ? "MET" : "NOT MET"), (s < 150 ? "MET" : "NOT MET")
 }'

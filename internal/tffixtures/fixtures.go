@@ -44,12 +44,16 @@ func (c Case) Plan(cli string) string { return filepath.Join(c.Dir, cli+PlanSuff
 // no Unjudged entry covers is judged: the check reports it exactly when Findings lists
 // it. NotReported lists judged pairs that must not be reported, with the reason — traps
 // a naive reader falls into; they add nothing to what Findings already implies.
+//
+// JudgedRules, when set, narrows judging to those rules: every other rule is unjudged on
+// every resource (the generated dlq-* cases judge only EP001).
 type Expected struct {
 	Description string    `yaml:"description"`
-	CLIs        []string  `yaml:"clis"`
+	CLIs        []string  `yaml:"clis,flow"`
+	JudgedRules []string  `yaml:"judged,flow,omitempty"`
 	Findings    []Verdict `yaml:"findings"`
 	NotReported []Verdict `yaml:"not"`
-	Unjudged    []Verdict `yaml:"unjudged"`
+	Unjudged    []Verdict `yaml:"unjudged,omitempty"`
 }
 
 // Verdict names a rule's finding on a resource, and why it is (or is not) given. In
@@ -62,6 +66,9 @@ type Verdict struct {
 
 // Judged reports whether the case decides whether rule reports address.
 func (e Expected) Judged(rule, address string) bool {
+	if len(e.JudgedRules) > 0 && !slices.Contains(e.JudgedRules, rule) {
+		return false
+	}
 	for _, u := range e.Unjudged {
 		if u.Rule == rule && (u.Address == "" || u.Address == address) {
 			return false

@@ -92,6 +92,11 @@ func TestExpectedVerdictsNameRealRulesAndResources(t *testing.T) {
 					t.Errorf("%s is not listed in clis", c.Plan(cli))
 				}
 			}
+			for _, r := range e.JudgedRules {
+				if !slices.Contains(ids, r) {
+					t.Errorf("judged: unknown rule %q", r)
+				}
+			}
 			seen := map[Verdict]bool{}
 			check := func(kind string, v Verdict, needWhy bool) {
 				if !slices.Contains(ids, v.Rule) {

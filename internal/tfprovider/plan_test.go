@@ -195,3 +195,42 @@ func TestSchemasFollowTheSDKConversion(t *testing.T) {
 		}
 	}
 }
+
+// TestPubsubTopicDataAsTheProvider: the google_pubsub_topic data source serves the
+// resource's fields computed, but name (required) and project (optional), with no blocks
+// in configuration; reading it gives the topic's id in the provider's project, or its own.
+func TestPubsubTopicDataAsTheProvider(t *testing.T) {
+	d := pubsubTopicData()
+	s := d.schema().Block
+	if len(s.BlockTypes) != 0 {
+		t.Errorf("blocks %v: a data source's computed-only blocks are attributes", s.BlockTypes)
+	}
+	for _, a := range s.Attributes {
+		switch a.Name {
+		case "name":
+			if !a.Required {
+				t.Errorf("name %+v, want required", a)
+			}
+		case "project", "id":
+			if !a.Optional {
+				t.Errorf("%s %+v, want optional", a.Name, a)
+			}
+		default:
+			if !a.Computed || a.Optional || a.Required {
+				t.Errorf("%s %+v, want computed only", a.Name, a)
+			}
+		}
+	}
+	for project, want := range map[string]string{"": "projects/acme/topics/dead-letters", "other": "projects/other/topics/dead-letters"} {
+		v := configured(d, object{"name": "dead-letters", "project": project})
+		if project == "" {
+			v["project"] = nil
+		}
+		if err := d.read(v, acme); err != nil {
+			t.Fatal(err)
+		}
+		if v["id"] != want {
+			t.Errorf("project %q: id %v, want %s", project, v["id"], want)
+		}
+	}
+}

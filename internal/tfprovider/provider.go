@@ -86,7 +86,7 @@ func newCatalogue(beta bool) *catalogue {
 	for _, r := range rs {
 		c.resources[r.name] = r
 	}
-	for _, d := range []*resourceType{projectData(), iamPolicyData()} {
+	for _, d := range []*resourceType{projectData(), iamPolicyData(), pubsubTopicData()} {
 		c.dataSources[d.name] = d
 	}
 	return c

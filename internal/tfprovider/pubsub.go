@@ -126,6 +126,50 @@ func pubsubTopic() *resourceType {
 	}
 }
 
+// pubsubTopicData is the google_pubsub_topic data source (data_source_pubsub_topic.go):
+// the resource's fields, all computed (DatasourceSchemaFromResourceSchema), but name
+// (required) and project (optional). Reading it returns the topic as it exists.
+func pubsubTopicData() *resourceType {
+	var fields []field
+	for _, f := range pubsubTopic().fields {
+		switch f.name {
+		case "name":
+			f.opts = required
+		case "project":
+			f.opts = optional
+		default:
+			f = computedOnly(f)
+		}
+		fields = append(fields, f)
+	}
+	return &resourceType{
+		name:   "google_pubsub_topic",
+		fields: fields,
+		read: func(v object, p *providerConfig) error {
+			project, err := dataProject(v, "project", p)
+			if err != nil {
+				return err
+			}
+			v["project"] = project
+			v["id"] = fmt.Sprintf("projects/%s/topics/%s", project, text(v, "name"))
+			v["labels"], v["terraform_labels"], v["effective_labels"] = object{}, object{}, object{}
+			return nil
+		},
+	}
+}
+
+// computedOnly is f as a data source declares a field of its resource: computed, without
+// a default, its nested fields alike (DatasourceSchemaFromResourceSchema).
+func computedOnly(f field) field {
+	f.opts, f.def = computed, nil
+	nested := make([]field, len(f.fields))
+	for i, n := range f.fields {
+		nested[i] = computedOnly(n)
+	}
+	f.fields = nested
+	return f
+}
+
 func pubsubSubscription() *resourceType {
 	fields := []field{
 		str("name", required|forceNew),

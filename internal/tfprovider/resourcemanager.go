@@ -39,12 +39,9 @@ func projectData() *resourceType {
 			strMap("tags", computed),
 		},
 		read: func(v object, p *providerConfig) error {
-			project := text(v, "project_id")
-			if project == "" {
-				project = p.project
-			}
-			if project == "" {
-				return fmt.Errorf("no project value set. `project_id` must be set at the resource level, or a default `project` value must be specified on the provider")
+			project, err := dataProject(v, "project_id", p)
+			if err != nil {
+				return err
 			}
 			v["id"] = "projects/" + project
 			v["project_id"] = project
@@ -57,6 +54,18 @@ func projectData() *resourceType {
 			return nil
 		},
 	}
+}
+
+// dataProject is the project a data source reads from: its field, or the provider's
+// default project, as the real data sources resolve it (tpgresource.GetProject).
+func dataProject(v object, field string, p *providerConfig) (string, error) {
+	if project := text(v, field); project != "" {
+		return project, nil
+	}
+	if p.project == "" {
+		return "", fmt.Errorf("no project value set. `%s` must be set at the resource level, or a default `project` value must be specified on the provider", field)
+	}
+	return p.project, nil
 }
 
 // iamPolicyData is the google_iam_policy data source, which renders its bindings into

@@ -79,6 +79,9 @@ type pack struct {
 	// ids maps policy names to rule ids.
 	ids    map[string]string
 	stderr *bytes.Buffer
+	// notices are the advisory "not enforced here" diagnostics of the last analyze, as
+	// "ID message"; they are no findings.
+	notices []string
 }
 
 // startPack starts the pack in dir through Pulumi's default plugin host
@@ -222,8 +225,13 @@ func (p *pack) analyze(t *testing.T, doc plantest.Doc) []string {
 	}
 	diags = append(diags, resp.Diagnostics...)
 	out := make([]string, 0, len(diags))
+	p.notices = nil
 	for _, d := range diags {
 		id := p.ids[d.PolicyName]
+		if d.URN == "" && strings.HasPrefix(d.Message, id+" not enforced here: ") {
+			p.notices = append(p.notices, id+" "+strings.TrimPrefix(d.Message, id+" "))
+			continue
+		}
 		level := "warn"
 		if d.EnforcementLevel == apitype.Mandatory {
 			level = "deny"
@@ -623,5 +631,47 @@ func TestReadmePolicyConfig(t *testing.T) {
 	}
 	if levels["stack_warn_dlq_retention_short"] != apitype.Mandatory || levels["warn_dead_letter_opt_out"] != apitype.Disabled {
 		t.Fatalf("the example's enforcement levels were not applied: %v", levels)
+	}
+}
+
+// TestPackSaysItCannotSeeRemovals: an analyzer never sees a step's operation, so the pack
+// cannot enforce EP016/EP017: a replaced subscription passes it while eventpipe check
+// denies it. While the configuration enforces them, the stack analysis says so in an
+// advisory diagnostic naming the eventpipe check step; disabling them silences it.
+func TestPackSaysItCannotSeeRemovals(t *testing.T) {
+	doc := renderStack(t, "prod")
+	doc.SetOp(t, plantest.SubscriptionType, plantest.PushSubscription, "replace")
+	if got := ids(check(t, doc)); !reflect.DeepEqual(got, []string{"deny:EP016"}) {
+		t.Fatalf("eventpipe check: %v, want deny:EP016", got)
+	}
+	for _, tt := range []struct {
+		name, config string
+		want         []string
+	}{
+		{"defaults", "", []string{"EP016", "EP017"}},
+		{"advisory", `{"deny_subscription_removed": "advisory"}`, []string{"EP016", "EP017"}},
+		{"disabled", `{"deny_subscription_removed": "disabled", "warn_subscription_removed": "disabled"}`, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			config := ""
+			if tt.config != "" {
+				config = writeFile(t, "policy-config.json", tt.config)
+			}
+			p := mustStartPack(t, config)
+			if got := p.analyze(t, doc); len(got) != 0 {
+				t.Errorf("findings %v: the pack sees no operations", got)
+			}
+			var got []string
+			for _, n := range p.notices {
+				id, msg, _ := strings.Cut(n, " ")
+				got = append(got, id)
+				if !strings.Contains(msg, "eventpipe check") || !strings.Contains(msg, "never enforced by `pulumi preview --policy-pack`") {
+					t.Errorf("%s notice %q does not say why or what enforces it", id, msg)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("notices on %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -32,6 +32,10 @@ type rule struct {
 	// retry policy is fine on a DLQ subscription, known only from the subscription that
 	// dead-letters to it). They must never run on a single resource.
 	Stack bool
+	// NeedsOperations marks rules on what a step does (delete, replace): an analyzer is
+	// never given a step's operation, so under `pulumi preview --policy-pack` they can
+	// never report anything (see unseenNotice).
+	NeedsOperations bool
 }
 
 // finding is one rule result.
@@ -72,7 +76,7 @@ func compileRules(ctx context.Context, modules map[string]string, config map[str
 	for _, r := range eng.Rules() {
 		rs.rules = append(rs.rules, rule{
 			Name: r.Name, ID: r.ID, Title: r.Title, Description: r.Description, Severity: r.Severity, Fix: r.Fix,
-			Mandatory: r.Level == evaluate.Deny, Stack: r.Stack || r.NeedsCompleteStack,
+			Mandatory: r.Level == evaluate.Deny, Stack: r.Stack || r.NeedsCompleteStack, NeedsOperations: r.NeedsOperations,
 		})
 	}
 	return rs, nil

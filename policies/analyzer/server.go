@@ -29,6 +29,11 @@
 //
 // Resource rules therefore answer Analyze and stack rules AnalyzeStack, so each finding is
 // reported once and a rule that needs the whole stack never judges a lone resource.
+//
+// Neither request carries a step's operation (create, update, delete, replace): the rules
+// on deletions and replacements (custom.needs_operations: EP016, EP017) can never fire
+// here. While the configuration enforces one, AnalyzeStack says so in an advisory
+// diagnostic (unseenNotice), and Configure logs it.
 package analyzer
 
 import (
@@ -186,6 +191,9 @@ func (s *Server) Configure(ctx context.Context, req *pulumirpc.ConfigureAnalyzer
 			disabled++
 		}
 	}
+	for _, r := range unseenRules(compiled.rules, config) {
+		s.log.Warn("policy enforced but never seen by an analyzer", slog.String("policy", r.Name), slog.String("id", r.ID), slog.String("why", unseenNotice))
+	}
 	s.log.Info("configured", slog.Int("policies", len(config.levels)), slog.Int("disabled", disabled), slog.Any("settings", config.data))
 	return &emptypb.Empty{}, nil
 }
@@ -243,6 +251,15 @@ func (s *Server) analyze(ctx context.Context, what string, resources []resourceF
 			EnforcementLevel: level, Urn: about,
 		})
 	}
+	if stack {
+		for _, r := range unseenRules(rules.rules, config) {
+			resp.Diagnostics = append(resp.Diagnostics, &pulumirpc.AnalyzeDiagnostic{
+				PolicyName: r.Name, PolicyPackName: PackName, PolicyPackVersion: s.pack.Version,
+				Description: r.Description, Message: unseenMessage(r),
+				EnforcementLevel: pulumirpc.EnforcementLevel_ADVISORY,
+			})
+		}
+	}
 	level := slog.LevelDebug
 	if stack || len(resp.Diagnostics) > 0 {
 		level = slog.LevelInfo
@@ -269,3 +286,26 @@ func invalidArgument(err error) error { return status.Error(codes.InvalidArgumen
 
 // internal is err as a gRPC Internal status.
 func internal(err error) error { return status.Error(codes.Internal, err.Error()) }
+
+// unseenNotice says why a rule on operations never fires under an analyzer, and what
+// enforces it instead.
+const unseenNotice = "Pulumi gives a policy pack each resource's goal state, never a step's operation, " +
+	"so deletions and replacements are not seen and this policy is never enforced by `pulumi preview --policy-pack`. " +
+	"Enforce it in CI with `pulumi preview --json --show-sames > preview.json && eventpipe check preview.json` " +
+	"(or `pulumi preview --json --show-sames | eventpipe check -`); set the policy to disabled in the pack's configuration to silence this notice."
+
+// unseenMessage is the advisory diagnostic on rule r, enforced but never seen.
+func unseenMessage(r rule) string {
+	return fmt.Sprintf("%s not enforced here: %s\nFix: %s", r.ID, unseenNotice, r.Fix)
+}
+
+// unseenRules are the rules on operations that config enforces (not disabled).
+func unseenRules(rules []rule, config policyConfig) []rule {
+	var out []rule
+	for _, r := range rules {
+		if r.NeedsOperations && config.levels[r.Name] != pulumirpc.EnforcementLevel_DISABLED {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -81,3 +81,30 @@ func BenchmarkNew(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFormats10k checks the same 10,000 resources as a preview, a stack export and a
+// Terraform plan (decode and evaluate), so the formats' costs compare in one run:
+// go test -run '^$' -bench Formats10k ./policies/evaluate.
+func BenchmarkFormats10k(b *testing.B) {
+	e := allRules(b, nil)
+	for _, f := range []struct {
+		name     string
+		generate func(int) ([]byte, error)
+	}{{"preview", benchgen.Generate}, {"export", benchgen.GenerateExport}, {"terraform", benchgen.GenerateTerraform}} {
+		data, err := f.generate(10000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(f.name, func(b *testing.B) {
+			for b.Loop() {
+				p, err := plan.Parse(data, "bench.json")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := e.Evaluate(context.Background(), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

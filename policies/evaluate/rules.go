@@ -35,6 +35,10 @@ type Rule struct {
 	// NeedsCompleteStack marks rules whose deny rests on a resource being absent: on a
 	// preview without unchanged resources their findings become warnings.
 	NeedsCompleteStack bool `json:"needsCompleteStack,omitempty"`
+	// NeedsOperations marks rules that judge what a document's steps do to resources
+	// (custom.needs_operations): deletions and replacements. A Pulumi analyzer is given
+	// resources, never steps, so it can never see their findings.
+	NeedsOperations bool `json:"needsOperations,omitempty"`
 }
 
 // validSeverity reports whether s is one of the severities rules may declare.
@@ -143,6 +147,13 @@ func fill(r *Rule, a *ast.Annotations) error {
 			return fmt.Errorf("custom.needs_complete_stack must be true or false, got %v", v)
 		}
 		r.NeedsCompleteStack = b
+	}
+	if v, ok := a.Custom["needs_operations"]; ok {
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("custom.needs_operations must be true or false, got %v", v)
+		}
+		r.NeedsOperations = b
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ package plantest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -115,4 +116,62 @@ func isRootStack(step any) bool {
 	st, _ := step.(map[string]any)
 	urn, _ := st["urn"].(string)
 	return strings.Contains(urn, "::pulumi:pulumi:Stack::")
+}
+
+// Delete turns the step of the resource of type typ named name into the delete step
+// pulumi preview prints for a resource the program no longer declares: op "delete", the
+// former state as oldState and no newState; retain marks the state retainOnDelete, as the
+// engine records that resource option.
+func (d Doc) Delete(t TB, typ, name string, retain bool) {
+	t.Helper()
+	for _, s := range d.steps() {
+		if matches(s, typ, name) {
+			st := s.(map[string]any)
+			state, _ := st["newState"].(map[string]any)
+			if state == nil {
+				t.Fatalf("%s %s has no newState to delete", typ, name)
+			}
+			if retain {
+				state["retainOnDelete"] = true
+			}
+			st["op"], st["oldState"] = "delete", state
+			delete(st, "newState")
+			return
+		}
+	}
+	t.Fatalf("the plan has no %s %s", typ, name)
+}
+
+// Ref names a resource of a document by type and name.
+type Ref struct{ Type, Name string }
+
+// KeepChanged drops every step but those of the resources keep and of the root stack, as
+// pulumi preview prints a change to those resources without --show-sames: the root stack's
+// step becomes "same" and the change summary counts every dropped resource as unchanged.
+func (d Doc) KeepChanged(t TB, keep ...Ref) {
+	t.Helper()
+	var kept []any
+	summary := map[string]any{}
+	same := 0
+	for _, s := range d.steps() {
+		st := s.(map[string]any)
+		switch {
+		case isRootStack(s):
+			st["op"] = "same"
+			kept = append(kept, s)
+			same++
+		case slices.ContainsFunc(keep, func(r Ref) bool { return matches(s, r.Type, r.Name) }):
+			kept = append(kept, s)
+			op, _ := st["op"].(string)
+			n, _ := summary[op].(int)
+			summary[op] = n + 1
+		default:
+			same++
+		}
+	}
+	if len(kept) != len(keep)+1 {
+		t.Fatalf("kept %d steps of %v and the root stack", len(kept), keep)
+	}
+	summary["same"] = same
+	d["steps"], d["changeSummary"] = kept, summary
 }

@@ -1,0 +1,363 @@
+package tffixtures
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The dead-letter combination cases (dlq-*): every way a subscription's dead-letter
+// policy is commonly written, at every module placement. Each placement is one case; in
+// it, one subscription per block shape and dead-letter topic source. They are generated
+// (DLQCaseFiles, cmd/dlq-cases) and planned like every case by
+// scripts/terraform-fixtures.sh; their verdicts follow from the block shape, and
+// TestDLQCaseVerdictsFollowThePlans checks them against the plans' own values.
+
+// DLQPlacement is where the subscriptions of a dlq-* case live.
+type DLQPlacement struct {
+	// Case is the case's folder name.
+	Case string
+	// Description says how the subscriptions are placed.
+	Description string
+	// Instances are the module instance addresses the subscriptions are planned in ("" for
+	// the root module).
+	Instances []string
+	// call is the root's call of the unit module (empty for the root placement).
+	call string
+}
+
+// DLQBlock is how a subscription's dead_letter_policy is written.
+type DLQBlock struct {
+	Name string
+	// Why says what the plan shows of the block, for the case's verdicts.
+	Why string
+	// Empty: the plan shows the block known and absent (dead_letter_policy = []).
+	Empty bool
+	// body is the block, with %s for the dead-letter topic expression.
+	body string
+}
+
+// DLQSource is where the dead-letter topic comes from.
+type DLQSource struct {
+	Name string
+	// expr is the dead_letter_topic expression inside the unit.
+	expr string
+}
+
+// DLQPlacements, DLQBlocks and DLQSources span the combinations.
+var (
+	DLQPlacements = []DLQPlacement{
+		{Case: "dlq-root", Description: "in the root module", Instances: []string{""}},
+		{Case: "dlq-module", Description: "in a module called once", Instances: []string{"module.unit"},
+			call: dlqCall("unit", "dlq-unit", "", `"unit"`)},
+		{Case: "dlq-nested", Description: "in a module nested in another", Instances: []string{"module.outer.module.unit"},
+			call: dlqCall("outer", "dlq-outer", "", `"outer"`)},
+		{Case: "dlq-for-each", Description: "in a module called with for_each", Instances: []string{`module.unit["a"]`, `module.unit["b"]`},
+			call: dlqCall("unit", "dlq-unit", `for_each          = toset(["a", "b"])`, `"unit-${each.key}"`)},
+		{Case: "dlq-count", Description: "in a module called with count", Instances: []string{"module.unit[0]", "module.unit[1]"},
+			call: dlqCall("unit", "dlq-unit", "count             = 2", `"unit-${count.index}"`)},
+	}
+	DLQBlocks = []DLQBlock{
+		{Name: "literal", Why: "a literal dead_letter_policy block: the plan shows it", body: `  dead_letter_policy {
+    dead_letter_topic     = %s
+    max_delivery_attempts = 5
+  }`},
+		{Name: "dynamic_known", Why: "a dynamic block over a list of one: the plan shows the block", body: `  dynamic "dead_letter_policy" {
+    for_each = [%s]
+    content {
+      dead_letter_topic     = dead_letter_policy.value
+      max_delivery_attempts = 5
+    }
+  }`},
+		{Name: "dynamic_unknown", Why: "a dynamic block over a list known only after apply: whether it has a dead-letter policy is unknown", body: `  dynamic "dead_letter_policy" {
+    for_each = terraform_data.gate.id == "" ? [] : [%s]
+    content {
+      dead_letter_topic     = dead_letter_policy.value
+      max_delivery_attempts = 5
+    }
+  }`},
+		{Name: "dynamic_empty", Empty: true, Why: "a dynamic block over an empty list: the plan shows dead_letter_policy = [], so it is denied whatever the plan leaves unresolved elsewhere", body: `  dynamic "dead_letter_policy" {
+    for_each = var.prefix == "" ? [%s] : []
+    content {
+      dead_letter_topic     = dead_letter_policy.value
+      max_delivery_attempts = 5
+    }
+  }`},
+	}
+	DLQSources = []DLQSource{
+		{Name: "resource", expr: "google_pubsub_topic.dlq_resource.id"},
+		{Name: "variable", expr: "var.dlq_from_variable"},
+		{Name: "local", expr: "local.dlq_from_local"},
+		{Name: "output", expr: "module.dlq_output.id"},
+		{Name: "data", expr: "data.google_pubsub_topic.dlq_data.id"},
+	}
+)
+
+// dlqCall is the root's call of module source (under ../modules) named name, with the
+// meta-argument line meta (for_each, count; "" for none) and the prefix expression: the
+// dead-letter topic from a root resource, the Pub/Sub agent from a root local.
+func dlqCall(name, source, meta, prefix string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "module %q {\n  source            = \"../modules/%s\"\n", name, source)
+	if meta != "" {
+		fmt.Fprintf(&b, "  %s\n", meta)
+	}
+	fmt.Fprintf(&b, "  prefix            = %s\n", prefix)
+	b.WriteString("  dlq_from_variable = google_pubsub_topic.dlq_variable.id\n  agent             = local.pubsub_agent\n}")
+	return b.String()
+}
+
+// DLQSubscription is the resource name of the subscription with block b and source s.
+func DLQSubscription(b DLQBlock, s DLQSource) string { return b.Name + "_" + s.Name }
+
+const dlqHeader = `# Generated by go run ./internal/tffixtures/cmd/dlq-cases: do not edit.
+`
+
+const dlqRequiredProviders = `terraform {
+  required_providers {
+    google = {
+      source  = "hashicorp/google"
+      version = ">= 7.0, < 8.0"
+    }
+  }
+}
+`
+
+// dlqUnit is what the unit module holds (and the root, for the root placement): a topic
+// the subscriptions read, one dead-letter topic per source kept in the plan, a DLQ
+// subscription on each, a subscription per block shape and source, and the service
+// agent's subscriber grants, made with var.agent (a root local for the module placements:
+// the shape that made every module's resources possible dead-letter topics).
+func dlqUnit(topicModule string) string {
+	var b strings.Builder
+	b.WriteString(`locals {
+  dlq_from_local = google_pubsub_topic.dlq_local.id
+}
+
+resource "google_pubsub_topic" "events" {
+  name = "${var.prefix}-events"
+}
+
+resource "google_pubsub_topic" "dlq_resource" {
+  name = "${var.prefix}-dlq-resource"
+}
+
+resource "google_pubsub_topic" "dlq_local" {
+  name = "${var.prefix}-dlq-local"
+}
+
+module "dlq_output" {
+  source = "` + topicModule + `"
+  name   = "${var.prefix}-dlq-output"
+}
+
+# A dead-letter topic outside the plan, read while planning.
+data "google_pubsub_topic" "dlq_data" {
+  name = "shared-dead-letters"
+}
+
+# Known only after apply: gates the dynamic_unknown blocks.
+resource "terraform_data" "gate" {
+  input = var.prefix
+}
+`)
+	for _, hold := range []struct{ name, topic string }{
+		{"hold_resource", "google_pubsub_topic.dlq_resource.id"},
+		{"hold_local", "local.dlq_from_local"},
+		{"hold_output", "module.dlq_output.id"},
+	} {
+		fmt.Fprintf(&b, "\n%s", dlqHold(hold.name, `"${var.prefix}-`+strings.ReplaceAll(hold.name, "_", "-")+`"`, hold.topic))
+	}
+	var names []string
+	for _, blk := range DLQBlocks {
+		for _, src := range DLQSources {
+			name := DLQSubscription(blk, src)
+			names = append(names, name)
+			fmt.Fprintf(&b, `
+resource "google_pubsub_subscription" "%s" {
+  name  = "${var.prefix}-%s"
+  topic = google_pubsub_topic.events.id
+  labels = {
+    eventpipe_role = "consumer"
+  }
+%s
+  retry_policy {
+    minimum_backoff = "10s"
+    maximum_backoff = "600s"
+  }
+  expiration_policy {
+    ttl = ""
+  }
+}
+`, name, strings.ReplaceAll(name, "_", "-"), fmt.Sprintf(blk.body, src.expr))
+		}
+	}
+	b.WriteString(`
+resource "google_pubsub_subscription_iam_member" "subscriber" {
+  for_each = {
+`)
+	for _, name := range names {
+		fmt.Fprintf(&b, "    %s = google_pubsub_subscription.%s.name\n", name, name)
+	}
+	b.WriteString(`  }
+  subscription = each.value
+  role         = "roles/pubsub.subscriber"
+  member       = var.agent
+}
+`)
+	return b.String()
+}
+
+// dlqHold is a DLQ subscription, labelled as the eventpipe components label theirs.
+func dlqHold(resource, name, topic string) string {
+	return fmt.Sprintf(`resource "google_pubsub_subscription" "%s" {
+  name  = %s
+  topic = %s
+  labels = {
+    eventpipe_role = "dlq"
+  }
+  expiration_policy {
+    ttl = ""
+  }
+}
+`, resource, name, topic)
+}
+
+const dlqUnitVariables = `variable "prefix" {
+  description = "Prefixes every name, one per instance."
+  type        = string
+}
+
+variable "dlq_from_variable" {
+  description = "A dead-letter topic the caller passes."
+  type        = string
+}
+
+variable "agent" {
+  description = "The Pub/Sub service agent, as an IAM member."
+  type        = string
+}
+`
+
+const dlqRootProvider = `provider "google" {
+  project = "acme-prod"
+  region  = "europe-west1"
+}
+`
+
+// DLQCaseFiles returns every file of the dlq-* cases and of the modules they call, by
+// path relative to the fixtures folder (policies/testdata/terraform).
+func DLQCaseFiles() (map[string][]byte, error) {
+	files := map[string][]byte{
+		"modules/dlq-unit/main.tf": []byte(dlqHeader + "# The subscriptions of the dlq-* cases.\n\n" + dlqRequiredProviders + "\n" + dlqUnitVariables + "\n" + dlqUnit("../dlq-topic")),
+		"modules/dlq-topic/main.tf": []byte(dlqHeader + "# One topic, its id the module's output.\n\n" + dlqRequiredProviders + `
+variable "name" {
+  type = string
+}
+
+resource "google_pubsub_topic" "this" {
+  name = var.name
+}
+
+output "id" {
+  value = google_pubsub_topic.this.id
+}
+`),
+		"modules/dlq-outer/main.tf": []byte(dlqHeader + "# Calls dlq-unit, passing its inputs on.\n\n" + dlqRequiredProviders + "\n" + dlqUnitVariables + `
+module "unit" {
+  source            = "../dlq-unit"
+  prefix            = "${var.prefix}-unit"
+  dlq_from_variable = var.dlq_from_variable
+  agent             = var.agent
+}
+`),
+	}
+	for _, p := range DLQPlacements {
+		var root strings.Builder
+		root.WriteString(dlqHeader + "# Subscriptions " + p.Description + ", one per dead-letter block shape and topic source.\n\n")
+		root.WriteString(dlqRequiredProviders + "\n" + dlqRootProvider)
+		if p.call == "" {
+			root.WriteString(`
+variable "prefix" {
+  type    = string
+  default = "root"
+}
+
+variable "dlq_from_variable" {
+  type    = string
+  default = "projects/acme-prod/topics/root-dlq-variable"
+}
+
+variable "agent" {
+  type    = string
+  default = "serviceAccount:service-123456789012@gcp-sa-pubsub.iam.gserviceaccount.com"
+}
+
+resource "google_pubsub_topic" "dlq_variable" {
+  name = "root-dlq-variable"
+}
+
+`)
+			root.WriteString(dlqHold("hold_variable", `"root-hold-variable"`, "google_pubsub_topic.dlq_variable.id"))
+			root.WriteString("\n" + dlqUnit("../modules/dlq-topic"))
+		} else {
+			root.WriteString(`
+data "google_project" "this" {}
+
+locals {
+  pubsub_agent = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+}
+
+resource "google_pubsub_topic" "dlq_variable" {
+  name = "root-dlq-variable"
+}
+
+`)
+			root.WriteString(dlqHold("hold_variable", `"root-hold-variable"`, "google_pubsub_topic.dlq_variable.id"))
+			root.WriteString("\n" + p.call + "\n")
+		}
+		files[path.Join(p.Case, "main.tf")] = []byte(root.String())
+		expected, err := yaml.Marshal(dlqExpected(p))
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", p.Case, err)
+		}
+		files[path.Join(p.Case, ExpectedFile)] = append([]byte("# Generated by go run ./internal/tffixtures/cmd/dlq-cases: do not edit.\n"), expected...)
+	}
+	return files, nil
+}
+
+// dlqExpected derives a placement's verdicts from the block shapes: EP001 exactly on the
+// subscriptions whose plan shows dead_letter_policy = []; the DLQ subscriptions carry
+// eventpipe_role=dlq. Only EP001 is judged.
+func dlqExpected(p DLQPlacement) Expected {
+	e := Expected{
+		Description: "Subscriptions " + p.Description + ": one per dead_letter_policy block shape (literal; dynamic over a known list, a list known only after apply, an empty list) and dead-letter topic source (a resource, a variable, a local, a module output, a data source); every module call receives the Pub/Sub agent from a root local. Generated by internal/tffixtures (DLQCaseFiles).",
+		CLIs:        CLIs,
+		JudgedRules: []string{"EP001"},
+	}
+	for _, mi := range p.Instances {
+		prefix := ""
+		if mi != "" {
+			prefix = mi + "."
+		}
+		for _, blk := range DLQBlocks {
+			for _, src := range DLQSources {
+				v := Verdict{Rule: "EP001", Address: prefix + "google_pubsub_subscription." + DLQSubscription(blk, src), Why: blk.Why}
+				if blk.Empty {
+					e.Findings = append(e.Findings, v)
+				} else {
+					e.NotReported = append(e.NotReported, v)
+				}
+			}
+		}
+		for _, hold := range []string{"hold_resource", "hold_local", "hold_output"} {
+			e.NotReported = append(e.NotReported, Verdict{Rule: "EP001", Address: prefix + "google_pubsub_subscription." + hold, Why: "a DLQ subscription, labelled eventpipe_role=dlq"})
+		}
+	}
+	e.NotReported = append(e.NotReported, Verdict{Rule: "EP001", Address: "google_pubsub_subscription.hold_variable", Why: "a DLQ subscription, labelled eventpipe_role=dlq"})
+	sort.SliceStable(e.NotReported, func(i, j int) bool { return e.NotReported[i].Address < e.NotReported[j].Address })
+	return e
+}
