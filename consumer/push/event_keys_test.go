@@ -149,7 +149,7 @@ func TestJSONNestingLimit(t *testing.T) {
 			t.Fatalf("%d levels: status %d", levels, w.Code)
 		}
 		last := log.Lines(t)[len(log.Lines(t))-1]
-		if last["outcome"] != want || (want == "poison" && !strings.Contains(last["error"].(string), "nested deeper than 128 levels")) {
+		if last["outcome"] != want || (want == "poison" && !strings.Contains(last["error"].(string), "nested 129 levels deep; at most 128 are allowed")) {
 			t.Errorf("%d levels: %v, want %s", levels, last, want)
 		}
 	}
