@@ -83,11 +83,13 @@ func (p Payload) lookupRaw(path string) (rawValue, bool) {
 		if len(raw) == 0 || raw[0] != '{' {
 			return nil, false
 		}
-		members = nil
-		if json.Unmarshal(raw, &members) != nil {
+		// Its own variable: decoding into members itself would move members
+		// to the heap on every lookup, nested or not.
+		var inner map[string]rawValue
+		if json.Unmarshal(raw, &inner) != nil {
 			return nil, false
 		}
-		path = rest
+		members, path = inner, rest
 	}
 }
 

@@ -1,6 +1,8 @@
 package keys
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +27,41 @@ func BenchmarkLogicalKey(b *testing.B) {
 		if _, err := LogicalKey("", benchIdentity); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// bigPayloads are maximum-size (10 MB) payloads as the memory benchmark
+// sends them: a valid system event with one long string, and a poison
+// object of nine megabyte-long keys.
+func bigPayloads() map[string][]byte {
+	const size = 10_000_000
+	head := `{"service":"svc-1","status":"degraded","producedAt":"2026-01-02T03:04:05Z","detail":"`
+	valid := head + strings.Repeat("x", size-len(head)-2) + `"}`
+	var p strings.Builder
+	p.WriteString("{")
+	for k := range 9 {
+		if k > 0 {
+			p.WriteString(",")
+		}
+		fmt.Fprintf(&p, `"1-%d-%s":%d`, k, strings.Repeat("k", size/9-16), k)
+	}
+	p.WriteString("}")
+	return map[string][]byte{"valid": []byte(valid), "poison": []byte(p.String())}
+}
+
+// BenchmarkFingerprintMax: B/op is what fingerprinting a maximum-size
+// payload allocates (about 1.25x the payload: the canonical form's buffer,
+// plus jsontext's scratch for reordering an object's members).
+func BenchmarkFingerprintMax(b *testing.B) {
+	for name, payload := range bigPayloads() {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Fingerprint(payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(payload)), "payload-B")
+		})
 	}
 }

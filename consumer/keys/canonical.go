@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -24,78 +24,74 @@ const MaxDepth = 128
 // nesting deeper than MaxDepth are errors: the first two would make two
 // different payloads hash alike.
 func CanonicalJSON(data []byte) ([]byte, error) {
-	var out bytes.Buffer
-	if _, err := writeCanonical(&out, data); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	out, _, err := canonical(data)
+	return out, err
 }
 
-// writeCanonical writes the RFC 8785 form of data to w, as jsontext writes
-// it (Value.Canonicalize's options, data left as it is), and reports what
-// scanning it found.
-func writeCanonical(w io.Writer, data []byte) (canonicalScan, error) {
-	sink := &canonicalSink{w: w, scan: canonicalScan{exp: -1}}
-	enc := jsontext.NewEncoder(sink, jsontext.CanonicalizeRawInts(true), jsontext.CanonicalizeRawFloats(true), jsontext.ReorderRawObjects(true))
+// canonical returns the RFC 8785 form of data, as jsontext writes it
+// (Value.Canonicalize's options, data left as it is), and what scanning it
+// found. The form is made in one buffer allocated once: the encoder appends
+// straight into a bytes.Buffer's free space and, at its final flush, grows
+// the buffer (copying it) unless a quarter of what it holds is still free,
+// so the buffer is sized for that. The form is no longer than data but for
+// numbers it rewrites (1e9 is 1000000000), which may grow the buffer once.
+// Duplicate keys are found by scanning the form: its members are sorted, so
+// a duplicate follows its twin (the encoder's own check keeps a copy of
+// every key, and the growing slices for it, which took a poison payload of
+// megabyte keys to 8 times its size).
+func canonical(data []byte) ([]byte, canonicalScan, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(data) + len(data)/4 + 64)
+	enc := jsontext.NewEncoder(&buf, jsontext.CanonicalizeRawInts(true), jsontext.CanonicalizeRawFloats(true),
+		jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true))
 	if err := enc.WriteValue(data); err != nil {
-		return sink.scan, fmt.Errorf("canonical JSON: %w", err)
+		return nil, canonicalScan{}, fmt.Errorf("canonical JSON: %w", err)
 	}
-	sink.scan.endNumber()
-	if sink.scan.atLimit {
+	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n")) // the encoder ends a top-level value with one
+	scan := scanCanonical(out)
+	if scan.duplicate != "" {
+		return nil, scan, fmt.Errorf("canonical JSON: duplicate object key %s: each key may appear once in an object", scan.duplicate)
+	}
+	if scan.atLimit {
 		// jsontext writes a number beyond float64's range as the largest float64, so
 		// two different ones would hash alike: refuse them, as encoding/json does.
 		if err := json.Unmarshal(data, new(any)); err != nil {
-			return sink.scan, fmt.Errorf("canonical JSON: %w", err)
+			return nil, scan, fmt.Errorf("canonical JSON: %w", err)
 		}
 	}
-	if sink.scan.depth > MaxDepth {
-		return sink.scan, fmt.Errorf("canonical JSON: nested deeper than %d levels (%d)", MaxDepth, sink.scan.depth)
+	if scan.depth > MaxDepth {
+		return nil, scan, fmt.Errorf("canonical JSON: nested deeper than %d levels (%d)", MaxDepth, scan.depth)
 	}
-	return sink.scan, nil
+	return out, scan, nil
 }
 
-// canonicalSink passes an Encoder's output on to w without the newline the
-// Encoder ends a top-level value with (it holds each write's last byte back
-// until the next), scanning what it passes on.
-type canonicalSink struct {
-	w       io.Writer
-	held    []byte // 0 or 1 byte
-	scan    canonicalScan
-	heldBuf [1]byte
+// scanCanonical reads the canonical JSON form out.
+func scanCanonical(out []byte) canonicalScan {
+	c := canonicalScan{exp: -1}
+	c.read(out)
+	c.endNumber()
+	return c
 }
 
-func (s *canonicalSink) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if len(s.held) > 0 {
-		if err := s.pass(s.held); err != nil {
-			return 0, err
-		}
-	}
-	if err := s.pass(p[:len(p)-1]); err != nil {
-		return 0, err
-	}
-	s.heldBuf[0] = p[len(p)-1]
-	s.held = s.heldBuf[:]
-	return len(p), nil
-}
-
-func (s *canonicalSink) pass(p []byte) error {
-	s.scan.read(p)
-	_, err := s.w.Write(p)
-	return err
-}
-
-// canonicalScan reads canonical JSON, in pieces, for how deeply it nests and
-// whether its v1 form (canonicalV1) may differ from it: only a number with a
+// canonicalScan reads canonical JSON for how deeply it nests, whether an
+// object has a key twice, and whether its v1 form (canonicalV1) may differ from it: only a number with a
 // fraction or an exponent, an integer of 16 or more digits (2^53 has 16) or
 // a character beyond U+FFFF (keys sort by code point in v1, by UTF-16 code
 // unit here) can make them differ.
 type canonicalScan struct {
 	depth, level, digits int
-	inString, escaped    bool
-	mayDiffer            bool
+	// objects holds, for each object being read (innermost last), where
+	// its last key started and ended in the form; levels has an entry for
+	// every open object or array, true for an object.
+	objects []keySpan
+	levels  []bool
+	// key is where the key being read started (-1: the string being read
+	// is not a key); duplicate is the first key met twice in one object,
+	// quoted and cut to duplicateShown bytes.
+	key               int
+	duplicate         string
+	inString, escaped bool
+	mayDiffer         bool
 	// exp is the exponent of the number being read (-1: none, or a negative one);
 	// atLimit: some number has an exponent of 308 or more, where the encoder writes
 	// a number beyond float64's range as the largest float64.
@@ -103,8 +99,20 @@ type canonicalScan struct {
 	atLimit bool
 }
 
+// keySpan is where an object's last key is in the form (start -1: none
+// yet), and whether the next string in it is a key.
+type keySpan struct {
+	start, end int
+	expectKey  bool
+}
+
+// duplicateShown is how much of a duplicate key an error quotes.
+const duplicateShown = 64
+
+// read scans the whole form p.
 func (c *canonicalScan) read(p []byte) {
-	for _, ch := range p {
+	c.key = -1
+	for i, ch := range p {
 		switch {
 		case c.inString:
 			switch {
@@ -114,16 +122,32 @@ func (c *canonicalScan) read(p []byte) {
 				c.escaped = true
 			case ch == '"':
 				c.inString = false
+				if c.key >= 0 {
+					c.endKey(p, i+1)
+				}
 			case ch >= 0xF0:
 				c.mayDiffer = true
 			}
 		case ch == '"':
 			c.inString = true
-		case ch == '[' || ch == '{':
-			c.level++
-			c.depth = max(c.depth, c.level)
-		case ch == ']' || ch == '}':
-			c.level--
+			if n := len(c.objects); n > 0 && c.levels[len(c.levels)-1] && c.objects[n-1].expectKey {
+				c.objects[n-1].expectKey = false
+				c.key = i
+			}
+		case ch == '{':
+			c.objects = append(c.objects, keySpan{start: -1, expectKey: true})
+			c.open(true)
+		case ch == '[':
+			c.open(false)
+		case ch == '}':
+			c.objects = c.objects[:len(c.objects)-1]
+			c.close()
+		case ch == ']':
+			c.close()
+		case ch == ',':
+			if n := len(c.objects); n > 0 && c.levels[len(c.levels)-1] {
+				c.objects[n-1].expectKey = true
+			}
 		case ch == '.':
 			c.mayDiffer = true
 		case ch == 'e' && c.digits > 0: // not the e of true or false
@@ -146,6 +170,37 @@ func (c *canonicalScan) read(p []byte) {
 		}
 		c.endNumber()
 	}
+}
+
+// open enters an object or array.
+func (c *canonicalScan) open(object bool) {
+	c.levels = append(c.levels, object)
+	c.level++
+	c.depth = max(c.depth, c.level)
+}
+
+// close leaves an object or array.
+func (c *canonicalScan) close() {
+	c.levels = c.levels[:len(c.levels)-1]
+	c.level--
+}
+
+// endKey ends the key being read at end: the members of a canonical object
+// are sorted, and canonical strings are equal exactly when their values
+// are, so a key equal to the one before it is a duplicate.
+func (c *canonicalScan) endKey(p []byte, end int) {
+	last := &c.objects[len(c.objects)-1]
+	if last.start >= 0 && c.duplicate == "" && bytes.Equal(p[last.start:last.end], p[c.key:end]) {
+		c.duplicate = string(p[c.key:end])
+		if cut := c.key + duplicateShown; cut < end {
+			for !utf8.RuneStart(p[cut]) {
+				cut--
+			}
+			c.duplicate = string(p[c.key:cut]) + "…"
+		}
+	}
+	last.start, last.end = c.key, end
+	c.key = -1
 }
 
 // endNumber ends the number being read, if any.

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // TestCanonicalJSON: RFC 8785's forms, among them the ones where it differs from the
@@ -52,10 +54,28 @@ func TestCanonicalJSON(t *testing.T) {
 
 func TestCanonicalJSONErrors(t *testing.T) {
 	deep := strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1)
-	for _, in := range []string{deep, strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), `{"a":1,"a":2}`, "\"\xff\"", `{"a":1} {}`, `{"a":`, ``, `[1,]`, `NaN`, `"\ud800"`, `1e400`} {
+	for _, in := range []string{deep, strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), `{"a":1,"a":2}`, `{"b":1,"a":2,"b":3}`, `{"x":{"a":1,"b":2,"a":3}}`, `[{"a":1},{"b":1,"b":1}]`, `{"\u0061":1,"a":2}`, `{"\/":1,"/":2}`, "\"\xff\"", `{"a":1} {}`, `{"a":`, ``, `[1,]`, `NaN`, `"\ud800"`, `1e400`} {
 		if out, err := CanonicalJSON([]byte(in)); err == nil {
 			t.Errorf("CanonicalJSON(%q) = %s, want an error", in, out)
 		}
+	}
+}
+
+// TestCanonicalJSONDuplicateKeyError names the duplicate key, cut short
+// when it is long, and accepts keys that only share a prefix.
+func TestCanonicalJSONDuplicateKeyError(t *testing.T) {
+	long := strings.Repeat("é", 100)
+	for _, tc := range []struct{ in, want string }{
+		{`{"z":0,"k":1,"k":2}`, `duplicate object key "k"`},
+		{`{"` + long + `":1,"` + long + `":2}`, `duplicate object key "` + strings.Repeat("é", 31) + `…`},
+	} {
+		_, err := CanonicalJSON([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CanonicalJSON(%.40q…): %v, want an error containing %q", tc.in, err, tc.want)
+		}
+	}
+	if _, err := CanonicalJSON([]byte(`{"ab":1,"a":2,"abc":{"ab":3}}`)); err != nil {
+		t.Errorf("distinct keys: %v", err)
 	}
 }
 
@@ -87,13 +107,18 @@ func TestFingerprintIgnoresFormatting(t *testing.T) {
 // FuzzCanonicalJSON checks that canonical JSON is valid JSON, is its own
 // canonical form, and means the same as its input.
 func FuzzCanonicalJSON(f *testing.F) {
-	for _, s := range []string{`{"b":1,"a":[1.0,"x",null,true]}`, `"\ud800"`, `1e400`, `-0.0e-5`, `{"a":{"a":{}}}`} {
+	for _, s := range []string{`{"b":1,"a":2,"b":3}`, `{"a":{"b":1,"b":2}}`, `{"b":1,"a":[1.0,"x",null,true]}`, `"\ud800"`, `1e400`, `-0.0e-5`, `{"a":{"a":{}}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, err := CanonicalJSON(data)
 		if err != nil {
 			return
+		}
+		// jsontext's strict check refuses duplicate keys and invalid UTF-8, as
+		// CanonicalJSON must (it finds duplicates in its sorted output itself).
+		if !jsontext.Value(data).IsValid() {
+			t.Fatalf("accepted %q, which has a duplicate key or invalid UTF-8", data)
 		}
 		if !json.Valid(out) {
 			t.Fatalf("canonical form is not JSON: %q", out)

@@ -32,13 +32,11 @@ const (
 // fingerprint's last LogicalKeyLen characters (a record of an event without
 // an event id) stays the one written before the upgrade.
 func Fingerprint(payload []byte) (string, error) {
-	h := sha256.New()
-	scan, err := writeCanonical(h, payload)
+	canon, scan, err := canonical(payload)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
+	sum := sha256.Sum256(canon)
 	fp := prefixedHash(fingerprintPrefix, sum)
 	if !scan.mayDiffer {
 		return fp, nil

@@ -11,13 +11,21 @@ import (
 // Log writes the result's one JSON line. extra carries what only the
 // ingress knows: http_status for push, ack_action for both.
 func (p *Processor) Log(ctx context.Context, r *Result, extra ...slog.Attr) {
-	p.cfg.Logger.LogAttrs(ctx, r.Level, "pubsub message "+r.Outcome, r.Attrs(extra...)...)
+	if !p.cfg.Logger.Enabled(ctx, r.Level) {
+		return
+	}
+	// The fields go on the stack: slog copies them into its record, so a
+	// heap slice of them would be a second copy of every line's fields.
+	var fields [lineFields + 4]slog.Attr
+	p.cfg.Logger.LogAttrs(ctx, r.Level, "pubsub message "+r.Outcome, r.appendAttrs(fields[:0], extra...)...)
 }
 
-// Attrs returns the log fields of r (see package logfields), plus extra;
-// latency_ms runs to now.
-func (r *Result) Attrs(extra ...slog.Attr) []slog.Attr {
-	a := make([]slog.Attr, 0, 20+len(extra))
+// lineFields is how many fields a line has at most, extra ones aside.
+const lineFields = 20
+
+// appendAttrs appends the log fields of r (see package logfields), plus
+// extra, to a; latency_ms runs to now.
+func (r *Result) appendAttrs(a []slog.Attr, extra ...slog.Attr) []slog.Attr {
 	if m := r.Msg; m != nil {
 		a = append(a, slog.String(logfields.Subscription, m.Subscription), slog.String(logfields.MessageID, m.ID))
 		if !m.PublishTime.IsZero() {
