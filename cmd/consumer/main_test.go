@@ -133,8 +133,8 @@ func TestBadConfigurationExits(t *testing.T) {
 	for _, env := range []string{"EVENTPIPE_DLQ=maybe", "EVENTPIPE_STORE=nope://x"} {
 		cmd := exec.Command(consumerBinary(t))
 		cmd.Env = []string{env, "PORT=" + strconv.Itoa(proctest.FreePort(t))}
-		var stdout bytes.Buffer
-		cmd.Stdout = &stdout
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		ee, ok := err.(*exec.ExitError)
 		if !ok || ee.ExitCode() != 2 {
@@ -143,6 +143,14 @@ func TestBadConfigurationExits(t *testing.T) {
 		name, _, _ := strings.Cut(env, "=")
 		if !strings.Contains(stdout.String(), `"severity":"CRITICAL"`) || !strings.Contains(stdout.String(), name) {
 			t.Fatalf("%s: stdout %s", env, stdout.String())
+		}
+		if n := strings.Count(stderr.String(), name); n != 1 {
+			t.Errorf("%s: stderr names %s %d times, want once: %s", env, name, n, stderr.String())
+		}
+		// The store's message reads once (issue 26: "open store: store open store: ...").
+		const wantStore = `consumer: store open: configuration: EVENTPIPE_STORE "nope://x": unknown scheme "nope"; accepted schemes: mem, bbolt, postgres, postgresql, firestore (e.g. `
+		if name == "EVENTPIPE_STORE" && !strings.HasPrefix(stderr.String(), wantStore) {
+			t.Errorf("stderr %q, want it to start %q", stderr.String(), wantStore)
 		}
 	}
 }
