@@ -74,6 +74,7 @@ func TestInstallationDocSaysWhatTheCLIWrites(t *testing.T) {
 		folder + "/" + provider.Name + "-" + provider.DevVersion + ".yaml",
 		"name: " + provider.Name + "\nversion: " + provider.DevVersion + "\ndownloadUrl: " + provider.PluginDownloadURL + "\n",
 		"reports `" + provider.DevVersion + "`",
+		"v3.214.1 or newer",
 		// the Pulumi.yaml entry v3.224.0 records for a built binary (packagecmd, package_add.go)
 		"packages:\n  " + provider.Name + ":\n    source: " + provider.Name + "\n    version: " + provider.DevVersion + "\n",
 	} {
