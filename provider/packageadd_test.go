@@ -58,3 +58,31 @@ func TestPackageAddFindsThePlugin(t *testing.T) {
 		t.Errorf("docs/provider-installation.md does not show `pulumi package add %s`", packageAddSource)
 	}
 }
+
+// TestInstallationDocSaysWhatTheCLIWrites: the SDK folder and the version a build without
+// VCS stamping records are the ones the Pulumi CLI (v3.224.0) writes: the folder is
+// sdks/<namespace>-<name> (packages.InstallPackage), and the package declaration names
+// provider.DevVersion and the plugin's download URL.
+func TestInstallationDocSaysWhatTheCLIWrites(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "provider-installation.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := "sdks/" + provider.Namespace + "-" + provider.Name
+	for _, want := range []string{
+		"`" + folder + "`",
+		folder + "/" + provider.Name + "-" + provider.DevVersion + ".yaml",
+		"name: " + provider.Name + "\nversion: " + provider.DevVersion + "\ndownloadUrl: " + provider.PluginDownloadURL + "\n",
+		"reports `" + provider.DevVersion + "`",
+		"v3.214.1 or newer",
+		// the Pulumi.yaml entry v3.224.0 records for a built binary (packagecmd, package_add.go)
+		"packages:\n  " + provider.Name + ":\n    source: " + provider.Name + "\n    version: " + provider.DevVersion + "\n",
+	} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("docs/provider-installation.md lacks %q", want)
+		}
+	}
+	if strings.Contains(string(doc), "`sdks/"+provider.Name+"`") {
+		t.Errorf("docs/provider-installation.md still names the SDK folder sdks/%s", provider.Name)
+	}
+}

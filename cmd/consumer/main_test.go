@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,14 +128,77 @@ func TestREADMEPushExample(t *testing.T) {
 	}
 }
 
+// TestREADMECallbackExample runs the README's callback example against the real binary:
+// the callback alone answers 404 (no run yet), the run-started push creates the run, the
+// callback then updates it once, and running both again replays.
+func TestREADMECallbackExample(t *testing.T) {
+	block := readmeBlock(t, "consumer-callback-example")
+	callback := -1
+	for i, l := range block {
+		if strings.Contains(l, "/callbacks/validation") {
+			callback = i
+		}
+	}
+	if callback < 1 {
+		t.Fatalf("README callback example should push the run's start, then call back: %q", block)
+	}
+	p := startBinary(t)
+	local := func(lines []string) string {
+		return strings.ReplaceAll(strings.Join(lines, "\n"), "localhost:8080", "127.0.0.1:"+strconv.Itoa(p.Port))
+	}
+	run := func(script string) []string {
+		out, err := exec.Command("bash", "-euo", "pipefail", "-c", script+"\necho").CombinedOutput()
+		if err != nil {
+			t.Fatalf("README example failed: %v\n%s", err, out)
+		}
+		// curl prints each body without a newline: split the JSON values.
+		var values []string
+		dec := json.NewDecoder(bytes.NewReader(out))
+		for {
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				break
+			}
+			values = append(values, string(v))
+		}
+		return values
+	}
+	decode := func(s string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("answer %q: %v", s, err)
+		}
+		return m
+	}
+	if out := run(local(block[callback:])); len(out) != 1 || !strings.Contains(fmt.Sprint(decode(out[0])["error"]), "run-1") {
+		t.Fatalf("callback before the run started answered %q, want the 404 error", out)
+	}
+	for i, want := range []struct {
+		push     string
+		replayed bool
+	}{{"applied", false}, {"duplicate", true}} {
+		out := run(local(block))
+		if len(out) != 2 {
+			t.Fatalf("run %d: want the push's and the callback's answers, got %q", i+1, out)
+		}
+		if got := decode(out[0])["outcome"]; got != want.push {
+			t.Errorf("run %d: push answered %q, want outcome %s", i+1, out[0], want.push)
+		}
+		if cb := decode(out[1]); cb["idempotent_replayed"] != want.replayed || cb["status"] != "completed" {
+			t.Errorf("run %d: callback answered %s, want idempotent_replayed %v and status completed", i+1, out[1], want.replayed)
+		}
+	}
+	p.Stop(t)
+}
+
 // TestBadConfigurationExits: a bad value, the store URL's included, stops start-up with
 // exit 2 and a CRITICAL line naming the variable (docs/consumer.md).
 func TestBadConfigurationExits(t *testing.T) {
 	for _, env := range []string{"EVENTPIPE_DLQ=maybe", "EVENTPIPE_STORE=nope://x"} {
 		cmd := exec.Command(consumerBinary(t))
 		cmd.Env = []string{env, "PORT=" + strconv.Itoa(proctest.FreePort(t))}
-		var stdout bytes.Buffer
-		cmd.Stdout = &stdout
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		ee, ok := err.(*exec.ExitError)
 		if !ok || ee.ExitCode() != 2 {
@@ -143,6 +207,14 @@ func TestBadConfigurationExits(t *testing.T) {
 		name, _, _ := strings.Cut(env, "=")
 		if !strings.Contains(stdout.String(), `"severity":"CRITICAL"`) || !strings.Contains(stdout.String(), name) {
 			t.Fatalf("%s: stdout %s", env, stdout.String())
+		}
+		if n := strings.Count(stderr.String(), name); n != 1 {
+			t.Errorf("%s: stderr names %s %d times, want once: %s", env, name, n, stderr.String())
+		}
+		// The store's message reads once (issue 26: "open store: store open store: ...").
+		const wantStore = `consumer: store open: configuration: EVENTPIPE_STORE "nope://x": unknown scheme "nope"; accepted schemes: mem, bbolt, postgres, postgresql, firestore (e.g. `
+		if name == "EVENTPIPE_STORE" && !strings.HasPrefix(stderr.String(), wantStore) {
+			t.Errorf("stderr %q, want it to start %q", stderr.String(), wantStore)
 		}
 	}
 }

@@ -65,6 +65,14 @@ func TestDefaultRoutesPlan(t *testing.T) {
 			route:   "ingest_heartbeat", doc: "ingest_pipelines/prod__orders",
 			at: time.Unix(1767322800, 0).UTC(), identity: true,
 		},
+		{
+			name:    "validation run started creates the run callbacks update",
+			payload: `{"eventType":"validation_run_started","run_id":"run-1","status":"running","startedAt":"2026-01-02T03:00:00Z"}`,
+			route:   "validation_run_started", doc: "validation_runs/prod__run-1",
+			fields: map[string]any{"runId": "run-1", "env": "prod", "status": "running",
+				"startedAt": time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), "updatedAt": time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)},
+			at: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), identity: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,7 +240,7 @@ func TestLoadFileSources(t *testing.T) {
 		routes    int
 		wantErr   string
 	}{
-		{"embedded default routes", "", 3, ""},
+		{"embedded default routes", "", 4, ""},
 		{"file", path, 1, ""},
 		{"inline JSON", "  " + inline, 1, ""},
 		{"missing file", path + ".nope", 0, "read routes file"},

@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	st := opts.Store
 	if st == nil {
 		if st, err = storeurl.Open(ctx, cfg.StoreURL); err != nil {
-			return fmt.Errorf("open store: %w", err)
+			return err // names EVENTPIPE_STORE itself
 		}
 	}
 	// Until shutdown closes it (within its deadline), a start-up that

@@ -22,6 +22,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
+	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
 )
 
 // started is a running server under test.
@@ -128,6 +129,19 @@ func TestStartupFailsOnBadRoutes(t *testing.T) {
 	err := Run(t.Context(), cfg, logging.New(&ct.Log{}, slog.LevelInfo), Options{})
 	if err == nil || !strings.Contains(err.Error(), `routes[0] "x": field mode`) {
 		t.Fatalf("want a route validation error, got %v", err)
+	}
+}
+
+// TestStartupFailsOnUnknownStoreScheme: the store's message is returned as it is,
+// once, naming EVENTPIPE_STORE and the schemes accepted (issue 26: it read
+// "open store: store open store: ...").
+func TestStartupFailsOnUnknownStoreScheme(t *testing.T) {
+	cfg := testConfig(t, map[string]string{"EVENTPIPE_STORE": "nope://x"})
+	err := Run(t.Context(), cfg, logging.New(&ct.Log{}, slog.LevelInfo), Options{})
+	want := `store open: configuration: EVENTPIPE_STORE "nope://x": unknown scheme "nope"; accepted schemes: ` +
+		storeurl.Schemes + " (e.g. " + storeurl.Examples + ")"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Run = %v\nwant %s", err, want)
 	}
 }
 

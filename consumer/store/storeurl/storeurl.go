@@ -9,6 +9,7 @@ package storeurl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -20,12 +21,35 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
 )
 
+// Schemes lists the URL schemes Open accepts, for error messages.
+const Schemes = "mem, bbolt, postgres, postgresql, firestore"
+
 // Examples lists one valid URL per scheme, for error messages.
 const Examples = "mem://, bbolt:///var/lib/eventpipe.db, postgres://user:password@host:5432/db, firestore://PROJECT/DATABASE"
 
-// Open opens the store named by raw. Errors are *store.Error of kind
-// configuration naming what is wrong and a valid example.
+// Open opens the store named by raw. Every error names EVENTPIPE_STORE once,
+// so callers return it unwrapped: a bad URL is a *store.Error of kind
+// configuration (Op "open") saying what is wrong, the schemes accepted and a
+// valid example of each; a driver's error (unreachable database, unwritable
+// file) keeps its own *store.Error and is prefixed with the variable and
+// scheme, never the URL, which may hold a password.
 func Open(ctx context.Context, raw string) (store.Store, error) {
+	s, err := open(ctx, raw)
+	if err != nil {
+		var se *store.Error
+		if errors.As(err, &se) && se.Op == opOpen {
+			return nil, err // bad() named the variable
+		}
+		scheme, _, _ := strings.Cut(strings.TrimSpace(raw), "://")
+		return nil, fmt.Errorf("EVENTPIPE_STORE %s://…: %w", scheme, err)
+	}
+	return s, nil
+}
+
+// opOpen is the Op of Open's own configuration errors.
+const opOpen = "open"
+
+func open(ctx context.Context, raw string) (store.Store, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Scheme == "" {
 		return nil, bad(raw, "not a URL with a scheme")
@@ -61,6 +85,6 @@ func Open(ctx context.Context, raw string) (store.Store, error) {
 }
 
 func bad(raw, why string) error {
-	return &store.Error{Op: "open store", Kind: store.KindConfiguration,
-		Err: fmt.Errorf("EVENTPIPE_STORE %q: %s; use one of %s", raw, why, Examples)}
+	return &store.Error{Op: opOpen, Kind: store.KindConfiguration,
+		Err: fmt.Errorf("EVENTPIPE_STORE %q: %s; accepted schemes: %s (e.g. %s)", raw, why, Schemes, Examples)}
 }

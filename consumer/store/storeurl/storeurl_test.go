@@ -3,6 +3,7 @@ package storeurl_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,8 +65,51 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("Open(%q): %v; want a configuration *store.Error", tc.url, err)
 			continue
 		}
-		if !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), "bbolt:///var/lib/eventpipe.db") {
-			t.Errorf("Open(%q): %q should mention %q and show valid examples", tc.url, err, tc.mention)
+		if !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), "bbolt:///var/lib/eventpipe.db") ||
+			!strings.Contains(err.Error(), "accepted schemes: "+storeurl.Schemes) {
+			t.Errorf("Open(%q): %q should mention %q and show the accepted schemes and valid examples", tc.url, err, tc.mention)
+		}
+		assertReadsOnce(t, tc.url, err)
+	}
+}
+
+// TestOpenUnknownSchemeMessage pins the whole message of the issue 26 case: it reads
+// once, names the variable and lists what is accepted.
+func TestOpenUnknownSchemeMessage(t *testing.T) {
+	_, err := storeurl.Open(context.Background(), "nope://x")
+	want := `store open: configuration: EVENTPIPE_STORE "nope://x": unknown scheme "nope"; ` +
+		`accepted schemes: mem, bbolt, postgres, postgresql, firestore ` +
+		`(e.g. mem://, bbolt:///var/lib/eventpipe.db, postgres://user:password@host:5432/db, firestore://PROJECT/DATABASE)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Open(nope://x) = %v\nwant %s", err, want)
+	}
+}
+
+// TestOpenDriverErrorsNameTheVariable: a driver's own error (here bbolt on a path
+// whose directory is a file) keeps its kind and gains the variable and scheme once,
+// never the URL (a PostgreSQL one may hold a password).
+func TestOpenDriverErrorsNameTheVariable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := "bbolt://" + filepath.Join(file, "e.db")
+	_, err := storeurl.Open(context.Background(), url)
+	if _, kind, ok := store.Code(err); !ok || kind != store.KindConfiguration {
+		t.Fatalf("Open(%q): %v; want the driver's configuration *store.Error", url, err)
+	}
+	if !strings.HasPrefix(err.Error(), "EVENTPIPE_STORE bbolt://…: store open bbolt") || strings.Contains(err.Error(), url) {
+		t.Fatalf("Open(%q): %q", url, err)
+	}
+	assertReadsOnce(t, url, err)
+}
+
+// assertReadsOnce: the variable and the store's "open" appear once in err.
+func assertReadsOnce(t *testing.T, url string, err error) {
+	t.Helper()
+	for _, word := range []string{"EVENTPIPE_STORE", "open"} {
+		if n := strings.Count(err.Error(), word); n != 1 {
+			t.Errorf("Open(%q): %q says %q %d times, want once", url, err, word, n)
 		}
 	}
 }
