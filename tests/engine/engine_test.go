@@ -26,6 +26,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"gopkg.in/yaml.v3"
@@ -103,6 +104,12 @@ type deployment struct {
 // stand-in's EnvEnabledAPIs, PATH for plugins).
 func deploy(t *testing.T, name, configFile string, program pulumi.RunFunc, env map[string]string) deployment {
 	t.Helper()
+	return deployConfig(t, "eventpipe", name, []byte(mustRead(t, configFile)), program, env)
+}
+
+// deployConfig is deploy for stack name of project, its stack file's content config.
+func deployConfig(t *testing.T, projectName, name string, config []byte, program pulumi.RunFunc, env map[string]string) deployment {
+	t.Helper()
 	e := pulumiEngine(t)
 	work := t.TempDir()
 	standin := filepath.Join(work, "gcp")
@@ -112,15 +119,11 @@ func deploy(t *testing.T, name, configFile string, program pulumi.RunFunc, env m
 			t.Fatal(err)
 		}
 	}
-	config, err := os.ReadFile(configFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.WriteFile(filepath.Join(work, "Pulumi."+name+".yaml"), config, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	project := workspace.Project{Name: "eventpipe", Runtime: workspace.NewProjectRuntimeInfo("go", nil)}
+	project := workspace.Project{Name: tokens.PackageName(projectName), Runtime: workspace.NewProjectRuntimeInfo("go", nil)}
 	vars := map[string]string{
 		"PULUMI_BACKEND_URL":                          "file://" + backend,
 		"PULUMI_CONFIG_PASSPHRASE":                    "engine-test",
@@ -129,7 +132,7 @@ func deploy(t *testing.T, name, configFile string, program pulumi.RunFunc, env m
 		gcpstandin.EnvDir:                             standin,
 	}
 	maps.Copy(vars, env)
-	stack, err := auto.UpsertStackInlineSource(ctx, name, "eventpipe", program,
+	stack, err := auto.UpsertStackInlineSource(ctx, name, projectName, program,
 		auto.Pulumi(e.cmd), auto.WorkDir(work), auto.Project(project), auto.PulumiHome(e.home),
 		auto.SecretsProvider("passphrase"), auto.EnvVars(vars))
 	if err != nil {
@@ -335,13 +338,20 @@ func checkOrder(t *testing.T, ops []string) {
 // number: in Google Cloud the project exists with that number.
 func projectsOf(t *testing.T, file string) map[string]string {
 	t.Helper()
+	return projectsIn(t, "eventpipe", []byte(mustRead(t, file)))
+}
+
+// projectsIn is projectsOf for a stack file's content config, whose project and number
+// are namespace:project and namespace:projectNumber.
+func projectsIn(t *testing.T, namespace string, config []byte) map[string]string {
+	t.Helper()
 	var doc struct {
 		Config map[string]any `yaml:"config"`
 	}
-	if err := yaml.Unmarshal([]byte(mustRead(t, file)), &doc); err != nil {
-		t.Fatalf("%s: %v", file, err)
+	if err := yaml.Unmarshal(config, &doc); err != nil {
+		t.Fatalf("stack config: %v", err)
 	}
-	project, _ := doc.Config["eventpipe:project"].(string)
-	number, _ := doc.Config["eventpipe:projectNumber"].(string)
+	project, _ := doc.Config[namespace+":project"].(string)
+	number, _ := doc.Config[namespace+":projectNumber"].(string)
 	return map[string]string{gcpstandin.EnvProjects: project + "=" + number}
 }
