@@ -213,13 +213,22 @@ func firstDay(t *testing.T, name, file string) {
 	}
 
 	protected := strings.Contains(mustRead(t, file), "protect: true")
-	changeFilter(t, d, ctx)
-	if _, err := d.stack.Up(ctx); protected {
-		if err == nil || !strings.Contains(err.Error(), "protect") {
-			t.Errorf("a filter change in a protected stack: %v, want refused by protect", err)
+	pre, err = changeFilter(t, d, ctx)
+	if protected {
+		// The engine refuses to plan a protected resource's replacement: the preview
+		// fails, saying why.
+		if err == nil || !strings.Contains(err.Error(), "marked for protection") {
+			t.Errorf("a filter change in a protected stack previews %v (%v), want refused by protect", pre.ChangeSummary, err)
 		}
 		return
-	} else if err != nil {
+	}
+	if err != nil {
+		t.Fatalf("preview of a filter change: %v", err)
+	}
+	if pre.ChangeSummary[apitype.OpReplace] == 0 {
+		t.Errorf("a filter change previews %v, want a replace", pre.ChangeSummary)
+	}
+	if _, err := d.stack.Up(ctx); err != nil {
 		t.Fatalf("up after a filter change: %v", err)
 	}
 	var replaced bool
@@ -248,8 +257,9 @@ func firstDay(t *testing.T, name, file string) {
 	}
 }
 
-// changeFilter sets a filter on the first push subscription of the stack's first pipeline.
-func changeFilter(t *testing.T, d deployment, ctx context.Context) {
+// changeFilter sets a filter on the first subscription of the stack's first pipeline and
+// previews the change.
+func changeFilter(t *testing.T, d deployment, ctx context.Context) (auto.PreviewResult, error) {
 	t.Helper()
 	cfg, err := d.stack.GetAllConfig(ctx)
 	if err != nil {
@@ -269,13 +279,7 @@ func changeFilter(t *testing.T, d deployment, ctx context.Context) {
 	if err := d.stack.SetConfigWithOptions(ctx, path, auto.ConfigValue{Value: `attributes.kind = "changed"`}, &auto.ConfigOptions{Path: true}); err != nil {
 		t.Fatal(err)
 	}
-	pre, err := d.stack.Preview(ctx, optpreview.Diff())
-	if err != nil {
-		t.Fatalf("preview of a filter change: %v", err)
-	}
-	if pre.ChangeSummary[apitype.OpReplace] == 0 {
-		t.Errorf("a filter change previews %v, want a replace", pre.ChangeSummary)
-	}
+	return d.stack.Preview(ctx, optpreview.Diff())
 }
 
 func mustRead(t *testing.T, path string) string {
