@@ -186,34 +186,10 @@ func TestShippedStacksUnderTheRealEngine(t *testing.T) {
 func firstDay(t *testing.T, name, file string) {
 	ctx := t.Context()
 	d := deploy(t, name, file, components.Program(components.ProgramOptions{}), projectsOf(t, file))
-	pre, err := d.stack.Preview(ctx)
-	if err != nil {
-		t.Fatalf("preview: %v", err)
-	}
-	creates := pre.ChangeSummary[apitype.OpCreate]
-	if creates == 0 || count(pre.ChangeSummary, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete) != 0 {
-		t.Fatalf("first preview: %v, want only creates", pre.ChangeSummary)
-	}
-	up, err := d.stack.Up(ctx)
-	if err != nil {
-		t.Fatalf("up: %v", err)
-	}
-	if got := (*up.Summary.ResourceChanges)["create"]; got != creates {
-		t.Errorf("up created %d, the preview announced %d", got, creates)
-	}
-	created := d.ops(t)
-	checkOrder(t, created)
-
-	again, err := d.stack.Preview(ctx)
-	if err != nil {
-		t.Fatalf("second preview: %v", err)
-	}
-	if n := count(again.ChangeSummary, apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete); n != 0 {
-		t.Errorf("second preview: %v, want nothing to do", again.ChangeSummary)
-	}
+	created := firstUpAndRepreview(t, d)
 
 	protected := strings.Contains(mustRead(t, file), "protect: true")
-	pre, err = changeFilter(t, d, ctx)
+	pre, err := changeFilter(t, d, ctx)
 	if protected {
 		// The engine refuses to plan a protected resource's replacement: the preview
 		// fails, saying why.
@@ -255,6 +231,40 @@ func firstDay(t *testing.T, name, file string) {
 		slices.Sort(names)
 		t.Errorf("destroy left %d resources: %v", len(left), names)
 	}
+}
+
+// firstUpAndRepreview previews d's first up (creates only), runs it (creating what the
+// preview announced, each resource once), previews again (nothing to do) and returns the
+// stand-in's ops of the up.
+func firstUpAndRepreview(t *testing.T, d deployment) []string {
+	t.Helper()
+	ctx := t.Context()
+	pre, err := d.stack.Preview(ctx)
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	creates := pre.ChangeSummary[apitype.OpCreate]
+	if creates == 0 || count(pre.ChangeSummary, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete) != 0 {
+		t.Fatalf("first preview: %v, want only creates", pre.ChangeSummary)
+	}
+	up, err := d.stack.Up(ctx)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	if got := (*up.Summary.ResourceChanges)["create"]; got != creates {
+		t.Errorf("up created %d, the preview announced %d", got, creates)
+	}
+	created := d.ops(t)
+	checkOrder(t, created)
+
+	again, err := d.stack.Preview(ctx)
+	if err != nil {
+		t.Fatalf("second preview: %v", err)
+	}
+	if n := count(again.ChangeSummary, apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete); n != 0 {
+		t.Errorf("second preview: %v, want nothing to do", again.ChangeSummary)
+	}
+	return created
 }
 
 // changeFilter sets a filter on the first subscription of the stack's first pipeline and

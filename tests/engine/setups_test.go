@@ -11,7 +11,6 @@ import (
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"gopkg.in/yaml.v3"
 )
 
@@ -42,31 +41,8 @@ func TestExampleUnderTheRealEngine(t *testing.T) {
 	if err := d.stack.SetConfig(ctx, "orders:storeUrl", auto.ConfigValue{Value: "postgres://app:engine-test@10.0.0.5/orders", Secret: true}); err != nil {
 		t.Fatal(err)
 	}
-	pre, err := d.stack.Preview(ctx)
-	if err != nil {
-		t.Fatalf("preview: %v", err)
-	}
-	creates := pre.ChangeSummary[apitype.OpCreate]
-	if creates == 0 || count(pre.ChangeSummary, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete) != 0 {
-		t.Fatalf("first preview: %v, want only creates", pre.ChangeSummary)
-	}
-	up, err := d.stack.Up(ctx)
-	if err != nil {
-		t.Fatalf("up: %v", err)
-	}
-	if got := (*up.Summary.ResourceChanges)["create"]; got != creates {
-		t.Errorf("up created %d, the preview announced %d", got, creates)
-	}
-	created := d.ops(t)
-	checkOrder(t, created)
+	created := firstUpAndRepreview(t, d)
 	before(t, created, "create gcp:secretmanager/secretVersion:SecretVersion ", "create gcp:cloudrunv2/service:Service ")
-	again, err := d.stack.Preview(ctx)
-	if err != nil {
-		t.Fatalf("second preview: %v", err)
-	}
-	if n := count(again.ChangeSummary, apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete); n != 0 {
-		t.Errorf("second preview: %v, want nothing to do", again.ChangeSummary)
-	}
 	if _, err := d.stack.Destroy(ctx); err == nil || !strings.Contains(err.Error(), "protect") {
 		t.Errorf("destroy of the example's protected pipeline: %v, want refused by protect", err)
 	}
