@@ -1,10 +1,7 @@
-// Command orders is a Pulumi program of a checkout team that runs its order
-// events through an eventpipe pipeline, written the way a team writes its
-// own program: it enables the APIs it uses, declares the topic its checkout
-// service publishes to and an on-call notification channel, and passes
-// their outputs into the pipeline, whose consumer keeps its idempotency
-// records in PostgreSQL on a private address of the team's VPC, which it
-// reaches with Direct VPC egress.
+// Command orders runs the checkout team's Pulumi program (package orders:
+// its topic, on-call channel and eventpipe pipeline, whose store is
+// PostgreSQL on a private address reached with Direct VPC egress). A team
+// copies this folder and edits orders/orders.go.
 //
 //	pulumi stack select dev --create
 //	pulumi config set --secret orders:storeUrl 'postgres://app:PASSWORD@10.0.0.5/orders'
@@ -14,84 +11,9 @@
 package main
 
 import (
-	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/monitoring"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
-	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/examples/orders/orders"
 )
 
-func main() { pulumi.Run(program) }
-
-// program declares the topic, the channel and the pipeline.
-func program(ctx *pulumi.Context) error {
-	cfg := config.New(ctx, "")
-	project := pulumi.String(cfg.Require("project"))
-
-	// Every resource below waits for the API serving it (skip this where
-	// the organisation enables APIs centrally).
-	if _, err := components.EnableAPIs(ctx, project, []string{
-		components.APIPubSub, components.APIRun, components.APIIAM, components.APIResourceManager,
-		components.APISecretManager, components.APILogging, components.APIMonitoring, components.APICompute,
-	}); err != nil {
-		return err
-	}
-
-	// The checkout service publishes order events to this topic.
-	topic, err := components.NewTopic(ctx, "order-events", &components.TopicArgs{
-		Project: project,
-		Topic: components.TopicSettings{
-			Name:       "orders",
-			Publishers: []string{"serviceAccount:checkout@" + cfg.Require("project") + ".iam.gserviceaccount.com"},
-		},
-	})
-	if err != nil {
-		return err
-	}
-	oncall, err := monitoring.NewNotificationChannel(ctx, "checkout-oncall", &monitoring.NotificationChannelArgs{
-		Project:     project,
-		DisplayName: pulumi.String("Checkout on-call"),
-		Type:        pulumi.String("email"),
-		Labels:      pulumi.StringMap{"email_address": pulumi.String(cfg.Require("oncallEmail"))},
-	})
-	if err != nil {
-		return err
-	}
-	channels := pulumi.StringArray{oncall.ID().ToStringOutput()}
-
-	pipeline, err := components.NewPipeline(ctx, "orders", &components.PipelineArgs{
-		Project:       project,
-		ProjectNumber: pulumi.String(cfg.Require("projectNumber")),
-		Topic:         &components.TopicSettings{Existing: topic.ID},
-		Consumer: components.ConsumerSettings{
-			Image: pulumi.String(cfg.Require("consumerImage")),
-			// The URL holds the database password: it stays a secret, in Secret Manager.
-			StoreSecret: cfg.RequireSecret("storeUrl"),
-			// The database is on 10.0.0.5 in the team's VPC: without egress
-			// to it the consumer never starts (and the preview says so).
-			VPCAccess:       &components.VPCAccessSettings{Network: cfg.Require("network"), Subnetwork: cfg.Require("subnetwork")},
-			Memory:          "1Gi",
-			MaxMessageBytes: intPtr(1_000_000), // checkout events are small
-		},
-		Subscriptions: map[string]components.SubscriptionSettings{
-			"materializer": {Delivery: "push"},
-			// The data team pulls its own copy of every order event.
-			"warehouse": {
-				Delivery:    "pull",
-				External:    true,
-				Subscribers: []string{"serviceAccount:loader@acme-data-prod.iam.gserviceaccount.com"},
-				DeadLetter:  &components.DeadLetterSettings{Retention: "7d"},
-			},
-		},
-		Alerts: &components.AlertSettings{Team: "checkout", CriticalChannels: channels, WarningChannels: channels},
-	})
-	if err != nil {
-		return err
-	}
-	ctx.Export("topic", topic.ID)
-	ctx.Export("consumerUri", pipeline.ConsumerURI)
-	ctx.Export("subscriptions", pipeline.SubscriptionNames)
-	return nil
-}
-
-func intPtr(n int) *int { return &n }
+func main() { pulumi.Run(orders.Program) }

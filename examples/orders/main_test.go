@@ -8,6 +8,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/examples/orders/orders"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 )
@@ -20,7 +21,7 @@ func renderExample(t *testing.T) *render.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := render.RunProjectProgram(context.Background(), "orders", "dev", f.Source, nil, program)
+	plan, err := render.RunProjectProgram(context.Background(), "orders", "dev", f.Source, nil, orders.Program)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestExampleReachesItsStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Source.Values["orders:storeUrl"] = "postgres://app:pw@10.0.0.5/orders"
-	plan, err := render.RunProjectProgram(context.Background(), "orders", "dev", f.Source, nil, program)
+	plan, err := render.RunProjectProgram(context.Background(), "orders", "dev", f.Source, nil, orders.Program)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"gopkg.in/yaml.v3"
@@ -103,6 +104,12 @@ type deployment struct {
 // stand-in's EnvEnabledAPIs, PATH for plugins).
 func deploy(t *testing.T, name, configFile string, program pulumi.RunFunc, env map[string]string) deployment {
 	t.Helper()
+	return deployConfig(t, "eventpipe", name, []byte(mustRead(t, configFile)), program, env)
+}
+
+// deployConfig is deploy for stack name of project, its stack file's content config.
+func deployConfig(t *testing.T, projectName, name string, config []byte, program pulumi.RunFunc, env map[string]string) deployment {
+	t.Helper()
 	e := pulumiEngine(t)
 	work := t.TempDir()
 	standin := filepath.Join(work, "gcp")
@@ -112,15 +119,11 @@ func deploy(t *testing.T, name, configFile string, program pulumi.RunFunc, env m
 			t.Fatal(err)
 		}
 	}
-	config, err := os.ReadFile(configFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.WriteFile(filepath.Join(work, "Pulumi."+name+".yaml"), config, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	project := workspace.Project{Name: "eventpipe", Runtime: workspace.NewProjectRuntimeInfo("go", nil)}
+	project := workspace.Project{Name: tokens.PackageName(projectName), Runtime: workspace.NewProjectRuntimeInfo("go", nil)}
 	vars := map[string]string{
 		"PULUMI_BACKEND_URL":                          "file://" + backend,
 		"PULUMI_CONFIG_PASSPHRASE":                    "engine-test",
@@ -129,7 +132,7 @@ func deploy(t *testing.T, name, configFile string, program pulumi.RunFunc, env m
 		gcpstandin.EnvDir:                             standin,
 	}
 	maps.Copy(vars, env)
-	stack, err := auto.UpsertStackInlineSource(ctx, name, "eventpipe", program,
+	stack, err := auto.UpsertStackInlineSource(ctx, name, projectName, program,
 		auto.Pulumi(e.cmd), auto.WorkDir(work), auto.Project(project), auto.PulumiHome(e.home),
 		auto.SecretsProvider("passphrase"), auto.EnvVars(vars))
 	if err != nil {
@@ -183,40 +186,25 @@ func TestShippedStacksUnderTheRealEngine(t *testing.T) {
 func firstDay(t *testing.T, name, file string) {
 	ctx := t.Context()
 	d := deploy(t, name, file, components.Program(components.ProgramOptions{}), projectsOf(t, file))
-	pre, err := d.stack.Preview(ctx)
-	if err != nil {
-		t.Fatalf("preview: %v", err)
-	}
-	creates := pre.ChangeSummary[apitype.OpCreate]
-	if creates == 0 || count(pre.ChangeSummary, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete) != 0 {
-		t.Fatalf("first preview: %v, want only creates", pre.ChangeSummary)
-	}
-	up, err := d.stack.Up(ctx)
-	if err != nil {
-		t.Fatalf("up: %v", err)
-	}
-	if got := (*up.Summary.ResourceChanges)["create"]; got != creates {
-		t.Errorf("up created %d, the preview announced %d", got, creates)
-	}
-	created := d.ops(t)
-	checkOrder(t, created)
-
-	again, err := d.stack.Preview(ctx)
-	if err != nil {
-		t.Fatalf("second preview: %v", err)
-	}
-	if n := count(again.ChangeSummary, apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete); n != 0 {
-		t.Errorf("second preview: %v, want nothing to do", again.ChangeSummary)
-	}
+	created := firstUpAndRepreview(t, d)
 
 	protected := strings.Contains(mustRead(t, file), "protect: true")
-	changeFilter(t, d, ctx)
-	if _, err := d.stack.Up(ctx); protected {
-		if err == nil || !strings.Contains(err.Error(), "protect") {
-			t.Errorf("a filter change in a protected stack: %v, want refused by protect", err)
+	pre, err := changeFilter(t, d, ctx)
+	if protected {
+		// The engine refuses to plan a protected resource's replacement: the preview
+		// fails, saying why.
+		if err == nil || !strings.Contains(err.Error(), "marked for protection") {
+			t.Errorf("a filter change in a protected stack previews %v (%v), want refused by protect", pre.ChangeSummary, err)
 		}
 		return
-	} else if err != nil {
+	}
+	if err != nil {
+		t.Fatalf("preview of a filter change: %v", err)
+	}
+	if pre.ChangeSummary[apitype.OpReplace] == 0 {
+		t.Errorf("a filter change previews %v, want a replace", pre.ChangeSummary)
+	}
+	if _, err := d.stack.Up(ctx); err != nil {
 		t.Fatalf("up after a filter change: %v", err)
 	}
 	var replaced bool
@@ -245,8 +233,43 @@ func firstDay(t *testing.T, name, file string) {
 	}
 }
 
-// changeFilter sets a filter on the first push subscription of the stack's first pipeline.
-func changeFilter(t *testing.T, d deployment, ctx context.Context) {
+// firstUpAndRepreview previews d's first up (creates only), runs it (creating what the
+// preview announced, each resource once), previews again (nothing to do) and returns the
+// stand-in's ops of the up.
+func firstUpAndRepreview(t *testing.T, d deployment) []string {
+	t.Helper()
+	ctx := t.Context()
+	pre, err := d.stack.Preview(ctx)
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	creates := pre.ChangeSummary[apitype.OpCreate]
+	if creates == 0 || count(pre.ChangeSummary, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete) != 0 {
+		t.Fatalf("first preview: %v, want only creates", pre.ChangeSummary)
+	}
+	up, err := d.stack.Up(ctx)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	if got := (*up.Summary.ResourceChanges)["create"]; got != creates {
+		t.Errorf("up created %d, the preview announced %d", got, creates)
+	}
+	created := d.ops(t)
+	checkOrder(t, created)
+
+	again, err := d.stack.Preview(ctx)
+	if err != nil {
+		t.Fatalf("second preview: %v", err)
+	}
+	if n := count(again.ChangeSummary, apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete); n != 0 {
+		t.Errorf("second preview: %v, want nothing to do", again.ChangeSummary)
+	}
+	return created
+}
+
+// changeFilter sets a filter on the first subscription of the stack's first pipeline and
+// previews the change.
+func changeFilter(t *testing.T, d deployment, ctx context.Context) (auto.PreviewResult, error) {
 	t.Helper()
 	cfg, err := d.stack.GetAllConfig(ctx)
 	if err != nil {
@@ -266,13 +289,7 @@ func changeFilter(t *testing.T, d deployment, ctx context.Context) {
 	if err := d.stack.SetConfigWithOptions(ctx, path, auto.ConfigValue{Value: `attributes.kind = "changed"`}, &auto.ConfigOptions{Path: true}); err != nil {
 		t.Fatal(err)
 	}
-	pre, err := d.stack.Preview(ctx, optpreview.Diff())
-	if err != nil {
-		t.Fatalf("preview of a filter change: %v", err)
-	}
-	if pre.ChangeSummary[apitype.OpReplace] == 0 {
-		t.Errorf("a filter change previews %v, want a replace", pre.ChangeSummary)
-	}
+	return d.stack.Preview(ctx, optpreview.Diff())
 }
 
 func mustRead(t *testing.T, path string) string {
@@ -335,13 +352,20 @@ func checkOrder(t *testing.T, ops []string) {
 // number: in Google Cloud the project exists with that number.
 func projectsOf(t *testing.T, file string) map[string]string {
 	t.Helper()
+	return projectsIn(t, "eventpipe", []byte(mustRead(t, file)))
+}
+
+// projectsIn is projectsOf for a stack file's content config, whose project and number
+// are namespace:project and namespace:projectNumber.
+func projectsIn(t *testing.T, namespace string, config []byte) map[string]string {
+	t.Helper()
 	var doc struct {
 		Config map[string]any `yaml:"config"`
 	}
-	if err := yaml.Unmarshal([]byte(mustRead(t, file)), &doc); err != nil {
-		t.Fatalf("%s: %v", file, err)
+	if err := yaml.Unmarshal(config, &doc); err != nil {
+		t.Fatalf("stack config: %v", err)
 	}
-	project, _ := doc.Config["eventpipe:project"].(string)
-	number, _ := doc.Config["eventpipe:projectNumber"].(string)
+	project, _ := doc.Config[namespace+":project"].(string)
+	number, _ := doc.Config[namespace+":projectNumber"].(string)
 	return map[string]string{gcpstandin.EnvProjects: project + "=" + number}
 }

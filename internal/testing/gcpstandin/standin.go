@@ -13,6 +13,9 @@
 //   - a Cloud Run service or worker pool that pulls (EVENTPIPE_PULL_SUBSCRIPTIONS) from a
 //     subscription that does not exist or does not grant its service account
 //     roles/pubsub.subscriber;
+//   - a Cloud Run revision template with unnamed or duplicate containers beside others,
+//     a service's without exactly one ingress container (ports) among several, or a
+//     container depending on one the template does not have;
 //   - a Cloud Run service or worker pool whose store (EVENTPIPE_STORE, plain or from a
 //     secret version) is on a private address without VPC egress, or behind a Cloud SQL
 //     socket whose instance is not mounted;
@@ -362,7 +365,7 @@ func (s *standin) prerequisites(st map[string]Record, rec Record) error {
 	case "gcp:pubsub/subscription:Subscription":
 		return subscriptionPrerequisites(st, in)
 	case "gcp:cloudrunv2/service:Service", "gcp:cloudrunv2/workerPool:WorkerPool":
-		return runPrerequisites(st, in)
+		return runPrerequisites(st, rec.Type, in)
 	case "gcp:monitoring/alertPolicy:AlertPolicy":
 		return alertPrerequisites(st, in, rec.Created)
 	}
@@ -442,9 +445,12 @@ func granted(st map[string]Record, typ, field, target, role, who string) bool {
 	return false
 }
 
-func runPrerequisites(st map[string]Record, in map[string]any) error {
+func runPrerequisites(st map[string]Record, typ string, in map[string]any) error {
 	tmpl, _ := in["template"].(map[string]any)
 	account := str(tmpl, "serviceAccount")
+	if err := containerRules(typ, list(tmpl, "containers")); err != nil {
+		return err
+	}
 	for _, c := range list(tmpl, "containers") {
 		for _, e := range list(c, "envs") {
 			switch str(e, "name") {
@@ -469,6 +475,40 @@ func runPrerequisites(st map[string]Record, in map[string]any) error {
 				if err := storeReachable(tmpl, store); err != nil {
 					return err
 				}
+			}
+		}
+	}
+	return nil
+}
+
+// containerRules refuses the revision templates the Cloud Run Admin API refuses: with
+// more than one container, every container named, uniquely, and a service's template
+// with exactly one container exposing a port (its ingress container); a container
+// depending on (dependsOns) a container the template does not have.
+func containerRules(typ string, containers []map[string]any) error {
+	names := map[string]bool{}
+	ingress := 0
+	for _, c := range containers {
+		name := str(c, "name")
+		if len(containers) > 1 && name == "" {
+			return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers: every container must be named when a revision has more than one")
+		}
+		if names[name] {
+			return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers: container name %q is used twice", name)
+		}
+		names[name] = true
+		if _, ok := c["ports"].(map[string]any); ok {
+			ingress++
+		}
+	}
+	if typ == "gcp:cloudrunv2/service:Service" && len(containers) > 1 && ingress != 1 {
+		return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers: a revision with more than one container must have exactly one container with a port (its ingress container), has %d", ingress)
+	}
+	for _, c := range containers {
+		deps, _ := c["dependsOns"].([]any)
+		for _, d := range deps {
+			if name, _ := d.(string); !names[name] {
+				return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers[%s].dependsOn: container %q not found", str(c, "name"), name)
 			}
 		}
 	}
