@@ -4,7 +4,13 @@
 // needed, and two runs over the same config are byte-identical.
 package render
 
-import "github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
+)
 
 // Unknown is the value `pulumi preview --json` shows for values that are not
 // known until the resource exists: Pulumi's own unknown-value sentinel.
@@ -77,4 +83,17 @@ func (p *Plan) Step(urn string) (Step, bool) {
 		}
 	}
 	return Step{}, false
+}
+
+// JSON is the plan as `eventpipe render` prints it and `eventpipe check` reads it: indented,
+// without HTML escaping, ending in a newline.
+func (p *Plan) JSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, fmt.Errorf("encode the plan: %w", err)
+	}
+	return buf.Bytes(), nil
 }

@@ -1,9 +1,7 @@
 package render
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -88,14 +86,11 @@ func Render(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(plan); err != nil {
-		return nil, fmt.Errorf("render %s: encode plan: %w", opts.Stack, err)
+	data, err := plan.JSON()
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", opts.Stack, err)
 	}
-	return &Result{JSON: buf.Bytes(), Plan: plan, Stack: st, File: file, Sources: sources(st, file, plan)}, nil
+	return &Result{JSON: data, Plan: plan, Stack: st, File: file, Sources: sources(st, file, plan)}, nil
 }
 
 // RunProgram runs program for stack with mocks and the config in src, and

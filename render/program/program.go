@@ -15,9 +15,7 @@
 package program
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -66,14 +64,11 @@ func Render(ctx context.Context, stackFile string, run pulumi.RunFunc) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(plan); err != nil {
-		return nil, fmt.Errorf("program: encode the plan of %s: %w", stack, err)
+	data, err := plan.JSON()
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
 	}
-	return &Result{Project: project, Stack: stack, Plan: plan, JSON: buf.Bytes()}, nil
+	return &Result{Project: project, Stack: stack, Plan: plan, JSON: data}, nil
 }
 
 // projectName reads the name of the nearest Pulumi.yaml at or above dir.
