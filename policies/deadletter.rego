@@ -181,7 +181,9 @@ stack_warn_dlq_retention_short contains f if {
 	s := lib.subscription_by_urn[u]
 	days := retention_days(lib.prop(s, ["messageRetentionDuration"]))
 	days < low
-	text := sprintf("%s keeps dead letters for %s; messageRetentionDuration must be at least %s for triage", [lib.display(s), lib.duration_text(days * 86400), lib.duration_text(low * 86400)])
+	kept := lib.duration_text(days * 86400)
+	least := lib.duration_text(low * 86400)
+	text := sprintf("%s keeps dead letters for %s; messageRetentionDuration must be at least %s for triage", [lib.display(s), kept, least])
 	f := lib.finding(s, text, m)
 }
 
