@@ -174,9 +174,15 @@ func TestShippedStacksUnderTheRealEngine(t *testing.T) {
 	if err != nil || len(stacks) == 0 {
 		t.Fatalf("no stacks: %v", err)
 	}
-	for _, file := range stacks {
+	// The handler examples are stacks of the same program (a consumer with a handler).
+	handlers, err := filepath.Glob(filepath.Join(repo, "examples", "handlers", "*", "Pulumi.*.yaml"))
+	if err != nil || len(handlers) == 0 {
+		t.Fatalf("no handler example stacks: %v", err)
+	}
+	for _, file := range append(stacks, handlers...) {
 		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "Pulumi."), ".yaml")
-		t.Run(name, func(t *testing.T) {
+		rel, _ := filepath.Rel(repo, file)
+		t.Run(filepath.ToSlash(rel), func(t *testing.T) {
 			t.Parallel()
 			firstDay(t, name, file)
 		})
