@@ -43,6 +43,17 @@ func TestExampleUnderTheRealEngine(t *testing.T) {
 	}
 	created := firstUpAndRepreview(t, d)
 	before(t, created, "create gcp:secretmanager/secretVersion:SecretVersion ", "create gcp:cloudrunv2/service:Service ")
+	// An immutable change (the warehouse subscription's filter) would replace a protected
+	// subscription: the engine refuses to plan it.
+	if err := d.stack.SetConfig(ctx, "orders:warehouseFilter", auto.ConfigValue{Value: `attributes.region = "eu"`}); err != nil {
+		t.Fatal(err)
+	}
+	if pre, err := d.stack.Preview(ctx); err == nil || !strings.Contains(err.Error(), "marked for protection") {
+		t.Errorf("a filter change of the example's protected subscription previews %v (%v), want refused by protect", pre.ChangeSummary, err)
+	}
+	if err := d.stack.RemoveConfig(ctx, "orders:warehouseFilter"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := d.stack.Destroy(ctx); err == nil || !strings.Contains(err.Error(), "protect") {
 		t.Errorf("destroy of the example's protected pipeline: %v, want refused by protect", err)
 	}

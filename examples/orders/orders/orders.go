@@ -74,7 +74,11 @@ func Program(ctx *pulumi.Context) error {
 				Delivery:    "pull",
 				External:    true,
 				Subscribers: []string{"serviceAccount:loader@acme-data-prod.iam.gserviceaccount.com"},
-				DeadLetter:  &components.DeadLetterSettings{Retention: "7d"},
+				// Optional (orders:warehouseFilter): the events the data team takes, as a
+				// Pub/Sub filter. Pub/Sub cannot change a filter: a new one replaces the
+				// subscription, which protect refuses here (its backlog would be lost).
+				Filter:     cfg.Get("warehouseFilter"),
+				DeadLetter: &components.DeadLetterSettings{Retention: "7d"},
 			},
 		},
 		Alerts: &components.AlertSettings{Team: "checkout", CriticalChannels: channels, WarningChannels: channels},
