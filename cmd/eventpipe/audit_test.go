@@ -388,6 +388,7 @@ func TestAuditCloudAssetInventory(t *testing.T) {
 	var out struct {
 		Findings []struct {
 			RuleID   string          `json:"ruleId"`
+			Message  string          `json:"message"`
 			URN      string          `json:"urn"`
 			Note     string          `json:"note"`
 			Fix      string          `json:"fix"`
@@ -410,12 +411,14 @@ func TestAuditCloudAssetInventory(t *testing.T) {
 		got = append(got, f.RuleID+" "+strings.TrimPrefix(f.URN, "urn:pulumi:live::")+" "+owner)
 	}
 	sort.Strings(got)
-	// legacy-ops' audit-sink has no dead-letter policy, but it reads the topic
+	// legacy-ops' audit-sink has no dead-letter policy of its own; it reads the topic
 	// nightly-report-sub may dead-letter to (the search result does not show that one's
-	// settings), so it may be a DLQ subscription: no verdict rests on what is not shown.
-	// The 1st gen function's subscription pushes to Google's own push handler, which
+	// settings), so it may be a DLQ subscription: it is denied all the same, and the
+	// finding says what it could not see (issue 22: no subscription without a policy passes
+	// on what is not shown). The 1st gen function's subscription pushes to Google's own push handler, which
 	// authenticates itself (no EP008); the BigQuery subscription needs no retry policy.
 	want := []string{
+		"EP001 legacy-ops::gcp:pubsub/subscription:Subscription::audit-sink no infrastructure code",
 		"EP001 payments-dev::gcp:pubsub/subscription:Subscription::gcf-ledger-writer-europe-west1-ledger Cloud Functions",
 		"EP001 payments-dev::gcp:pubsub/subscription:Subscription::ledger-to-bq no infrastructure code",
 		"EP001 shop-prod::gcp:pubsub/subscription:Subscription::eventarc-europe-west1-invoice-trigger-412-sub-931 Cloud Functions",
@@ -430,6 +433,11 @@ func TestAuditCloudAssetInventory(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, f := range out.Findings {
+		if f.RuleID == "EP001" && strings.HasSuffix(f.URN, "::audit-sink") && !strings.Contains(f.Message, "the plan cannot show") {
+			t.Errorf("audit-sink's EP001 does not say what it could not see: %s", f.Message)
+		}
 	}
 	summary, err := os.ReadFile(md)
 	if err != nil {
