@@ -15,7 +15,14 @@
 //     callback was processed a retry gets 200 with idempotent_replayed:
 //     true, the original received-at and the status recorded;
 //   - a request without a key is processed and logged as unprotected
-//     (backwards compatible).
+//     (backwards compatible);
+//   - a route without a target of its own (route.Route.ToHandler) applies
+//     the callback by POSTing it to the team's handler container
+//     (handler.CallbackPath) once per key: handler 2xx completes the
+//     receipt (200, replayed after); 4xx other than 408 and 429 rejects it
+//     for good (422, replayed after); 5xx, 408, 429, a timeout or an
+//     unreachable handler releases it (503), so the caller's retry calls
+//     the handler again. Such a route needs a key (400 without one).
 package callback
 
 import (
@@ -34,8 +41,10 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/classify"
+	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/handler"
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
@@ -63,7 +72,10 @@ type Handler struct {
 	log      *slog.Logger
 	verifier *auth.Verifier
 	tracer   *tracing.Tracer
-	now      func() time.Time
+	// handlerURL and caller reach the handler (routes that name it).
+	handlerURL string
+	caller     *downstream.Caller
+	now        func() time.Time
 }
 
 // Config configures a Handler.
@@ -79,12 +91,35 @@ type Config struct {
 	// Tracer, when set, makes every callback a span whose parent is the
 	// request's traceparent header.
 	Tracer *tracing.Tracer
+	// HandlerURL is the handler container's base URL (handler.URLEnv),
+	// required when a callback route names the handler (CheckHandler).
+	HandlerURL string
+	// Caller posts callbacks to the handler (default: a client carrying
+	// traceparent when Tracer is set).
+	Caller *downstream.Caller
 }
 
 // New returns a callback handler.
 func New(cfg Config) *Handler {
+	if cfg.Caller == nil {
+		cfg.Caller = downstream.New(cfg.Tracer.HTTPClient(nil))
+	}
 	return &Handler{routes: cfg.Routes, engine: cfg.Engine, store: cfg.Store, env: cfg.Env, log: cfg.Logger,
-		verifier: cfg.Verifier, tracer: cfg.Tracer, now: time.Now}
+		verifier: cfg.Verifier, tracer: cfg.Tracer, handlerURL: cfg.HandlerURL, caller: cfg.Caller, now: time.Now}
+}
+
+// CheckHandler reports a callback route that names the handler (it has no
+// target of its own) when no handler URL is configured.
+func CheckHandler(routes *route.Table, handlerURL string) error {
+	if handlerURL != "" {
+		return nil
+	}
+	for _, r := range routes.Routes() {
+		if r.Ingress == route.IngressCallback && r.ToHandler() {
+			return fmt.Errorf("callback route %s has no target, so it sends its callbacks to the handler, but %s is not set (fix: set it to the handler container's address, e.g. http://localhost:8081, or give the route a target)", r.Name, handler.URLEnv)
+		}
+	}
+	return nil
 }
 
 // outcome collects one request's log fields.
@@ -174,6 +209,9 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 			return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("%s does not exist (unknown %s %q)", plan.Target, rt.Target.ID, plan.AggregateID)))
 		}
 	}
+	if key == "" && rt.ToHandler() {
+		return o.fail(http.StatusBadRequest, classify.Poison(fmt.Errorf("callback route %s sends callbacks to the handler once per key, and this one has none (fix: send the callback_id you were given in %s or the %s header)", rt.Name, rt.Receipt.KeyField, rt.Receipt.Header)))
+	}
 	if key == "" {
 		if err := h.apply(r.Context(), plan, rt.Target.MustExist, o); err != nil {
 			return o.fail(statusOf(err), err)
@@ -196,8 +234,19 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 	}
 	if rc.Replayed {
 		o.status, o.result = http.StatusOK, logfields.OutcomeDuplicate
-		return map[string]any{"message": "Callback already processed", "idempotent_replayed": true,
+		body := map[string]any{"message": "Callback already processed", "idempotent_replayed": true,
 			"original_received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": rc.Status}
+		if hs, ok := rc.Result[handlerStatusField]; ok {
+			body[handlerStatusField] = hs
+			if rc.Status == statusRejected {
+				o.status = http.StatusUnprocessableEntity
+				body["message"] = "Callback already rejected by the handler"
+			}
+		}
+		return body
+	}
+	if rt.ToHandler() {
+		return h.forward(r.Context(), rt, rc, key, body, plan, o)
 	}
 	status := "processed"
 	if s, ok := plan.Fields()["status"].(string); ok && s != "" {
@@ -225,6 +274,72 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 	o.status, o.result = http.StatusOK, logfields.OutcomeApplied
 	return map[string]any{"message": "Callback processed", "idempotent_replayed": false,
 		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": status}
+}
+
+// Receipt status and result field of callbacks sent to the handler.
+const (
+	statusProcessed    = "processed"
+	statusRejected     = "rejected"
+	handlerStatusField = "handler_status"
+)
+
+// forward POSTs a reserved callback to the handler and settles its receipt
+// with the handler's answer: 2xx completes it (200), a permanent refusal
+// rejects it (422), anything retryable releases it (503).
+func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receipt, key string, body []byte, plan *route.Plan, o *outcome) map[string]any {
+	// The call is not cut short when the caller goes away: its answer is
+	// still recorded for the caller's retry.
+	ctx = context.WithoutCancel(ctx)
+	msg, err := json.Marshal(handler.Callback{IdempotencyKey: key, Route: rt.Name, ReceivedAt: rc.ReceivedAt.UTC(),
+		Callback: json.RawMessage(body), Fields: plan.Fields()})
+	if err != nil {
+		err = classify.Poison(fmt.Errorf("callback to the handler: %w", err))
+		if rerr := h.engine.Release(ctx, rc); rerr != nil {
+			err = fmt.Errorf("%w; releasing the receipt also failed: %v", err, rerr)
+		}
+		return o.fail(http.StatusBadRequest, err)
+	}
+	o.doc = handler.CallbackPath(rt.Name)
+	status, callErr := h.caller.Post(ctx, handler.CallbackURL(h.handlerURL, rt.Name), key, msg, callTimeout(rt))
+	if callErr != nil && classify.Of(callErr).Type != logfields.ErrorTypePoison {
+		// The handler did not (durably) act: give the receipt back so the
+		// caller's retry calls it again.
+		if rerr := h.engine.Release(ctx, rc); rerr != nil {
+			callErr = fmt.Errorf("%w; releasing the receipt also failed: %v", callErr, rerr)
+		}
+		o.retryAfter = time.Second
+		return o.fail(http.StatusServiceUnavailable, callErr)
+	}
+	final := statusProcessed
+	if callErr != nil {
+		final = statusRejected
+	}
+	rc.Result = map[string]any{handlerStatusField: int64(status)}
+	done, err := h.engine.Finish(ctx, rc, final, nil)
+	o.ops = o.ops.Add(done.Ops)
+	if err != nil {
+		if classify.Of(err).Type == logfields.ErrorTypeStale {
+			return o.inProgress(err, time.Second, rc)
+		}
+		// The handler answered but the receipt could not record it: until
+		// the reservation lapses retries get 409, then one calls again.
+		return o.fail(http.StatusInternalServerError, fmt.Errorf("handler answered HTTP %d; recording it failed: %w", status, err))
+	}
+	if callErr != nil {
+		out := o.fail(http.StatusUnprocessableEntity, callErr)
+		out["status"], out[handlerStatusField] = final, status
+		return out
+	}
+	o.status, o.result = http.StatusOK, logfields.OutcomeApplied
+	return map[string]any{"message": "Callback processed by the handler", "idempotent_replayed": false,
+		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": final, handlerStatusField: status}
+}
+
+// callTimeout bounds a handler call: four fifths of the route's receipt
+// lease, so the call ends (and the receipt is settled) before a retry may
+// take the reservation over.
+func callTimeout(rt *route.Route) time.Duration {
+	return time.Duration(rt.Receipt.LeaseTTL) * 4 / 5
 }
 
 // inProgress answers a callback another delivery is processing: 409 with

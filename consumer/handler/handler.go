@@ -45,6 +45,31 @@ func DeliveryURL(base, route string) string {
 	return strings.TrimRight(base, "/") + DeliveryPath(route)
 }
 
+// CallbackPath is the path of the handler that receives route's callbacks
+// (a receipt route without a target of its own).
+func CallbackPath(route string) string { return ReservedPrefix + "callbacks/" + route }
+
+// CallbackURL is base (the handler URL) joined with CallbackPath(route).
+func CallbackURL(base, route string) string {
+	return strings.TrimRight(base, "/") + CallbackPath(route)
+}
+
+// Callback is the JSON body of a callback forwarded to the handler.
+type Callback struct {
+	// IdempotencyKey is the Idempotency-Key header's value: the callback
+	// id. A callback id reaches the handler once unless a call failed
+	// (5xx, timeout, unreachable), when a retry calls again.
+	IdempotencyKey string `json:"idempotencyKey"`
+	// Route names the callback route (/callbacks/{route}).
+	Route string `json:"route"`
+	// ReceivedAt is when the consumer first received this callback id.
+	ReceivedAt time.Time `json:"receivedAt"`
+	// Callback is the callback's body, unchanged.
+	Callback json.RawMessage `json:"callback"`
+	// Fields are the route's output fields.
+	Fields map[string]any `json:"fields"`
+}
+
 // ParseURL checks a handler URL: http(s), a host, no query or fragment.
 func ParseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)

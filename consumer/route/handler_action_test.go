@@ -40,3 +40,34 @@ func TestHandlerAction(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerReceiptRoute: a callback route without a target names the
+// handler; a partial target is still an error naming the field.
+func TestHandlerReceiptRoute(t *testing.T) {
+	const tmpl = `{"routes":[{"name":"jobs","ingress":"callback","mode":"receipt",
+	  "fields":{"runId":{"from":["run_id"],"required":true}}%s}]}`
+	for _, tt := range []struct {
+		target    string
+		toHandler bool
+		err       string
+	}{
+		{``, true, ""},
+		{`,"target":{"collection":"runs","id":"runId"}`, false, ""},
+		{`,"target":{"collection":"runs"}`, false, "target.id"},
+		{`,"target":{"id":"runId"}`, false, "target.collection"},
+	} {
+		tb, err := Parse([]byte(strings.Replace(tmpl, "%s", tt.target, 1)))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: want an error naming %s, got %v", tt.target, tt.err, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tt.target, err)
+		}
+		if got := tb.Callback("jobs").ToHandler(); got != tt.toHandler {
+			t.Errorf("%s: ToHandler %v, want %v", tt.target, got, tt.toHandler)
+		}
+	}
+}

@@ -105,7 +105,7 @@ func (r *Route) validate(p *problems) {
 		if r.Target != (Target{}) {
 			p.add("target", "lease routes write no target document (the lease record is keyed by route and event)", "remove target")
 		}
-	} else {
+	} else if !r.ToHandler() {
 		r.validateTarget(p)
 	}
 	switch r.Mode {
@@ -290,6 +290,13 @@ func (r *Route) validateAction(p *problems) {
 		p.add("action.heartbeat", "heartbeat must be shorter than leaseTTL", "extend the lease well before it expires, e.g. leaseTTL/5")
 	}
 }
+
+// ToHandler reports whether a receipt route names the handler: a callback
+// route without a target of its own (no target collection or id) sends each
+// callback, once per idempotency key, to the team's handler container
+// (EVENTPIPE_HANDLER_URL; see docs/handlers.md) instead of writing a
+// document.
+func (r *Route) ToHandler() bool { return r.Mode == ModeReceipt && r.Target == (Target{}) }
 
 // ToHandler reports whether the action names the handler: a lease route
 // without a URL of its own sends its events to the team's handler container

@@ -103,8 +103,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	mux := http.NewServeMux()
 	// The handler answers other methods with 405.
 	mux.Handle(push.Path, push.New(proc, verifier, limits.DeliveryBudget(memoryLimit)))
+	if err := callback.CheckHandler(routes, cfg.Handler.URL); err != nil {
+		return err
+	}
 	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log,
-		Verifier: callbackVerifier, Tracer: opts.Tracer}))
+		Verifier: callbackVerifier, Tracer: opts.Tracer, HandlerURL: cfg.Handler.URL}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
