@@ -178,6 +178,23 @@ type stats struct {
 		Key  string         `json:"key"`
 		Body map[string]any `json:"body"`
 	} `json:"api"`
+	Callbacks []struct {
+		Key      string         `json:"key"`
+		BodyKey  string         `json:"bodyKey"`
+		Route    string         `json:"route"`
+		Callback map[string]any `json:"callback"`
+		Fields   map[string]any `json:"fields"`
+	} `json:"callbacks"`
+}
+
+func (s stats) callbackCalls(key string) int {
+	n := 0
+	for _, c := range s.Callbacks {
+		if c.Key == key && c.BodyKey == key && c.Route == "jobs" {
+			n++
+		}
+	}
+	return n
 }
 
 // calls reads the handler's record of its calls, straight from the handler.
@@ -227,6 +244,7 @@ func TestHandlers(t *testing.T) {
 			t.Run("longer than the lease", func(t *testing.T) { testLongCall(t, ex.path, ex.interpreter) })
 			t.Run("hang is cut and retried", func(t *testing.T) { testHang(t, ex.path, ex.interpreter) })
 			t.Run("traceparent", func(t *testing.T) { testTraceparent(t, ex.path, ex.interpreter) })
+			t.Run("callbacks", func(t *testing.T) { testCallbacks(t, ex.path, ex.interpreter) })
 		})
 	}
 }
@@ -575,5 +593,31 @@ func TestStackConfigs(t *testing.T) {
 		if h == nil || !strings.Contains(h.Image, ex.name+"-handler") || h.URL() != "http://localhost:8081" || h.HealthPath != "/healthz" {
 			t.Fatalf("%s: handler %+v", path, h)
 		}
+	}
+}
+
+// testCallbacks: a callback to the jobs route (no target: the handler)
+// reaches the handler once per callback_id; a retry gets the first answer
+// replayed; a callback the handler rejects (4xx) is 422 and not retried.
+func testCallbacks(t *testing.T, path, interpreter string) {
+	h := startHandler(t, path, interpreter)
+	gw := gateway(t, h, boltStore(t), routes(t, "10s", "1m", "10s"))
+	for i := range 3 {
+		a := post(t, gw.URL+"/callbacks/jobs", "", `{"callback_id": "cb-1", "status": "done"}`)
+		var out map[string]any
+		_ = json.Unmarshal(a.body, &out)
+		if a.status != http.StatusOK || out["idempotent_replayed"] != (i > 0) || out["handler_status"] != float64(200) {
+			t.Fatalf("callback %d: %d %s", i, a.status, a.body)
+		}
+		if r := post(t, gw.URL+"/callbacks/jobs", "", `{"callback_id": "cb-2", "reject": true}`); r.status != http.StatusUnprocessableEntity {
+			t.Fatalf("rejected callback %d: %d %s, want 422", i, r.status, r.body)
+		}
+	}
+	s := calls(t, h)
+	if n, m := s.callbackCalls("cb-1"), s.callbackCalls("cb-2"); n != 1 || m != 1 {
+		t.Fatalf("handler got %d calls for cb-1 and %d for cb-2, want 1 each: %+v", n, m, s.Callbacks)
+	}
+	if f := s.Callbacks[0].Fields; f["status"] != "done" {
+		t.Fatalf("callback fields %v, want the route's status", f)
 	}
 }

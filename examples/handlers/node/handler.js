@@ -22,7 +22,7 @@
 const http = require('node:http');
 const crypto = require('node:crypto');
 
-const calls = { deliveries: [], api: [] }; // every call, in arrival order
+const calls = { deliveries: [], api: [], callbacks: [] }; // every call, in arrival order
 const applied = new Map(); // Idempotency-Key -> the effect's result (the dedupe a service keeps)
 let orders = 0;
 
@@ -78,6 +78,14 @@ async function delivery(req, res, key) {
   reply(res, 200, applyOnce(key, () => ({ confirmed: orderId })));
 }
 
+async function callback(req, res, key) {
+  const c = await readJSON(req);
+  const cb = c.callback || {};
+  calls.callbacks.push({ key, bodyKey: c.idempotencyKey, route: c.route, callback: cb, fields: c.fields });
+  if (cb.reject) return reply(res, 400, { error: 'rejected' }); // 4xx: the callback is rejected for good
+  reply(res, 200, applyOnce(key, () => ({ accepted: key })));
+}
+
 async function createOrder(req, res, key) {
   const body = await readJSON(req);
   calls.api.push({ key, body });
@@ -100,6 +108,7 @@ const server = http.createServer(async (req, res) => {
     if (req.method === 'GET' && req.url === '/healthz') return reply(res, 200, { status: 'ok' });
     if (req.method === 'GET' && req.url === '/stats') return reply(res, 200, calls);
     if (req.method === 'POST' && req.url.startsWith('/eventpipe/deliveries/')) return await delivery(req, res, key);
+    if (req.method === 'POST' && req.url.startsWith('/eventpipe/callbacks/')) return await callback(req, res, key);
     if (req.method === 'POST' && req.url === '/orders') return await createOrder(req, res, key);
     reply(res, 404, { error: 'no such path' });
   } catch (e) {

@@ -26,7 +26,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 lock = threading.Lock()
-calls = {"deliveries": [], "api": []}  # every call, in arrival order
+calls = {"deliveries": [], "api": [], "callbacks": []}  # every call, in arrival order
 applied = {}  # Idempotency-Key -> the effect's result (the dedupe a service keeps)
 orders = 0
 
@@ -73,6 +73,8 @@ class Handler(BaseHTTPRequestHandler):
         key = self.headers.get("Idempotency-Key", "")
         if self.path.startswith("/eventpipe/deliveries/"):
             return self.delivery(key)
+        if self.path.startswith("/eventpipe/callbacks/"):
+            return self.callback(key)
         if self.path == "/orders":
             return self.create_order(key)
         self.reply(404, {"error": "no such path"})
@@ -97,6 +99,16 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(422, {"error": "orderId is missing"})  # 4xx: poison, never retried
         result = apply_once(key, lambda: {"confirmed": order_id})
         self.reply(200, result)
+
+    def callback(self, key):
+        c = self.read_json()
+        cb = c.get("callback") or {}
+        with lock:
+            calls["callbacks"].append({"key": key, "bodyKey": c.get("idempotencyKey"), "route": c.get("route"),
+                                       "callback": cb, "fields": c.get("fields")})
+        if cb.get("reject"):
+            return self.reply(400, {"error": "rejected"})  # 4xx: the callback is rejected for good
+        self.reply(200, apply_once(key, lambda: {"accepted": key}))
 
     def create_order(self, key):
         req = self.read_json()
