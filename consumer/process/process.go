@@ -253,7 +253,7 @@ func (p *Processor) lease(ctx context.Context, ev engine.Event, plan *route.Plan
 	lr := p.leases[plan.Route.Name]
 	act := plan.Route.Action
 	res.WriteKind = logfields.WriteKindLease
-	l, err := lr.engine.Claim(ctx, ev, engine.LeaseRequest{Handler: plan.Route.Name})
+	l, err := lr.engine.Claim(ctx, ev, engine.LeaseRequest{Handler: plan.Route.Name, Aggregate: plan.AggregateID, Sequence: plan.Sequence})
 	res.Reads, res.Writes = l.Ops.Reads, l.Ops.Writes+l.Ops.Deletes
 	if err != nil {
 		var ee *engine.Error

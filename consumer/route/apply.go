@@ -37,11 +37,13 @@ type Plan struct {
 	EventType     string
 	SchemaVersion string
 	// AggregateID is the raw (un-normalised) value of the target id field;
-	// the engine names the document keys.DocID(env, AggregateID).
+	// the engine names the document keys.DocID(env, AggregateID). On a
+	// lease route it is the action.aggregate field (the sequence guard).
 	AggregateID string
 	// Target is the document written (latest-state, receipt); empty for lease.
 	Target store.Key
-	// EventTime and Sequence are the ordering values (latest-state).
+	// EventTime and Sequence are the ordering values (latest-state);
+	// Sequence is action.sequence on a lease route.
 	EventTime time.Time
 	Sequence  *int64
 	// EventID and Identity feed the logical-event dedupe key (Route.Dedupe).
@@ -237,6 +239,13 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	// ordering fields (nil when not extracted).
 	var targetID, eventTime, sequence any
 	o := r.Ordering
+	seqField := ""
+	if o != nil {
+		seqField = o.Sequence
+	}
+	if a := r.Action; a != nil && a.Aggregate != "" {
+		seqField = a.Sequence
+	}
 	for i, name := range r.fieldOrder {
 		v, ok, err := p.extract(name, &r.compiled[i], msg)
 		if err != nil {
@@ -252,8 +261,11 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		if o != nil && name == o.EventTime {
 			eventTime = v
 		}
-		if o != nil && name == o.Sequence {
+		if seqField != "" && name == seqField {
 			sequence = v
+		}
+		if a := r.Action; a != nil && a.Aggregate != "" && name == a.Aggregate {
+			targetID = v
 		}
 	}
 	if r.Target.ID != "" {
@@ -269,10 +281,13 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	}
 	if o != nil {
 		p.EventTime, _ = eventTime.(time.Time)
-		if v, ok := sequence.(int64); ok && o.Sequence != "" {
-			seq := v // allocated only when there is a sequence
-			p.Sequence = &seq
-		}
+	}
+	if v, ok := sequence.(int64); ok && seqField != "" {
+		seq := v // allocated only when there is a sequence
+		p.Sequence = &seq
+	}
+	if a := r.Action; a != nil && a.Aggregate != "" && targetID != nil {
+		p.AggregateID = sprint(targetID) // the lease's sequence guard
 	}
 	if d := r.Dedupe; d != nil {
 		if d.EventIDField != "" {

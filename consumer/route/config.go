@@ -165,6 +165,13 @@ type Action struct {
 	LeaseTTL Duration `json:"leaseTTL,omitempty"`
 	// Heartbeat is how often the lease is extended (default LeaseTTL/5).
 	Heartbeat Duration `json:"heartbeat,omitempty"`
+	// Aggregate and Sequence name output fields (a string and an integer)
+	// that add the per-aggregate sequence guard (engine.LeaseRequest): an
+	// event whose sequence is at or below the last completed one for its
+	// aggregate is stale (acked, no call). Set both or neither; an event
+	// missing either value is not guarded.
+	Aggregate string `json:"aggregate,omitempty"`
+	Sequence  string `json:"sequence,omitempty"`
 }
 
 // Receipt configures callback idempotency keys.

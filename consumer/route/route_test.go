@@ -190,6 +190,18 @@ func TestCompileErrorsNameRouteFieldAndFix(t *testing.T) {
 			r.Mode, r.Target, r.Ordering = ModeLease, Target{}, nil
 			r.Action = &Action{URL: "http://x", LeaseTTL: Duration(time.Minute), Heartbeat: Duration(time.Minute)}
 		}, "action.heartbeat"},
+		{"lease aggregate without sequence", func(r *Route) {
+			r.Mode, r.Target, r.Ordering = ModeLease, Target{}, nil
+			r.Action = &Action{URL: "http://x", Aggregate: "id"}
+		}, "action.aggregate"},
+		{"lease sequence not integer", func(r *Route) {
+			r.Mode, r.Target, r.Ordering = ModeLease, Target{}, nil
+			r.Action = &Action{URL: "http://x", Aggregate: "id", Sequence: "at"}
+		}, "fields.at.type"},
+		{"lease unknown aggregate", func(r *Route) {
+			r.Mode, r.Target, r.Ordering = ModeLease, Target{}, nil
+			r.Action = &Action{URL: "http://x", Aggregate: "nope", Sequence: "at"}
+		}, "action.aggregate"},
 		{"receipt on pubsub", func(r *Route) { r.Mode = ModeReceipt; r.Ordering = nil }, "mode"},
 		{"callback with match", func(r *Route) { r.Ingress = IngressCallback; r.Mode = ModeReceipt; r.Ordering = nil }, "match"},
 		{"nested conflict", func(r *Route) {

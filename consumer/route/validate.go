@@ -227,24 +227,27 @@ func (r *Route) validateTarget(p *problems) {
 	}
 }
 
+// checkFieldType reports (under setting) a field that is not an output
+// field of type typ.
+func (r *Route) checkFieldType(p *problems, setting, field, typ string) {
+	f, ok := r.Fields[field]
+	switch {
+	case !ok:
+		p.add(setting, fmt.Sprintf("%q is not an output field", field), "add it under fields")
+	case f.Type != typ:
+		p.add(fmt.Sprintf("fields.%s.type", field), setting+" needs type "+typ, fmt.Sprintf("set \"type\": %q", typ))
+	}
+}
+
 func (r *Route) validateOrdering(p *problems) {
 	o := r.Ordering
 	if o == nil || o.EventTime == "" {
 		p.add("ordering.eventTime", "latest-state needs an event time", `set "ordering": {"eventTime": "updatedAt"} (a timestamp field)`)
 		return
 	}
-	check := func(name, field, typ string) {
-		f, ok := r.Fields[field]
-		switch {
-		case !ok:
-			p.add("ordering."+name, fmt.Sprintf("%q is not an output field", field), "add it under fields")
-		case f.Type != typ:
-			p.add(fmt.Sprintf("fields.%s.type", field), "ordering."+name+" needs type "+typ, fmt.Sprintf("set \"type\": %q", typ))
-		}
-	}
-	check("eventTime", o.EventTime, "timestamp")
+	r.checkFieldType(p, "ordering.eventTime", o.EventTime, "timestamp")
 	if o.Sequence != "" {
-		check("sequence", o.Sequence, "integer")
+		r.checkFieldType(p, "ordering.sequence", o.Sequence, "integer")
 	}
 	switch {
 	case o.MaxSequenceJump < 0:
@@ -259,6 +262,13 @@ func (r *Route) validateAction(p *problems) {
 	if a == nil {
 		p.add("action", "a lease route needs an action", `add "action": {"url": "https://...", "maxAttempts": 5}`)
 		return
+	}
+	switch {
+	case (a.Aggregate == "") != (a.Sequence == ""):
+		p.add("action.aggregate", "the sequence guard needs both action.aggregate and action.sequence", `set both (e.g. "aggregate": "orderId", "sequence": "sequence") or neither`)
+	case a.Aggregate != "":
+		r.checkFieldType(p, "action.aggregate", a.Aggregate, "string")
+		r.checkFieldType(p, "action.sequence", a.Sequence, "integer")
 	}
 	if a.URL != "" && a.URLEnv != "" {
 		p.add("action.url", "set at most one of url and urlEnv", "give the downstream URL, or the env var that holds it, or neither to send the events to the handler (EVENTPIPE_HANDLER_URL)")

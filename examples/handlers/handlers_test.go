@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/internal/otlptest"
 	"github.com/eventpipe/eventpipe/internal/pgtest"
@@ -245,6 +246,7 @@ func TestHandlers(t *testing.T) {
 			t.Run("hang is cut and retried", func(t *testing.T) { testHang(t, ex.path, ex.interpreter) })
 			t.Run("traceparent", func(t *testing.T) { testTraceparent(t, ex.path, ex.interpreter) })
 			t.Run("callbacks", func(t *testing.T) { testCallbacks(t, ex.path, ex.interpreter) })
+			t.Run("out of order is stale", func(t *testing.T) { testOutOfOrder(t, ex.path, ex.interpreter) })
 		})
 	}
 }
@@ -620,4 +622,54 @@ func testCallbacks(t *testing.T, path, interpreter string) {
 	if f := s.Callbacks[0].Fields; f["status"] != "done" {
 		t.Fatalf("callback fields %v, want the route's status", f)
 	}
+}
+
+// testOutOfOrder: one order's events delivered with sequences 1, 3, 2 and a
+// second publish of 3 (another event id, so the event dedupe does not
+// catch it): the route's per-aggregate sequence guard calls the handler
+// for 1 and 3 only; 2 and the second 3 are acked as stale, never called.
+func testOutOfOrder(t *testing.T, path, interpreter string) {
+	h := startHandler(t, path, interpreter)
+	gw := gateway(t, h, boltStore(t), routes(t, "10s", "1m", "10s"))
+	steps := []struct {
+		eventID string
+		seq     int
+		called  bool
+	}{{"evt-s1", 1, true}, {"evt-s3", 3, true}, {"evt-s2", 2, false}, {"evt-s3b", 3, false}}
+	for _, s := range steps {
+		if st := push(t, gw, "m-"+s.eventID, order(s.eventID, "o-seq", map[string]any{"sequence": s.seq}), 1); !ok(st) {
+			t.Fatalf("%s (sequence %d) answered %d, want 2xx", s.eventID, s.seq, st)
+		}
+	}
+	got := calls(t, h)
+	for _, s := range steps {
+		want := 0
+		if s.called {
+			want = 1
+		}
+		if n := len(got.deliveriesOf(s.eventID)); n != want {
+			t.Errorf("%s (sequence %d): %d handler calls, want %d", s.eventID, s.seq, n, want)
+		}
+		if !s.called {
+			if o := logOutcome(t, gw, "m-"+s.eventID); o != logfields.OutcomeStale {
+				t.Errorf("%s (sequence %d): logged outcome %q, want %q", s.eventID, s.seq, o, logfields.OutcomeStale)
+			}
+		}
+	}
+}
+
+// logOutcome is the outcome of the consumer's log line for messageID.
+func logOutcome(t testing.TB, gw *proctest.Proc, messageID string) string {
+	t.Helper()
+	for _, line := range strings.Split(gw.Output(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec[logfields.MessageID] != messageID {
+			continue
+		}
+		if o, ok := rec[logfields.Outcome].(string); ok {
+			return o
+		}
+	}
+	t.Fatalf("no log line with an outcome for %s:\n%s", messageID, gw.Output())
+	return ""
 }
