@@ -48,10 +48,10 @@ func sidecars(p *spec.Pipeline, traced bool) []spec.ContainerSize {
 	if h := p.Consumer.Handler; h != nil {
 		cpu, memory := h.CPU, h.Memory
 		if cpu == "" {
-			cpu = "1"
+			cpu = spec.DefaultCPU
 		}
 		if memory == "" {
-			memory = "512Mi"
+			memory = spec.DefaultMemory
 		}
 		out = append(out, spec.ContainerSize{Name: HandlerContainer, CPU: cpu, Memory: memory})
 	}
