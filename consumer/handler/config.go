@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/internal/envvar"
 )
 
 // Defaults and bounds of Config.
@@ -85,16 +87,9 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	duration := func(k, example string, dst *time.Duration) {
-		v := get(k)
-		if v == "" {
-			return
+		if err := envvar.Duration(k, get(k), example, dst); err != nil {
+			errs = append(errs, err)
 		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("%s=%q: use a positive Go duration such as %s", k, v, example))
-			return
-		}
-		*dst = d
 	}
 	duration("EVENTPIPE_HANDLER_TIMEOUT", "60s", &c.Timeout)
 	duration("EVENTPIPE_IDEMPOTENCY_KEY_TTL", "24h", &c.KeyTTL)

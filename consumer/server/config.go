@@ -14,6 +14,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/handler"
+	"github.com/eventpipe/eventpipe/consumer/internal/envvar"
 	"github.com/eventpipe/eventpipe/consumer/pull"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
 )
@@ -161,16 +162,9 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	positive("EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES", &c.PullSettings.MaxOutstandingBytes)
 	positive("EVENTPIPE_PULL_GOROUTINES", &c.PullSettings.NumGoroutines)
 	duration := func(k, example string, dst *time.Duration) {
-		v := get(k, "")
-		if v == "" {
-			return
+		if err := envvar.Duration(k, get(k, ""), example, dst); err != nil {
+			errs = append(errs, err)
 		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			bad(k, v, "use a positive Go duration such as "+example)
-			return
-		}
-		*dst = d
 	}
 	duration("EVENTPIPE_SHUTDOWN_TIMEOUT", "9s", &c.ShutdownTimeout)
 	duration("EVENTPIPE_REQUEST_TIMEOUT", "60s", &c.RequestTimeout)

@@ -1,0 +1,22 @@
+// Package envvar parses the consumer's environment variables with one wording for every
+// error: the variable, its value and the fix.
+package envvar
+
+import (
+	"fmt"
+	"time"
+)
+
+// Duration sets *dst to v, the value of variable k, when v is a positive Go duration; an
+// empty v leaves *dst as it is. The error names k, v and example as the fix.
+func Duration(k, v, example string, dst *time.Duration) error {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("%s=%q: use a positive Go duration such as %s", k, v, example)
+	}
+	*dst = d
+	return nil
+}
