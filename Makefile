@@ -75,7 +75,7 @@ deps:
 	@# its module's folder (as its release build does) rather than with go install.
 	@tf=$(TOOLCACHE)/terraform-$(TERRAFORM_VERSION); tofu=$(TOOLCACHE)/tofu-$(TOFU_VERSION); \
 	if test -x $$tf/terraform && test -x $$tofu/tofu; then :; \
-	elif $(GO) run ./internal/tffixtures/cmd/tffixtures-stamp check . ; then \
+	elif $(GO) run ./internal/testing/tffixtures/cmd/tffixtures-stamp check . ; then \
 	  echo "terraform and tofu: not built (the fixture plans are current for their inputs; see $(FIXTURESTAMP))"; exit 0; \
 	else \
 	  test -x $$tf/terraform || { echo "building terraform v$(TERRAFORM_VERSION) into $$tf"; \

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
 	"github.com/eventpipe/eventpipe/replay"
 )
 
@@ -79,7 +79,7 @@ func TestPushBodyIsWhatTheConsumerDecodes(t *testing.T) {
 // bridgeFixture is one push subscription in pstest, bridged to an HTTP
 // handler that answers with the statuses of a script.
 type bridgeFixture struct {
-	fake    *pstestutil.Fake
+	fake    *localpubsub.Fake
 	sub     SubscriptionTopology
 	topic   string
 	mu      sync.Mutex
@@ -91,7 +91,7 @@ type bridgeFixture struct {
 func startBridge(t *testing.T, sub SubscriptionTopology, statuses func(n int) int) *bridgeFixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	fake, err := pstestutil.Start(ctx, "p")
+	fake, err := localpubsub.Start(ctx, "p")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/push"
 	"github.com/eventpipe/eventpipe/consumer/server"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
 	"github.com/eventpipe/eventpipe/replay"
 	"github.com/eventpipe/eventpipe/spec"
 )
@@ -66,7 +66,7 @@ type Env struct {
 	// Handler is the team's handler (Options.Handler), nil without one.
 	Handler *Handler
 
-	fake   *pstestutil.Fake
+	fake   *localpubsub.Fake
 	api    replay.ClientAPI
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -99,7 +99,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			}
 		}
 	}
-	fake, err := pstestutil.Start(ctx, topo.Project, backoff.option())
+	fake, err := localpubsub.Start(ctx, topo.Project, backoff.option())
 	if err != nil {
 		return nil, fmt.Errorf("devpipe: %w", err)
 	}

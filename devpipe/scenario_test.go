@@ -14,7 +14,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
@@ -153,7 +153,7 @@ func TestPullNackWaitsForTheBackoff(t *testing.T) {
 		MinBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second}
 	rb := newPullBackoff(1)
 	rb.add(sub)
-	fake, err := pstestutil.Start(ctx, "p", rb.option())
+	fake, err := localpubsub.Start(ctx, "p", rb.option())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
 	"github.com/eventpipe/eventpipe/replay"
 )
 
@@ -25,14 +25,14 @@ func name(kind, id string) string { return fmt.Sprintf("projects/%s/%s/%s", proj
 // dead-letters after 5 attempts, its DLQ topic and DLQ subscription, and an
 // observer subscription on the source topic that sees every (re)published message.
 type env struct {
-	fake *pstestutil.Fake
+	fake *localpubsub.Fake
 	api  replay.ClientAPI
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	fake, err := pstestutil.Start(ctx, project)
+	fake, err := localpubsub.Start(ctx, project)
 	if err != nil {
 		t.Fatal(err)
 	}

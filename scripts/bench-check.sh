@@ -3,7 +3,7 @@
 # rules through the same entry (conftest test --policy policies --namespace eventpipe) on
 # the same generated resources (N, default 10,000, half of them subscriptions) in three
 # documents: a `pulumi preview --json`, a `pulumi stack export` and a `terraform show
-# -json` plan (policies/internal/benchgen), interleaved, and prints a table of medians and
+# -json` plan (internal/testing/benchgen), interleaved, and prints a table of medians and
 # ratios; then times `eventpipe check --stack prod` (render offline and check). On every
 # document both tools must report the same findings first, or the timing means nothing.
 #
@@ -28,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 formats=(preview export terraform)
 echo "building eventpipe and the plan generator ..." >&2
 go build -o "$tmp/eventpipe" ./cmd/eventpipe
-go build -o "$tmp/genplan" ./policies/internal/benchgen/genplan
+go build -o "$tmp/genplan" ./internal/testing/benchgen/genplan
 for f in "${formats[@]}"; do
 	"$tmp/genplan" -n "$N" -format "$f" > "$tmp/$f.json"
 done

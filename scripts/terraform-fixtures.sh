@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the Terraform plan fixtures of policies/testdata/terraform: for every case
 # folder (one with an expected.yaml.txt), each CLI its `clis:` line names plans the case's
-# configuration with the stand-in google provider (internal/tfprovider) and writes
+# configuration with the stand-in google provider (internal/testing/tfprovider) and writes
 # `CLI show -json` of the plan to CASE/CLI.plan.json.txt. A case with a before/ folder is
 # planned against the state of applying before/ first (updates, replacements, deletions).
 #
@@ -13,7 +13,7 @@
 # planned at once, default 2).
 #
 # After regenerating every case into the fixtures folder itself it rewrites inputs.txt, the
-# stamp `make deps` and the tests compare with the inputs' digest (internal/tffixtures).
+# stamp `make deps` and the tests compare with the inputs' digest (internal/testing/tffixtures).
 #
 # Only what changes from run to run is normalised (cmd/tfplan-normalise): the plan's
 # "timestamp" and the order of its "relevant_attributes".
@@ -31,7 +31,7 @@ for bin in "$terraform" "$tofu"; do
   [ -x "$bin" ] || { echo "$bin not found: run make deps" >&2; exit 2; }
 done
 # The plans are made with the versions the stamp pins, and no others.
-stamp() { (cd "$repo" && go run ./internal/tffixtures/cmd/tffixtures-stamp "$@"); }
+stamp() { (cd "$repo" && go run ./internal/testing/tffixtures/cmd/tffixtures-stamp "$@"); }
 tf_version=$(CHECKPOINT_DISABLE=1 "$terraform" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p')
 tofu_version=$("$tofu" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p')
 for pin in "terraform $tf_version" "tofu $tofu_version"; do
@@ -45,10 +45,10 @@ trap 'rm -rf "$work"' EXIT
 
 # The stand-in provider, in a filesystem mirror under both registries' addresses (tofu
 # resolves hashicorp/google to registry.opentofu.org), as google and google-beta.
-version=$(sed -n 's/^const Version = "\(.*\)"$/\1/p' "$repo/internal/tfprovider/provider.go")
+version=$(sed -n 's/^const Version = "\(.*\)"$/\1/p' "$repo/internal/testing/tfprovider/provider.go")
 platform=$(cd "$repo" && go env GOOS)_$(cd "$repo" && go env GOARCH)
-(cd "$repo" && go build -o "$work/provider" ./internal/tfprovider/cmd/terraform-provider-google &&
-  go build -o "$work/tfplan-normalise" ./internal/tffixtures/cmd/tfplan-normalise)
+(cd "$repo" && go build -o "$work/provider" ./internal/testing/tfprovider/cmd/terraform-provider-google &&
+  go build -o "$work/tfplan-normalise" ./internal/testing/tffixtures/cmd/tfplan-normalise)
 for host in registry.terraform.io registry.opentofu.org; do
   for name in google google-beta; do
     dir=$work/mirror/$host/hashicorp/$name/$version/$platform

@@ -17,8 +17,8 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/store"
-	"github.com/eventpipe/eventpipe/internal/fsemulator"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/fsemulator"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 )
 
 const (

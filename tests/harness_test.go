@@ -27,7 +27,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
 	"github.com/eventpipe/eventpipe/devpipe"
-	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
 // consumerBinary is the consumer built once per test binary run.

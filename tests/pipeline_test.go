@@ -14,7 +14,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/devpipe"
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
 	"github.com/eventpipe/eventpipe/replay"
 )
 
@@ -24,7 +24,7 @@ const itProject = "it"
 // subscription with its DLQ, declared the way `eventpipe dev` declares a
 // stack's topology.
 type pubsubFixture struct {
-	fake  *pstestutil.Fake
+	fake  *localpubsub.Fake
 	topo  devpipe.Topology
 	sub   devpipe.SubscriptionTopology
 	tally *devpipe.Tally
@@ -33,7 +33,7 @@ type pubsubFixture struct {
 func startPubSub(t *testing.T, push bool, ackDeadline time.Duration) *pubsubFixture {
 	t.Helper()
 	ctx := context.Background()
-	fake, err := pstestutil.Start(ctx, itProject)
+	fake, err := localpubsub.Start(ctx, itProject)
 	if err != nil {
 		t.Fatal(err)
 	}

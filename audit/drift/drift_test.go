@@ -11,8 +11,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
-	"github.com/eventpipe/eventpipe/audit/livetest"
 	"github.com/eventpipe/eventpipe/audit/model"
+	"github.com/eventpipe/eventpipe/internal/testing/livetest"
 )
 
 // declaredSub is a subscription as a stack declares it (pulumi-gcp inputs).

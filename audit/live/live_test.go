@@ -25,8 +25,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
-	"github.com/eventpipe/eventpipe/audit/livetest"
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
+	"github.com/eventpipe/eventpipe/internal/testing/livetest"
 )
 
 const agent = "serviceAccount:service-42@gcp-sa-pubsub.iam.gserviceaccount.com"
@@ -95,7 +95,7 @@ func TestReadPubSub(t *testing.T) {
 // TestReadWithoutIAMService reads from pstest alone, which does not serve the IAM policy
 // service: every policy is a gap, and the read still succeeds.
 func TestReadWithoutIAMService(t *testing.T) {
-	fake, err := pstestutil.Start(context.Background(), "a")
+	fake, err := localpubsub.Start(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)
 	}

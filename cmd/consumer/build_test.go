@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
 // repoRoot is the module root (this package is cmd/consumer).

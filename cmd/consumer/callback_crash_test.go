@@ -17,7 +17,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
-	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
 // TestCallbackHolderKilled: a consumer process is SIGKILLed right after

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/server"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
-	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/route"
-	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
 // startBinary runs the consumer on the embedded bbolt store (as `go run

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/limits"
-	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
 // memoryContainerBytes is the container the memory benchmark runs the

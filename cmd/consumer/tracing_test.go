@@ -11,8 +11,8 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
-	"github.com/eventpipe/eventpipe/internal/otlptest"
-	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/internal/testing/otlptest"
+	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
 // TestTracedBinaryExportsOnSIGTERM runs the binary with tracing turned on by

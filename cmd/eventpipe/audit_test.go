@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/eventpipe/eventpipe/audit/live"
-	"github.com/eventpipe/eventpipe/audit/livetest"
+	"github.com/eventpipe/eventpipe/internal/testing/livetest"
 	"github.com/eventpipe/eventpipe/render"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/internal/tffixtures"
+	"github.com/eventpipe/eventpipe/internal/testing/tffixtures"
 	"github.com/eventpipe/eventpipe/render"
 )
 

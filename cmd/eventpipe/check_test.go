@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventpipe/eventpipe/policies/plantest"
+	"github.com/eventpipe/eventpipe/internal/testing/plantest"
 	"github.com/eventpipe/eventpipe/render"
 )
 

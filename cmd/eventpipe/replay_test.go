@@ -10,7 +10,7 @@ import (
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
 	"github.com/eventpipe/eventpipe/devpipe"
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
 	"github.com/eventpipe/eventpipe/replay"
 )
 
@@ -30,14 +30,14 @@ func exitCode(err error) int {
 // letters, in a pstest reached the way a user reaches an emulator: through
 // PUBSUB_EMULATOR_HOST, not an injected client.
 type replayFixture struct {
-	fake             *pstestutil.Fake
+	fake             *localpubsub.Fake
 	dlqSub, observer string
 }
 
 func newReplayFixture(t *testing.T, letters ...map[string]string) replayFixture {
 	t.Helper()
 	ctx := context.Background()
-	fake, err := pstestutil.Start(ctx, "replay-cli")
+	fake, err := localpubsub.Start(ctx, "replay-cli")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventpipe/eventpipe/consumer/auth/authtest"
+	"github.com/eventpipe/eventpipe/internal/testing/authtest"
 )
 
 const (

@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
-	"github.com/eventpipe/eventpipe/consumer/auth/authtest"
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	"github.com/eventpipe/eventpipe/internal/testing/authtest"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 var runKey = store.Key{Collection: "validation_runs", ID: "test__run-1"}

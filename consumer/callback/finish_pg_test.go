@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 )
 
 // TestRetryDuringFinishIsInProgressAtOnce (PostgreSQL): a retry that

@@ -12,9 +12,9 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/handler"
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // handlerRoutes has a callback route without a target: it names the handler.

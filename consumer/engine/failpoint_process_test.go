@@ -14,8 +14,8 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
-	"github.com/eventpipe/eventpipe/consumer/storetest"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/storetest"
 )
 
 // helperEnv makes the test binary act as a consumer process: it delivers one

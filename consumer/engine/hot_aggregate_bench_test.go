@@ -16,7 +16,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 )
 
 // Hot-aggregate traffic: heartbeats of many instances landing on a few

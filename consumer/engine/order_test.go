@@ -14,7 +14,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
-	"github.com/eventpipe/eventpipe/consumer/storetest"
+	"github.com/eventpipe/eventpipe/internal/testing/storetest"
 )
 
 // FuzzOrdering runs the ordering property of the conformance suite

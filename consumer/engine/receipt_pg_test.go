@@ -9,7 +9,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 )
 
 // TestReserveOfAHeldReceiptIsInProgressAtOnce (PostgreSQL): while another

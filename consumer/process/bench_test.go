@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // BenchmarkProcessDuplicate is the idempotent push path's own work for the

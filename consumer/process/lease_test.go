@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 const leaseRoutes = `{"routes":[{

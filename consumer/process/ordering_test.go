@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // TestRouteMaxSequenceJump: a route's ordering.maxSequenceJump reaches the

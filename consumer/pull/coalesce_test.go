@@ -7,9 +7,9 @@ import (
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // TestPullBatchOnHotAggregate pulls a backlog of heartbeats of one service

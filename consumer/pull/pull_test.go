@@ -19,11 +19,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 const project = "proj"
@@ -36,7 +36,7 @@ type fake struct {
 
 func newFake(t *testing.T, opts ...pstest.ServerReactorOption) *fake {
 	t.Helper()
-	ps, err := pstestutil.Start(t.Context(), project, opts...)
+	ps, err := localpubsub.Start(t.Context(), project, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 	"github.com/eventpipe/eventpipe/consumer/tracing"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // bareHandler is the baseline: a net/http handler that only reads and

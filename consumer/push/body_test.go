@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // readSignal wraps a handler: reached is closed once the handler has read

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // TestConcurrentDuplicatePushes sends the same message 64 times at once over

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/store"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // pushAll pushes each envelope through the default routes and returns each

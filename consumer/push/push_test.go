@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 const (

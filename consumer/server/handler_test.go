@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/logging"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // handlerRoutes has one route that names the handler (no action URL).

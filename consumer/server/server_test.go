@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventpipe/eventpipe/consumer/auth/authtest"
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
+	"github.com/eventpipe/eventpipe/internal/testing/authtest"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 // started is a running server under test.

@@ -26,7 +26,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
-	ct "github.com/eventpipe/eventpipe/consumer/internal/consumertest"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/route"
@@ -34,7 +33,8 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 	"github.com/eventpipe/eventpipe/consumer/tracing"
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
+	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
 const (
@@ -100,7 +100,7 @@ func start(t *testing.T, traced bool) *consumer {
 		t.Cleanup(func() { otel.SetTracerProvider(previous) })
 	}
 
-	fake, err := pstestutil.Start(t.Context(), project)
+	fake, err := localpubsub.Start(t.Context(), project)
 	if err != nil {
 		t.Fatal(err)
 	}

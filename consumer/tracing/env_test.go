@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/consumer/tracing"
-	"github.com/eventpipe/eventpipe/internal/otlptest"
+	"github.com/eventpipe/eventpipe/internal/testing/otlptest"
 )
 
 // otelVars are the variables FromEnv reads; each case starts with all unset.

@@ -21,9 +21,9 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/route"
-	"github.com/eventpipe/eventpipe/internal/otlptest"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
-	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/internal/testing/otlptest"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 	"github.com/eventpipe/eventpipe/spec"
 )
 

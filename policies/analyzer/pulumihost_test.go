@@ -22,7 +22,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 
-	"github.com/eventpipe/eventpipe/policies/plantest"
+	"github.com/eventpipe/eventpipe/internal/testing/plantest"
 	"github.com/eventpipe/eventpipe/render"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/internal/testing/benchgen"
 	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/internal/benchgen"
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 

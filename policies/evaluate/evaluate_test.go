@@ -13,10 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/internal/testing/benchgen"
+	"github.com/eventpipe/eventpipe/internal/testing/plantest"
 	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/internal/benchgen"
 	"github.com/eventpipe/eventpipe/policies/plan"
-	"github.com/eventpipe/eventpipe/policies/plantest"
 )
 
 // allRules is an engine with every rule file and configuration cfg.

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/policies/plantest"
+	"github.com/eventpipe/eventpipe/internal/testing/plantest"
 )
 
 // Pulumi documents as the engine writes them: deletes of retained resources, and previews

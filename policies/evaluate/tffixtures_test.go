@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/internal/tffixtures"
+	"github.com/eventpipe/eventpipe/internal/testing/tffixtures"
 )
 
 // TestTerraformFixtureVerdicts holds the engine to the verdicts of every plan the real

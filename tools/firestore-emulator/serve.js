@@ -1,5 +1,5 @@
 // Starts the npm Firestore emulator (@firestore-emulator/server) on a loopback
-// port for eventpipe's tests (internal/fsemulator). Usage:
+// port for eventpipe's tests (internal/testing/fsemulator). Usage:
 //
 //   NODE_PATH=.tools/firestore-emulator/node_modules node tools/firestore-emulator/serve.js [port]
 //

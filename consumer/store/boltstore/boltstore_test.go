@@ -12,7 +12,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store"
 
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
-	"github.com/eventpipe/eventpipe/consumer/storetest"
+	"github.com/eventpipe/eventpipe/internal/testing/storetest"
 )
 
 func open(t testing.TB) *boltstore.Store {

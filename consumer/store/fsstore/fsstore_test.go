@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/eventpipe/eventpipe/consumer/store/fsstore"
-	"github.com/eventpipe/eventpipe/consumer/storetest"
-	"github.com/eventpipe/eventpipe/internal/fsemulator"
+	"github.com/eventpipe/eventpipe/internal/testing/fsemulator"
+	"github.com/eventpipe/eventpipe/internal/testing/storetest"
 )
 
 func TestConformance(t *testing.T) {

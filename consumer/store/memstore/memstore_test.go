@@ -9,7 +9,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
-	"github.com/eventpipe/eventpipe/consumer/storetest"
+	"github.com/eventpipe/eventpipe/internal/testing/storetest"
 )
 
 func TestConformance(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 )
 
 // holderEnv makes the test binary act as instance A: it opens the store URL

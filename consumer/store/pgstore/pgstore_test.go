@@ -18,8 +18,8 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
-	"github.com/eventpipe/eventpipe/consumer/storetest"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/storetest"
 )
 
 // start starts a throwaway cluster and opens the store on it.

@@ -14,8 +14,8 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
-	"github.com/eventpipe/eventpipe/internal/fsemulator"
-	"github.com/eventpipe/eventpipe/internal/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/fsemulator"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 )
 
 func TestOpen(t *testing.T) {

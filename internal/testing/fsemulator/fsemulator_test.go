@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventpipe/eventpipe/internal/fsemulator"
+	"github.com/eventpipe/eventpipe/internal/testing/fsemulator"
 )
 
 func TestStartProcessListensOnLoopbackAndStops(t *testing.T) {

@@ -1,7 +1,7 @@
-// Package pstestutil starts Google's in-process Pub/Sub fake (pstest) and
+// Package localpubsub starts Google's in-process Pub/Sub fake (pstest) and
 // connects a real v2 client to it over gRPC on loopback, for tests and for the
 // local pipeline.
-package pstestutil
+package localpubsub
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func StartWith(ctx context.Context, project string, register func(*grpc.Server),
 	)
 	if err != nil {
 		_ = srv.Close()
-		return nil, fmt.Errorf("pstestutil: connect client to pstest at %s: %w", srv.Addr, err)
+		return nil, fmt.Errorf("localpubsub: connect client to pstest at %s: %w", srv.Addr, err)
 	}
 	return &Fake{Server: srv, Client: client}, nil
 }
@@ -48,10 +48,10 @@ func (f *Fake) Close() error {
 	cerr := f.Client.Close()
 	serr := f.Server.Close()
 	if cerr != nil {
-		return fmt.Errorf("pstestutil: close client: %w", cerr)
+		return fmt.Errorf("localpubsub: close client: %w", cerr)
 	}
 	if serr != nil {
-		return fmt.Errorf("pstestutil: close server: %w", serr)
+		return fmt.Errorf("localpubsub: close server: %w", serr)
 	}
 	return nil
 }

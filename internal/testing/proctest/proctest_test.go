@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/internal/proctest"
+	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
 // childEnv makes the test binary act as the child process: it serves /healthz on PORT,

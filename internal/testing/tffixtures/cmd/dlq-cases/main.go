@@ -2,7 +2,7 @@
 // modules they call into the Terraform fixtures folder (tffixtures.DLQCaseFiles); then
 // scripts/terraform-fixtures.sh plans them.
 //
-// Usage: go run ./internal/tffixtures/cmd/dlq-cases [FIXTURES]
+// Usage: go run ./internal/testing/tffixtures/cmd/dlq-cases [FIXTURES]
 // (default policies/testdata/terraform, run from the repository's root).
 package main
 
@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/eventpipe/eventpipe/internal/tffixtures"
+	"github.com/eventpipe/eventpipe/internal/testing/tffixtures"
 )
 
 func main() {

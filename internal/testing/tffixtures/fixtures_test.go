@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	repo     = filepath.Join("..", "..")
+	repo     = filepath.Join("..", "..", "..")
 	fixtures = filepath.Join(repo, "policies", "testdata", "terraform")
 )
 
@@ -227,14 +227,14 @@ func TestInputsDigestCoversEveryInput(t *testing.T) {
 	versions := map[string]string{"terraform": "1.5.7", "tofu": "1.9.0"}
 	tmp := t.TempDir()
 	files := map[string]string{
-		"policies/testdata/terraform/case/main.tf":                "resource \"x\" \"y\" {}\n",
-		"policies/testdata/terraform/case/" + ExpectedFile:        "description: d\nclis: [terraform]\nfindings: []\n",
-		"policies/testdata/terraform/case/terraform" + PlanSuffix: "{}\n",
-		"policies/testdata/terraform/" + StampFile:                "terraform 1.5.7\n",
-		"internal/tfprovider/provider.go":                         "package tfprovider\n",
-		"internal/tffixtures/normalise.go":                        "package tffixtures\n",
-		"internal/tffixtures/cmd/tfplan-normalise/main.go":        "package main\n",
-		"scripts/terraform-fixtures.sh":                           "#!/bin/sh\n",
+		"policies/testdata/terraform/case/main.tf":                 "resource \"x\" \"y\" {}\n",
+		"policies/testdata/terraform/case/" + ExpectedFile:         "description: d\nclis: [terraform]\nfindings: []\n",
+		"policies/testdata/terraform/case/terraform" + PlanSuffix:  "{}\n",
+		"policies/testdata/terraform/" + StampFile:                 "terraform 1.5.7\n",
+		"internal/testing/tfprovider/provider.go":                  "package tfprovider\n",
+		"internal/testing/tffixtures/normalise.go":                 "package tffixtures\n",
+		"internal/testing/tffixtures/cmd/tfplan-normalise/main.go": "package main\n",
+		"scripts/terraform-fixtures.sh":                            "#!/bin/sh\n",
 	}
 	write := func(rel, content string) {
 		path := filepath.Join(tmp, rel)

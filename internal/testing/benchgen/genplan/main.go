@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/eventpipe/eventpipe/policies/internal/benchgen"
+	"github.com/eventpipe/eventpipe/internal/testing/benchgen"
 )
 
 func main() {

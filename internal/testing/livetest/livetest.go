@@ -23,7 +23,7 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 
-	"github.com/eventpipe/eventpipe/internal/pstestutil"
+	"github.com/eventpipe/eventpipe/internal/localpubsub"
 )
 
 // Server is a running fake with admin clients connected to it.
@@ -38,7 +38,7 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	ctx := context.Background()
-	fake, err := pstestutil.StartWith(ctx, "audit", func(s *grpc.Server) {
+	fake, err := localpubsub.StartWith(ctx, "audit", func(s *grpc.Server) {
 		iampb.RegisterIAMPolicyServer(s, services.NewIAMPolicyServer())
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/eventpipe/eventpipe/internal/tffixtures"
+	"github.com/eventpipe/eventpipe/internal/testing/tffixtures"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Package tffixtures reads the Terraform plan fixtures of policies/testdata/terraform:
 // root configurations planned by the real terraform and tofu CLIs (with the stand-in
-// google provider of internal/tfprovider), each with the verdicts a correct policy check
+// google provider of internal/testing/tfprovider), each with the verdicts a correct policy check
 // gives on its plans. scripts/terraform-fixtures.sh regenerates the plans.
 package tffixtures
 

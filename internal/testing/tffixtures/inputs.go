@@ -35,9 +35,9 @@ type Stamp struct {
 // (all but their clis: line) are outputs or judgements, not inputs.
 var inputRoots = []string{
 	"policies/testdata/terraform",
-	"internal/tfprovider",
-	"internal/tffixtures/normalise.go",
-	"internal/tffixtures/cmd/tfplan-normalise",
+	"internal/testing/tfprovider",
+	"internal/testing/tffixtures/normalise.go",
+	"internal/testing/tffixtures/cmd/tfplan-normalise",
 	"scripts/terraform-fixtures.sh",
 }
 

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/eventpipe/eventpipe/internal/tffixtures"
+	"github.com/eventpipe/eventpipe/internal/testing/tffixtures"
 )
 
 func main() {

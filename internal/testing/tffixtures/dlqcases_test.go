@@ -11,7 +11,7 @@ import (
 )
 
 // TestDLQCasesAreCurrent: the committed dlq-* cases and modules are what DLQCaseFiles
-// generates (go run ./internal/tffixtures/cmd/dlq-cases rewrites them).
+// generates (go run ./internal/testing/tffixtures/cmd/dlq-cases rewrites them).
 func TestDLQCasesAreCurrent(t *testing.T) {
 	files, err := DLQCaseFiles()
 	if err != nil {
@@ -23,7 +23,7 @@ func TestDLQCasesAreCurrent(t *testing.T) {
 	for name, want := range files {
 		got, err := os.ReadFile(filepath.Join(fixtures, filepath.FromSlash(name)))
 		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s is not what DLQCaseFiles generates (%v): run go run ./internal/tffixtures/cmd/dlq-cases", name, err)
+			t.Errorf("%s is not what DLQCaseFiles generates (%v): run go run ./internal/testing/tffixtures/cmd/dlq-cases", name, err)
 		}
 	}
 }

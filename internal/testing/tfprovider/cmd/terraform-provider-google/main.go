@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/eventpipe/eventpipe/internal/tfprovider"
+	"github.com/eventpipe/eventpipe/internal/testing/tfprovider"
 )
 
 func main() {
