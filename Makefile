@@ -29,6 +29,14 @@ MAXFILEBYTES := 1048576
 
 .PHONY: test deps lint vet fmt run build
 
+# cached-tool NAME,VERSION,BINARY,COMMAND: unless TOOLCACHE/NAME-VERSION/BINARY exists, run
+# COMMAND (in the shell, $$dir is that folder) to build it there; then link it into .tools/bin.
+define cached-tool
+	@dir=$(TOOLCACHE)/$(1)-$(2); test -x $$dir/$(3) || { \
+	  echo "building $(1) $(2) into $$dir"; $(4); }; \
+	ln -sfn $$dir/$(3) $(TOOLS)/bin/$(notdir $(3))
+endef
+
 ## test: install test dependencies, check formatting and vet, run every test.
 test: deps lint
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
@@ -44,31 +52,14 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	$(GO) mod download
 	@mkdir -p $(TOOLS)/bin $(TOOLCACHE)
-	@# conftest, opa and regal, each built once per machine and version.
-	@dir=$(TOOLCACHE)/conftest-$(CONFTEST_VERSION); test -x $$dir/conftest || { \
-	  echo "installing conftest $(CONFTEST_VERSION) into $$dir"; \
-	  GOBIN=$$dir $(GO) install github.com/open-policy-agent/conftest@$(CONFTEST_VERSION); }; \
-	ln -sfn $$dir/conftest $(TOOLS)/bin/conftest
-	@dir=$(TOOLCACHE)/opa-$(OPA_VERSION); test -x $$dir/opa || { \
-	  echo "installing opa $(OPA_VERSION) into $$dir"; \
-	  GOBIN=$$dir $(GO) install github.com/open-policy-agent/opa@$(OPA_VERSION); }; \
-	ln -sfn $$dir/opa $(TOOLS)/bin/opa
-	@dir=$(TOOLCACHE)/regal-$(REGAL_VERSION); test -x $$dir/regal || { \
-	  echo "installing regal $(REGAL_VERSION) into $$dir"; \
-	  cd tools/regal && GOBIN=$$dir $(GO) install tool; }; \
-	ln -sfn $$dir/regal $(TOOLS)/bin/regal
-	@# The Pulumi CLI and YAML language host (about 10 minutes of compiling on 2 cores, once
-	@# per machine and version).
-	@# Built from source the CLI knows no version unless told (the Automation API checks it).
-	@dir=$(TOOLCACHE)/pulumi-$(PULUMI_VERSION); test -x $$dir/bin/pulumi || { \
-	  echo "building the Pulumi CLI $(PULUMI_VERSION) into $$dir"; \
-	  cd tools/pulumi && GOBIN=$$dir/bin $(GO) install \
-	    -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(PULUMI_VERSION)" tool; }; \
-	ln -sfn $$dir/bin/pulumi $(TOOLS)/bin/pulumi
-	@dir=$(TOOLCACHE)/pulumi-language-yaml-$(PULUMI_YAML_VERSION); test -x $$dir/pulumi-language-yaml || { \
-	  echo "installing pulumi-language-yaml $(PULUMI_YAML_VERSION) into $$dir"; \
-	  GOBIN=$$dir $(GO) install github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml@$(PULUMI_YAML_VERSION); }; \
-	ln -sfn $$dir/pulumi-language-yaml $(TOOLS)/bin/pulumi-language-yaml
+	@# conftest, opa and regal; the Pulumi CLI (about 10 minutes of compiling on 2 cores;
+	@# built from source it knows no version unless told, and the Automation API checks it)
+	@# and its YAML language host.
+	$(call cached-tool,conftest,$(CONFTEST_VERSION),conftest,GOBIN=$$dir $(GO) install github.com/open-policy-agent/conftest@$(CONFTEST_VERSION))
+	$(call cached-tool,opa,$(OPA_VERSION),opa,GOBIN=$$dir $(GO) install github.com/open-policy-agent/opa@$(OPA_VERSION))
+	$(call cached-tool,regal,$(REGAL_VERSION),regal,cd tools/regal && GOBIN=$$dir $(GO) install tool)
+	$(call cached-tool,pulumi,$(PULUMI_VERSION),bin/pulumi,cd tools/pulumi && GOBIN=$$dir/bin $(GO) install -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(PULUMI_VERSION)" tool)
+	$(call cached-tool,pulumi-language-yaml,$(PULUMI_YAML_VERSION),pulumi-language-yaml,GOBIN=$$dir $(GO) install github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml@$(PULUMI_YAML_VERSION))
 	@# Terraform and OpenTofu: linked when this machine has them, built only when the
 	@# fixtures' inputs changed since their plans were made (then the plans must be made
 	@# again, with these CLIs). OpenTofu's go.mod has a replace directive, so it is built in

@@ -10,8 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 )
 
 // nodeModules holds the TypeScript compiler and @pulumi/pulumi that
@@ -48,27 +49,11 @@ func tscPath(t *testing.T) string {
 // readmeSection is the README section the examples of other languages are in.
 const readmeSection = "\n### From TypeScript, Python or YAML\n"
 
-// readmeExample is the first code block in language of the README's
-// section on other languages.
+// readmeExample is the first code block in language of the README's section on other
+// languages.
 func readmeExample(t *testing.T, language string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), readmeSection)
-	if !ok {
-		t.Fatalf("the README has no section %q", strings.TrimSpace(readmeSection))
-	}
-	_, rest, ok := strings.Cut(section, "\n```"+language+"\n")
-	if !ok {
-		t.Fatalf("the README has no %s example", language)
-	}
-	block, _, ok := strings.Cut(rest, "\n```\n")
-	if !ok {
-		t.Fatalf("the README's %s example does not end", language)
-	}
-	return block + "\n"
+	return docblock.After(t, "README.md", readmeSection, language)
 }
 
 // sdkgenModule is tools/sdkgen, the module of the SDK generator.

@@ -10,39 +10,16 @@ import (
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
-// readmeBlock returns the fenced block that follows `<!-- example: name -->` in doc.
-func readmeBlock(t *testing.T, doc, name string) string {
-	t.Helper()
-	_, after, ok := strings.Cut(doc, "<!-- example: "+name+" -->")
-	if !ok {
-		t.Fatalf("README has no example %q", name)
-	}
-	_, body, ok := strings.Cut(after, "```")
-	if !ok {
-		t.Fatalf("example %q has no fenced block", name)
-	}
-	_, body, _ = strings.Cut(body, "\n") // drop the info string
-	block, _, ok := strings.Cut(body, "```")
-	if !ok {
-		t.Fatalf("example %q is not closed", name)
-	}
-	return block
-}
-
 // TestReadmeExamples renders the README's configuration examples: the valid
 // one must plan, the broken one must print exactly the README's output.
 func TestReadmeExamples(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(readme)
 	dir := t.TempDir()
-	for name, content := range map[string]string{"stack.yaml": readmeBlock(t, doc, "stack"), "broken.yaml": readmeBlock(t, doc, "broken")} {
+	for name, content := range map[string]string{"stack.yaml": docblock.Example(t, "README.md", "stack"), "broken.yaml": docblock.Example(t, "README.md", "broken")} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +52,7 @@ func TestReadmeExamples(t *testing.T) {
 	if err == nil {
 		t.Fatal("README broken example rendered")
 	}
-	want := strings.TrimSpace(readmeBlock(t, doc, "broken-output"))
+	want := strings.TrimSpace(docblock.Example(t, "README.md", "broken-output"))
 	if got := "eventpipe: " + err.Error(); got != want {
 		t.Errorf("README broken-example output is stale.\ngot:\n%s\nREADME:\n%s", got, want)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
@@ -40,33 +40,10 @@ func jsonLines(t *testing.T, p *proctest.Proc) []map[string]any {
 	return out
 }
 
-// readmeBlock returns the fenced block that follows marker in README.md.
+// readmeBlock returns the lines of the fenced block that follows marker in README.md.
 func readmeBlock(t *testing.T, marker string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot(t), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var block []string
-	state := 0 // 0 before marker, 1 before fence, 2 inside
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case state == 0 && strings.Contains(l, marker):
-			state = 1
-		case state == 1 && strings.HasPrefix(l, "```"):
-			state = 2
-		case state == 2 && strings.HasPrefix(l, "```"):
-			return block
-		case state == 2:
-			block = append(block, l)
-		}
-	}
-	t.Fatalf("README has no block after %q", marker)
-	return nil
+	return strings.Split(strings.TrimSuffix(docblock.After(t, "README.md", marker, ""), "\n"), "\n")
 }
 
 // TestREADMEPushExample runs the README's curl example against the real

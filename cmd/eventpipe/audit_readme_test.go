@@ -3,13 +3,15 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 )
 
 // TestReadmeAuditCommands parses every `eventpipe audit` command of the README's audit
 // section with the command's own flags: each flag it shows exists and takes its value.
 func TestReadmeAuditCommands(t *testing.T) {
-	blocks := docBlock(t, "README.md", "gcloud auth application-default login                       # or any Application Default Credentials") +
-		docBlock(t, "README.md", "gcloud asset export --organization=ORG_ID --content-type=resource --output-path=gs://BUCKET/resources.json \\")
+	blocks := docblock.Starting(t, "README.md", "gcloud auth application-default login                       # or any Application Default Credentials") +
+		docblock.Starting(t, "README.md", "gcloud asset export --organization=ORG_ID --content-type=resource --output-path=gs://BUCKET/resources.json \\")
 	n := 0
 	for _, line := range strings.Split(blocks, "\n") {
 		_, cmdline, ok := strings.Cut(line, "eventpipe audit")

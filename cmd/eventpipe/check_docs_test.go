@@ -9,34 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// docBlock returns the fenced code block of the repository file path whose first line is
-// first.
-func docBlock(t *testing.T, path, first string) string {
-	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(doc)
-	i := strings.Index(text, "\n"+first+"\n")
-	if i < 0 {
-		t.Fatalf("%s has no block starting %q", path, first)
-	}
-	rest := text[i+1:]
-	end := strings.Index(rest, "\n```")
-	if end < 0 {
-		t.Fatalf("%s: block %q is not closed", path, first)
-	}
-	return rest[:end+1]
-}
+	"github.com/eventpipe/eventpipe/internal/testing/docblock"
+)
 
 // TestReadmeCheckConfig runs the check configuration example of docs/policies.md on every stack: it must be
 // valid, keep every stack passing, and fail naming its waiver once the waiver has expired.
 func TestReadmeCheckConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "eventpipe-check.yaml")
-	if err := os.WriteFile(path, []byte(docBlock(t, "docs/policies.md", "# eventpipe-check.yaml")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(docblock.Starting(t, "docs/policies.md", "# eventpipe-check.yaml")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	day := func(s string) func() time.Time {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/devpipe"
+	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 	"github.com/eventpipe/eventpipe/render"
 )
 
@@ -186,26 +187,6 @@ func TestDevServePrintsHowToUseIt(t *testing.T) {
 	}
 }
 
-// readmeExample returns the fenced block after `<!-- example: name -->` in the README.
-func readmeExample(t *testing.T, name string) string {
-	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(doc), "<!-- example: "+name+" -->")
-	if !ok {
-		t.Fatalf("README has no example %q", name)
-	}
-	_, body, _ := strings.Cut(after, "```")
-	_, body, _ = strings.Cut(body, "\n")
-	block, _, ok := strings.Cut(body, "```")
-	if !ok {
-		t.Fatalf("README example %q is not closed", name)
-	}
-	return block
-}
-
 // sharedTopicStack has what pstest models worst: two pipelines reading one existing
 // topic, and one of them with two push and a pull subscription on it.
 const sharedTopicStack = `config:
@@ -257,7 +238,7 @@ func TestDevRunsEveryStack(t *testing.T) {
 		}
 	}
 	readme := filepath.Join(t.TempDir(), "stack.yaml")
-	if err := os.WriteFile(readme, []byte(readmeExample(t, "stack")), 0o600); err != nil {
+	if err := os.WriteFile(readme, []byte(docblock.Example(t, "README.md", "stack")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	runs = append(runs, run{name: "readme", stack: "prod", config: readme})
@@ -300,7 +281,7 @@ func TestDevRunsEveryStack(t *testing.T) {
 // --project there: the dev stack's subscriptions are read.
 func TestReadmeAuditOfDevServe(t *testing.T) {
 	var line string
-	for _, l := range strings.Split(docBlock(t, "README.md", "gcloud auth application-default login                       # or any Application Default Credentials"), "\n") {
+	for _, l := range strings.Split(docblock.Starting(t, "README.md", "gcloud auth application-default login                       # or any Application Default Credentials"), "\n") {
 		if strings.HasPrefix(l, "PUBSUB_EMULATOR_HOST=") {
 			line = l
 		}

@@ -7,31 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"gopkg.in/yaml.v3"
 )
-
-// readmeYAML is the README's Pulumi YAML program (section "From TypeScript, Python or
-// YAML"), so the test runs what users copy.
-func readmeYAML(t *testing.T) string {
-	t.Helper()
-	readme := mustRead(t, filepath.Join(repo, "README.md"))
-	_, section, ok := strings.Cut(readme, "\n### From TypeScript, Python or YAML\n")
-	if !ok {
-		t.Fatal("the README has no section on other languages")
-	}
-	_, rest, ok := strings.Cut(section, "\n```yaml\n")
-	if !ok {
-		t.Fatal("the README has no YAML example")
-	}
-	block, _, ok := strings.Cut(rest, "\n```\n")
-	if !ok {
-		t.Fatal("the README's YAML example does not end")
-	}
-	return block + "\n"
-}
 
 // TestReadmeYAMLProgramUnderTheRealEngine runs the README's YAML program as users do:
 // `pulumi package add` of the eventpipe provider plugin, then `pulumi up` through the
@@ -62,7 +43,7 @@ func TestReadmeYAMLProgramUnderTheRealEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	example := readmeYAML(t)
+	example := docblock.After(t, "README.md", "\n### From TypeScript, Python or YAML\n", "yaml")
 	project := "name: yaml-orders\nruntime: yaml\n" + example
 	// In Google Cloud the example's project exists, with the number it configures.
 	var doc struct {
