@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		return err
 	}
 	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log,
-		Verifier: callbackVerifier, Tracer: opts.Tracer, HandlerURL: cfg.Handler.URL}))
+		Verifier: callbackVerifier, Tracer: opts.Tracer, HandlerURL: cfg.Handler.URL, MaxStoredBody: cfg.Handler.MaxStoredBody}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
