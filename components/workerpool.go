@@ -27,7 +27,7 @@ import (
 var poolLacks = map[string]string{
 	"Ports":                     "a worker pool takes no requests: no container has an ingress port",
 	"StartupProbe":              "not declarable on a worker pool in pulumi-gcp v8: the consumer waits for its handler's health path itself (EVENTPIPE_HANDLER_HEALTH_PATH) before it pulls",
-	"LivenessProbe":             "not declarable on a worker pool in pulumi-gcp v8: a consumer that stops pulling is found by the pipeline's alerts, not restarted",
+	"LivenessProbe":             "not declarable on a worker pool in pulumi-gcp v8: a consumer that stops pulling is not restarted; its subscription's oldest-unacked-age alert fires",
 	"Resources.CpuIdle":         "a worker pool's CPU is always allocated",
 	"Resources.StartupCpuBoost": "refused on a worker pool (eventpipe never sets it)",
 	"BaseImageUri":              "refused on a worker pool (eventpipe never sets it)",
