@@ -2,6 +2,7 @@ package components
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,33 +17,31 @@ import (
 // add one, so the new field is converted and checked too.
 func samples() map[reflect.Type]func(path string) reflect.Value {
 	return map[reflect.Type]func(path string) reflect.Value{
-		typeOf[pulumi.StringInput]():    func(p string) reflect.Value { return reflect.ValueOf(pulumi.String("v-" + p)) },
-		typeOf[pulumi.StringPtrInput](): func(p string) reflect.Value { return reflect.ValueOf(pulumi.String("v-" + p)) },
-		typeOf[pulumi.StringArrayInput](): func(p string) reflect.Value {
+		reflect.TypeFor[pulumi.StringInput]():    func(p string) reflect.Value { return reflect.ValueOf(pulumi.String("v-" + p)) },
+		reflect.TypeFor[pulumi.StringPtrInput](): func(p string) reflect.Value { return reflect.ValueOf(pulumi.String("v-" + p)) },
+		reflect.TypeFor[pulumi.StringArrayInput](): func(p string) reflect.Value {
 			return reflect.ValueOf(pulumi.StringArray{pulumi.String("a-" + p), pulumi.String("b-" + p)})
 		},
-		typeOf[pulumi.StringMapInput](): func(p string) reflect.Value {
+		reflect.TypeFor[pulumi.StringMapInput](): func(p string) reflect.Value {
 			return reflect.ValueOf(pulumi.StringMap{"k-" + p: pulumi.String("v-" + p)})
 		},
-		typeOf[cloudrunv2.ServiceTemplateContainerEnvArrayInput](): func(p string) reflect.Value {
+		reflect.TypeFor[cloudrunv2.ServiceTemplateContainerEnvArrayInput](): func(p string) reflect.Value {
 			return reflect.ValueOf(cloudrunv2.ServiceTemplateContainerEnvArray{filled[cloudrunv2.ServiceTemplateContainerEnvArgs](p + "[0]")})
 		},
-		typeOf[cloudrunv2.ServiceTemplateContainerEnvValueSourcePtrInput](): func(p string) reflect.Value {
+		reflect.TypeFor[cloudrunv2.ServiceTemplateContainerEnvValueSourcePtrInput](): func(p string) reflect.Value {
 			return reflect.ValueOf(filled[cloudrunv2.ServiceTemplateContainerEnvValueSourceArgs](p))
 		},
-		typeOf[cloudrunv2.ServiceTemplateContainerEnvValueSourceSecretKeyRefPtrInput](): func(p string) reflect.Value {
+		reflect.TypeFor[cloudrunv2.ServiceTemplateContainerEnvValueSourceSecretKeyRefPtrInput](): func(p string) reflect.Value {
 			return reflect.ValueOf(filled[cloudrunv2.ServiceTemplateContainerEnvValueSourceSecretKeyRefArgs](p))
 		},
-		typeOf[cloudrunv2.ServiceTemplateContainerResourcesPtrInput](): func(p string) reflect.Value {
+		reflect.TypeFor[cloudrunv2.ServiceTemplateContainerResourcesPtrInput](): func(p string) reflect.Value {
 			return reflect.ValueOf(filled[cloudrunv2.ServiceTemplateContainerResourcesArgs](p))
 		},
-		typeOf[cloudrunv2.ServiceTemplateContainerVolumeMountArrayInput](): func(p string) reflect.Value {
+		reflect.TypeFor[cloudrunv2.ServiceTemplateContainerVolumeMountArrayInput](): func(p string) reflect.Value {
 			return reflect.ValueOf(cloudrunv2.ServiceTemplateContainerVolumeMountArray{filled[cloudrunv2.ServiceTemplateContainerVolumeMountArgs](p + "[0]")})
 		},
 	}
 }
-
-func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 // filled is a T with every field a worker pool container can take set to a
 // sample naming its path (fields in poolLacks stay nil).
@@ -139,7 +138,7 @@ func compare(t *testing.T, svc, pool reflect.Value, path string, lacking map[str
 				continue
 			}
 			for j := range sv.Len() {
-				compare(t, sv.Index(j).Elem().Elem(), pv.Index(j).Elem().Elem(), p+"["+string(rune('0'+j))+"]", lacking)
+				compare(t, sv.Index(j).Elem().Elem(), pv.Index(j).Elem().Elem(), p+"["+strconv.Itoa(j)+"]", lacking)
 			}
 		default:
 			if !reflect.DeepEqual(sv.Interface(), pv.Interface()) {
