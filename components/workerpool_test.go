@@ -116,15 +116,7 @@ func TestWorkerPoolValidation(t *testing.T) {
 // which it waits for before pulling: pulumi-gcp v8 declares no probe on a
 // worker pool, and no container has an ingress port.
 func TestWorkerPoolHandler(t *testing.T) {
-	doc := strings.Replace(pullOnly, "        workerPool: true\n", `        workerPool: true
-        memory: 2Gi
-        handler:
-          image: europe-docker.pkg.dev/acme/orders/handler:2.0.1
-          port: 9090
-          healthPath: /ready
-          env: {LOG_LEVEL: debug}
-          memory: 1Gi
-`, 1)
+	doc := strings.Replace(pullOnly, "        workerPool: true\n", "        workerPool: true\n"+withHandler, 1)
 	pool := one(t, declareStack(t, doc), tWorkerPool, "orders")
 	h := "template.containers.2."
 	checks := []struct {
