@@ -462,6 +462,7 @@ func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceT
 	}
 	if k.Handler != nil {
 		vars[EnvHandlerURL] = pulumi.String(k.Handler.URL())
+		vars[EnvHandlerHealthPath] = pulumi.String(k.Handler.HealthPath)
 	}
 	names := append(spec.SortedKeys(vars), EnvStore)
 	sort.Strings(names)

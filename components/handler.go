@@ -14,6 +14,12 @@ const HandlerContainer = "handler"
 // EnvHandlerURL tells the consumer where its handler listens (handler.URLEnv).
 const EnvHandlerURL = "EVENTPIPE_HANDLER_URL"
 
+// EnvHandlerHealthPath is the handler's health path (handler.HealthPathEnv):
+// a pulling consumer waits until it answers before it pulls, which on a
+// worker pool, where pulumi-gcp v8 declares no startup probe, is what
+// orders the two containers.
+const EnvHandlerHealthPath = "EVENTPIPE_HANDLER_HEALTH_PATH"
+
 // HandlerSettings configure the team's own container beside the consumer (docs/handlers.md): the
 // consumer, the service's ingress container, passes it on localhost the events of routes that name it,
 // once per logical event, and every other request, once per Idempotency-Key.

@@ -8,6 +8,18 @@ import (
 	"github.com/eventpipe/eventpipe/spec"
 )
 
+// withHandler are consumer settings (YAML, indented for a pipeline's
+// consumer) with a handler, and the memory the consumer needs beside it and
+// the collector.
+const withHandler = `        memory: 2Gi
+        handler:
+          image: europe-docker.pkg.dev/acme/orders/handler:2.0.1
+          port: 9090
+          healthPath: /ready
+          env: {LOG_LEVEL: debug}
+          memory: 1Gi
+`
+
 // TestHandlerContainer checks the consumer's handler input: a second
 // container with no ingress port, its port as HANDLER_PORT, its own
 // environment and limits, a startup probe on its health path; the consumer
@@ -18,15 +30,7 @@ func TestHandlerContainer(t *testing.T) {
 	if _, ok := env(t, plain)[components.EnvHandlerURL]; ok || input(plain, "template.containers.0.dependsOns") != nil {
 		t.Fatalf("a consumer without a handler got %s or dependsOns", components.EnvHandlerURL)
 	}
-	doc := strings.Replace(baseStack, "        minInstances: 1\n", `        minInstances: 1
-        memory: 2Gi
-        handler:
-          image: europe-docker.pkg.dev/acme/orders/handler:2.0.1
-          port: 9090
-          healthPath: /ready
-          env: {LOG_LEVEL: debug}
-          memory: 1Gi
-`, 1)
+	doc := strings.Replace(baseStack, "        minInstances: 1\n", "        minInstances: 1\n"+withHandler, 1)
 	traced := strings.Replace(doc, "  eventpipe:pipelines:", "  eventpipe:defaults:\n    traceCollector: true\n  eventpipe:pipelines:", 1)
 	for name, d := range map[string]string{"handler": doc, "handler and collector": traced} {
 		svc := one(t, declareStack(t, d), tService, "orders")

@@ -10,17 +10,41 @@ import (
 // A consumer that only pulls needs no HTTP endpoint: with
 // consumer.workerPool it runs on a Cloud Run worker pool, which has none,
 // takes no requests and runs a fixed number of instances (minInstances)
-// with their CPU always allocated. Its containers are the service's,
-// without what only a service has: ports, probes, cpuIdle, request
-// timeout and concurrency.
+// with their CPU always allocated. Its containers are the service's
+// (declareConsumer builds them once), converted field by field by
+// workerPoolContainer: every field pulumi-gcp v8's worker pool container
+// has is carried (name, image, command, args, env, limits, volume mounts,
+// working directory, dependsOn), and each service field it lacks is in
+// poolLacks with what stands in for it.
+
+// poolLacks are the service container fields (by path) that pulumi-gcp v8's
+// worker pool container does not have, with what replaces each. Cloud Run's
+// API takes startup and liveness probes on worker pools (docs:
+// run/docs/configuring/workerpools/healthchecks), but pulumi-gcp v8.41 (the
+// Terraform provider before its September 2025 change #15156) cannot declare
+// them; pulumi-gcp v9 can. Fields eventpipe never sets are refused by
+// workerPoolContainer if they ever are (refusedOnPool).
+var poolLacks = map[string]string{
+	"Ports":                     "a worker pool takes no requests: no container has an ingress port",
+	"StartupProbe":              "not declarable on a worker pool in pulumi-gcp v8: the consumer waits for its handler's health path itself (EVENTPIPE_HANDLER_HEALTH_PATH) before it pulls",
+	"LivenessProbe":             "not declarable on a worker pool in pulumi-gcp v8: a consumer that stops pulling is not restarted; its subscription's oldest-unacked-age alert fires",
+	"Resources.CpuIdle":         "a worker pool's CPU is always allocated",
+	"Resources.StartupCpuBoost": "refused on a worker pool (eventpipe never sets it)",
+	"BaseImageUri":              "refused on a worker pool (eventpipe never sets it)",
+	"BuildInfos":                "an output of the service, never an input",
+}
 
 // workerPoolArgs are the settings of the consumer's worker pool taken from
 // what its service would have been (svc), so the two never drift.
-func workerPoolArgs(svc *cloudrunv2.ServiceArgs, instances int) *cloudrunv2.WorkerPoolArgs {
+func workerPoolArgs(svc *cloudrunv2.ServiceArgs, instances int) (*cloudrunv2.WorkerPoolArgs, error) {
 	t := svc.Template.(*cloudrunv2.ServiceTemplateArgs)
 	containers := cloudrunv2.WorkerPoolTemplateContainerArray{}
 	for _, c := range t.Containers.(cloudrunv2.ServiceTemplateContainerArray) {
-		containers = append(containers, workerPoolContainer(c.(*cloudrunv2.ServiceTemplateContainerArgs)))
+		pc, err := workerPoolContainer(c.(*cloudrunv2.ServiceTemplateContainerArgs))
+		if err != nil {
+			return nil, err
+		}
+		containers = append(containers, pc)
 	}
 	tmpl := &cloudrunv2.WorkerPoolTemplateArgs{
 		ServiceAccount: t.ServiceAccount,
@@ -63,11 +87,16 @@ func workerPoolArgs(svc *cloudrunv2.ServiceArgs, instances int) *cloudrunv2.Work
 			ManualInstanceCount: pulumi.Int(instances),
 		},
 		Template: tmpl,
-	}
+	}, nil
 }
 
-// workerPoolContainer is the worker pool's form of a service container.
-func workerPoolContainer(c *cloudrunv2.ServiceTemplateContainerArgs) *cloudrunv2.WorkerPoolTemplateContainerArgs {
+// workerPoolContainer is the worker pool's form of a service container:
+// every field both have, and an error for a field set that a worker pool
+// cannot take and nothing replaces (poolLacks).
+func workerPoolContainer(c *cloudrunv2.ServiceTemplateContainerArgs) (*cloudrunv2.WorkerPoolTemplateContainerArgs, error) {
+	if c.BaseImageUri != nil {
+		return nil, fmt.Errorf("container %v: baseImageUri (automatic base image updates) cannot be declared on a worker pool", c.Name)
+	}
 	envs := cloudrunv2.WorkerPoolTemplateContainerEnvArray{}
 	if list, ok := c.Envs.(cloudrunv2.ServiceTemplateContainerEnvArray); ok {
 		for _, e := range list {
@@ -82,8 +111,12 @@ func workerPoolContainer(c *cloudrunv2.ServiceTemplateContainerArgs) *cloudrunv2
 			envs = append(envs, out)
 		}
 	}
-	out := &cloudrunv2.WorkerPoolTemplateContainerArgs{Name: c.Name, Image: c.Image, Args: c.Args, Envs: envs}
+	out := &cloudrunv2.WorkerPoolTemplateContainerArgs{Name: c.Name, Image: c.Image, Commands: c.Commands, Args: c.Args, Envs: envs,
+		WorkingDir: c.WorkingDir, DependsOns: c.DependsOns}
 	if r, ok := c.Resources.(*cloudrunv2.ServiceTemplateContainerResourcesArgs); ok && r != nil {
+		if r.StartupCpuBoost != nil {
+			return nil, fmt.Errorf("container %v: startupCpuBoost cannot be declared on a worker pool", c.Name)
+		}
 		out.Resources = &cloudrunv2.WorkerPoolTemplateContainerResourcesArgs{Limits: r.Limits}
 	}
 	if mounts, ok := c.VolumeMounts.(cloudrunv2.ServiceTemplateContainerVolumeMountArray); ok {
@@ -94,13 +127,17 @@ func workerPoolContainer(c *cloudrunv2.ServiceTemplateContainerArgs) *cloudrunv2
 		}
 		out.VolumeMounts = wm
 	}
-	return out
+	return out, nil
 }
 
 // declareWorkerPool declares the consumer's worker pool from what its
 // service would have been.
 func declareWorkerPool(ctx *pulumi.Context, name string, svc *cloudrunv2.ServiceArgs, instances int, opts ...pulumi.ResourceOption) (*cloudrunv2.WorkerPool, error) {
-	pool, err := cloudrunv2.NewWorkerPool(ctx, name, workerPoolArgs(svc, instances), opts...)
+	args, err := workerPoolArgs(svc, instances)
+	if err != nil {
+		return nil, fmt.Errorf("consumer worker pool %s: %w", name, err)
+	}
+	pool, err := cloudrunv2.NewWorkerPool(ctx, name, args, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("declare consumer worker pool %s: %w", name, err)
 	}

@@ -2,6 +2,7 @@ package components_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,5 +106,43 @@ func TestWorkerPoolValidation(t *testing.T) {
 		if err := loadErr(doc); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("worker pool with %s: err = %v, want one on %s", extra, err, path)
 		}
+	}
+}
+
+// TestWorkerPoolHandler: a pull-only consumer with a handler on a worker
+// pool gets the handler container as its service would (image, HANDLER_PORT
+// and its env, limits), the consumer still starts after the collector and
+// the handler (dependsOn) and is told the handler's URL and health path,
+// which it waits for before pulling: pulumi-gcp v8 declares no probe on a
+// worker pool, and no container has an ingress port.
+func TestWorkerPoolHandler(t *testing.T) {
+	doc := strings.Replace(pullOnly, "        workerPool: true\n", "        workerPool: true\n"+withHandler, 1)
+	pool := one(t, declareStack(t, doc), tWorkerPool, "orders")
+	h := "template.containers.2."
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"handler name", input(pool, h+"name"), components.HandlerContainer},
+		{"handler image", input(pool, h+"image"), "europe-docker.pkg.dev/acme/orders/handler:2.0.1"},
+		{"handler env", input(pool, h+"envs"), []map[string]string{{"name": "HANDLER_PORT", "value": "9090"}, {"name": "LOG_LEVEL", "value": "debug"}}},
+		{"handler limits", input(pool, h+"resources.limits"), map[string]any{"cpu": "1", "memory": "1Gi"}},
+		{"consumer dependsOns", input(pool, "template.containers.0.dependsOns"), []string{components.CollectorContainer, components.HandlerContainer}},
+	}
+	for _, c := range checks {
+		if !equalJSON(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	for i := range 3 {
+		for _, field := range []string{"ports", "startupProbe", "livenessProbe"} {
+			if v := input(pool, "template.containers."+strconv.Itoa(i)+"."+field); v != nil {
+				t.Errorf("container %d has %s %v: pulumi-gcp v8's worker pool has no such field", i, field, v)
+			}
+		}
+	}
+	e := env(t, pool)
+	if e[components.EnvHandlerURL] != "http://localhost:9090" || e[components.EnvHandlerHealthPath] != "/ready" {
+		t.Errorf("consumer env %v: want the handler's URL and health path", e)
 	}
 }

@@ -163,6 +163,7 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 	}
 	if e.Handler != nil {
 		env[handler.URLEnv] = e.Handler.URL
+		env[handler.HealthPathEnv] = e.Handler.HealthPath
 	}
 	cfg, err := server.ConfigFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {

@@ -39,6 +39,10 @@ type HandlerOptions struct {
 type Handler struct {
 	// URL is the counting proxy's base URL, what the consumers call.
 	URL string
+	// HealthPath is the handler's health check, which the consumers wait
+	// for before they pull (EVENTPIPE_HANDLER_HEALTH_PATH); its GETs are
+	// not counted as calls.
+	HealthPath string
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -70,7 +74,7 @@ func StartHandler(ctx context.Context, opts HandlerOptions) (*Handler, error) {
 		return nil, errors.New("devpipe: no handler command")
 	}
 	if opts.HealthPath == "" {
-		opts.HealthPath = "/healthz"
+		opts.HealthPath = handler.DefaultHealthPath
 	}
 	if opts.Ready == 0 {
 		opts.Ready = 30 * time.Second
@@ -82,7 +86,7 @@ func StartHandler(ctx context.Context, opts HandlerOptions) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devpipe: handler port: %w", err)
 	}
-	h := &Handler{done: make(chan struct{}), ok: map[string]bool{}}
+	h := &Handler{HealthPath: opts.HealthPath, done: make(chan struct{}), ok: map[string]bool{}}
 	h.cmd = exec.Command("sh", "-c", opts.Command)
 	h.cmd.Env = append(os.Environ(), "HANDLER_PORT="+strconv.Itoa(port), "PORT="+strconv.Itoa(port))
 	h.cmd.Stdout, h.cmd.Stderr = opts.Output, opts.Output
@@ -114,6 +118,9 @@ func (h *Handler) count(next http.Handler) http.Handler {
 		key := r.Header.Get(handler.IdempotencyKeyHeader)
 		sw := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
+		if r.Method == http.MethodGet && r.URL.Path == h.HealthPath {
+			return // a consumer waiting for the handler, not a call
+		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.stats.Calls++

@@ -13,8 +13,9 @@ import (
 )
 
 // handlerStack is a stack with one pipeline whose routes (examples/handlers)
-// send order events to the handler.
-func handlerStack(t *testing.T) (*spec.Stack, string) {
+// send order events to the handler; consumer and subscriptions are its
+// pipeline's (YAML, indented for it).
+func handlerStack(t *testing.T, consumer, subscriptions string) (*spec.Stack, string) {
 	t.Helper()
 	routes, err := filepath.Abs(filepath.Join("..", "examples", "handlers", "routes.json"))
 	if err != nil {
@@ -29,10 +30,8 @@ func handlerStack(t *testing.T) (*spec.Stack, string) {
     orders:
       consumer:
         image: europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3
-      subscriptions:
-        main:
-          delivery: push
-`
+` + consumer + `      subscriptions:
+` + subscriptions
 	f, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -45,10 +44,21 @@ func handlerStack(t *testing.T) (*spec.Stack, string) {
 }
 
 // TestHandlerBesideThePipeline runs the Python example handler beside a
-// local pipeline (eventpipe dev --handler): an event published twice and
-// another one reach it once each, counted, and nothing repeats.
+// local pipeline (eventpipe dev --handler), pushed to and pull-only on a
+// worker pool: an event published twice and another one reach it once
+// each, counted, and nothing repeats (the consumers' health checks of the
+// handler are not calls).
 func TestHandlerBesideThePipeline(t *testing.T) {
-	st, routes := handlerStack(t)
+	for name, stack := range map[string][2]string{
+		"push":                   {"", "        main:\n          delivery: push\n"},
+		"pull-only, worker pool": {"        workerPool: true\n        minInstances: 1\n", "        main:\n          delivery: pull\n"},
+	} {
+		t.Run(name, func(t *testing.T) { handlerBesideThePipeline(t, stack[0], stack[1]) })
+	}
+}
+
+func handlerBesideThePipeline(t *testing.T, consumer, subscriptions string) {
+	st, routes := handlerStack(t, consumer, subscriptions)
 	example, err := filepath.Abs(filepath.Join("..", "examples", "handlers", "python", "handler.py"))
 	if err != nil {
 		t.Fatal(err)

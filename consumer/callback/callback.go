@@ -75,7 +75,9 @@ type Handler struct {
 	// handlerURL and caller reach the handler (routes that name it).
 	handlerURL string
 	caller     *downstream.Caller
-	now        func() time.Time
+	// maxStoredBody bounds the handler's response body kept for replay.
+	maxStoredBody int
+	now           func() time.Time
 }
 
 // Config configures a Handler.
@@ -97,6 +99,10 @@ type Config struct {
 	// Caller posts callbacks to the handler (default: a client carrying
 	// traceparent when Tracer is set).
 	Caller *downstream.Caller
+	// MaxStoredBody bounds the handler's response body stored with a
+	// callback's receipt and replayed (default handler.DefaultMaxStoredBody,
+	// the Idempotency-Key API's bound: EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY).
+	MaxStoredBody int
 }
 
 // New returns a callback handler.
@@ -104,8 +110,11 @@ func New(cfg Config) *Handler {
 	if cfg.Caller == nil {
 		cfg.Caller = downstream.New(cfg.Tracer.HTTPClient(nil))
 	}
+	if cfg.MaxStoredBody <= 0 {
+		cfg.MaxStoredBody = handler.DefaultMaxStoredBody
+	}
 	return &Handler{routes: cfg.Routes, engine: cfg.Engine, store: cfg.Store, env: cfg.Env, log: cfg.Logger,
-		verifier: cfg.Verifier, tracer: cfg.Tracer, handlerURL: cfg.HandlerURL, caller: cfg.Caller, now: time.Now}
+		verifier: cfg.Verifier, tracer: cfg.Tracer, handlerURL: cfg.HandlerURL, caller: cfg.Caller, maxStoredBody: cfg.MaxStoredBody, now: time.Now}
 }
 
 // CheckHandler reports a callback route that names the handler (it has no
@@ -134,6 +143,11 @@ type outcome struct {
 	// retryAfter, when set, is the Retry-After of a 409 for a callback
 	// another delivery is processing.
 	retryAfter time.Duration
+	// response, when set, is the handler's stored answer
+	// (handler.StoredResponse), written instead of the JSON body; replayed
+	// says it is a retry's.
+	response map[string]any
+	replayed bool
 }
 
 // ServeHTTP implements http.Handler.
@@ -149,6 +163,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.logLine(r.Context(), o)
 	if span != nil {
 		tracing.Finish(span, o.result, o.err, semconv.HTTPResponseStatusCode(o.status))
+	}
+	if o.response != nil {
+		handler.WriteStored(w, o.response, o.replayed)
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if o.retryAfter > 0 {
@@ -234,6 +252,14 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 	}
 	if rc.Replayed {
 		o.status, o.result = http.StatusOK, logfields.OutcomeDuplicate
+		if stored, ok := rc.Result[responseField].(map[string]any); ok {
+			// The handler's own answer, byte for byte.
+			status, _ := stored["status"].(int64)
+			o.response, o.replayed, o.status = stored, true, int(status)
+			return nil
+		}
+		// A receipt without the handler's answer (recorded before it was
+		// kept, or of a target route) replays the receipt's status.
 		body := map[string]any{"message": "Callback already processed", "idempotent_replayed": true,
 			"original_received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": rc.Status}
 		if hs, ok := rc.Result[handlerStatusField]; ok {
@@ -276,11 +302,14 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": status}
 }
 
-// Receipt status and result field of callbacks sent to the handler.
+// Receipt status and result fields of callbacks sent to the handler.
 const (
 	statusProcessed    = "processed"
 	statusRejected     = "rejected"
 	handlerStatusField = "handler_status"
+	// responseField holds the handler's answer (handler.StoredResponse),
+	// replayed byte for byte to a retry of the callback.
+	responseField = "handler_response"
 )
 
 // forward POSTs a reserved callback to the handler and settles its receipt
@@ -300,7 +329,8 @@ func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receip
 		return o.fail(http.StatusBadRequest, err)
 	}
 	o.doc = handler.CallbackPath(rt.Name)
-	status, callErr := h.caller.Post(ctx, handler.CallbackURL(h.handlerURL, rt.Name), key, msg, callTimeout(rt))
+	resp, callErr := h.caller.Do(ctx, handler.CallbackURL(h.handlerURL, rt.Name), key, msg, callTimeout(rt), h.maxStoredBody)
+	status := resp.Status
 	if callErr != nil && classify.Of(callErr).Type != logfields.ErrorTypePoison {
 		// The handler did not (durably) act: give the receipt back so the
 		// caller's retry calls it again.
@@ -315,6 +345,13 @@ func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receip
 		final = statusRejected
 	}
 	rc.Result = map[string]any{handlerStatusField: int64(status)}
+	var stored map[string]any
+	if status < 300 || status >= 400 { // a redirect is not passed to a caller that POSTed
+		if !resp.Cut {
+			stored = handler.StoredResponse(status, resp.Header, resp.Head, h.maxStoredBody)
+			rc.Result[responseField] = stored
+		}
+	}
 	done, err := h.engine.Finish(ctx, rc, final, nil)
 	o.ops = o.ops.Add(done.Ops)
 	if err != nil {
@@ -328,9 +365,15 @@ func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receip
 	if callErr != nil {
 		out := o.fail(http.StatusUnprocessableEntity, callErr)
 		out["status"], out[handlerStatusField] = final, status
+		if stored != nil {
+			o.response, o.status = stored, status
+		}
 		return out
 	}
 	o.status, o.result = http.StatusOK, logfields.OutcomeApplied
+	if stored != nil {
+		o.response, o.status = stored, status
+	}
 	return map[string]any{"message": "Callback processed by the handler", "idempotent_replayed": false,
 		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": final, handlerStatusField: status}
 }

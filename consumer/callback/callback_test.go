@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -57,23 +56,12 @@ func (f *fixture) call(t *testing.T, path, body string, hdr map[string]string) (
 // callFull is call that also returns the response headers.
 func (f *fixture) callFull(t *testing.T, path, body string, hdr map[string]string) (int, http.Header, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	a := f.post(t, path, body, hdr)
 	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+	if err := json.Unmarshal(a.body, &out); err != nil {
 		t.Error(err)
 	}
-	return resp.StatusCode, resp.Header, out
+	return a.status, a.header, out
 }
 
 const okBody = `{"run_id":"run-1","callback_id":"cb-1","status":"completed","result_uri":"gs://out/run-1.json"}`

@@ -1,11 +1,15 @@
 package callback
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +17,12 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/handler"
 	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
 	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
+	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 )
 
 // handlerRoutes has a callback route without a target: it names the handler.
@@ -36,6 +44,8 @@ type fakeHandler struct {
 	// a value when a call arrives.
 	block   chan struct{}
 	entered chan struct{}
+	// pad lengthens the answer to a callback id by that many bytes.
+	pad map[string]int
 }
 
 func (fh *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -73,8 +83,12 @@ func (fh *fakeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	// Content-Type and ETag are stored with the answer; X-Call is not.
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("ETag", fmt.Sprintf(`"%s-%d"`, key, n))
+	w.Header().Set("X-Call", strconv.Itoa(n))
 	w.WriteHeader(status)
-	_, _ = fmt.Fprintf(w, `{"answer":%d}`, status)
+	_, _ = fmt.Fprintf(w, `{"answer":%d,"key":%q,"call":%d,"pad":%q}`, status, key, n, strings.Repeat("x", fh.pad[key]))
 }
 
 func (fh *fakeHandler) callsOf(key string) int {
@@ -87,10 +101,19 @@ func (fh *fakeHandler) callsOf(key string) int {
 // front of fh.
 func serveHandlerRoute(t *testing.T, fh *fakeHandler) *fixture {
 	t.Helper()
+	return serveHandlerRouteOn(t, fh, memstore.New())
+}
+
+// maxStored is the stored body bound of the handler route's fixtures.
+const maxStored = 2048
+
+// serveHandlerRouteOn is serveHandlerRoute on the store st.
+func serveHandlerRouteOn(t *testing.T, fh *fakeHandler, st store.Store) *fixture {
+	t.Helper()
 	fh.calls = map[string]int{}
 	hsrv := httptest.NewServer(fh)
 	t.Cleanup(hsrv.Close)
-	fs := &ct.FailingStore{Store: memstore.New()}
+	fs := &ct.FailingStore{Store: st}
 	proc, _, log := ct.NewProcessor(t, ct.Options{Store: fs, Routes: []byte(handlerRoutes)})
 	if err := CheckHandler(proc.Routes(), hsrv.URL); err != nil {
 		t.Fatal(err)
@@ -100,7 +123,7 @@ func serveHandlerRoute(t *testing.T, fh *fakeHandler) *fixture {
 	// connection dropped, which would blur the count of handler calls.
 	caller := downstream.New(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}})
 	mux.Handle(Pattern, New(Config{Routes: proc.Routes(), Engine: proc.Engine(), Store: fs, Env: ct.Env, Logger: proc.Logger(),
-		HandlerURL: hsrv.URL, Caller: caller}))
+		HandlerURL: hsrv.URL, Caller: caller, MaxStoredBody: maxStored}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &fixture{srv: srv, st: fs, log: log}
@@ -108,29 +131,155 @@ func serveHandlerRoute(t *testing.T, fh *fakeHandler) *fixture {
 
 func jobBody(id string) string { return fmt.Sprintf(`{"callback_id":%q,"status":"done"}`, id) }
 
-// TestHandlerCallbackForwarded: one callback is one handler call carrying
-// the callback, its key and the route's fields; the same id again is
-// answered from the receipt without a second call.
+// answer is a callback's answer as the caller gets it.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// post sends a callback and returns the answer whole.
+func (f *fixture) post(t *testing.T, path, body string, hdr map[string]string) answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{resp.StatusCode, resp.Header, raw}
+}
+
+// sameAnswer reports how replay differs from first, the handler's answer
+// as the first caller got it: status, stored headers and body byte for
+// byte, and the replay marked Idempotent-Replayed.
+func sameAnswer(first, replay answer) error {
+	switch {
+	case replay.status != first.status:
+		return fmt.Errorf("status %d, first %d", replay.status, first.status)
+	case !bytes.Equal(replay.body, first.body):
+		return fmt.Errorf("body %q, first %q", replay.body, first.body)
+	case replay.header.Get("Content-Type") != first.header.Get("Content-Type") || replay.header.Get("ETag") != first.header.Get("ETag"):
+		return fmt.Errorf("headers %v, first %v", replay.header, first.header)
+	case replay.header.Get(handler.ReplayedHeader) != "true" || first.header.Get(handler.ReplayedHeader) != "":
+		return fmt.Errorf("%s: replay %q, first %q", handler.ReplayedHeader, replay.header.Get(handler.ReplayedHeader), first.header.Get(handler.ReplayedHeader))
+	case replay.header.Get("X-Call") != "":
+		return fmt.Errorf("a header that is not stored was replayed: X-Call %q", replay.header.Get("X-Call"))
+	}
+	return nil
+}
+
+// stores are the stores the handler route's answers are kept in: memory,
+// bbolt and PostgreSQL.
+func stores(t *testing.T) map[string]func(t *testing.T) store.Store {
+	return map[string]func(t *testing.T) store.Store{
+		"mem": func(*testing.T) store.Store { return memstore.New() },
+		"bbolt": func(t *testing.T) store.Store {
+			st, err := boltstore.Open(filepath.Join(t.TempDir(), "consumer.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		},
+		"postgres": func(t *testing.T) store.Store {
+			st, err := pgstore.Open(t.Context(), pgtest.Start(t).URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		},
+	}
+}
+
+// TestHandlerCallbackForwarded (memory, bbolt, PostgreSQL): one callback is
+// one handler call carrying the callback, its key and the route's fields,
+// and the caller gets the handler's answer; the same id again gets that
+// answer replayed from the receipt byte for byte (status, stored headers,
+// body), without a second call. An answer over the stored bound is answered
+// and replayed without its body, marked Idempotent-Body-Omitted.
 func TestHandlerCallbackForwarded(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			fh := &fakeHandler{pad: map[string]int{"cb-big": maxStored}}
+			f := serveHandlerRouteOn(t, fh, open(t))
+			first := f.post(t, "/callbacks/jobs", jobBody("cb-1"), map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+			if first.status != 200 || !strings.HasPrefix(string(first.body), `{"answer":200,"key":"cb-1","call":0`) || first.header.Get("ETag") != `"cb-1-0"` {
+				t.Fatalf("first: %d %v %s", first.status, first.header, first.body)
+			}
+			for range 2 {
+				if err := sameAnswer(first, f.post(t, "/callbacks/jobs", jobBody("cb-1"), nil)); err != nil {
+					t.Fatalf("retry: %v", err)
+				}
+			}
+			if n := fh.callsOf("cb-1"); n != 1 {
+				t.Fatalf("handler called %d times, want 1", n)
+			}
+			cb := fh.bodies[0]
+			if cb.IdempotencyKey != "cb-1" || cb.Route != "jobs" || cb.Fields["status"] != "done" || string(cb.Callback) != jobBody("cb-1") {
+				t.Fatalf("handler got %+v", cb)
+			}
+			if ct := fh.headers[0].Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("Content-Type %q", ct)
+			}
+			big := f.post(t, "/callbacks/jobs", jobBody("cb-big"), nil)
+			if big.status != 200 || len(big.body) != 0 || big.header.Get(handler.BodyOmittedHeader) != "true" || big.header.Get("ETag") != `"cb-big-0"` {
+				t.Fatalf("answer over %d bytes: %d %v %q", maxStored, big.status, big.header, big.body)
+			}
+			if err := sameAnswer(big, f.post(t, "/callbacks/jobs", jobBody("cb-big"), nil)); err != nil {
+				t.Fatalf("retry of the big answer: %v", err)
+			}
+		})
+	}
+}
+
+// TestHandlerCallbackRecordedBefore: a receipt recorded before the handler's
+// answer was kept (its result has handler_status only) still replays, as it
+// did: 200 with the receipt's status and handler_status in JSON.
+func TestHandlerCallbackRecordedBefore(t *testing.T) {
 	fh := &fakeHandler{}
 	f := serveHandlerRoute(t, fh)
-	code, first := f.call(t, "/callbacks/jobs", jobBody("cb-1"), map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
-	if code != 200 || first["status"] != statusProcessed || first[handlerStatusField] != float64(200) {
-		t.Fatalf("first: %d %v", code, first)
+	if a := f.post(t, "/callbacks/jobs", jobBody("cb-old"), nil); a.status != 200 {
+		t.Fatalf("first: %d %s", a.status, a.body)
 	}
-	code, again := f.call(t, "/callbacks/jobs", jobBody("cb-1"), nil)
-	if code != 200 || again["idempotent_replayed"] != true || again["original_received_at"] != first["received_at"] || again[handlerStatusField] != float64(200) {
-		t.Fatalf("retry: %d %v (first %v)", code, again, first)
+	var doc string
+	for _, l := range ct.With(f.log.Lines(t), "idempotency_key", "cb-old") {
+		doc, _ = l["idempotency_doc"].(string)
 	}
-	if n := fh.callsOf("cb-1"); n != 1 {
+	collection, id, ok := strings.Cut(doc, "/")
+	if !ok {
+		t.Fatalf("no receipt logged for cb-old: %q", doc)
+	}
+	key := store.Key{Collection: collection, ID: id}
+	if err := f.st.RunTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		d, err := tx.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		result := d.Fields["result"].(map[string]any)
+		delete(result, responseField) // as today's code records it
+		return tx.Set(ctx, key, d)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	code, hdr, out := f.callFull(t, "/callbacks/jobs", jobBody("cb-old"), nil)
+	if code != 200 || out["idempotent_replayed"] != true || out["status"] != statusProcessed || out[handlerStatusField] != float64(200) ||
+		hdr.Get("Content-Type") != "application/json" {
+		t.Fatalf("replay of a receipt without the answer: %d %v %v", code, hdr, out)
+	}
+	if n := fh.callsOf("cb-old"); n != 1 {
 		t.Fatalf("handler called %d times, want 1", n)
-	}
-	cb := fh.bodies[0]
-	if cb.IdempotencyKey != "cb-1" || cb.Route != "jobs" || cb.Fields["status"] != "done" || string(cb.Callback) != jobBody("cb-1") {
-		t.Fatalf("handler got %+v", cb)
-	}
-	if ct := fh.headers[0].Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("Content-Type %q", ct)
 	}
 }
 
@@ -166,8 +315,8 @@ func TestHandlerCallbackConcurrent(t *testing.T) {
 		t.Fatalf("first delivery: %d", c)
 	}
 	fh.entered = nil
-	if code, out := f.call(t, "/callbacks/jobs", jobBody("cb-c"), nil); code != 200 || out["idempotent_replayed"] != true {
-		t.Fatalf("after: %d %v", code, out)
+	if a := f.post(t, "/callbacks/jobs", jobBody("cb-c"), nil); a.status != 200 || a.header.Get(handler.ReplayedHeader) != "true" {
+		t.Fatalf("after: %d %v %s", a.status, a.header, a.body)
 	}
 	if n := fh.callsOf("cb-c"); n != 1 {
 		t.Fatalf("handler called %d times, want 1", n)
@@ -178,8 +327,9 @@ func TestHandlerCallbackConcurrent(t *testing.T) {
 // answers (2xx, permanent 4xx, retryable 4xx/5xx, a dropped connection),
 // each retried by the caller four times. Invariants: the handler is called
 // until its first non-retryable answer and never after; every retryable
-// answer is a 503 to the caller; a 2xx is 200 and a permanent 4xx is 422,
-// and each retry after gets the same status replayed.
+// answer is a 503 to the caller; the first 2xx or permanent 4xx reaches the
+// caller as the handler gave it, and each retry after gets exactly that
+// answer replayed (status, stored headers, body byte for byte).
 func TestHandlerCallbackAnswers(t *testing.T) {
 	answers := []int{200, 201, 400, 404, 408, 429, 500, 503, drop}
 	retryable := func(s int) bool { return s == drop || s >= 500 || s == 408 || s == 429 }
@@ -209,31 +359,27 @@ func TestHandlerCallbackAnswers(t *testing.T) {
 		if final == 0 {
 			wantCalls = 4 // the last answer repeats: retryable every time
 		}
-		settled := false
+		var settled *answer
 		for attempt := range 4 {
-			code, out := f.call(t, "/callbacks/jobs", jobBody(key), nil)
-			var want int
+			a := f.post(t, "/callbacks/jobs", jobBody(key), nil)
+			want := final
+			if settled == nil && (final == 0 || retryable(script[attempt])) {
+				want = http.StatusServiceUnavailable
+			}
+			if a.status != want {
+				t.Fatalf("script %v attempt %d: %d, want %d: %s", script, attempt, a.status, want, a.body)
+			}
 			switch {
-			case attempt < len(script) && !settled && retryable(script[attempt]):
-				want = http.StatusServiceUnavailable
-			case !settled && final == 0:
-				want = http.StatusServiceUnavailable
-			case final < 300:
-				want = http.StatusOK
+			case want == http.StatusServiceUnavailable:
+			case settled == nil:
+				if !strings.HasPrefix(string(a.body), fmt.Sprintf(`{"answer":%d,"key":%q,"call":%d`, final, key, wantCalls-1)) {
+					t.Fatalf("script %v attempt %d: body %s, want the handler's answer", script, attempt, a.body)
+				}
+				settled = &a
 			default:
-				want = http.StatusUnprocessableEntity
-			}
-			if code != want {
-				t.Fatalf("script %v attempt %d: %d, want %d: %v", script, attempt, code, want, out)
-			}
-			if want != http.StatusServiceUnavailable {
-				if settled != (out["idempotent_replayed"] == true) {
-					t.Fatalf("script %v attempt %d: idempotent_replayed %v, want %v", script, attempt, out["idempotent_replayed"], settled)
+				if err := sameAnswer(*settled, a); err != nil {
+					t.Fatalf("script %v attempt %d: %v", script, attempt, err)
 				}
-				if out[handlerStatusField] != float64(final) {
-					t.Fatalf("script %v attempt %d: handler_status %v, want %d", script, attempt, out[handlerStatusField], final)
-				}
-				settled = true
 			}
 		}
 		if n := fh.callsOf(key); n != wantCalls {

@@ -28,13 +28,22 @@ const (
 	// DefaultMaxRequestBody is the largest keyed request body: it is read
 	// whole to be fingerprinted. Larger ones get 413.
 	DefaultMaxRequestBody = 10 << 20
+	// DefaultHealthPath is the handler's default health check.
+	DefaultHealthPath = "/healthz"
 )
+
+// HealthPathEnv names the environment variable with the handler's health
+// path (Config.HealthPath).
+const HealthPathEnv = "EVENTPIPE_HANDLER_HEALTH_PATH"
 
 // Config configures the gateway in front of the handler.
 type Config struct {
 	// URL is the handler's base URL; "" means no handler: no route may
 	// name it and nothing is proxied.
 	URL string
+	// HealthPath is the handler's health check (default /healthz): a
+	// pulling consumer waits until a GET of it answers 2xx (WaitReady).
+	HealthPath string
 	// Timeout bounds one keyed API request to the handler (a key's
 	// reservation holds this long plus a margin).
 	Timeout time.Duration
@@ -64,6 +73,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxRequestBody <= 0 {
 		c.MaxRequestBody = DefaultMaxRequestBody
 	}
+	if c.HealthPath == "" {
+		c.HealthPath = DefaultHealthPath
+	}
 	return c
 }
 
@@ -71,6 +83,7 @@ func (c Config) withDefaults() Config {
 // production); every problem is reported, naming the variable and the fix.
 //
 //	EVENTPIPE_HANDLER_URL                  the handler's base URL (unset: no handler)
+//	EVENTPIPE_HANDLER_HEALTH_PATH          the handler's health path (default /healthz)
 //	EVENTPIPE_HANDLER_TIMEOUT              bound of one keyed API request (default 60s)
 //	EVENTPIPE_IDEMPOTENCY_KEY_TTL          how long a key is remembered (default 24h)
 //	EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY  largest stored response body in bytes (default 262144)
@@ -85,6 +98,9 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		if _, err := ParseURL(c.URL); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.HealthPath = get(HealthPathEnv); c.HealthPath != "" && !strings.HasPrefix(c.HealthPath, "/") {
+		errs = append(errs, fmt.Errorf("%s=%q is not a path (fix: an absolute path such as /healthz)", HealthPathEnv, c.HealthPath))
 	}
 	duration := func(k, example string, dst *time.Duration) {
 		if err := envvar.Duration(k, get(k), example, dst); err != nil {

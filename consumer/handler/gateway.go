@@ -311,18 +311,11 @@ func (g *Gateway) settle(resp *http.Response) error {
 	if err != nil {
 		return fmt.Errorf("read the handler's response: %w", err)
 	}
-	omitted := len(head) > g.cfg.MaxStoredBody
 	resp.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
-	result := map[string]any{"status": int64(resp.StatusCode), "headers": pickHeaders(resp.Header)}
-	if omitted {
-		result["bodyOmitted"] = true
-	} else {
-		result["body"] = base64.StdEncoding.EncodeToString(head)
-	}
-	st.rc.Result = result
+	st.rc.Result = StoredResponse(resp.StatusCode, resp.Header, head, g.cfg.MaxStoredBody)
 	st.outcome = "forwarded"
 	if err := g.opts.Engine.Hit(ctx, engine.GatewayBeforeFinish); err != nil {
 		return err
@@ -360,22 +353,40 @@ func isFenced(err error) bool {
 	return errors.As(err, &ee) && ee.Code == "FENCED"
 }
 
-func pickHeaders(h http.Header) map[string]any {
-	out := map[string]any{}
+// StoredResponse is the record of a handler's response kept for replay
+// (docs/handlers.md, "Stored response"): its status, the storedHeaders it
+// has, and head, the start of its body, byte for byte when it is at most
+// maxBody bytes long; a longer body is marked omitted, not stored. Both the
+// Idempotency-Key gateway and callbacks to the handler store this, and
+// WriteStored answers with it.
+func StoredResponse(status int, header http.Header, head []byte, maxBody int) map[string]any {
+	headers := map[string]any{}
 	for _, name := range storedHeaders {
-		if vs := h.Values(name); len(vs) > 0 {
+		if vs := header.Values(name); len(vs) > 0 {
 			list := make([]any, len(vs))
 			for i, v := range vs {
 				list[i] = v
 			}
-			out[name] = list
+			headers[name] = list
 		}
 	}
-	return out
+	result := map[string]any{"status": int64(status), "headers": headers}
+	if len(head) > maxBody {
+		result["bodyOmitted"] = true
+	} else {
+		result["body"] = base64.StdEncoding.EncodeToString(head)
+	}
+	return result
 }
 
 // replay writes a stored response and returns its status.
-func replay(w http.ResponseWriter, result map[string]any) int {
+func replay(w http.ResponseWriter, result map[string]any) int { return WriteStored(w, result, true) }
+
+// WriteStored answers with a StoredResponse record and returns the status
+// written: its status, headers and body, with ReplayedHeader when replayed
+// and BodyOmittedHeader (and no body) when the body was not stored. A
+// record that cannot be read is a 500 problem document.
+func WriteStored(w http.ResponseWriter, result map[string]any, replayed bool) int {
 	status, _ := result["status"].(int64)
 	body, err := base64.StdEncoding.DecodeString(fmt.Sprint(result["body"]))
 	if status < 100 || status > 999 || (result["body"] != nil && err != nil) {
@@ -391,7 +402,9 @@ func replay(w http.ResponseWriter, result map[string]any) int {
 			}
 		}
 	}
-	w.Header().Set(ReplayedHeader, "true")
+	if replayed {
+		w.Header().Set(ReplayedHeader, "true")
+	}
 	if omitted, _ := result["bodyOmitted"].(bool); omitted {
 		w.Header().Set(BodyOmittedHeader, "true")
 		body = nil

@@ -24,6 +24,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/auth"
 	"github.com/eventpipe/eventpipe/consumer/callback"
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/handler"
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/process"
@@ -107,7 +108,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		return err
 	}
 	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log,
-		Verifier: callbackVerifier, Tracer: opts.Tracer, HandlerURL: cfg.Handler.URL}))
+		Verifier: callbackVerifier, Tracer: opts.Tracer, HandlerURL: cfg.Handler.URL, MaxStoredBody: cfg.Handler.MaxStoredBody}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
@@ -159,6 +160,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Nothing is pulled before the handler answers: a message taken
+			// earlier would spend a handler attempt on a refused connection.
+			if err := handler.WaitReady(pullCtx, nil, cfg.Handler, log); err != nil {
+				if pullCtx.Err() == nil {
+					pullErr <- err
+				} else {
+					pullErr <- nil // shut down while waiting
+				}
+				return
+			}
 			pullErr <- pull.Run(pullCtx, pull.Config{Client: client, Subscriptions: cfg.PullSubscriptions,
 				Settings: settings, Processor: proc, Cut: work})
 		}()

@@ -102,6 +102,8 @@ type setup struct {
 	order [][2]string
 	// absent lists ops prefixes a first up must not have.
 	absent []string
+	// check, when set, inspects the stand-in's state after the first up.
+	check func(t *testing.T, state map[string]gcpstandin.Record)
 }
 
 const image = "europe-west1-docker.pkg.dev/eventpipe-dev/eventpipe/consumer:dev"
@@ -159,6 +161,19 @@ func TestSetupsUnderTheRealEngine(t *testing.T) {
 			}},
 			"subscriptions": push,
 		},
+	}, {
+		name: "pull-only with a handler on a worker pool",
+		pipeline: map[string]any{
+			"consumer": map[string]any{"image": image, "workerPool": true, "minInstances": 1, "handler": map[string]any{
+				"image": "europe-west1-docker.pkg.dev/eventpipe-dev/eventpipe/orders-handler:1.0.0", "healthPath": "/ready",
+			}},
+			"subscriptions": map[string]any{"process": map[string]any{"delivery": "pull"}},
+		},
+		order: [][2]string{
+			{"create gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember ", "create gcp:cloudrunv2/workerPool:WorkerPool "},
+		},
+		absent: []string{"create gcp:cloudrunv2/service:Service orders"},
+		check:  handlerOnWorkerPool,
 	}}
 	for _, s := range setups {
 		t.Run(s.name, func(t *testing.T) {
@@ -228,7 +243,57 @@ func firstUp(t *testing.T, s setup) {
 			t.Errorf("first up: %s", ops[i])
 		}
 	}
+	if s.check != nil {
+		state, err := gcpstandin.ReadState(d.standin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.check(t, state)
+	}
 	if _, err := d.stack.Destroy(ctx, optdestroy.Remove()); err != nil {
 		t.Fatalf("destroy: %v", err)
+	}
+}
+
+// handlerOnWorkerPool checks the deployed worker pool of a pull-only consumer with a
+// handler: the handler container beside the consumer (its port in HANDLER_PORT), the
+// consumer depending on it and told its URL and health path, which it waits for before
+// pulling (the pool has no probes: the stand-in refuses them, as pulumi-gcp v8 does).
+func handlerOnWorkerPool(t *testing.T, state map[string]gcpstandin.Record) {
+	t.Helper()
+	var pool map[string]any
+	for _, r := range state {
+		if r.Type == "gcp:cloudrunv2/workerPool:WorkerPool" {
+			pool = r.State
+		}
+	}
+	if pool == nil {
+		t.Fatal("no worker pool deployed")
+	}
+	tmpl, _ := pool["template"].(map[string]any)
+	cs, _ := tmpl["containers"].([]any)
+	byName := map[string]map[string]string{} // container: env
+	deps := map[string][]any{}
+	for _, c := range cs {
+		m, _ := c.(map[string]any)
+		name, _ := m["name"].(string)
+		env := map[string]string{}
+		for _, e := range m["envs"].([]any) {
+			em := e.(map[string]any)
+			v, _ := em["value"].(string)
+			env[em["name"].(string)] = v
+		}
+		byName[name] = env
+		deps[name], _ = m["dependsOns"].([]any)
+	}
+	h, ok := byName[components.HandlerContainer]
+	if !ok || h["HANDLER_PORT"] != "8081" {
+		t.Fatalf("worker pool containers %v: want the handler with HANDLER_PORT 8081", byName)
+	}
+	if !slices.Contains(deps["consumer"], any(components.HandlerContainer)) {
+		t.Errorf("the consumer depends on %v, not the handler", deps["consumer"])
+	}
+	if c := byName["consumer"]; c[components.EnvHandlerURL] != "http://localhost:8081" || c[components.EnvHandlerHealthPath] != "/ready" {
+		t.Errorf("consumer env %v: want the handler's URL and health path", c)
 	}
 }

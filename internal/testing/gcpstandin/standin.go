@@ -14,8 +14,14 @@
 //     subscription that does not exist or does not grant its service account
 //     roles/pubsub.subscriber;
 //   - a Cloud Run revision template with unnamed or duplicate containers beside others,
-//     a service's without exactly one ingress container (ports) among several, or a
-//     container depending on one the template does not have;
+//     a service's without exactly one ingress container (ports) among several, a
+//     container depending on one the template does not have or, in a service, on one
+//     without a startup probe (dependsOn waits for the named containers' startup
+//     probes), a startup probe longer than 240 s (failureThreshold × periodSeconds) or
+//     with periodSeconds below timeoutSeconds, an HTTP or TCP probe without a port on a
+//     container that has none (the port defaults to the container's own), and a worker
+//     pool container with ports or probes, which pulumi-gcp v8's worker pool has no
+//     field for (Cloud Run's API took worker pool probes later, pulumi-gcp v9 has them);
 //   - a Cloud Run service or worker pool whose store (EVENTPIPE_STORE, plain or from a
 //     secret version) is on a private address without VPC egress, or behind a Cloud SQL
 //     socket whose instance is not mounted;
@@ -481,12 +487,12 @@ func runPrerequisites(st map[string]Record, typ string, in map[string]any) error
 	return nil
 }
 
-// containerRules refuses the revision templates the Cloud Run Admin API refuses: with
-// more than one container, every container named, uniquely, and a service's template
-// with exactly one container exposing a port (its ingress container); a container
-// depending on (dependsOns) a container the template does not have.
+// containerRules refuses the revision templates the Cloud Run Admin API (or pulumi-gcp
+// v8's schema, for a worker pool) refuses: see the package comment.
 func containerRules(typ string, containers []map[string]any) error {
+	service := typ == "gcp:cloudrunv2/service:Service"
 	names := map[string]bool{}
+	probed := map[string]bool{}
 	ingress := 0
 	for _, c := range containers {
 		name := str(c, "name")
@@ -497,19 +503,68 @@ func containerRules(typ string, containers []map[string]any) error {
 			return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers: container name %q is used twice", name)
 		}
 		names[name] = true
-		if _, ok := c["ports"].(map[string]any); ok {
+		_, hasPorts := c["ports"].(map[string]any)
+		if hasPorts {
 			ingress++
 		}
+		for _, field := range []string{"ports", "startupProbe", "livenessProbe"} {
+			if _, ok := c[field].(map[string]any); ok && !service {
+				return fmt.Errorf("%s: template.containers[%s].%s: pulumi-gcp v8's worker pool container has no such property", typ, name, field)
+			}
+		}
+		for _, kind := range []string{"startupProbe", "livenessProbe"} {
+			probe, ok := c[kind].(map[string]any)
+			if !ok {
+				continue
+			}
+			if err := probeRules(name, kind, probe, hasPorts); err != nil {
+				return err
+			}
+			probed[name] = probed[name] || kind == "startupProbe"
+		}
 	}
-	if typ == "gcp:cloudrunv2/service:Service" && len(containers) > 1 && ingress != 1 {
+	if service && len(containers) > 1 && ingress != 1 {
 		return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers: a revision with more than one container must have exactly one container with a port (its ingress container), has %d", ingress)
 	}
 	for _, c := range containers {
 		deps, _ := c["dependsOns"].([]any)
 		for _, d := range deps {
-			if name, _ := d.(string); !names[name] {
+			name, _ := d.(string)
+			if !names[name] {
 				return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers[%s].dependsOn: container %q not found", str(c, "name"), name)
 			}
+			if service && !probed[name] {
+				return fmt.Errorf("spec.template.spec.containers[%s].dependsOn: container %q has no startup probe, so nothing makes %s wait until it is ready (Cloud Run starts a container once the ones it depends on pass their startup probes)", str(c, "name"), name, str(c, "name"))
+			}
+		}
+	}
+	return nil
+}
+
+// probeRules refuses a probe Cloud Run refuses: a startup probe may last at most 240 s
+// (failureThreshold × periodSeconds), periodSeconds may not be below timeoutSeconds, and
+// an HTTP or TCP probe of a container without ports must name its port.
+func probeRules(container, kind string, probe map[string]any, hasPorts bool) error {
+	num := func(k string, def float64) float64 {
+		if v, ok := probe[k].(float64); ok {
+			return v
+		}
+		return def
+	}
+	period, failures, timeout := num("periodSeconds", 10), num("failureThreshold", 3), num("timeoutSeconds", 1)
+	if kind == "startupProbe" && period*failures > 240 {
+		return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers[%s].startupProbe: failureThreshold × periodSeconds is %gs, at most 240s", container, period*failures)
+	}
+	if period < timeout {
+		return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers[%s].%s: periodSeconds (%g) must be at least timeoutSeconds (%g)", container, kind, period, timeout)
+	}
+	for _, action := range []string{"httpGet", "tcpSocket"} {
+		a, ok := probe[action].(map[string]any)
+		if !ok {
+			continue
+		}
+		if _, port := a["port"].(float64); !port && !hasPorts {
+			return fmt.Errorf("googleapi: Error 400: spec.template.spec.containers[%s].%s.%s: no port, and the container exposes none to default to", container, kind, action)
 		}
 	}
 	return nil
