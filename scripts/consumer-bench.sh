@@ -20,9 +20,17 @@
 # envelope, so the share is what routing, the two keys, the store
 # transaction, the log line and the JSON response cost on top of it.
 #
-# The script runs that in rounds and prints each round's share and the
-# median over the rounds, which a load swing on a shared machine moves less
-# than any single round. With BASE set to another source tree (e.g. a
+# Beside it the script prints the same share of CPU time: 100 * (bare
+# cpu-ns/op) / (idempotent cpu-ns/op), the process's user and system CPU
+# time per message (the benchmark's cpu-ns/op, from getrusage: every
+# goroutine, the collector's and over HTTP the client's included). On an
+# idle machine the two agree; on a loaded one, where the test binary gets
+# a varying part of two cores, wall time swings with the load and CPU time
+# much less, so the CPU share is the steadier view of the same cost.
+#
+# The script runs that in rounds and prints each round's shares and the
+# medians over the rounds, which a load swing on a shared machine moves
+# less than any single round. With BASE set to another source tree (e.g. a
 # `git worktree add /tmp/base <commit>`), each round runs that tree's binary
 # first and this one's next, and both are reported: a comparison under the
 # same load.
@@ -54,21 +62,32 @@ echo "$out" | awk -v trees="${trees[*]}" '
   $2 ~ /^BenchmarkPushPath\// {
     split($2, name, "/"); kind = name[2]; variant = name[3]; sub(/-[0-9]+$/, "", variant)
     n = ++seen[$1, kind, variant]
-    ns[$1, kind, variant, n] = $4
+    for (f = 4; f <= NF; f++) {
+      if ($f == "ns/op") ns[$1, kind, variant, n] = $(f - 1)
+      if ($f == "cpu-ns/op") cpu[$1, kind, variant, n] = $(f - 1)
+    }
     kinds[kind] = 1
+  }
+  # median sorts the m values of v and returns their median.
+  function median(v, m,    x, y, t) {
+    for (x = 2; x <= m; x++) { t = v[x]; for (y = x - 1; y >= 1 && v[y] > t; y--) v[y + 1] = v[y]; v[y + 1] = t }
+    return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
   }
   END {
     nt = split(trees, tree, " ")
     for (kind in kinds) for (t = 1; t <= nt; t++) {
-      tr = tree[t]; m = 0; line = ""
+      tr = tree[t]; m = 0; c = 0; line = ""; cline = ""
+      split("", ratio); split("", cratio)
       for (r = 1; (tr, kind, "bare", r) in ns && (tr, kind, "idempotent", r) in ns; r++) {
         ratio[++m] = 100 * ns[tr, kind, "bare", r] / ns[tr, kind, "idempotent", r]
         line = line sprintf(" %.0f%%", ratio[m])
+        if ((tr, kind, "bare", r) in cpu && (tr, kind, "idempotent", r) in cpu) {
+          cratio[++c] = 100 * cpu[tr, kind, "bare", r] / cpu[tr, kind, "idempotent", r]
+          cline = cline sprintf(" %.0f%%", cratio[c])
+        }
       }
       if (m == 0) continue
-      # insertion sort, then the median
-      for (x = 2; x <= m; x++) { v = ratio[x]; for (y = x - 1; y >= 1 && ratio[y] > v; y--) ratio[y + 1] = ratio[y]; ratio[y + 1] = v }
-      med = (m % 2) ? ratio[(m + 1) / 2] : (ratio[m / 2] + ratio[m / 2 + 1]) / 2
-      printf "%s %s: idempotent keeps %.0f%% of bare throughput (median of %d rounds:%s; goal >= 50%%)\n", tr, kind, med, m, line
+      printf "%s %s: idempotent keeps %.0f%% of bare throughput (median of %d rounds:%s; goal >= 50%%)\n", tr, kind, median(ratio, m), m, line
+      if (c > 0) printf "%s %s: bare CPU time per message is %.0f%% of idempotent%s (median of %d rounds:%s)\n", tr, kind, median(cratio, c), "\x27s", c, cline
     }
   }' | sort
