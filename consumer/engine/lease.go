@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
@@ -183,11 +184,12 @@ func (e *Engine) update(ctx context.Context, op string, l *Lease, change func(f 
 			return err
 		}
 		now := e.now()
-		cur.Fields["updatedAt"] = now
-		if err := change(cur.Fields, now); err != nil {
+		f := maps.Clone(cur.Fields) // what Get returns is read-only
+		f["updatedAt"] = now
+		if err := change(f, now); err != nil {
 			return err
 		}
-		return tx.Set(ctx, l.key, store.Document{Fields: cur.Fields, ExpireAt: now.Add(e.cfg.DedupeTTL)})
+		return tx.Set(ctx, l.key, store.Document{Fields: f, ExpireAt: now.Add(e.cfg.DedupeTTL)})
 	}))
 }
 
@@ -231,7 +233,7 @@ func (e *Engine) Complete(ctx context.Context, l Lease, result map[string]any) (
 				return err
 			}
 		}
-		f := cur.Fields
+		f := maps.Clone(cur.Fields) // what Get returns is read-only
 		f["status"], f["updatedAt"], f["completedAt"], f["result"] = StatusCompleted, now, now, res
 		delete(f, "leaseUntil")
 		if err := tx.Set(ctx, l.key, store.Document{Fields: f, ExpireAt: now.Add(e.cfg.DedupeTTL)}); err != nil {

@@ -253,7 +253,9 @@ func (e *Engine) ReadPoison(ctx context.Context, path string) (PoisonMessage, er
 		return PoisonMessage{}, newError(TypeConfiguration, op, "%s: the data reassembled (%d bytes) does not match the record (%d bytes, sha256 %s)",
 			path, len(data), i64(f, "dataBytes"), str(f, "dataSha256"))
 	}
-	m := PoisonMessage{Data: data, Attributes: map[string]string{}, OrderingKey: str(f, "orderingKey"), MessageID: str(f, metaMessageID), Fields: f}
+	// Fields are the caller's: a copy of the record, which is read-only.
+	m := PoisonMessage{Data: data, Attributes: map[string]string{}, OrderingKey: str(f, "orderingKey"), MessageID: str(f, metaMessageID),
+		Fields: store.CloneValue(f).(map[string]any)}
 	for k, v := range sub(f, "attributes") {
 		m.Attributes[k], _ = v.(string)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
@@ -144,7 +145,7 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 				return newError(TypeInProgress, op, "%s is being processed by another delivery until %s", key, until.Format(time.RFC3339))
 			case status != ReceiptProcessing && status != ReceiptReleased:
 				rc.Replayed = true
-				rc.Result, _ = f["result"].(map[string]any)
+				rc.Result, _ = store.CloneValue(f["result"]).(map[string]any) // the caller's, not the store's
 				return nil
 			}
 		}
@@ -228,17 +229,18 @@ func (e *Engine) settleReceipt(ctx context.Context, op string, rc Receipt, statu
 				return err
 			}
 		}
-		cur.Fields["status"] = status
-		delete(cur.Fields, "leaseUntil")
+		f := maps.Clone(cur.Fields) // what Get returns is read-only
+		f["status"] = status
+		delete(f, "leaseUntil")
 		if result != nil {
-			cur.Fields["result"] = result
+			f["result"] = result
 		}
 		if status == ReceiptReleased {
-			cur.Fields["releasedAt"] = now
+			f["releasedAt"] = now
 		} else {
-			cur.Fields["finishedAt"] = now
+			f["finishedAt"] = now
 		}
-		return tx.Set(ctx, rc.key, store.Document{Fields: cur.Fields, ExpireAt: now.Add(ttl)})
+		return tx.Set(ctx, rc.key, store.Document{Fields: f, ExpireAt: now.Add(ttl)})
 	})
 	if err == nil {
 		rc.Status = status

@@ -11,13 +11,19 @@ import (
 // Log writes the result's one JSON line. extra carries what only the
 // ingress knows: http_status for push, ack_action for both.
 func (p *Processor) Log(ctx context.Context, r *Result, extra ...slog.Attr) {
-	if !p.cfg.Logger.Enabled(ctx, r.Level) {
+	h := p.cfg.Logger.Handler()
+	if !h.Enabled(ctx, r.Level) {
 		return
 	}
-	// The fields go on the stack: slog copies them into its record, so a
-	// heap slice of them would be a second copy of every line's fields.
+	// The record is made here rather than by Logger.LogAttrs, which finds
+	// its caller's program counter for a source field the consumer's
+	// logger never writes (logging.New sets no AddSource): pc 0 is none.
+	rec := slog.NewRecord(time.Now(), r.Level, "pubsub message "+r.Outcome, 0)
+	// The fields go on the stack: the record copies them, so a heap slice
+	// of them would be a second copy of every line's fields.
 	var fields [lineFields + 4]slog.Attr
-	p.cfg.Logger.LogAttrs(ctx, r.Level, "pubsub message "+r.Outcome, r.appendAttrs(fields[:0], extra...)...)
+	rec.AddAttrs(r.appendAttrs(fields[:0], extra...)...)
+	_ = h.Handle(ctx, rec) // as Logger.LogAttrs, which drops the handler's error
 }
 
 // lineFields is how many fields a line has at most, extra ones aside.

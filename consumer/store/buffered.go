@@ -42,7 +42,8 @@ func (t *BufferedTx) find(key Key) int {
 // NewBufferedTx returns a transaction reading through read, which reports
 // whether the document exists and gives documents in the value model (as
 // the driver stored them through the transaction's writes, or decoded with
-// DecodeJSON).
+// DecodeJSON). Get hands them out as they are: the driver must not modify
+// a document read gave (see Tx).
 func NewBufferedTx(read func(key Key) (Document, bool, error)) *BufferedTx {
 	return &BufferedTx{read: read}
 }
@@ -54,7 +55,8 @@ func (t *BufferedTx) lookup(key Key) (Document, bool, error) {
 	return t.read(key)
 }
 
-// Get implements Tx: a copy of the document, which the caller owns.
+// Get implements Tx: the document as the transaction's writes or the
+// driver's read function hold it, not a copy (read-only: see Tx).
 func (t *BufferedTx) Get(ctx context.Context, key Key) (Document, error) {
 	if err := ctx.Err(); err != nil {
 		return Document{}, err
@@ -69,9 +71,7 @@ func (t *BufferedTx) Get(ctx context.Context, key Key) (Document, error) {
 	if !ok {
 		return Document{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
-	// What the transaction wrote went through put's CopyDocument, and the
-	// driver's read gives documents in the value model: a plain deep copy.
-	return cloneDocument(d), nil
+	return d, nil
 }
 
 // Create implements Tx.

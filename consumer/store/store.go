@@ -48,8 +48,22 @@ func (d Document) Expired(now time.Time) bool {
 // Delete). Create fails with ErrAlreadyExists when the document exists; a
 // driver may report that either from Create itself or, as Firestore does,
 // from the commit (RunTx's result).
+//
+// What Get returns is read-only: its Fields, and every map and slice in
+// them, may be the store's own (the memory store hands out what it holds,
+// without a copy), so the caller must not modify them, inside the
+// transaction or after it. A caller that changes a document it read
+// copies first (maps.Clone of Fields for top-level changes, CopyDocument
+// for deeper ones). In turn a driver never modifies a document it has
+// handed out: a later write replaces what it holds rather than changing
+// it, so a document read stays as it was read. Create and Set do not keep
+// the caller's document: the caller may reuse it. The conformance suite
+// (internal/testing/storetest) checks both sides: drivers, and every
+// engine path it runs, through a store that fails the test when a document
+// it handed out or was given changes (storetest.Guard).
 type Tx interface {
-	// Get returns the document or an error wrapping ErrNotFound.
+	// Get returns the document (read-only: see Tx) or an error wrapping
+	// ErrNotFound.
 	Get(ctx context.Context, key Key) (Document, error)
 	// Create writes doc only if no document has key.
 	Create(ctx context.Context, key Key, doc Document) error
@@ -62,7 +76,8 @@ type Tx interface {
 // MultiGetter is an optional Tx method: GetAll reads several documents in
 // one round trip (Firestore's batch get, one PostgreSQL pipeline) instead of
 // one each. The result has one entry per key, nil where no document has
-// it. The same rules as for Get apply: reads before writes.
+// it. The same rules as for Get apply: reads before writes, and the
+// documents are read-only.
 type MultiGetter interface {
 	GetAll(ctx context.Context, keys []Key) ([]*Document, error)
 }

@@ -131,16 +131,6 @@ func CopyDocument(d Document) (Document, error) {
 	return Document{Fields: f, ExpireAt: d.ExpireAt.UTC()}, nil
 }
 
-// cloneDocument returns a deep copy of d, whose fields are in the value
-// model already (no check, no conversion).
-func cloneDocument(d Document) Document {
-	if c, ok := cloneContainer(d.Fields); ok {
-		d.Fields = c.(map[string]any)
-	}
-	d.ExpireAt = d.ExpireAt.UTC()
-	return d
-}
-
 func normalize(v any) (any, error) {
 	switch x := v.(type) {
 	case nil, bool, string, int64:

@@ -21,7 +21,10 @@ import (
 
 // Store keeps documents in a map. The zero value is not usable; call New.
 type Store struct {
-	mu     sync.Mutex
+	mu sync.Mutex
+	// docs are the documents as the transactions' writes copied them.
+	// Reads hand them out as they are (read-only: see store.Tx); a write
+	// replaces an entry and never changes one.
 	docs   map[store.Key]store.Document
 	closed bool
 	// tx is the transaction, reset for each RunTx (they hold mu in turn).

@@ -19,6 +19,7 @@ func (s *suite) cases() []testCase {
 		{name: "StoreRollback", run: storeRollback},
 		{name: "StoreReadAfterWrite", run: storeReadAfterWrite},
 		{name: "StoreGetAll", run: storeGetAll},
+		{name: "StoreDocumentsNotShared", run: storeDocumentsNotShared},
 		{name: "StoreConcurrentCreate", isolation: true, run: storeConcurrentCreate},
 		{name: "StoreConcurrentIncrement", isolation: true, run: storeConcurrentIncrement},
 		{name: "StoreWriteSkew", isolation: true, run: storeWriteSkew},
@@ -326,5 +327,44 @@ func storeWriteSkew(t *testing.T, e *env) {
 	}
 	if on != 1 {
 		t.Fatalf("%d of 2 documents still on after %d concurrent read-both-then-turn-one-off transactions; want exactly 1 (write skew: the transactions are not serialisable)", on, e.n)
+	}
+}
+
+// storeDocumentsNotShared checks the driver's side of store.Tx's contract
+// on documents: Set neither changes nor keeps the caller's document (its
+// values not in the value model are converted in a copy), and a document
+// read stays as it was read when the store later replaces or deletes it
+// (the caller's side, that what Get returns is not changed, every case
+// checks through Guard).
+func storeDocumentsNotShared(t *testing.T, e *env) {
+	key := store.Key{Collection: e.collection("docs"), ID: "shared"}
+	given := map[string]any{"n": 1, "tags": []string{"a"}, "m": map[string]any{"x": "a", "l": []any{int64(1)}}}
+	if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		return tx.Set(ctx, key, store.Document{Fields: given})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"n": int64(1), "tags": []any{"a"}, "m": map[string]any{"x": "a", "l": []any{int64(1)}}}
+	if n, ok := given["n"].(int); !ok || n != 1 {
+		t.Errorf("Set changed the caller's document: n = %#v, want int 1", given["n"])
+	}
+	given["n"], given["m"].(map[string]any)["x"], given["m"].(map[string]any)["l"].([]any)[0] = 2, "changed", int64(2)
+	read := e.get(key)
+	if read == nil || !reflect.DeepEqual(read.Fields, want) {
+		t.Fatalf("after the caller changed the document it wrote, the store holds %+v, want %v", read, want)
+	}
+	if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+		return tx.Set(ctx, key, store.Document{Fields: map[string]any{"n": int64(3), "m": map[string]any{"x": "b", "l": []any{int64(3)}}}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(read.Fields, want) {
+		t.Errorf("a document read changed when the store replaced it: %v, want %v", read.Fields, want)
+	}
+	if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error { return tx.Delete(ctx, key) }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(read.Fields, want) {
+		t.Errorf("a document read changed when the store deleted it: %v, want %v", read.Fields, want)
 	}
 }

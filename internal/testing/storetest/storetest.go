@@ -90,7 +90,7 @@ func (s *suite) env(t *testing.T) *env {
 		name = name[len(name)-40:]
 	}
 	prefix := fmt.Sprintf("st%d_%d_%s_", time.Now().UnixNano()%1e6, s.seq.Add(1), name)
-	return &env{t: t, h: s.h, st: s.h.Store, prefix: prefix, clock: NewClock(time.Date(2026, 1, 8, 10, 0, 0, 0, time.UTC)), n: s.h.Concurrency}
+	return &env{t: t, h: s.h, st: Guard(t, s.h.Store), prefix: prefix, clock: NewClock(time.Date(2026, 1, 8, 10, 0, 0, 0, time.UTC)), n: s.h.Concurrency}
 }
 
 // collection returns a target collection private to the case.

@@ -1,0 +1,149 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/eventpipe/eventpipe/consumer/store"
+)
+
+// Guard wraps st so that t fails when a document st handed out changes:
+// what Get and GetAll return is read-only (store.Tx), for the caller, who
+// must copy before changing it, and for the driver, which must replace a
+// document it holds rather than change it. Every document read is
+// recorded with its encoding; each transaction's reads are checked when
+// RunTx returns, and every read once more when the test ends (a change
+// made later, to a document the store still shares, shows there). Run
+// wraps the store under test with it, so every case, engine paths
+// included, checks the contract on every driver.
+func Guard(t testing.TB, st store.Store) store.Store {
+	g := &guard{Store: st, t: t}
+	t.Cleanup(func() { g.check(g.all, "after the test") })
+	return g
+}
+
+type guard struct {
+	store.Store
+	t  testing.TB
+	mu sync.Mutex
+	// all holds every read made through the guard.
+	all []*read
+}
+
+// read is one document handed out and its encoding then; changed is set
+// once the change is reported (it is reported once).
+type read struct {
+	key     store.Key
+	doc     *store.Document
+	enc     []byte
+	changed bool
+}
+
+// RunTx implements store.Store: fn's transaction records what it reads,
+// which is checked once RunTx returns.
+func (g *guard) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	gt := &guardTx{g: g}
+	err := g.Store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		gt.inner = tx
+		return fn(ctx, gt)
+	})
+	gt.mu.Lock()
+	reads := gt.reads
+	gt.mu.Unlock()
+	g.check(reads, "when its transaction ended")
+	g.mu.Lock()
+	g.all = append(g.all, reads...)
+	g.mu.Unlock()
+	return err
+}
+
+// check fails the test for every read whose document no longer encodes
+// as it did.
+func (g *guard) check(reads []*read, when string) {
+	g.t.Helper()
+	for _, r := range reads {
+		if r.changed {
+			continue
+		}
+		now, err := store.EncodeJSON(*r.doc)
+		if err != nil {
+			now = []byte("(no longer encodes: " + err.Error() + ")")
+		}
+		if !bytes.Equal(now, r.enc) {
+			r.changed = true
+			g.t.Errorf("the document %s handed out by Get changed %s: read as %s, now %s (what a store hands out is read-only: copy it before changing it, and a driver replaces what it holds rather than changing it)",
+				r.key, when, shown(r.enc), shown(now))
+		}
+	}
+}
+
+// shown cuts an encoding to what a failure message can show.
+func shown(enc []byte) string {
+	const max = 2000
+	if len(enc) > max {
+		return string(enc[:max]) + "…"
+	}
+	return string(enc)
+}
+
+// guardTx records what its transaction reads.
+type guardTx struct {
+	g     *guard
+	inner store.Tx
+	mu    sync.Mutex
+	reads []*read
+}
+
+// record keeps doc (a copy of the Document, sharing its Fields) and its
+// encoding now. A document that does not encode (none that a store holds)
+// is not recorded.
+func (t *guardTx) record(key store.Key, doc store.Document) {
+	enc, err := store.EncodeJSON(doc)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	t.reads = append(t.reads, &read{key: key, doc: &doc, enc: enc})
+	t.mu.Unlock()
+}
+
+func (t *guardTx) Get(ctx context.Context, key store.Key) (store.Document, error) {
+	d, err := t.inner.Get(ctx, key)
+	if err == nil {
+		t.record(key, d)
+	}
+	return d, err
+}
+
+// GetAll implements store.MultiGetter through the inner transaction's, so
+// a driver's batch read is what the case exercises.
+func (t *guardTx) GetAll(ctx context.Context, keys []store.Key) ([]*store.Document, error) {
+	docs, err := store.GetAll(ctx, t.inner, keys)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != len(keys) {
+		return nil, fmt.Errorf("GetAll of %d keys returned %d documents", len(keys), len(docs))
+	}
+	for i, d := range docs {
+		if d != nil {
+			t.record(keys[i], *d)
+		}
+	}
+	return docs, nil
+}
+
+func (t *guardTx) Create(ctx context.Context, key store.Key, doc store.Document) error {
+	return t.inner.Create(ctx, key, doc)
+}
+
+func (t *guardTx) Set(ctx context.Context, key store.Key, doc store.Document) error {
+	return t.inner.Set(ctx, key, doc)
+}
+
+func (t *guardTx) Delete(ctx context.Context, key store.Key) error {
+	return t.inner.Delete(ctx, key)
+}
