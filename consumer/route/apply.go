@@ -31,8 +31,10 @@ func (e *PlanError) Error() string {
 	return fmt.Sprintf("route %s: field %s: %s (fix: %s)", e.Route, e.Field, e.Problem, e.Fix)
 }
 
-// Plan is what one route makes of one message: everything the engine needs.
-type Plan struct {
+// Routed is one message as its route reads it (Route.Apply): the event,
+// the document it writes, its ordering values and its fields; everything
+// the engine needs.
+type Routed struct {
 	Route         *Route
 	EventType     string
 	SchemaVersion string
@@ -89,7 +91,7 @@ type compiledSource struct {
 	kind sourceKind
 	// name is the attribute (fromAttribute) or the payload path (fromPayload).
 	name string
-	// conversion indexes Plan.converted: one per distinct (source, type).
+	// conversion indexes Routed.converted: one per distinct (source, type).
 	conversion int
 }
 
@@ -131,14 +133,14 @@ func (r *Route) compile() {
 	r.conversions = len(conversions)
 }
 
-// newPlan returns a new plan for r.
-func (r *Route) newPlan() *Plan {
-	return &Plan{Route: r, values: make([]any, len(r.fieldOrder)), converted: make([]any, r.conversions)}
+// newRouted returns an empty Routed of r.
+func (r *Route) newRouted() *Routed {
+	return &Routed{Route: r, values: make([]any, len(r.fieldOrder)), converted: make([]any, r.conversions)}
 }
 
 // Fields returns the output fields, nested on dots. The map is built on the
 // first call and shared by later calls: callers must not modify it.
-func (p *Plan) Fields() map[string]any {
+func (p *Routed) Fields() map[string]any {
 	if p.fields == nil {
 		p.fields = p.NewFields()
 	}
@@ -146,9 +148,9 @@ func (p *Plan) Fields() map[string]any {
 }
 
 // NewFields builds the output fields, nested on dots: a new map on every
-// call, sharing no map or slice with the plan or the payload, so the caller
+// call, sharing no map or slice with the Routed or the payload, so the caller
 // owns it (engine.FieldSource).
-func (p *Plan) NewFields() map[string]any {
+func (p *Routed) NewFields() map[string]any {
 	out := make(map[string]any, len(p.values))
 	for i, v := range p.values {
 		if v != nil {
@@ -160,7 +162,7 @@ func (p *Plan) NewFields() map[string]any {
 
 // HasField reports whether the output fields have the top-level field name
 // (engine.FieldSource), without building them.
-func (p *Plan) HasField(name string) bool {
+func (p *Routed) HasField(name string) bool {
 	for i, v := range p.values {
 		if v != nil && p.Route.compiled[i].head == name {
 			return true
@@ -170,8 +172,8 @@ func (p *Plan) HasField(name string) bool {
 }
 
 // Values returns the output fields' leaf values, nil for absent fields
-// (engine.FieldSource). The slice is the plan's own: do not modify it.
-func (p *Plan) Values() []any { return p.values }
+// (engine.FieldSource). The slice is the Routed's own: do not modify it.
+func (p *Routed) Values() []any { return p.values }
 
 // PubSubRoutes returns the pubsub routes in match order.
 func (t *Table) PubSubRoutes() []*Route { return t.pubsub }
@@ -224,10 +226,10 @@ func (r *Route) matches(payload envelope.Payload) bool {
 	return true
 }
 
-// Plan extracts the route's fields from msg and names its target document.
+// Apply extracts the route's fields from msg and names its target document.
 // Errors are *PlanError (poison).
-func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
-	p := r.newPlan()
+func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
+	p := r.newRouted()
 	if p.envValue == nil || p.env != env {
 		p.env, p.envValue = env, env
 	}
@@ -235,7 +237,7 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
 	p.SchemaVersion, _ = stringAt(msg.Payload, "schemaVersion")
-	// Of the extracted values, the plan itself needs the target id and the
+	// Of the extracted values, the Routed itself needs the target id and the
 	// ordering fields (nil when not extracted).
 	var targetID, eventTime, sequence any
 	o := r.Ordering
@@ -336,7 +338,7 @@ func sprint(v any) string {
 // extract returns field name's value: the first of its sources present,
 // converted to its type. A source converted to that type already, for
 // another field, gives the same value.
-func (p *Plan) extract(name string, f *compiledField, msg *envelope.Message) (any, bool, error) {
+func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message) (any, bool, error) {
 	for i := range f.from {
 		src := &f.from[i]
 		if v := p.converted[src.conversion]; v != nil {
@@ -362,7 +364,7 @@ func (p *Plan) extract(name string, f *compiledField, msg *envelope.Message) (an
 
 // source returns the value of one source of a field. The route's topic
 // and the environment are boxed once, not per message.
-func (p *Plan) source(src *compiledSource, msg *envelope.Message) (any, bool) {
+func (p *Routed) source(src *compiledSource, msg *envelope.Message) (any, bool) {
 	switch src.kind {
 	case fromMessageID:
 		return msg.ID, msg.ID != ""

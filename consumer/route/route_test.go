@@ -26,7 +26,7 @@ func msg(t *testing.T, payload string) *envelope.Message {
 	}
 }
 
-func TestDefaultRoutesPlan(t *testing.T) {
+func TestDefaultRoutesApply(t *testing.T) {
 	table, err := LoadFile("")
 	if err != nil {
 		t.Fatalf("embedded default routes invalid: %v", err)
@@ -84,7 +84,7 @@ func TestDefaultRoutesPlan(t *testing.T) {
 			if r.Name != tt.route {
 				t.Fatalf("route %s, want %s", r.Name, tt.route)
 			}
-			p, err := r.Plan(m, "prod")
+			p, err := r.Apply(m, "prod")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func equalJSON(a, b any) bool {
 	return string(x) == string(y)
 }
 
-func TestPlanPoison(t *testing.T) {
+func TestApplyPoison(t *testing.T) {
 	table, err := LoadFile("")
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestPlanPoison(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = r.Plan(m, "prod")
+			_, err = r.Apply(m, "prod")
 			var pe *PlanError
 			if !errors.As(err, &pe) || pe.Field != tt.field || pe.Fix == "" {
 				t.Fatalf("want PlanError on %s, got %v", tt.field, err)
