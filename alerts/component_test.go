@@ -546,7 +546,7 @@ func TestTargetValidate(t *testing.T) {
 		tg := testTarget()
 		tc.mutate(&tg)
 		err := tg.Validate()
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "must be") {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), ": allowed ") {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}

@@ -15,20 +15,20 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/internal/fielderr"
 )
 
 // ErrUnroutable is wrapped by Match when no route accepts a payload.
 var ErrUnroutable = errors.New("unroutable payload")
 
-// PlanError is a problem with one message's payload under its route: a
-// missing required field or a value of the wrong type. It is poison.
-type PlanError struct {
-	Route, Field, Problem, Fix string
-}
+// FieldError is a problem with one message's payload under its route: a
+// missing required field or a value of the wrong type (Path is the route's
+// field). It is poison. It is fielderr.Error, eventpipe's one field error.
+type FieldError = fielderr.Error
 
-// Error implements error.
-func (e *PlanError) Error() string {
-	return fmt.Sprintf("route %s: field %s: %s (fix: %s)", e.Route, e.Field, e.Problem, e.Fix)
+// fieldError is the error of route's field: problem, and fix.
+func fieldError(route, field, problem, fix string) *FieldError {
+	return &FieldError{In: "route " + route, Path: field, Problem: problem, Fix: fix}
 }
 
 // Routed is one message as its route reads it (Route.Apply): the event,
@@ -227,7 +227,7 @@ func (r *Route) matches(payload envelope.Payload) bool {
 }
 
 // Apply extracts the route's fields from msg and names its target document.
-// Errors are *PlanError (poison).
+// Errors are *FieldError (poison).
 func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 	p := r.newRouted()
 	if p.envValue == nil || p.env != env {
@@ -277,7 +277,7 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 		}
 		id, err := keys.DocID(env, p.AggregateID)
 		if err != nil {
-			return nil, &PlanError{r.Name, r.Target.ID, "cannot name a document: " + err.Error(), "send a non-empty id"}
+			return nil, fieldError(r.Name, r.Target.ID, "cannot name a document: "+err.Error(), "send a non-empty id")
 		}
 		p.Target = store.Key{Collection: r.Target.Collection, ID: id}
 	}
@@ -318,13 +318,13 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 	return p, nil
 }
 
-// checkID reports an id longer than limits.MaxIDBytes as a *PlanError.
+// checkID reports an id longer than limits.MaxIDBytes as a *FieldError.
 func checkID(r *Route, field, id string) error {
 	if len(id) <= limits.MaxIDBytes {
 		return nil
 	}
-	return &PlanError{r.Name, field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
-		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes)}
+	return fieldError(r.Name, field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
+		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes))
 }
 
 // sprint is fmt.Sprint(v), without fmt for the common string case.
@@ -350,14 +350,14 @@ func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message) (
 		}
 		cv, err := convert(v, f.Type)
 		if err != nil {
-			return nil, false, &PlanError{p.Route.Name, name, fmt.Sprintf("value from %s: %v", src.src, err), "send a " + f.Type}
+			return nil, false, fieldError(p.Route.Name, name, fmt.Sprintf("value from %s: %v", src.src, err), "send a "+f.Type)
 		}
 		p.converted[src.conversion] = cv
 		return cv, true, nil
 	}
 	if f.Required {
-		return nil, false, &PlanError{p.Route.Name, name, "missing (looked in " + strings.Join(f.From, ", ") + ")",
-			"send " + f.From[0] + " in the payload"}
+		return nil, false, fieldError(p.Route.Name, name, "missing (looked in "+strings.Join(f.From, ", ")+")",
+			"send "+f.From[0]+" in the payload")
 	}
 	return nil, false, nil
 }

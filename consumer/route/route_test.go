@@ -136,9 +136,9 @@ func TestApplyPoison(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = r.Apply(m, "prod")
-			var pe *PlanError
-			if !errors.As(err, &pe) || pe.Field != tt.field || pe.Fix == "" {
-				t.Fatalf("want PlanError on %s, got %v", tt.field, err)
+			var pe *FieldError
+			if !errors.As(err, &pe) || pe.Path != tt.field || pe.Fix == "" {
+				t.Fatalf("want FieldError on %s, got %v", tt.field, err)
 			}
 		})
 	}
@@ -217,7 +217,7 @@ func TestCompileErrorsNameRouteFieldAndFix(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			want := `routes[0] "` + r.Name + `": field ` + tt.field + ":"
+			want := `routes[0] "` + r.Name + `": ` + tt.field + ":"
 			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "fix:") {
 				t.Fatalf("error does not name %q with a fix:\n%v", want, err)
 			}
