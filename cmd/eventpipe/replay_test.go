@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/devpipe"
 	"github.com/eventpipe/eventpipe/internal/localpubsub"
+	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/replay"
 )
 
@@ -213,4 +214,23 @@ func TestReplayFailureBeforePullingPrintsNoResult(t *testing.T) {
 	if exitCode(err) != 2 || strings.Contains(out, "replayed") {
 		t.Errorf("exit %d, %v, output %q; want exit 2 and no result line", exitCode(err), err, out)
 	}
+}
+
+// startDevEnv runs the dev stack's local pipeline until the test ends.
+func startDevEnv(t *testing.T, backoffScale float64) *devpipe.Env {
+	t.Helper()
+	st, err := loadStack(render.Options{Stack: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := devpipe.Start(context.Background(), devpipe.Options{Stack: st, DataDir: t.TempDir(), BackoffScale: backoffScale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Close(); err != nil {
+			t.Errorf("local pipeline: %v", err)
+		}
+	})
+	return env
 }
