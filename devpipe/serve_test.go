@@ -11,36 +11,13 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/devpipe"
-	"github.com/eventpipe/eventpipe/spec"
+	"github.com/eventpipe/eventpipe/internal/testing/devtest"
 )
-
-// startDevStack runs the repository's dev stack as a local pipeline until the test ends.
-func startDevStack(t *testing.T, backoffScale float64) *devpipe.Env {
-	t.Helper()
-	file, err := spec.ReadStackFile("../stacks/Pulumi.dev.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := file.Load("dev")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := devpipe.Start(context.Background(), devpipe.Options{Stack: st, DataDir: t.TempDir(), BackoffScale: backoffScale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("local pipeline: %v", err)
-		}
-	})
-	return env
-}
 
 // TestDevServeEndpoints drives the --serve HTTP endpoints on a running
 // local pipeline: publish an event, then see it applied in /stats.
 func TestDevServeEndpoints(t *testing.T) {
-	env := startDevStack(t, 0.01)
+	env := devtest.Start(t, 0.01)
 	srv := httptest.NewServer(env.Endpoints())
 	defer srv.Close()
 	body := `{"eventId":"e1","service":"api","status":"healthy","producedAt":"2026-01-08T10:00:00Z"}`
@@ -81,7 +58,7 @@ func TestDevServeEndpoints(t *testing.T) {
 // TestDevStatsCountsRetriesAsPending: while a message waits for its retry (the store is
 // down, the backoff is the stack's real 10 s), /stats shows it pending, never lost.
 func TestDevStatsCountsRetriesAsPending(t *testing.T) {
-	env := startDevStack(t, 1)
+	env := devtest.Start(t, 1)
 	env.Outage.Set(true)
 	srv := httptest.NewServer(env.Endpoints())
 	defer srv.Close()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/devpipe"
 	"github.com/eventpipe/eventpipe/internal/localpubsub"
-	"github.com/eventpipe/eventpipe/render"
+	"github.com/eventpipe/eventpipe/internal/testing/devtest"
 	"github.com/eventpipe/eventpipe/replay"
 )
 
@@ -167,7 +167,7 @@ func TestReplayCommandRejectsBadFlags(t *testing.T) {
 // the event is dead-lettered; once the store is back, `eventpipe replay`
 // moves it back and the consumer applies it.
 func TestReplayAfterAnOutageAppliesTheDeadLetters(t *testing.T) {
-	env := startDevEnv(t, 0.001)
+	env := devtest.Start(t, 0.001)
 	t.Setenv("PUBSUB_EMULATOR_HOST", env.EmulatorHost)
 	row := func() devpipe.Row {
 		for _, r := range env.Tally.Rows(env.Topology) {
@@ -207,30 +207,11 @@ func TestReplayAfterAnOutageAppliesTheDeadLetters(t *testing.T) {
 // anything (here: no such subscription) exits 2 with the error and prints no
 // "replayed 0 of 0" line that would read as a successful empty run.
 func TestReplayFailureBeforePullingPrintsNoResult(t *testing.T) {
-	env := startDevEnv(t, 0.01)
+	env := devtest.Start(t, 0.01)
 	t.Setenv("PUBSUB_EMULATOR_HOST", env.EmulatorHost)
 	out, _, err := executeLog(t, "replay", "--subscription", "projects/eventpipe-dev/subscriptions/nope.dlq-sub",
 		"--topic", "projects/eventpipe-dev/topics/system-events")
 	if exitCode(err) != 2 || strings.Contains(out, "replayed") {
 		t.Errorf("exit %d, %v, output %q; want exit 2 and no result line", exitCode(err), err, out)
 	}
-}
-
-// startDevEnv runs the dev stack's local pipeline until the test ends.
-func startDevEnv(t *testing.T, backoffScale float64) *devpipe.Env {
-	t.Helper()
-	st, err := loadStack(render.Options{Stack: "dev"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := devpipe.Start(context.Background(), devpipe.Options{Stack: st, DataDir: t.TempDir(), BackoffScale: backoffScale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("local pipeline: %v", err)
-		}
-	})
-	return env
 }
