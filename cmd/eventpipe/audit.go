@@ -74,7 +74,7 @@ func newAuditCmdWith(dial func(ctx context.Context) (*live.Clients, error)) *cob
 	opts.policyFlags.register(f)
 	f.StringArrayVar(&opts.summaries, "summary", nil, "also write a summary for people to `FILE`: .md for Markdown, .html for HTML (repeatable)")
 	f.StringVar(&opts.modelOut, "model", "", "also write the audited estate to `FILE` as a pulumi stack export document (for conftest or opa eval)")
-	f.DurationVar(&opts.backlogWindow, "backlog-window", 10*time.Minute, "how far back the oldest unacked message age is read from Cloud Monitoring")
+	durationFlag(f, &opts.backlogWindow, "backlog-window", 10*time.Minute, "how far back the oldest unacked message age is read from Cloud Monitoring")
 	return cmd
 }
 

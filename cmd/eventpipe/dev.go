@@ -62,7 +62,7 @@ func newDevCmd() *cobra.Command {
 	fl.IntVar(&f.scenario.Duplicates, "duplicates", f.scenario.Duplicates, "scenario: republished events per pipeline")
 	fl.IntVar(&f.scenario.OutOfOrder, "out-of-order", f.scenario.OutOfOrder, "scenario: older events per pipeline")
 	fl.IntVar(&f.scenario.Poison, "poison", f.scenario.Poison, "scenario: poison messages per pipeline")
-	fl.DurationVar(&f.scenario.Outage, "outage", f.scenario.Outage, "scenario: how long the stores stay down")
+	durationFlag(fl, &f.scenario.Outage, "outage", f.scenario.Outage, "scenario: how long the stores stay down")
 	f.handler.register(fl)
 	return cmd
 }

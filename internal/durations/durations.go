@@ -1,12 +1,13 @@
 // Package durations is the one grammar of the durations eventpipe reads: stack
 // config (spec), the alerts block (alerts), the consumer's routes file
-// (consumer/route) and its EVENTPIPE_* duration variables. A duration is Go
-// syntax ("90s", "1h30m", "2.5s") or a whole number of days ("14d", which Go's
-// parser lacks); surrounding space is ignored and a negative value is
-// refused. Each surface keeps its own bounds (a window of at least
-// 5m, a positive timeout) but reads the text with Parse and reports a text
-// that does not parse with Parse's message. Durations are written back in the
-// largest whole unit (Whole) or in Google API seconds (Seconds).
+// (consumer/route), its EVENTPIPE_* duration variables and the CLI's duration
+// flags (cmd/eventpipe). A duration is Go syntax ("90s", "1h30m", "2.5s") or a
+// whole number of days ("14d", which Go's parser lacks); surrounding space is
+// ignored and a negative value is refused. Each surface keeps its own bounds
+// (a window of at least 5m, a positive timeout) but reads the text with Parse
+// and reports a text that does not parse with Parse's message. Durations are
+// written back in the largest whole unit (Whole) or in Google API seconds
+// (Seconds).
 package durations
 
 import (
