@@ -41,8 +41,8 @@ type Args struct {
 type Alerts struct {
 	pulumi.ResourceState
 
-	// Plan is what was declared, for callers and tests to inspect.
-	Plan Plan
+	// Declared is what was declared, for callers and tests to inspect.
+	Declared PolicySet
 	// Metrics by metric ID, Policies by PolicySpec.Key, SLOs by subscription.
 	Metrics  map[string]*logging.Metric
 	Policies map[string]*monitoring.AlertPolicy
@@ -52,12 +52,12 @@ type Alerts struct {
 // New validates args and declares the alerts of one pipeline. name must be
 // unique in the stack; every child's name starts with it.
 func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Alerts, error) {
-	plan, err := NewPlan(args.Target, args.Config.WithDefaults())
+	ps, err := NewPolicySet(args.Target, args.Config.WithDefaults())
 	if err != nil {
 		return nil, fmt.Errorf("alerts %s: %w", name, err)
 	}
 	a := &Alerts{
-		Plan:     plan,
+		Declared: ps,
 		Metrics:  map[string]*logging.Metric{},
 		Policies: map[string]*monitoring.AlertPolicy{},
 		SLOs:     map[string]*monitoring.Slo{},
@@ -87,7 +87,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	}
 
 	var metricDeps []pulumi.Resource
-	for _, m := range plan.Metrics {
+	for _, m := range ps.Metrics {
 		labels := logging.MetricMetricDescriptorLabelArray{}
 		for _, k := range sortedKeys(m.Labels) {
 			labels = append(labels, logging.MetricMetricDescriptorLabelArgs{Key: pulumi.String(k), ValueType: pulumi.String("STRING")})
@@ -119,7 +119,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		metricDeps = append(metricDeps, res)
 	}
 
-	for _, p := range plan.Policies {
+	for _, p := range ps.Policies {
 		res, err := monitoring.NewAlertPolicy(ctx, name+"-"+strings.ReplaceAll(p.Key, "/", "-"), policyArgs(project, args.Target, p, channels[p.Severity], expand(p.Documentation)),
 			// Policies on log-based metrics fail to create before the metric
 			// exists; ordering on every metric is cheap and always right.
@@ -130,7 +130,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		a.Policies[p.Key] = res
 	}
 
-	if len(plan.SLOs) > 0 {
+	if len(ps.SLOs) > 0 {
 		svc, err := monitoring.NewCustomService(ctx, name+"-service", &monitoring.CustomServiceArgs{
 			Project:     project,
 			ServiceId:   pulumi.String(sloServiceID(args.Target)),
@@ -144,7 +144,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		if err != nil {
 			return nil, fmt.Errorf("alerts %s: SLO service: %w", name, err)
 		}
-		for _, s := range plan.SLOs {
+		for _, s := range ps.SLOs {
 			res, err := monitoring.NewSlo(ctx, name+"-"+s.Subscription+"-ack-slo", &monitoring.SloArgs{
 				Project:           project,
 				Service:           svc.ServiceId,
@@ -172,8 +172,8 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	}
 
 	outputs := pulumi.Map{
-		"policyCount": pulumi.Int(len(plan.Policies)),
-		"metricCount": pulumi.Int(len(plan.Metrics)),
+		"policyCount": pulumi.Int(len(ps.Policies)),
+		"metricCount": pulumi.Int(len(ps.Metrics)),
 	}
 	if err := ctx.RegisterResourceOutputs(a, outputs); err != nil {
 		return nil, fmt.Errorf("alerts %s: register outputs: %w", name, err)

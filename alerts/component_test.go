@@ -414,11 +414,11 @@ func TestSLOBurnRateQueries(t *testing.T) {
 // so every alert of a subscription has one warning and one critical policy,
 // each a separate resource with its own severity and channels.
 func TestWarningAndCriticalNeverSharePolicy(t *testing.T) {
-	plan := mustPlan(t, testTarget(), Defaults())
+	ps := mustPolicySet(t, testTarget(), Defaults())
 	type pair struct{ sub, alert string }
 	bySev := map[pair]map[Severity]string{}
 	seen := map[string]bool{}
-	for _, p := range plan.Policies {
+	for _, p := range ps.Policies {
 		if seen[p.Key] {
 			t.Errorf("duplicate policy key %s", p.Key)
 		}
@@ -457,8 +457,8 @@ func TestWarningAndCriticalNeverSharePolicy(t *testing.T) {
 }
 
 func TestOptOutAndPullScoping(t *testing.T) {
-	plan := mustPlan(t, testTarget(), Defaults())
-	for _, p := range plan.Policies {
+	ps := mustPolicySet(t, testTarget(), Defaults())
+	for _, p := range ps.Policies {
 		if p.Subscription == "orders-audit" {
 			switch p.Alert {
 			case AlertBacklogAge, AlertBacklogGrowth:
@@ -468,7 +468,7 @@ func TestOptOutAndPullScoping(t *testing.T) {
 		}
 	}
 	// Every duration respects the metrics' ingestion delay.
-	for _, p := range plan.Policies {
+	for _, p := range ps.Policies {
 		for _, c := range p.Conditions {
 			if c.Kind != LogMatch && c.Duration < MinWindow {
 				t.Errorf("%s: duration %s below %s", p.Key, c.Duration, MinWindow)
@@ -478,8 +478,8 @@ func TestOptOutAndPullScoping(t *testing.T) {
 }
 
 func TestRunbooks(t *testing.T) {
-	plan := mustPlan(t, testTarget(), Defaults())
-	for _, p := range plan.Policies {
+	ps := mustPolicySet(t, testTarget(), Defaults())
+	for _, p := range ps.Policies {
 		t.Run(p.Key, func(t *testing.T) {
 			d := p.Documentation
 			for _, h := range []string{"### What it means", "### First three things to check", "### How to replay the DLQ", "1. ", "2. ", "3. "} {
@@ -546,7 +546,7 @@ func TestTargetValidate(t *testing.T) {
 		tg := testTarget()
 		tc.mutate(&tg)
 		err := tg.Validate()
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "must be") {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), ": allowed ") {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -597,8 +597,8 @@ func TestRunbookSizeLimit(t *testing.T) {
 		}
 		return tg
 	}
-	plan := mustPlan(t, many(12), Defaults())
-	for _, p := range plan.Policies {
+	ps := mustPolicySet(t, many(12), Defaults())
+	for _, p := range ps.Policies {
 		if p.Subscription != "" {
 			if !strings.Contains(p.Documentation, "subscriptions/"+p.Subscription+".dlq-sub --limit") {
 				t.Errorf("%s: subscription runbook lacks its own replay command", p.Key)
@@ -617,7 +617,7 @@ func TestRunbookSizeLimit(t *testing.T) {
 			t.Errorf("%s: compact runbook lacks the generic replay script", p.Key)
 		}
 	}
-	_, err := NewPlan(many(400), Defaults())
+	_, err := NewPolicySet(many(400), Defaults())
 	if err == nil || !strings.Contains(err.Error(), "split it into pipelines") {
 		t.Fatalf("err = %v, want the runbook size error", err)
 	}
@@ -688,9 +688,9 @@ func TestAlertRuleNamesUniquePerPipeline(t *testing.T) {
 // code block, no inline code, no HTML, no escapes and no "${" (its variable
 // syntax); every command is a list item on one line.
 func TestRunbooksUseNotificationMarkdown(t *testing.T) {
-	plan := mustPlan(t, testTarget(), Defaults())
+	ps := mustPolicySet(t, testTarget(), Defaults())
 	listItem := regexp.MustCompile(`^(- |[1-9][0-9]*\. )`)
-	for _, p := range plan.Policies {
+	for _, p := range ps.Policies {
 		for n, line := range strings.Split(p.Documentation, "\n") {
 			for _, bad := range []string{"`", "${", "\\", "<br", "<code", "<pre"} {
 				if strings.Contains(line, bad) {

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"regexp"
 	"time"
+
+	"github.com/eventpipe/eventpipe/internal/fielderr"
 )
 
 // Config holds every alert threshold of one environment. Unset values keep
@@ -250,19 +252,10 @@ func fillZero(dst, def reflect.Value) {
 	}
 }
 
-// FieldError is one invalid configuration value: which field, what value,
-// the accepted range and how to fix it.
-type FieldError struct {
-	Field string // path below the alerts block, e.g. "push.serverErrorWarning"
-	Value any
-	Range string
-	Fix   string
-}
-
-// Error renders the problem on one line: field, value, allowed range, fix.
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("alerts.%s = %v: must be %s; %s", e.Field, e.Value, e.Range, e.Fix)
-}
+// FieldError is one invalid configuration value: its Path below the stack's
+// alerts block ("alerts.push.serverErrorWarning"), the Value as written, the
+// Allowed range and the Fix. It is fielderr.Error, eventpipe's one field error.
+type FieldError = fielderr.Error
 
 // validator collects every FieldError of one Validate call.
 type validator struct{ errs []error }
@@ -271,7 +264,7 @@ func (v *validator) add(field string, value any, rng, fix string) {
 	if d, ok := value.(Duration); ok {
 		value = string(d) // as written: an unparsable value has no canonical form
 	}
-	v.errs = append(v.errs, &FieldError{Field: field, Value: value, Range: rng, Fix: fix})
+	v.errs = append(v.errs, &FieldError{Path: "alerts." + field, Value: fmt.Sprint(value), Allowed: rng, Fix: fix})
 }
 
 // window checks a window or hold time: a whole number of minutes between

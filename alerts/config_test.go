@@ -72,7 +72,7 @@ func TestValidateRejects(t *testing.T) {
 	cases := []struct {
 		name   string
 		mutate func(*Config)
-		field  string // FieldError.Field expected
+		field  string // FieldError.Path expected, below alerts.
 		fix    string // substring of the fix
 	}{
 		{"ratio as percent", func(c *Config) { c.Push.ServerErrorWarning = 1 }, "push.serverErrorWarning", "fractions"},
@@ -108,7 +108,7 @@ func TestValidateRejects(t *testing.T) {
 			var found *FieldError
 			for _, e := range unjoin(err) {
 				var fe *FieldError
-				if errors.As(e, &fe) && fe.Field == tc.field && (found == nil || strings.Contains(fe.Fix, tc.fix)) {
+				if errors.As(e, &fe) && fe.Path == "alerts."+tc.field && (found == nil || strings.Contains(fe.Fix, tc.fix)) {
 					found = fe
 				}
 			}
@@ -116,12 +116,12 @@ func TestValidateRejects(t *testing.T) {
 				t.Fatalf("no error for field %s in: %v", tc.field, err)
 			}
 			msg := found.Error()
-			for _, part := range []string{"alerts." + tc.field, "must be", tc.fix} {
+			for _, part := range []string{"alerts." + tc.field, ": allowed ", tc.fix} {
 				if !strings.Contains(msg, part) {
 					t.Errorf("error %q lacks %q", msg, part)
 				}
 			}
-			if found.Range == "" || found.Value == nil {
+			if found.Allowed == "" || found.Value == "" {
 				t.Errorf("error lacks range or value: %+v", found)
 			}
 		})
@@ -138,7 +138,7 @@ func TestValidateReportsEveryError(t *testing.T) {
 	for _, e := range errs {
 		var fe *FieldError
 		if errors.As(e, &fe) {
-			fields[fe.Field] = true
+			fields[strings.TrimPrefix(fe.Path, "alerts.")] = true
 		}
 	}
 	for _, f := range []string{"push.serverErrorWarning", "leases.window", "slo.goal"} {

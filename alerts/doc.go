@@ -5,10 +5,10 @@
 //
 // The work is split in two steps so each can be tested on its own:
 //
-//   - NewPlan validates a Target (what to watch) and a Config (the
-//     environment's thresholds) and returns a Plan: plain values describing
+//   - NewPolicySet validates a Target (what to watch) and a Config (the
+//     environment's thresholds) and returns a PolicySet: plain values describing
 //     every metric, policy, condition and SLO.
-//   - New declares a Plan as Pulumi resources (logging.Metric,
+//   - New declares a PolicySet as Pulumi resources (logging.Metric,
 //     monitoring.AlertPolicy, monitoring.CustomService, monitoring.Slo) under
 //     one component of type ComponentType.
 //

@@ -26,9 +26,9 @@ func alertsDoc(t *testing.T) string {
 // and every metric is listed.
 func TestReadmeDocumentsEveryAlert(t *testing.T) {
 	sec := alertsDoc(t)
-	plan := mustPlan(t, testTarget(), Defaults())
+	ps := mustPolicySet(t, testTarget(), Defaults())
 	titles := map[string]string{}
-	for _, p := range plan.Policies {
+	for _, p := range ps.Policies {
 		rb, err := runbookFor(testTarget(), Defaults(), p)
 		if err != nil {
 			t.Fatal(err)

@@ -1,16 +1,13 @@
 package alerts
 
 import (
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
 // Duration is a length of time written the way people put it in stack
-// config: "90s", "5m", "1h", "3d". It is a string, so stack config, Go
+// config: "90s", "5m", "1h", "3d" (the grammar of internal/durations). It is a string, so stack config, Go
 // programs and Pulumi programs in other languages all write it alike;
 // Validate reports a value that does not parse, with the field and the fix.
 type Duration string
@@ -31,20 +28,9 @@ func (d Duration) D() time.Duration {
 // "6h", "90m", "45s": the same form PromQL range selectors accept.
 func (d Duration) String() string { return promDuration(d.D()) }
 
-// parseDuration parses s as a Go duration or as a whole number of days.
-func parseDuration(s string) (time.Duration, error) {
-	v, err := durations.Parse(s)
-	s = strings.TrimSpace(s)
-	switch {
-	case errors.Is(err, durations.ErrDays):
-		return 0, fmt.Errorf("duration %q: want a whole number of days such as \"3d\", or Go syntax such as \"90m\"", s)
-	case err != nil:
-		return 0, fmt.Errorf("duration %q: want a value such as \"90s\", \"5m\", \"1h\" or \"3d\"", s)
-	case v < 0:
-		return 0, fmt.Errorf("duration %q: negative", s)
-	}
-	return v, nil
-}
+// parseDuration parses s with the one duration grammar (internal/durations),
+// the stack config's.
+func parseDuration(s string) (time.Duration, error) { return durations.Parse(s) }
 
 // promDuration formats d in the largest of d, h, m, s that divides it
 // exactly; sub-second remainders are not representable and are rounded down.
@@ -60,3 +46,7 @@ func promDuration(d time.Duration) string {
 
 // seconds formats d the way Google APIs spell a protobuf Duration: "300s".
 func seconds(d time.Duration) string { return durations.Seconds(d) }
+
+// Parse parses d with the one duration grammar (internal/durations): what
+// D returns, or the error Validate reports for it.
+func (d Duration) Parse() (time.Duration, error) { return parseDuration(string(d)) }

@@ -22,12 +22,12 @@ func testTarget() Target {
 	}
 }
 
-// mustPlan builds the plan of t and c or fails the test.
-func mustPlan(t *testing.T, tg Target, c Config) Plan {
+// mustPolicySet builds the PolicySet of t and c or fails the test.
+func mustPolicySet(t *testing.T, tg Target, c Config) PolicySet {
 	t.Helper()
-	p, err := NewPlan(tg, c)
+	p, err := NewPolicySet(tg, c)
 	if err != nil {
-		t.Fatalf("NewPlan: %v", err)
+		t.Fatalf("NewPolicySet: %v", err)
 	}
 	return p
 }

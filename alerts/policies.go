@@ -120,18 +120,19 @@ type SLOSpec struct {
 	TotalFilter  string // all push requests
 }
 
-// Plan is everything one pipeline's alerts consist of.
-type Plan struct {
+// PolicySet is everything one pipeline's alerts consist of: its log-based
+// metrics, alert policies and SLOs, as plain values.
+type PolicySet struct {
 	Metrics  []MetricSpec
 	Policies []PolicySpec
 	SLOs     []SLOSpec
 }
 
-// NewPlan validates t and c and builds the plan. Policies are sorted by
+// NewPolicySet validates t and c and builds the set. Policies are sorted by
 // Key, so renders are stable.
-func NewPlan(t Target, c Config) (Plan, error) {
+func NewPolicySet(t Target, c Config) (PolicySet, error) {
 	if err := errors.Join(t.Validate(), c.Validate()); err != nil {
-		return Plan{}, err
+		return PolicySet{}, err
 	}
 	b := builder{t: t, c: c}
 	b.pipelinePolicies()
@@ -140,20 +141,20 @@ func NewPlan(t Target, c Config) (Plan, error) {
 	}
 	tpl, err := parseRunbook()
 	if err != nil {
-		return Plan{}, err
+		return PolicySet{}, err
 	}
 	for i := range b.policies {
 		doc, err := runbook(tpl, t, c, b.policies[i])
 		if err != nil {
-			return Plan{}, err
+			return PolicySet{}, err
 		}
 		b.policies[i].Documentation = doc
 	}
 	sort.Slice(b.policies, func(i, j int) bool { return b.policies[i].Key < b.policies[j].Key })
-	return Plan{Metrics: Metrics(t), Policies: b.policies, SLOs: b.slos}, nil
+	return PolicySet{Metrics: Metrics(t), Policies: b.policies, SLOs: b.slos}, nil
 }
 
-// builder accumulates the policies of one plan.
+// builder accumulates the policies of one PolicySet.
 type builder struct {
 	t        Target
 	c        Config

@@ -7,11 +7,11 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
-// promQLConditions returns every PromQL condition of plan, by policy key.
-func promQLConditions(t *testing.T, plan Plan) map[string]ConditionSpec {
+// promQLConditions returns every PromQL condition of ps, by policy key.
+func promQLConditions(t *testing.T, ps PolicySet) map[string]ConditionSpec {
 	t.Helper()
 	out := map[string]ConditionSpec{}
-	for _, p := range plan.Policies {
+	for _, p := range ps.Policies {
 		for _, c := range p.Conditions {
 			if c.Kind == PromQL {
 				out[p.Key] = c
@@ -19,7 +19,7 @@ func promQLConditions(t *testing.T, plan Plan) map[string]ConditionSpec {
 		}
 	}
 	if len(out) == 0 {
-		t.Fatal("plan has no PromQL condition")
+		t.Fatal("the PolicySet has no PromQL condition")
 	}
 	return out
 }
@@ -33,13 +33,13 @@ func TestPromQLParses(t *testing.T) {
 	odd.Pipeline, odd.Env = "orders.v2", "pre-prod"
 	odd.Subscriptions[0].Name = "Orders.Push~v2+x%41"
 	for _, tg := range []Target{testTarget(), odd} {
-		checkPromQL(t, mustPlan(t, tg, Defaults()))
+		checkPromQL(t, mustPolicySet(t, tg, Defaults()))
 	}
 }
 
-// checkPromQL parses and inspects every PromQL condition of plan.
-func checkPromQL(t *testing.T, plan Plan) {
-	for key, c := range promQLConditions(t, plan) {
+// checkPromQL parses and inspects every PromQL condition of ps.
+func checkPromQL(t *testing.T, ps PolicySet) {
+	for key, c := range promQLConditions(t, ps) {
 		t.Run(key, func(t *testing.T) {
 			expr, err := parser.ParseExpr(c.Query)
 			if err != nil {
@@ -106,14 +106,14 @@ func unparen(e parser.Expr) parser.Expr {
 // same queries, damaged the way a template bug would damage them, are
 // rejected.
 func TestPromQLParserRejectsBrokenQueries(t *testing.T) {
-	plan := mustPlan(t, testTarget(), Defaults())
+	ps := mustPolicySet(t, testTarget(), Defaults())
 	damage := map[string]func(string) string{
 		"unbalanced parenthesis":  func(q string) string { return "(" + q },
 		"unclosed label matchers": func(q string) string { return strings.Replace(q, "}[", "[", 1) },
 		"dangling operator":       func(q string) string { return q + " and" },
 		"unquoted label value":    func(q string) string { return strings.Replace(q, `="`, `=`, 1) },
 	}
-	for key, c := range promQLConditions(t, plan) {
+	for key, c := range promQLConditions(t, ps) {
 		for name, f := range damage {
 			bad := f(c.Query)
 			if bad == c.Query {

@@ -30,9 +30,9 @@ func TestRunbookReplayScriptRuns(t *testing.T) {
 			t.Skipf("%s not installed: the replay script needs it", tool)
 		}
 	}
-	plan := mustPlan(t, testTarget(), Defaults())
+	ps := mustPolicySet(t, testTarget(), Defaults())
 	var doc string
-	for _, p := range plan.Policies {
+	for _, p := range ps.Policies {
 		if p.Key == "orders-push/dlq-critical" {
 			doc = p.Documentation
 		}

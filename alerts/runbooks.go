@@ -165,7 +165,7 @@ type runbookData struct {
 // of the dead-letter subscription DLQ back to the topic Topic (full names).
 type replayScript struct{ DLQ, Topic string }
 
-// parseRunbook parses runbook.md.tmpl; NewPlan parses it once per plan.
+// parseRunbook parses runbook.md.tmpl; NewPolicySet parses it once per set.
 func parseRunbook() (*template.Template, error) {
 	tpl, err := template.New("runbook").Funcs(template.FuncMap{
 		"inc":    func(i int) int { return i + 1 },

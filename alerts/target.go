@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -75,7 +76,7 @@ var (
 func (t Target) Validate() error {
 	var errs []error
 	bad := func(field, value, want, fix string) {
-		errs = append(errs, fmt.Errorf("alerts target %s = %q: must be %s; %s", field, value, want, fix))
+		errs = append(errs, &FieldError{In: "alerts target", Path: field, Value: strconv.Quote(value), Allowed: want, Fix: fix})
 	}
 	if !projectID.MatchString(t.Project) {
 		bad("project", t.Project, "a GCP project ID (6–30 chars, lowercase letters, digits, hyphens)", "set the stack's gcp:project")

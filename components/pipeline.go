@@ -304,7 +304,9 @@ func thresholdErrors(prefix string, err error) spec.Errors {
 	for _, e := range list {
 		var fe *alerts.FieldError
 		if errors.As(e, &fe) {
-			out = append(out, spec.FieldError{Path: prefix + fe.Field, Value: fmt.Sprint(fe.Value), Allowed: fe.Range, Fix: fe.Fix})
+			moved := *fe // the same type, at its place in the stack
+			moved.Path = prefix + strings.TrimPrefix(fe.Path, "alerts.")
+			out = append(out, moved)
 			continue
 		}
 		out = append(out, spec.FieldError{Path: prefix[:len(prefix)-1], Allowed: "valid alert thresholds", Fix: e.Error()})

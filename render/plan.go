@@ -19,7 +19,8 @@ const Unknown = plugin.UnknownStringValue
 // Secret is how plans show secret values.
 const Secret = "[secret]"
 
-// Plan is the document `pulumi preview --json` prints.
+// Plan is the document `pulumi preview --json` prints, typed. policies/plan.Plan is the
+// same plan document (or another the rules read) decoded for the rules.
 type Plan struct {
 	// Config is the stack config as the program saw it (secrets hidden).
 	Config map[string]string `json:"config"`

@@ -2,9 +2,7 @@ package spec
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/eventpipe/eventpipe/internal/durations"
@@ -14,7 +12,7 @@ import (
 const Day = durations.Day
 
 // Duration is a length of time written in config as a string such as "10s",
-// "10m", "1h30m" or "14d". An unparsable value is kept as written and
+// "10m", "1h30m" or "14d" (the grammar of internal/durations). An unparsable value is kept as written and
 // reported by validation together with every other error.
 type Duration struct {
 	// Raw is the value as written in config.
@@ -30,22 +28,10 @@ func Dur(d time.Duration) *Duration {
 	return &Duration{Raw: FormatDuration(d), D: d}
 }
 
-// ParseDuration parses "14d", "10m", "600s", "1h30m", "0s".
-func ParseDuration(s string) (time.Duration, error) {
-	if strings.TrimSpace(s) == "" {
-		return 0, fmt.Errorf("empty duration")
-	}
-	d, err := durations.Parse(s)
-	switch {
-	case errors.Is(err, durations.ErrDays):
-		return 0, fmt.Errorf("%q is not a whole number of days", strings.TrimSpace(s))
-	case err != nil:
-		return 0, fmt.Errorf("%q is not a duration like 10s, 10m, 1h or 14d", strings.TrimSpace(s))
-	case d < 0:
-		return 0, fmt.Errorf("%q is negative", strings.TrimSpace(s))
-	}
-	return d, nil
-}
+// ParseDuration parses "14d", "10m", "600s", "1h30m", "0s": the one duration
+// grammar (internal/durations), which alerts, the routes file and the
+// consumer's variables share.
+func ParseDuration(s string) (time.Duration, error) { return durations.Parse(s) }
 
 // FormatDuration writes d in the largest whole unit: "14d", "2h", "10m",
 // "45s" (fractions fall back to Go's notation).

@@ -4,44 +4,16 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/eventpipe/eventpipe/internal/fielderr"
 )
 
 // FieldError is one invalid config value: where it is, what was found, what
-// is allowed and how to fix it.
-type FieldError struct {
-	// Pipeline is the pipeline name, empty for stack-level keys.
-	Pipeline string
-	// Path is the config path, e.g. eventpipe:pipelines.orders.subscriptions.main.ackDeadline.
-	Path string
-	// Value is the offending value as written ("" when the key is missing).
-	Value string
-	// Allowed describes the accepted values or range.
-	Allowed string
-	// Fix tells the reader what to change.
-	Fix string
-	// Location is where the value is written, when read from a stack file.
-	Location Location
-}
-
-// Error renders the message on one line, e.g.
+// is allowed and how to fix it. It is fielderr.Error, the one field error of
+// eventpipe (alerts, the routes file and the push envelope report theirs with
+// it too); its Error renders one line, e.g.
 // `pipeline "orders": eventpipe:pipelines.orders.…maxDeliveryAttempts = 3: allowed 5–100; fix: …`.
-func (e FieldError) Error() string {
-	var b strings.Builder
-	if e.Location.File != "" {
-		fmt.Fprintf(&b, "%s:%d: ", e.Location.File, e.Location.Line)
-	}
-	if e.Pipeline != "" {
-		fmt.Fprintf(&b, "pipeline %q: ", e.Pipeline)
-	}
-	b.WriteString(e.Path)
-	if e.Value != "" {
-		fmt.Fprintf(&b, " = %s", e.Value)
-	} else {
-		b.WriteString(" (not set)")
-	}
-	fmt.Fprintf(&b, ": allowed %s; fix: %s", e.Allowed, e.Fix)
-	return b.String()
-}
+type FieldError = fielderr.Error
 
 // Errors is every problem found in one stack configuration. Validation
 // collects all of them before reporting, so one run shows every fix needed.

@@ -246,7 +246,11 @@ one run reports every problem, each with the file and line, the pipeline, the ke
 value found, what is allowed and how to fix it. Unknown keys are errors, so a typo never
 falls back to a default silently.
 
-Durations are strings with a unit: ` + "`10s`, `10m`, `1h30m`, `14d`" + `.
+Durations are strings with a unit: ` + "`10s`, `10m`, `1h30m`, `14d`" + `. This is the one duration
+grammar of eventpipe (internal/durations), the same in stack config, the ` + "`alerts`" + ` block, the
+consumer's routes file, its ` + "`EVENTPIPE_*`" + ` duration variables and the CLI's duration flags:
+Go's syntax (` + "`ns`, `us`, `ms`, `s`, `m`, `h`" + `, fractions such as ` + "`2.5s`" + `) or a whole number of
+days (` + "`14d`" + `); never negative.
 A value written ` + "`{secure: …}`" + ` (` + "`pulumi config set --secret`" + `) is kept secret; the
 offline renderer shows it as ` + "`\"[secret]\"`" + `.
 

@@ -9,20 +9,13 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/eventpipe/eventpipe/internal/fielderr"
 )
 
-// Location is a place in a stack config file.
-type Location struct {
-	// File is the path of the stack config file.
-	File string `json:"file"`
-	// Line is 1-based.
-	Line int `json:"line"`
-	// Column is 1-based.
-	Column int `json:"column"`
-}
-
-// String renders file:line:column.
-func (l Location) String() string { return fmt.Sprintf("%s:%d:%d", l.File, l.Line, l.Column) }
+// Location is a place in a stack config file (File, 1-based Line and Column);
+// String renders file:line:column. It is the location of a FieldError.
+type Location = fielderr.Location
 
 // StackFile is a Pulumi stack config file (Pulumi.<stack>.yaml) read the way
 // the Pulumi CLI hands it to a program, plus where each key was written.

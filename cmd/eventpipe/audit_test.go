@@ -345,7 +345,13 @@ func TestAuditStackDrift(t *testing.T) {
 						}
 						wantFile := filepath.Join("..", "..", "stacks", "Pulumi."+stack.name+".yaml")
 						if stack.dir != "" {
-							wantFile = relative(filepath.Join(stack.dir, "Pulumi."+stack.name+".yaml"))
+							wd, err := os.Getwd()
+							if err != nil {
+								t.Fatal(err)
+							}
+							if wantFile, err = filepath.Rel(wd, filepath.Join(stack.dir, "Pulumi."+stack.name+".yaml")); err != nil {
+								t.Fatal(err)
+							}
 						}
 						if f.Location == nil || f.Location.File != wantFile || f.Location.Line == 0 {
 							t.Errorf("drift location %+v, want a line of stacks/Pulumi.%s.yaml", f.Location, stack.name)

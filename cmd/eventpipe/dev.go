@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,7 +62,7 @@ func newDevCmd() *cobra.Command {
 	fl.IntVar(&f.scenario.Duplicates, "duplicates", f.scenario.Duplicates, "scenario: republished events per pipeline")
 	fl.IntVar(&f.scenario.OutOfOrder, "out-of-order", f.scenario.OutOfOrder, "scenario: older events per pipeline")
 	fl.IntVar(&f.scenario.Poison, "poison", f.scenario.Poison, "scenario: poison messages per pipeline")
-	fl.DurationVar(&f.scenario.Outage, "outage", f.scenario.Outage, "scenario: how long the stores stay down")
+	durationFlag(fl, &f.scenario.Outage, "outage", f.scenario.Outage, "scenario: how long the stores stay down")
 	f.handler.register(fl)
 	return cmd
 }
@@ -133,7 +131,7 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	if err := devpipe.Check(rows); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("messages were lost:\n%w", err)}
 	}
-	if err := reportHandler(stdout, env); err != nil {
+	if err := env.WriteHandlerStats(stdout); err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	if closeErr != nil {
@@ -191,7 +189,7 @@ func serveDev(ctx context.Context, stdout io.Writer, env *devpipe.Env, f devFlag
 		_ = env.Close()
 		return &exitError{code: 2, err: fmt.Errorf("--addr %s: %w", f.addr, err)}
 	}
-	srv := &http.Server{Handler: devHandler(env), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: env.Endpoints(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "eventpipe dev: stack %s is running (Ctrl-C to stop)\n", f.render.Stack)
@@ -226,39 +224,4 @@ func serveDev(ctx context.Context, stdout io.Writer, env *devpipe.Env, f devFlag
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return env.Close()
-}
-
-// devHandler serves POST /publish/{pipeline} and GET /stats.
-func devHandler(env *devpipe.Env) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /publish/{pipeline}", func(w http.ResponseWriter, r *http.Request) {
-		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
-		if err != nil {
-			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		attrs := map[string]string{}
-		for k, v := range r.URL.Query() {
-			attrs[k] = strings.Join(v, ",")
-		}
-		id, err := env.Publish(r.Context(), r.PathValue("pipeline"), data, attrs)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]string{"messageId": id})
-	})
-	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
-		rows := env.Tally.Rows(env.Topology)
-		if r.URL.Query().Get("format") == "json" {
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(rows)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_ = devpipe.WriteLiveTable(w, rows)
-		_ = reportHandler(w, env)
-	})
-	return mux
 }

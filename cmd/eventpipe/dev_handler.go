@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -36,17 +35,4 @@ func (h *handlerFlags) options(dir string) (*devpipe.HandlerOptions, error) {
 		return nil, fmt.Errorf("handler log: %w", err)
 	}
 	return &devpipe.HandlerOptions{Command: h.command, HealthPath: h.health, Output: out}, nil
-}
-
-// reportHandler writes the handler's call counts (nothing without a
-// handler) and fails when a duplicate reached it.
-func reportHandler(w io.Writer, env *devpipe.Env) error {
-	if env.Handler == nil {
-		return nil
-	}
-	stats := env.Handler.Stats()
-	if _, err := fmt.Fprintln(w, stats); err != nil {
-		return err
-	}
-	return stats.Check()
 }

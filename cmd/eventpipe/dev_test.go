@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,66 +87,6 @@ func TestDevRejectsBadInput(t *testing.T) {
 		if exitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: exit %d, %v; want exit 2 mentioning %q", tc.args, exitCode(err), err, tc.want)
 		}
-	}
-}
-
-// startDevEnv runs the dev stack's local pipeline until the test ends.
-func startDevEnv(t *testing.T, backoffScale float64) *devpipe.Env {
-	t.Helper()
-	st, err := loadStack(render.Options{Stack: "dev"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := devpipe.Start(context.Background(), devpipe.Options{Stack: st, DataDir: t.TempDir(), BackoffScale: backoffScale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("local pipeline: %v", err)
-		}
-	})
-	return env
-}
-
-// TestDevServeEndpoints drives the --serve HTTP endpoints on a running
-// local pipeline: publish an event, then see it applied in /stats.
-func TestDevServeEndpoints(t *testing.T) {
-	env := startDevEnv(t, 0.01)
-	srv := httptest.NewServer(devHandler(env))
-	defer srv.Close()
-	body := `{"eventId":"e1","service":"api","status":"healthy","producedAt":"2026-01-08T10:00:00Z"}`
-	resp, err := http.Post(srv.URL+"/publish/system-events?tenant=a", "application/json", strings.NewReader(body))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("publish: %v %v", resp, err)
-	}
-	resp.Body.Close()
-	resp, err = http.Post(srv.URL+"/publish/nope", "application/json", strings.NewReader(body))
-	if err != nil || resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("publish to an unknown pipeline: %v %v, want 404", resp, err)
-	}
-	resp.Body.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(srv.URL + "/stats?format=json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rows []devpipe.Row
-		err = json.NewDecoder(resp.Body).Decode(&rows)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rows {
-			if r.Pipeline == "system-events" && r.Applied == 1 && r.Published == 1 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the published event was not applied: %+v", rows)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -413,41 +351,4 @@ func TestDevDataDir(t *testing.T) {
 			t.Errorf("--data-dir %s (existed before: %v) after a failed run: stat %v", dir, pre, statErr)
 		}
 	}
-}
-
-// TestDevStatsCountsRetriesAsPending: while a message waits for its retry (the store is
-// down, the backoff is the stack's real 10 s), /stats shows it pending, never lost.
-func TestDevStatsCountsRetriesAsPending(t *testing.T) {
-	env := startDevEnv(t, 1)
-	env.Outage.Set(true)
-	srv := httptest.NewServer(devHandler(env))
-	defer srv.Close()
-	if _, err := env.Publish(context.Background(), "system-events", []byte(`{"eventId":"e1","service":"api","status":"healthy","producedAt":"2026-01-08T10:00:00Z"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		rows := env.Tally.Rows(env.Topology)
-		if rows[len(rows)-1].Retried > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	resp, err := http.Get(srv.URL + "/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
-	header := strings.Fields(lines[0])
-	if header[len(header)-1] != "pending" || strings.Contains(string(body), "lost") {
-		t.Errorf("/stats while a retry waits:\n%s", body)
-	}
-	for _, l := range lines[1:] {
-		if f := strings.Fields(l); f[0] == "system-events" && (f[8] == "0" || f[9] != "1") {
-			t.Errorf("system-events row %v: want a retry and 1 pending", f)
-		}
-	}
-	env.Outage.Set(false)
 }

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
 // Each flag means one thing in every command:
 //
 //   - --stack-file FILE is a stack config file (Pulumi.<stack>.yaml) in render, dev, check
 //     and audit;
-//   - --check-config FILE is the check configuration (thresholds, waivers) in check and audit.
+//   - --check-config FILE is the check configuration (thresholds, waivers) in check and audit;
+//   - a duration flag (--backlog-window, --outage) reads the grammar of every duration in
+//     eventpipe (internal/durations): "90s", "1h30m", "1d".
 //
 // --config meant the first in render and dev and the second in check and audit; it still
 // works with that meaning and prints a deprecation notice naming the new flag.
@@ -50,3 +56,26 @@ func deprecatedAlias(fs *pflag.FlagSet, p *string, old, now string) {
 	fs.StringVar(p, old, "", "deprecated: use --"+now)
 	_ = fs.MarkDeprecated(old, "use --"+now+" instead")
 }
+
+// durationFlag registers the duration flag name into p, with default value, read with the
+// one duration grammar (internal/durations) rather than Go's, which lacks days.
+func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*durationValue)(p), name, usage)
+}
+
+// durationValue is a pflag.Value of a time.Duration read by durations.Parse.
+type durationValue time.Duration
+
+func (d *durationValue) Set(s string) error {
+	v, err := durations.Parse(s)
+	if err != nil {
+		return err
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+
+func (d *durationValue) Type() string { return "duration" }

@@ -145,3 +145,41 @@ func TestRangeFixesNameTheCheckConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationFlagsReadTheOneGrammar: every duration flag of every command reads the
+// grammar of the stack config (internal/durations), so --backlog-window 1d works as
+// backlogWindow: 1d would; none is left on Go's parser, which refuses days.
+func TestDurationFlagsReadTheOneGrammar(t *testing.T) {
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "duration" {
+				return
+			}
+			seen++
+			where := c.CommandPath() + " --" + f.Name
+			if _, ok := f.Value.(*durationValue); !ok {
+				t.Errorf("%s is a %T, not read with internal/durations", where, f.Value)
+				return
+			}
+			for in, want := range map[string]string{"1d": "24h0m0s", "1h30m": "1h30m0s", " 90s ": "1m30s"} {
+				if err := f.Value.Set(in); err != nil || f.Value.String() != want {
+					t.Errorf("%s %q: %v, %s; want %s", where, in, err, f.Value, want)
+				}
+			}
+			for _, in := range []string{"-1s", "1.5d", "10"} {
+				if err := f.Value.Set(in); err == nil {
+					t.Errorf("%s %q accepted", where, in)
+				}
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
+	if seen < 2 {
+		t.Errorf("found %d duration flags; want at least --backlog-window and --outage", seen)
+	}
+}

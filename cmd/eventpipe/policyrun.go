@@ -1,25 +1,16 @@
 package main
 
-// This file is what `eventpipe check` and `eventpipe audit` share: their common flags, the
-// configuration file, compiling the rules, evaluating them, waivers, report outputs, the
-// closing log line and the exit code. Each command only says what it judges.
+// This file is what `eventpipe check` and `eventpipe audit` share on the command line: the
+// flags of a policy run and the exit code of its verdict. The run itself (configuration,
+// rules, evaluation, waivers, outputs) is policies/check.
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"log/slog"
-	"maps"
+	"errors"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/eventpipe/eventpipe/internal/release"
-	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/checkconfig"
-	"github.com/eventpipe/eventpipe/policies/evaluate"
-	"github.com/eventpipe/eventpipe/policies/plan"
+	"github.com/eventpipe/eventpipe/policies/check"
 	"github.com/eventpipe/eventpipe/policies/report"
 )
 
@@ -47,128 +38,23 @@ func (f *policyFlags) register(fs *pflag.FlagSet) {
 // instead of a verdict.
 func (f *policyFlags) infoOnly() bool { return f.listRules || f.printData }
 
-// policyRun is one run of the rules by a command: the parsed outputs and configuration,
-// and the rules compiled with one environment's thresholds.
-type policyRun struct {
-	// name is the subcommand (check, audit); reports say "eventpipe <name>".
-	name    string
-	flags   policyFlags
-	outputs []report.Output
-	cfg     *checkconfig.Config
-	// data is data.config as conftest and opa eval users pass it (without "today").
-	data  map[string]any
-	ready chan compiledRules
-	eng   *evaluate.Engine
-}
-
-type compiledRules struct {
-	eng *evaluate.Engine
-	err error
-}
-
-// startPolicyRun parses the outputs and the configuration file and starts compiling the
-// rules with the thresholds of env, so the caller can read its input meanwhile.
-func startPolicyRun(ctx context.Context, name string, flags policyFlags, env string) (*policyRun, error) {
-	outputs, err := report.ParseOutputs(flags.outputs)
-	if err != nil {
-		return nil, usageError("--output %v", err)
-	}
-	r := &policyRun{name: name, flags: flags, outputs: outputs, ready: make(chan compiledRules, 1)}
-	if flags.config != "" {
-		if r.cfg, err = checkconfig.Load(flags.config); err != nil {
-			return nil, &exitError{code: 2, err: err}
-		}
-	}
-	r.data = r.cfg.Data(env)
-	mods, err := policies.Modules()
-	if err != nil {
-		return nil, &exitError{code: 2, err: err}
-	}
-	// The run judges waivers on flags.now's date; conftest and opa eval users' rules judge
-	// them on today's.
-	config := maps.Clone(r.data)
-	config["today"] = flags.now().Format(time.DateOnly)
-	go func() {
-		eng, err := evaluate.New(ctx, evaluate.Options{Modules: mods, Package: policies.Package, Config: config})
-		r.ready <- compiledRules{eng, err}
-	}()
-	return r, nil
-}
-
-// rules waits for the compiled rules and checks the configuration against them.
-func (r *policyRun) rules() (*evaluate.Engine, error) {
-	if r.eng != nil {
-		return r.eng, nil
-	}
-	c := <-r.ready
-	if c.err != nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("loading policy rules: %w", c.err)}
-	}
-	if err := r.cfg.Validate(c.eng.Rules()); err != nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("%s: %w", r.flags.config, err)}
-	}
-	r.eng = c.eng
-	return r.eng, nil
-}
-
-// info answers --list-rules and --print-data; done says whether it did. It waits for the
-// compiled rules, so every later call (check, report) finds them.
-func (r *policyRun) info(w io.Writer) (done bool, err error) {
-	eng, err := r.rules()
-	if err != nil {
-		return true, err
-	}
-	switch {
-	case r.flags.listRules:
-		return true, listRules(w, eng.Rules())
-	case r.flags.printData:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return true, enc.Encode(map[string]any{"config": r.data})
-	}
-	return false, nil
-}
-
-// check evaluates the rules on p; each waived finding names the file of its waiver. A
-// document the rules cannot judge is an error wrapping evaluate.ErrUnusableDocument.
-func (r *policyRun) check(ctx context.Context, p *plan.Plan) (*evaluate.Result, error) {
-	eng, err := r.rules()
-	if err != nil {
-		return nil, err
-	}
-	res, err := eng.Check(ctx, p)
-	if err != nil {
-		return nil, &exitError{code: 2, err: err}
-	}
-	for i := range res.Findings {
-		if w := res.Findings[i].Waiver; w != nil {
-			w.Source = r.cfg.Path()
-		}
-	}
-	return res, nil
-}
-
-// report is the report of findings on source (a document of inputFormat with resources
-// judged resources), under the command's name.
-func (r *policyRun) report(source, inputFormat string, resources int, findings []evaluate.Finding) *report.Report {
-	return &report.Report{
-		Command: "eventpipe " + r.name, Source: source, InputFormat: inputFormat, Resources: resources,
-		Rules: r.eng.Rules(), Findings: findings, FailOnWarn: r.flags.failOnWarn, Version: release.ModuleVersion(),
+// options are the flags as the library takes them, with the thresholds of env.
+func (f *policyFlags) options(env string) check.Options {
+	return check.Options{
+		Outputs: f.outputs, ConfigFile: f.config, Env: env, FailOnWarn: f.failOnWarn,
+		ListRules: f.listRules, PrintData: f.printData, Now: f.now,
 	}
 }
 
-// finish writes rep to every output, logs the verdict with attrs, and returns the exit
-// error: 1 when the report fails, 2 when it cannot be written.
-func (r *policyRun) finish(ctx context.Context, stdout, stderr io.Writer, rep *report.Report, attrs ...slog.Attr) error {
-	if err := report.WriteOutputs(stdout, r.outputs, rep); err != nil {
-		return &exitError{code: 2, err: err}
+// verdict turns the error of a policy run into the exit code (conftest's convention): a
+// failing report is 1, anything else (unusable input, usage) 2.
+func verdict(err error) error {
+	if err == nil {
+		return nil
 	}
-	denies, warnings, waived := rep.Counts()
-	attrs = append(attrs, slog.Int("denies", denies), slog.Int("warnings", warnings),
-		slog.Int("waived", waived), slog.Bool("passed", !rep.Failed()))
-	slog.New(slog.NewJSONHandler(stderr, nil)).LogAttrs(ctx, slog.LevelInfo, r.name+" finished", attrs...)
-	if rep.Failed() {
-		return &exitError{code: 1, err: fmt.Errorf("%s failed: %d denies, %d warnings (fail-on-warn %v)", r.name, denies, warnings, r.flags.failOnWarn)}
+	var failed *check.FailedError
+	if errors.As(err, &failed) {
+		return &exitError{code: 1, err: err}
 	}
-	return nil
+	return &exitError{code: 2, err: err}
 }

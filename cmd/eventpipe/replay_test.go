@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/devpipe"
 	"github.com/eventpipe/eventpipe/internal/localpubsub"
+	"github.com/eventpipe/eventpipe/internal/testing/devtest"
 	"github.com/eventpipe/eventpipe/replay"
 )
 
@@ -166,7 +167,7 @@ func TestReplayCommandRejectsBadFlags(t *testing.T) {
 // the event is dead-lettered; once the store is back, `eventpipe replay`
 // moves it back and the consumer applies it.
 func TestReplayAfterAnOutageAppliesTheDeadLetters(t *testing.T) {
-	env := startDevEnv(t, 0.001)
+	env := devtest.Start(t, 0.001)
 	t.Setenv("PUBSUB_EMULATOR_HOST", env.EmulatorHost)
 	row := func() devpipe.Row {
 		for _, r := range env.Tally.Rows(env.Topology) {
@@ -206,7 +207,7 @@ func TestReplayAfterAnOutageAppliesTheDeadLetters(t *testing.T) {
 // anything (here: no such subscription) exits 2 with the error and prints no
 // "replayed 0 of 0" line that would read as a successful empty run.
 func TestReplayFailureBeforePullingPrintsNoResult(t *testing.T) {
-	env := startDevEnv(t, 0.01)
+	env := devtest.Start(t, 0.01)
 	t.Setenv("PUBSUB_EMULATOR_HOST", env.EmulatorHost)
 	out, _, err := executeLog(t, "replay", "--subscription", "projects/eventpipe-dev/subscriptions/nope.dlq-sub",
 		"--topic", "projects/eventpipe-dev/topics/system-events")

@@ -211,34 +211,34 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 	o.key, o.unprotected = key, key == ""
 	now := h.now().UTC()
 	msg := &envelope.Message{ID: key, Data: body, Payload: payload, Attributes: map[string]string{}, PublishTime: now}
-	plan, err := rt.Plan(msg, h.env)
+	routed, err := rt.Apply(msg, h.env)
 	if err != nil {
 		return o.fail(http.StatusBadRequest, err)
 	}
-	o.doc = plan.Target.String()
+	o.doc = routed.Target.String()
 	// Fetch the target first, so an unknown resource is a clean
 	// 404 and no receipt is written for it.
 	if rt.Target.MustExist {
-		exists, err := h.exists(r.Context(), plan.Target, o)
+		exists, err := h.exists(r.Context(), routed.Target, o)
 		if err != nil {
 			return o.fail(http.StatusInternalServerError, err)
 		}
 		if !exists {
-			return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("%s does not exist (unknown %s %q)", plan.Target, rt.Target.ID, plan.AggregateID)))
+			return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("%s does not exist (unknown %s %q)", routed.Target, rt.Target.ID, routed.AggregateID)))
 		}
 	}
 	if key == "" && rt.ToHandler() {
 		return o.fail(http.StatusBadRequest, classify.Poison(fmt.Errorf("callback route %s sends callbacks to the handler once per key, and this one has none (fix: send the callback_id you were given in %s or the %s header)", rt.Name, rt.Receipt.KeyField, rt.Receipt.Header)))
 	}
 	if key == "" {
-		if err := h.apply(r.Context(), plan, rt.Target.MustExist, o); err != nil {
+		if err := h.apply(r.Context(), routed, rt.Target.MustExist, o); err != nil {
 			return o.fail(statusOf(err), err)
 		}
 		o.status, o.result = http.StatusOK, logfields.OutcomeApplied
 		return map[string]any{"message": "Callback processed without an idempotency key", "idempotent_replayed": false, "unprotected": true}
 	}
 	rc, err := h.engine.Reserve(r.Context(), engine.ReceiptRequest{Route: rt.Name, CallbackID: key, Payload: body,
-		Fields: map[string]any{"target": plan.Target.String()}, Lease: time.Duration(rt.Receipt.LeaseTTL)})
+		Fields: map[string]any{"target": routed.Target.String()}, Lease: time.Duration(rt.Receipt.LeaseTTL)})
 	o.ops = o.ops.Add(rc.Ops)
 	o.receipt = rc.Doc
 	if err != nil {
@@ -272,16 +272,16 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		return body
 	}
 	if rt.ToHandler() {
-		return h.forward(r.Context(), rt, rc, key, body, plan, o)
+		return h.forward(r.Context(), rt, rc, key, body, routed, o)
 	}
 	status := "processed"
-	if s, ok := plan.Fields()["status"].(string); ok && s != "" {
+	if s, ok := routed.Fields()["status"].(string); ok && s != "" {
 		status = s
 	}
 	// The update and the receipt's final status commit together, and only
 	// while this delivery still holds the receipt.
 	done, err := h.engine.Finish(context.WithoutCancel(r.Context()), rc, status, func(ctx context.Context, tx store.Tx) error {
-		return h.merge(ctx, tx, plan, rt.Target.MustExist)
+		return h.merge(ctx, tx, routed, rt.Target.MustExist)
 	})
 	o.ops = o.ops.Add(done.Ops)
 	if err != nil {
@@ -315,12 +315,12 @@ const (
 // forward POSTs a reserved callback to the handler and settles its receipt
 // with the handler's answer: 2xx completes it (200), a permanent refusal
 // rejects it (422), anything retryable releases it (503).
-func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receipt, key string, body []byte, plan *route.Plan, o *outcome) map[string]any {
+func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receipt, key string, body []byte, routed *route.Routed, o *outcome) map[string]any {
 	// The call is not cut short when the caller goes away: its answer is
 	// still recorded for the caller's retry.
 	ctx = context.WithoutCancel(ctx)
 	msg, err := json.Marshal(handler.Callback{IdempotencyKey: key, Route: rt.Name, ReceivedAt: rc.ReceivedAt.UTC(),
-		Callback: json.RawMessage(body), Fields: plan.Fields()})
+		Callback: json.RawMessage(body), Fields: routed.Fields()})
 	if err != nil {
 		err = classify.Poison(fmt.Errorf("callback to the handler: %w", err))
 		if rerr := h.engine.Release(ctx, rc); rerr != nil {
@@ -471,36 +471,36 @@ func (h *Handler) exists(ctx context.Context, key store.Key, o *outcome) (bool, 
 
 // apply merges the callback's fields into the target document in a
 // transaction of its own (a callback without an idempotency key).
-func (h *Handler) apply(ctx context.Context, plan *route.Plan, mustExist bool, o *outcome) error {
+func (h *Handler) apply(ctx context.Context, routed *route.Routed, mustExist bool, o *outcome) error {
 	var tally opcount.Tally
 	err := h.store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		return h.merge(ctx, tally.Tx(tx), plan, mustExist)
+		return h.merge(ctx, tally.Tx(tx), routed, mustExist)
 	})
 	o.ops = o.ops.Add(tally.Counts())
 	return err
 }
 
 // merge merges the callback's fields into the target document in tx.
-func (h *Handler) merge(ctx context.Context, tx store.Tx, plan *route.Plan, mustExist bool) error {
-	cur, err := tx.Get(ctx, plan.Target)
+func (h *Handler) merge(ctx context.Context, tx store.Tx, routed *route.Routed, mustExist bool) error {
+	cur, err := tx.Get(ctx, routed.Target)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		if mustExist {
-			return fmt.Errorf("%s: %w", plan.Target, errVanished)
+			return fmt.Errorf("%s: %w", routed.Target, errVanished)
 		}
 		cur = store.Document{Fields: map[string]any{}}
 	case err != nil:
 		return err
 	}
-	fields := make(map[string]any, len(cur.Fields)+len(plan.Fields())+1)
+	fields := make(map[string]any, len(cur.Fields)+len(routed.Fields())+1)
 	for k, v := range cur.Fields {
 		fields[k] = v
 	}
-	for k, v := range plan.Fields() {
+	for k, v := range routed.Fields() {
 		fields[k] = v
 	}
 	fields["updatedAt"] = h.now().UTC()
-	return tx.Set(ctx, plan.Target, store.Document{Fields: fields, ExpireAt: cur.ExpireAt})
+	return tx.Set(ctx, routed.Target, store.Document{Fields: fields, ExpireAt: cur.ExpireAt})
 }
 
 func (h *Handler) logLine(ctx context.Context, o *outcome) {

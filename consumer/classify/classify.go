@@ -89,12 +89,8 @@ func of(err error) Class {
 		t := string(ee.Type)
 		return Class{Type: t, Code: ee.Code, Retryable: ee.Retryable() || t == logfields.ErrorTypeConfiguration}
 	}
-	var fe *envelope.FieldError
-	if errors.As(err, &fe) {
-		return Class{Type: logfields.ErrorTypePoison}
-	}
-	var pe *route.PlanError
-	if errors.As(err, &pe) || errors.Is(err, route.ErrUnroutable) {
+	var fe *envelope.FieldError // route.FieldError too: one type
+	if errors.As(err, &fe) || errors.Is(err, route.ErrUnroutable) {
 		return Class{Type: logfields.ErrorTypePoison}
 	}
 	if code, kind, ok := store.Code(err); ok {

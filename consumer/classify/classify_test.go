@@ -29,7 +29,7 @@ func TestOf(t *testing.T) {
 		typ, code string
 		retryable bool
 	}{
-		{"field error", &envelope.FieldError{Field: "message.data"}, logfields.ErrorTypePoison, "", false},
+		{"field error", &envelope.FieldError{Path: "message.data"}, logfields.ErrorTypePoison, "", false},
 		{"marked poison", Poison(errors.New("x")), logfields.ErrorTypePoison, "", false},
 		{"marked config", Configuration(errors.New("x")), logfields.ErrorTypeConfiguration, "", true},
 		{"lease held", InProgress(errors.New("x")), logfields.ErrorTypeInProgress, "", true},
@@ -52,7 +52,7 @@ func TestOf(t *testing.T) {
 		{"engine in progress", fmt.Errorf("w: %w", &engine.Error{Type: engine.TypeInProgress, Err: errors.New("x")}), logfields.ErrorTypeInProgress, "", true},
 		{"engine unavailable", &engine.Error{Type: engine.TypeTransient, Code: "UNAVAILABLE", Err: errors.New("x")}, logfields.ErrorTypeTransient, "UNAVAILABLE", true},
 		{"engine permission", &engine.Error{Type: engine.TypeConfiguration, Code: "PERMISSION_DENIED", Err: errors.New("x")}, logfields.ErrorTypeConfiguration, "PERMISSION_DENIED", true},
-		{"plan error", &route.PlanError{Route: "r", Field: "f"}, logfields.ErrorTypePoison, "", false},
+		{"plan error", &route.FieldError{In: "route r", Path: "f"}, logfields.ErrorTypePoison, "", false},
 		{"unroutable", fmt.Errorf("x: %w", route.ErrUnroutable), logfields.ErrorTypePoison, "", false},
 		{"marked keeps inner code", Poison(pgErr{"22P02"}), logfields.ErrorTypePoison, "22P02", false},
 	}

@@ -76,7 +76,7 @@ type Write struct {
 }
 
 // FieldSource supplies a Write's fields without building them first
-// (route.Plan implements it).
+// (route.Routed implements it).
 type FieldSource interface {
 	// HasField reports whether the fields have the top-level name.
 	HasField(name string) bool

@@ -8,19 +8,19 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/eventpipe/eventpipe/internal/fielderr"
 )
 
 // FieldError is a poison-message error: the envelope or payload is invalid
-// and redelivering it cannot help. It names the field and how to fix it.
-type FieldError struct {
-	Field   string // JSON path, e.g. "message.data"
-	Problem string // what is wrong
-	Fix     string // what the producer should do
-}
+// and redelivering it cannot help. It names the field (Path, e.g.
+// "message.data"), the Problem and the Fix for the producer. It is
+// fielderr.Error, eventpipe's one field error.
+type FieldError = fielderr.Error
 
-// Error implements error.
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("push envelope field %s: %s (fix: %s)", e.Field, e.Problem, e.Fix)
+// fieldError is the error of field of the push envelope: problem, and fix.
+func fieldError(field, problem, fix string) *FieldError {
+	return &FieldError{In: "push envelope", Path: field, Problem: problem, Fix: fix}
 }
 
 // subscriptionName is the shape of a full subscription name.
@@ -53,15 +53,15 @@ type rawMessage struct {
 func DecodePush(body []byte) (Message, error) {
 	var env rawEnvelope
 	if err := strictObject(body, &env); err != nil {
-		return Message{}, &FieldError{"(body)", "not a JSON object: " + err.Error(),
-			`send the Pub/Sub push envelope {"message":{...},"subscription":"projects/P/subscriptions/S"}`}
+		return Message{}, fieldError("(body)", "not a JSON object: "+err.Error(),
+			`send the Pub/Sub push envelope {"message":{...},"subscription":"projects/P/subscriptions/S"}`)
 	}
 	if isAbsent(env.Message) {
-		return Message{}, &FieldError{"message", "missing", "send the Pub/Sub push envelope with a message object"}
+		return Message{}, fieldError("message", "missing", "send the Pub/Sub push envelope with a message object")
 	}
 	var raw rawMessage
 	if err := strictObject(env.Message, &raw); err != nil {
-		return Message{}, &FieldError{"message", "not a JSON object", "message must be an object with data, messageId and publishTime"}
+		return Message{}, fieldError("message", "not a JSON object", "message must be an object with data, messageId and publishTime")
 	}
 	var m Message
 	var err error
@@ -69,8 +69,8 @@ func DecodePush(body []byte) (Message, error) {
 		return Message{}, err
 	}
 	if !subscriptionName.MatchString(m.Subscription) {
-		return Message{}, &FieldError{"subscription", fmt.Sprintf("%q is not a full subscription name", m.Subscription),
-			"use the form projects/PROJECT/subscriptions/SUBSCRIPTION"}
+		return Message{}, fieldError("subscription", fmt.Sprintf("%q is not a full subscription name", m.Subscription),
+			"use the form projects/PROJECT/subscriptions/SUBSCRIPTION")
 	}
 	if m.DeliveryAttempt, err = deliveryAttempt(env.DeliveryAttempt); err != nil {
 		return Message{}, err
@@ -83,8 +83,8 @@ func DecodePush(body []byte) (Message, error) {
 		return Message{}, err
 	}
 	if m.PublishTime, err = time.Parse(time.RFC3339Nano, pt); err != nil {
-		return Message{}, &FieldError{"message.publishTime", fmt.Sprintf("%q is not an RFC 3339 timestamp", pt),
-			"send a time such as 2026-01-02T15:04:05.123Z"}
+		return Message{}, fieldError("message.publishTime", fmt.Sprintf("%q is not an RFC 3339 timestamp", pt),
+			"send a time such as 2026-01-02T15:04:05.123Z")
 	}
 	if m.Attributes, err = attributes(raw.Attributes); err != nil {
 		return Message{}, err
@@ -111,16 +111,16 @@ func DecodePush(body []byte) (Message, error) {
 func messageData(raw rawValue) ([]byte, error) {
 	const field = "message.data"
 	if isAbsent(raw) {
-		return nil, &FieldError{field, "missing", "set " + field + " to a non-empty string"}
+		return nil, fieldError(field, "missing", "set "+field+" to a non-empty string")
 	}
 	if raw[0] != '"' {
-		return nil, &FieldError{field, fmt.Sprintf("%s is not a string", truncate(raw)), "send " + field + " as a JSON string"}
+		return nil, fieldError(field, fmt.Sprintf("%s is not a string", truncate(raw)), "send "+field+" as a JSON string")
 	}
 	text := raw[1 : len(raw)-1]
 	if bytes.IndexByte(text, '\\') >= 0 {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, &FieldError{field, "not a valid JSON string: " + err.Error(), "send " + field + " as a JSON string"}
+			return nil, fieldError(field, "not a valid JSON string: "+err.Error(), "send "+field+" as a JSON string")
 		}
 		text = []byte(s)
 	}
@@ -130,7 +130,7 @@ func messageData(raw rawValue) ([]byte, error) {
 // decodeBase64 accepts standard and URL-safe alphabets, padded or not.
 func decodeBase64(s []byte) ([]byte, error) {
 	if len(s) == 0 {
-		return nil, &FieldError{"message.data", "empty", "publish a JSON object as the message data"}
+		return nil, fieldError("message.data", "empty", "publish a JSON object as the message data")
 	}
 	enc := base64.StdEncoding
 	if bytes.ContainsAny(s, "-_") {
@@ -143,8 +143,8 @@ func decodeBase64(s []byte) ([]byte, error) {
 	b := make([]byte, enc.DecodedLen(len(s)))
 	n, err := enc.Decode(b, s)
 	if err != nil {
-		return nil, &FieldError{"message.data", "not valid base64 (standard or URL-safe): " + err.Error(),
-			"base64-encode the JSON payload (Pub/Sub does this for you)"}
+		return nil, fieldError("message.data", "not valid base64 (standard or URL-safe): "+err.Error(),
+			"base64-encode the JSON payload (Pub/Sub does this for you)")
 	}
 	return b[:n], nil
 }
@@ -155,8 +155,8 @@ func deliveryAttempt(raw json.RawMessage) (int, error) {
 	}
 	var n int
 	if err := json.Unmarshal(raw, &n); err != nil || n < 1 {
-		return 0, &FieldError{"deliveryAttempt", fmt.Sprintf("%s is not a positive integer", truncate(raw)),
-			"omit deliveryAttempt or send the count Pub/Sub sends (1, 2, ...)"}
+		return 0, fieldError("deliveryAttempt", fmt.Sprintf("%s is not a positive integer", truncate(raw)),
+			"omit deliveryAttempt or send the count Pub/Sub sends (1, 2, ...)")
 	}
 	return n, nil
 }
@@ -168,13 +168,13 @@ func attributes(raw json.RawMessage) (map[string]string, error) {
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, &FieldError{"message.attributes", "not a JSON object", "send attributes as an object of string values"}
+		return nil, fieldError("message.attributes", "not a JSON object", "send attributes as an object of string values")
 	}
 	for k, v := range obj {
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, &FieldError{"message.attributes." + k, fmt.Sprintf("%s is not a string", truncate(v)),
-				"attribute values are strings: quote the value"}
+			return nil, fieldError("message.attributes."+k, fmt.Sprintf("%s is not a string", truncate(v)),
+				"attribute values are strings: quote the value")
 		}
 		attrs[k] = s
 	}
@@ -186,8 +186,8 @@ func attributes(raw json.RawMessage) (map[string]string, error) {
 func eitherString(camel, snake json.RawMessage, camelName, snakeName string) (string, error) {
 	switch {
 	case isAbsent(camel) && isAbsent(snake):
-		return "", &FieldError{camelName, "missing (neither " + camelName + " nor " + snakeName + " is set)",
-			"send the field Pub/Sub sets on every message"}
+		return "", fieldError(camelName, "missing (neither "+camelName+" nor "+snakeName+" is set)",
+			"send the field Pub/Sub sets on every message")
 	case isAbsent(snake):
 		return requiredString(camel, camelName)
 	case isAbsent(camel):
@@ -202,22 +202,22 @@ func eitherString(camel, snake json.RawMessage, camelName, snakeName string) (st
 		return "", err
 	}
 	if a != b {
-		return "", &FieldError{camelName, fmt.Sprintf("%q disagrees with %s %q", a, snakeName, b),
-			"send one spelling, or the same value in both"}
+		return "", fieldError(camelName, fmt.Sprintf("%q disagrees with %s %q", a, snakeName, b),
+			"send one spelling, or the same value in both")
 	}
 	return a, nil
 }
 
 func requiredString(raw json.RawMessage, field string) (string, error) {
 	if isAbsent(raw) {
-		return "", &FieldError{field, "missing", "set " + field + " to a non-empty string"}
+		return "", fieldError(field, "missing", "set "+field+" to a non-empty string")
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", &FieldError{field, fmt.Sprintf("%s is not a string", truncate(raw)), "send " + field + " as a JSON string"}
+		return "", fieldError(field, fmt.Sprintf("%s is not a string", truncate(raw)), "send "+field+" as a JSON string")
 	}
 	if s == "" {
-		return "", &FieldError{field, "empty", "set " + field + " to a non-empty string"}
+		return "", fieldError(field, "empty", "set "+field+" to a non-empty string")
 	}
 	return s, nil
 }

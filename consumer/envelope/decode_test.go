@@ -134,8 +134,8 @@ func TestDecodePushInvalid(t *testing.T) {
 			if !errors.As(err, &fe) {
 				t.Fatalf("want *FieldError, got %v", err)
 			}
-			if fe.Field != tt.field {
-				t.Fatalf("field = %q, want %q (%v)", fe.Field, tt.field, err)
+			if fe.Path != tt.field {
+				t.Fatalf("field = %q, want %q (%v)", fe.Path, tt.field, err)
 			}
 			if fe.Fix == "" || !strings.Contains(err.Error(), "fix:") {
 				t.Fatalf("error does not say how to fix it: %v", err)
@@ -156,7 +156,7 @@ func FuzzDecodePush(f *testing.F) {
 		m, err := DecodePush(body)
 		if err != nil {
 			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field == "" || fe.Fix == "" {
+			if !errors.As(err, &fe) || fe.Path == "" || fe.Fix == "" {
 				t.Fatalf("error without field and fix: %v", err)
 			}
 			return

@@ -65,6 +65,6 @@ func CheckID(field, id string) error {
 	if len(id) <= limits.MaxIDBytes {
 		return nil
 	}
-	return &FieldError{field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
-		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes)}
+	return fieldError(field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
+		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes))
 }

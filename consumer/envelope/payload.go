@@ -38,14 +38,14 @@ func DecodePayload(data []byte) (Payload, error) {
 	var syntax *json.SyntaxError
 	switch {
 	case errors.As(err, &syntax) && strings.Contains(syntax.Error(), "after top-level value"):
-		return Payload{}, &FieldError{"message.data", "decoded data has content after the JSON value",
-			"publish exactly one JSON object per message"}
+		return Payload{}, fieldError("message.data", "decoded data has content after the JSON value",
+			"publish exactly one JSON object per message")
 	case errors.As(err, &syntax):
-		return Payload{}, &FieldError{"message.data", "decoded data is not valid JSON: " + err.Error(),
-			"publish a UTF-8 JSON object as the message data"}
+		return Payload{}, fieldError("message.data", "decoded data is not valid JSON: "+err.Error(),
+			"publish a UTF-8 JSON object as the message data")
 	case err != nil || members == nil:
-		return Payload{}, &FieldError{"message.data", fmt.Sprintf("decoded data is a JSON %s, not an object", kindOf(data)),
-			`publish a JSON object such as {"service":"api","status":"ok"}`}
+		return Payload{}, fieldError("message.data", fmt.Sprintf("decoded data is a JSON %s, not an object", kindOf(data)),
+			`publish a JSON object such as {"service":"api","status":"ok"}`)
 	}
 	return Payload{members: members}, nil
 }

@@ -97,7 +97,7 @@ func TestDecodePayloadErrors(t *testing.T) {
 			continue
 		}
 		var fe *FieldError
-		if !errors.As(err, &fe) || !strings.Contains(err.Error(), want) || fe.Field != "message.data" {
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), want) || fe.Path != "message.data" {
 			t.Errorf("DecodePayload(%q) = %v, want a message.data error saying %q", in, err, want)
 		}
 	}

@@ -211,34 +211,34 @@ func (p *Processor) apply(ctx context.Context, msg *envelope.Message, res *Resul
 	if res.Topic == "" {
 		res.Topic = msg.Attributes["topic"]
 	}
-	plan, err := r.Plan(msg, p.cfg.Env)
+	routed, err := r.Apply(msg, p.cfg.Env)
 	if err != nil {
 		return "", err
 	}
-	res.EventType, res.SchemaVersion = plan.EventType, plan.SchemaVersion
-	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: plan.EventID, Identity: plan.Identity, Payload: msg.Data,
+	res.EventType, res.SchemaVersion = routed.EventType, routed.SchemaVersion
+	ev := engine.Event{MessageID: msg.ID, PublishTime: msg.PublishTime, EventID: routed.EventID, Identity: routed.Identity, Payload: msg.Data,
 		Attributes: msg.Attributes, OrderingKey: msg.OrderingKey}
 	switch r.Mode {
 	case route.ModeLatestState:
-		return p.materialize(ctx, ev, plan, res)
+		return p.materialize(ctx, ev, routed, res)
 	case route.ModeLease:
-		return p.lease(ctx, ev, plan, res)
+		return p.lease(ctx, ev, routed, res)
 	default:
 		return "", classify.Configuration(fmt.Errorf("route %s: mode %s cannot take Pub/Sub messages", r.Name, r.Mode))
 	}
 }
 
-func (p *Processor) materialize(ctx context.Context, ev engine.Event, plan *route.Plan, res *Result) (string, error) {
+func (p *Processor) materialize(ctx context.Context, ev engine.Event, routed *route.Routed, res *Result) (string, error) {
 	w := engine.Write{
-		Collection: plan.Target.Collection, ID: plan.AggregateID, Source: plan,
-		EventTime: plan.EventTime, Sequence: plan.Sequence, Mode: engine.ModeLatest,
-		DedupeMarker: plan.Route.Dedupe != nil, MaxSequenceJump: plan.Route.Ordering.MaxSequenceJump,
+		Collection: routed.Target.Collection, ID: routed.AggregateID, Source: routed,
+		EventTime: routed.EventTime, Sequence: routed.Sequence, Mode: engine.ModeLatest,
+		DedupeMarker: routed.Route.Dedupe != nil, MaxSequenceJump: routed.Route.Ordering.MaxSequenceJump,
 	}
 	out, err := p.engine.Materialize(ctx, ev, w)
 	res.DocPath, res.IdemDoc, res.WriteKind = out.DocPath, out.IdempotencyDoc, out.WriteKind
 	res.Reads, res.Writes = out.Reads(), out.Writes()
 	if res.DocPath == "" {
-		res.DocPath = plan.Target.String()
+		res.DocPath = routed.Target.String()
 	}
 	if err != nil {
 		return "", err
@@ -249,11 +249,11 @@ func (p *Processor) materialize(ctx context.Context, ev engine.Event, plan *rout
 // lease runs a lease route's action at most once: claim, POST with the
 // lease's Idempotency-Key while a heartbeat extends the lease, then
 // complete on 2xx or record the failure.
-func (p *Processor) lease(ctx context.Context, ev engine.Event, plan *route.Plan, res *Result) (string, error) {
-	lr := p.leases[plan.Route.Name]
-	act := plan.Route.Action
+func (p *Processor) lease(ctx context.Context, ev engine.Event, routed *route.Routed, res *Result) (string, error) {
+	lr := p.leases[routed.Route.Name]
+	act := routed.Route.Action
 	res.WriteKind = logfields.WriteKindLease
-	l, err := lr.engine.Claim(ctx, ev, engine.LeaseRequest{Handler: plan.Route.Name, Aggregate: plan.AggregateID, Sequence: plan.Sequence})
+	l, err := lr.engine.Claim(ctx, ev, engine.LeaseRequest{Handler: routed.Route.Name, Aggregate: routed.AggregateID, Sequence: routed.Sequence})
 	res.Reads, res.Writes = l.Ops.Reads, l.Ops.Writes+l.Ops.Deletes
 	if err != nil {
 		var ee *engine.Error
@@ -270,9 +270,9 @@ func (p *Processor) lease(ctx context.Context, ev engine.Event, plan *route.Plan
 	res.IdemDoc = l.Doc
 	var body []byte
 	if lr.toHandler {
-		body, err = json.Marshal(handler.NewDelivery(l.Doc, plan.Route.Name, l.Attempt, res.Msg, plan.Fields()))
+		body, err = json.Marshal(handler.NewDelivery(l.Doc, routed.Route.Name, l.Attempt, res.Msg, routed.Fields()))
 	} else {
-		body, err = json.Marshal(plan.Fields())
+		body, err = json.Marshal(routed.Fields())
 	}
 	if err != nil {
 		return "", classify.Poison(fmt.Errorf("action body: %w", err))

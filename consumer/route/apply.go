@@ -15,24 +15,26 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/internal/fielderr"
 )
 
 // ErrUnroutable is wrapped by Match when no route accepts a payload.
 var ErrUnroutable = errors.New("unroutable payload")
 
-// PlanError is a problem with one message's payload under its route: a
-// missing required field or a value of the wrong type. It is poison.
-type PlanError struct {
-	Route, Field, Problem, Fix string
+// FieldError is a problem with one message's payload under its route: a
+// missing required field or a value of the wrong type (Path is the route's
+// field). It is poison. It is fielderr.Error, eventpipe's one field error.
+type FieldError = fielderr.Error
+
+// fieldError is the error of route's field: problem, and fix.
+func fieldError(route, field, problem, fix string) *FieldError {
+	return &FieldError{In: "route " + route, Path: field, Problem: problem, Fix: fix}
 }
 
-// Error implements error.
-func (e *PlanError) Error() string {
-	return fmt.Sprintf("route %s: field %s: %s (fix: %s)", e.Route, e.Field, e.Problem, e.Fix)
-}
-
-// Plan is what one route makes of one message: everything the engine needs.
-type Plan struct {
+// Routed is one message as its route reads it (Route.Apply): the event,
+// the document it writes, its ordering values and its fields; everything
+// the engine needs.
+type Routed struct {
 	Route         *Route
 	EventType     string
 	SchemaVersion string
@@ -89,7 +91,7 @@ type compiledSource struct {
 	kind sourceKind
 	// name is the attribute (fromAttribute) or the payload path (fromPayload).
 	name string
-	// conversion indexes Plan.converted: one per distinct (source, type).
+	// conversion indexes Routed.converted: one per distinct (source, type).
 	conversion int
 }
 
@@ -131,14 +133,14 @@ func (r *Route) compile() {
 	r.conversions = len(conversions)
 }
 
-// newPlan returns a new plan for r.
-func (r *Route) newPlan() *Plan {
-	return &Plan{Route: r, values: make([]any, len(r.fieldOrder)), converted: make([]any, r.conversions)}
+// newRouted returns an empty Routed of r.
+func (r *Route) newRouted() *Routed {
+	return &Routed{Route: r, values: make([]any, len(r.fieldOrder)), converted: make([]any, r.conversions)}
 }
 
 // Fields returns the output fields, nested on dots. The map is built on the
 // first call and shared by later calls: callers must not modify it.
-func (p *Plan) Fields() map[string]any {
+func (p *Routed) Fields() map[string]any {
 	if p.fields == nil {
 		p.fields = p.NewFields()
 	}
@@ -146,9 +148,9 @@ func (p *Plan) Fields() map[string]any {
 }
 
 // NewFields builds the output fields, nested on dots: a new map on every
-// call, sharing no map or slice with the plan or the payload, so the caller
+// call, sharing no map or slice with the Routed or the payload, so the caller
 // owns it (engine.FieldSource).
-func (p *Plan) NewFields() map[string]any {
+func (p *Routed) NewFields() map[string]any {
 	out := make(map[string]any, len(p.values))
 	for i, v := range p.values {
 		if v != nil {
@@ -160,7 +162,7 @@ func (p *Plan) NewFields() map[string]any {
 
 // HasField reports whether the output fields have the top-level field name
 // (engine.FieldSource), without building them.
-func (p *Plan) HasField(name string) bool {
+func (p *Routed) HasField(name string) bool {
 	for i, v := range p.values {
 		if v != nil && p.Route.compiled[i].head == name {
 			return true
@@ -170,8 +172,8 @@ func (p *Plan) HasField(name string) bool {
 }
 
 // Values returns the output fields' leaf values, nil for absent fields
-// (engine.FieldSource). The slice is the plan's own: do not modify it.
-func (p *Plan) Values() []any { return p.values }
+// (engine.FieldSource). The slice is the Routed's own: do not modify it.
+func (p *Routed) Values() []any { return p.values }
 
 // PubSubRoutes returns the pubsub routes in match order.
 func (t *Table) PubSubRoutes() []*Route { return t.pubsub }
@@ -224,10 +226,10 @@ func (r *Route) matches(payload envelope.Payload) bool {
 	return true
 }
 
-// Plan extracts the route's fields from msg and names its target document.
-// Errors are *PlanError (poison).
-func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
-	p := r.newPlan()
+// Apply extracts the route's fields from msg and names its target document.
+// Errors are *FieldError (poison).
+func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
+	p := r.newRouted()
 	if p.envValue == nil || p.env != env {
 		p.env, p.envValue = env, env
 	}
@@ -235,7 +237,7 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
 	p.SchemaVersion, _ = stringAt(msg.Payload, "schemaVersion")
-	// Of the extracted values, the plan itself needs the target id and the
+	// Of the extracted values, the Routed itself needs the target id and the
 	// ordering fields (nil when not extracted).
 	var targetID, eventTime, sequence any
 	o := r.Ordering
@@ -275,7 +277,7 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 		}
 		id, err := keys.DocID(env, p.AggregateID)
 		if err != nil {
-			return nil, &PlanError{r.Name, r.Target.ID, "cannot name a document: " + err.Error(), "send a non-empty id"}
+			return nil, fieldError(r.Name, r.Target.ID, "cannot name a document: "+err.Error(), "send a non-empty id")
 		}
 		p.Target = store.Key{Collection: r.Target.Collection, ID: id}
 	}
@@ -316,13 +318,13 @@ func (r *Route) Plan(msg *envelope.Message, env string) (*Plan, error) {
 	return p, nil
 }
 
-// checkID reports an id longer than limits.MaxIDBytes as a *PlanError.
+// checkID reports an id longer than limits.MaxIDBytes as a *FieldError.
 func checkID(r *Route, field, id string) error {
 	if len(id) <= limits.MaxIDBytes {
 		return nil
 	}
-	return &PlanError{r.Name, field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
-		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes)}
+	return fieldError(r.Name, field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
+		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes))
 }
 
 // sprint is fmt.Sprint(v), without fmt for the common string case.
@@ -336,7 +338,7 @@ func sprint(v any) string {
 // extract returns field name's value: the first of its sources present,
 // converted to its type. A source converted to that type already, for
 // another field, gives the same value.
-func (p *Plan) extract(name string, f *compiledField, msg *envelope.Message) (any, bool, error) {
+func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message) (any, bool, error) {
 	for i := range f.from {
 		src := &f.from[i]
 		if v := p.converted[src.conversion]; v != nil {
@@ -348,21 +350,21 @@ func (p *Plan) extract(name string, f *compiledField, msg *envelope.Message) (an
 		}
 		cv, err := convert(v, f.Type)
 		if err != nil {
-			return nil, false, &PlanError{p.Route.Name, name, fmt.Sprintf("value from %s: %v", src.src, err), "send a " + f.Type}
+			return nil, false, fieldError(p.Route.Name, name, fmt.Sprintf("value from %s: %v", src.src, err), "send a "+f.Type)
 		}
 		p.converted[src.conversion] = cv
 		return cv, true, nil
 	}
 	if f.Required {
-		return nil, false, &PlanError{p.Route.Name, name, "missing (looked in " + strings.Join(f.From, ", ") + ")",
-			"send " + f.From[0] + " in the payload"}
+		return nil, false, fieldError(p.Route.Name, name, "missing (looked in "+strings.Join(f.From, ", ")+")",
+			"send "+f.From[0]+" in the payload")
 	}
 	return nil, false, nil
 }
 
 // source returns the value of one source of a field. The route's topic
 // and the environment are boxed once, not per message.
-func (p *Plan) source(src *compiledSource, msg *envelope.Message) (any, bool) {
+func (p *Routed) source(src *compiledSource, msg *envelope.Message) (any, bool) {
 	switch src.kind {
 	case fromMessageID:
 		return msg.ID, msg.ID != ""

@@ -187,8 +187,10 @@ type Receipt struct {
 }
 
 // Duration is a time.Duration written as the stack config writes one: Go
-// syntax ("30s", "1h30m") or a whole number of days ("1d"), read by the
-// parser the stack config and alerts use (internal/durations).
+// syntax ("30s", "1h30m") or a whole number of days ("1d"), read with the
+// one duration grammar (internal/durations). It stays a time.Duration,
+// unlike spec.Duration, which keeps a config value's text and parse error
+// for validation to report with the others.
 type Duration time.Duration
 
 // UnmarshalJSON parses a duration string.
@@ -199,7 +201,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := durations.Parse(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: %w: write it like 30s, 10m, 1h or 1d", s, err)
+		return err
 	}
 	*d = Duration(v)
 	return nil

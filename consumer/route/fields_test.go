@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// TestPlanFieldSource checks the plan's on-demand fields: HasField sees
+// TestApplyFieldSource checks the Routed's on-demand fields: HasField sees
 // top-level names only, NewFields builds equal maps that share nothing
 // (with each other or the payload), Values holds the leaves.
-func TestPlanFieldSource(t *testing.T) {
+func TestApplyFieldSource(t *testing.T) {
 	table, err := Parse([]byte(`{"routes":[{"name":"things","topic":"things","match":{"fields":["id"]},"mode":"latest-state",
 		"target":{"collection":"things","id":"id"},
 		"fields":{"id":{"from":["id"],"type":"string","required":true},"meta.tags":{"from":["tags"],"type":"any"},"note":{"from":["note"],"type":"string"},
@@ -18,7 +18,7 @@ func TestPlanFieldSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := msg(t, `{"id":"a","tags":{"k":["x","y"]}}`)
-	p, err := table.PubSubRoutes()[0].Plan(m, "prod")
+	p, err := table.PubSubRoutes()[0].Apply(m, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +50,9 @@ func TestPlanFieldSource(t *testing.T) {
 	}
 }
 
-// TestPlanAfterPlan plans a message, then one with fewer fields on the
+// TestApplyAfterApply applies a route to a message, then one with fewer fields on the
 // same route in another environment: nothing of the first may show.
-func TestPlanAfterPlan(t *testing.T) {
+func TestApplyAfterApply(t *testing.T) {
 	table, err := LoadFile("")
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestPlanAfterPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := range 3 {
-		p, err := r.Plan(full, "prod")
+		p, err := r.Apply(full, "prod")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,30 +71,30 @@ func TestPlanAfterPlan(t *testing.T) {
 		f := p.Fields()
 		if p.Identity == nil || p.Sequence == nil || f["version"] != "1" || f["env"] != "prod" ||
 			f["lastHeartbeatAt"] != produced || f["updatedAt"] != produced || f["source"].(map[string]any)["topic"] != "system-events" {
-			t.Fatalf("round %d: full message planned as %+v, fields %v", round, p, f)
+			t.Fatalf("round %d: full message applied as %+v, fields %v", round, p, f)
 		}
 		// Another environment, and a message without producedAt: neither
 		// the environment nor a converted value of the first may show.
 		sparse := msg(t, `{"service":"b","status":"down"}`)
-		q, err := r.Plan(sparse, "dev")
+		q, err := r.Apply(sparse, "dev")
 		if err != nil {
 			t.Fatal(err)
 		}
 		f = q.Fields()
 		if q.Identity != nil || q.Sequence != nil || q.AggregateID != "b" || f["version"] != nil || f["region"] != nil || f["sequence"] != nil ||
 			f["env"] != "dev" || f["lastHeartbeatAt"] != nil || f["updatedAt"] != sparse.PublishTime || q.EventTime != sparse.PublishTime {
-			t.Fatalf("round %d: sparse message after a released plan: identity %v, sequence %v, id %q, event time %v, fields %v",
+			t.Fatalf("round %d: sparse message after a released Routed: identity %v, sequence %v, id %q, event time %v, fields %v",
 				round, q.Identity, q.Sequence, q.AggregateID, q.EventTime, f)
 		}
 		if len(q.converted) != r.conversions {
-			t.Fatalf("round %d: a plan with %d conversion slots, want the route's %d", round, len(q.converted), r.conversions)
+			t.Fatalf("round %d: a Routed with %d conversion slots, want the route's %d", round, len(q.converted), r.conversions)
 		}
 	}
 }
 
-// TestPlanSpecialSources plans one field per kind of source and checks
+// TestApplySpecialSources applies one field per kind of source and checks
 // each took its value from the right part of the message.
-func TestPlanSpecialSources(t *testing.T) {
+func TestApplySpecialSources(t *testing.T) {
 	table, err := Parse([]byte(`{"routes":[{"name":"all","topic":"all-topic","match":{"fields":["id"]},"mode":"latest-state",
 		"target":{"collection":"things","id":"id"},
 		"fields":{"id":{"from":["id"],"type":"string","required":true},"nested":{"from":["a.b"]},
@@ -106,7 +106,7 @@ func TestPlanSpecialSources(t *testing.T) {
 	}
 	m := msg(t, `{"id":"x","a":{"b":true}}`)
 	m.OrderingKey, m.Attributes = "ok-1", map[string]string{"k": "attr-value"}
-	p, err := table.PubSubRoutes()[0].Plan(m, "prod")
+	p, err := table.PubSubRoutes()[0].Apply(m, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func msg(t *testing.T, payload string) *envelope.Message {
 	}
 }
 
-func TestDefaultRoutesPlan(t *testing.T) {
+func TestDefaultRoutesApply(t *testing.T) {
 	table, err := LoadFile("")
 	if err != nil {
 		t.Fatalf("embedded default routes invalid: %v", err)
@@ -84,7 +84,7 @@ func TestDefaultRoutesPlan(t *testing.T) {
 			if r.Name != tt.route {
 				t.Fatalf("route %s, want %s", r.Name, tt.route)
 			}
-			p, err := r.Plan(m, "prod")
+			p, err := r.Apply(m, "prod")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func equalJSON(a, b any) bool {
 	return string(x) == string(y)
 }
 
-func TestPlanPoison(t *testing.T) {
+func TestApplyPoison(t *testing.T) {
 	table, err := LoadFile("")
 	if err != nil {
 		t.Fatal(err)
@@ -135,10 +135,10 @@ func TestPlanPoison(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = r.Plan(m, "prod")
-			var pe *PlanError
-			if !errors.As(err, &pe) || pe.Field != tt.field || pe.Fix == "" {
-				t.Fatalf("want PlanError on %s, got %v", tt.field, err)
+			_, err = r.Apply(m, "prod")
+			var pe *FieldError
+			if !errors.As(err, &pe) || pe.Path != tt.field || pe.Fix == "" {
+				t.Fatalf("want FieldError on %s, got %v", tt.field, err)
 			}
 		})
 	}
@@ -217,7 +217,7 @@ func TestCompileErrorsNameRouteFieldAndFix(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			want := `routes[0] "` + r.Name + `": field ` + tt.field + ":"
+			want := `routes[0] "` + r.Name + `": ` + tt.field + ":"
 			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "fix:") {
 				t.Fatalf("error does not name %q with a fix:\n%v", want, err)
 			}

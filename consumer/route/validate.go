@@ -84,7 +84,7 @@ type problems struct {
 }
 
 func (p *problems) add(field, problem, fix string) {
-	p.errs = append(p.errs, fmt.Errorf("%s: field %s: %s (fix: %s)", p.where, field, problem, fix))
+	p.errs = append(p.errs, &FieldError{In: p.where, Path: field, Problem: problem, Fix: fix})
 }
 
 func (r *Route) validate(p *problems) {

@@ -127,7 +127,7 @@ func TestStartupFailsOnBadRoutes(t *testing.T) {
 	}
 	cfg := testConfig(t, map[string]string{"EVENTPIPE_ROUTES": bad})
 	err := Run(t.Context(), cfg, logging.New(&ct.Log{}, slog.LevelInfo), Options{})
-	if err == nil || !strings.Contains(err.Error(), `routes[0] "x": field mode`) {
+	if err == nil || !strings.Contains(err.Error(), `routes[0] "x": mode: `) {
 		t.Fatalf("want a route validation error, got %v", err)
 	}
 }

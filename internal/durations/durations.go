@@ -1,11 +1,18 @@
-// Package durations reads and writes the durations people put in stack
-// config: Go syntax ("90s", "1h30m") plus a whole-day suffix ("14d") that
-// Go's parser lacks, formatted back in the largest whole unit. spec and
-// alerts both use it, each with its own messages and edge cases.
+// Package durations is the one grammar of the durations eventpipe reads: stack
+// config (spec), the alerts block (alerts), the consumer's routes file
+// (consumer/route), its EVENTPIPE_* duration variables and the CLI's duration
+// flags (cmd/eventpipe). A duration is Go syntax ("90s", "1h30m", "2.5s") or a
+// whole number of days ("14d", which Go's parser lacks); surrounding space is
+// ignored and a negative value is refused. Each surface keeps its own bounds
+// (a window of at least 5m, a positive timeout) but reads the text with Parse
+// and reports a text that does not parse with Parse's message. Durations are
+// written back in the largest whole unit (Whole) or in Google API seconds
+// (Seconds).
 package durations
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -14,31 +21,75 @@ import (
 // Day is 24 hours.
 const Day = 24 * time.Hour
 
-// Errors of Parse, for callers to turn into their own messages.
+// Grammar says what Parse accepts, for messages that tell the reader the fix.
+const Grammar = `a duration such as "90s", "10m", "1h30m" or "14d"`
+
+// Errors of Parse, wrapped in an error naming the text and the fix; match them
+// with errors.Is.
 var (
+	// ErrEmpty: the value is empty (or only space).
+	ErrEmpty = errors.New("empty duration")
 	// ErrDays: the value ends in "d" but is not a whole, non-negative number of days.
 	ErrDays = errors.New("not a whole number of days")
 	// ErrSyntax: the value is neither Go duration syntax nor a number of days.
 	ErrSyntax = errors.New("not a duration")
+	// ErrNegative: the value parses but is below zero.
+	ErrNegative = errors.New("negative duration")
 )
 
 // Parse parses s (surrounding space ignored) as a whole number of days
-// ("14d") or as Go duration syntax ("600s", "1h30m").
+// ("14d") or as Go duration syntax ("600s", "1h30m"). The error says which
+// rule s breaks and what to write instead, e.g.
+// `"1.5d" is not a whole number of days: write a duration such as "90s", "10m", "1h30m" or "14d"`.
 func Parse(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
+	d, err := parse(strings.TrimSpace(s))
+	if err != nil {
+		return 0, &parseError{text: strings.TrimSpace(s), err: err}
+	}
+	return d, nil
+}
+
+func parse(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, ErrEmpty
+	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 {
+		n, err := strconv.ParseUint(days, 10, 63)
+		if err != nil || time.Duration(n) > time.Duration(1<<63-1)/Day {
 			return 0, ErrDays
 		}
 		return time.Duration(n) * Day, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, ErrSyntax
+	case d < 0:
+		return 0, ErrNegative
 	}
 	return d, nil
 }
+
+// parseError is an error of Parse: the text as written, which rule it
+// breaks, and the grammar as the fix.
+type parseError struct {
+	text string
+	err  error
+}
+
+func (e *parseError) Error() string {
+	switch e.err {
+	case ErrEmpty:
+		return "empty duration: write " + Grammar
+	case ErrNegative:
+		return fmt.Sprintf("%q is negative: write %s", e.text, Grammar)
+	case ErrDays:
+		return fmt.Sprintf("%q is not a whole number of days: write %s", e.text, Grammar)
+	}
+	return fmt.Sprintf("%q is not a duration: write %s", e.text, Grammar)
+}
+
+func (e *parseError) Unwrap() error { return e.err }
 
 // Whole formats d in the largest of d, h, m, s that divides it exactly
 // ("14d", "2h", "90m", "45s"). ok is false when d is not a positive whole

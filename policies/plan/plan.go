@@ -26,7 +26,10 @@ type Location struct {
 	Line int    `json:"line,omitempty"`
 }
 
-// Plan is one document to check.
+// Plan is one plan document to check (a pulumi preview or stack export, a terraform
+// plan), decoded for the rules. It is the same concept as render.Plan, the typed form of
+// the preview document the offline render writes; the other types once called Plan are
+// alerts.PolicySet and route.Routed.
 type Plan struct {
 	// File names the document in messages and reports ("-" for standard input).
 	File string

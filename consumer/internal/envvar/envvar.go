@@ -5,17 +5,20 @@ package envvar
 import (
 	"fmt"
 	"time"
+
+	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
-// Duration sets *dst to v, the value of variable k, when v is a positive Go duration; an
-// empty v leaves *dst as it is. The error names k, v and example as the fix.
+// Duration sets *dst to v, the value of variable k, when v is a positive duration in the
+// grammar of the stack config and the routes file (internal/durations: "90s", "1h30m",
+// "1d"); an empty v leaves *dst as it is. The error names k, v and example as the fix.
 func Duration(k, v, example string, dst *time.Duration) error {
 	if v == "" {
 		return nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := durations.Parse(v)
 	if err != nil || d <= 0 {
-		return fmt.Errorf("%s=%q: use a positive Go duration such as %s", k, v, example)
+		return fmt.Errorf("%s=%q: use a positive duration such as %s", k, v, example)
 	}
 	*dst = d
 	return nil

@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"context"
@@ -16,19 +16,40 @@ import (
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 	"github.com/eventpipe/eventpipe/audit/model"
+	"github.com/eventpipe/eventpipe/policies/check"
 )
 
-const runService = "projects/shop/locations/europe-west1/services/orders-consumer"
+const (
+	shop       = "shop"
+	agent      = "serviceAccount:service-123456789012@gcp-sa-pubsub.iam.gserviceaccount.com"
+	runService = "projects/shop/locations/europe-west1/services/orders-consumer"
+)
 
-// servedProject is the shop project as a full live read finds it: the clean topology's
-// topics and subscriptions with their policies, the Cloud Run service orders-sub pushes
+func topicName(id string) string { return "projects/" + shop + "/topics/" + id }
+func subName(id string) string   { return "projects/" + shop + "/subscriptions/" + id }
+
+// servedProject is the shop project as a full live read finds it: topic orders read by
+// orders-sub, which pushes with OIDC, retries with backoff, never expires and dead-letters
+// to orders.dlq, read by orders.dlq-sub; their policies; the Cloud Run service orders-sub pushes
 // to (invocable by the push account only, storing records in Firestore), the TTL policies
 // of its collections, and alert policies on orders-sub's dead letters and backlog.
 func servedProject() *inventory.Project {
-	tp := cleanTopology()
 	p := &inventory.Project{ID: shop, Number: "123456789012", AlertPoliciesRead: true, TTLFieldsRead: true}
 	p.Topics = []*pubsubpb.Topic{{Name: topicName("orders")}, {Name: topicName("orders.dlq")}}
-	p.Subscriptions = []*pubsubpb.Subscription{tp.sub, tp.dlqSub}
+	retry := &pubsubpb.RetryPolicy{MinimumBackoff: durationpb.New(10 * time.Second), MaximumBackoff: durationpb.New(600 * time.Second)}
+	p.Subscriptions = []*pubsubpb.Subscription{{
+		Name: subName("orders-sub"), Topic: topicName("orders"), AckDeadlineSeconds: 60,
+		DeadLetterPolicy: &pubsubpb.DeadLetterPolicy{DeadLetterTopic: topicName("orders.dlq"), MaxDeliveryAttempts: 10},
+		RetryPolicy:      retry, ExpirationPolicy: &pubsubpb.ExpirationPolicy{},
+		PushConfig: &pubsubpb.PushConfig{
+			PushEndpoint:         "https://orders-consumer-abc123-ew.a.run.app/pubsub/push",
+			AuthenticationMethod: &pubsubpb.PushConfig_OidcToken_{OidcToken: &pubsubpb.PushConfig_OidcToken{ServiceAccountEmail: "push@shop.iam.gserviceaccount.com"}},
+		},
+	}, {
+		Name: subName("orders.dlq-sub"), Topic: topicName("orders.dlq"), AckDeadlineSeconds: 60,
+		RetryPolicy: retry, ExpirationPolicy: &pubsubpb.ExpirationPolicy{},
+		MessageRetentionDuration: durationpb.New(7 * 24 * time.Hour),
+	}}
 	p.SetPolicy(topicName("orders"), &iampb.Policy{})
 	p.SetPolicy(topicName("orders.dlq"), &iampb.Policy{Bindings: []*iampb.Binding{{Role: "roles/pubsub.publisher", Members: []string{agent}}}})
 	p.SetPolicy(subName("orders-sub"), &iampb.Policy{Bindings: []*iampb.Binding{{Role: "roles/pubsub.subscriber", Members: []string{agent}}}})
@@ -117,15 +138,15 @@ func TestAuditModelOfServicesAlertsAndTTL(t *testing.T) {
 			p := servedProject()
 			tc.change(p)
 			doc := model.Build(&inventory.Inventory{Projects: []*inventory.Project{p}})
-			run, err := startPolicyRun(context.Background(), "audit", policyFlags{now: time.Now}, tc.env)
+			run, err := check.Start(context.Background(), "audit", check.Options{Env: tc.env})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev, err := evaluateAudit(context.Background(), run, doc, "test", func(string) (string, int) { return "", 0 })
+			ev, err := Evaluate(context.Background(), run, doc, "test", func(string) (string, int) { return "", 0 })
 			if err != nil {
 				t.Fatal(err)
 			}
-			findings := ev.findings
+			findings := ev.Findings
 			var got []string
 			for _, f := range findings {
 				got = append(got, string(f.Level)+":"+f.Rule.ID)

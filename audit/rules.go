@@ -1,8 +1,8 @@
-package main
+package audit
 
-// This file is how the audit hands its model to the rules: the same policyRun (flags,
-// configuration, evaluation, waivers, outputs, exit code) `eventpipe check` uses, one group
-// of projects at a time, with the drift from the stack in the document the rules read.
+// This file is how the audit hands its model to the rules: the same check.Run (configuration,
+// evaluation, waivers, outputs) `eventpipe check` uses, one group of projects at a time,
+// with the drift from the stack in the document the rules read.
 
 import (
 	"context"
@@ -10,36 +10,38 @@ import (
 
 	"github.com/eventpipe/eventpipe/audit/model"
 	"github.com/eventpipe/eventpipe/audit/summary"
+	"github.com/eventpipe/eventpipe/policies/check"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/policies/report"
 )
 
-// auditEvaluation is what the rules found in an audit.
-type auditEvaluation struct {
-	findings  []evaluate.Finding
-	resources int
-	format    string
+// Evaluation is what the rules found in an audit.
+type Evaluation struct {
+	// Findings are every finding, sorted (evaluate.Sort).
+	Findings []evaluate.Finding
+	// Resources counts the resources judged.
+	Resources int
 }
 
-// evaluateAudit runs the rules on the model, one group of projects that refer to one
-// another at a time (see model.Document.Split), and on the differences from the stack in
-// a document of their own (EP200), each located by locate at the stack config line that
-// declared its resource.
-func evaluateAudit(ctx context.Context, run *policyRun, doc *model.Document, source string, locate func(urn string) (string, int)) (*auditEvaluation, error) {
+// Evaluate runs the rules on the model, one group of projects that refer to one another at
+// a time (see model.Document.Split), and on the differences from the stack in a document
+// of their own (EP200), each located by locate at the stack config line that declared its
+// resource.
+func Evaluate(ctx context.Context, run *check.Run, doc *model.Document, source string, locate func(urn string) (string, int)) (*Evaluation, error) {
 	docs := doc.Split()
 	if len(doc.Drift) > 0 {
 		docs = append(docs, &model.Document{Drift: doc.Drift})
 	}
-	out := &auditEvaluation{}
+	out := &Evaluation{}
 	for _, d := range docs {
 		data, err := d.JSON()
 		if err != nil {
-			return nil, &exitError{code: 2, err: err}
+			return nil, err
 		}
 		p, err := plan.Parse(data, source)
 		if err != nil {
-			return nil, &exitError{code: 2, err: fmt.Errorf("reading the audit model: %w", err)}
+			return nil, fmt.Errorf("reading the audit model: %w", err)
 		}
 		// Parse locates each resource at its line of data, a document only this process
 		// holds: citing it as a line of the inputs (several files, or none for a live
@@ -53,21 +55,20 @@ func evaluateAudit(ctx context.Context, run *policyRun, doc *model.Document, sou
 				p.Locations[df.URN] = plan.Location{File: file, Line: line}
 			}
 		}
-		res, err := run.check(ctx, p)
+		res, err := run.Check(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		out.findings = append(out.findings, res.Findings...)
-		out.resources += res.Resources
-		out.format = res.Format
+		out.Findings = append(out.Findings, res.Findings...)
+		out.Resources += res.Resources
 	}
-	evaluate.Sort(out.findings)
+	evaluate.Sort(out.Findings)
 	return out, nil
 }
 
-// annotate adds to each finding who manages its resource (as its note) and where to fix
+// Annotate adds to each finding who manages its resource (as its note) and where to fix
 // it (after the rule's own fix, which says what to change).
-func annotate(findings []evaluate.Finding, owner func(urn, ruleID string) (who, where string)) {
+func Annotate(findings []evaluate.Finding, owner func(urn, ruleID string) (who, where string)) {
 	for i := range findings {
 		f := &findings[i]
 		who, where := owner(f.URN, f.Rule.ID)

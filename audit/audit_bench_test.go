@@ -1,18 +1,19 @@
-package main
+package audit
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/eventpipe/eventpipe/audit/cai"
 	"github.com/eventpipe/eventpipe/audit/model"
+	"github.com/eventpipe/eventpipe/policies/check"
 )
 
 // caiEstate writes a Cloud Asset Inventory resource export and IAM export of an
@@ -104,14 +105,15 @@ func BenchmarkAuditCloudAssetInventory(b *testing.B) {
 		}
 	})
 	b.Run("audit", func(b *testing.B) {
-		opts := auditOptions{
-			policyFlags:  policyFlags{outputs: []string{"json"}, now: time.Now},
-			caiResources: []string{resources}, caiIAM: []string{iam},
+		opts := Options{
+			Check: check.Options{Outputs: []string{"json"}},
+			CAI:   cai.Files{Resources: []string{resources}, IAM: []string{iam}},
 		}
 		for b.Loop() {
-			err := runAudit(context.Background(), io.Discard, io.Discard, opts)
-			if code := exitCode(err); code != 1 { // every tenth pipeline lacks a DLQ
-				b.Fatalf("exit %d: %v", code, err)
+			err := Run(context.Background(), io.Discard, io.Discard, opts)
+			var failed *check.FailedError
+			if !errors.As(err, &failed) { // every tenth pipeline lacks a DLQ
+				b.Fatalf("want a failing report: %v", err)
 			}
 		}
 	})

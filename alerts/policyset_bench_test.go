@@ -2,14 +2,14 @@ package alerts
 
 import "testing"
 
-// BenchmarkNewPlan measures building one pipeline's plan (validation, 24
+// BenchmarkNewPolicySet measures building one pipeline's PolicySet (validation, 24
 // policies, their runbooks) — the work the Pipeline component adds per
 // pipeline to every render.
-func BenchmarkNewPlan(b *testing.B) {
+func BenchmarkNewPolicySet(b *testing.B) {
 	tg, c := testTarget(), Defaults()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := NewPlan(tg, c); err != nil {
+		if _, err := NewPolicySet(tg, c); err != nil {
 			b.Fatal(err)
 		}
 	}
