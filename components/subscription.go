@@ -38,7 +38,7 @@ type SubscriptionArgs struct {
 	// Protect protects the subscription and its dead-letter queue from deletion and replacement (default true).
 	Protect *bool `pulumi:"protect,optional"`
 	// Subscription is the subscription's settings; its name defaults to the component name.
-	Subscription SubscriptionSettings `pulumi:"subscription"`
+	Subscription spec.Subscription `pulumi:"subscription"`
 	// Push is where a push subscription delivers; required with delivery push.
 	Push *PushTarget `pulumi:"push,optional"`
 }
@@ -110,11 +110,12 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 		return nil, fmt.Errorf("subscription %s: no arguments; set at least project, projectNumber, topic and subscription.delivery", name)
 	}
 	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, args.Protect)
-	sub := args.Subscription.toSpec(standaloneKey)
+	sub := args.Subscription // a copy, which validation completes
+	sub.Key = standaloneKey
 	if sub.Name == "" {
 		sub.Name = name
 	}
-	sc.pipeline.Subscriptions = map[string]*spec.Subscription{standaloneKey: sub}
+	sc.pipeline.Subscriptions = map[string]*spec.Subscription{standaloneKey: &sub}
 	var problems spec.Errors
 	if args.Topic == nil {
 		problems = append(problems, spec.FieldError{Path: "topic", Allowed: "a full topic name, projects/PROJECT/topics/TOPIC",
@@ -125,7 +126,7 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	case sub.Push() && (args.Push == nil || args.Push.Audience == "" || args.Push.Endpoint == nil && sub.PushEndpoint == ""):
 		problems = append(problems, spec.FieldError{Path: "push", Allowed: "an endpoint and an audience with delivery: push",
 			Fix: "set push.endpoint (the consumer's URL + /pubsub/push) and push.audience (the audience the endpoint checks)"})
-	case sub.Push() && !accountIDPattern.MatchString(sc.pipeline.PushAccountID(sub)):
+	case sub.Push() && !accountIDPattern.MatchString(sc.pipeline.PushAccountID(&sub)):
 		problems = append(problems, spec.FieldError{Path: "name", Value: fmt.Sprintf("%q", name),
 			Allowed: "lowercase letters, digits and hyphens, starting with a letter, for a push subscription",
 			Fix:     "rename the component: it names the push service account " + name + "-" + standaloneKey + "-push, and GCP account ids allow only these characters"})
@@ -134,12 +135,12 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	case args.Push != nil:
 		problems = append(problems, spec.FieldError{Path: "push", Value: "(set)", Allowed: "only with delivery: push", Fix: "remove push, or set subscription.delivery: push"})
 	}
-	if err := spec.ValidateSubscription(sc.stack, sc.pipeline, sub, "subscription"); err != nil || len(problems) > 0 {
+	if err := spec.ValidateSubscription(sc.stack, sc.pipeline, &sub, "subscription"); err != nil || len(problems) > 0 {
 		var errs spec.Errors
 		errors.As(err, &errs)
 		return nil, argsError("subscription", name, append(errs, problems...))
 	}
-	return declareSubscription(ctx, name, sc, sub, args.Topic, push, nil, opts)
+	return declareSubscription(ctx, name, sc, &sub, args.Topic, push, nil, opts)
 }
 
 // pushTarget is where a push subscription of a scope delivers.
@@ -178,11 +179,11 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 		Name:                     pulumi.String(sub.Name),
 		Topic:                    topic,
 		Labels:                   sc.subscriptionLabels(sub),
-		AckDeadlineSeconds:       pulumi.Int(int(sub.AckDeadline.D.Seconds())),
-		MessageRetentionDuration: pulumi.String(spec.Seconds(sub.Retention.D)),
+		AckDeadlineSeconds:       pulumi.Int(int(spec.Length(sub.AckDeadline).Seconds())),
+		MessageRetentionDuration: pulumi.String(spec.Seconds(spec.Length(sub.Retention))),
 		RetryPolicy: &pubsub.SubscriptionRetryPolicyArgs{
-			MinimumBackoff: pulumi.String(spec.Seconds(sub.MinBackoff.D)),
-			MaximumBackoff: pulumi.String(spec.Seconds(sub.MaxBackoff.D)),
+			MinimumBackoff: pulumi.String(spec.Seconds(spec.Length(sub.MinBackoff))),
+			MaximumBackoff: pulumi.String(spec.Seconds(spec.Length(sub.MaxBackoff))),
 		},
 		// ttl "" means never: an idle subscription is not deleted after 31 days.
 		ExpirationPolicy:          &pubsub.SubscriptionExpirationPolicyArgs{Ttl: pulumi.String("")},
@@ -196,7 +197,7 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 
 	if sub.HasDLQ() {
 		dlqLabels := sc.labels(spec.RoleDLQ)
-		dlqRetention := pulumi.String(spec.Seconds(sub.DeadLetter.Retention.D))
+		dlqRetention := pulumi.String(spec.Seconds(spec.Length(sub.DeadLetter.Retention)))
 		topic, err := pubsub.NewTopic(ctx, sub.Name+"-dlq", &pubsub.TopicArgs{
 			Project:                  project,
 			Name:                     pulumi.String(sub.DLQTopicName()),
