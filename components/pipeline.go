@@ -218,8 +218,7 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 	problems := sc.storeSecret(args.Consumer.StoreSecret)
 	p.Subscriptions = map[string]*spec.Subscription{}
 	for key, s := range args.Subscriptions {
-		s.Key = key
-		p.Subscriptions[key] = &s
+		p.Subscriptions[key] = subscription(s, key)
 	}
 	thresholds := alerts.Defaults()
 	if a := args.Alerts; a != nil {

@@ -98,6 +98,17 @@ func (d *deferrals) consumer(k *spec.Consumer) spec.Consumer {
 	return out
 }
 
+// subscription is a copy of s keyed key, for its scope to complete and
+// validate (the caller's settings are left as they are).
+func subscription(s spec.Subscription, key string) *spec.Subscription {
+	s.Key = key
+	if s.DeadLetter != nil {
+		dl := *s.DeadLetter
+		s.DeadLetter = &dl
+	}
+	return &s
+}
+
 // str is s as an input, its placeholders completed at deploy time.
 func (d *deferrals) str(s string) pulumi.StringInput {
 	var used []deferred

@@ -110,12 +110,11 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 		return nil, fmt.Errorf("subscription %s: no arguments; set at least project, projectNumber, topic and subscription.delivery", name)
 	}
 	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, args.Protect)
-	sub := args.Subscription // a copy, which validation completes
-	sub.Key = standaloneKey
+	sub := subscription(args.Subscription, standaloneKey)
 	if sub.Name == "" {
 		sub.Name = name
 	}
-	sc.pipeline.Subscriptions = map[string]*spec.Subscription{standaloneKey: &sub}
+	sc.pipeline.Subscriptions = map[string]*spec.Subscription{standaloneKey: sub}
 	var problems spec.Errors
 	if args.Topic == nil {
 		problems = append(problems, spec.FieldError{Path: "topic", Allowed: "a full topic name, projects/PROJECT/topics/TOPIC",
@@ -126,7 +125,7 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	case sub.Push() && (args.Push == nil || args.Push.Audience == "" || args.Push.Endpoint == nil && sub.PushEndpoint == ""):
 		problems = append(problems, spec.FieldError{Path: "push", Allowed: "an endpoint and an audience with delivery: push",
 			Fix: "set push.endpoint (the consumer's URL + /pubsub/push) and push.audience (the audience the endpoint checks)"})
-	case sub.Push() && !accountIDPattern.MatchString(sc.pipeline.PushAccountID(&sub)):
+	case sub.Push() && !accountIDPattern.MatchString(sc.pipeline.PushAccountID(sub)):
 		problems = append(problems, spec.FieldError{Path: "name", Value: fmt.Sprintf("%q", name),
 			Allowed: "lowercase letters, digits and hyphens, starting with a letter, for a push subscription",
 			Fix:     "rename the component: it names the push service account " + name + "-" + standaloneKey + "-push, and GCP account ids allow only these characters"})
@@ -135,12 +134,12 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	case args.Push != nil:
 		problems = append(problems, spec.FieldError{Path: "push", Value: "(set)", Allowed: "only with delivery: push", Fix: "remove push, or set subscription.delivery: push"})
 	}
-	if err := spec.ValidateSubscription(sc.stack, sc.pipeline, &sub, "subscription"); err != nil || len(problems) > 0 {
+	if err := spec.ValidateSubscription(sc.stack, sc.pipeline, sub, "subscription"); err != nil || len(problems) > 0 {
 		var errs spec.Errors
 		errors.As(err, &errs)
 		return nil, argsError("subscription", name, append(errs, problems...))
 	}
-	return declareSubscription(ctx, name, sc, &sub, args.Topic, push, nil, opts)
+	return declareSubscription(ctx, name, sc, sub, args.Topic, push, nil, opts)
 }
 
 // pushTarget is where a push subscription of a scope delivers.

@@ -141,7 +141,7 @@ func TestExternalPullSubscription(t *testing.T) {
 func TestSubscriptionDeadLetterOptOut(t *testing.T) {
 	plan := subscriptionPlan(t, "orders-work", subscriptionArgs(spec.Subscription{
 		Delivery: "pull", Subscribers: []string{"serviceAccount:w@acme-dev.iam.gserviceaccount.com"},
-		DeadLetter: spec.DeadLetter{OptOut: true, Reason: "Replayed from the warehouse"},
+		DeadLetter: &spec.DeadLetter{OptOut: true, Reason: "Replayed from the warehouse"},
 	}))
 	want := map[string]int{tSub: 1, tSubIAM: 1}
 	if got := countByType(plan); !equalJSON(got, want) {

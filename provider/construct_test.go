@@ -100,7 +100,7 @@ func goodCases() []constructCase {
 					"main": {Delivery: "push", MaxDeliveryAttempts: intPtr(10), MinBackoff: "5s", MaxBackoff: "300s"},
 					"work": {Delivery: "pull", ExactlyOnce: true, Ordering: true},
 					"audit": {Delivery: "pull", External: true, Subscribers: []string{"group:audit@acme.example"},
-						DeadLetter: spec.DeadLetter{Retention: "7d"}},
+						DeadLetter: &spec.DeadLetter{Retention: "7d"}},
 				},
 				Alerts: &spec.PipelineAlerts{Team: "payments", CriticalChannels: pulumi.StringArray{pulumi.String("projects/acme-prod/notificationChannels/42")}},
 			}),
@@ -125,7 +125,7 @@ func goodCases() []constructCase {
 					Image:       pulumi.String(image),
 					StoreSecret: pulumi.ToSecret(pulumi.String("postgres://app:s3cret@db.internal/events")).(pulumi.StringOutput),
 				},
-				Subscriptions: map[string]spec.Subscription{"main": {Delivery: "push", DeadLetter: spec.DeadLetter{OptOut: true, Reason: "replayed from the warehouse"}}},
+				Subscriptions: map[string]spec.Subscription{"main": {Delivery: "push", DeadLetter: &spec.DeadLetter{OptOut: true, Reason: "replayed from the warehouse"}}},
 				Alerts:        &spec.PipelineAlerts{OptOut: true, Reason: "a sandbox"},
 			}),
 			outputs: map[string]any{"topicId": "projects/shared-prod/topics/orders", "topicName": "orders"},
@@ -430,7 +430,7 @@ func TestConstructRejectsWhatGoRejects(t *testing.T) {
 			},
 			args: func() pulumi.RunFunc {
 				a := baseArgs()
-				a.Subscriptions["main"] = spec.Subscription{Delivery: "push", DeadLetter: spec.DeadLetter{OptOut: true}}
+				a.Subscriptions["main"] = spec.Subscription{Delivery: "push", DeadLetter: &spec.DeadLetter{OptOut: true}}
 				a.Subscriptions["work"] = spec.Subscription{Delivery: "pull", MaxDeliveryAttempts: intPtr(3)}
 				return pipelineProgram("orders", a)
 			},

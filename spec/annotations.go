@@ -81,7 +81,7 @@ func (x *Subscription) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Ordering, "Delivers messages with the same ordering key in order (default false); it cannot be changed later.")
 	a.Describe(&x.ExactlyOnce, "Enables exactly-once delivery; pull only (default false).")
 	a.Describe(&x.PushEndpoint, "Overrides the push URL; push only, https only (default SERVICE_URL/pubsub/push).")
-	a.Describe(&x.DeadLetter, "The dead-letter queue (see below).")
+	a.Describe(&x.DeadLetter, "The dead-letter queue (default: one, with the retention below); validation fills it in.")
 	a.Describe(&x.Subscribers, "IAM members (serviceAccount:EMAIL, …) granted roles/pubsub.subscriber on a pull subscription, so consumers outside the pipeline can read it.")
 	a.Describe(&x.External, "Marks a pull subscription its subscribers read instead of the pipeline's consumer: it is left out of the consumer's EVENTPIPE_PULL_SUBSCRIPTIONS (default false). Needs delivery: pull and subscribers.")
 }

@@ -263,8 +263,8 @@ type Subscription struct {
 	ExactlyOnce bool `json:"exactlyOnce,omitempty" pulumi:"exactlyOnce,optional"`
 	// PushEndpoint overrides the push URL; push only, https only (default SERVICE_URL/pubsub/push).
 	PushEndpoint string `json:"pushEndpoint,omitempty" pulumi:"pushEndpoint,optional"`
-	// DeadLetter is the dead-letter queue (see below).
-	DeadLetter DeadLetter `json:"deadLetter" pulumi:"deadLetter,optional"`
+	// DeadLetter is the dead-letter queue (default: one, with the retention below); validation fills it in.
+	DeadLetter *DeadLetter `json:"deadLetter,omitempty" pulumi:"deadLetter,optional"`
 	// Subscribers are IAM members (serviceAccount:EMAIL, …) granted roles/pubsub.subscriber on a pull
 	// subscription, so consumers outside the pipeline can read it.
 	Subscribers []string `json:"subscribers,omitempty" pulumi:"subscribers,optional"`
@@ -291,7 +291,7 @@ func (s *Subscription) Push() bool { return s.Delivery == DeliveryPush }
 func (s *Subscription) ConsumerPulls() bool { return s.Delivery == DeliveryPull && !s.External }
 
 // HasDLQ reports whether the subscription gets a dead-letter topic.
-func (s *Subscription) HasDLQ() bool { return !s.DeadLetter.OptOut }
+func (s *Subscription) HasDLQ() bool { return s.DeadLetter == nil || !s.DeadLetter.OptOut }
 
 // DLQTopicName is the dead-letter topic id: <subscription-id>.dlq.
 func (s *Subscription) DLQTopicName() string { return s.Name + ".dlq" }

@@ -393,7 +393,10 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		c.add(p.Name, path+".subscribers", "", "at least one member when external: true",
 			"list the accounts of the consumers that read it, e.g. subscribers: [serviceAccount:reader@other-project.iam.gserviceaccount.com]")
 	}
-	dl := &sub.DeadLetter
+	if sub.DeadLetter == nil {
+		sub.DeadLetter = &DeadLetter{}
+	}
+	dl := sub.DeadLetter
 	if dl.OptOut {
 		if NormaliseLabelValue(dl.Reason) == "" {
 			c.add(p.Name, path+".deadLetter.reason", quoteOrEmpty(dl.Reason), "a short reason (it becomes the eventpipe_dlq_opt_out_reason label)",

@@ -79,7 +79,7 @@ func Program(ctx *pulumi.Context) error {
 				// Pub/Sub filter. Pub/Sub cannot change a filter: a new one replaces the
 				// subscription, which protect refuses here (its backlog would be lost).
 				Filter:     cfg.Get("warehouseFilter"),
-				DeadLetter: spec.DeadLetter{Retention: "7d"},
+				DeadLetter: &spec.DeadLetter{Retention: "7d"},
 			},
 		},
 		Alerts: &spec.PipelineAlerts{Team: "checkout", CriticalChannels: channels, WarningChannels: channels},
