@@ -41,9 +41,10 @@ func base(t reflect.Type) reflect.Type {
 	}
 }
 
-// settingTypes are the struct types a stack file's pipeline is decoded
-// into, found by walking spec.Pipeline's fields.
-func settingTypes() []reflect.Type {
+// structsBelow are the struct types reachable from t through fields with
+// a name in the struct tag key (json: what a stack file sets; pulumi: what
+// the components take).
+func structsBelow(t reflect.Type, key string) []reflect.Type {
 	var out []reflect.Type
 	seen := map[reflect.Type]bool{}
 	var walk func(t reflect.Type)
@@ -51,7 +52,7 @@ func settingTypes() []reflect.Type {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			ft := base(f.Type)
-			if tagName(f, "json") == "" || ft.Kind() != reflect.Struct || seen[ft] {
+			if tagName(f, key) == "" || ft.Kind() != reflect.Struct || seen[ft] {
 				continue
 			}
 			seen[ft] = true
@@ -59,9 +60,12 @@ func settingTypes() []reflect.Type {
 			walk(ft)
 		}
 	}
-	walk(reflect.TypeOf(spec.Pipeline{}))
+	walk(t)
 	return out
 }
+
+// settingTypes are the struct types a stack file's pipeline is decoded into.
+func settingTypes() []reflect.Type { return structsBelow(reflect.TypeOf(spec.Pipeline{}), "json") }
 
 // TestEverySettingHasOneHome: each setting of a pipeline is one field of one
 // type, which the stack file decodes by its json name and the components
@@ -146,23 +150,11 @@ func TestComponentsTakeTheSettingTypes(t *testing.T) {
 		allowed[typ] = true
 	}
 	alertsPkg := reflect.TypeOf(alerts.Config{}).PkgPath()
-	seen := map[reflect.Type]bool{}
-	var walk func(t reflect.Type)
-	walk = func(typ reflect.Type) {
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			ft := base(f.Type)
-			if tagName(f, "pulumi") == "" || ft.Kind() != reflect.Struct || seen[ft] {
-				continue
-			}
-			seen[ft] = true
-			if !allowed[ft] && ft.PkgPath() != alertsPkg {
-				t.Errorf("%s.%s is %s: a settings type of its own beside the spec types", typ.Name(), f.Name, ft)
-			}
-			walk(ft)
-		}
-	}
 	for _, a := range []any{components.PipelineArgs{}, components.TopicArgs{}, components.ConsumerArgs{}, components.SubscriptionArgs{}, components.FirestoreTTLArgs{}} {
-		walk(reflect.TypeOf(a))
+		for _, typ := range structsBelow(reflect.TypeOf(a), "pulumi") {
+			if !allowed[typ] && typ.PkgPath() != alertsPkg {
+				t.Errorf("%T takes %s: a settings type of its own beside the spec types", a, typ)
+			}
+		}
 	}
 }

@@ -5,7 +5,9 @@
 // stacks/Pulumi.<env>.yaml), completed with eventpipe's reliability defaults
 // and validated before anything is declared. It holds no
 // Pulumi resources: the Pulumi components, the offline renderer, the policy
-// checker and the local runner all read the same Stack value.
+// checker and the local runner all read the same Stack value, and the
+// settings of a pipeline's parts (Topic, Consumer, Subscription, …) are
+// also the arguments the components and their provider take.
 package spec
 
 import (
