@@ -170,10 +170,11 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 // their subscriber grants. It returns the resources to wait for.
 type beforeService func(member pulumi.StringInput, parent pulumi.ResourceOption) ([]pulumi.Resource, error)
 
-// declareConsumer declares the consumer of sc under name. pushAccounts are the emails it accepts push tokens of
-// (pushing says whether there are any); pulls the subscriptions it pulls
-// (pulling says whether there are any); before, if set, declares what the
-// service waits for besides the consumer's own grants.
+// declareConsumer declares the consumer of sc under name. pushAccounts are
+// the emails it accepts push tokens of (pushing says whether there are
+// any); pulls the subscriptions it pulls (pulling says whether there are
+// any); before, if set, declares what the service waits for besides the
+// consumer's own grants.
 func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, pulls pulumi.StringArrayInput,
 	pushing, pulling bool, before beforeService, opts []pulumi.ResourceOption) (*Consumer, error) {
 	p := sc.pipeline
