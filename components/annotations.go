@@ -4,18 +4,6 @@ package components
 
 import "github.com/eventpipe/eventpipe/internal/annotate"
 
-// Annotate describes AlertSettings and its fields for a component provider's schema.
-func (x *AlertSettings) Annotate(a annotate.Annotator) {
-	a.SetToken("index", "AlertSettings")
-	a.Describe(x, "AlertSettings configure a pipeline's alerts: log-based metrics, alert\npolicies with runbooks, and an ack-ratio SLO per push subscription.")
-	a.Describe(&x.OptOut, "Turns the pipeline's alerts off; allowed only with a reason.")
-	a.Describe(&x.Reason, "Explains an opt-out.")
-	a.Describe(&x.Team, "Owns the alerts; it labels every policy eventpipe_team (default unowned).")
-	a.Describe(&x.CriticalChannels, "The notification channels (projects/P/notificationChannels/ID) CRITICAL policies notify.")
-	a.Describe(&x.WarningChannels, "The notification channels WARNING policies notify.")
-	a.Describe(&x.Thresholds, "Override the default alert thresholds; unset values keep the defaults.")
-}
-
 // Annotate describes Consumer and its fields for a component provider's schema.
 func (x *Consumer) Annotate(a annotate.Annotator) {
 	a.SetToken("index", "Consumer")
@@ -41,44 +29,6 @@ func (x *ConsumerArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.PullSubscriptions, "The full names (projects/P/subscriptions/S) of the subscriptions the consumer pulls.")
 }
 
-// Annotate describes ConsumerSettings and its fields for a component provider's schema.
-func (x *ConsumerSettings) Annotate(a annotate.Annotator) {
-	a.SetToken("index", "ConsumerSettings")
-	a.Describe(x, "ConsumerSettings configure the Cloud Run v2 service running the eventpipe consumer.")
-	a.Describe(&x.Image, "The consumer container image, by digest (REPO@sha256:<64 hex>) or tag (REPO:TAG).")
-	a.Describe(&x.ServiceAccount, "The email of an existing service account to run as (default: an account of its own, NAME-run). It is granted the store, subscriber and secret roles the consumer needs.")
-	a.Describe(&x.ServiceName, "The Cloud Run service name (default NAME-consumer).")
-	a.Describe(&x.RequestTimeout, "The service's request timeout; push ack deadlines equal it (10s–10m, default 60s).")
-	a.Describe(&x.Concurrency, "The most messages an instance handles at once (1–1000, default 80), lowered to what memory holds for messages of maxMessageBytes.")
-	a.Describe(&x.MinInstances, "How many instances are kept warm (0–100, default 0; at least 1 when the consumer pulls).")
-	a.Describe(&x.MaxInstances, "The most instances the service scales to (1–1000, default 10).")
-	a.Describe(&x.Ingress, "Internal or internal-and-cloud-load-balancing (default internal), or all with callbackAccounts, for Cloud Run jobs calling back without VPC egress (OIDC is then the guard).")
-	a.Describe(&x.CPU, "The CPU limit per instance: \"1\", \"2\", \"4\", \"6\" or \"8\", or below 1 (\"0.5\") with concurrency 1 in gen1 (default \"1\").")
-	a.Describe(&x.Memory, "The memory limit per instance, 128Mi–32Gi, e.g. \"512Mi\" or \"2Gi\" (default \"512Mi\").")
-	a.Describe(&x.ExecutionEnvironment, "Gen2 (default; at least 512Mi) or gen1 (down to 128Mi, and CPU below 1).")
-	a.Describe(&x.MaxMessageBytes, "The largest message producers publish (1–10000000, default 10000000). It sizes the instance: GOMEMLIMIT and how many messages memory holds at once.")
-	a.Describe(&x.Routes, "The path of a routes file inside the image (default: the embedded routes).")
-	a.Describe(&x.Store, "The store URL without credentials: firestore://PROJECT/DATABASE, postgres://HOST/DB, bbolt:///PATH or mem:// (default firestore://PROJECT/(default)). Firestore stores get TTL policies.")
-	a.Describe(&x.StoreSecret, "A store URL carrying a credential (a PostgreSQL URL with its password), best a secret output; it is kept in a Secret Manager secret the consumer reads, never in the service definition.")
-	a.Describe(&x.CollectionPrefix, "Prepended to the store's collection names (default eventpipe_NAME_); unique per store.")
-	a.Describe(&x.Audience, "The OIDC audience of push tokens (default PROJECT/NAME/pubsub-push).")
-	a.Describe(&x.CallbackAccounts, "The emails of the service accounts whose jobs may call the consumer's callback endpoint; each is granted roles/run.invoker on the service (default none: callbacks are refused).")
-	a.Describe(&x.CallbackAudience, "The OIDC audience callers request their tokens for (default: audience); only with callbackAccounts.")
-	a.Describe(&x.VPCAccess, "Gives the consumer Direct VPC egress, which a store on a private address needs.")
-	a.Describe(&x.CloudSQLInstances, "Cloud SQL instances (PROJECT:REGION:INSTANCE) mounted at /cloudsql; the consumer's account gets roles/cloudsql.client on each one's project.")
-	a.Describe(&x.WorkerPool, "Runs the consumer on a Cloud Run worker pool (minInstances instances, no HTTP endpoint) instead of a service; only when every subscription is pulled (default false).")
-	a.Describe(&x.Handler, "The team's own container beside the consumer (docs/handlers.md); default none.")
-}
-
-// Annotate describes DeadLetterSettings and its fields for a component provider's schema.
-func (x *DeadLetterSettings) Annotate(a annotate.Annotator) {
-	a.SetToken("index", "DeadLetterSettings")
-	a.Describe(x, "DeadLetterSettings configure a subscription's dead-letter queue.")
-	a.Describe(&x.Retention, "How long the never-expiring DLQ subscription keeps messages (7d–14d, default 14d).")
-	a.Describe(&x.OptOut, "Removes the dead-letter queue; allowed only with a reason, and recorded as labels.")
-	a.Describe(&x.Reason, "Explains an opt-out; it becomes the eventpipe_dlq_opt_out_reason label.")
-}
-
 // Annotate describes FirestoreTTL and its fields for a component provider's schema.
 func (x *FirestoreTTL) Annotate(a annotate.Annotator) {
 	a.SetToken("index", "FirestoreTTL")
@@ -94,18 +44,6 @@ func (x *FirestoreTTLArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Database, "The Firestore database id, e.g. \"(default)\".")
 	a.Describe(&x.Collections, "The collection groups whose documents expire.")
 	a.Describe(&x.Field, "The timestamp field documents expire by (default expireAt, the consumer's).")
-}
-
-// Annotate describes HandlerSettings and its fields for a component provider's schema.
-func (x *HandlerSettings) Annotate(a annotate.Annotator) {
-	a.SetToken("index", "HandlerSettings")
-	a.Describe(x, "HandlerSettings configure the team's own container beside the consumer (docs/handlers.md): the\nconsumer, the service's ingress container, passes it on localhost the events of routes that name it,\nonce per logical event, and every other request, once per Idempotency-Key.")
-	a.Describe(&x.Image, "The handler's container image, by digest (REPO@sha256:<64 hex>) or tag (REPO:TAG).")
-	a.Describe(&x.Port, "The port the handler listens on, on localhost (default 8081; its environment has it as HANDLER_PORT).")
-	a.Describe(&x.HealthPath, "The handler's health check: the consumer starts once it answers (default /healthz).")
-	a.Describe(&x.Env, "The handler's environment (no EVENTPIPE_ names, PORT or HANDLER_PORT).")
-	a.Describe(&x.CPU, "The handler container's CPU limit (default \"1\").")
-	a.Describe(&x.Memory, "The handler container's memory limit (default \"512Mi\").")
 }
 
 // Annotate describes Pipeline and its fields for a component provider's schema.
@@ -172,26 +110,6 @@ func (x *SubscriptionArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Push, "Where a push subscription delivers; required with delivery push.")
 }
 
-// Annotate describes SubscriptionSettings and its fields for a component provider's schema.
-func (x *SubscriptionSettings) Annotate(a annotate.Annotator) {
-	a.SetToken("index", "SubscriptionSettings")
-	a.Describe(x, "SubscriptionSettings configure one subscription, with its dead-letter queue.")
-	a.Describe(&x.Delivery, "Push (Pub/Sub calls the consumer) or pull (the consumer, or external subscribers, pull).")
-	a.Describe(&x.Name, "The subscription id (default PIPELINE-KEY in a pipeline, the component name on its own).")
-	a.Describe(&x.AckDeadline, "How long Pub/Sub waits for an ack (10s–10m; pull default 60s, push: the consumer's requestTimeout).")
-	a.Describe(&x.MaxDeliveryAttempts, "How many deliveries are tried before dead-lettering (5–100, default 5).")
-	a.Describe(&x.MinBackoff, "The retry policy's shortest wait (0s–10m, default 10s).")
-	a.Describe(&x.MaxBackoff, "The retry policy's longest wait (0s–10m, default 10m).")
-	a.Describe(&x.Retention, "How long unacknowledged messages are kept (10m–31d, default 7d).")
-	a.Describe(&x.Filter, "A Pub/Sub filter expression, at most 256 bytes; changing it replaces the subscription.")
-	a.Describe(&x.Ordering, "Delivers messages with the same ordering key in order; changing it replaces the subscription.")
-	a.Describe(&x.ExactlyOnce, "Enables exactly-once delivery; pull only.")
-	a.Describe(&x.PushEndpoint, "Overrides the push URL; push only, https only (default CONSUMER_URL/pubsub/push).")
-	a.Describe(&x.DeadLetter, "Configures the dead-letter queue.")
-	a.Describe(&x.Subscribers, "IAM members granted roles/pubsub.subscriber, for consumers outside the pipeline; pull only.")
-	a.Describe(&x.External, "Leaves a pull subscription to its subscribers: the pipeline's consumer does not read it.")
-}
-
 // Annotate describes Topic and its fields for a component provider's schema.
 func (x *Topic) Annotate(a annotate.Annotator) {
 	a.SetToken("index", "Topic")
@@ -209,27 +127,4 @@ func (x *TopicArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Labels, "Extra GCP labels on the topic.")
 	a.Describe(&x.Protect, "Protects the topic from deletion and replacement (default true).")
 	a.Describe(&x.Topic, "The topic's settings (existing is not allowed: this component declares the topic).")
-}
-
-// Annotate describes TopicSettings and its fields for a component provider's schema.
-func (x *TopicSettings) Annotate(a annotate.Annotator) {
-	a.SetToken("index", "TopicSettings")
-	a.Describe(x, "TopicSettings configure a pipeline's source topic.")
-	a.Describe(&x.Existing, "The full name (projects/P/topics/T) of a topic another team owns: the pipeline subscribes to it and declares no topic. The other settings, except publishers, are then its owner's.")
-	a.Describe(&x.Name, "The topic id (default: the pipeline or component name).")
-	a.Describe(&x.MessageRetention, "How long the topic keeps messages for replay with seek (10m–31d, default 7d).")
-	a.Describe(&x.Schema, "An optional Pub/Sub schema publishers must satisfy, projects/P/schemas/S.")
-	a.Describe(&x.SchemaEncoding, "JSON or BINARY (default JSON when schema is set).")
-	a.Describe(&x.KMSKeyName, "An optional customer-managed key encrypting messages at rest, projects/P/locations/L/keyRings/R/cryptoKeys/K.")
-	a.Describe(&x.Publishers, "IAM members (serviceAccount:EMAIL, group:…) granted roles/pubsub.publisher on the topic.")
-}
-
-// Annotate describes VPCAccessSettings and its fields for a component provider's schema.
-func (x *VPCAccessSettings) Annotate(a annotate.Annotator) {
-	a.SetToken("index", "VPCAccessSettings")
-	a.Describe(x, "VPCAccessSettings are a consumer's Direct VPC egress.")
-	a.Describe(&x.Network, "The VPC network name or projects/P/global/networks/N.")
-	a.Describe(&x.Subnetwork, "The subnet in the consumer's region (default: the one named like the network).")
-	a.Describe(&x.Tags, "Network tags on the instances, for firewall rules.")
-	a.Describe(&x.Egress, "PRIVATE_RANGES_ONLY (default) or ALL_TRAFFIC.")
 }

@@ -76,7 +76,7 @@ type ConsumerArgs struct {
 	// to Cloud Trace through (default false).
 	TraceCollector bool `pulumi:"traceCollector,optional"`
 	// Consumer is the service's settings.
-	Consumer ConsumerSettings `pulumi:"consumer"`
+	Consumer spec.Consumer `pulumi:"consumer"`
 	// PushAccounts are the emails of the service accounts whose push tokens the consumer accepts.
 	PushAccounts pulumi.StringArrayInput `pulumi:"pushAccounts,optional"`
 	// PullSubscriptions are the full names (projects/P/subscriptions/S) of the subscriptions the consumer pulls.
@@ -137,7 +137,7 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 		return nil, fmt.Errorf("consumer %s: no arguments; set at least project and consumer.image", name)
 	}
 	sc := newScope(ctx, name, args.Project, nil, args.Region, args.Environment, args.Labels, args.Protect)
-	sc.pipeline.Consumer = args.Consumer.toSpec(sc.d)
+	sc.pipeline.Consumer = sc.d.consumer(&args.Consumer)
 	sc.traceCollector = args.TraceCollector
 	problems := sc.storeSecret(args.Consumer.StoreSecret)
 	if args.PullSubscriptions != nil {
@@ -162,7 +162,7 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	if pulls == nil {
 		pulls = pulumi.StringArray{}
 	}
-	return declareConsumer(ctx, name, sc, &args.Consumer, pushAccounts, pulls, args.PushAccounts != nil, args.PullSubscriptions != nil, nil, opts)
+	return declareConsumer(ctx, name, sc, pushAccounts, pulls, args.PushAccounts != nil, args.PullSubscriptions != nil, nil, opts)
 }
 
 // beforeService declares what a consumer's service must wait for that
@@ -170,12 +170,12 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 // their subscriber grants. It returns the resources to wait for.
 type beforeService func(member pulumi.StringInput, parent pulumi.ResourceOption) ([]pulumi.Resource, error)
 
-// declareConsumer declares the consumer of sc under name. in are its
-// settings' inputs; pushAccounts the emails it accepts push tokens of
-// (pushing says whether there are any); pulls the subscriptions it pulls
-// (pulling says whether there are any); before, if set, declares what the
-// service waits for besides the consumer's own grants.
-func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSettings, pushAccounts, pulls pulumi.StringArrayInput,
+// declareConsumer declares the consumer of sc under name. pushAccounts are
+// the emails it accepts push tokens of (pushing says whether there are
+// any); pulls the subscriptions it pulls (pulling says whether there are
+// any); before, if set, declares what the service waits for besides the
+// consumer's own grants.
+func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, pulls pulumi.StringArrayInput,
 	pushing, pulling bool, before beforeService, opts []pulumi.ResourceOption) (*Consumer, error) {
 	p := sc.pipeline
 	k := &p.Consumer
@@ -187,8 +187,8 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 	project := sc.project
 
 	var email pulumi.StringInput
-	if k.ServiceAccount != "" {
-		email = sc.d.str(k.ServiceAccount)
+	if account := spec.Text(k.ServiceAccount); account != "" {
+		email = sc.d.str(account)
 	} else {
 		account, err := serviceaccount.NewAccount(ctx, name+"-run", &serviceaccount.AccountArgs{
 			Project:     project,
@@ -221,8 +221,8 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 		}
 		dependsOn = append(dependsOn, storeGrant)
 	}
-	if in.StoreSecret != nil {
-		ref, grant, err := declareStoreSecret(ctx, name, sc, in.StoreSecret, c.Member, parent)
+	if k.StoreSecret != nil {
+		ref, grant, err := declareStoreSecret(ctx, name, sc, k.StoreSecret, c.Member, parent)
 		if err != nil {
 			return nil, err
 		}
@@ -257,9 +257,9 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 	traced := sc.traceCollector
 	consumer := &cloudrunv2.ServiceTemplateContainerArgs{
 		Name:  pulumi.String("consumer"),
-		Image: deferredImage(in.Image, k.Image),
+		Image: sc.d.image(spec.Text(k.Image)),
 		Ports: &cloudrunv2.ServiceTemplateContainerPortsArgs{ContainerPort: port},
-		Envs:  consumerEnv(sc, in.Image, store, pushAccounts, pulls, pushing, pulling, traced),
+		Envs:  consumerEnv(sc, store, pushAccounts, pulls, pushing, pulling, traced),
 		Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
 			Limits:  pulumi.StringMap{"cpu": pulumi.String(k.CPU), "memory": pulumi.String(k.Memory)},
 			CpuIdle: pulumi.Bool(!pulling),
@@ -316,7 +316,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, in *ConsumerSe
 		Template: &cloudrunv2.ServiceTemplateArgs{
 			ServiceAccount:                email,
 			ExecutionEnvironment:          pulumi.String(executionEnvironment(k.ExecutionEnvironment)),
-			Timeout:                       pulumi.String(spec.Seconds(k.RequestTimeout.D)),
+			Timeout:                       pulumi.String(spec.Seconds(spec.Length(k.RequestTimeout))),
 			MaxInstanceRequestConcurrency: pulumi.Int(concurrency),
 			Labels:                        labels,
 			Scaling: &cloudrunv2.ServiceTemplateScalingArgs{
@@ -426,12 +426,12 @@ func customAudiences(sc *scope) pulumi.StringArray {
 // is set only when some account pushes (pushing): the consumer refuses an
 // audience without push accounts. traced adds the variables that send its
 // spans to the collector sidecar.
-func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
+func consumerEnv(sc *scope, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
 	pushAccounts, pulls pulumi.StringArrayInput, pushing, pulling, traced bool) cloudrunv2.ServiceTemplateContainerEnvArray {
 	k := &sc.pipeline.Consumer
 	version := pulumi.String(k.Version()).ToStringOutput()
-	if k.Image == placeholderImage {
-		version = image.ToStringOutput().ApplyT(func(v string) string { return (&spec.Consumer{Image: v}).Version() }).(pulumi.StringOutput)
+	if image := spec.Text(k.Image); image == placeholderImage {
+		version = sc.d.str(image).ToStringOutput().ApplyT(spec.ImageVersion).(pulumi.StringOutput)
 	}
 	vars := map[string]pulumi.StringInput{
 		EnvEnvironment:       pulumi.String(sc.stack.Env),
@@ -440,7 +440,7 @@ func consumerEnv(sc *scope, image pulumi.StringInput, store *cloudrunv2.ServiceT
 		EnvPushAccounts:      join(pushAccounts),
 		EnvPullSubscriptions: join(pulls),
 		EnvCollectionPrefix:  pulumi.String(k.CollectionPrefix),
-		EnvRequestTimeout:    pulumi.String(spec.Seconds(k.RequestTimeout.D)),
+		EnvRequestTimeout:    pulumi.String(spec.Seconds(spec.Length(k.RequestTimeout))),
 		// The Go runtime collects before the container's limit is reached.
 		EnvMemoryLimit: pulumi.String(strconv.FormatInt(limits.MemoryLimit(k.MemoryBytes()), 10)),
 	}

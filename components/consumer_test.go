@@ -210,7 +210,7 @@ func TestConsumerSecretStore(t *testing.T) {
 	plan := runMocked(t, func(ctx *pulumi.Context) error {
 		_, err := components.NewConsumer(ctx, "orders", &components.ConsumerArgs{
 			Project: pulumi.String("acme-dev"),
-			Consumer: components.ConsumerSettings{
+			Consumer: spec.Consumer{
 				Image:       pulumi.String("europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3"),
 				StoreSecret: pulumi.ToSecret(pulumi.String(url)).(pulumi.StringOutput),
 			},
@@ -265,7 +265,7 @@ func TestConsumerRejectsBadArgs(t *testing.T) {
 	err, regs := runErr(func(ctx *pulumi.Context) error {
 		_, err := components.NewConsumer(ctx, "orders", &components.ConsumerArgs{
 			Project:  pulumi.String("acme-dev"),
-			Consumer: components.ConsumerSettings{Image: pulumi.String("gcr.io/acme/consumer"), CPU: "3", Memory: "64Gi"},
+			Consumer: spec.Consumer{Image: pulumi.String("gcr.io/acme/consumer"), CPU: "3", Memory: "64Gi"},
 		})
 		return err
 	})

@@ -88,7 +88,7 @@ func TestSecretPrivateStoreRefusedAtPreview(t *testing.T) {
 			args := minimalArgs()
 			args.Consumer.StoreSecret = pulumi.ToSecret(pulumi.String("postgres://app:pw@10.0.0.5/orders")).(pulumi.StringOutput)
 			if vpc {
-				args.Consumer.VPCAccess = &components.VPCAccessSettings{Network: "shared"}
+				args.Consumer.VPCAccess = &spec.VPCAccess{Network: "shared"}
 			}
 			_, err := components.NewPipeline(ctx, "orders", args)
 			return err

@@ -10,9 +10,12 @@
 // resource (project, topic, image, KMS key, service account, notification
 // channels, a secret store URL) and plain Go values elsewhere, applies the
 // defaults itself and validates before declaring anything: every problem at
-// once, each naming the field, the allowed values and the fix. Args and the
-// components' outputs carry `pulumi` tags, so they are also the input and
-// output types a component provider serves to other languages.
+// once, each naming the field, the allowed values and the fix, by the one
+// validation of package spec. Args take a pipeline's settings as spec's own
+// types (spec.Topic, spec.Consumer, spec.Subscription, …), which a stack
+// file decodes by the same names. Args, those settings and the components'
+// outputs carry `pulumi` tags, so they are also the input and output types a
+// component provider serves to other languages.
 //
 // Program is the Pulumi program of the repository's stacks: it reads the
 // stack config (package spec) and turns each configured pipeline into

@@ -20,40 +20,6 @@ const EnvHandlerURL = "EVENTPIPE_HANDLER_URL"
 // orders the two containers.
 const EnvHandlerHealthPath = "EVENTPIPE_HANDLER_HEALTH_PATH"
 
-// HandlerSettings configure the team's own container beside the consumer (docs/handlers.md): the
-// consumer, the service's ingress container, passes it on localhost the events of routes that name it,
-// once per logical event, and every other request, once per Idempotency-Key.
-type HandlerSettings struct {
-	// Image is the handler's container image, by digest (REPO@sha256:<64 hex>) or tag (REPO:TAG).
-	Image string `pulumi:"image"`
-	// Port is the port the handler listens on, on localhost (default 8081; its environment has it as HANDLER_PORT).
-	Port *int `pulumi:"port,optional"`
-	// HealthPath is the handler's health check: the consumer starts once it answers (default /healthz).
-	HealthPath string `pulumi:"healthPath,optional"`
-	// Env is the handler's environment (no EVENTPIPE_ names, PORT or HANDLER_PORT).
-	Env map[string]string `pulumi:"env,optional"`
-	// CPU is the handler container's CPU limit (default "1").
-	CPU string `pulumi:"cpu,optional"`
-	// Memory is the handler container's memory limit (default "512Mi").
-	Memory string `pulumi:"memory,optional"`
-}
-
-// toSpec is h as stack config (nil for none).
-func (h *HandlerSettings) toSpec() *spec.Handler {
-	if h == nil {
-		return nil
-	}
-	return &spec.Handler{Image: h.Image, Port: h.Port, HealthPath: h.HealthPath, Env: h.Env, CPU: h.CPU, Memory: h.Memory}
-}
-
-// handlerSettings is the stack config's handler as settings (nil for none).
-func handlerSettings(h *spec.Handler) *HandlerSettings {
-	if h == nil {
-		return nil
-	}
-	return &HandlerSettings{Image: h.Image, Port: h.Port, HealthPath: h.HealthPath, Env: h.Env, CPU: h.CPU, Memory: h.Memory}
-}
-
 // handlerContainer is the handler's container (validated settings): no
 // ingress port (the consumer has the service's), HANDLER_PORT in its
 // environment, and a startup probe on its health path, which the consumer's

@@ -32,14 +32,14 @@ type PipelineArgs struct {
 	// traces to Cloud Trace through it (default false).
 	TraceCollector bool `pulumi:"traceCollector,optional"`
 	// Topic is the source topic: one the pipeline declares, or an existing one.
-	Topic *TopicSettings `pulumi:"topic,optional"`
+	Topic *spec.Topic `pulumi:"topic,optional"`
 	// Consumer is the Cloud Run service the subscriptions feed.
-	Consumer ConsumerSettings `pulumi:"consumer"`
+	Consumer spec.Consumer `pulumi:"consumer"`
 	// Subscriptions are the subscriptions on the topic, keyed by a short name unique in the pipeline
 	// (1–30 lowercase letters, digits or hyphens). At least one.
-	Subscriptions map[string]SubscriptionSettings `pulumi:"subscriptions"`
+	Subscriptions map[string]spec.Subscription `pulumi:"subscriptions"`
 	// Alerts configure the pipeline's alerts, on unless opted out.
-	Alerts *AlertSettings `pulumi:"alerts,optional"`
+	Alerts *spec.PipelineAlerts `pulumi:"alerts,optional"`
 }
 
 // Pipeline composes one named pipeline: its source Topic (or an existing
@@ -104,17 +104,13 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 	parent := pulumi.Parent(pl)
 
 	var topicID pulumi.StringInput
-	if p.Topic.Existing == "" {
-		var kms pulumi.StringInput
-		if args.Topic != nil {
-			kms = args.Topic.KMSKeyName
-		}
-		if pl.Topic, err = declareTopic(ctx, name, sc, kms, []pulumi.ResourceOption{parent}); err != nil {
+	if existing := spec.Text(p.Topic.Existing); existing == "" {
+		if pl.Topic, err = declareTopic(ctx, name, sc, []pulumi.ResourceOption{parent}); err != nil {
 			return nil, err
 		}
 		topicID, pl.TopicName = pl.Topic.ID, pl.Topic.Name
 	} else {
-		topicID = sc.d.str(p.Topic.Existing)
+		topicID = sc.d.str(existing)
 		pl.TopicName = topicID.ToStringOutput().ApplyT(func(id string) string { return id[strings.LastIndex(id, "/")+1:] }).(pulumi.StringOutput)
 		if err := grantPublishers(ctx, name, sc, topicID, parent); err != nil {
 			return nil, err
@@ -154,7 +150,7 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 		return waits, nil
 	}
 	pulls := sc.stack.PullSubscriptions(p)
-	pl.Consumer, err = declareConsumer(ctx, name, sc, &args.Consumer, sc.d.strs(sc.stack.PushAccounts(p)), sc.d.strs(pulls), len(sc.stack.PushAccounts(p)) > 0, len(pulls) > 0,
+	pl.Consumer, err = declareConsumer(ctx, name, sc, sc.d.strs(sc.stack.PushAccounts(p)), sc.d.strs(pulls), len(sc.stack.PushAccounts(p)) > 0, len(pulls) > 0,
 		pullFirst, []pulumi.ResourceOption{parent})
 	if err != nil {
 		return nil, err
@@ -217,17 +213,16 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 	sc.traceCollector = args.TraceCollector
 	st, p := sc.stack, sc.pipeline
 	p.Protect = args.Protect
-	p.Topic = args.Topic.toSpec(sc.d)
-	p.Consumer = args.Consumer.toSpec(sc.d)
+	p.Topic = sc.d.topic(args.Topic)
+	p.Consumer = sc.d.consumer(&args.Consumer)
 	problems := sc.storeSecret(args.Consumer.StoreSecret)
 	p.Subscriptions = map[string]*spec.Subscription{}
-	for _, key := range spec.SortedKeys(args.Subscriptions) {
-		s := args.Subscriptions[key]
-		p.Subscriptions[key] = s.toSpec(key)
+	for key, s := range args.Subscriptions {
+		p.Subscriptions[key] = subscription(s, key)
 	}
 	thresholds := alerts.Defaults()
 	if a := args.Alerts; a != nil {
-		p.Alerts = spec.PipelineAlerts{OptOut: a.OptOut, Reason: a.Reason, Team: a.Team}
+		p.Alerts = *a
 		st.Alerts.Channels.Critical, _ = knownStrings(a.CriticalChannels)
 		st.Alerts.Channels.Warning, _ = knownStrings(a.WarningChannels)
 		if a.Thresholds != nil {

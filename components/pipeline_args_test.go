@@ -8,6 +8,7 @@ import (
 	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/render"
+	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/pubsub"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -18,8 +19,8 @@ func minimalArgs() *components.PipelineArgs {
 	return &components.PipelineArgs{
 		Project:       pulumi.String("acme-dev"),
 		ProjectNumber: pulumi.String("123456789012"),
-		Consumer:      components.ConsumerSettings{Image: pulumi.String("europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3")},
-		Subscriptions: map[string]components.SubscriptionSettings{"main": {Delivery: "push"}},
+		Consumer:      spec.Consumer{Image: pulumi.String("europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3")},
+		Subscriptions: map[string]spec.Subscription{"main": {Delivery: "push"}},
 	}
 }
 
@@ -68,9 +69,9 @@ func TestPipelineFromHandBuiltArgs(t *testing.T) {
 func TestPipelineRejectsBadArgs(t *testing.T) {
 	bad := minimalArgs()
 	bad.Consumer.Memory, bad.Consumer.CPU = "64Mi", "1500m"
-	bad.Subscriptions["main"] = components.SubscriptionSettings{Delivery: "PUSH"}
-	bad.Subscriptions["audit"] = components.SubscriptionSettings{Delivery: "pull", External: true}
-	bad.Alerts = &components.AlertSettings{Thresholds: &alerts.Config{Push: &alerts.PushThresholds{ServerErrorWarning: 2}}}
+	bad.Subscriptions["main"] = spec.Subscription{Delivery: "PUSH"}
+	bad.Subscriptions["audit"] = spec.Subscription{Delivery: "pull", External: true}
+	bad.Alerts = &spec.PipelineAlerts{Thresholds: &alerts.Config{Push: &alerts.PushThresholds{ServerErrorWarning: 2}}}
 	cases := []struct {
 		name, pipeline string
 		args           *components.PipelineArgs
@@ -114,11 +115,11 @@ func TestPipelineRejectsBadArgs(t *testing.T) {
 // runbooks replay to the producer's topic.
 func TestPipelineOnExistingTopic(t *testing.T) {
 	args := minimalArgs()
-	args.Topic = &components.TopicSettings{
+	args.Topic = &spec.Topic{
 		Existing:   pulumi.String(producerTopic),
 		Publishers: []string{"serviceAccount:orders-api@producer-prod.iam.gserviceaccount.com"},
 	}
-	args.Subscriptions["audit"] = components.SubscriptionSettings{Delivery: "pull", External: true,
+	args.Subscriptions["audit"] = spec.Subscription{Delivery: "pull", External: true,
 		Subscribers: []string{"serviceAccount:audit@audit-prod.iam.gserviceaccount.com"}}
 	plan := pipelinePlan(t, "orders", args)
 	if n := len(plan.StepsOfType(components.TypeTopic)); n != 0 {
@@ -168,10 +169,10 @@ func TestPipelineWithOutputsOfOtherResources(t *testing.T) {
 		args := minimalArgs()
 		args.Project = project
 		args.ProjectNumber = pulumi.String("123456789012").ToStringOutput()
-		args.Topic = &components.TopicSettings{Existing: topic.ID().ToStringOutput()}
+		args.Topic = &spec.Topic{Existing: topic.ID().ToStringOutput()}
 		args.Consumer.Image = pulumi.Sprintf("europe-docker.pkg.dev/%s/eventpipe/consumer:1.2.3", project)
 		args.Consumer.ServiceAccount = pulumi.Sprintf("runner@%s.iam.gserviceaccount.com", project)
-		args.Subscriptions["work"] = components.SubscriptionSettings{Delivery: "pull"}
+		args.Subscriptions["work"] = spec.Subscription{Delivery: "pull"}
 		args.Consumer.MinInstances = intPtr(1)
 		pl, err := components.NewPipeline(ctx, "orders", args)
 		if err != nil {

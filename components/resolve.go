@@ -59,6 +59,56 @@ func (d *deferrals) value(in pulumi.StringInput, placeholder string) string {
 	return placeholder
 }
 
+// stand is in as validation reads it: its value when known, else
+// placeholder (remembering in as its deploy-time value); nil for nil.
+func (d *deferrals) stand(in pulumi.StringInput, placeholder string) pulumi.StringInput {
+	if in == nil {
+		return nil
+	}
+	return pulumi.String(d.value(in, placeholder))
+}
+
+// topic is a copy of t (nil: none) for its scope to complete and validate,
+// its inputs unknown to the program standing in as placeholders.
+func (d *deferrals) topic(t *spec.Topic) spec.Topic {
+	if t == nil {
+		return spec.Topic{}
+	}
+	out := *t
+	out.Existing = d.stand(t.Existing, placeholderTopic)
+	out.KMSKeyName = d.stand(t.KMSKeyName, placeholderKMSKey)
+	return out
+}
+
+// consumer is a copy of k for its scope to complete and validate (the
+// caller's settings are left as they are), its inputs unknown to the
+// program standing in as placeholders; storeSecret stays the input.
+func (d *deferrals) consumer(k *spec.Consumer) spec.Consumer {
+	out := *k
+	out.Image = d.stand(k.Image, placeholderImage)
+	out.ServiceAccount = d.stand(k.ServiceAccount, placeholderAccount)
+	if k.VPCAccess != nil {
+		v := *k.VPCAccess
+		out.VPCAccess = &v
+	}
+	if k.Handler != nil {
+		h := *k.Handler
+		out.Handler = &h
+	}
+	return out
+}
+
+// subscription is a copy of s keyed key, for its scope to complete and
+// validate (the caller's settings are left as they are).
+func subscription(s spec.Subscription, key string) *spec.Subscription {
+	s.Key = key
+	if s.DeadLetter != nil {
+		dl := *s.DeadLetter
+		s.DeadLetter = &dl
+	}
+	return &s
+}
+
 // str is s as an input, its placeholders completed at deploy time.
 func (d *deferrals) str(s string) pulumi.StringInput {
 	var used []deferred
@@ -95,14 +145,14 @@ func (d *deferrals) strs(list []string) pulumi.StringArray {
 	return out
 }
 
-// deferredImage is the image input, checked at deploy time when it is
-// another resource's output: an untagged image would otherwise silently
-// deploy :latest.
-func deferredImage(image pulumi.StringInput, known string) pulumi.StringInput {
-	if known != placeholderImage {
-		return pulumi.String(known)
+// image is the image input of the validated image (a value or the
+// placeholder), checked at deploy time when it is another resource's
+// output: an untagged image would otherwise silently deploy :latest.
+func (d *deferrals) image(image string) pulumi.StringInput {
+	if image != placeholderImage {
+		return pulumi.String(image)
 	}
-	return image.ToStringOutput().ApplyT(func(v string) (string, error) {
+	return d.str(image).ToStringOutput().ApplyT(func(v string) (string, error) {
 		if e := spec.CheckImage(v); e != nil {
 			e.Path, e.Value = "consumer.image", v
 			return "", e

@@ -57,8 +57,18 @@ func LoadStack(stack string, src spec.Source) (*Stack, error) {
 func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArgs {
 	out := map[string]*PipelineArgs{}
 	for _, p := range st.SortedPipelines() {
-		k := &p.Consumer
 		protect := st.Protected(p)
+		topic, consumer, alertArgs := p.Topic, p.Consumer, p.Alerts
+		if spec.Text(topic.Existing) != "" {
+			topic.Name = "" // the existing topic's id, which validation fills in
+		}
+		if st.StoreSecret && consumer.Store == st.Store {
+			// The URL may carry a password: it goes to Secret Manager.
+			consumer.Store, consumer.StoreSecret = "", pulumi.ToSecret(pulumi.String(consumer.Store)).(pulumi.StringOutput)
+		}
+		alertArgs.CriticalChannels = pulumi.ToStringArray(st.Alerts.Channels.Critical)
+		alertArgs.WarningChannels = pulumi.ToStringArray(st.Alerts.Channels.Warning)
+		alertArgs.Thresholds = &thresholds
 		args := &PipelineArgs{
 			Project:        pulumi.String(st.Project),
 			ProjectNumber:  pulumi.String(st.ProjectNumber),
@@ -67,79 +77,13 @@ func StackArgs(st *spec.Stack, thresholds alerts.Config) map[string]*PipelineArg
 			Labels:         p.Labels,
 			Protect:        &protect,
 			TraceCollector: st.Defaults.TraceCollector != nil && *st.Defaults.TraceCollector,
-			Topic: &TopicSettings{
-				Existing:         optional(p.Topic.Existing),
-				MessageRetention: raw(p.Topic.MessageRetention),
-				Schema:           p.Topic.Schema,
-				SchemaEncoding:   p.Topic.SchemaEncoding,
-				KMSKeyName:       optional(p.Topic.KMSKeyName),
-				Publishers:       p.Topic.Publishers,
-			},
-			Consumer: ConsumerSettings{
-				Image:                pulumi.String(k.Image),
-				ServiceAccount:       optional(k.ServiceAccount),
-				ServiceName:          k.ServiceName,
-				RequestTimeout:       raw(k.RequestTimeout),
-				Concurrency:          k.Concurrency,
-				MinInstances:         k.MinInstances,
-				MaxInstances:         k.MaxInstances,
-				Ingress:              k.Ingress,
-				CPU:                  k.CPU,
-				Memory:               k.Memory,
-				ExecutionEnvironment: k.ExecutionEnvironment,
-				MaxMessageBytes:      k.MaxMessageBytes,
-				Routes:               k.Routes,
-				Store:                k.Store,
-				CollectionPrefix:     k.CollectionPrefix,
-				Audience:             k.Audience,
-				CallbackAccounts:     k.CallbackAccounts,
-				CallbackAudience:     k.CallbackAudience,
-				CloudSQLInstances:    k.CloudSQLInstances,
-				WorkerPool:           k.WorkerPool,
-				Handler:              handlerSettings(k.Handler),
-			},
-			Subscriptions: map[string]SubscriptionSettings{},
-			Alerts: &AlertSettings{
-				OptOut:           p.Alerts.OptOut,
-				Reason:           p.Alerts.Reason,
-				Team:             p.Alerts.Team,
-				CriticalChannels: pulumi.ToStringArray(st.Alerts.Channels.Critical),
-				WarningChannels:  pulumi.ToStringArray(st.Alerts.Channels.Warning),
-				Thresholds:       &thresholds,
-			},
-		}
-		if p.Topic.Existing == "" {
-			args.Topic.Name = p.Topic.Name
-		}
-		if v := k.VPCAccess; v != nil {
-			args.Consumer.VPCAccess = &VPCAccessSettings{Network: v.Network, Subnetwork: v.Subnetwork, Tags: v.Tags, Egress: v.Egress}
-		}
-		if st.StoreSecret && k.Store == st.Store {
-			// The URL may carry a password: it goes to Secret Manager.
-			args.Consumer.Store, args.Consumer.StoreSecret = "", pulumi.ToSecret(pulumi.String(k.Store)).(pulumi.StringOutput)
+			Topic:          &topic,
+			Consumer:       consumer,
+			Subscriptions:  map[string]spec.Subscription{},
+			Alerts:         &alertArgs,
 		}
 		for _, sub := range p.SortedSubscriptions() {
-			s := SubscriptionSettings{
-				Delivery:            sub.Delivery,
-				Name:                sub.Name,
-				AckDeadline:         raw(sub.AckDeadline),
-				MaxDeliveryAttempts: sub.MaxDeliveryAttempts,
-				MinBackoff:          raw(sub.MinBackoff),
-				MaxBackoff:          raw(sub.MaxBackoff),
-				Retention:           raw(sub.Retention),
-				Filter:              sub.Filter,
-				Ordering:            sub.Ordering,
-				ExactlyOnce:         sub.ExactlyOnce,
-				PushEndpoint:        sub.PushEndpoint,
-				Subscribers:         sub.Subscribers,
-				External:            sub.External,
-				DeadLetter: &DeadLetterSettings{
-					Retention: raw(sub.DeadLetter.Retention),
-					OptOut:    sub.DeadLetter.OptOut,
-					Reason:    sub.DeadLetter.Reason,
-				},
-			}
-			args.Subscriptions[sub.Key] = s
+			args.Subscriptions[sub.Key] = *sub
 		}
 		out[p.Name] = args
 	}

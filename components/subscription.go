@@ -38,7 +38,7 @@ type SubscriptionArgs struct {
 	// Protect protects the subscription and its dead-letter queue from deletion and replacement (default true).
 	Protect *bool `pulumi:"protect,optional"`
 	// Subscription is the subscription's settings; its name defaults to the component name.
-	Subscription SubscriptionSettings `pulumi:"subscription"`
+	Subscription spec.Subscription `pulumi:"subscription"`
 	// Push is where a push subscription delivers; required with delivery push.
 	Push *PushTarget `pulumi:"push,optional"`
 }
@@ -110,7 +110,7 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 		return nil, fmt.Errorf("subscription %s: no arguments; set at least project, projectNumber, topic and subscription.delivery", name)
 	}
 	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, args.Protect)
-	sub := args.Subscription.toSpec(standaloneKey)
+	sub := subscription(args.Subscription, standaloneKey)
 	if sub.Name == "" {
 		sub.Name = name
 	}
@@ -178,11 +178,11 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 		Name:                     pulumi.String(sub.Name),
 		Topic:                    topic,
 		Labels:                   sc.subscriptionLabels(sub),
-		AckDeadlineSeconds:       pulumi.Int(int(sub.AckDeadline.D.Seconds())),
-		MessageRetentionDuration: pulumi.String(spec.Seconds(sub.Retention.D)),
+		AckDeadlineSeconds:       pulumi.Int(int(spec.Length(sub.AckDeadline).Seconds())),
+		MessageRetentionDuration: pulumi.String(spec.Seconds(spec.Length(sub.Retention))),
 		RetryPolicy: &pubsub.SubscriptionRetryPolicyArgs{
-			MinimumBackoff: pulumi.String(spec.Seconds(sub.MinBackoff.D)),
-			MaximumBackoff: pulumi.String(spec.Seconds(sub.MaxBackoff.D)),
+			MinimumBackoff: pulumi.String(spec.Seconds(spec.Length(sub.MinBackoff))),
+			MaximumBackoff: pulumi.String(spec.Seconds(spec.Length(sub.MaxBackoff))),
 		},
 		// ttl "" means never: an idle subscription is not deleted after 31 days.
 		ExpirationPolicy:          &pubsub.SubscriptionExpirationPolicyArgs{Ttl: pulumi.String("")},
@@ -196,7 +196,7 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 
 	if sub.HasDLQ() {
 		dlqLabels := sc.labels(spec.RoleDLQ)
-		dlqRetention := pulumi.String(spec.Seconds(sub.DeadLetter.Retention.D))
+		dlqRetention := pulumi.String(spec.Seconds(spec.Length(sub.DeadLetter.Retention)))
 		topic, err := pubsub.NewTopic(ctx, sub.Name+"-dlq", &pubsub.TopicArgs{
 			Project:                  project,
 			Name:                     pulumi.String(sub.DLQTopicName()),

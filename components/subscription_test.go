@@ -6,6 +6,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/render"
+	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -14,7 +15,7 @@ const producerTopic = "projects/producer-prod/topics/orders"
 
 // subscriptionArgs are the arguments of a standalone subscription on the
 // producer's topic.
-func subscriptionArgs(settings components.SubscriptionSettings) *components.SubscriptionArgs {
+func subscriptionArgs(settings spec.Subscription) *components.SubscriptionArgs {
 	return &components.SubscriptionArgs{
 		Project:       pulumi.String("acme-dev"),
 		ProjectNumber: pulumi.String("123456789012"),
@@ -32,7 +33,7 @@ func subscriptionPlan(t *testing.T, name string, args *components.SubscriptionAr
 }
 
 func TestPushSubscription(t *testing.T) {
-	args := subscriptionArgs(components.SubscriptionSettings{Delivery: "push"})
+	args := subscriptionArgs(spec.Subscription{Delivery: "push"})
 	args.Push = &components.PushTarget{
 		Endpoint: pulumi.String("https://orders-consumer-123456789012.europe-west1.run.app/pubsub/push"),
 		Audience: "acme-dev/orders/pubsub-push", Service: pulumi.String("orders-consumer"),
@@ -118,7 +119,7 @@ func TestPushSubscription(t *testing.T) {
 // consumers outside the pipeline, who get roles/pubsub.subscriber on it.
 func TestExternalPullSubscription(t *testing.T) {
 	readers := []string{"serviceAccount:audit@audit-prod.iam.gserviceaccount.com", "group:data-eng@acme.example"}
-	plan := subscriptionPlan(t, "orders-audit", subscriptionArgs(components.SubscriptionSettings{
+	plan := subscriptionPlan(t, "orders-audit", subscriptionArgs(spec.Subscription{
 		Delivery: "pull", External: true, ExactlyOnce: true, Subscribers: readers, MaxDeliveryAttempts: intPtr(10),
 	}))
 	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 3, tIdentity: 1}
@@ -138,9 +139,9 @@ func TestExternalPullSubscription(t *testing.T) {
 }
 
 func TestSubscriptionDeadLetterOptOut(t *testing.T) {
-	plan := subscriptionPlan(t, "orders-work", subscriptionArgs(components.SubscriptionSettings{
+	plan := subscriptionPlan(t, "orders-work", subscriptionArgs(spec.Subscription{
 		Delivery: "pull", Subscribers: []string{"serviceAccount:w@acme-dev.iam.gserviceaccount.com"},
-		DeadLetter: &components.DeadLetterSettings{OptOut: true, Reason: "Replayed from the warehouse"},
+		DeadLetter: &spec.DeadLetter{OptOut: true, Reason: "Replayed from the warehouse"},
 	}))
 	want := map[string]int{tSub: 1, tSubIAM: 1}
 	if got := countByType(plan); !equalJSON(got, want) {
@@ -169,18 +170,18 @@ func TestSubscriptionRejectsBadArgs(t *testing.T) {
 		component string
 	}{
 		{"nil args", nil, []string{"subscription orders-main: no arguments"}, ""},
-		{"no push target", subscriptionArgs(components.SubscriptionSettings{Delivery: "push"}), []string{"push (not set): allowed an endpoint and an audience"}, ""},
-		{"everything at once", &components.SubscriptionArgs{Project: pulumi.String("acme-dev"), Subscription: components.SubscriptionSettings{
+		{"no push target", subscriptionArgs(spec.Subscription{Delivery: "push"}), []string{"push (not set): allowed an endpoint and an audience"}, ""},
+		{"everything at once", &components.SubscriptionArgs{Project: pulumi.String("acme-dev"), Subscription: spec.Subscription{
 			Delivery: "pull", MaxDeliveryAttempts: intPtr(3), MinBackoff: "20m", Subscribers: []string{"reader@x.iam.gserviceaccount.com"}}},
 			[]string{"(5 problems)", "projectNumber (not set)", "topic (not set)", "subscription.maxDeliveryAttempts = 3: allowed 5–100",
 				`subscription.minBackoff = "20m": allowed 0s–10m`, "subscription.subscribers[0]"}, ""},
 		{"push account id from the name", func() *components.SubscriptionArgs {
-			a := subscriptionArgs(components.SubscriptionSettings{Delivery: "push", Name: "Orders.v2"})
+			a := subscriptionArgs(spec.Subscription{Delivery: "push", Name: "Orders.v2"})
 			a.Push = &components.PushTarget{Endpoint: pulumi.String("https://x.example"), Audience: "a"}
 			return a
 		}(), []string{`name = "Orders_Main": allowed lowercase letters, digits and hyphens`}, "Orders_Main"},
 		{"push on pull", func() *components.SubscriptionArgs {
-			a := subscriptionArgs(components.SubscriptionSettings{Delivery: "pull"})
+			a := subscriptionArgs(spec.Subscription{Delivery: "pull"})
 			a.Push = &components.PushTarget{Endpoint: pulumi.String("https://x.example"), Audience: "a"}
 			return a
 		}(), []string{"push = (set): allowed only with delivery: push"}, ""},
@@ -208,7 +209,7 @@ func TestSubscriptionRejectsBadArgs(t *testing.T) {
 }
 
 func TestPushSubscriptionRejectsPlainHTTP(t *testing.T) {
-	args := subscriptionArgs(components.SubscriptionSettings{Delivery: "push"})
+	args := subscriptionArgs(spec.Subscription{Delivery: "push"})
 	args.Push = &components.PushTarget{Endpoint: pulumi.String("http://x.example/pubsub/push"), Audience: "a"}
 	err, _ := runErr(func(ctx *pulumi.Context) error {
 		_, err := components.NewSubscription(ctx, "orders-main", args)

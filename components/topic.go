@@ -21,7 +21,7 @@ type TopicArgs struct {
 	// Protect protects the topic from deletion and replacement (default true).
 	Protect *bool `pulumi:"protect,optional"`
 	// Topic is the topic's settings (existing is not allowed: this component declares the topic).
-	Topic TopicSettings `pulumi:"topic"`
+	Topic spec.Topic `pulumi:"topic"`
 }
 
 // Topic is a pipeline's source topic: a pubsub.Topic with labels, message
@@ -53,15 +53,15 @@ func NewTopic(ctx *pulumi.Context, name string, args *TopicArgs, opts ...pulumi.
 		return nil, argsError("topic", name, spec.Errors{{Path: "topic.existing", Value: "(set)",
 			Allowed: "only in a Pipeline or Subscription", Fix: "remove it: a Topic component declares its topic; subscribe to an existing topic with Subscription or Pipeline"}})
 	}
-	sc.pipeline.Topic = args.Topic.toSpec(sc.d)
+	sc.pipeline.Topic = sc.d.topic(&args.Topic)
 	if err := spec.ValidateTopic(sc.stack, sc.pipeline, "topic"); err != nil {
 		return nil, argsError("topic", name, err)
 	}
-	return declareTopic(ctx, name, sc, args.Topic.KMSKeyName, opts)
+	return declareTopic(ctx, name, sc, opts)
 }
 
-// declareTopic declares the topic of sc under name; kms is the key input.
-func declareTopic(ctx *pulumi.Context, name string, sc *scope, kms pulumi.StringInput, opts []pulumi.ResourceOption) (*Topic, error) {
+// declareTopic declares the topic of sc under name.
+func declareTopic(ctx *pulumi.Context, name string, sc *scope, opts []pulumi.ResourceOption) (*Topic, error) {
 	t := &Topic{}
 	if err := register(ctx, TypeTopic, name, t, opts); err != nil {
 		return nil, fmt.Errorf("register topic component %s: %w", name, err)
@@ -71,7 +71,7 @@ func declareTopic(ctx *pulumi.Context, name string, sc *scope, kms pulumi.String
 		Project:                  sc.project,
 		Name:                     pulumi.String(st.Name),
 		Labels:                   sc.labels(spec.RoleSource),
-		MessageRetentionDuration: pulumi.String(spec.Seconds(st.MessageRetention.D)),
+		MessageRetentionDuration: pulumi.String(spec.Seconds(spec.Length(st.MessageRetention))),
 	}
 	if st.Schema != "" {
 		ta.SchemaSettings = &pubsub.TopicSchemaSettingsArgs{
@@ -79,8 +79,8 @@ func declareTopic(ctx *pulumi.Context, name string, sc *scope, kms pulumi.String
 			Encoding: pulumi.String(st.SchemaEncoding),
 		}
 	}
-	if st.KMSKeyName != "" {
-		ta.KmsKeyName = kms
+	if key := spec.Text(st.KMSKeyName); key != "" {
+		ta.KmsKeyName = sc.d.str(key)
 	}
 	topic, err := pubsub.NewTopic(ctx, name, ta, pulumi.Parent(t), sc.protect())
 	if err != nil {

@@ -24,7 +24,7 @@ func TestTopic(t *testing.T) {
 		},
 		{
 			name: "schema and cmek",
-			args: components.TopicArgs{Project: pulumi.String("acme-dev"), Topic: components.TopicSettings{MessageRetention: "1d",
+			args: components.TopicArgs{Project: pulumi.String("acme-dev"), Topic: spec.Topic{MessageRetention: "1d",
 				Schema: "projects/acme-dev/schemas/order", SchemaEncoding: "BINARY", KMSKeyName: pulumi.String("projects/acme-dev/locations/europe/keyRings/r/cryptoKeys/k")}},
 			retention:  "86400s",
 			wantSchema: map[string]any{"schema": "projects/acme-dev/schemas/order", "encoding": "BINARY"},
@@ -74,7 +74,7 @@ func TestTopicPublishers(t *testing.T) {
 	members := []string{"serviceAccount:orders-api@producer-prod.iam.gserviceaccount.com", "group:billing@acme.example"}
 	plan := runMocked(t, func(ctx *pulumi.Context) error {
 		_, err := components.NewTopic(ctx, "orders", &components.TopicArgs{Project: pulumi.String("acme-dev"), Protect: new(bool),
-			Topic: components.TopicSettings{Publishers: members}})
+			Topic: spec.Topic{Publishers: members}})
 		return err
 	})
 	grants := custom(plan, tTopicIAM)
@@ -97,7 +97,7 @@ func TestTopicPublishers(t *testing.T) {
 func TestTopicRejectsBadArgs(t *testing.T) {
 	err, regs := runErr(func(ctx *pulumi.Context) error {
 		_, err := components.NewTopic(ctx, "orders", &components.TopicArgs{Project: pulumi.String("Acme Dev"),
-			Topic: components.TopicSettings{MessageRetention: "40d", SchemaEncoding: "JSON", Publishers: []string{"orders-api@x.iam.gserviceaccount.com"}}})
+			Topic: spec.Topic{MessageRetention: "40d", SchemaEncoding: "JSON", Publishers: []string{"orders-api@x.iam.gserviceaccount.com"}}})
 		return err
 	})
 	for _, want := range []string{

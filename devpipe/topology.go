@@ -77,12 +77,12 @@ func FromSpec(st *spec.Stack) Topology {
 	name := func(kind, id string) string { return "projects/" + st.Project + "/" + kind + "/" + id }
 	t := Topology{Project: st.Project}
 	for _, p := range st.SortedPipelines() {
-		pt := PipelineTopology{Name: p.Name, Topic: st.TopicName(p), Existing: p.Topic.Existing != "", Retention: durOf(p.Topic.MessageRetention)}
+		pt := PipelineTopology{Name: p.Name, Topic: st.TopicName(p), Existing: spec.Text(p.Topic.Existing) != "", Retention: spec.Length(p.Topic.MessageRetention)}
 		for _, s := range p.SortedSubscriptions() {
 			sub := SubscriptionTopology{
 				Key: s.Key, Name: name("subscriptions", s.Name), Push: s.Push(),
-				AckDeadline: durOf(s.AckDeadline), MinBackoff: durOf(s.MinBackoff), MaxBackoff: durOf(s.MaxBackoff),
-				Retention: durOf(s.Retention), DLQRetention: durOf(s.DeadLetter.Retention),
+				AckDeadline: spec.Length(s.AckDeadline), MinBackoff: spec.Length(s.MinBackoff), MaxBackoff: spec.Length(s.MaxBackoff),
+				Retention: spec.Length(s.Retention), DLQRetention: spec.Length(s.DeadLetter.Retention),
 				Filter: s.Filter, Ordering: s.Ordering, ExactlyOnce: s.ExactlyOnce,
 			}
 			if s.HasDLQ() && s.MaxDeliveryAttempts != nil {
@@ -95,13 +95,6 @@ func FromSpec(st *spec.Stack) Topology {
 		t.Pipelines = append(t.Pipelines, pt)
 	}
 	return t
-}
-
-func durOf(d *spec.Duration) time.Duration {
-	if d == nil {
-		return 0
-	}
-	return d.D
 }
 
 // Declare creates every topic and subscription of t through client's admin

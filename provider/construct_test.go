@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/render"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // The stack and project pulumi-go-provider's fake resource monitor names
@@ -57,8 +58,8 @@ func goodCases() []constructCase {
 			},
 			program: pipelineProgram("orders", &components.PipelineArgs{
 				Project: pulumi.String("acme-dev"), ProjectNumber: pulumi.String("123456789012"),
-				Consumer:      components.ConsumerSettings{Image: pulumi.String(image)},
-				Subscriptions: map[string]components.SubscriptionSettings{"main": {Delivery: "push"}},
+				Consumer:      spec.Consumer{Image: pulumi.String(image)},
+				Subscriptions: map[string]spec.Subscription{"main": {Delivery: "push"}},
 			}),
 			outputs: map[string]any{
 				"topicId": "projects/acme-dev/topics/orders", "topicName": "orders",
@@ -90,18 +91,18 @@ func goodCases() []constructCase {
 			program: pipelineProgram("payments", &components.PipelineArgs{
 				Project: pulumi.String("acme-prod"), ProjectNumber: pulumi.String("210987654321"), Region: "us-central1",
 				Environment: "prod", Labels: map[string]string{"team": "payments"}, Protect: boolPtr(false),
-				Topic: &components.TopicSettings{MessageRetention: "3d", Publishers: []string{"serviceAccount:api@acme-prod.iam.gserviceaccount.com"}},
-				Consumer: components.ConsumerSettings{
+				Topic: &spec.Topic{MessageRetention: "3d", Publishers: []string{"serviceAccount:api@acme-prod.iam.gserviceaccount.com"}},
+				Consumer: spec.Consumer{
 					Image: pulumi.String(image), Memory: "1Gi", Concurrency: intPtr(40), MaxInstances: intPtr(20), MinInstances: intPtr(1),
 					RequestTimeout: "120s", MaxMessageBytes: intPtr(1000000),
 				},
-				Subscriptions: map[string]components.SubscriptionSettings{
+				Subscriptions: map[string]spec.Subscription{
 					"main": {Delivery: "push", MaxDeliveryAttempts: intPtr(10), MinBackoff: "5s", MaxBackoff: "300s"},
 					"work": {Delivery: "pull", ExactlyOnce: true, Ordering: true},
 					"audit": {Delivery: "pull", External: true, Subscribers: []string{"group:audit@acme.example"},
-						DeadLetter: &components.DeadLetterSettings{Retention: "7d"}},
+						DeadLetter: &spec.DeadLetter{Retention: "7d"}},
 				},
-				Alerts: &components.AlertSettings{Team: "payments", CriticalChannels: pulumi.StringArray{pulumi.String("projects/acme-prod/notificationChannels/42")}},
+				Alerts: &spec.PipelineAlerts{Team: "payments", CriticalChannels: pulumi.StringArray{pulumi.String("projects/acme-prod/notificationChannels/42")}},
 			}),
 			outputs: map[string]any{"topicId": "projects/acme-prod/topics/payments"},
 		},
@@ -119,13 +120,13 @@ func goodCases() []constructCase {
 			},
 			program: pipelineProgram("mirror", &components.PipelineArgs{
 				Project: pulumi.String("acme-dev"), ProjectNumber: pulumi.String("123456789012"),
-				Topic: &components.TopicSettings{Existing: pulumi.String("projects/shared-prod/topics/orders"), Publishers: []string{"serviceAccount:api@acme-dev.iam.gserviceaccount.com"}},
-				Consumer: components.ConsumerSettings{
+				Topic: &spec.Topic{Existing: pulumi.String("projects/shared-prod/topics/orders"), Publishers: []string{"serviceAccount:api@acme-dev.iam.gserviceaccount.com"}},
+				Consumer: spec.Consumer{
 					Image:       pulumi.String(image),
 					StoreSecret: pulumi.ToSecret(pulumi.String("postgres://app:s3cret@db.internal/events")).(pulumi.StringOutput),
 				},
-				Subscriptions: map[string]components.SubscriptionSettings{"main": {Delivery: "push", DeadLetter: &components.DeadLetterSettings{OptOut: true, Reason: "replayed from the warehouse"}}},
-				Alerts:        &components.AlertSettings{OptOut: true, Reason: "a sandbox"},
+				Subscriptions: map[string]spec.Subscription{"main": {Delivery: "push", DeadLetter: &spec.DeadLetter{OptOut: true, Reason: "replayed from the warehouse"}}},
+				Alerts:        &spec.PipelineAlerts{OptOut: true, Reason: "a sandbox"},
 			}),
 			outputs: map[string]any{"topicId": "projects/shared-prod/topics/orders", "topicName": "orders"},
 		},
@@ -138,7 +139,7 @@ func goodCases() []constructCase {
 			program: func(ctx *pulumi.Context) error {
 				_, err := components.NewTopic(ctx, "invoices", &components.TopicArgs{
 					Project: pulumi.String("acme-dev"), Environment: "dev",
-					Topic: components.TopicSettings{Name: "invoices", Schema: "projects/acme-dev/schemas/invoice",
+					Topic: spec.Topic{Name: "invoices", Schema: "projects/acme-dev/schemas/invoice",
 						KMSKeyName: pulumi.String("projects/acme-dev/locations/europe-west1/keyRings/r/cryptoKeys/k")},
 				})
 				return err
@@ -158,7 +159,7 @@ func goodCases() []constructCase {
 			program: func(ctx *pulumi.Context) error {
 				_, err := components.NewSubscription(ctx, "billing-orders", &components.SubscriptionArgs{
 					Project: pulumi.String("acme-dev"), ProjectNumber: pulumi.String("123456789012"), Topic: pulumi.String("projects/shared/topics/orders"),
-					Subscription: components.SubscriptionSettings{Delivery: "push", AckDeadline: "30s"},
+					Subscription: spec.Subscription{Delivery: "push", AckDeadline: "30s"},
 					Push: &components.PushTarget{Endpoint: pulumi.String("https://billing-123456789012.europe-west1.run.app/pubsub/push"),
 						Audience: "acme-dev/billing/pubsub-push", Service: pulumi.String("billing")},
 				})
@@ -175,7 +176,7 @@ func goodCases() []constructCase {
 			program: func(ctx *pulumi.Context) error {
 				_, err := components.NewSubscription(ctx, "export", &components.SubscriptionArgs{
 					Project: pulumi.String("acme-dev"), ProjectNumber: pulumi.String("123456789012"), Topic: pulumi.String("projects/acme-dev/topics/orders"),
-					Subscription: components.SubscriptionSettings{Delivery: "pull", Name: "orders-export", Filter: `attributes.kind = "export"`,
+					Subscription: spec.Subscription{Delivery: "pull", Name: "orders-export", Filter: `attributes.kind = "export"`,
 						Subscribers: []string{"serviceAccount:export@acme-dev.iam.gserviceaccount.com"}},
 				})
 				return err
@@ -191,7 +192,7 @@ func goodCases() []constructCase {
 			program: func(ctx *pulumi.Context) error {
 				_, err := components.NewConsumer(ctx, "orders", &components.ConsumerArgs{
 					Project:      pulumi.String("acme-dev"),
-					Consumer:     components.ConsumerSettings{Image: pulumi.String(image), CPU: "2", Memory: "2Gi"},
+					Consumer:     spec.Consumer{Image: pulumi.String(image), CPU: "2", Memory: "2Gi"},
 					PushAccounts: pulumi.StringArray{pulumi.String("orders-main-push@acme-dev.iam.gserviceaccount.com")},
 				})
 				return err
@@ -273,8 +274,8 @@ func TestConstructWithInputsUnknownAtPreview(t *testing.T) {
 	}
 	want, err := runGoPreview(pipelineProgram("orders", &components.PipelineArgs{
 		Project: unknown(), ProjectNumber: pulumi.String("123456789012"),
-		Consumer:      components.ConsumerSettings{Image: unknown(), MinInstances: intPtr(1)},
-		Subscriptions: map[string]components.SubscriptionSettings{"main": {Delivery: "push"}, "work": {Delivery: "pull"}},
+		Consumer:      spec.Consumer{Image: unknown(), MinInstances: intPtr(1)},
+		Subscriptions: map[string]spec.Subscription{"main": {Delivery: "push"}, "work": {Delivery: "pull"}},
 	}), true)
 	if err != nil {
 		t.Fatalf("Go program: %v", err)
@@ -390,8 +391,8 @@ func TestConstructRejectsWhatGoRejects(t *testing.T) {
 	baseArgs := func() *components.PipelineArgs {
 		return &components.PipelineArgs{
 			Project: pulumi.String("acme-dev"), ProjectNumber: pulumi.String("123456789012"),
-			Consumer:      components.ConsumerSettings{Image: pulumi.String(image)},
-			Subscriptions: map[string]components.SubscriptionSettings{"main": {Delivery: "push"}},
+			Consumer:      spec.Consumer{Image: pulumi.String(image)},
+			Subscriptions: map[string]spec.Subscription{"main": {Delivery: "push"}},
 		}
 	}
 	cases := []struct {
@@ -412,7 +413,7 @@ func TestConstructRejectsWhatGoRejects(t *testing.T) {
 			args: func() pulumi.RunFunc {
 				a := baseArgs()
 				a.Consumer.CPU = "1500m"
-				a.Subscriptions["main"] = components.SubscriptionSettings{Delivery: "PUSH"}
+				a.Subscriptions["main"] = spec.Subscription{Delivery: "PUSH"}
 				return pipelineProgram("orders", a)
 			},
 			want: []string{"consumer.cpu", "subscriptions.main.delivery"},
@@ -429,8 +430,8 @@ func TestConstructRejectsWhatGoRejects(t *testing.T) {
 			},
 			args: func() pulumi.RunFunc {
 				a := baseArgs()
-				a.Subscriptions["main"] = components.SubscriptionSettings{Delivery: "push", DeadLetter: &components.DeadLetterSettings{OptOut: true}}
-				a.Subscriptions["work"] = components.SubscriptionSettings{Delivery: "pull", MaxDeliveryAttempts: intPtr(3)}
+				a.Subscriptions["main"] = spec.Subscription{Delivery: "push", DeadLetter: &spec.DeadLetter{OptOut: true}}
+				a.Subscriptions["work"] = spec.Subscription{Delivery: "pull", MaxDeliveryAttempts: intPtr(3)}
 				return pipelineProgram("orders", a)
 			},
 			want: []string{"subscriptions.main.deadLetter", "subscriptions.work.maxDeliveryAttempts"},
@@ -444,7 +445,7 @@ func TestConstructRejectsWhatGoRejects(t *testing.T) {
 			},
 			args: func() pulumi.RunFunc {
 				a := baseArgs()
-				a.Subscriptions = map[string]components.SubscriptionSettings{"Main_Sub": {Delivery: "push", ExactlyOnce: true}}
+				a.Subscriptions = map[string]spec.Subscription{"Main_Sub": {Delivery: "push", ExactlyOnce: true}}
 				return pipelineProgram("orders", a)
 			},
 			want: []string{"Main_Sub"},
@@ -459,7 +460,7 @@ func TestConstructRejectsWhatGoRejects(t *testing.T) {
 				return func(ctx *pulumi.Context) error {
 					_, err := components.NewSubscription(ctx, "orders", &components.SubscriptionArgs{
 						Project: pulumi.String("acme-dev"), ProjectNumber: pulumi.String("123456789012"), Topic: pulumi.String("projects/acme-dev/topics/orders"),
-						Subscription: components.SubscriptionSettings{Delivery: "push"},
+						Subscription: spec.Subscription{Delivery: "push"},
 					})
 					return err
 				}
@@ -474,7 +475,7 @@ func TestConstructRejectsWhatGoRejects(t *testing.T) {
 			args: func() pulumi.RunFunc {
 				return func(ctx *pulumi.Context) error {
 					_, err := components.NewTopic(ctx, "orders", &components.TopicArgs{
-						Project: pulumi.String("acme-dev"), Topic: components.TopicSettings{Existing: pulumi.String("projects/shared/topics/orders")},
+						Project: pulumi.String("acme-dev"), Topic: spec.Topic{Existing: pulumi.String("projects/shared/topics/orders")},
 					})
 					return err
 				}
@@ -490,7 +491,7 @@ func TestConstructRejectsWhatGoRejects(t *testing.T) {
 				return func(ctx *pulumi.Context) error {
 					_, err := components.NewConsumer(ctx, "orders", &components.ConsumerArgs{
 						Project:  pulumi.String("acme-dev"),
-						Consumer: components.ConsumerSettings{Image: pulumi.String(image), Store: "redis://cache/0", MaxMessageBytes: intPtr(20000000)},
+						Consumer: spec.Consumer{Image: pulumi.String(image), Store: "redis://cache/0", MaxMessageBytes: intPtr(20000000)},
 					})
 					return err
 				}

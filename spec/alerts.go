@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/eventpipe/eventpipe/alerts"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
 // KeyAlerts is the stack-wide alerts key: team, channels per severity and the
@@ -35,15 +38,26 @@ type Channels struct {
 	Warning []string `json:"warning"`
 }
 
-// PipelineAlerts is a pipeline's alerts section. Alerts are on by default;
-// opting out is explicit and needs a reason.
+// PipelineAlerts configure a pipeline's alerts: log-based metrics, alert
+// policies with runbooks, and an ack-ratio SLO per push subscription.
+// Alerts are on by default; opting out is explicit and needs a reason.
 type PipelineAlerts struct {
 	// OptOut turns the pipeline's alerts off; allowed only with a reason.
-	OptOut bool `json:"optOut,omitempty"`
+	OptOut bool `json:"optOut,omitempty" pulumi:"optOut,optional"`
 	// Reason explains an opt-out.
-	Reason string `json:"reason,omitempty"`
-	// Team is the team owning this pipeline's alerts (default eventpipe:alerts.team).
-	Team string `json:"team,omitempty"`
+	Reason string `json:"reason,omitempty" pulumi:"reason,optional"`
+	// Team is the team owning this pipeline's alerts; it labels every policy eventpipe_team (default
+	// eventpipe:alerts.team, else unowned).
+	Team string `json:"team,omitempty" pulumi:"team,optional"`
+	// CriticalChannels are the notification channels (projects/P/notificationChannels/ID) CRITICAL policies
+	// notify; a stack file sets them for every pipeline in eventpipe:alerts.channels.
+	CriticalChannels pulumi.StringArrayInput `json:"-" pulumi:"criticalChannels,optional"`
+	// WarningChannels are the notification channels WARNING policies notify; a stack file sets them for every
+	// pipeline in eventpipe:alerts.channels.
+	WarningChannels pulumi.StringArrayInput `json:"-" pulumi:"warningChannels,optional"`
+	// Thresholds override the default alert thresholds; unset values keep the defaults. A stack file sets
+	// them for every pipeline in eventpipe:alerts.thresholds.
+	Thresholds *alerts.Config `json:"-" pulumi:"thresholds,optional"`
 }
 
 // Enabled reports whether the pipeline gets its alerts.

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
 // OfflineSecret is the value an offline reader (the renderer) supplies for a
@@ -144,19 +146,86 @@ func decodeValue(c *collector, full, text string, dst any) {
 	if !checkShape(c, "", full, raw, reflect.TypeOf(dst).Elem()) {
 		return
 	}
-	clean, err := json.Marshal(raw)
-	if err == nil {
-		err = json.Unmarshal(clean, dst)
-	}
-	if err != nil {
+	if err := assign(raw, reflect.ValueOf(dst).Elem()); err != nil {
 		c.add("", full, shorten(text), "a value of the documented shape", err.Error())
 	}
 }
 
 var (
-	durationType   = reflect.TypeOf(Duration{})
-	rawMessageType = reflect.TypeOf(json.RawMessage(nil))
+	durationType    = reflect.TypeOf(Duration{})
+	rawMessageType  = reflect.TypeOf(json.RawMessage(nil))
+	stringInputType = reflect.TypeOf((*pulumi.StringInput)(nil)).Elem()
+	unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 )
+
+// assign stores raw, a decoded JSON value checkShape accepted, in v, as
+// json.Unmarshal does (into what v already holds): keys by their `json` names, a string into a pulumi.StringInput as pulumi.String,
+// and a type decoding itself (Duration, json.RawMessage) through its
+// UnmarshalJSON.
+func assign(raw any, v reflect.Value) error {
+	if raw == nil {
+		return nil
+	}
+	if v.Kind() != reflect.Pointer && v.Addr().Type().Implements(unmarshalerType) {
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return err
+		}
+		return v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(b)
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		return assign(raw, v.Elem())
+	case reflect.Interface:
+		if v.Type() != stringInputType {
+			return fmt.Errorf("cannot decode into %s", v.Type())
+		}
+		v.Set(reflect.ValueOf(pulumi.String(raw.(string))))
+	case reflect.Struct:
+		fields := fieldsByName(v.Type())
+		obj := raw.(map[string]any)
+		for _, k := range SortedKeys(obj) {
+			if err := assign(obj[k], v.FieldByIndex(fields[k].Index)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		obj := raw.(map[string]any)
+		if v.IsNil() {
+			v.Set(reflect.MakeMapWithSize(v.Type(), len(obj)))
+		}
+		for _, k := range SortedKeys(obj) {
+			elem := reflect.New(v.Type().Elem()).Elem()
+			if err := assign(obj[k], elem); err != nil {
+				return err
+			}
+			v.SetMapIndex(reflect.ValueOf(k), elem)
+		}
+	case reflect.Slice:
+		arr := raw.([]any)
+		list := reflect.MakeSlice(v.Type(), len(arr), len(arr))
+		for i, x := range arr {
+			if err := assign(x, list.Index(i)); err != nil {
+				return err
+			}
+		}
+		v.Set(list)
+	case reflect.String:
+		v.SetString(raw.(string))
+	case reflect.Bool:
+		v.SetBool(raw.(bool))
+	case reflect.Int:
+		v.SetInt(int64(raw.(float64)))
+	case reflect.Float64:
+		v.SetFloat(raw.(float64))
+	default:
+		return fmt.Errorf("cannot decode into %s", v.Type())
+	}
+	return nil
+}
 
 // checkShape walks raw against type t and reports every unknown key and
 // every value of the wrong JSON type, with its full path. It deletes bad
@@ -175,6 +244,9 @@ func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) bo
 			return false
 		}
 		return true
+	}
+	if t == stringInputType {
+		t = reflect.TypeOf("") // a stack file's value is a string
 	}
 	if t == durationType {
 		if _, ok := raw.(string); !ok {

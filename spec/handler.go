@@ -23,20 +23,20 @@ const (
 // that name it (once per logical event) and every other request (once per Idempotency-Key).
 type Handler struct {
 	// Image is the handler's container image, by digest (REPO@sha256:<64 hex>) or tag (REPO:TAG). Required.
-	Image string `json:"image"`
+	Image string `json:"image" pulumi:"image"`
 	// Port is the port the handler listens on, on localhost (default 8081; its environment has it as
 	// HANDLER_PORT). Not 8080, the consumer's.
-	Port *int `json:"port,omitempty"`
+	Port *int `json:"port,omitempty" pulumi:"port,optional"`
 	// HealthPath is the handler's health check: the consumer starts once a GET of it answers 2xx (default /healthz).
-	HealthPath string `json:"healthPath,omitempty"`
+	HealthPath string `json:"healthPath,omitempty" pulumi:"healthPath,optional"`
 	// Env is the handler's environment (names not starting with EVENTPIPE_, and not PORT or HANDLER_PORT:
 	// HANDLER_PORT is set to port).
-	Env map[string]string `json:"env,omitempty"`
+	Env map[string]string `json:"env,omitempty" pulumi:"env,optional"`
 	// CPU is the handler container's CPU limit, as for the consumer (default "1"). The instance has the
 	// consumer's and the handler's together.
-	CPU string `json:"cpu,omitempty"`
+	CPU string `json:"cpu,omitempty" pulumi:"cpu,optional"`
 	// Memory is the handler container's memory limit, in Mi or Gi (default "512Mi").
-	Memory string `json:"memory,omitempty"`
+	Memory string `json:"memory,omitempty" pulumi:"memory,optional"`
 }
 
 // URL is the handler's base URL as the consumer reaches it.

@@ -57,7 +57,7 @@ func (s *Stack) Labels(p *Pipeline, role string) map[string]string {
 // SubscriptionLabels adds the DLQ opt-out labels to a source subscription's labels.
 func (s *Stack) SubscriptionLabels(p *Pipeline, sub *Subscription) map[string]string {
 	out := s.Labels(p, RoleSource)
-	if sub.DeadLetter.OptOut {
+	if !sub.HasDLQ() {
 		out[LabelDLQOptOut] = "true"
 		out[LabelDLQOptOutReason] = NormaliseLabelValue(sub.DeadLetter.Reason)
 	}

@@ -165,7 +165,11 @@ func generateReference(t *testing.T) string {
 					break
 				}
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", name, typeText(f.Type), strings.ReplaceAll(doc, "|", `\|`))
+			typ := typeText(f.Type)
+			if isSpan(s.typeName, name) {
+				typ = "duration" // held as written, "10s" or "14d"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", name, typ, strings.ReplaceAll(doc, "|", `\|`))
 		}
 	}
 	writeBounds(&b)
@@ -206,6 +210,19 @@ schema takes only values Pub/Sub itself accepts.
 	}
 }
 
+// isSpan reports whether key of the config type typeName is a duration:
+// a bound of kind Span in spec.Bounds.
+func isSpan(typeName, key string) bool {
+	prefix := map[string]string{"Defaults": "defaults.", "Topic": "pipelines.*.topic.", "Consumer": "pipelines.*.consumer.",
+		"Subscription": "pipelines.*.subscriptions.*.", "DeadLetter": "pipelines.*.subscriptions.*.deadLetter."}[typeName]
+	for _, b := range spec.Bounds() {
+		if prefix != "" && b.Path == prefix+key && b.Kind == spec.Span {
+			return true
+		}
+	}
+	return false
+}
+
 // typeText names a field's Go type the way a config author thinks of it.
 func typeText(e ast.Expr) string {
 	switch x := e.(type) {
@@ -227,8 +244,11 @@ func typeText(e ast.Expr) string {
 		return "list of " + typeText(x.Elt) + "s"
 	case *ast.MapType:
 		return "map of " + typeText(x.Value) + "s"
-	case *ast.SelectorExpr: // json.RawMessage: an object another package reads
-		return "object"
+	case *ast.SelectorExpr:
+		if x.Sel.Name == "StringInput" { // a value a program may pass as an output
+			return "string"
+		}
+		return "object" // json.RawMessage: an object another package reads
 	}
 	return "value"
 }

@@ -5,13 +5,18 @@
 // stacks/Pulumi.<env>.yaml), completed with eventpipe's reliability defaults
 // and validated before anything is declared. It holds no
 // Pulumi resources: the Pulumi components, the offline renderer, the policy
-// checker and the local runner all read the same Stack value.
+// checker and the local runner all read the same Stack value, and the
+// settings of a pipeline's parts (Topic, Consumer, Subscription, …) are
+// also the arguments the components and their provider take.
 package spec
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
 // Namespace is the Pulumi config namespace every eventpipe key lives in.
@@ -117,152 +122,167 @@ type Pipeline struct {
 	Protect *bool `json:"protect,omitempty"`
 }
 
+// The settings of a pipeline's parts (Topic, Consumer, VPCAccess, Handler,
+// Subscription, DeadLetter, PipelineAlerts) are one type each, for every
+// way they are given: decoded from stack config by their `json` names, and
+// taken by the Pulumi components (package components) and the component
+// provider's schema by their `pulumi` names, which are the same. A field
+// whose value may be another resource's output is a pulumi.StringInput: a
+// stack file sets it as a string (pulumi.String), a program may pass an
+// output, and Text reads it. Durations are strings with a unit: "10s",
+// "10m", "14d". Unset values take the defaults documented on each field;
+// Validate fills them in.
+
 // Topic configures a pipeline's source topic.
 type Topic struct {
 	// Existing is the full name (projects/P/topics/T) of a topic another team owns: the pipeline
-	// subscribes to it and declares no topic of its own. The other topic settings are then its owner's.
-	Existing string `json:"existing,omitempty"`
-	// Name is the topic id (default: the pipeline name).
-	Name string `json:"name,omitempty"`
+	// subscribes to it and declares no topic of its own. The other topic settings, except publishers, are then its owner's.
+	Existing pulumi.StringInput `json:"existing,omitempty" pulumi:"existing,optional"`
+	// Name is the topic id (default: the pipeline or component name).
+	Name string `json:"name,omitempty" pulumi:"name,optional"`
 	// MessageRetention is how long the topic keeps messages for replay with seek (10m–31d, default 7d).
-	MessageRetention *Duration `json:"messageRetention,omitempty"`
+	MessageRetention string `json:"messageRetention,omitempty" pulumi:"messageRetention,optional"`
 	// Schema is an optional Pub/Sub schema publishers must satisfy, projects/P/schemas/S.
-	Schema string `json:"schema,omitempty"`
+	Schema string `json:"schema,omitempty" pulumi:"schema,optional"`
 	// SchemaEncoding is JSON or BINARY (default JSON when schema is set).
-	SchemaEncoding string `json:"schemaEncoding,omitempty"`
-	// KMSKeyName is an optional customer-managed encryption key,
+	SchemaEncoding string `json:"schemaEncoding,omitempty" pulumi:"schemaEncoding,optional"`
+	// KMSKeyName is an optional customer-managed key encrypting messages at rest,
 	// projects/P/locations/L/keyRings/R/cryptoKeys/K.
-	KMSKeyName string `json:"kmsKeyName,omitempty"`
+	KMSKeyName pulumi.StringInput `json:"kmsKeyName,omitempty" pulumi:"kmsKeyName,optional"`
 	// Publishers are IAM members (serviceAccount:EMAIL, group:…) granted roles/pubsub.publisher on the topic:
 	// the producers allowed to publish to it.
-	Publishers []string `json:"publishers,omitempty"`
+	Publishers []string `json:"publishers,omitempty" pulumi:"publishers,optional"`
 }
 
 // Consumer configures the Cloud Run v2 service running the eventpipe consumer.
 type Consumer struct {
 	// Image is the consumer container image, by digest (REPO@sha256:<64 hex>) or tag (REPO:TAG). Required.
-	Image string `json:"image"`
-	// ServiceName is the Cloud Run service name (default <pipeline>-consumer).
-	ServiceName string `json:"serviceName,omitempty"`
+	Image pulumi.StringInput `json:"image" pulumi:"image"`
+	// ServiceName is the Cloud Run service name (default PIPELINE-consumer).
+	ServiceName string `json:"serviceName,omitempty" pulumi:"serviceName,optional"`
 	// RequestTimeout is the service's request timeout; push ack deadlines equal it (10s–10m, default 60s).
-	RequestTimeout *Duration `json:"requestTimeout,omitempty"`
+	RequestTimeout string `json:"requestTimeout,omitempty" pulumi:"requestTimeout,optional"`
 	// Concurrency is the most messages an instance handles at once, pushed or pulled (1–1000, default 80).
 	// When memory cannot hold that many messages of maxMessageBytes, the service gets the lower number
 	// that fits (see "Instance sizing").
-	Concurrency *int `json:"concurrency,omitempty"`
-	// MinInstances is how many instances are kept warm (0–100, default eventpipe:defaults.minInstances; at least 1 with a pull subscription).
-	MinInstances *int `json:"minInstances,omitempty"`
-	// MaxInstances is the most instances the service scales to (1–1000, default eventpipe:defaults.maxInstances).
-	MaxInstances *int `json:"maxInstances,omitempty"`
+	Concurrency *int `json:"concurrency,omitempty" pulumi:"concurrency,optional"`
+	// MinInstances is how many instances are kept warm (0–100, default eventpipe:defaults.minInstances, else 0; at least 1 with a pull subscription).
+	MinInstances *int `json:"minInstances,omitempty" pulumi:"minInstances,optional"`
+	// MaxInstances is the most instances the service scales to (1–1000, default eventpipe:defaults.maxInstances, else 10).
+	MaxInstances *int `json:"maxInstances,omitempty" pulumi:"maxInstances,optional"`
 	// Ingress is internal or internal-and-cloud-load-balancing (default internal), or all with
 	// callbackAccounts, for callbacks from Cloud Run jobs that do not send them through a VPC: requests
 	// then pass only with an OIDC token of a push or callback account (see README, Deploying).
-	Ingress string `json:"ingress,omitempty"`
+	Ingress string `json:"ingress,omitempty" pulumi:"ingress,optional"`
 	// CPU is the CPU limit per instance: "1", "2", "4", "6" or "8", or below 1 ("0.5", "500m") with
 	// concurrency 1 in the first generation (default "1"). See "Instance sizing" for what memory each allows.
-	CPU string `json:"cpu,omitempty"`
+	CPU string `json:"cpu,omitempty" pulumi:"cpu,optional"`
 	// Memory is the memory limit per instance, 128Mi–32Gi in Mi or Gi, e.g. "512Mi" or "2Gi" (default "512Mi").
-	Memory string `json:"memory,omitempty"`
+	Memory string `json:"memory,omitempty" pulumi:"memory,optional"`
 	// ExecutionEnvironment is Cloud Run's execution environment: gen2 (default; at least 512Mi) or gen1
 	// (down to 128Mi, and CPU below 1).
-	ExecutionEnvironment string `json:"executionEnvironment,omitempty"`
+	ExecutionEnvironment string `json:"executionEnvironment,omitempty" pulumi:"executionEnvironment,optional"`
 	// MaxMessageBytes is the largest message the pipeline's producers publish (1–10000000 bytes, default
 	// 10000000, Pub/Sub's limit). It sizes the instance: GOMEMLIMIT and the concurrency memory can hold.
-	MaxMessageBytes *int `json:"maxMessageBytes,omitempty"`
+	MaxMessageBytes *int `json:"maxMessageBytes,omitempty" pulumi:"maxMessageBytes,optional"`
 	// ServiceAccount is the email of an existing service account to run the consumer as (default: the
 	// pipeline gets its own, PIPELINE-run). It is granted the store, subscriber and secret roles the consumer needs.
-	ServiceAccount string `json:"serviceAccount,omitempty"`
+	ServiceAccount pulumi.StringInput `json:"serviceAccount,omitempty" pulumi:"serviceAccount,optional"`
 	// Routes is the path of a routes file inside the image (default: the embedded routes).
-	Routes string `json:"routes,omitempty"`
+	Routes string `json:"routes,omitempty" pulumi:"routes,optional"`
 	// Store is the consumer's store URL: firestore://PROJECT/DATABASE, postgres://…, bbolt:///PATH or mem://
 	// (default eventpipe:store, else firestore://PROJECT/(default)). Firestore stores get TTL policies.
-	Store string `json:"store,omitempty"`
+	Store string `json:"store,omitempty" pulumi:"store,optional"`
+	// StoreSecret is a store URL carrying a credential (a PostgreSQL URL with its password), best a secret
+	// output; it is kept in a Secret Manager secret the consumer reads, never in the service definition.
+	// A stack file sets it as a secret eventpipe:store.
+	StoreSecret pulumi.StringInput `json:"-" pulumi:"storeSecret,optional" provider:"secret"`
 	// CollectionPrefix is prepended to the store's collection names: {prefix}dedupe, leases, receipts, poison
 	// (default eventpipe_PIPELINE_, the pipeline name with - as _). Unique per store: pipelines never share these collections.
-	CollectionPrefix string `json:"collectionPrefix,omitempty"`
+	CollectionPrefix string `json:"collectionPrefix,omitempty" pulumi:"collectionPrefix,optional"`
 	// Audience is the OIDC audience of push tokens (default PROJECT/PIPELINE/pubsub-push);
 	// it is registered as a custom audience of the service.
-	Audience string `json:"audience,omitempty"`
+	Audience string `json:"audience,omitempty" pulumi:"audience,optional"`
 	// CallbackAccounts are the emails of the service accounts (NAME@PROJECT.iam.gserviceaccount.com) whose
 	// jobs may call the consumer's callback endpoint; each is granted roles/run.invoker on the service
 	// (default none: callbacks are refused).
-	CallbackAccounts []string `json:"callbackAccounts,omitempty"`
+	CallbackAccounts []string `json:"callbackAccounts,omitempty" pulumi:"callbackAccounts,optional"`
 	// CallbackAudience is the OIDC audience callers request their tokens for (default: audience); it is
 	// registered as a custom audience of the service. Only with callbackAccounts.
-	CallbackAudience string `json:"callbackAudience,omitempty"`
+	CallbackAudience string `json:"callbackAudience,omitempty" pulumi:"callbackAudience,optional"`
 	// VPCAccess gives the consumer Direct VPC egress, for a store on a private address (see below).
-	VPCAccess *VPCAccess `json:"vpcAccess,omitempty"`
+	VPCAccess *VPCAccess `json:"vpcAccess,omitempty" pulumi:"vpcAccess,optional"`
 	// CloudSQLInstances are Cloud SQL instances (PROJECT:REGION:INSTANCE) the consumer connects to through
 	// the Cloud Run Cloud SQL volume at /cloudsql; a postgres store with host=/cloudsql/INSTANCE needs its
 	// instance listed. The consumer's account gets roles/cloudsql.client on each instance's project.
-	CloudSQLInstances []string `json:"cloudSqlInstances,omitempty"`
+	CloudSQLInstances []string `json:"cloudSqlInstances,omitempty" pulumi:"cloudSqlInstances,optional"`
 	// WorkerPool runs the consumer on a Cloud Run worker pool instead of a service (default false): no
 	// HTTP endpoint and no request-driven scaling, for pipelines whose consumer only pulls. It runs
 	// minInstances instances; push subscriptions, callbacks and ingress need a service.
-	WorkerPool bool `json:"workerPool,omitempty"`
+	WorkerPool bool `json:"workerPool,omitempty" pulumi:"workerPool,optional"`
 	// Handler is the team's own container beside the consumer (see the Handler section and
 	// docs/handlers.md); default none.
-	Handler *Handler `json:"handler,omitempty"`
+	Handler *Handler `json:"handler,omitempty" pulumi:"handler,optional"`
 }
 
 // VPCAccess is a consumer's Direct VPC egress: its instances get an address
 // in subnetwork and send traffic to the VPC by egress.
 type VPCAccess struct {
 	// Network is the VPC network name or full name (projects/P/global/networks/N). Required.
-	Network string `json:"network"`
+	Network string `json:"network" pulumi:"network"`
 	// Subnetwork is the subnet in the consumer's region the instances take addresses from (default: the
 	// subnet named like the network).
-	Subnetwork string `json:"subnetwork,omitempty"`
+	Subnetwork string `json:"subnetwork,omitempty" pulumi:"subnetwork,optional"`
 	// Tags are network tags on the instances, for firewall rules.
-	Tags []string `json:"tags,omitempty"`
+	Tags []string `json:"tags,omitempty" pulumi:"tags,optional"`
 	// Egress is PRIVATE_RANGES_ONLY (default: only private addresses go through the VPC) or ALL_TRAFFIC.
-	Egress string `json:"egress,omitempty"`
+	Egress string `json:"egress,omitempty" pulumi:"egress,optional"`
 }
 
-// Subscription configures one subscription on the pipeline topic.
+// Subscription configures one subscription on the pipeline topic, with its dead-letter queue.
 type Subscription struct {
 	// Key is the map key in the pipeline's subscriptions.
 	Key string `json:"-"`
-	// Delivery is push (Pub/Sub calls the consumer) or pull (the consumer pulls). Required.
-	Delivery string `json:"delivery"`
-	// Name is the subscription id (default PIPELINE-KEY).
-	Name string `json:"name,omitempty"`
+	// Delivery is push (Pub/Sub calls the consumer) or pull (the consumer, or external subscribers, pull). Required.
+	Delivery string `json:"delivery" pulumi:"delivery"`
+	// Name is the subscription id (default PIPELINE-KEY; a Subscription component's name on its own).
+	Name string `json:"name,omitempty" pulumi:"name,optional"`
 	// AckDeadline is how long Pub/Sub waits for an ack (10s–10m; pull default 60s, push: the consumer's requestTimeout).
-	AckDeadline *Duration `json:"ackDeadline,omitempty"`
-	// MaxDeliveryAttempts is how many deliveries are tried before dead-lettering (5–100, default eventpipe:defaults.maxDeliveryAttempts).
-	MaxDeliveryAttempts *int `json:"maxDeliveryAttempts,omitempty"`
-	// MinBackoff is the retry policy's shortest wait (0s–10m, default eventpipe:defaults.minBackoff).
-	MinBackoff *Duration `json:"minBackoff,omitempty"`
-	// MaxBackoff is the retry policy's longest wait (0s–10m, default eventpipe:defaults.maxBackoff).
-	MaxBackoff *Duration `json:"maxBackoff,omitempty"`
+	AckDeadline string `json:"ackDeadline,omitempty" pulumi:"ackDeadline,optional"`
+	// MaxDeliveryAttempts is how many deliveries are tried before dead-lettering (5–100, default eventpipe:defaults.maxDeliveryAttempts, else 5).
+	MaxDeliveryAttempts *int `json:"maxDeliveryAttempts,omitempty" pulumi:"maxDeliveryAttempts,optional"`
+	// MinBackoff is the retry policy's shortest wait (0s–10m, default eventpipe:defaults.minBackoff, else 10s).
+	MinBackoff string `json:"minBackoff,omitempty" pulumi:"minBackoff,optional"`
+	// MaxBackoff is the retry policy's longest wait (0s–10m, default eventpipe:defaults.maxBackoff, else 10m).
+	MaxBackoff string `json:"maxBackoff,omitempty" pulumi:"maxBackoff,optional"`
 	// Retention is how long unacknowledged messages are kept (10m–31d, default 7d).
-	Retention *Duration `json:"retention,omitempty"`
+	Retention string `json:"retention,omitempty" pulumi:"retention,optional"`
 	// Filter is a Pub/Sub filter expression, at most 256 bytes; it cannot be changed later.
-	Filter string `json:"filter,omitempty"`
-	// Ordering delivers messages with the same ordering key in order (default false).
-	Ordering bool `json:"ordering,omitempty"`
+	Filter string `json:"filter,omitempty" pulumi:"filter,optional"`
+	// Ordering delivers messages with the same ordering key in order (default false); it cannot be changed later.
+	Ordering bool `json:"ordering,omitempty" pulumi:"ordering,optional"`
 	// ExactlyOnce enables exactly-once delivery; pull only (default false).
-	ExactlyOnce bool `json:"exactlyOnce,omitempty"`
+	ExactlyOnce bool `json:"exactlyOnce,omitempty" pulumi:"exactlyOnce,optional"`
 	// PushEndpoint overrides the push URL; push only, https only (default SERVICE_URL/pubsub/push).
-	PushEndpoint string `json:"pushEndpoint,omitempty"`
-	// DeadLetter is the dead-letter queue (see below).
-	DeadLetter DeadLetter `json:"deadLetter"`
+	PushEndpoint string `json:"pushEndpoint,omitempty" pulumi:"pushEndpoint,optional"`
+	// DeadLetter is the dead-letter queue (default: one, with the retention below); validation fills it in.
+	DeadLetter *DeadLetter `json:"deadLetter,omitempty" pulumi:"deadLetter,optional"`
 	// Subscribers are IAM members (serviceAccount:EMAIL, …) granted roles/pubsub.subscriber on a pull
 	// subscription, so consumers outside the pipeline can read it.
-	Subscribers []string `json:"subscribers,omitempty"`
+	Subscribers []string `json:"subscribers,omitempty" pulumi:"subscribers,optional"`
 	// External marks a pull subscription its subscribers read instead of the pipeline's consumer: it is left
 	// out of the consumer's EVENTPIPE_PULL_SUBSCRIPTIONS (default false). Needs delivery: pull and subscribers.
-	External bool `json:"external,omitempty"`
+	External bool `json:"external,omitempty" pulumi:"external,optional"`
 }
 
 // DeadLetter configures a subscription's dead-letter queue.
 type DeadLetter struct {
-	// Retention is how long the never-expiring DLQ subscription keeps messages (7d–14d, default eventpipe:defaults.dlqRetention).
-	Retention *Duration `json:"retention,omitempty"`
+	// Retention is how long the never-expiring DLQ subscription keeps messages (7d–14d, default eventpipe:defaults.dlqRetention, else 14d).
+	Retention string `json:"retention,omitempty" pulumi:"retention,optional"`
 	// OptOut removes the dead-letter queue; allowed only with a reason, and recorded as labels.
-	OptOut bool `json:"optOut,omitempty"`
+	OptOut bool `json:"optOut,omitempty" pulumi:"optOut,optional"`
 	// Reason explains an opt-out; it becomes the eventpipe_dlq_opt_out_reason label.
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty" pulumi:"reason,optional"`
 }
 
 // Push reports whether the subscription delivers by HTTP push.
@@ -273,7 +293,7 @@ func (s *Subscription) Push() bool { return s.Delivery == DeliveryPush }
 func (s *Subscription) ConsumerPulls() bool { return s.Delivery == DeliveryPull && !s.External }
 
 // HasDLQ reports whether the subscription gets a dead-letter topic.
-func (s *Subscription) HasDLQ() bool { return !s.DeadLetter.OptOut }
+func (s *Subscription) HasDLQ() bool { return s.DeadLetter == nil || !s.DeadLetter.OptOut }
 
 // DLQTopicName is the dead-letter topic id: <subscription-id>.dlq.
 func (s *Subscription) DLQTopicName() string { return s.Name + ".dlq" }
@@ -336,13 +356,35 @@ func (s *Stack) PullSubscriptions(p *Pipeline) []string {
 	return out
 }
 
+// Text is the value of in when the program knows it: a stack file's value,
+// a literal a program or another language passes, or a placeholder a
+// component validates in the place of another resource's output; "" for
+// none (nil) and for an output.
+func Text(in pulumi.StringInput) string {
+	v, _ := in.(pulumi.String)
+	return string(v)
+}
+
+// Length is a duration setting as validated ("10s", "14d"), 0 when unset
+// or invalid (Validate reports those and fills the defaults).
+func Length(setting string) time.Duration {
+	d, err := ParseDuration(setting)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
 // Version is the image tag or digest, reported by the consumer as EVENTPIPE_VERSION.
-func (c *Consumer) Version() string {
-	if _, digest, ok := strings.Cut(c.Image, "@"); ok {
+func (c *Consumer) Version() string { return ImageVersion(Text(c.Image)) }
+
+// ImageVersion is the tag or digest of image ("" for none).
+func ImageVersion(image string) string {
+	if _, digest, ok := strings.Cut(image, "@"); ok {
 		return digest
 	}
-	if i := strings.LastIndex(c.Image, ":"); i > strings.LastIndex(c.Image, "/") {
-		return c.Image[i+1:]
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[i+1:]
 	}
 	return ""
 }
@@ -377,8 +419,8 @@ func (p *Pipeline) ConsumerAccountID() string { return p.Name + "-run" }
 // ConsumerAccountEmail is the email the consumer runs as: consumer.serviceAccount
 // when set, else its own account's.
 func (s *Stack) ConsumerAccountEmail(p *Pipeline) string {
-	if p.Consumer.ServiceAccount != "" {
-		return p.Consumer.ServiceAccount
+	if account := Text(p.Consumer.ServiceAccount); account != "" {
+		return account
 	}
 	return s.ServiceAccountEmail(p.ConsumerAccountID())
 }
@@ -386,8 +428,8 @@ func (s *Stack) ConsumerAccountEmail(p *Pipeline) string {
 // TopicName is the full name of the pipeline's topic: topic.existing, or
 // projects/PROJECT/topics/NAME of the topic it declares.
 func (s *Stack) TopicName(p *Pipeline) string {
-	if p.Topic.Existing != "" {
-		return p.Topic.Existing
+	if existing := Text(p.Topic.Existing); existing != "" {
+		return existing
 	}
 	return "projects/" + s.Project + "/topics/" + p.Topic.Name
 }

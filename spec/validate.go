@@ -186,7 +186,7 @@ func validatePipeline(c *collector, s *Stack, p *Pipeline, path string) {
 func validateTopic(c *collector, p *Pipeline, path string) {
 	t := &p.Topic
 	checkMembers(c, p.Name, path+".publishers", t.Publishers, "roles/pubsub.publisher on the topic")
-	if t.Existing != "" {
+	if Text(t.Existing) != "" {
 		validateExistingTopic(c, p, path)
 		return
 	}
@@ -194,7 +194,7 @@ func validateTopic(c *collector, p *Pipeline, path string) {
 		t.Name = p.Name
 	}
 	checkPubSubName(c, p.Name, path+".name", t.Name)
-	t.MessageRetention = durDefault(c, p.Name, path, t.MessageRetention, BoundAt("pipelines.*.topic.messageRetention"))
+	lengthDefault(c, p.Name, path, &t.MessageRetention, BoundAt("pipelines.*.topic.messageRetention"))
 	switch {
 	case t.Schema == "" && t.SchemaEncoding != "":
 		c.add(p.Name, path+".schemaEncoding", strconv.Quote(t.SchemaEncoding), "only together with topic.schema", "set topic.schema or remove schemaEncoding")
@@ -209,8 +209,8 @@ func validateTopic(c *collector, p *Pipeline, path string) {
 			c.add(p.Name, path+".schemaEncoding", strconv.Quote(t.SchemaEncoding), "JSON or BINARY", "write JSON or BINARY in capitals")
 		}
 	}
-	if t.KMSKeyName != "" && !kmsPattern.MatchString(t.KMSKeyName) {
-		c.add(p.Name, path+".kmsKeyName", strconv.Quote(t.KMSKeyName), "projects/P/locations/L/keyRings/R/cryptoKeys/K", "use the key's full resource name (not a key version)")
+	if key := Text(t.KMSKeyName); key != "" && !kmsPattern.MatchString(key) {
+		c.add(p.Name, path+".kmsKeyName", strconv.Quote(key), "projects/P/locations/L/keyRings/R/cryptoKeys/K", "use the key's full resource name (not a key version)")
 	}
 }
 
@@ -219,17 +219,14 @@ func validateTopic(c *collector, p *Pipeline, path string) {
 // filled with the topic's id.
 func validateExistingTopic(c *collector, p *Pipeline, path string) {
 	t := &p.Topic
-	m := topicNamePattern.FindStringSubmatch(t.Existing)
+	m := topicNamePattern.FindStringSubmatch(Text(t.Existing))
 	if m == nil || !projectIDPattern.MatchString(m[1]) || !pubsubNamePattern.MatchString(m[2]) {
-		c.add(p.Name, path+".existing", strconv.Quote(t.Existing), "projects/PROJECT/topics/TOPIC",
+		c.add(p.Name, path+".existing", strconv.Quote(Text(t.Existing)), "projects/PROJECT/topics/TOPIC",
 			"use the topic's full name, as `gcloud pubsub topics describe TOPIC --project PROJECT --format='value(name)'` prints it")
 	}
 	owned := []struct {
 		key, value string
-	}{{"name", t.Name}, {"schema", t.Schema}, {"schemaEncoding", t.SchemaEncoding}, {"kmsKeyName", t.KMSKeyName}}
-	if t.MessageRetention != nil {
-		owned = append(owned, struct{ key, value string }{"messageRetention", t.MessageRetention.Raw})
-	}
+	}{{"name", t.Name}, {"messageRetention", t.MessageRetention}, {"schema", t.Schema}, {"schemaEncoding", t.SchemaEncoding}, {"kmsKeyName", Text(t.KMSKeyName)}}
 	for _, o := range owned {
 		if o.value != "" {
 			c.add(p.Name, path+"."+o.key, strconv.Quote(o.value), "only on a topic the pipeline declares (not with topic.existing)",
@@ -260,7 +257,7 @@ func checkMembers(c *collector, pipeline, path string, members []string, grant s
 
 func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	k := &p.Consumer
-	if e := CheckImage(k.Image); e != nil {
+	if e := CheckImage(Text(k.Image)); e != nil {
 		c.add(p.Name, path+".image", e.Value, e.Allowed, e.Fix)
 	}
 	derived := k.ServiceName == ""
@@ -271,7 +268,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	if !servicePattern.MatchString(k.ServiceName) && (!derived || pipelineNamePattern.MatchString(p.Name)) {
 		c.add(p.Name, path+".serviceName", strconv.Quote(k.ServiceName), "1–49 lowercase letters, digits or hyphens, starting with a letter", "choose a shorter lowercase service name")
 	}
-	k.RequestTimeout = durDefault(c, p.Name, path, k.RequestTimeout, BoundAt("pipelines.*.consumer.requestTimeout"))
+	lengthDefault(c, p.Name, path, &k.RequestTimeout, BoundAt("pipelines.*.consumer.requestTimeout"))
 	k.Concurrency = intDefault(c, p.Name, path, k.Concurrency, BoundAt("pipelines.*.consumer.concurrency"))
 	k.MinInstances = intDefault(c, p.Name, path, k.MinInstances, inherit(BoundAt("pipelines.*.consumer.minInstances"), int64(*s.Defaults.MinInstances)))
 	k.MaxInstances = intDefault(c, p.Name, path, k.MaxInstances, inherit(BoundAt("pipelines.*.consumer.maxInstances"), int64(*s.Defaults.MaxInstances)))
@@ -301,8 +298,8 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	}
 	validateSize(c, s, p, path)
 	validateHandler(c, p, path+".handler")
-	if k.ServiceAccount != "" && !accountEmailPattern.MatchString(k.ServiceAccount) {
-		c.add(p.Name, path+".serviceAccount", strconv.Quote(k.ServiceAccount), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
+	if account := Text(k.ServiceAccount); account != "" && !accountEmailPattern.MatchString(account) {
+		c.add(p.Name, path+".serviceAccount", strconv.Quote(account), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
 			"use the account's email (not its member string or unique id), or remove it so the pipeline gets its own account")
 	}
 	if k.Routes != "" && !strings.HasPrefix(k.Routes, "/") {
@@ -357,20 +354,20 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		sub.Name = p.Name + "-" + sub.Key
 	}
 	nameOK := checkPubSubName(c, p.Name, path+".name", sub.Name)
-	switch timeout := p.Consumer.RequestTimeout; {
-	case sub.Push() && sub.AckDeadline == nil && timeout != nil:
+	switch timeout, ack := NewDuration(p.Consumer.RequestTimeout), NewDuration(sub.AckDeadline); {
+	case sub.Push() && ack == nil && timeout != nil:
 		// Follows the consumer's request timeout, which is checked there.
-		sub.AckDeadline = timeout
-	case sub.Push() && timeout != nil && durInRange(sub.AckDeadline, MinAckDeadline, MaxAckDeadline) && durInRange(timeout, MinAckDeadline, MaxAckDeadline) && sub.AckDeadline.D != timeout.D:
-		c.add(p.Name, path+".ackDeadline", strconv.Quote(sub.AckDeadline.Raw), fmt.Sprintf("the consumer's requestTimeout (%s)", timeout.Raw),
+		sub.AckDeadline = timeout.Raw
+	case sub.Push() && timeout != nil && durInRange(ack, MinAckDeadline, MaxAckDeadline) && durInRange(timeout, MinAckDeadline, MaxAckDeadline) && ack.D != timeout.D:
+		c.add(p.Name, path+".ackDeadline", strconv.Quote(ack.Raw), fmt.Sprintf("the consumer's requestTimeout (%s)", timeout.Raw),
 			"remove ackDeadline (push subscriptions follow consumer.requestTimeout) or set both to the same value; otherwise Pub/Sub redelivers while the first request still runs")
 	default:
-		sub.AckDeadline = durDefault(c, p.Name, path, sub.AckDeadline, BoundAt("pipelines.*.subscriptions.*.ackDeadline"))
+		lengthDefault(c, p.Name, path, &sub.AckDeadline, BoundAt("pipelines.*.subscriptions.*.ackDeadline"))
 	}
-	sub.MinBackoff = durDefault(c, p.Name, path, sub.MinBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.minBackoff"), int64(s.Defaults.MinBackoff.D)))
-	sub.MaxBackoff = durDefault(c, p.Name, path, sub.MaxBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.maxBackoff"), int64(s.Defaults.MaxBackoff.D)))
-	checkBackoffOrder(c, p.Name, path, sub.MinBackoff, sub.MaxBackoff)
-	sub.Retention = durDefault(c, p.Name, path, sub.Retention, BoundAt("pipelines.*.subscriptions.*.retention"))
+	lengthDefault(c, p.Name, path, &sub.MinBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.minBackoff"), int64(s.Defaults.MinBackoff.D)))
+	lengthDefault(c, p.Name, path, &sub.MaxBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.maxBackoff"), int64(s.Defaults.MaxBackoff.D)))
+	checkBackoffOrder(c, p.Name, path, NewDuration(sub.MinBackoff), NewDuration(sub.MaxBackoff))
+	lengthDefault(c, p.Name, path, &sub.Retention, BoundAt("pipelines.*.subscriptions.*.retention"))
 	if n := len(sub.Filter); n > MaxFilterBytes {
 		c.add(p.Name, path+".filter", fmt.Sprintf("(%d bytes)", n), fmt.Sprintf("at most %d bytes", MaxFilterBytes), "shorten the filter expression; Pub/Sub rejects longer filters")
 	}
@@ -396,7 +393,10 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		c.add(p.Name, path+".subscribers", "", "at least one member when external: true",
 			"list the accounts of the consumers that read it, e.g. subscribers: [serviceAccount:reader@other-project.iam.gserviceaccount.com]")
 	}
-	dl := &sub.DeadLetter
+	if sub.DeadLetter == nil {
+		sub.DeadLetter = &DeadLetter{}
+	}
+	dl := sub.DeadLetter
 	if dl.OptOut {
 		if NormaliseLabelValue(dl.Reason) == "" {
 			c.add(p.Name, path+".deadLetter.reason", quoteOrEmpty(dl.Reason), "a short reason (it becomes the eventpipe_dlq_opt_out_reason label)",
@@ -405,8 +405,8 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		if sub.MaxDeliveryAttempts != nil {
 			c.add(p.Name, path+".maxDeliveryAttempts", strconv.Itoa(*sub.MaxDeliveryAttempts), "only with a dead-letter queue", "remove maxDeliveryAttempts or remove deadLetter.optOut")
 		}
-		if dl.Retention != nil {
-			c.add(p.Name, path+".deadLetter.retention", strconv.Quote(dl.Retention.Raw), "only with a dead-letter queue", "remove deadLetter.retention or remove deadLetter.optOut")
+		if dl.Retention != "" {
+			c.add(p.Name, path+".deadLetter.retention", strconv.Quote(dl.Retention), "only with a dead-letter queue", "remove deadLetter.retention or remove deadLetter.optOut")
 		}
 		return
 	}
@@ -414,7 +414,7 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		c.add(p.Name, path+".deadLetter.reason", strconv.Quote(dl.Reason), "only with deadLetter.optOut: true", "remove the reason, or set optOut: true if the DLQ really must go")
 	}
 	sub.MaxDeliveryAttempts = intDefault(c, p.Name, path, sub.MaxDeliveryAttempts, inherit(BoundAt("pipelines.*.subscriptions.*.maxDeliveryAttempts"), int64(*s.Defaults.MaxDeliveryAttempts)))
-	dl.Retention = durDefault(c, p.Name, path+".deadLetter", dl.Retention, inherit(BoundAt("pipelines.*.subscriptions.*.deadLetter.retention"), int64(s.Defaults.DLQRetention.D)))
+	lengthDefault(c, p.Name, path+".deadLetter", &dl.Retention, inherit(BoundAt("pipelines.*.subscriptions.*.deadLetter.retention"), int64(s.Defaults.DLQRetention.D)))
 	if nameOK {
 		checkPubSubName(c, p.Name, path+".name", sub.DLQSubscriptionName())
 	}
@@ -439,7 +439,7 @@ func checkUniqueNames(c *collector, s *Stack) {
 			continue
 		}
 		base := Namespace + ":" + KeyPipelines + "." + p.Name
-		if p.Topic.Existing == "" { // several pipelines may read one existing topic
+		if Text(p.Topic.Existing) == "" { // several pipelines may read one existing topic
 			claim(topics, "topic", p.Topic.Name, owner{p.Name, base + ".topic.name"})
 		}
 		claim(services, "Cloud Run service", p.Consumer.ServiceName, owner{p.Name, base + ".consumer.serviceName"})
@@ -600,6 +600,13 @@ func durDefault(c *collector, pipeline, parent string, v *Duration, b Bound) *Du
 		c.add(pipeline, path, strconv.Quote(v.Raw), allowed, fmt.Sprintf("set a duration from %s to %s, or remove the key for the default %s", b.Format(b.Min), b.Format(b.Max), b.Format(b.Default)))
 	}
 	return v
+}
+
+// lengthDefault is durDefault for a setting held as written (*v, "" when
+// unset): it fills in the default and reports a value that does not parse
+// or lies outside b's range.
+func lengthDefault(c *collector, pipeline, parent string, v *string, b Bound) {
+	*v = durDefault(c, pipeline, parent, NewDuration(*v), b).Raw
 }
 
 func intInRange(v, lo, hi int) bool { return v >= lo && v <= hi }

@@ -18,7 +18,7 @@ func TestLoadFillsEveryDefault(t *testing.T) {
 		t.Errorf("region/env/name = %q/%q/%q", st.Region, st.Env, st.Name)
 	}
 	p := st.Pipelines["orders"]
-	if p.Name != "orders" || p.Topic.Name != "orders" || p.Topic.MessageRetention.D != spec.DefaultRetention {
+	if p.Name != "orders" || p.Topic.Name != "orders" || spec.Length(p.Topic.MessageRetention) != spec.DefaultRetention {
 		t.Errorf("topic defaults: %+v", p.Topic)
 	}
 	k := p.Consumer
@@ -27,7 +27,7 @@ func TestLoadFillsEveryDefault(t *testing.T) {
 		got, want any
 	}{
 		{"serviceName", k.ServiceName, "orders-consumer"},
-		{"requestTimeout", k.RequestTimeout.D, spec.DefaultRequestTimeout},
+		{"requestTimeout", spec.Length(k.RequestTimeout), spec.DefaultRequestTimeout},
 		{"concurrency", *k.Concurrency, spec.DefaultConcurrency},
 		{"maxInstances", *k.MaxInstances, spec.DefaultMaxInstances},
 		{"ingress", k.Ingress, spec.IngressInternal},
@@ -44,13 +44,13 @@ func TestLoadFillsEveryDefault(t *testing.T) {
 		got, want any
 	}{
 		{"push name", main.Name, "orders-main"},
-		{"push ackDeadline follows requestTimeout", main.AckDeadline.D, spec.DefaultRequestTimeout},
-		{"pull ackDeadline", work.AckDeadline.D, spec.DefaultPullAckDeadline},
+		{"push ackDeadline follows requestTimeout", spec.Length(main.AckDeadline), spec.DefaultRequestTimeout},
+		{"pull ackDeadline", spec.Length(work.AckDeadline), spec.DefaultPullAckDeadline},
 		{"maxDeliveryAttempts", *main.MaxDeliveryAttempts, spec.DefaultMaxDeliveryAttempts},
-		{"minBackoff", main.MinBackoff.D, spec.DefaultMinBackoff},
-		{"maxBackoff", main.MaxBackoff.D, spec.DefaultMaxBackoff},
-		{"retention", main.Retention.D, spec.DefaultRetention},
-		{"dlq retention", main.DeadLetter.Retention.D, spec.DefaultDLQRetention},
+		{"minBackoff", spec.Length(main.MinBackoff), spec.DefaultMinBackoff},
+		{"maxBackoff", spec.Length(main.MaxBackoff), spec.DefaultMaxBackoff},
+		{"retention", spec.Length(main.Retention), spec.DefaultRetention},
+		{"dlq retention", spec.Length(main.DeadLetter.Retention), spec.DefaultDLQRetention},
 		{"dlq topic", main.DLQTopicName(), "orders-main.dlq"},
 		{"dlq subscription", main.DLQSubscriptionName(), "orders-main.dlq-sub"},
 		{"has dlq", main.HasDLQ(), true},
@@ -79,7 +79,7 @@ func TestStackDefaultsApplyToPipelines(t *testing.T) {
 	}
 	p := st.Pipelines["orders"]
 	sub := p.Subscriptions["main"]
-	if *sub.MaxDeliveryAttempts != 12 || sub.MinBackoff.D != 20*time.Second || sub.MaxBackoff.D != 5*time.Minute || sub.DeadLetter.Retention.D != 7*spec.Day {
+	if *sub.MaxDeliveryAttempts != 12 || spec.Length(sub.MinBackoff) != 20*time.Second || spec.Length(sub.MaxBackoff) != 5*time.Minute || spec.Length(sub.DeadLetter.Retention) != 7*spec.Day {
 		t.Errorf("subscription did not inherit stack defaults: %+v", sub)
 	}
 	if *p.Consumer.MaxInstances != 30 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/render/program"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // TestCheckATeamsProgram follows the README's route for a team's own program: its
@@ -22,8 +23,8 @@ func TestCheckATeamsProgram(t *testing.T) {
 		_, err := components.NewPipeline(ctx, "orders", &components.PipelineArgs{
 			Project:       pulumi.String(cfg.Require("project")),
 			ProjectNumber: pulumi.String(cfg.Require("projectNumber")),
-			Consumer:      components.ConsumerSettings{Image: pulumi.String(cfg.Require("consumerImage")), StoreSecret: cfg.RequireSecret("storeUrl"), MinInstances: &one},
-			Subscriptions: map[string]components.SubscriptionSettings{"materializer": {Delivery: "push"}, "warehouse": {Delivery: "pull"}},
+			Consumer:      spec.Consumer{Image: pulumi.String(cfg.Require("consumerImage")), StoreSecret: cfg.RequireSecret("storeUrl"), MinInstances: &one},
+			Subscriptions: map[string]spec.Subscription{"materializer": {Delivery: "push"}, "warehouse": {Delivery: "pull"}},
 		})
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/render/program"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // checkout is a team's program: one pipeline, its settings from the stack's config.
@@ -21,11 +22,11 @@ func checkout(ctx *pulumi.Context) error {
 	_, err := components.NewPipeline(ctx, "orders", &components.PipelineArgs{
 		Project:       pulumi.String(cfg.Require("project")),
 		ProjectNumber: pulumi.String(cfg.Require("projectNumber")),
-		Consumer: components.ConsumerSettings{
+		Consumer: spec.Consumer{
 			Image:       pulumi.String(cfg.Require("consumerImage")),
 			StoreSecret: cfg.RequireSecret("storeUrl"),
 		},
-		Subscriptions: map[string]components.SubscriptionSettings{"materializer": {Delivery: "push"}},
+		Subscriptions: map[string]spec.Subscription{"materializer": {Delivery: "push"}},
 	})
 	return err
 }
@@ -66,8 +67,8 @@ func TestRenderErrors(t *testing.T) {
 	broken := func(ctx *pulumi.Context) error {
 		_, err := components.NewPipeline(ctx, "orders", &components.PipelineArgs{
 			Project: pulumi.String("acme-shop-dev"), ProjectNumber: pulumi.String("210987654321"),
-			Consumer:      components.ConsumerSettings{Image: pulumi.String("europe-west1-docker.pkg.dev/acme-shop-dev/eventpipe/consumer")},
-			Subscriptions: map[string]components.SubscriptionSettings{"materializer": {Delivery: "push"}},
+			Consumer:      spec.Consumer{Image: pulumi.String("europe-west1-docker.pkg.dev/acme-shop-dev/eventpipe/consumer")},
+			Subscriptions: map[string]spec.Subscription{"materializer": {Delivery: "push"}},
 		})
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // Program declares the topic, the channel and the pipeline, from the
@@ -34,7 +35,7 @@ func Program(ctx *pulumi.Context) error {
 	// The checkout service publishes order events to this topic.
 	topic, err := components.NewTopic(ctx, "order-events", &components.TopicArgs{
 		Project: project,
-		Topic: components.TopicSettings{
+		Topic: spec.Topic{
 			Name:       "orders",
 			Publishers: []string{"serviceAccount:checkout@" + cfg.Require("project") + ".iam.gserviceaccount.com"},
 		},
@@ -56,18 +57,18 @@ func Program(ctx *pulumi.Context) error {
 	pipeline, err := components.NewPipeline(ctx, "orders", &components.PipelineArgs{
 		Project:       project,
 		ProjectNumber: pulumi.String(cfg.Require("projectNumber")),
-		Topic:         &components.TopicSettings{Existing: topic.ID},
-		Consumer: components.ConsumerSettings{
+		Topic:         &spec.Topic{Existing: topic.ID},
+		Consumer: spec.Consumer{
 			Image: pulumi.String(cfg.Require("consumerImage")),
 			// The URL holds the database password: it stays a secret, in Secret Manager.
 			StoreSecret: cfg.RequireSecret("storeUrl"),
 			// The database is on 10.0.0.5 in the team's VPC: without egress
 			// to it the consumer never starts (and the preview says so).
-			VPCAccess:       &components.VPCAccessSettings{Network: cfg.Require("network"), Subnetwork: cfg.Require("subnetwork")},
+			VPCAccess:       &spec.VPCAccess{Network: cfg.Require("network"), Subnetwork: cfg.Require("subnetwork")},
 			Memory:          "1Gi",
 			MaxMessageBytes: intPtr(1_000_000), // checkout events are small
 		},
-		Subscriptions: map[string]components.SubscriptionSettings{
+		Subscriptions: map[string]spec.Subscription{
 			"materializer": {Delivery: "push"},
 			// The data team pulls its own copy of every order event.
 			"warehouse": {
@@ -78,10 +79,10 @@ func Program(ctx *pulumi.Context) error {
 				// Pub/Sub filter. Pub/Sub cannot change a filter: a new one replaces the
 				// subscription, which protect refuses here (its backlog would be lost).
 				Filter:     cfg.Get("warehouseFilter"),
-				DeadLetter: &components.DeadLetterSettings{Retention: "7d"},
+				DeadLetter: &spec.DeadLetter{Retention: "7d"},
 			},
 		},
-		Alerts: &components.AlertSettings{Team: "checkout", CriticalChannels: channels, WarningChannels: channels},
+		Alerts: &spec.PipelineAlerts{Team: "checkout", CriticalChannels: channels, WarningChannels: channels},
 	})
 	if err != nil {
 		return err
