@@ -260,8 +260,10 @@ scope_node(mi) := concat("", ["S:", mi])
 
 # expression_nodes are the nodes an expression leads to, or C for an expression without
 # references (a constant).
-expression_nodes(expr, mi, each_node) := nodes if {
-	nodes := reference_nodes(expression_references(expr), mi, each_node)
+expression_nodes(expr, mi, each_node) := reference_expression_nodes(expression_references(expr), mi, each_node)
+
+reference_expression_nodes(refs, mi, each_node) := nodes if {
+	nodes := reference_nodes(refs, mi, each_node)
 	count(nodes) > 0
 } else := {"C"}
 
@@ -273,16 +275,26 @@ each_node_of(mi, owner, config) := concat("", ["f:", mi, "|", owner]) if {
 
 # ---- the graph ---------------------------------------------------------------------------
 
-# attribute_edges: each linking attribute of each planned resource instance.
-attribute_edges := {node: nodes |
+# linking_references are the references of each linking attribute of each planned
+# resource instance whose configuration shows the attribute's expression:
+# [rc, attribute, its module instance, resource address without key, config, references].
+linking_references := [[rc, attribute, mi, resource, config, refs] |
 	some rc in linking_changes
 	mi := object.get(rc, "module_address", "")
 	resource := concat(".", [rc.type, rc.name])
 	config := config_resources[concat("", [config_paths[mi], resource])]
 	some attribute in linking_attributes[rc.type]
 	expr := linking_expression(config.expressions, attribute)
+	refs := expression_references(expr)
+]
+
+# attribute_edges: each linking attribute of each planned resource instance whose
+# expression is not a direct reference (direct_links).
+attribute_edges := {node: nodes |
+	some [rc, attribute, mi, resource, config, refs] in linking_references
+	not direct_targets(refs, mi)
 	node := concat("", ["a:", rc.address, "|", attribute])
-	nodes := expression_nodes(expr, mi, each_node_of(mi, resource, config))
+	nodes := reference_expression_nodes(refs, mi, each_node_of(mi, resource, config))
 }
 
 # linking_expression is the expression a linking attribute's value comes from: the
@@ -407,13 +419,7 @@ terraform_links := {rc.address: links |
 	some rc in linking_changes
 	found := [[attribute, exact, targets] |
 		some attribute in linking_attributes[rc.type]
-		start := link_start(rc, attribute)
-		reached := reached_from(start)
-		not reached.U
-		not constant_value(reached, rc, attribute)
-		targets := sort([substring(n, 2, -1) | some n in reached; startswith(n, "r:")])
-		exact := exactly_one(reached, targets)
-		decided_by_references(exact, rc, attribute)
+		[exact, targets] := attribute_link(rc, attribute)
 	]
 	count(found) > 0
 	links := {
