@@ -28,10 +28,14 @@ direct_targets(refs, mi) := sort([prefixed(mi, r) | some r in subjects]) if {
 	}
 }
 
+# single_instance holds when r (type.name) is planned in mi without an instance key: its
+# one instance (a resource with count or for_each has keys on all of its instances).
 single_instance(mi, r) if {
-	instances[concat("|", [mi, r])] == [prefixed(mi, r)]
+	planned_addresses[prefixed(mi, r)]
 	not reserved_words[split(r, ".")[0]]
 }
+
+planned_addresses := {rc.address | some rc in planned_changes}
 
 direct_reference(r, subjects) if subjects[r]
 

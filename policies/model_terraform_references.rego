@@ -26,6 +26,9 @@ linking_attributes := {
 	"google_pubsub_subscription_iam_policy": {"subscription"},
 }
 
+# linking_properties are the linking attributes' names in the model (pulumi-gcp's).
+linking_properties := {a: camel_case(a) | some attributes in linking_attributes; some a in attributes}
+
 # linking_changes are the planned changes of resources with linking attributes.
 linking_changes := [rc | some rc in planned_changes; linking_attributes[rc.type]]
 
@@ -423,8 +426,8 @@ terraform_links := {rc.address: links |
 	]
 	count(found) > 0
 	links := {
-		"exact": {camel_case(f[0]): f[2] | some f in found; f[1]},
-		"possible": {camel_case(f[0]): f[2] | some f in found; not f[1]},
+		"exact": {linking_properties[f[0]]: f[2] | some f in found; f[1]},
+		"possible": {linking_properties[f[0]]: f[2] | some f in found; not f[1]},
 	}
 }
 
