@@ -47,17 +47,19 @@ planned_changes := [rc |
 
 terraform_resources := [r |
 	some rc in planned_changes
-	links := object.get(terraform_links, rc.address, {})
+	links := object.get(terraform_links, rc.address, no_links)
 	r := {
 		"urn": rc.address,
 		"type": pulumi_type(rc.type),
 		"op": concat("+", rc.change.actions),
 		"properties": terraform_properties(rc.type, rc.change.after, rc.change.after_unknown, rc.change.after_sensitive),
-		"dependencies": sort({a | some targets in object.get(links, "exact", {}); some a in targets}),
-		"propertyDependencies": object.get(links, "exact", {}),
-		"possibleDependencies": object.get(links, "possible", {}),
+		"dependencies": links.dependencies,
+		"propertyDependencies": links.exact,
+		"possibleDependencies": links.possible,
 	}
 ]
+
+no_links := {"exact": {}, "possible": {}, "dependencies": []}
 
 terraform_removals := [removal |
 	some rc in object.get(input, "resource_changes", [])

@@ -407,7 +407,8 @@ module_output_pairs := [[parent_module(child), node] |
 ]
 
 # terraform_links maps each planned instance's address to its links: {"exact":
-# propertyDependencies, "possible": the instances a linking attribute may name}. A linking
+# propertyDependencies, "possible": the instances a linking attribute may name,
+# "dependencies": the instances exact names, sorted}. A linking
 # attribute whose every path ends at one planned instance names it (exact); several
 # instances, or paths leaving the plan, make it one of those (possible). A path through a
 # constant, a root variable or a data source read while planning leaves the attribute to
@@ -428,6 +429,7 @@ terraform_links := {rc.address: links |
 	links := {
 		"exact": {linking_properties[f[0]]: f[2] | some f in found; f[1]},
 		"possible": {linking_properties[f[0]]: f[2] | some f in found; not f[1]},
+		"dependencies": sort({a | some f in found; f[1]; some a in f[2]}),
 	}
 }
 

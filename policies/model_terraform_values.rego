@@ -14,10 +14,11 @@ import rego.v1
 # keys with builtins (object.remove drops the unknown, sensitive and nested ones at once)
 # and its names are converted once per set of names (tf_names), not once per attribute.
 
-terraform_properties(type, after, unknown, sensitive) := object.remove(v, ["id"]) if {
+terraform_properties(type, after, unknown, sensitive) := object.remove(tf_object_0(after, unknown, sensitive, ""), ["id"]) if {
 	terraform_types[type]
-	v := tf_value_0(after, unknown, sensitive, "")
-	is_object(v)
+	is_object(after)
+	unknown != true
+	sensitive != true
 } else := {}
 
 # single_blocks are the nested blocks (paths of pulumi names) that pulumi-gcp exposes as
