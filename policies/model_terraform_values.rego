@@ -6,15 +6,15 @@ import rego.v1
 # (terraform_types; others get no properties) to pulumi-gcp's shape: camelCase attribute
 # names (the names of map attributes such as labels stay as they are), null attributes
 # absent (as unset inputs are), single nested blocks (lists of at most one object) as
-# objects, empty ones absent, unknown values (after_unknown) as unknown_value and sensitive
+# objects, empty ones null, unknown values (after_unknown) as unknown_value and sensitive
 # ones as secret_value. The id is not an input. Rego has no recursion, so the conversion is
-# unrolled to 8 nested objects and lists (tf_value_0 to tf_value_7): a container deeper than
-# that becomes unknown_value, on which no rule decides. The conversion runs for every
-# attribute of every planned resource, so each object is converted in a few passes over its
-# keys with builtins (object.remove drops the unknown, sensitive and nested ones at once)
+# unrolled to 8 nested objects and lists (tf_object_0, then tf_value_1 to tf_value_7): a
+# container deeper than that becomes unknown_value, on which no rule decides. It runs for every
+# attribute of every planned resource, so each object is converted in a few passes over
+# its keys with builtins (object.remove drops the unknown, sensitive and nested ones at once)
 # and its names are converted once per set of names (tf_names), not once per attribute.
 
-terraform_properties(type, after, unknown, sensitive) := object.remove(tf_object_0(after, unknown, sensitive, ""), ["id"]) if {
+terraform_properties(type, after, unknown, sensitive) := object.remove(tf_object_0(after, unknown, sensitive), ["id"]) if {
 	terraform_types[type]
 	is_object(after)
 	unknown != true
@@ -93,21 +93,14 @@ tf_names(keys, in_map) := {k: tf_name(in_map, k) | some k in keys}
 # (and are not unknown), nested the objects and lists neither marks, and the scalars left
 # are copied as they are (null ones dropped).
 
-tf_value_0(v, u, s, p) := unknown_value if {
-	u == true
-} else := secret_value if {
-	s == true
-} else := tf_object_0(v, u, s, p) if {
-	is_object(v)
-} else := tf_block_0(v, u, s, p) if {
-	is_array(v)
-} else := v
-
-tf_object_0(v, u, s, p) := object.union_n([
+# tf_object_0 converts the planned object itself (its path is "", not a map attribute):
+# the conversion whose calls seldom repeat (nested blocks repeat from resource to resource,
+# and OPA caches those calls), so it is where the time goes.
+tf_object_0(v, u, s) := object.union_n([
 	{names[k]: x | some k, x in object.remove(v, skipped); x != null},
 	{names[k]: unknown_value | some k in unknown},
 	{names[k]: secret_value | some k in sensitive},
-	{n: tf_value_1(v[k], object.get(uo, k, null), object.get(so, k, null), tf_child(p, n)) |
+	{n: tf_value_1(v[k], object.get(uo, k, null), object.get(so, k, null), n) |
 		some k in nested
 		n := names[k]
 	},
@@ -115,18 +108,11 @@ tf_object_0(v, u, s, p) := object.union_n([
 	uo := tf_as_object(u)
 	so := tf_as_object(s)
 	unknown := {k | some k, x in uo; x == true}
-	names := tf_names(object.keys(v) | unknown, tf_in_map(p))
+	names := tf_names(object.keys(v) | unknown, false)
 	sensitive := {k | some k, x in so; x == true; v[k] != null} - unknown
 	nested := {k | some k, x in v; containers[type_name(x)]} - (unknown | sensitive)
 	skipped := (nested | unknown) | {k | some k, x in so; x == true}
 }
-
-tf_block_0(v, u, s, p) := tf_value_1(v[0], tf_at(u, 0), tf_at(s, 0), p) if {
-	single_blocks[p]
-	count(v) > 0
-} else := null if {
-	single_blocks[p]
-} else := [tf_value_1(e, tf_at(u, i), tf_at(s, i), tf_element_path(p)) | some i, e in v]
 
 tf_value_1(v, u, s, p) := unknown_value if {
 	u == true
