@@ -153,8 +153,21 @@ link_expression(r, property) := text if {
 } else := "a value known only after the update"
 
 # project_numbers maps each project ID whose number the document shows to that number:
-# from a Terraform plan, the google_project data sources read while planning. Pulumi
-# documents show none (a getProject invoke leaves no resource).
+# from a Terraform plan, the google_project data sources read while planning; from the
+# stack export eventpipe audit writes of a live estate, eventpipeAudit.projectNumbers (the
+# numbers the audit read). Pulumi previews and stack exports show none (a getProject invoke
+# leaves no resource).
 default project_numbers := {}
 
-project_numbers := terraform_project_numbers if format == "terraform-plan"
+project_numbers := terraform_project_numbers if {
+	format == "terraform-plan"
+} else := audit_project_numbers if {
+	format == "pulumi-stack-export"
+}
+
+audit_project_numbers := {id: n |
+	some id, n in object.get(input, ["eventpipeAudit", "projectNumbers"], {})
+	is_string(id)
+	is_string(n)
+	n != ""
+}

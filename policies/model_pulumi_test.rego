@@ -104,3 +104,13 @@ test_export_problems if {
 	model.problems == [`a stack export has a "version" (3); this document has none: produce one with pulumi stack export`] with input as {"deployment": {"resources": []}}
 	model.problems == [`deployment.resources[0]: a resource state needs "urn" and "type"`] with input as {"version": 3, "deployment": {"resources": [{"inputs": {}}]}}
 }
+
+# project_numbers: an audit's stack export carries the numbers it read under
+# eventpipeAudit.projectNumbers; a plain stack export shows none, and a malformed entry is
+# not a number.
+test_export_project_numbers_from_audit if {
+	export := {"version": 3, "deployment": {"resources": []}}
+	model.project_numbers == {} with input as export
+	audited := object.union(export, {"eventpipeAudit": {"projectNumbers": {"acme-prod": "111", "acme-dlq": "222", "acme-odd": 3, "acme-none": ""}}})
+	model.project_numbers == {"acme-prod": "111", "acme-dlq": "222"} with input as audited
+}

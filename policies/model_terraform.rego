@@ -47,17 +47,19 @@ planned_changes := [rc |
 
 terraform_resources := [r |
 	some rc in planned_changes
-	links := object.get(terraform_links, rc.address, {})
+	links := object.get(terraform_links, rc.address, no_links)
 	r := {
 		"urn": rc.address,
 		"type": pulumi_type(rc.type),
 		"op": concat("+", rc.change.actions),
 		"properties": terraform_properties(rc.type, rc.change.after, rc.change.after_unknown, rc.change.after_sensitive),
-		"dependencies": sort({a | some targets in object.get(links, "exact", {}); some a in targets}),
-		"propertyDependencies": object.get(links, "exact", {}),
-		"possibleDependencies": object.get(links, "possible", {}),
+		"dependencies": links.dependencies,
+		"propertyDependencies": links.exact,
+		"possibleDependencies": links.possible,
 	}
 ]
+
+no_links := {"exact": {}, "possible": {}, "dependencies": []}
 
 terraform_removals := [removal |
 	some rc in object.get(input, "resource_changes", [])
@@ -79,7 +81,12 @@ terraform_complete if {
 	object.get(input, "complete", true) != false
 }
 
-terraform_problems := [msg |
+# terraform_problems names each malformed resource change; the common case, every change
+# well formed, is confirmed in one pass without a call per change.
+terraform_problems := [] if {
+	changes := object.get(input, "resource_changes", [])
+	count([1 | some rc in changes; is_string(rc.address); is_string(rc.type); is_array(rc.change.actions)]) == count(changes)
+} else := [msg |
 	some i, rc in object.get(input, "resource_changes", [])
 	not valid_change(rc)
 	msg := sprintf(`resource_changes[%d]: a resource change needs "address", "type" and "change" with "actions" (%s)`, [i, "is this terraform show -json output?"])

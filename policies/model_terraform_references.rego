@@ -26,6 +26,9 @@ linking_attributes := {
 	"google_pubsub_subscription_iam_policy": {"subscription"},
 }
 
+# linking_properties are the linking attributes' names in the model (pulumi-gcp's).
+linking_properties := {a: camel_case(a) | some attributes in linking_attributes; some a in attributes}
+
 # linking_changes are the planned changes of resources with linking attributes.
 linking_changes := [rc | some rc in planned_changes; linking_attributes[rc.type]]
 
@@ -260,8 +263,10 @@ scope_node(mi) := concat("", ["S:", mi])
 
 # expression_nodes are the nodes an expression leads to, or C for an expression without
 # references (a constant).
-expression_nodes(expr, mi, each_node) := nodes if {
-	nodes := reference_nodes(expression_references(expr), mi, each_node)
+expression_nodes(expr, mi, each_node) := reference_expression_nodes(expression_references(expr), mi, each_node)
+
+reference_expression_nodes(refs, mi, each_node) := nodes if {
+	nodes := reference_nodes(refs, mi, each_node)
 	count(nodes) > 0
 } else := {"C"}
 
@@ -273,16 +278,26 @@ each_node_of(mi, owner, config) := concat("", ["f:", mi, "|", owner]) if {
 
 # ---- the graph ---------------------------------------------------------------------------
 
-# attribute_edges: each linking attribute of each planned resource instance.
-attribute_edges := {node: nodes |
+# linking_references are the references of each linking attribute of each planned
+# resource instance whose configuration shows the attribute's expression:
+# [rc, attribute, its module instance, resource address without key, config, references].
+linking_references := [[rc, attribute, mi, resource, config, refs] |
 	some rc in linking_changes
 	mi := object.get(rc, "module_address", "")
 	resource := concat(".", [rc.type, rc.name])
 	config := config_resources[concat("", [config_paths[mi], resource])]
 	some attribute in linking_attributes[rc.type]
 	expr := linking_expression(config.expressions, attribute)
+	refs := expression_references(expr)
+]
+
+# attribute_edges: each linking attribute of each planned resource instance whose
+# expression is not a direct reference (direct_links).
+attribute_edges := {node: nodes |
+	some [rc, attribute, mi, resource, config, refs] in linking_references
+	not direct_targets(refs, mi)
 	node := concat("", ["a:", rc.address, "|", attribute])
-	nodes := expression_nodes(expr, mi, each_node_of(mi, resource, config))
+	nodes := reference_expression_nodes(refs, mi, each_node_of(mi, resource, config))
 }
 
 # linking_expression is the expression a linking attribute's value comes from: the
@@ -392,7 +407,8 @@ module_output_pairs := [[parent_module(child), node] |
 ]
 
 # terraform_links maps each planned instance's address to its links: {"exact":
-# propertyDependencies, "possible": the instances a linking attribute may name}. A linking
+# propertyDependencies, "possible": the instances a linking attribute may name,
+# "dependencies": the instances exact names, sorted}. A linking
 # attribute whose every path ends at one planned instance names it (exact); several
 # instances, or paths leaving the plan, make it one of those (possible). A path through a
 # constant, a root variable or a data source read while planning leaves the attribute to
@@ -407,18 +423,13 @@ terraform_links := {rc.address: links |
 	some rc in linking_changes
 	found := [[attribute, exact, targets] |
 		some attribute in linking_attributes[rc.type]
-		start := link_start(rc, attribute)
-		reached := reached_from(start)
-		not reached.U
-		not constant_value(reached, rc, attribute)
-		targets := sort([substring(n, 2, -1) | some n in reached; startswith(n, "r:")])
-		exact := exactly_one(reached, targets)
-		decided_by_references(exact, rc, attribute)
+		[exact, targets] := attribute_link(rc, attribute)
 	]
 	count(found) > 0
 	links := {
-		"exact": {camel_case(f[0]): f[2] | some f in found; f[1]},
-		"possible": {camel_case(f[0]): f[2] | some f in found; not f[1]},
+		"exact": {linking_properties[f[0]]: f[2] | some f in found; f[1]},
+		"possible": {linking_properties[f[0]]: f[2] | some f in found; not f[1]},
+		"dependencies": sort({a | some f in found; f[1]; some a in f[2]}),
 	}
 }
 

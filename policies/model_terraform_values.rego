@@ -6,16 +6,19 @@ import rego.v1
 # (terraform_types; others get no properties) to pulumi-gcp's shape: camelCase attribute
 # names (the names of map attributes such as labels stay as they are), null attributes
 # absent (as unset inputs are), single nested blocks (lists of at most one object) as
-# objects, empty ones absent, unknown values (after_unknown) as unknown_value and sensitive
+# objects, empty ones null, unknown values (after_unknown) as unknown_value and sensitive
 # ones as secret_value. The id is not an input. Rego has no recursion, so the conversion is
-# unrolled to 8 nested objects and lists (tf_value_0 to tf_value_7): a container deeper than
-# that becomes unknown_value, on which no rule decides. Scalars are copied without a call
-# per attribute: the conversion runs for every attribute of every planned resource.
+# unrolled to 8 nested objects and lists (tf_object_0, then tf_value_1 to tf_value_7): a
+# container deeper than that becomes unknown_value, on which no rule decides. It runs for every
+# attribute of every planned resource, so each object is converted in a few passes over
+# its keys with builtins (object.remove drops the unknown, sensitive and nested ones at once)
+# and its names are converted once per set of names (tf_names), not once per attribute.
 
-terraform_properties(type, after, unknown, sensitive) := object.remove(v, ["id"]) if {
+terraform_properties(type, after, unknown, sensitive) := object.remove(tf_object_0(after, unknown, sensitive), ["id"]) if {
 	terraform_types[type]
-	v := tf_value_0(after, unknown, sensitive, "")
-	is_object(v)
+	is_object(after)
+	unknown != true
+	sensitive != true
 } else := {}
 
 # single_blocks are the nested blocks (paths of pulumi names) that pulumi-gcp exposes as
@@ -67,33 +70,7 @@ else := concat(".", [path, name])
 # tf_element_path is the path the elements of a repeated block are known by: its name.
 tf_element_path(path) := last_segment(path, ".")
 
-# tf_scalars are the attributes of object v copied as they are: scalars neither null,
-# unknown nor sensitive. tf_nested are the others' names: objects, lists, and values
-# unknown (absent from v) or sensitive.
-tf_scalars(v, u, s, in_map) := {tf_name(in_map, k): x |
-	some k, x in v
-	x != null
-	not is_object(x)
-	not is_array(x)
-	not u[k] == true
-	not s[k] == true
-}
-
-tf_nested(v, u, s) := ({k | some k, x in v; containers[type_name(x)]} | tf_unknown_keys(u)) | tf_sensitive_keys(s, v)
-
 containers := {"object", "array"}
-
-# tf_unknown_keys are the keys after_unknown (u) marks true; tf_sensitive_keys those
-# after_sensitive (s) marks true that have a value in v.
-tf_unknown_keys(u) := {k | some k, x in u; x == true} if {
-	is_object(u)
-	count(u) > 0
-} else := set()
-
-tf_sensitive_keys(s, v) := {k | some k, x in s; x == true; v[k] != null} if {
-	is_object(s)
-	count(s) > 0
-} else := set()
 
 tf_at(x, k) := x[k] if {
 	is_object(x)
@@ -102,124 +79,245 @@ tf_at(x, k) := x[k] if {
 	k < count(x)
 } else := null
 
-# tf_leaf holds when a value is converted without looking inside: unknown, sensitive or a
-# scalar. tf_leaf_value is what it becomes.
-tf_leaf(_, true, _)
+tf_as_object(x) := x if is_object(x)
 
-tf_leaf(_, _, true)
+else := {}
 
-tf_leaf(v, unknown, sensitive) if {
-	not is_object(v)
-	not is_array(v)
+# tf_names maps the attribute names of an object to the names they convert to: one call per
+# set of names (OPA caches it), shared by every object with the same attributes.
+tf_names(keys, in_map) := {k: tf_name(in_map, k) | some k in keys}
+
+# Each tf_value_N converts a value at depth N; tf_object_N and tf_block_N convert the
+# objects and lists there and hand their elements to tf_value_N+1. In tf_object_N, unknown
+# are the keys after_unknown marks, sensitive those after_sensitive marks that have a value
+# (and are not unknown), nested the objects and lists neither marks, and the scalars left
+# are copied as they are (null ones dropped).
+
+# tf_object_0 converts the planned object itself (its path is "", not a map attribute):
+# the conversion whose calls seldom repeat (nested blocks repeat from resource to resource,
+# and OPA caches those calls), so it is where the time goes.
+tf_object_0(v, u, s) := object.union_n([
+	{names[k]: x | some k, x in object.remove(v, skipped); x != null},
+	{names[k]: unknown_value | some k in unknown},
+	{names[k]: secret_value | some k in sensitive},
+	{n: tf_value_1(v[k], object.get(uo, k, null), object.get(so, k, null), n) |
+		some k in nested
+		n := names[k]
+	},
+]) if {
+	uo := tf_as_object(u)
+	so := tf_as_object(s)
+	unknown := {k | some k, x in uo; x == true}
+	names := tf_names(object.keys(v) | unknown, false)
+	sensitive := {k | some k, x in so; x == true; v[k] != null} - unknown
+	nested := {k | some k, x in v; containers[type_name(x)]} - (unknown | sensitive)
+	skipped := (nested | unknown) | {k | some k, x in so; x == true}
 }
 
-tf_leaf_value(v, unknown, sensitive) := unknown_value if {
-	unknown == true
+tf_value_1(v, u, s, p) := unknown_value if {
+	u == true
 } else := secret_value if {
-	sensitive == true
+	s == true
+} else := tf_object_1(v, u, s, p) if {
+	is_object(v)
+} else := tf_block_1(v, u, s, p) if {
+	is_array(v)
 } else := v
 
-# Each tf_value_N converts one level and hands the next to tf_value_N+1.
+tf_object_1(v, u, s, p) := object.union_n([
+	{names[k]: x | some k, x in object.remove(v, skipped); x != null},
+	{names[k]: unknown_value | some k in unknown},
+	{names[k]: secret_value | some k in sensitive},
+	{n: tf_value_2(v[k], object.get(uo, k, null), object.get(so, k, null), tf_child(p, n)) |
+		some k in nested
+		n := names[k]
+	},
+]) if {
+	uo := tf_as_object(u)
+	so := tf_as_object(s)
+	unknown := {k | some k, x in uo; x == true}
+	names := tf_names(object.keys(v) | unknown, tf_in_map(p))
+	sensitive := {k | some k, x in so; x == true; v[k] != null} - unknown
+	nested := {k | some k, x in v; containers[type_name(x)]} - (unknown | sensitive)
+	skipped := (nested | unknown) | {k | some k, x in so; x == true}
+}
 
-tf_value_0(v, u, s, p) := tf_leaf_value(v, u, s) if {
-	tf_leaf(v, u, s)
-} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_1(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
-	some k in tf_nested(v, u, s)
-	n := tf_name(in_map, k)
-}) if {
-	is_object(v)
-	in_map := tf_in_map(p)
-} else := tf_value_1(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
-	single_blocks[p]
-	count(v) > 0
-} else := null if {
-	single_blocks[p]
-} else := [tf_value_1(e, tf_at(u, i), tf_at(s, i), tf_element_path(p)) | some i, e in v]
-
-tf_value_1(v, u, s, p) := tf_leaf_value(v, u, s) if {
-	tf_leaf(v, u, s)
-} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_2(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
-	some k in tf_nested(v, u, s)
-	n := tf_name(in_map, k)
-}) if {
-	is_object(v)
-	in_map := tf_in_map(p)
-} else := tf_value_2(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
+tf_block_1(v, u, s, p) := tf_value_2(v[0], tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
 } else := null if {
 	single_blocks[p]
 } else := [tf_value_2(e, tf_at(u, i), tf_at(s, i), tf_element_path(p)) | some i, e in v]
 
-tf_value_2(v, u, s, p) := tf_leaf_value(v, u, s) if {
-	tf_leaf(v, u, s)
-} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_3(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
-	some k in tf_nested(v, u, s)
-	n := tf_name(in_map, k)
-}) if {
+tf_value_2(v, u, s, p) := unknown_value if {
+	u == true
+} else := secret_value if {
+	s == true
+} else := tf_object_2(v, u, s, p) if {
 	is_object(v)
-	in_map := tf_in_map(p)
-} else := tf_value_3(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
+} else := tf_block_2(v, u, s, p) if {
+	is_array(v)
+} else := v
+
+tf_object_2(v, u, s, p) := object.union_n([
+	{names[k]: x | some k, x in object.remove(v, skipped); x != null},
+	{names[k]: unknown_value | some k in unknown},
+	{names[k]: secret_value | some k in sensitive},
+	{n: tf_value_3(v[k], object.get(uo, k, null), object.get(so, k, null), tf_child(p, n)) |
+		some k in nested
+		n := names[k]
+	},
+]) if {
+	uo := tf_as_object(u)
+	so := tf_as_object(s)
+	unknown := {k | some k, x in uo; x == true}
+	names := tf_names(object.keys(v) | unknown, tf_in_map(p))
+	sensitive := {k | some k, x in so; x == true; v[k] != null} - unknown
+	nested := {k | some k, x in v; containers[type_name(x)]} - (unknown | sensitive)
+	skipped := (nested | unknown) | {k | some k, x in so; x == true}
+}
+
+tf_block_2(v, u, s, p) := tf_value_3(v[0], tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
 } else := null if {
 	single_blocks[p]
 } else := [tf_value_3(e, tf_at(u, i), tf_at(s, i), tf_element_path(p)) | some i, e in v]
 
-tf_value_3(v, u, s, p) := tf_leaf_value(v, u, s) if {
-	tf_leaf(v, u, s)
-} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_4(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
-	some k in tf_nested(v, u, s)
-	n := tf_name(in_map, k)
-}) if {
+tf_value_3(v, u, s, p) := unknown_value if {
+	u == true
+} else := secret_value if {
+	s == true
+} else := tf_object_3(v, u, s, p) if {
 	is_object(v)
-	in_map := tf_in_map(p)
-} else := tf_value_4(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
+} else := tf_block_3(v, u, s, p) if {
+	is_array(v)
+} else := v
+
+tf_object_3(v, u, s, p) := object.union_n([
+	{names[k]: x | some k, x in object.remove(v, skipped); x != null},
+	{names[k]: unknown_value | some k in unknown},
+	{names[k]: secret_value | some k in sensitive},
+	{n: tf_value_4(v[k], object.get(uo, k, null), object.get(so, k, null), tf_child(p, n)) |
+		some k in nested
+		n := names[k]
+	},
+]) if {
+	uo := tf_as_object(u)
+	so := tf_as_object(s)
+	unknown := {k | some k, x in uo; x == true}
+	names := tf_names(object.keys(v) | unknown, tf_in_map(p))
+	sensitive := {k | some k, x in so; x == true; v[k] != null} - unknown
+	nested := {k | some k, x in v; containers[type_name(x)]} - (unknown | sensitive)
+	skipped := (nested | unknown) | {k | some k, x in so; x == true}
+}
+
+tf_block_3(v, u, s, p) := tf_value_4(v[0], tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
 } else := null if {
 	single_blocks[p]
 } else := [tf_value_4(e, tf_at(u, i), tf_at(s, i), tf_element_path(p)) | some i, e in v]
 
-tf_value_4(v, u, s, p) := tf_leaf_value(v, u, s) if {
-	tf_leaf(v, u, s)
-} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_5(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
-	some k in tf_nested(v, u, s)
-	n := tf_name(in_map, k)
-}) if {
+tf_value_4(v, u, s, p) := unknown_value if {
+	u == true
+} else := secret_value if {
+	s == true
+} else := tf_object_4(v, u, s, p) if {
 	is_object(v)
-	in_map := tf_in_map(p)
-} else := tf_value_5(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
+} else := tf_block_4(v, u, s, p) if {
+	is_array(v)
+} else := v
+
+tf_object_4(v, u, s, p) := object.union_n([
+	{names[k]: x | some k, x in object.remove(v, skipped); x != null},
+	{names[k]: unknown_value | some k in unknown},
+	{names[k]: secret_value | some k in sensitive},
+	{n: tf_value_5(v[k], object.get(uo, k, null), object.get(so, k, null), tf_child(p, n)) |
+		some k in nested
+		n := names[k]
+	},
+]) if {
+	uo := tf_as_object(u)
+	so := tf_as_object(s)
+	unknown := {k | some k, x in uo; x == true}
+	names := tf_names(object.keys(v) | unknown, tf_in_map(p))
+	sensitive := {k | some k, x in so; x == true; v[k] != null} - unknown
+	nested := {k | some k, x in v; containers[type_name(x)]} - (unknown | sensitive)
+	skipped := (nested | unknown) | {k | some k, x in so; x == true}
+}
+
+tf_block_4(v, u, s, p) := tf_value_5(v[0], tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
 } else := null if {
 	single_blocks[p]
 } else := [tf_value_5(e, tf_at(u, i), tf_at(s, i), tf_element_path(p)) | some i, e in v]
 
-tf_value_5(v, u, s, p) := tf_leaf_value(v, u, s) if {
-	tf_leaf(v, u, s)
-} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_6(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
-	some k in tf_nested(v, u, s)
-	n := tf_name(in_map, k)
-}) if {
+tf_value_5(v, u, s, p) := unknown_value if {
+	u == true
+} else := secret_value if {
+	s == true
+} else := tf_object_5(v, u, s, p) if {
 	is_object(v)
-	in_map := tf_in_map(p)
-} else := tf_value_6(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
+} else := tf_block_5(v, u, s, p) if {
+	is_array(v)
+} else := v
+
+tf_object_5(v, u, s, p) := object.union_n([
+	{names[k]: x | some k, x in object.remove(v, skipped); x != null},
+	{names[k]: unknown_value | some k in unknown},
+	{names[k]: secret_value | some k in sensitive},
+	{n: tf_value_6(v[k], object.get(uo, k, null), object.get(so, k, null), tf_child(p, n)) |
+		some k in nested
+		n := names[k]
+	},
+]) if {
+	uo := tf_as_object(u)
+	so := tf_as_object(s)
+	unknown := {k | some k, x in uo; x == true}
+	names := tf_names(object.keys(v) | unknown, tf_in_map(p))
+	sensitive := {k | some k, x in so; x == true; v[k] != null} - unknown
+	nested := {k | some k, x in v; containers[type_name(x)]} - (unknown | sensitive)
+	skipped := (nested | unknown) | {k | some k, x in so; x == true}
+}
+
+tf_block_5(v, u, s, p) := tf_value_6(v[0], tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
 } else := null if {
 	single_blocks[p]
 } else := [tf_value_6(e, tf_at(u, i), tf_at(s, i), tf_element_path(p)) | some i, e in v]
 
-tf_value_6(v, u, s, p) := tf_leaf_value(v, u, s) if {
-	tf_leaf(v, u, s)
-} else := object.union(tf_scalars(v, u, s, in_map), {n: tf_value_7(tf_at(v, k), tf_at(u, k), tf_at(s, k), tf_child(p, n)) |
-	some k in tf_nested(v, u, s)
-	n := tf_name(in_map, k)
-}) if {
+tf_value_6(v, u, s, p) := unknown_value if {
+	u == true
+} else := secret_value if {
+	s == true
+} else := tf_object_6(v, u, s, p) if {
 	is_object(v)
-	in_map := tf_in_map(p)
-} else := tf_value_7(tf_at(v, 0), tf_at(u, 0), tf_at(s, 0), p) if {
+} else := tf_block_6(v, u, s, p) if {
+	is_array(v)
+} else := v
+
+tf_object_6(v, u, s, p) := object.union_n([
+	{names[k]: x | some k, x in object.remove(v, skipped); x != null},
+	{names[k]: unknown_value | some k in unknown},
+	{names[k]: secret_value | some k in sensitive},
+	{n: tf_value_7(v[k], object.get(uo, k, null), object.get(so, k, null), tf_child(p, n)) |
+		some k in nested
+		n := names[k]
+	},
+]) if {
+	uo := tf_as_object(u)
+	so := tf_as_object(s)
+	unknown := {k | some k, x in uo; x == true}
+	names := tf_names(object.keys(v) | unknown, tf_in_map(p))
+	sensitive := {k | some k, x in so; x == true; v[k] != null} - unknown
+	nested := {k | some k, x in v; containers[type_name(x)]} - (unknown | sensitive)
+	skipped := (nested | unknown) | {k | some k, x in so; x == true}
+}
+
+tf_block_6(v, u, s, p) := tf_value_7(v[0], tf_at(u, 0), tf_at(s, 0), p) if {
 	single_blocks[p]
 	count(v) > 0
 } else := null if {
@@ -227,6 +325,10 @@ tf_value_6(v, u, s, p) := tf_leaf_value(v, u, s) if {
 } else := [tf_value_7(e, tf_at(u, i), tf_at(s, i), tf_element_path(p)) | some i, e in v]
 
 # tf_value_7 is the last level: containers below it are not shown.
-tf_value_7(v, u, s, p) := tf_leaf_value(v, u, s) if {
-	tf_leaf(v, u, s)
-} else := unknown_value
+tf_value_7(v, u, s, p) := unknown_value if {
+	u == true
+} else := secret_value if {
+	s == true
+} else := unknown_value if {
+	containers[type_name(v)]
+} else := v

@@ -65,6 +65,11 @@ type Document struct {
 	// Drift are the differences between the live estate and a stack, which the rules
 	// report (EP200); the JSON document holds them as eventpipeAudit.drift.
 	Drift []Drift
+	// ProjectNumbers maps the ID of each project of the resources whose number the audit
+	// read to that number; the JSON document holds them as eventpipeAudit.projectNumbers,
+	// from which the rules name the Pub/Sub service agent a subscription dead-letters as
+	// (service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com, EP006/EP007).
+	ProjectNumbers map[string]string
 
 	byURN  map[string]int
 	byName map[string]string // type + " " + Google name → URN
@@ -76,6 +81,12 @@ func Build(inv *inventory.Inventory) *Document {
 	b := &builder{doc: newDocument(nil)}
 	for _, p := range inv.Projects {
 		b.services = append(b.services, p.Services...)
+		if p.Number != "" {
+			if b.doc.ProjectNumbers == nil {
+				b.doc.ProjectNumbers = map[string]string{}
+			}
+			b.doc.ProjectNumbers[p.ID] = p.Number
+		}
 	}
 	// Topics first: subscriptions and grants refer to them by URN.
 	for _, p := range inv.Projects {
@@ -140,7 +151,16 @@ func (d *Document) Split() []*Document {
 	}
 	out := make([]*Document, 0, len(order))
 	for _, root := range order {
-		out = append(out, newDocument(groups[root]))
+		part := newDocument(groups[root])
+		for _, r := range part.Resources {
+			if n, ok := d.ProjectNumbers[r.Project]; ok {
+				if part.ProjectNumbers == nil {
+					part.ProjectNumbers = map[string]string{}
+				}
+				part.ProjectNumbers[r.Project] = n
+			}
+		}
+		out = append(out, part)
 	}
 	return out
 }
@@ -167,7 +187,7 @@ type Drift struct {
 }
 
 // stackExport is the document `pulumi stack export` prints, with what the audit found
-// beyond the resources under the top-level key eventpipeAudit.
+// beyond the resources (drift, project numbers) under the top-level key eventpipeAudit.
 type stackExport struct {
 	Version    int `json:"version"`
 	Deployment struct {
@@ -178,7 +198,8 @@ type stackExport struct {
 }
 
 type auditFindings struct {
-	Drift []Drift `json:"drift"`
+	Drift          []Drift           `json:"drift,omitempty"`
+	ProjectNumbers map[string]string `json:"projectNumbers,omitempty"`
 }
 
 // JSON is the document as a `pulumi stack export`.
@@ -190,8 +211,8 @@ func (d *Document) JSON() ([]byte, error) {
 	if out.Deployment.Resources == nil {
 		out.Deployment.Resources = []Resource{}
 	}
-	if len(d.Drift) > 0 {
-		out.Audit = &auditFindings{Drift: d.Drift}
+	if len(d.Drift) > 0 || len(d.ProjectNumbers) > 0 {
+		out.Audit = &auditFindings{Drift: d.Drift, ProjectNumbers: d.ProjectNumbers}
 	}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
