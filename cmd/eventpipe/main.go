@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -16,21 +15,11 @@ import (
 )
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
-
-// gcPercent is the garbage collector's target eventpipe runs with unless GOGC sets one: a
-// check holds the rules' model of the whole document until its verdict, and at Go's
-// default (100) collecting that heap again and again took a third of the time of a
-// 10,000-resource check, more on a Terraform plan (docs/benchmarks.md). The heap may grow
-// to five times what is live instead of twice.
-const gcPercent = 400
 
 // exitError carries a process exit code out of a subcommand (conftest's
 // convention: 0 clean, 1 policy failures, 2 unusable input or usage).
