@@ -263,7 +263,7 @@ func (sc *scope) protect() pulumi.ResourceOption {
 // agent is the member of the project's Pub/Sub service agent, named from
 // the configured project number (declarePubSubAgent checks it).
 func (sc *scope) agent() pulumi.StringInput {
-	return pulumi.Sprintf("serviceAccount:service-%s@gcp-sa-pubsub.iam.gserviceaccount.com", sc.projectNumber)
+	return sc.projectNumber.ToStringOutput().ApplyT(spec.PubSubAgent).(pulumi.StringOutput)
 }
 
 // agentWait is the option making a grant to the agent wait for it to exist.

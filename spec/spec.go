@@ -416,15 +416,6 @@ func (c *Consumer) SharedStore() (target string, ok bool) {
 // ConsumerAccountID is the account id of the consumer's own service account.
 func (p *Pipeline) ConsumerAccountID() string { return p.Name + "-run" }
 
-// ConsumerAccountEmail is the email the consumer runs as: consumer.serviceAccount
-// when set, else its own account's.
-func (s *Stack) ConsumerAccountEmail(p *Pipeline) string {
-	if account := Text(p.Consumer.ServiceAccount); account != "" {
-		return account
-	}
-	return s.ServiceAccountEmail(p.ConsumerAccountID())
-}
-
 // TopicName is the full name of the pipeline's topic: topic.existing, or
 // projects/PROJECT/topics/NAME of the topic it declares.
 func (s *Stack) TopicName(p *Pipeline) string {
@@ -443,9 +434,10 @@ func (s *Stack) Protected(p *Pipeline) bool {
 	return s.Defaults.Protect == nil || *s.Defaults.Protect
 }
 
-// PubSubServiceAgent is the member string of the project's Pub/Sub service agent.
-func (s *Stack) PubSubServiceAgent() string {
-	return "serviceAccount:service-" + s.ProjectNumber + "@gcp-sa-pubsub.iam.gserviceaccount.com"
+// PubSubAgent is the IAM member of the Pub/Sub service agent of the project numbered
+// number: the account dead-lettering publishes and acknowledges as.
+func PubSubAgent(number string) string {
+	return "serviceAccount:service-" + number + "@gcp-sa-pubsub.iam.gserviceaccount.com"
 }
 
 // ServiceAccountEmail is the email of account id in the stack's project.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 	"github.com/eventpipe/eventpipe/audit/model"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // Target is what a finding's fix acts on, as far as the inventory tells it.
@@ -145,7 +146,7 @@ func agent(t Target) string {
 	if num == "" {
 		num = "$(gcloud projects describe " + t.Project + " --format='value(projectNumber)')"
 	}
-	return "serviceAccount:service-" + num + "@gcp-sa-pubsub.iam.gserviceaccount.com"
+	return spec.PubSubAgent(num)
 }
 
 // Fix is where a finding of rule ruleID on t owned by o is fixed, with the gcloud command

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // writeText prints findings grouped by resource: level, rule id, severity, title, the
@@ -77,12 +75,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// levelName is a finding's effective level for machine formats.
-func levelName(f evaluate.Finding) string {
-	if f.Waiver != nil {
-		return "waived"
-	}
-	return string(f.Level)
 }
