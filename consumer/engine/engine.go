@@ -78,12 +78,11 @@ type Config struct {
 	// publish time. An event time beyond it (a producer's clock far off, a
 	// placeholder such as 9999-12-31) is not trusted for ordering: the
 	// publish time orders the event instead, and a WARNING line gives both.
-	// Default 5 minutes.
 	// It is also the window of ordering: a stored version holds back an
 	// update by its sequence or event time only while the update was
 	// published at most MaxEventSkew after it (docs/consumer.md, ordering),
 	// and a publish time more than MaxEventSkew ahead of Now is not trusted
-	// either (Now stands in for it, with a WARNING line).
+	// either (Now stands in for it, with a WARNING line). Default 5 minutes.
 	MaxEventSkew time.Duration
 	// MaxSequenceJump bounds the sequence step trusted across the window:
 	// an update published more than MaxEventSkew after the stored version
