@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"cloud.google.com/go/firestore/apiv1/admin/adminpb"
-	"google.golang.org/api/iterator"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 )
@@ -36,25 +35,18 @@ func (r *reader) readTTLFields(ctx context.Context) error {
 			complete = false
 			continue
 		}
-		it := r.c.Firestore.ListFields(ctx, &adminpb.ListFieldsRequest{
+		found, err := collect(r.c.Firestore.ListFields(ctx, &adminpb.ListFieldsRequest{
 			Parent: "projects/" + project + "/databases/" + database + "/collectionGroups/-",
 			Filter: "ttlConfig:*",
-		})
-		for {
-			f, err := it.Next()
-			if errors.Is(err, iterator.Done) {
-				break
+		}).All())
+		fields = append(fields, found...)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
 			}
-			if err != nil {
-				if ctxErr := ctx.Err(); ctxErr != nil {
-					return ctxErr
-				}
-				r.gap(inventory.GapTTLFields, "projects/"+project+"/databases/"+database,
-					fmt.Errorf("listing TTL fields (needs datastore.indexes.list, in roles/datastore.indexViewer): %w", err))
-				complete = false
-				break
-			}
-			fields = append(fields, f)
+			r.gap(inventory.GapTTLFields, "projects/"+project+"/databases/"+database,
+				fmt.Errorf("listing TTL fields (needs datastore.indexes.list, in roles/datastore.indexViewer): %w", err))
+			complete = false
 		}
 	}
 	r.p.TTLFields, r.p.TTLFieldsRead = fields, complete

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"os"
 	"strings"
@@ -180,6 +181,19 @@ type reader struct {
 	opts Options
 	p    *inventory.Project
 	mu   sync.Mutex
+}
+
+// collect gathers what an API list call yields (its iterator's All): every item, or those
+// before the first error and that error.
+func collect[T any](items iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for x, err := range items {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // gap records something that could not be read.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/monitoring/apiv3/v2/monitoringpb"
-	"google.golang.org/api/iterator"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -22,18 +21,10 @@ func (r *reader) readAlertPolicies(ctx context.Context) {
 		r.gap(inventory.GapAlertPolicies, name, errors.New(r.c.notRead("Cloud Monitoring")))
 		return
 	}
-	it := r.c.AlertPolicies.ListAlertPolicies(ctx, &monitoringpb.ListAlertPoliciesRequest{Name: name})
-	var policies []*monitoringpb.AlertPolicy
-	for {
-		ap, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			r.gap(inventory.GapAlertPolicies, name, fmt.Errorf("listing alert policies (needs monitoring.alertPolicies.list, in roles/monitoring.viewer): %w", err))
-			return
-		}
-		policies = append(policies, ap)
+	policies, err := collect(r.c.AlertPolicies.ListAlertPolicies(ctx, &monitoringpb.ListAlertPoliciesRequest{Name: name}).All())
+	if err != nil {
+		r.gap(inventory.GapAlertPolicies, name, fmt.Errorf("listing alert policies (needs monitoring.alertPolicies.list, in roles/monitoring.viewer): %w", err))
+		return
 	}
 	r.p.AlertPolicies, r.p.AlertPoliciesRead = policies, true
 }
@@ -51,13 +42,8 @@ func (r *reader) readBacklog(ctx context.Context) {
 		return
 	}
 	end := r.opts.Now()
-	it := r.c.Metrics.ListTimeSeries(ctx, BacklogRequest(r.p.ID, end.Add(-r.opts.BacklogWindow), end))
 	backlog := map[string]time.Duration{}
-	for {
-		ts, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
+	for ts, err := range r.c.Metrics.ListTimeSeries(ctx, BacklogRequest(r.p.ID, end.Add(-r.opts.BacklogWindow), end)).All() {
 		if err != nil {
 			r.gap(inventory.GapBacklog, name, fmt.Errorf("reading %s (needs monitoring.timeSeries.list, in roles/monitoring.viewer): %w", OldestUnackedMetric, err))
 			return

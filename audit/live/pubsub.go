@@ -2,13 +2,11 @@ package live
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"cloud.google.com/go/iam/apiv1/iampb"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/api/iterator"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 )
@@ -17,27 +15,12 @@ import (
 // to audit, so any error ends the read.
 func (r *reader) readPubSub(ctx context.Context) error {
 	parent := inventory.ProjectName(r.p.ID)
-	topics := r.c.Topics.ListTopics(ctx, &pubsubpb.ListTopicsRequest{Project: parent})
-	for {
-		t, err := topics.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("listing topics (needs pubsub.topics.list, in roles/pubsub.viewer): %w", err)
-		}
-		r.p.Topics = append(r.p.Topics, t)
+	var err error
+	if r.p.Topics, err = collect(r.c.Topics.ListTopics(ctx, &pubsubpb.ListTopicsRequest{Project: parent}).All()); err != nil {
+		return fmt.Errorf("listing topics (needs pubsub.topics.list, in roles/pubsub.viewer): %w", err)
 	}
-	subs := r.c.Subscriptions.ListSubscriptions(ctx, &pubsubpb.ListSubscriptionsRequest{Project: parent})
-	for {
-		s, err := subs.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("listing subscriptions (needs pubsub.subscriptions.list, in roles/pubsub.viewer): %w", err)
-		}
-		r.p.Subscriptions = append(r.p.Subscriptions, s)
+	if r.p.Subscriptions, err = collect(r.c.Subscriptions.ListSubscriptions(ctx, &pubsubpb.ListSubscriptionsRequest{Project: parent}).All()); err != nil {
+		return fmt.Errorf("listing subscriptions (needs pubsub.subscriptions.list, in roles/pubsub.viewer): %w", err)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"cloud.google.com/go/iam/apiv1/iampb"
 	"cloud.google.com/go/run/apiv2/runpb"
-	"google.golang.org/api/iterator"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 )
@@ -28,20 +27,12 @@ func (r *reader) readServices(ctx context.Context) {
 		}
 		return
 	}
-	it := r.c.Services.ListServices(ctx, &runpb.ListServicesRequest{Parent: "projects/" + r.p.ID + "/locations/-"})
-	var all []*runpb.Service
-	for {
-		svc, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
+	all, err := collect(r.c.Services.ListServices(ctx, &runpb.ListServicesRequest{Parent: "projects/" + r.p.ID + "/locations/-"}).All())
+	if err != nil {
+		for _, h := range hosts {
+			r.gap(inventory.GapService, h, fmt.Errorf("listing Cloud Run services (needs run.services.list, in roles/run.viewer): %w", err))
 		}
-		if err != nil {
-			for _, h := range hosts {
-				r.gap(inventory.GapService, h, fmt.Errorf("listing Cloud Run services (needs run.services.list, in roles/run.viewer): %w", err))
-			}
-			return
-		}
-		all = append(all, svc)
+		return
 	}
 	found := map[string]bool{}
 	for _, svc := range all {
