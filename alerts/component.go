@@ -2,12 +2,15 @@ package alerts
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/logging"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/monitoring"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
 // ComponentType is the Pulumi type token of the alerts component.
@@ -89,7 +92,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	var metricDeps []pulumi.Resource
 	for _, m := range ps.Metrics {
 		labels := logging.MetricMetricDescriptorLabelArray{}
-		for _, k := range sortedKeys(m.Labels) {
+		for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
 			labels = append(labels, logging.MetricMetricDescriptorLabelArgs{Key: pulumi.String(k), ValueType: pulumi.String("STRING")})
 		}
 		res, err := logging.NewMetric(ctx, name+"-"+strings.ReplaceAll(m.ID, "_", "-"), &logging.MetricArgs{
@@ -135,11 +138,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 			Project:     project,
 			ServiceId:   pulumi.String(sloServiceID(args.Target)),
 			DisplayName: pulumi.String(fmt.Sprintf("eventpipe %s/%s", args.Target.Env, args.Target.Pipeline)),
-			UserLabels: pulumi.StringMap{
-				"eventpipe_pipeline": pulumi.String(labelValue(args.Target.Pipeline)),
-				"eventpipe_env":      pulumi.String(labelValue(args.Target.Env)),
-				"eventpipe_team":     pulumi.String(labelValue(args.Target.Team)),
-			},
+			UserLabels:  pulumi.ToStringMap(args.Target.labels("")),
 		}, child)
 		if err != nil {
 			return nil, fmt.Errorf("alerts %s: SLO service: %w", name, err)
@@ -157,12 +156,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 						TotalServiceFilter: pulumi.String(s.TotalFilter),
 					},
 				},
-				UserLabels: pulumi.StringMap{
-					"eventpipe_pipeline":     pulumi.String(labelValue(args.Target.Pipeline)),
-					"eventpipe_env":          pulumi.String(labelValue(args.Target.Env)),
-					"eventpipe_team":         pulumi.String(labelValue(args.Target.Team)),
-					"eventpipe_subscription": pulumi.String(labelValue(s.Subscription)),
-				},
+				UserLabels: pulumi.ToStringMap(args.Target.labels(s.Subscription)),
 			}, child)
 			if err != nil {
 				return nil, fmt.Errorf("alerts %s: SLO of %s: %w", name, s.Subscription, err)
@@ -194,7 +188,7 @@ func policyArgs(project pulumi.StringInput, t Target, p PolicySpec, channels pul
 		switch c.Kind {
 		case Threshold:
 			agg := monitoring.AlertPolicyConditionConditionThresholdAggregationArgs{
-				AlignmentPeriod:  pulumi.String(seconds(c.Window)),
+				AlignmentPeriod:  pulumi.String(durations.Seconds(c.Window)),
 				PerSeriesAligner: pulumi.String(c.Aligner),
 			}
 			if c.Reducer != "" {
@@ -204,7 +198,7 @@ func policyArgs(project pulumi.StringInput, t Target, p PolicySpec, channels pul
 				Filter:                pulumi.String(c.Filter),
 				Comparison:            pulumi.String(c.Comparison),
 				ThresholdValue:        pulumi.Float64(c.Threshold),
-				Duration:              pulumi.String(seconds(c.Duration)),
+				Duration:              pulumi.String(durations.Seconds(c.Duration)),
 				Aggregations:          monitoring.AlertPolicyConditionConditionThresholdAggregationArray{agg},
 				EvaluationMissingData: pulumi.String(c.MissingData),
 				Trigger:               &monitoring.AlertPolicyConditionConditionThresholdTriggerArgs{Count: pulumi.Int(1)},
@@ -212,7 +206,7 @@ func policyArgs(project pulumi.StringInput, t Target, p PolicySpec, channels pul
 		case PromQL:
 			pq := &monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs{
 				Query:              pulumi.String(c.Query),
-				Duration:           pulumi.String(seconds(c.Duration)),
+				Duration:           pulumi.String(durations.Seconds(c.Duration)),
 				EvaluationInterval: pulumi.String("60s"),
 				RuleGroup:          pulumi.String(promRuleGroup(t)),
 				AlertRule:          pulumi.String(promRuleName(t, p.Key)),
@@ -229,10 +223,10 @@ func policyArgs(project pulumi.StringInput, t Target, p PolicySpec, channels pul
 		}
 		conds = append(conds, cond)
 	}
-	strategy := &monitoring.AlertPolicyAlertStrategyArgs{AutoClose: pulumi.String(seconds(p.AutoClose))}
+	strategy := &monitoring.AlertPolicyAlertStrategyArgs{AutoClose: pulumi.String(durations.Seconds(p.AutoClose))}
 	if p.NotificationRateLimit > 0 {
 		strategy.NotificationRateLimit = &monitoring.AlertPolicyAlertStrategyNotificationRateLimitArgs{
-			Period: pulumi.String(seconds(p.NotificationRateLimit)),
+			Period: pulumi.String(durations.Seconds(p.NotificationRateLimit)),
 		}
 	}
 	return &monitoring.AlertPolicyArgs{
@@ -263,14 +257,4 @@ func promRuleGroup(t Target) string {
 // and pipeline, so two pipelines' alerts never share a name.
 func promRuleName(t Target, key string) string {
 	return promRuleGroup(t) + "_" + promSafe(key)
-}
-
-// sortedKeys returns m's keys in order, for stable resource inputs.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -2,8 +2,10 @@ package alerts
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -149,7 +151,7 @@ func TestMetricsRendered(t *testing.T) {
 				t.Errorf("%s: label %v", res, lm)
 			}
 		}
-		if !reflect.DeepEqual(labels, sortedKeys(toStrings(w.extractors))) {
+		if !reflect.DeepEqual(labels, slices.Sorted(maps.Keys(toStrings(w.extractors)))) {
 			t.Errorf("%s: descriptor labels %v, extractors %v", res, labels, keys(w.extractors))
 		}
 	}

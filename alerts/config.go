@@ -271,7 +271,7 @@ func (v *validator) add(field string, value any, rng, fix string) {
 // MinWindow and max.
 func (v *validator) window(field string, d Duration, max time.Duration) {
 	rng := fmt.Sprintf("a whole number of minutes from %s to %s", promDuration(MinWindow), promDuration(max))
-	if _, err := parseDuration(string(d)); err != nil {
+	if _, err := d.Parse(); err != nil {
 		v.add(field, fmt.Sprintf("%q", string(d)), rng, err.Error())
 		return
 	}
@@ -319,23 +319,12 @@ func (v *validator) orderedDur(warnField string, warn, crit Duration, critField 
 // is reported (WithDefaults fills unset values instead).
 func (c Config) Validate() error {
 	v := &validator{}
-	if c.DLQ == nil {
-		c.DLQ = &DLQThresholds{}
-	}
-	if c.Push == nil {
-		c.Push = &PushThresholds{}
-	}
-	if c.Backlog == nil {
-		c.Backlog = &BacklogThresholds{}
-	}
-	if c.Firestore == nil {
-		c.Firestore = &FirestoreThresholds{}
-	}
-	if c.Leases == nil {
-		c.Leases = &LeaseThresholds{}
-	}
-	if c.SLO == nil {
-		c.SLO = &SLOConfig{}
+	// A nil section is checked as a section of zero values: a new one, in this copy of c.
+	fields := reflect.ValueOf(&c).Elem()
+	for i := range fields.NumField() {
+		if f := fields.Field(i); f.Kind() == reflect.Pointer && f.IsNil() {
+			f.Set(reflect.New(f.Type().Elem()))
+		}
 	}
 	v.window("dlq.warningFor", c.DLQ.WarningFor, MaxDuration)
 	v.window("dlq.criticalFor", c.DLQ.CriticalFor, MaxDuration)

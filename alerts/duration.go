@@ -17,7 +17,7 @@ func Dur(d time.Duration) Duration { return Duration(promDuration(d)) }
 
 // D parses d. A value that does not parse is 0; Validate reports it.
 func (d Duration) D() time.Duration {
-	v, err := parseDuration(string(d))
+	v, err := d.Parse()
 	if err != nil {
 		return 0
 	}
@@ -27,10 +27,6 @@ func (d Duration) D() time.Duration {
 // String formats d in the largest unit that divides it exactly, e.g. "3d",
 // "6h", "90m", "45s": the same form PromQL range selectors accept.
 func (d Duration) String() string { return promDuration(d.D()) }
-
-// parseDuration parses s with the one duration grammar (internal/durations),
-// the stack config's.
-func parseDuration(s string) (time.Duration, error) { return durations.Parse(s) }
 
 // promDuration formats d in the largest of d, h, m, s that divides it
 // exactly; sub-second remainders are not representable and are rounded down.
@@ -44,9 +40,6 @@ func promDuration(d time.Duration) string {
 	return durations.Seconds(d)
 }
 
-// seconds formats d the way Google APIs spell a protobuf Duration: "300s".
-func seconds(d time.Duration) string { return durations.Seconds(d) }
-
 // Parse parses d with the one duration grammar (internal/durations): what
 // D returns, or the error Validate reports for it.
-func (d Duration) Parse() (time.Duration, error) { return parseDuration(string(d)) }
+func (d Duration) Parse() (time.Duration, error) { return durations.Parse(string(d)) }

@@ -166,17 +166,12 @@ type builder struct {
 // shares.
 func (b *builder) add(alert, sub string, sev Severity, title string, conds ...ConditionSpec) {
 	key := alert + "-" + strings.ToLower(string(sev))
-	labels := map[string]string{
-		"eventpipe_pipeline": labelValue(b.t.Pipeline),
-		"eventpipe_env":      labelValue(b.t.Env),
-		"eventpipe_team":     labelValue(b.t.Team),
-		"eventpipe_alert":    alert,
-		"eventpipe_severity": strings.ToLower(string(sev)),
-	}
+	labels := b.t.labels(sub)
+	labels["eventpipe_alert"] = alert
+	labels["eventpipe_severity"] = strings.ToLower(string(sev))
 	scope := b.t.Pipeline
 	if sub != "" {
 		key = sub + "/" + key
-		labels["eventpipe_subscription"] = labelValue(sub)
 		scope += "/" + sub
 	}
 	p := PolicySpec{

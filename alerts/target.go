@@ -136,6 +136,20 @@ func topicName(s string) (project, id string, ok bool) {
 	return project, id, ok && !strings.Contains(id, "/")
 }
 
+// labels are the user labels of t's resources: the pipeline's, or with sub not "" those
+// of one of its subscriptions.
+func (t Target) labels(sub string) map[string]string {
+	labels := map[string]string{
+		"eventpipe_pipeline": labelValue(t.Pipeline),
+		"eventpipe_env":      labelValue(t.Env),
+		"eventpipe_team":     labelValue(t.Team),
+	}
+	if sub != "" {
+		labels["eventpipe_subscription"] = labelValue(sub)
+	}
+	return labels
+}
+
 // labelValue normalises s to a GCP label value: lowercase, [a-z0-9_-],
 // at most 63 characters.
 func labelValue(s string) string {
