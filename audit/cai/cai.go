@@ -194,7 +194,8 @@ func (r *reader) searchResult(data []byte) error {
 			break
 		}
 	}
-	if body == nil {
+	unshown := body == nil
+	if unshown {
 		// Without its resource only the name and labels are known.
 		body = &structpb.Struct{Fields: map[string]*structpb.Value{}}
 		if len(s.GetLabels()) > 0 {
@@ -208,9 +209,8 @@ func (r *reader) searchResult(data []byte) error {
 			}
 			body.Fields["labels"] = lv
 		}
-		return r.resource(s.GetName(), s.GetAssetType(), body, ancestors, true)
 	}
-	return r.resource(s.GetName(), s.GetAssetType(), body, ancestors, false)
+	return r.resource(s.GetName(), s.GetAssetType(), body, ancestors, unshown)
 }
 
 // fullName matches a Cloud Asset Inventory resource name: //SERVICE/RELATIVE-NAME.
@@ -226,29 +226,25 @@ func relative(name string) string {
 
 // learnNumber records the project number of an asset named with its project ID.
 func (r *reader) learnNumber(name string, ancestors []string) {
-	id := inventory.ProjectOf(relative(name))
-	if id == "" || isNumber(id) {
-		return
-	}
-	for _, a := range ancestors {
-		if num, ok := strings.CutPrefix(a, "projects/"); ok && isNumber(num) {
+	if id := inventory.ProjectOf(relative(name)); id != "" && !isNumber(id) {
+		if num := ancestorNumber(ancestors); num != "" {
 			r.numbers[num] = id
-			return
 		}
 	}
 }
 
-func isNumber(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
+// ancestorNumber is the number of the project among an asset's ancestors, or "".
+func ancestorNumber(ancestors []string) string {
+	for _, a := range ancestors {
+		if num, ok := strings.CutPrefix(a, "projects/"); ok && isNumber(num) {
+			return num
 		}
 	}
-	return true
+	return ""
 }
+
+// isNumber reports whether a project is named by its number rather than its ID.
+var isNumber = regexp.MustCompile(`^[0-9]+$`).MatchString
 
 // resource adds one resource of an asset type the audit reads; others are skipped.
 func (r *reader) resource(name, assetType string, body *structpb.Struct, ancestors []string, unshown bool) error {
@@ -279,11 +275,7 @@ func (r *reader) resource(name, assetType string, body *structpb.Struct, ancesto
 		}
 		p := r.inv.Project(project)
 		if p.Number == "" {
-			for _, a := range ancestors {
-				if num, ok := strings.CutPrefix(a, "projects/"); ok && isNumber(num) {
-					p.Number = num
-				}
-			}
+			p.Number = ancestorNumber(ancestors)
 		}
 		full := withProject(rel, project)
 		switch assetType {
