@@ -79,6 +79,10 @@ func Command(ruleID string, t Target) string {
 	proj := " --project=" + t.Project
 	sub := inventory.ShortName(t.Subscription)
 	dlq := inventory.ShortName(t.Subscription) + ".dlq"
+	// A DLQ subscription never expires and keeps dead letters for the least retention the
+	// stack config accepts for one (spec.MinDLQRetention, EP013's default minimum).
+	retention := "--message-retention-duration=" + spec.FormatDuration(spec.MinDLQRetention)
+	dlqSub := " --expiration-period=never " + retention + proj
 	switch ruleID {
 	case "EP001", "EP004":
 		if sub == "" {
@@ -88,20 +92,20 @@ func Command(ruleID string, t Target) string {
 		if ruleID == "EP001" {
 			cmds = append(cmds,
 				"gcloud pubsub topics create "+dlq+proj,
-				"gcloud pubsub subscriptions create "+dlq+"-sub --topic="+dlq+" --expiration-period=never --message-retention-duration=7d"+proj)
+				"gcloud pubsub subscriptions create "+dlq+"-sub --topic="+dlq+dlqSub)
 		}
 		cmds = append(cmds, "gcloud pubsub subscriptions update "+sub+" --dead-letter-topic="+inventory.TopicName(t.Project, dlq)+" --max-delivery-attempts=10"+proj)
 		return strings.Join(cmds, " && ")
 	case "EP002":
 		return subUpdate(sub, "--max-delivery-attempts=10", proj)
 	case "EP003":
-		return subUpdate(sub, "--min-retry-delay=10s --max-retry-delay=600s", proj)
+		return subUpdate(sub, "--min-retry-delay="+spec.Seconds(spec.DefaultMinBackoff)+" --max-retry-delay="+spec.Seconds(spec.DefaultMaxBackoff), proj)
 	case "EP005":
 		if t.DeadLetterTopic == "" {
 			return ""
 		}
 		d := inventory.ShortName(t.DeadLetterTopic)
-		return "gcloud pubsub subscriptions create " + d + "-sub --topic=" + t.DeadLetterTopic + " --expiration-period=never --message-retention-duration=7d" + proj
+		return "gcloud pubsub subscriptions create " + d + "-sub --topic=" + t.DeadLetterTopic + dlqSub
 	case "EP006":
 		if t.DeadLetterTopic == "" {
 			return ""
@@ -127,7 +131,7 @@ func Command(ruleID string, t Target) string {
 	case "EP011", "EP012":
 		return subUpdate(sub, "--expiration-period=never", proj)
 	case "EP013":
-		return subUpdate(sub, "--message-retention-duration=7d", proj)
+		return subUpdate(sub, retention, proj)
 	}
 	return ""
 }

@@ -119,16 +119,7 @@ func OfSubscription(s *pubsubpb.Subscription, target *runpb.Service) Owner {
 		return o
 	}
 	id := inventory.ShortName(s.GetName())
-	_, labelled := s.GetLabels()[labelEventarc]
-	m := eventarcSubscription.FindStringSubmatch(id)
-	if labelled || m != nil {
-		o := Owner{Kind: Eventarc, Evidence: "label " + labelEventarc}
-		if !labelled {
-			o.Evidence = "Eventarc subscription name " + id
-		}
-		if m != nil {
-			o.Region, o.Trigger = m[1], m[2]
-		}
+	if o, ok := eventarc(s.GetLabels(), "subscription", id, eventarcSubscription); ok {
 		if target != nil && target.GetLabels()[labelManagedByGoogle] == "cloudfunctions" {
 			o.Kind = CloudFunctions
 			o.Evidence += "; pushes to Cloud Run service " + inventory.ShortName(target.GetName()) + " labelled " + labelManagedByGoogle + "=cloudfunctions (2nd gen)"
@@ -152,19 +143,28 @@ func OfTopic(t *pubsubpb.Topic) Owner {
 	if o, ok := fromLabels(t.GetLabels()); ok {
 		return o
 	}
-	id := inventory.ShortName(t.GetName())
-	_, labelled := t.GetLabels()[labelEventarc]
-	if m := eventarcTopic.FindStringSubmatch(id); labelled || m != nil {
-		o := Owner{Kind: Eventarc, Evidence: "label " + labelEventarc}
-		if !labelled {
-			o.Evidence = "Eventarc topic name " + id
-		}
-		if m != nil {
-			o.Region, o.Trigger = m[1], m[2]
-		}
+	if o, ok := eventarc(t.GetLabels(), "topic", inventory.ShortName(t.GetName()), eventarcTopic); ok {
 		return o
 	}
 	return Owner{Kind: Unmanaged, Evidence: "no Pulumi, Terraform or Eventarc marker"}
+}
+
+// eventarc tells an Eventarc owner of the topic or subscription (kind) id from its
+// goog-eventarc label or its name, which names the trigger when it matches pattern.
+func eventarc(labels map[string]string, kind, id string, pattern *regexp.Regexp) (Owner, bool) {
+	_, labelled := labels[labelEventarc]
+	m := pattern.FindStringSubmatch(id)
+	if !labelled && m == nil {
+		return Owner{}, false
+	}
+	o := Owner{Kind: Eventarc, Evidence: "label " + labelEventarc}
+	if !labelled {
+		o.Evidence = "Eventarc " + kind + " name " + id
+	}
+	if m != nil {
+		o.Region, o.Trigger = m[1], m[2]
+	}
+	return o, true
 }
 
 // OfService tells who manages a Cloud Run service.
