@@ -9,6 +9,8 @@ package drift
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -161,19 +163,10 @@ var references = map[string]bool{"topic": true, "deadLetterPolicy.deadLetterTopi
 // (providers and Google add their own).
 func compareLeaves(declared, live map[string]any, compared []string, defs map[string]any, project string) []Field {
 	var out []Field
-	paths := map[string]bool{}
-	for path := range declared {
-		paths[path] = true
-	}
-	for path := range live {
-		paths[path] = true
-	}
-	sorted := make([]string, 0, len(paths))
-	for path := range paths {
-		sorted = append(sorted, path)
-	}
-	sort.Strings(sorted)
-	for _, path := range sorted {
+	paths := map[string]any{}
+	maps.Copy(paths, declared)
+	maps.Copy(paths, live)
+	for _, path := range slices.Sorted(maps.Keys(paths)) {
 		if !under(path, compared) {
 			continue
 		}
@@ -333,15 +326,7 @@ func join(prefix, key string) string {
 
 // hasBinding reports whether policy grants role to member without a condition.
 func hasBinding(policy *iampb.Policy, role, member string) bool {
-	for _, b := range policy.GetBindings() {
-		if b.GetRole() != role || b.GetCondition() != nil {
-			continue
-		}
-		for _, m := range b.GetMembers() {
-			if m == member {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(policy.GetBindings(), func(b *iampb.Binding) bool {
+		return b.GetRole() == role && b.GetCondition() == nil && slices.Contains(b.GetMembers(), member)
+	})
 }

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -163,12 +164,8 @@ func compareField(d Resource, in map[string]any, p *inventory.Project) *Differen
 	if collection == "" || field == "" || unknownValue(collection) || unknownValue(field) {
 		return nil
 	}
-	read := false
-	for _, key := range inventory.FirestoreDatabases(p.Services) {
-		read = read || key == p.ID+"/"+db
-	}
-	if !read {
-		return nil
+	if !slices.Contains(inventory.FirestoreDatabases(p.Services), p.ID+"/"+db) {
+		return nil // a database the audit did not read
 	}
 	name := "projects/" + p.ID + "/databases/" + db + "/collectionGroups/" + collection + "/fields/" + field
 	for _, f := range p.TTLFields {
