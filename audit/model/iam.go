@@ -33,38 +33,38 @@ func PolicyData(p *iampb.Policy) string {
 	return string(data)
 }
 
-// policyInputs is policyData for the policy read for name, or the unknown value when the
-// audit could not read it.
-func policyInputs(p *inventory.Project, name string) (string, bool) {
-	if pol, ok := p.Policies[name]; ok {
-		return PolicyData(pol), true
-	}
-	if p.HasGap(inventory.GapPolicy, name) {
-		return UnknownValue, true
-	}
-	return "", false
-}
-
 // addPolicies adds the IAM policy resources of p's topics, subscriptions and Cloud Run
 // services and of the project itself.
 func (b *builder) addPolicies(p *inventory.Project) {
 	for _, t := range p.Topics {
-		if data, ok := policyInputs(p, t.GetName()); ok {
-			b.add(p.ID, TypeTopicIAMPolicy, inventory.ShortName(t.GetName()), t.GetName(),
-				map[string]any{"topic": t.GetName(), "project": p.ID, "policyData": data})
-			b.link("topic", TypeTopic, t.GetName())
-		}
+		b.addPolicy(p, TypeTopicIAMPolicy, t.GetName(), "topic", TypeTopic, map[string]any{"topic": t.GetName()})
 	}
 	for _, s := range p.Subscriptions {
-		if data, ok := policyInputs(p, s.GetName()); ok {
-			b.add(p.ID, TypeSubscriptionIAMPolicy, inventory.ShortName(s.GetName()), s.GetName(),
-				map[string]any{"subscription": s.GetName(), "project": p.ID, "policyData": data})
-			b.link("subscription", TypeSubscription, s.GetName())
-		}
+		b.addPolicy(p, TypeSubscriptionIAMPolicy, s.GetName(), "subscription", TypeSubscription, map[string]any{"subscription": s.GetName()})
 	}
-	b.addServicePolicies(p)
-	if data, ok := policyInputs(p, inventory.ProjectName(p.ID)); ok {
-		b.add(p.ID, TypeProjectIAMPolicy, p.ID, inventory.ProjectName(p.ID),
-			map[string]any{"project": p.ID, "policyData": data})
+	for _, svc := range p.Services {
+		name := svc.GetName()
+		b.addPolicy(p, TypeServiceIAMPolicy, name, "name", TypeService,
+			map[string]any{"name": inventory.ShortName(name), "location": inventory.LocationOf(name)})
+	}
+	b.addPolicy(p, TypeProjectIAMPolicy, inventory.ProjectName(p.ID), "", "", map[string]any{})
+}
+
+// addPolicy adds the IAM policy resource of type typ for the resource name, with inputs
+// in, the project and the policyData read for it (unknown when the audit could not read
+// it), linked by property to the resource of type of; nothing when the inventory has no
+// policy for name.
+func (b *builder) addPolicy(p *inventory.Project, typ, name, property, of string, in map[string]any) {
+	if pol, ok := p.Policies[name]; ok {
+		in["policyData"] = PolicyData(pol)
+	} else if p.HasGap(inventory.GapPolicy, name) {
+		in["policyData"] = UnknownValue
+	} else {
+		return
+	}
+	in["project"] = p.ID
+	b.add(p.ID, typ, inventory.ShortName(name), name, in)
+	if property != "" {
+		b.link(property, of, name)
 	}
 }

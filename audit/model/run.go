@@ -13,19 +13,6 @@ func (b *builder) addServices(p *inventory.Project) {
 	}
 }
 
-// addServicePolicies adds the IAM policies of p's Cloud Run services.
-func (b *builder) addServicePolicies(p *inventory.Project) {
-	for _, svc := range p.Services {
-		name := svc.GetName()
-		if data, ok := policyInputs(p, name); ok {
-			b.add(p.ID, TypeServiceIAMPolicy, inventory.ShortName(name), name, map[string]any{
-				"name": inventory.ShortName(name), "location": inventory.LocationOf(name), "project": p.ID, "policyData": data,
-			})
-			b.link("name", TypeService, name)
-		}
-	}
-}
-
 // serviceInputs are a Cloud Run v2 service's pulumi-gcp inputs: what the rules read
 // (ingress, the invoker check, the containers' environment) and what identifies it.
 func serviceInputs(project string, svc *runpb.Service) map[string]any {
