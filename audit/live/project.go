@@ -8,7 +8,7 @@ import (
 
 	"cloud.google.com/go/iam/apiv1/iampb"
 	crm "google.golang.org/api/cloudresourcemanager/v1"
-	"google.golang.org/genproto/googleapis/type/expr"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 )
@@ -33,32 +33,24 @@ func (r *reader) readProject(ctx context.Context) {
 	pol, err := r.c.Projects.Projects.GetIamPolicy(r.p.ID, &crm.GetIamPolicyRequest{
 		Options: &crm.GetPolicyOptions{RequestedPolicyVersion: 3},
 	}).Context(ctx).Do()
+	var policy *iampb.Policy
+	if err == nil {
+		policy, err = fromCRM(pol)
+	}
 	if err != nil {
 		r.gap(inventory.GapPolicy, name, fmt.Errorf("reading the project's IAM policy (needs resourcemanager.projects.getIamPolicy, in roles/iam.securityReviewer): %w", err))
 		return
 	}
-	r.setPolicy(name, fromCRM(pol))
+	r.setPolicy(name, policy)
 }
 
-// fromCRM converts a Resource Manager policy to the IAM API's type the inventory holds.
-func fromCRM(p *crm.Policy) *iampb.Policy {
-	out := &iampb.Policy{Version: int32(p.Version)}
-	for _, b := range p.Bindings {
-		nb := &iampb.Binding{Role: b.Role, Members: b.Members}
-		if c := b.Condition; c != nil {
-			nb.Condition = &expr.Expr{Expression: c.Expression, Title: c.Title, Description: c.Description, Location: c.Location}
-		}
-		out.Bindings = append(out.Bindings, nb)
+// fromCRM converts a Resource Manager policy to the IAM API's type the inventory holds:
+// both APIs write a policy as the same JSON document.
+func fromCRM(p *crm.Policy) (*iampb.Policy, error) {
+	data, err := p.MarshalJSON()
+	if err != nil {
+		return nil, err
 	}
-	for _, ac := range p.AuditConfigs {
-		nac := &iampb.AuditConfig{Service: ac.Service}
-		for _, l := range ac.AuditLogConfigs {
-			nac.AuditLogConfigs = append(nac.AuditLogConfigs, &iampb.AuditLogConfig{
-				LogType:         iampb.AuditLogConfig_LogType(iampb.AuditLogConfig_LogType_value[l.LogType]),
-				ExemptedMembers: l.ExemptedMembers,
-			})
-		}
-		out.AuditConfigs = append(out.AuditConfigs, nac)
-	}
-	return out
+	out := &iampb.Policy{}
+	return out, protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(data, out)
 }
