@@ -1,7 +1,7 @@
 package inventory
 
 import (
-	"sort"
+	"slices"
 	"strings"
 
 	"cloud.google.com/go/run/apiv2/runpb"
@@ -14,7 +14,6 @@ const StoreEnv = "EVENTPIPE_STORE"
 // FirestoreDatabases are the distinct "PROJECT/DATABASE" Firestore stores the services'
 // containers name in EVENTPIPE_STORE ("(default)" when the URL names no database).
 func FirestoreDatabases(services []*runpb.Service) []string {
-	seen := map[string]bool{}
 	var out []string
 	for _, svc := range services {
 		for _, c := range svc.GetTemplate().GetContainers() {
@@ -30,13 +29,12 @@ func FirestoreDatabases(services []*runpb.Service) []string {
 				if db == "" {
 					db = "(default)"
 				}
-				if key := project + "/" + db; project != "" && !seen[key] {
-					seen[key] = true
-					out = append(out, key)
+				if project != "" {
+					out = append(out, project+"/"+db)
 				}
 			}
 		}
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }

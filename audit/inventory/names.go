@@ -17,10 +17,8 @@ func ProjectOf(full string) string {
 	if !ok {
 		return ""
 	}
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		return rest[:i]
-	}
-	return rest
+	project, _, _ := strings.Cut(rest, "/")
+	return project
 }
 
 // LocationOf is the location of a resource name with a …/locations/LOCATION/… segment, or "".
@@ -29,10 +27,8 @@ func LocationOf(full string) string {
 	if !ok {
 		return ""
 	}
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		return rest[:i]
-	}
-	return rest
+	location, _, _ := strings.Cut(rest, "/")
+	return location
 }
 
 // TopicName is the full name of topic id in project.

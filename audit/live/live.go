@@ -92,27 +92,21 @@ func Dial(ctx context.Context, opts ...option.ClientOption) (*Clients, error) {
 
 // Close closes every client that was made.
 func (c *Clients) Close() {
-	var closers []func() error
-	if c.Topics != nil {
-		closers = append(closers, c.Topics.Close)
-	}
-	if c.Subscriptions != nil {
-		closers = append(closers, c.Subscriptions.Close)
-	}
-	if c.Services != nil {
-		closers = append(closers, c.Services.Close)
-	}
-	if c.AlertPolicies != nil {
-		closers = append(closers, c.AlertPolicies.Close)
-	}
-	if c.Metrics != nil {
-		closers = append(closers, c.Metrics.Close)
-	}
-	if c.Firestore != nil {
-		closers = append(closers, c.Firestore.Close)
-	}
-	for _, close := range closers {
-		_ = close()
+	closeClient(c.Topics)
+	closeClient(c.Subscriptions)
+	closeClient(c.Services)
+	closeClient(c.AlertPolicies)
+	closeClient(c.Metrics)
+	closeClient(c.Firestore)
+}
+
+// closeClient closes a client that was made (not nil).
+func closeClient[T any, C interface {
+	*T
+	Close() error
+}](c C) {
+	if c != nil {
+		_ = c.Close()
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"cloud.google.com/go/iam/apiv1/iampb"
 	"cloud.google.com/go/run/apiv2/runpb"
@@ -62,15 +61,12 @@ func (r *reader) readServices(ctx context.Context) {
 
 // runHosts are the distinct *.run.app hosts the project's subscriptions push to.
 func runHosts(p *inventory.Project) []string {
-	seen := map[string]bool{}
 	var hosts []string
 	for _, s := range p.Subscriptions {
-		h := inventory.PushHost(s)
-		if inventory.IsRunHost(h) && !seen[h] {
-			seen[h] = true
+		if h := inventory.PushHost(s); inventory.IsRunHost(h) {
 			hosts = append(hosts, h)
 		}
 	}
-	sort.Strings(hosts)
-	return hosts
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
 }
