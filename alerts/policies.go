@@ -3,6 +3,7 @@ package alerts
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strconv"
 	"strings"
@@ -197,17 +198,14 @@ func (b *builder) pipelinePolicies() {
 	c, t := b.c, b.t
 	errType := MetricSpec{Name: metricName(t, MetricFirestoreErrors)}.Type()
 	transient := logSelector(t, errType, `error_code=~"`+strings.Join(transientCodes(), "|")+`"`)
-	for _, lvl := range []struct {
-		sev       Severity
-		perMinute float64
-	}{{Warning, c.Firestore.TransientWarningPerMinute}, {Critical, c.Firestore.TransientCriticalPerMinute}} {
-		b.add(AlertFirestoreTransient, "", lvl.sev, "Firestore transient errors", ConditionSpec{
-			DisplayName: fmt.Sprintf("transient Firestore errors ≥ %s/min for %s", num(lvl.perMinute), c.Firestore.TransientFor),
+	for sev, perMinute := range levels(c.Firestore.TransientWarningPerMinute, c.Firestore.TransientCriticalPerMinute) {
+		b.add(AlertFirestoreTransient, "", sev, "Firestore transient errors", ConditionSpec{
+			DisplayName: fmt.Sprintf("transient Firestore errors ≥ %s/min for %s", num(perMinute), c.Firestore.TransientFor),
 			Kind:        PromQL,
 			MetricType:  errType,
-			Query:       fmt.Sprintf("sum(rate(%s[%s])) * 60 >= %s", transient, c.Firestore.RateWindow, num(lvl.perMinute)),
+			Query:       fmt.Sprintf("sum(rate(%s[%s])) * 60 >= %s", transient, c.Firestore.RateWindow, num(perMinute)),
 			Comparison:  ">=",
-			Threshold:   lvl.perMinute,
+			Threshold:   perMinute,
 			Duration:    c.Firestore.TransientFor.D(),
 			Window:      c.Firestore.RateWindow.D(),
 			// The metric is created in the same deployment: see DisableMetricValidation.
@@ -267,26 +265,20 @@ func (b *builder) subscriptionPolicies(s Subscription) {
 				"dead_letter_message_count", s.Name, float64(c.DLQ.DeadLetteredCritical), c.ConfirmFor.D(), c.DLQ.DeadLetteredWindow.D(), alignSum))
 	}
 
-	for _, lvl := range []struct {
-		sev Severity
-		age Duration
-	}{{Warning, c.Backlog.OldestAgeWarning}, {Critical, c.Backlog.OldestAgeCritical}} {
-		b.add(AlertBacklogAge, s.Name, lvl.sev, "oldest unacked message is old",
-			pubsubThreshold(fmt.Sprintf("oldest unacked message older than %s", lvl.age),
-				"oldest_unacked_message_age", s.Name, lvl.age.D().Seconds(), c.ConfirmFor.D(), gaugeAlignment, alignMax))
+	for sev, age := range levels(c.Backlog.OldestAgeWarning, c.Backlog.OldestAgeCritical) {
+		b.add(AlertBacklogAge, s.Name, sev, "oldest unacked message is old",
+			pubsubThreshold(fmt.Sprintf("oldest unacked message older than %s", age),
+				"oldest_unacked_message_age", s.Name, age.D().Seconds(), c.ConfirmFor.D(), gaugeAlignment, alignMax))
 	}
-	for _, lvl := range []struct {
-		sev  Severity
-		hold Duration
-	}{{Warning, c.Backlog.GrowthWarningFor}, {Critical, c.Backlog.GrowthCriticalFor}} {
-		b.add(AlertBacklogGrowth, s.Name, lvl.sev, "backlog keeps growing", ConditionSpec{
-			DisplayName: fmt.Sprintf("undelivered messages rising for %s", lvl.hold),
+	for sev, hold := range levels(c.Backlog.GrowthWarningFor, c.Backlog.GrowthCriticalFor) {
+		b.add(AlertBacklogGrowth, s.Name, sev, "backlog keeps growing", ConditionSpec{
+			DisplayName: fmt.Sprintf("undelivered messages rising for %s", hold),
 			Kind:        PromQL,
 			MetricType:  pubsubMetric("num_undelivered_messages"),
 			Query:       fmt.Sprintf("deriv(%s[%s]) > 0", pubsubSelector("num_undelivered_messages", s.Name), c.Backlog.GrowthWindow),
 			Comparison:  ">",
 			Threshold:   0,
-			Duration:    lvl.hold.D(),
+			Duration:    hold.D(),
 			Window:      c.Backlog.GrowthWindow.D(),
 		})
 	}
@@ -302,17 +294,14 @@ func (b *builder) subscriptionPolicies(s Subscription) {
 		{AlertPush5xx, "remote_server_5xx", "push 5xx ratio", c.Push.ServerErrorWarning, c.Push.ServerErrorCritical, c.Push.ServerErrorFor},
 		{AlertPush4xx, "remote_server_4xx", "push 4xx ratio", c.Push.ClientErrorWarning, c.Push.ClientErrorCritical, c.Push.ClientErrorFor},
 	} {
-		for _, lvl := range []struct {
-			sev   Severity
-			ratio float64
-		}{{Warning, e.warn}, {Critical, e.crit}} {
-			b.add(e.alert, s.Name, lvl.sev, e.what+" high", ConditionSpec{
-				DisplayName: fmt.Sprintf("%s > %s%% for %s (≥ %d requests per %s)", e.what, num(lvl.ratio*100), e.hold, c.Push.MinRequests, c.Push.RatioWindow),
+		for sev, ratio := range levels(e.warn, e.crit) {
+			b.add(e.alert, s.Name, sev, e.what+" high", ConditionSpec{
+				DisplayName: fmt.Sprintf("%s > %s%% for %s (≥ %d requests per %s)", e.what, num(ratio*100), e.hold, c.Push.MinRequests, c.Push.RatioWindow),
 				Kind:        PromQL,
 				MetricType:  pubsubMetric("push_request_count"),
-				Query:       pushRatioQuery(s.Name, e.class, c.Push.RatioWindow, lvl.ratio, c.Push.MinRequests),
+				Query:       pushRatioQuery(s.Name, e.class, c.Push.RatioWindow, ratio, c.Push.MinRequests),
 				Comparison:  ">",
-				Threshold:   lvl.ratio,
+				Threshold:   ratio,
 				Duration:    e.hold.D(),
 				Window:      c.Push.RatioWindow.D(),
 			})
@@ -352,6 +341,14 @@ func (b *builder) subscriptionPolicies(s Subscription) {
 			Duration:    c.ConfirmFor.D(),
 			Window:      shortest,
 		})
+	}
+}
+
+// levels yields the warning and then the critical value of one threshold: each is a
+// policy of its own, since Cloud Monitoring sets severity once per policy.
+func levels[T any](warning, critical T) iter.Seq2[Severity, T] {
+	return func(yield func(Severity, T) bool) {
+		_ = yield(Warning, warning) && yield(Critical, critical)
 	}
 }
 
