@@ -7,9 +7,10 @@
 package summary
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -114,11 +115,18 @@ func Build(in Input) *Summary {
 	for _, f := range in.Findings {
 		byProject[f.Project] = append(byProject[f.Project], f)
 	}
-	owners := map[string]int{}
 	for _, p := range in.Inventory.Projects {
-		row := projectRow(p, in.Owners, byProject[p.ID])
-		s.Projects = append(s.Projects, row)
+		s.Projects = append(s.Projects, projectRow(p, in.Owners, byProject[p.ID]))
 		delete(byProject, p.ID)
+	}
+	// Findings of no audited project (an expired waiver) are listed on their own, in order.
+	for _, id := range slices.Sorted(maps.Keys(byProject)) {
+		row := Project{ID: cmp.Or(id, "configuration"), Backlog: "—", Findings: byProject[id]}
+		tally(&row)
+		s.Projects = append(s.Projects, row)
+	}
+	owners := map[string]int{}
+	for _, row := range s.Projects {
 		s.Totals.Subscriptions += row.Subscriptions
 		s.Totals.WithoutDLQ += row.WithoutDLQ
 		s.Totals.DLQReaders += row.DLQReaders
@@ -129,19 +137,6 @@ func Build(in Input) *Summary {
 		for _, c := range row.Owners {
 			owners[c.Label] += c.N
 		}
-	}
-	// Findings of no audited project (an expired waiver) are listed on their own.
-	for id, fs := range byProject {
-		if id == "" {
-			id = "configuration"
-		}
-		row := Project{ID: id, Backlog: "—"}
-		row.Findings = fs
-		tally(&row)
-		s.Projects = append(s.Projects, row)
-		s.Totals.Denies += row.Denies
-		s.Totals.Warnings += row.Warnings
-		s.Totals.Waived += row.Waived
 	}
 	s.Totals.ID = "all"
 	s.Totals.Owners = counts(owners)
@@ -191,15 +186,9 @@ func hasDLQ(s *pubsubpb.Subscription) bool {
 }
 
 func tally(row *Project) {
-	sort.SliceStable(row.Findings, func(i, j int) bool {
-		a, b := row.Findings[i], row.Findings[j]
-		if severityRank(a.Severity) != severityRank(b.Severity) {
-			return severityRank(a.Severity) < severityRank(b.Severity)
-		}
-		if a.RuleID != b.RuleID {
-			return a.RuleID < b.RuleID
-		}
-		return a.Resource < b.Resource
+	slices.SortStableFunc(row.Findings, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(severityRank(a.Severity), severityRank(b.Severity)),
+			strings.Compare(a.RuleID, b.RuleID), strings.Compare(a.Resource, b.Resource))
 	})
 	for _, f := range row.Findings {
 		switch {
@@ -213,18 +202,13 @@ func tally(row *Project) {
 	}
 }
 
+// severityRank orders the rules' severities, most severe first; any other (info) last.
 func severityRank(s string) int {
-	switch s {
-	case "critical":
-		return 0
-	case "high":
-		return 1
-	case "medium":
-		return 2
-	case "low":
-		return 3
+	severities := []string{"critical", "high", "medium", "low"}
+	if i := slices.Index(severities, s); i >= 0 {
+		return i
 	}
-	return 4
+	return len(severities)
 }
 
 // backlog is the oldest unacknowledged message age of the project, with its subscription.
@@ -269,11 +253,6 @@ func counts(m map[string]int) []Count {
 	for k, n := range m {
 		out = append(out, Count{Label: k, N: n})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].N != out[j].N {
-			return out[i].N > out[j].N
-		}
-		return out[i].Label < out[j].Label
-	})
+	slices.SortFunc(out, func(a, b Count) int { return cmp.Or(cmp.Compare(b.N, a.N), strings.Compare(a.Label, b.Label)) })
 	return out
 }
