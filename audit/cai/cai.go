@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -144,7 +143,7 @@ func (r *reader) file(path string, record func(data []byte) error) error {
 			return fmt.Errorf("cai: %s:%d: %w", path, line, err)
 		}
 	}
-	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
+	if err := sc.Err(); err != nil {
 		return fmt.Errorf("cai: %s: %w", path, err)
 	}
 	return nil
