@@ -90,11 +90,13 @@ func NewPipeline(ctx *pulumi.Context, name string, args *PipelineArgs, opts ...p
 	if err != nil {
 		return nil, err
 	}
-	return declarePipeline(ctx, name, sc, args, thresholds, opts)
+	return declarePipeline(ctx, name, sc, args.Alerts, thresholds, opts)
 }
 
-// declarePipeline declares the pipeline name of the resolved scope sc.
-func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *PipelineArgs, thresholds alerts.Config, opts []pulumi.ResourceOption) (*Pipeline, error) {
+// declarePipeline declares the pipeline name of the resolved scope sc;
+// alertArgs are the alert arguments given (nil: none), for the channels
+// only known at deploy time.
+func declarePipeline(ctx *pulumi.Context, name string, sc *scope, alertArgs *spec.PipelineAlerts, thresholds alerts.Config, opts []pulumi.ResourceOption) (*Pipeline, error) {
 	var err error
 	p := sc.pipeline
 	pl := &Pipeline{Subscriptions: map[string]*Subscription{}}
@@ -185,7 +187,7 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 	}
 	if p.Alerts.Enabled() {
 		aa := alerts.Args{Target: alertTarget(sc), Config: thresholds, Project: sc.project, Expand: sc.d.str}
-		if a := args.Alerts; a != nil {
+		if a := alertArgs; a != nil {
 			if _, ok := knownStrings(a.CriticalChannels); !ok {
 				aa.CriticalChannels = a.CriticalChannels
 			}
