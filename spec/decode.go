@@ -146,7 +146,6 @@ func decodeValue(c *collector, full, text string, dst any) {
 }
 
 var (
-	durationType    = reflect.TypeOf(Duration{})
 	rawMessageType  = reflect.TypeOf(json.RawMessage(nil))
 	pipelineType    = reflect.TypeOf(&Pipeline{})
 	stringInputType = reflect.TypeOf((*pulumi.StringInput)(nil)).Elem()
@@ -154,8 +153,7 @@ var (
 
 // decode stores raw, a decoded JSON value, in v as json.Unmarshal does (into
 // what v already holds; keys by their `json` names), a string into a
-// pulumi.StringInput as pulumi.String and a Duration or json.RawMessage
-// through its UnmarshalJSON. Every unknown key and every value of the wrong
+// pulumi.StringInput as pulumi.String. Every unknown key and every value of the wrong
 // JSON type is reported with its full path and left out, so validation
 // still reports every other problem (and treats it as unset); a list with
 // a bad element is left out whole. It returns false when raw itself is
@@ -179,21 +177,13 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 			return false
 		}
 		v.Set(elem)
-	case t == rawMessageType || t == durationType:
-		// A RawMessage is read and checked by its owner (see Decode); here only its kind.
-		if _, ok := raw.(map[string]any); t == rawMessageType && !ok {
+	case t == rawMessageType:
+		// Read and checked by its owner (see Decode); here only its kind.
+		if _, ok := raw.(map[string]any); !ok {
 			return bad("an object", "write the value as a YAML mapping")
 		}
-		if _, ok := raw.(string); t == durationType && !ok {
-			return bad("a duration string such as \"10s\", \"10m\" or \"14d\"", "quote the value and give it a unit")
-		}
-		b, err := json.Marshal(raw)
-		if err == nil {
-			err = v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(b)
-		}
-		if err != nil {
-			return bad("a value of the documented shape", err.Error())
-		}
+		b, _ := json.Marshal(raw) // decoded JSON, so it encodes
+		v.SetBytes(b)
 	case t.Kind() == reflect.Struct:
 		obj, ok := raw.(map[string]any)
 		if !ok {
@@ -240,7 +230,10 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 		v.Set(list)
 	case t == stringInputType || t.Kind() == reflect.String: // a stack file's input is a string
 		s, ok := raw.(string)
-		if !ok {
+		switch {
+		case !ok && spanAt(path):
+			return bad(`a duration string such as "10s", "10m" or "14d"`, "quote the value and give it a unit")
+		case !ok:
 			return bad("a string", "quote the value")
 		}
 		if t == stringInputType {
@@ -270,6 +263,18 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 		return bad("a value of the documented shape", "cannot decode into "+t.String())
 	}
 	return true
+}
+
+// spanAt reports whether the stack config path holds a duration (a Span
+// of the bounds table, which has every duration setting).
+func spanAt(path string) bool {
+	parts := strings.Split(strings.TrimPrefix(path, Namespace+":"), ".")
+	for _, b := range Bounds() {
+		if b.Kind == Span && slices.EqualFunc(strings.Split(b.Path, "."), parts, func(p, s string) bool { return p == "*" || p == s }) {
+			return true
+		}
+	}
+	return false
 }
 
 // fieldsByName maps JSON names to struct fields (fields tagged "-" are not config).

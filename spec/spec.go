@@ -81,11 +81,11 @@ type Defaults struct {
 	// MaxDeliveryAttempts is how many deliveries are tried before a message is dead-lettered (5–100, default 5).
 	MaxDeliveryAttempts *int `json:"maxDeliveryAttempts,omitempty"`
 	// MinBackoff is the retry policy's shortest wait before redelivery (0s–10m, default 10s).
-	MinBackoff *Duration `json:"minBackoff,omitempty"`
+	MinBackoff string `json:"minBackoff,omitempty"`
 	// MaxBackoff is the retry policy's longest wait before redelivery (0s–10m, default 10m).
-	MaxBackoff *Duration `json:"maxBackoff,omitempty"`
+	MaxBackoff string `json:"maxBackoff,omitempty"`
 	// DLQRetention is how long dead-letter subscriptions keep messages (7d–14d, default 14d).
-	DLQRetention *Duration `json:"dlqRetention,omitempty"`
+	DLQRetention string `json:"dlqRetention,omitempty"`
 	// MinInstances is how many consumer instances are kept warm (0–100, default 0).
 	MinInstances *int `json:"minInstances,omitempty"`
 	// MaxInstances is the most instances a consumer scales to (1–1000, default 10).
