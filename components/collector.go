@@ -118,7 +118,6 @@ func declareTraceCollector(ctx *pulumi.Context, name string, project pulumi.Stri
 	if err != nil {
 		return nil, nil, fmt.Errorf("grant consumer %s cloudtrace.agent: %w", name, err)
 	}
-	health := pulumi.Int(collectorHealthPort)
 	return &cloudrunv2.ServiceTemplateContainerArgs{
 		Name:  pulumi.String(CollectorContainer),
 		Image: pulumi.String(CollectorImage),
@@ -130,11 +129,6 @@ func declareTraceCollector(ctx *pulumi.Context, name string, project pulumi.Stri
 			Limits:  pulumi.StringMap{"cpu": pulumi.String(CollectorCPU), "memory": pulumi.String(CollectorMemory)},
 			CpuIdle: pulumi.Bool(cpuIdle),
 		},
-		StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
-			HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: pulumi.String("/"), Port: health},
-			PeriodSeconds:    pulumi.Int(2),
-			FailureThreshold: pulumi.Int(15),
-			TimeoutSeconds:   pulumi.Int(1),
-		},
+		StartupProbe: startupProbe("/", collectorHealthPort, 15),
 	}, grant, nil
 }

@@ -252,7 +252,6 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 		_ = ctx.Log.Info("consumer "+k.ServiceName+": "+note, &pulumi.LogArgs{Resource: c})
 	}
 	labels := sc.labels(spec.RoleConsumer)
-	probePath := pulumi.String(spec.HealthPath)
 	port := pulumi.Int(spec.ContainerPort)
 	traced := sc.traceCollector
 	consumer := &cloudrunv2.ServiceTemplateContainerArgs{
@@ -264,14 +263,9 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 			Limits:  pulumi.StringMap{"cpu": pulumi.String(k.CPU), "memory": pulumi.String(k.Memory)},
 			CpuIdle: pulumi.Bool(!pulling),
 		},
-		StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
-			HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: probePath, Port: port},
-			PeriodSeconds:    pulumi.Int(2),
-			FailureThreshold: pulumi.Int(15),
-			TimeoutSeconds:   pulumi.Int(1),
-		},
+		StartupProbe: startupProbe(spec.HealthPath, spec.ContainerPort, 15),
 		LivenessProbe: &cloudrunv2.ServiceTemplateContainerLivenessProbeArgs{
-			HttpGet:          &cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs{Path: probePath, Port: port},
+			HttpGet:          &cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs{Path: pulumi.String(spec.HealthPath), Port: port},
 			PeriodSeconds:    pulumi.Int(10),
 			FailureThreshold: pulumi.Int(3),
 			TimeoutSeconds:   pulumi.Int(2),
@@ -328,37 +322,33 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 			Volumes:    cloudSQLVolumes(k.CloudSQLInstances),
 		},
 	}
+	c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
 	if k.WorkerPool {
 		pool, err := declareWorkerPool(ctx, name, svcArgs, *k.MinInstances, parent, pulumi.DependsOn(dependsOn))
 		if err != nil {
 			return nil, err
 		}
 		c.WorkerPool, c.URI, c.ServiceName = pool, pulumi.String("").ToStringOutput(), pool.Name
-		c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
-		if err := ctx.RegisterResourceOutputs(c, outputs(c)); err != nil {
-			return nil, fmt.Errorf("register consumer outputs %s: %w", name, err)
+	} else {
+		svc, err := cloudrunv2.NewService(ctx, name, svcArgs, parent, pulumi.DependsOn(dependsOn))
+		if err != nil {
+			return nil, fmt.Errorf("declare consumer service %s: %w", k.ServiceName, err)
 		}
-		return c, nil
-	}
-	svc, err := cloudrunv2.NewService(ctx, name, svcArgs, parent, pulumi.DependsOn(dependsOn))
-	if err != nil {
-		return nil, fmt.Errorf("declare consumer service %s: %w", k.ServiceName, err)
-	}
-	c.Service, c.URI, c.ServiceName = svc, svc.Uri, svc.Name
-	// Callers reach the service only with roles/run.invoker: there is no
-	// public invoker. One non-authoritative grant per calling account.
-	for _, account := range k.CallbackAccounts {
-		if _, err := cloudrunv2.NewServiceIamMember(ctx, name+"-callback-invoker-"+account, &cloudrunv2.ServiceIamMemberArgs{
-			Project:  project,
-			Location: svc.Location,
-			Name:     svc.Name,
-			Role:     pulumi.String(RoleRunInvoker),
-			Member:   pulumi.String("serviceAccount:" + account),
-		}, parent); err != nil {
-			return nil, fmt.Errorf("grant %s run.invoker on consumer %s for callbacks: %w", account, k.ServiceName, err)
+		c.Service, c.URI, c.ServiceName = svc, svc.Uri, svc.Name
+		// Callers reach the service only with roles/run.invoker: there is no
+		// public invoker. One non-authoritative grant per calling account.
+		for _, account := range k.CallbackAccounts {
+			if _, err := cloudrunv2.NewServiceIamMember(ctx, name+"-callback-invoker-"+account, &cloudrunv2.ServiceIamMemberArgs{
+				Project:  project,
+				Location: svc.Location,
+				Name:     svc.Name,
+				Role:     pulumi.String(RoleRunInvoker),
+				Member:   pulumi.String("serviceAccount:" + account),
+			}, parent); err != nil {
+				return nil, fmt.Errorf("grant %s run.invoker on consumer %s for callbacks: %w", account, k.ServiceName, err)
+			}
 		}
 	}
-	c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
 	if err := ctx.RegisterResourceOutputs(c, outputs(c)); err != nil {
 		return nil, fmt.Errorf("register consumer outputs %s: %w", name, err)
 	}

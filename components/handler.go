@@ -38,11 +38,17 @@ func handlerContainer(h *spec.Handler) *cloudrunv2.ServiceTemplateContainerArgs 
 		Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
 			Limits: pulumi.StringMap{"cpu": pulumi.String(h.CPU), "memory": pulumi.String(h.Memory)},
 		},
-		StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
-			HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: pulumi.String(h.HealthPath), Port: pulumi.Int(*h.Port)},
-			PeriodSeconds:    pulumi.Int(2),
-			FailureThreshold: pulumi.Int(30),
-			TimeoutSeconds:   pulumi.Int(1),
-		},
+		StartupProbe: startupProbe(h.HealthPath, *h.Port, 30),
+	}
+}
+
+// startupProbe gets path on port every 2 seconds, waiting 1 second for an
+// answer, until it answers 2xx or fails failures times.
+func startupProbe(path string, port, failures int) *cloudrunv2.ServiceTemplateContainerStartupProbeArgs {
+	return &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
+		HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: pulumi.String(path), Port: pulumi.Int(port)},
+		PeriodSeconds:    pulumi.Int(2),
+		FailureThreshold: pulumi.Int(failures),
+		TimeoutSeconds:   pulumi.Int(1),
 	}
 }
