@@ -138,7 +138,7 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	}
 	sc := newScope(ctx, name, args.Project, nil, args.Region, args.Environment, args.Labels, args.Protect)
 	sc.pipeline.Consumer = sc.d.consumer(&args.Consumer)
-	sc.traceCollector = args.TraceCollector
+	sc.stack.Defaults.TraceCollector = &args.TraceCollector
 	problems := sc.storeSecret(args.Consumer.StoreSecret)
 	if args.PullSubscriptions != nil {
 		// The consumer pulls: validation asks for CPU and warm instances to match.
@@ -151,7 +151,7 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 		problems = append(problems, spec.FieldError{Path: "pushAccounts", Value: "(set)", Allowed: "none with consumer.workerPool",
 			Fix: "remove pushAccounts, or consumer.workerPool: Pub/Sub pushes to an HTTP endpoint, which a worker pool does not have"})
 	}
-	if all := append(append(errs, problems...), deployProblems(sc.stack, sc.pipeline, sidecars(sc.pipeline, sc.traceCollector))...); len(all) > 0 {
+	if all := append(append(errs, problems...), deployProblems(sc.stack, sc.pipeline)...); len(all) > 0 {
 		return nil, argsError("consumer", name, all)
 	}
 	pushAccounts := args.PushAccounts
@@ -253,7 +253,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 	}
 	labels := sc.labels(spec.RoleConsumer)
 	port := pulumi.Int(spec.ContainerPort)
-	traced := sc.traceCollector
+	traced := sc.stack.Traced()
 	consumer := &cloudrunv2.ServiceTemplateContainerArgs{
 		Name:  pulumi.String("consumer"),
 		Image: sc.d.image(spec.Text(k.Image)),
@@ -284,13 +284,13 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 			return nil, err
 		}
 		// The consumer starts once the collector is ready to take its spans.
-		starts = append(starts, pulumi.String(CollectorContainer))
+		starts = append(starts, pulumi.String(spec.CollectorContainer))
 		containers = append(containers, collector)
 		dependsOn = append(dependsOn, grant)
 	}
 	if k.Handler != nil {
 		// The consumer starts once its handler answers its health check.
-		starts = append(starts, pulumi.String(HandlerContainer))
+		starts = append(starts, pulumi.String(spec.HandlerContainer))
 		containers = append(containers, handlerContainer(k.Handler))
 	}
 	if len(starts) > 0 {

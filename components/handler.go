@@ -8,9 +8,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// HandlerContainer is the name of the handler's container in the service.
-const HandlerContainer = "handler"
-
 // EnvHandlerURL tells the consumer where its handler listens (handler.URLEnv).
 const EnvHandlerURL = "EVENTPIPE_HANDLER_URL"
 
@@ -32,7 +29,7 @@ func handlerContainer(h *spec.Handler) *cloudrunv2.ServiceTemplateContainerArgs 
 		env = append(env, &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(name), Value: pulumi.String(h.Env[name])})
 	}
 	return &cloudrunv2.ServiceTemplateContainerArgs{
-		Name:  pulumi.String(HandlerContainer),
+		Name:  pulumi.String(spec.HandlerContainer),
 		Image: pulumi.String(h.Image),
 		Envs:  env,
 		Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{

@@ -212,8 +212,8 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, alertArgs *spe
 func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*scope, alerts.Config, error) {
 	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, nil)
 	sc.inPipeline = true
-	sc.traceCollector = args.TraceCollector
 	st, p := sc.stack, sc.pipeline
+	st.Defaults.TraceCollector = &args.TraceCollector
 	p.Protect = args.Protect
 	p.Topic = sc.d.topic(args.Topic)
 	p.Consumer = sc.d.consumer(&args.Consumer)
@@ -235,7 +235,7 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 	err := spec.Validate(st)
 	var errs spec.Errors
 	errors.As(err, &errs)
-	problems = append(problems, deployProblems(st, p, sidecars(p, sc.traceCollector))...)
+	problems = append(problems, deployProblems(st, p)...)
 	if all := append(errs, problems...); len(all) > 0 {
 		return nil, alerts.Config{}, argsError("pipeline", name, all)
 	}

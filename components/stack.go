@@ -39,7 +39,7 @@ func LoadStack(stack string, src spec.Source) (*Stack, error) {
 	if st != nil {
 		for _, p := range st.SortedPipelines() {
 			if p != nil {
-				errs = append(errs, deployProblems(st, p, sidecars(p, traced(st)))...)
+				errs = append(errs, deployProblems(st, p)...)
 			}
 		}
 	}
@@ -48,11 +48,6 @@ func LoadStack(stack string, src spec.Source) (*Stack, error) {
 		return nil, errs
 	}
 	return &Stack{Spec: st, Thresholds: thresholds.WithDefaults()}, nil
-}
-
-// traced reports whether the consumers of st get the trace collector.
-func traced(st *spec.Stack) bool {
-	return st.Defaults.TraceCollector != nil && *st.Defaults.TraceCollector
 }
 
 // DeclareStack enables the stack's APIs unless eventpipe:manageApis is
@@ -75,7 +70,7 @@ func DeclareStack(ctx *pulumi.Context, s *Stack) error {
 			k.Store, k.StoreSecret = spec.OfflineSecret, pulumi.ToSecret(pulumi.String(k.Store)).(pulumi.StringOutput)
 		}
 		sc := &scope{stack: s.Spec, pipeline: &pc, d: &deferrals{}, project: pulumi.String(s.Spec.Project),
-			projectNumber: pulumi.String(s.Spec.ProjectNumber), inPipeline: true, traceCollector: traced(s.Spec), apis: apis}
+			projectNumber: pulumi.String(s.Spec.ProjectNumber), inPipeline: true, apis: apis}
 		pl, err := declarePipeline(ctx, p.Name, sc, nil, s.Thresholds, nil)
 		if err != nil {
 			return fmt.Errorf("pipeline %s: %w", p.Name, err)

@@ -39,7 +39,7 @@ func pipelineArgs(st *Stack, p *spec.Pipeline) *PipelineArgs {
 	alertArgs.WarningChannels = pulumi.ToStringArray(s.Alerts.Channels.Warning)
 	alertArgs.Thresholds = &st.Thresholds
 	args := &PipelineArgs{Project: pulumi.String(s.Project), ProjectNumber: pulumi.String(s.ProjectNumber), Region: s.Region,
-		Environment: s.Env, Labels: p.Labels, Protect: &protect, TraceCollector: traced(s), Topic: &topic, Consumer: consumer,
+		Environment: s.Env, Labels: p.Labels, Protect: &protect, TraceCollector: s.Traced(), Topic: &topic, Consumer: consumer,
 		Subscriptions: map[string]spec.Subscription{}, Alerts: &alertArgs}
 	for _, sub := range p.SortedSubscriptions() {
 		args.Subscriptions[sub.Key] = *sub

@@ -434,6 +434,10 @@ func (s *Stack) Protected(p *Pipeline) bool {
 	return s.Defaults.Protect == nil || *s.Defaults.Protect
 }
 
+// Traced reports whether the stack's consumers get the trace collector
+// sidecar (eventpipe:defaults.traceCollector).
+func (s *Stack) Traced() bool { return s.Defaults.TraceCollector != nil && *s.Defaults.TraceCollector }
+
 // PubSubAgent is the IAM member of the Pub/Sub service agent of the project numbered
 // number: the account dead-lettering publishes and acknowledges as.
 func PubSubAgent(number string) string {

@@ -298,6 +298,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	}
 	validateSize(c, s, p, path)
 	validateHandler(c, p, path+".handler")
+	checkInstance(c, p, path, s.Traced())
 	if account := Text(k.ServiceAccount); account != "" && !accountEmailPattern.MatchString(account) {
 		c.add(p.Name, path+".serviceAccount", strconv.Quote(account), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
 			"use the account's email (not its member string or unique id), or remove it so the pipeline gets its own account")
