@@ -1,7 +1,6 @@
 package components
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -144,9 +143,7 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 		// The consumer pulls: validation asks for CPU and warm instances to match.
 		sc.pipeline.Subscriptions = map[string]*spec.Subscription{"pull": {Key: "pull", Delivery: spec.DeliveryPull}}
 	}
-	err := spec.ValidateConsumer(sc.stack, sc.pipeline, "consumer")
-	var errs spec.Errors
-	errors.As(err, &errs)
+	errs := spec.ValidateConsumer(sc.stack, sc.pipeline, "consumer")
 	if args.Consumer.WorkerPool && args.PushAccounts != nil {
 		problems = append(problems, spec.FieldError{Path: "pushAccounts", Value: "(set)", Allowed: "none with consumer.workerPool",
 			Fix: "remove pushAccounts, or consumer.workerPool: Pub/Sub pushes to an HTTP endpoint, which a worker pool does not have"})

@@ -232,11 +232,8 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 			problems = append(problems, thresholdErrors("alerts.thresholds.", thresholds.Validate())...)
 		}
 	}
-	err := spec.Validate(st)
-	var errs spec.Errors
-	errors.As(err, &errs)
-	problems = append(problems, deployProblems(st, p)...)
-	if all := append(errs, problems...); len(all) > 0 {
+	errs := spec.Validate(st) // first: it fills the defaults deployProblems reads
+	if all := append(append(errs, problems...), deployProblems(st, p)...); len(all) > 0 {
 		return nil, alerts.Config{}, argsError("pipeline", name, all)
 	}
 	return sc, thresholds, nil

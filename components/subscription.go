@@ -1,7 +1,6 @@
 package components
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -135,10 +134,8 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	case args.Push != nil:
 		problems = append(problems, spec.FieldError{Path: "push", Value: "(set)", Allowed: "only with delivery: push", Fix: "remove push, or set subscription.delivery: push"})
 	}
-	if err := spec.ValidateSubscription(sc.stack, sc.pipeline, sub, "subscription"); err != nil || len(problems) > 0 {
-		var errs spec.Errors
-		errors.As(err, &errs)
-		return nil, argsError("subscription", name, append(errs, problems...))
+	if errs := append(spec.ValidateSubscription(sc.stack, sc.pipeline, sub, "subscription"), problems...); len(errs) > 0 {
+		return nil, argsError("subscription", name, errs)
 	}
 	return declareSubscription(ctx, name, sc, sub, args.Topic, push, nil, opts)
 }

@@ -98,12 +98,12 @@ func Read(stack string, src Source) (*Stack, Errors) {
 
 // Validate completes s with every default and checks every value, the way
 // Load does after reading a stack file; a Pulumi component validating its
-// own arguments builds a Stack from them and calls it. It returns Errors
-// listing every problem, or nil.
-func Validate(s *Stack) error {
+// own arguments builds a Stack from them and calls it. It returns every
+// problem, or nil.
+func Validate(s *Stack) Errors {
 	c := &collector{}
 	validate(c, s)
-	return c.err()
+	return c.errors()
 }
 
 // Decode decodes the JSON text raw into dst, checking its shape the way stack

@@ -58,34 +58,34 @@ func validate(c *collector, s *Stack) {
 // ValidateTopic completes and checks s's scope (project, region,
 // environment) and p.Topic on its own, the way Validate checks them inside
 // a stack; topic errors name paths below path. The Topic component calls it.
-func ValidateTopic(s *Stack, p *Pipeline, path string) error {
+func ValidateTopic(s *Stack, p *Pipeline, path string) Errors {
 	c := &collector{}
 	validateScope(c, s, false)
 	validateTopic(c, p, path)
-	return c.err()
+	return c.errors()
 }
 
 // ValidateConsumer completes and checks s's scope, p's name and p.Consumer
 // on its own (p.Subscriptions say whether it pulls; its store defaults to
 // s.Store, then to Firestore in s.Project); consumer errors name paths below
 // path. The Consumer component calls it.
-func ValidateConsumer(s *Stack, p *Pipeline, path string) error {
+func ValidateConsumer(s *Stack, p *Pipeline, path string) Errors {
 	c := &collector{}
 	validateScope(c, s, false)
 	validateName(c, p, "name")
 	validateConsumer(c, s, p, path)
-	return c.err()
+	return c.errors()
 }
 
 // ValidateSubscription completes and checks s's scope and sub, a
 // subscription of p, on its own; sub.Key must be set, and sub.Name when p
 // has no name to derive it from. Subscription errors name paths below path.
 // The Subscription component calls it.
-func ValidateSubscription(s *Stack, p *Pipeline, sub *Subscription, path string) error {
+func ValidateSubscription(s *Stack, p *Pipeline, sub *Subscription, path string) Errors {
 	c := &collector{}
 	validateScope(c, s, sub.HasDLQ() || sub.Push())
 	validateSubscription(c, s, p, sub, path)
-	return c.err()
+	return c.errors()
 }
 
 // validateScope fills and checks what every part of a stack shares:
