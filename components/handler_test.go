@@ -90,13 +90,8 @@ func TestHandlerOfInvalidSizeIsReported(t *testing.T) {
 	for _, size := range []string{"cpu: abc", "memory: 1GB"} {
 		doc := strings.Replace(baseStack, "        minInstances: 1\n", "        minInstances: 1\n        handler:\n          image: europe-docker.pkg.dev/acme/orders/handler:2.0.1\n          "+size+"\n", 1)
 		doc = strings.Replace(doc, "  eventpipe:pipelines:", "  eventpipe:defaults:\n    traceCollector: true\n  eventpipe:pipelines:", 1)
-		f, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
 		key, _, _ := strings.Cut(size, ":")
-		_, err = components.LoadStack("dev", f.Source)
-		if err == nil || !strings.Contains(err.Error(), "eventpipe:pipelines.orders.consumer.handler."+key+" = ") {
+		if err := loadErr(doc); err == nil || !strings.Contains(err.Error(), "eventpipe:pipelines.orders.consumer.handler."+key+" = ") {
 			t.Errorf("handler %s: err = %v, want it reported on handler.%s", size, err, key)
 		}
 	}

@@ -134,12 +134,7 @@ func TestPipelinesOwnTheirTTLPolicies(t *testing.T) {
 	}
 
 	clash := strings.Replace(doc, "    billing-events:\n      consumer:\n", "    billing-events:\n      consumer:\n        collectionPrefix: eventpipe_orders_\n", 1)
-	f, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(clash))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = components.LoadStack("dev", f.Source)
-	if err == nil || !strings.Contains(err.Error(), "orders.consumer.collectionPrefix = \"eventpipe_orders_\": allowed a collection prefix no other pipeline uses in the same store (pipeline billing-events uses it in firestore://acme-dev/(default))") {
+	if err := loadErr(clash); err == nil || !strings.Contains(err.Error(), "orders.consumer.collectionPrefix = \"eventpipe_orders_\": allowed a collection prefix no other pipeline uses in the same store (pipeline billing-events uses it in firestore://acme-dev/(default))") {
 		t.Errorf("err = %v, want the shared TTL policies refused", err)
 	}
 }
