@@ -116,8 +116,8 @@ func Decode(path string, raw []byte, dst any) Errors {
 	return c.errors()
 }
 
-// decodeJSON checks the shape of a structured key strictly (unknown fields,
-// wrong types), then decodes it into dst.
+// decodeJSON decodes a structured key into dst, checking its shape
+// strictly (unknown fields, wrong types).
 func decodeJSON(c *collector, src Source, key string, dst any) {
 	full := Namespace + ":" + key
 	text, ok := src.Get(full)
@@ -151,13 +151,13 @@ var (
 	stringInputType = reflect.TypeOf((*pulumi.StringInput)(nil)).Elem()
 )
 
-// decode stores raw, a decoded JSON value, in v as json.Unmarshal does (into
-// what v already holds; keys by their `json` names), a string into a
-// pulumi.StringInput as pulumi.String. Every unknown key and every value of the wrong
-// JSON type is reported with its full path and left out, so validation
-// still reports every other problem (and treats it as unset); a list with
-// a bad element is left out whole. It returns false when raw itself is
-// left out.
+// decode stores raw, a decoded JSON value, in v as json.Unmarshal does
+// (into what v already holds, keys by their `json` names; a list replaces
+// the one held), and a string into a pulumi.StringInput as pulumi.String.
+// Every unknown key and every value of the wrong JSON type is reported with
+// its full path and left out, so validation still reports every other
+// problem (and treats it as unset); a list with a bad element is left out
+// whole. It returns false when raw itself is left out.
 func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool {
 	if raw == nil {
 		return true
