@@ -303,19 +303,16 @@ func (s *Subscription) DLQTopicName() string { return s.Name + ".dlq" }
 func (s *Subscription) DLQSubscriptionName() string { return s.Name + ".dlq-sub" }
 
 // SortedPipelines returns the pipelines ordered by name, for deterministic output.
-func (s *Stack) SortedPipelines() []*Pipeline {
-	out := make([]*Pipeline, 0, len(s.Pipelines))
-	for _, name := range SortedKeys(s.Pipelines) {
-		out = append(out, s.Pipelines[name])
-	}
-	return out
-}
+func (s *Stack) SortedPipelines() []*Pipeline { return sortedValues(s.Pipelines) }
 
 // SortedSubscriptions returns the pipeline's subscriptions ordered by key.
-func (p *Pipeline) SortedSubscriptions() []*Subscription {
-	out := make([]*Subscription, 0, len(p.Subscriptions))
-	for _, key := range SortedKeys(p.Subscriptions) {
-		out = append(out, p.Subscriptions[key])
+func (p *Pipeline) SortedSubscriptions() []*Subscription { return sortedValues(p.Subscriptions) }
+
+// sortedValues returns the values of m by key order.
+func sortedValues[V any](m map[string]V) []V {
+	out := make([]V, 0, len(m))
+	for _, k := range SortedKeys(m) {
+		out = append(out, m[k])
 	}
 	return out
 }
