@@ -241,17 +241,23 @@ func validateExistingTopic(c *collector, p *Pipeline, path string) {
 // checkMembers reports IAM members that are malformed or listed twice;
 // grant says what they are given.
 func checkMembers(c *collector, pipeline, path string, members []string, grant string) {
+	checkEach(c, pipeline, path, members, memberPattern.MatchString, "each member once",
+		"an IAM member such as serviceAccount:NAME@PROJECT.iam.gserviceaccount.com, group:EMAIL or user:EMAIL", "prefix the email with its kind; these members get "+grant)
+}
+
+// checkEach reports each entry of the list at path that ok refuses, with
+// allowed and fix, and, unless once is "", each entry listed again, with
+// once as what is allowed.
+func checkEach(c *collector, pipeline, path string, list []string, ok func(string) bool, once, allowed, fix string) {
 	seen := map[string]bool{}
-	for i, m := range members {
-		mp := fmt.Sprintf("%s[%d]", path, i)
-		switch {
-		case !memberPattern.MatchString(m):
-			c.add(pipeline, mp, strconv.Quote(m), "an IAM member such as serviceAccount:NAME@PROJECT.iam.gserviceaccount.com, group:EMAIL or user:EMAIL",
-				"prefix the email with its kind; these members get "+grant)
-		case seen[m]:
-			c.add(pipeline, mp, strconv.Quote(m), "each member once", "remove the duplicate")
+	for i, v := range list {
+		switch at := fmt.Sprintf("%s[%d]", path, i); {
+		case !ok(v):
+			c.add(pipeline, at, strconv.Quote(v), allowed, fix)
+		case once != "" && seen[v]:
+			c.add(pipeline, at, strconv.Quote(v), once, "remove the duplicate")
 		}
-		seen[m] = true
+		seen[v] = true
 	}
 }
 
@@ -323,12 +329,8 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	if k.Audience == "" {
 		k.Audience = s.Project + "/" + p.Name + "/pubsub-push"
 	}
-	for i, account := range k.CallbackAccounts {
-		if !accountEmailPattern.MatchString(account) {
-			c.add(p.Name, fmt.Sprintf("%s.callbackAccounts[%d]", path, i), strconv.Quote(account), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
-				"write the calling job's service account email (without serviceAccount:)")
-		}
-	}
+	checkEach(c, p.Name, path+".callbackAccounts", k.CallbackAccounts, accountEmailPattern.MatchString, "",
+		"a service account email, NAME@PROJECT.iam.gserviceaccount.com", "write the calling job's service account email (without serviceAccount:)")
 	switch {
 	case len(k.CallbackAccounts) == 0 && k.CallbackAudience != "":
 		c.add(p.Name, path+".callbackAudience", strconv.Quote(k.CallbackAudience), "only with callbackAccounts",
@@ -540,12 +542,8 @@ func CheckImage(image string) *FieldError {
 // checkChannels reports notification channel names that are not full
 // resource names.
 func checkChannels(c *collector, path string, names []string) {
-	for i, ch := range names {
-		if !channelPattern.MatchString(ch) {
-			c.add("", fmt.Sprintf("%s[%d]", path, i), strconv.Quote(ch),
-				"projects/PROJECT/notificationChannels/ID", "copy the channel's full resource name from `gcloud beta monitoring channels list --format='value(name)'`")
-		}
-	}
+	checkEach(c, "", path, names, channelPattern.MatchString, "",
+		"projects/PROJECT/notificationChannels/ID", "copy the channel's full resource name from `gcloud beta monitoring channels list --format='value(name)'`")
 }
 
 // checkPubSubName reports an invalid topic or subscription id and returns whether it is valid.
