@@ -61,7 +61,7 @@ func apiOfType(typ string) (api string, ok bool) {
 // Engine for Direct VPC egress). st must be validated.
 func RequiredAPIs(st *spec.Stack) []string {
 	apis := map[string]bool{APIPubSub: true, APIRun: true, APIIAM: true, APIResourceManager: true}
-	if st.Defaults.TraceCollector != nil && *st.Defaults.TraceCollector {
+	if st.Traced() {
 		apis[APITrace] = true
 	}
 	for _, p := range st.SortedPipelines() {

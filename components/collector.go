@@ -17,8 +17,6 @@ import (
 const (
 	// CollectorImage is the Google-Built OpenTelemetry Collector, pinned.
 	CollectorImage = "us-docker.pkg.dev/cloud-ops-agents-artifacts/google-cloud-opentelemetry-collector/otelcol-google:0.151.0"
-	// CollectorContainer is the sidecar's container name.
-	CollectorContainer = "otel-collector"
 	// RoleTraceAgent lets the consumer's account write spans to Cloud Trace.
 	RoleTraceAgent = "roles/cloudtrace.agent"
 	// EnvOTLPEndpoint and EnvOTLPProtocol point the consumer's exporter at the
@@ -32,31 +30,7 @@ const (
 	// configuration that holds no credential.
 	collectorConfigEnv  = "OTELCOL_CONFIG"
 	collectorHealthPort = 13133
-	// CollectorCPU and CollectorMemory are the sidecar's limits; they count
-	// towards the instance's totals (spec.CheckInstance).
-	CollectorCPU    = "1"
-	CollectorMemory = "256Mi"
 )
-
-// sidecars are the consumer's containers besides its own, which count towards the
-// instance's totals: the collector when traced, and the team's handler.
-func sidecars(p *spec.Pipeline, traced bool) []spec.ContainerSize {
-	var out []spec.ContainerSize
-	if traced {
-		out = append(out, spec.ContainerSize{Name: CollectorContainer, CPU: CollectorCPU, Memory: CollectorMemory})
-	}
-	if h := p.Consumer.Handler; h != nil {
-		cpu, memory := h.CPU, h.Memory
-		if cpu == "" {
-			cpu = spec.DefaultCPU
-		}
-		if memory == "" {
-			memory = spec.DefaultMemory
-		}
-		out = append(out, spec.ContainerSize{Name: HandlerContainer, CPU: cpu, Memory: memory})
-	}
-	return out
-}
 
 // collectorConfig receives OTLP/gRPC from the consumer on localhost only,
 // bounds the collector's memory below its container's 256 MiB (in MiB: a
@@ -118,23 +92,17 @@ func declareTraceCollector(ctx *pulumi.Context, name string, project pulumi.Stri
 	if err != nil {
 		return nil, nil, fmt.Errorf("grant consumer %s cloudtrace.agent: %w", name, err)
 	}
-	health := pulumi.Int(collectorHealthPort)
 	return &cloudrunv2.ServiceTemplateContainerArgs{
-		Name:  pulumi.String(CollectorContainer),
+		Name:  pulumi.String(spec.CollectorContainer),
 		Image: pulumi.String(CollectorImage),
 		Args:  pulumi.StringArray{pulumi.String("--config=env:" + collectorConfigEnv)},
 		Envs: cloudrunv2.ServiceTemplateContainerEnvArray{
 			&cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(collectorConfigEnv), Value: pulumi.String(collectorConfig)},
 		},
 		Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
-			Limits:  pulumi.StringMap{"cpu": pulumi.String(CollectorCPU), "memory": pulumi.String(CollectorMemory)},
+			Limits:  pulumi.StringMap{"cpu": pulumi.String(spec.CollectorCPU), "memory": pulumi.String(spec.CollectorMemory)},
 			CpuIdle: pulumi.Bool(cpuIdle),
 		},
-		StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
-			HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: pulumi.String("/"), Port: health},
-			PeriodSeconds:    pulumi.Int(2),
-			FailureThreshold: pulumi.Int(15),
-			TimeoutSeconds:   pulumi.Int(1),
-		},
+		StartupProbe: startupProbe("/", collectorHealthPort, 15),
 	}, grant, nil
 }

@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // TestTraceCollectorSidecar checks the opt-in collector sidecar: absent by
@@ -35,11 +36,11 @@ func TestTraceCollectorSidecar(t *testing.T) {
 	if len(containers) != 2 {
 		t.Fatalf("traced consumer has %d containers, want the consumer and the collector", len(containers))
 	}
-	if got := input(svc, "template.containers.0.dependsOns"); !equalJSON(got, []string{components.CollectorContainer}) {
+	if got := input(svc, "template.containers.0.dependsOns"); !equalJSON(got, []string{spec.CollectorContainer}) {
 		t.Errorf("consumer dependsOns = %v, want the collector (it starts first)", got)
 	}
 	collector := "template.containers.1."
-	if input(svc, collector+"name") != components.CollectorContainer || input(svc, collector+"image") != components.CollectorImage {
+	if input(svc, collector+"name") != spec.CollectorContainer || input(svc, collector+"image") != components.CollectorImage {
 		t.Errorf("sidecar %v", containers[1])
 	}
 	if input(svc, collector+"ports") != nil {

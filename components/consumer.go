@@ -1,7 +1,6 @@
 package components
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -138,20 +137,18 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	}
 	sc := newScope(ctx, name, args.Project, nil, args.Region, args.Environment, args.Labels, args.Protect)
 	sc.pipeline.Consumer = sc.d.consumer(&args.Consumer)
-	sc.traceCollector = args.TraceCollector
+	sc.stack.Defaults.TraceCollector = &args.TraceCollector
 	problems := sc.storeSecret(args.Consumer.StoreSecret)
 	if args.PullSubscriptions != nil {
 		// The consumer pulls: validation asks for CPU and warm instances to match.
 		sc.pipeline.Subscriptions = map[string]*spec.Subscription{"pull": {Key: "pull", Delivery: spec.DeliveryPull}}
 	}
-	err := spec.ValidateConsumer(sc.stack, sc.pipeline, "consumer")
-	var errs spec.Errors
-	errors.As(err, &errs)
+	errs := spec.ValidateConsumer(sc.stack, sc.pipeline, "consumer")
 	if args.Consumer.WorkerPool && args.PushAccounts != nil {
 		problems = append(problems, spec.FieldError{Path: "pushAccounts", Value: "(set)", Allowed: "none with consumer.workerPool",
 			Fix: "remove pushAccounts, or consumer.workerPool: Pub/Sub pushes to an HTTP endpoint, which a worker pool does not have"})
 	}
-	if all := append(append(errs, problems...), deployProblems(sc.stack, sc.pipeline, sidecars(sc.pipeline, sc.traceCollector))...); len(all) > 0 {
+	if all := append(append(errs, problems...), deployProblems(sc.stack, sc.pipeline)...); len(all) > 0 {
 		return nil, argsError("consumer", name, all)
 	}
 	pushAccounts := args.PushAccounts
@@ -252,9 +249,8 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 		_ = ctx.Log.Info("consumer "+k.ServiceName+": "+note, &pulumi.LogArgs{Resource: c})
 	}
 	labels := sc.labels(spec.RoleConsumer)
-	probePath := pulumi.String(spec.HealthPath)
 	port := pulumi.Int(spec.ContainerPort)
-	traced := sc.traceCollector
+	traced := sc.stack.Traced()
 	consumer := &cloudrunv2.ServiceTemplateContainerArgs{
 		Name:  pulumi.String("consumer"),
 		Image: sc.d.image(spec.Text(k.Image)),
@@ -264,14 +260,9 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 			Limits:  pulumi.StringMap{"cpu": pulumi.String(k.CPU), "memory": pulumi.String(k.Memory)},
 			CpuIdle: pulumi.Bool(!pulling),
 		},
-		StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
-			HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: probePath, Port: port},
-			PeriodSeconds:    pulumi.Int(2),
-			FailureThreshold: pulumi.Int(15),
-			TimeoutSeconds:   pulumi.Int(1),
-		},
+		StartupProbe: startupProbe(spec.HealthPath, spec.ContainerPort, 15),
 		LivenessProbe: &cloudrunv2.ServiceTemplateContainerLivenessProbeArgs{
-			HttpGet:          &cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs{Path: probePath, Port: port},
+			HttpGet:          &cloudrunv2.ServiceTemplateContainerLivenessProbeHttpGetArgs{Path: pulumi.String(spec.HealthPath), Port: port},
 			PeriodSeconds:    pulumi.Int(10),
 			FailureThreshold: pulumi.Int(3),
 			TimeoutSeconds:   pulumi.Int(2),
@@ -290,13 +281,13 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 			return nil, err
 		}
 		// The consumer starts once the collector is ready to take its spans.
-		starts = append(starts, pulumi.String(CollectorContainer))
+		starts = append(starts, pulumi.String(spec.CollectorContainer))
 		containers = append(containers, collector)
 		dependsOn = append(dependsOn, grant)
 	}
 	if k.Handler != nil {
 		// The consumer starts once its handler answers its health check.
-		starts = append(starts, pulumi.String(HandlerContainer))
+		starts = append(starts, pulumi.String(spec.HandlerContainer))
 		containers = append(containers, handlerContainer(k.Handler))
 	}
 	if len(starts) > 0 {
@@ -328,37 +319,33 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 			Volumes:    cloudSQLVolumes(k.CloudSQLInstances),
 		},
 	}
+	c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
 	if k.WorkerPool {
 		pool, err := declareWorkerPool(ctx, name, svcArgs, *k.MinInstances, parent, pulumi.DependsOn(dependsOn))
 		if err != nil {
 			return nil, err
 		}
 		c.WorkerPool, c.URI, c.ServiceName = pool, pulumi.String("").ToStringOutput(), pool.Name
-		c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
-		if err := ctx.RegisterResourceOutputs(c, outputs(c)); err != nil {
-			return nil, fmt.Errorf("register consumer outputs %s: %w", name, err)
+	} else {
+		svc, err := cloudrunv2.NewService(ctx, name, svcArgs, parent, pulumi.DependsOn(dependsOn))
+		if err != nil {
+			return nil, fmt.Errorf("declare consumer service %s: %w", k.ServiceName, err)
 		}
-		return c, nil
-	}
-	svc, err := cloudrunv2.NewService(ctx, name, svcArgs, parent, pulumi.DependsOn(dependsOn))
-	if err != nil {
-		return nil, fmt.Errorf("declare consumer service %s: %w", k.ServiceName, err)
-	}
-	c.Service, c.URI, c.ServiceName = svc, svc.Uri, svc.Name
-	// Callers reach the service only with roles/run.invoker: there is no
-	// public invoker. One non-authoritative grant per calling account.
-	for _, account := range k.CallbackAccounts {
-		if _, err := cloudrunv2.NewServiceIamMember(ctx, name+"-callback-invoker-"+account, &cloudrunv2.ServiceIamMemberArgs{
-			Project:  project,
-			Location: svc.Location,
-			Name:     svc.Name,
-			Role:     pulumi.String(RoleRunInvoker),
-			Member:   pulumi.String("serviceAccount:" + account),
-		}, parent); err != nil {
-			return nil, fmt.Errorf("grant %s run.invoker on consumer %s for callbacks: %w", account, k.ServiceName, err)
+		c.Service, c.URI, c.ServiceName = svc, svc.Uri, svc.Name
+		// Callers reach the service only with roles/run.invoker: there is no
+		// public invoker. One non-authoritative grant per calling account.
+		for _, account := range k.CallbackAccounts {
+			if _, err := cloudrunv2.NewServiceIamMember(ctx, name+"-callback-invoker-"+account, &cloudrunv2.ServiceIamMemberArgs{
+				Project:  project,
+				Location: svc.Location,
+				Name:     svc.Name,
+				Role:     pulumi.String(RoleRunInvoker),
+				Member:   pulumi.String("serviceAccount:" + account),
+			}, parent); err != nil {
+				return nil, fmt.Errorf("grant %s run.invoker on consumer %s for callbacks: %w", account, k.ServiceName, err)
+			}
 		}
 	}
-	c.RequestConcurrency = pulumi.Int(concurrency).ToIntOutput()
 	if err := ctx.RegisterResourceOutputs(c, outputs(c)); err != nil {
 		return nil, fmt.Errorf("register consumer outputs %s: %w", name, err)
 	}

@@ -99,8 +99,8 @@ func storeProblems(k *spec.Consumer, storeURL, shown, path, consumer string) spe
 // deployProblems are the problems of pipeline p of st on Cloud Run, on
 // stack config paths (argsError maps them to component arguments). A
 // secret store URL the program cannot read here is checked when it is
-// known (checkedStoreSecret). sidecars are the consumer's other containers.
-func deployProblems(st *spec.Stack, p *spec.Pipeline, sidecars []spec.ContainerSize) spec.Errors {
+// known (checkedStoreSecret).
+func deployProblems(st *spec.Stack, p *spec.Pipeline) spec.Errors {
 	k := &p.Consumer
 	consumer := spec.Namespace + ":" + spec.KeyPipelines + "." + p.Name + ".consumer"
 	path, shown := consumer+".store", strconv.Quote(k.Store)
@@ -114,7 +114,6 @@ func deployProblems(st *spec.Stack, p *spec.Pipeline, sidecars []spec.ContainerS
 	if k.Store != spec.OfflineSecret {
 		out = append(out, storeProblems(k, k.Store, shown, path, consumer)...)
 	}
-	out = append(out, spec.CheckInstance(p, consumer, sidecars...)...)
 	for i := range out {
 		out[i].Pipeline = p.Name
 	}

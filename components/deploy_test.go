@@ -234,35 +234,8 @@ func TestCollectorSidecar(t *testing.T) {
 		}
 	}
 	err := loadErr(strings.Replace(traced, "        minInstances: 1\n", "        minInstances: 1\n        cpu: \"8\"\n        memory: 32Gi\n", 1))
-	if err == nil || !strings.Contains(err.Error(), "consumer.cpu") || !strings.Contains(err.Error(), components.CollectorContainer) {
+	if err == nil || !strings.Contains(err.Error(), "consumer.cpu") || !strings.Contains(err.Error(), spec.CollectorContainer) {
 		t.Errorf("8 CPU / 32Gi consumer with the collector: err = %v, want one on consumer.cpu naming the collector", err)
-	}
-}
-
-// TestInstanceTotals checks spec.CheckInstance against Cloud Run's
-// instance table, written here independently, for every whole CPU count
-// and every memory size in 256Mi steps with the collector.
-func TestInstanceTotals(t *testing.T) {
-	// The memory range (MiB) Cloud Run allows an instance of n CPUs.
-	table := map[int][2]int{1: {128, 4096}, 2: {128, 8192}, 4: {2048, 16384}, 6: {4096, 24576}, 8: {4096, 32768}}
-	side := spec.ContainerSize{Name: components.CollectorContainer, CPU: components.CollectorCPU, Memory: components.CollectorMemory}
-	for _, cpu := range []int{1, 2, 4, 6, 8} {
-		for mib := 512; mib <= 32768; mib += 256 {
-			p := &spec.Pipeline{Name: "orders", Consumer: spec.Consumer{CPU: fmt.Sprint(cpu), Memory: fmt.Sprintf("%dMi", mib)}}
-			totalCPU, totalMiB := cpu+1, mib+256
-			instance := 0
-			for _, n := range []int{1, 2, 4, 6, 8} {
-				if totalCPU <= n {
-					instance = n
-					break
-				}
-			}
-			fits := instance > 0 && totalMiB >= table[instance][0] && totalMiB <= table[instance][1]
-			errs := spec.CheckInstance(p, "consumer", side)
-			if fits != (len(errs) == 0) {
-				t.Errorf("cpu %d, memory %dMi + collector: fits %v, got %v", cpu, mib, fits, errs)
-			}
-		}
 	}
 }
 

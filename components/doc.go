@@ -17,9 +17,10 @@
 // outputs carry `pulumi` tags, so they are also the input and output types a
 // component provider serves to other languages.
 //
-// Program is the Pulumi program of the repository's stacks: it reads the
-// stack config (package spec) and turns each configured pipeline into
-// PipelineArgs (StackArgs), under `pulumi up` and in the offline renderer.
+// Program is the Pulumi program of the repository's stacks: it reads and
+// validates the stack config (package spec) and declares a Pipeline of each
+// configured pipeline from its validated settings, under `pulumi up` and in
+// the offline renderer.
 package components
 
 import (

@@ -35,7 +35,7 @@ type FirestoreTTLArgs struct {
 // Pipeline declares the FirestoreTTL of its own collections, which are its
 // own because spec gives every pipeline its own collection prefix and
 // rejects two pipelines sharing one in a store (spec.PipelineCollectionPrefix
-// says why); DeclareStack checks it again before declaring anything.
+// says why).
 type FirestoreTTL struct {
 	pulumi.ResourceState
 

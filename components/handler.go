@@ -8,9 +8,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// HandlerContainer is the name of the handler's container in the service.
-const HandlerContainer = "handler"
-
 // EnvHandlerURL tells the consumer where its handler listens (handler.URLEnv).
 const EnvHandlerURL = "EVENTPIPE_HANDLER_URL"
 
@@ -32,17 +29,23 @@ func handlerContainer(h *spec.Handler) *cloudrunv2.ServiceTemplateContainerArgs 
 		env = append(env, &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(name), Value: pulumi.String(h.Env[name])})
 	}
 	return &cloudrunv2.ServiceTemplateContainerArgs{
-		Name:  pulumi.String(HandlerContainer),
+		Name:  pulumi.String(spec.HandlerContainer),
 		Image: pulumi.String(h.Image),
 		Envs:  env,
 		Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
 			Limits: pulumi.StringMap{"cpu": pulumi.String(h.CPU), "memory": pulumi.String(h.Memory)},
 		},
-		StartupProbe: &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
-			HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: pulumi.String(h.HealthPath), Port: pulumi.Int(*h.Port)},
-			PeriodSeconds:    pulumi.Int(2),
-			FailureThreshold: pulumi.Int(30),
-			TimeoutSeconds:   pulumi.Int(1),
-		},
+		StartupProbe: startupProbe(h.HealthPath, *h.Port, 30),
+	}
+}
+
+// startupProbe gets path on port every 2 seconds, waiting 1 second for an
+// answer, until it answers 2xx or fails failures times.
+func startupProbe(path string, port, failures int) *cloudrunv2.ServiceTemplateContainerStartupProbeArgs {
+	return &cloudrunv2.ServiceTemplateContainerStartupProbeArgs{
+		HttpGet:          &cloudrunv2.ServiceTemplateContainerStartupProbeHttpGetArgs{Path: pulumi.String(path), Port: pulumi.Int(port)},
+		PeriodSeconds:    pulumi.Int(2),
+		FailureThreshold: pulumi.Int(failures),
+		TimeoutSeconds:   pulumi.Int(1),
 	}
 }

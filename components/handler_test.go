@@ -36,7 +36,7 @@ func TestHandlerContainer(t *testing.T) {
 		svc := one(t, declareStack(t, d), tService, "orders")
 		containers := input(svc, "template.containers").([]any)
 		h := "template.containers." + map[string]string{"handler": "1", "handler and collector": "2"}[name] + "."
-		if input(svc, h+"name") != components.HandlerContainer || input(svc, h+"image") != "europe-docker.pkg.dev/acme/orders/handler:2.0.1" {
+		if input(svc, h+"name") != spec.HandlerContainer || input(svc, h+"image") != "europe-docker.pkg.dev/acme/orders/handler:2.0.1" {
 			t.Fatalf("%s: containers %v", name, containers)
 		}
 		if input(svc, h+"ports") != nil {
@@ -51,9 +51,9 @@ func TestHandlerContainer(t *testing.T) {
 		if input(svc, h+"resources.limits.memory") != "1Gi" || input(svc, h+"resources.limits.cpu") != "1" {
 			t.Errorf("%s: handler limits %v", name, input(svc, h+"resources.limits"))
 		}
-		want := []string{components.HandlerContainer}
+		want := []string{spec.HandlerContainer}
 		if name != "handler" {
-			want = []string{components.CollectorContainer, components.HandlerContainer}
+			want = []string{spec.CollectorContainer, spec.HandlerContainer}
 		}
 		if got := input(svc, "template.containers.0.dependsOns"); !equalJSON(got, want) {
 			t.Errorf("%s: consumer dependsOns %v, want %v", name, got, want)
@@ -80,5 +80,19 @@ func TestHandlerCountsTowardsTheInstance(t *testing.T) {
 	_, err = components.LoadStack("dev", f.Source)
 	if err == nil || !strings.Contains(err.Error(), "handler (1 CPU, 1Gi)") {
 		t.Fatalf("3 CPU and 1792Mi in all: %v, want refused naming the handler", err)
+	}
+}
+
+// TestHandlerOfInvalidSizeIsReported: a handler whose CPU or memory does
+// not parse is reported on its key, with the collector beside it too; the
+// instance's totals are not summed from it (they made LoadStack panic).
+func TestHandlerOfInvalidSizeIsReported(t *testing.T) {
+	for _, size := range []string{"cpu: abc", "memory: 1GB"} {
+		doc := strings.Replace(baseStack, "        minInstances: 1\n", "        minInstances: 1\n        handler:\n          image: europe-docker.pkg.dev/acme/orders/handler:2.0.1\n          "+size+"\n", 1)
+		doc = strings.Replace(doc, "  eventpipe:pipelines:", "  eventpipe:defaults:\n    traceCollector: true\n  eventpipe:pipelines:", 1)
+		key, _, _ := strings.Cut(size, ":")
+		if err := loadErr(doc); err == nil || !strings.Contains(err.Error(), "eventpipe:pipelines.orders.consumer.handler."+key+" = ") {
+			t.Errorf("handler %s: err = %v, want it reported on handler.%s", size, err, key)
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // stackSetsElsewhere are the component arguments a stack file does not set
 // on the pipeline itself, by type and argument name, with where it sets
-// them: StackArgs copies them into every pipeline's arguments.
+// them: a Go program passes them as every pipeline's arguments.
 var stackSetsElsewhere = map[string]string{
 	"Consumer.storeSecret":            "a secret eventpipe:store",
 	"PipelineAlerts.criticalChannels": "eventpipe:alerts.channels.critical",

@@ -90,11 +90,13 @@ func NewPipeline(ctx *pulumi.Context, name string, args *PipelineArgs, opts ...p
 	if err != nil {
 		return nil, err
 	}
-	return declarePipeline(ctx, name, sc, args, thresholds, opts)
+	return declarePipeline(ctx, name, sc, args.Alerts, thresholds, opts)
 }
 
-// declarePipeline declares the pipeline name of the resolved scope sc.
-func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *PipelineArgs, thresholds alerts.Config, opts []pulumi.ResourceOption) (*Pipeline, error) {
+// declarePipeline declares the pipeline name of the resolved scope sc;
+// alertArgs are the alert arguments given (nil: none), for the channels
+// only known at deploy time.
+func declarePipeline(ctx *pulumi.Context, name string, sc *scope, alertArgs *spec.PipelineAlerts, thresholds alerts.Config, opts []pulumi.ResourceOption) (*Pipeline, error) {
 	var err error
 	p := sc.pipeline
 	pl := &Pipeline{Subscriptions: map[string]*Subscription{}}
@@ -185,7 +187,7 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 	}
 	if p.Alerts.Enabled() {
 		aa := alerts.Args{Target: alertTarget(sc), Config: thresholds, Project: sc.project, Expand: sc.d.str}
-		if a := args.Alerts; a != nil {
+		if a := alertArgs; a != nil {
 			if _, ok := knownStrings(a.CriticalChannels); !ok {
 				aa.CriticalChannels = a.CriticalChannels
 			}
@@ -210,8 +212,8 @@ func declarePipeline(ctx *pulumi.Context, name string, sc *scope, args *Pipeline
 func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*scope, alerts.Config, error) {
 	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, nil)
 	sc.inPipeline = true
-	sc.traceCollector = args.TraceCollector
 	st, p := sc.stack, sc.pipeline
+	st.Defaults.TraceCollector = &args.TraceCollector
 	p.Protect = args.Protect
 	p.Topic = sc.d.topic(args.Topic)
 	p.Consumer = sc.d.consumer(&args.Consumer)
@@ -230,11 +232,8 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 			problems = append(problems, thresholdErrors("alerts.thresholds.", thresholds.Validate())...)
 		}
 	}
-	err := spec.Validate(st)
-	var errs spec.Errors
-	errors.As(err, &errs)
-	problems = append(problems, deployProblems(st, p, sidecars(p, sc.traceCollector))...)
-	if all := append(errs, problems...); len(all) > 0 {
+	errs := spec.Validate(st) // first: it fills the defaults deployProblems reads
+	if all := append(append(errs, problems...), deployProblems(st, p)...); len(all) > 0 {
 		return nil, alerts.Config{}, argsError("pipeline", name, all)
 	}
 	return sc, thresholds, nil

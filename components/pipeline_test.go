@@ -105,8 +105,8 @@ func TestPipelineWithoutFirestoreHasNoTTL(t *testing.T) {
 
 // TestPipelinesOwnTheirTTLPolicies: two pipelines on one Firestore database
 // each declare the TTL policies of their own collections, the ones their
-// consumer is told to use; a stack built by hand in which two pipelines
-// would declare the same policy is refused before anything is declared.
+// consumer is told to use; a stack in which two pipelines would declare
+// the same policy is refused before anything is declared.
 func TestPipelinesOwnTheirTTLPolicies(t *testing.T) {
 	doc := baseStack + `    billing-events:
       consumer:
@@ -133,14 +133,9 @@ func TestPipelinesOwnTheirTTLPolicies(t *testing.T) {
 		t.Errorf("TTL fields = %v\nwant %v", collections, want)
 	}
 
-	st := loadArgs(t, doc)
-	st.Pipelines["billing-events"].Consumer.CollectionPrefix = "eventpipe_orders_"
-	err, regs := runErr(func(ctx *pulumi.Context) error { return components.DeclareStack(ctx, st) })
-	if err == nil || !strings.Contains(err.Error(), "pipelines billing-events and orders both use collection prefix \"eventpipe_orders_\" in firestore://acme-dev/(default)") {
-		t.Errorf("err = %v, want the shared TTL policies named", err)
-	}
-	if len(regs) != 0 {
-		t.Errorf("%d resources registered before the clash was found", len(regs))
+	clash := strings.Replace(doc, "    billing-events:\n      consumer:\n", "    billing-events:\n      consumer:\n        collectionPrefix: eventpipe_orders_\n", 1)
+	if err := loadErr(clash); err == nil || !strings.Contains(err.Error(), "orders.consumer.collectionPrefix = \"eventpipe_orders_\": allowed a collection prefix no other pipeline uses in the same store (pipeline billing-events uses it in firestore://acme-dev/(default))") {
+		t.Errorf("err = %v, want the shared TTL policies refused", err)
 	}
 }
 

@@ -173,8 +173,6 @@ type scope struct {
 	// inPipeline labels resources with their pipeline (eventpipe_pipeline);
 	// a component on its own belongs to none.
 	inPipeline bool
-	// traceCollector adds the collector sidecar to the consumer.
-	traceCollector bool
 	// apis are the APIs the program enables, by name (nil: managed elsewhere).
 	apis map[string]*projects.Service
 	// agentIdentity is the Pub/Sub service agent the grants to sc.agent() wait for.

@@ -15,14 +15,10 @@ func withAlerts(block string) string {
 }
 
 // TestLoadStackReadsThresholds: the stack's thresholds are read over the
-// defaults with the alerts package's types and written into every pipeline.
+// defaults with the alerts package's types, for every pipeline.
 func TestLoadStackReadsThresholds(t *testing.T) {
 	st := loadArgs(t, withAlerts("    team: payments\n    thresholds:\n      push: {serverErrorWarning: 0.02}\n      dlq: {warningFor: 10m}\n"))
-	a := st.Pipelines["orders"].Alerts
-	if a == nil || a.Thresholds == nil {
-		t.Fatal("no thresholds in the pipeline's arguments")
-	}
-	th := a.Thresholds
+	a, th := st.Spec.Pipelines["orders"].Alerts, st.Thresholds
 	if th.Push.ServerErrorWarning != 0.02 || th.DLQ.WarningFor.D() != 10*time.Minute || th.Push.ServerErrorCritical != 0.05 {
 		t.Errorf("thresholds = %+v / %+v", th.Push, th.DLQ)
 	}

@@ -21,15 +21,42 @@ func (noMocks) NewResource(a pulumi.MockResourceArgs) (string, resource.Property
 
 func (noMocks) Call(a pulumi.MockCallArgs) (resource.PropertyMap, error) { return a.Args, nil }
 
-// TestStackArgsResolveToTheValidatedStack: for every stack file of the
-// repository, each pipeline's arguments (StackArgs), completed and
-// validated by the component (resolvePipeline), are the pipeline the
-// stack file validated to, field for field: the arguments hold the stack's
-// settings themselves, so nothing is lost or changed on the way, and a
-// second validation of them finds nothing to add. Only what the stack file
-// sets outside the pipeline differs in form (a secret store becomes
-// storeSecret; the alert channels and thresholds are copied in).
-func TestStackArgsResolveToTheValidatedStack(t *testing.T) {
+// pipelineArgs are the arguments a Go program passes NewPipeline for
+// pipeline p of the validated stack st, with the stack's settings
+// (project, region, environment, defaults, alert channels and thresholds)
+// written in.
+func pipelineArgs(st *Stack, p *spec.Pipeline) *PipelineArgs {
+	s := st.Spec
+	protect := s.Protected(p)
+	topic, consumer, alertArgs := p.Topic, p.Consumer, p.Alerts
+	if spec.Text(topic.Existing) != "" {
+		topic.Name = "" // the existing topic's id, which validation fills in
+	}
+	if s.StoreSecret && consumer.Store == s.Store {
+		consumer.Store, consumer.StoreSecret = "", pulumi.ToSecret(pulumi.String(consumer.Store)).(pulumi.StringOutput)
+	}
+	alertArgs.CriticalChannels = pulumi.ToStringArray(s.Alerts.Channels.Critical)
+	alertArgs.WarningChannels = pulumi.ToStringArray(s.Alerts.Channels.Warning)
+	alertArgs.Thresholds = &st.Thresholds
+	args := &PipelineArgs{Project: pulumi.String(s.Project), ProjectNumber: pulumi.String(s.ProjectNumber), Region: s.Region,
+		Environment: s.Env, Labels: p.Labels, Protect: &protect, TraceCollector: s.Traced(), Topic: &topic, Consumer: consumer,
+		Subscriptions: map[string]spec.Subscription{}, Alerts: &alertArgs}
+	for _, sub := range p.SortedSubscriptions() {
+		args.Subscriptions[sub.Key] = *sub
+	}
+	return args
+}
+
+// TestPipelineArgsResolveToTheValidatedStack: for every stack file of the
+// repository, the arguments a Go program would pass for each pipeline,
+// completed and validated by the component (resolvePipeline), are the
+// pipeline the stack file validated to, field for field: the arguments
+// take the stack's settings as they are, so a program declares what the
+// stack file declares, and a validation of them finds nothing to add.
+// Only what the stack file sets outside the pipeline differs in form (a
+// secret store becomes storeSecret; the alert channels and thresholds are
+// arguments).
+func TestPipelineArgsResolveToTheValidatedStack(t *testing.T) {
 	var files []string
 	for _, pattern := range []string{"../stacks/Pulumi.*.yaml", "../stacks/testdata/Pulumi.*.yaml", "../examples/*/Pulumi.*.yaml", "../examples/*/*/Pulumi.*.yaml"} {
 		found, err := filepath.Glob(pattern)
@@ -57,9 +84,9 @@ func TestStackArgsResolveToTheValidatedStack(t *testing.T) {
 			t.Fatalf("%s: %v", path, err)
 		}
 		err = pulumi.RunErr(func(ctx *pulumi.Context) error {
-			for _, pname := range spec.SortedKeys(st.Pipelines) {
+			for _, pname := range spec.SortedKeys(st.Spec.Pipelines) {
 				pipelines++
-				sc, _, err := resolvePipeline(ctx, pname, st.Pipelines[pname])
+				sc, thresholds, err := resolvePipeline(ctx, pname, pipelineArgs(st, st.Spec.Pipelines[pname]))
 				if err != nil {
 					t.Errorf("%s: pipeline %s: %v", path, pname, err)
 					continue
@@ -72,6 +99,9 @@ func TestStackArgsResolveToTheValidatedStack(t *testing.T) {
 				}
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("%s: pipeline %s resolves to\n%#v\nnot the validated\n%#v", path, pname, got, want)
+				}
+				if !reflect.DeepEqual(thresholds, st.Thresholds) {
+					t.Errorf("%s: pipeline %s resolves to thresholds %+v, not the stack's %+v", path, pname, thresholds, st.Thresholds)
 				}
 			}
 			return nil

@@ -1,8 +1,8 @@
 package components
 
 import (
-	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -134,10 +134,8 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	case args.Push != nil:
 		problems = append(problems, spec.FieldError{Path: "push", Value: "(set)", Allowed: "only with delivery: push", Fix: "remove push, or set subscription.delivery: push"})
 	}
-	if err := spec.ValidateSubscription(sc.stack, sc.pipeline, sub, "subscription"); err != nil || len(problems) > 0 {
-		var errs spec.Errors
-		errors.As(err, &errs)
-		return nil, argsError("subscription", name, append(errs, problems...))
+	if errs := append(spec.ValidateSubscription(sc.stack, sc.pipeline, sub, "subscription"), problems...); len(errs) > 0 {
+		return nil, argsError("subscription", name, errs)
 	}
 	return declareSubscription(ctx, name, sc, sub, args.Topic, push, nil, opts)
 }
@@ -251,34 +249,29 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 		return nil, fmt.Errorf("declare subscription %s: %w", sub.Name, err)
 	}
 	s.Subscription, s.Name, s.SubscriptionID = created, created.Name, created.ID().ToStringOutput()
-	if sub.HasDLQ() {
-		grant, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-agent-subscriber", &pubsub.SubscriptionIAMMemberArgs{
-			Project:      project,
-			Subscription: created.Name,
-			Role:         pulumi.String(RoleSubscriber),
-			Member:       agent,
-		}, parent, sc.agentWait())
-		if err != nil {
-			return nil, fmt.Errorf("grant service agent subscriber on %s: %w", sub.Name, err)
-		}
-		s.grants = append(s.grants, grant)
-	}
+	// The service agent acknowledges what it dead-letters; readers and
+	// subscribers read. Each grant is named after its key or member.
 	grants := map[string]pulumi.StringInput{}
-	for key, member := range readers {
-		grants[key] = member
+	if sub.HasDLQ() {
+		grants["agent"] = agent
 	}
+	maps.Copy(grants, readers)
 	for _, member := range sub.Subscribers {
 		grants[member] = pulumi.String(member)
 	}
 	for _, key := range spec.SortedKeys(grants) {
+		opts := []pulumi.ResourceOption{parent}
+		if key == "agent" {
+			opts = append(opts, sc.agentWait())
+		}
 		grant, err := pubsub.NewSubscriptionIAMMember(ctx, sub.Name+"-"+key+"-subscriber", &pubsub.SubscriptionIAMMemberArgs{
 			Project:      project,
 			Subscription: created.Name,
 			Role:         pulumi.String(RoleSubscriber),
 			Member:       grants[key],
-		}, parent)
+		}, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("grant subscriber on %s: %w", sub.Name, err)
+			return nil, fmt.Errorf("grant %s subscriber on %s: %w", key, sub.Name, err)
 		}
 		s.grants = append(s.grants, grant)
 	}

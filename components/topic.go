@@ -54,8 +54,8 @@ func NewTopic(ctx *pulumi.Context, name string, args *TopicArgs, opts ...pulumi.
 			Allowed: "only in a Pipeline or Subscription", Fix: "remove it: a Topic component declares its topic; subscribe to an existing topic with Subscription or Pipeline"}})
 	}
 	sc.pipeline.Topic = sc.d.topic(&args.Topic)
-	if err := spec.ValidateTopic(sc.stack, sc.pipeline, "topic"); err != nil {
-		return nil, argsError("topic", name, err)
+	if errs := spec.ValidateTopic(sc.stack, sc.pipeline, "topic"); errs != nil {
+		return nil, argsError("topic", name, errs)
 	}
 	return declareTopic(ctx, name, sc, opts)
 }

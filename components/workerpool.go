@@ -14,25 +14,9 @@ import (
 // (declareConsumer builds them once), converted field by field by
 // workerPoolContainer: every field pulumi-gcp v8's worker pool container
 // has is carried (name, image, command, args, env, limits, volume mounts,
-// working directory, dependsOn), and each service field it lacks is in
-// poolLacks with what stands in for it.
-
-// poolLacks are the service container fields (by path) that pulumi-gcp v8's
-// worker pool container does not have, with what replaces each. Cloud Run's
-// API takes startup and liveness probes on worker pools (docs:
-// run/docs/configuring/workerpools/healthchecks), but pulumi-gcp v8.41 (the
-// Terraform provider before its September 2025 change #15156) cannot declare
-// them; pulumi-gcp v9 can. Fields eventpipe never sets are refused by
-// workerPoolContainer if they ever are (refusedOnPool).
-var poolLacks = map[string]string{
-	"Ports":                     "a worker pool takes no requests: no container has an ingress port",
-	"StartupProbe":              "not declarable on a worker pool in pulumi-gcp v8: the consumer waits for its handler's health path itself (EVENTPIPE_HANDLER_HEALTH_PATH) before it pulls",
-	"LivenessProbe":             "not declarable on a worker pool in pulumi-gcp v8: a consumer that stops pulling is not restarted; its subscription's oldest-unacked-age alert fires",
-	"Resources.CpuIdle":         "a worker pool's CPU is always allocated",
-	"Resources.StartupCpuBoost": "refused on a worker pool (eventpipe never sets it)",
-	"BaseImageUri":              "refused on a worker pool (eventpipe never sets it)",
-	"BuildInfos":                "an output of the service, never an input",
-}
+// working directory, dependsOn); the service fields it lacks, and what
+// stands in for each, are listed in poolLacks (workerpool_internal_test.go),
+// which holds the two types to this.
 
 // workerPoolArgs are the settings of the consumer's worker pool taken from
 // what its service would have been (svc), so the two never drift.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 const tWorkerPool = "gcp:cloudrunv2/workerPool:WorkerPool"
@@ -56,7 +57,7 @@ func TestWorkerPool(t *testing.T) {
 		{"account", input(pool, "template.serviceAccount"), consumerEmail},
 		{"consumer image", input(pool, "template.containers.0.image"), "europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3"},
 		{"consumer limits", input(pool, "template.containers.0.resources.limits"), map[string]any{"cpu": "1", "memory": "512Mi"}},
-		{"collector", input(pool, "template.containers.1.name"), components.CollectorContainer},
+		{"collector", input(pool, "template.containers.1.name"), spec.CollectorContainer},
 		{"mount", input(pool, "template.containers.0.volumeMounts.0.mountPath"), "/cloudsql"},
 		{"volume", input(pool, "template.volumes.0.cloudSqlInstance.instances"), []any{"acme-dev:europe-west1:orders"}},
 		{"egress", input(pool, "template.vpcAccess.networkInterfaces.0.network"), "shared"},
@@ -123,11 +124,11 @@ func TestWorkerPoolHandler(t *testing.T) {
 		what      string
 		got, want any
 	}{
-		{"handler name", input(pool, h+"name"), components.HandlerContainer},
+		{"handler name", input(pool, h+"name"), spec.HandlerContainer},
 		{"handler image", input(pool, h+"image"), "europe-docker.pkg.dev/acme/orders/handler:2.0.1"},
 		{"handler env", input(pool, h+"envs"), []map[string]string{{"name": "HANDLER_PORT", "value": "9090"}, {"name": "LOG_LEVEL", "value": "debug"}}},
 		{"handler limits", input(pool, h+"resources.limits"), map[string]any{"cpu": "1", "memory": "1Gi"}},
-		{"consumer dependsOns", input(pool, "template.containers.0.dependsOns"), []string{components.CollectorContainer, components.HandlerContainer}},
+		{"consumer dependsOns", input(pool, "template.containers.0.dependsOns"), []string{spec.CollectorContainer, spec.HandlerContainer}},
 	}
 	for _, c := range checks {
 		if !equalJSON(c.got, c.want) {

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 
 	"github.com/eventpipe/eventpipe/alerts"
@@ -76,12 +75,8 @@ func validateAlerts(c *collector, s *Stack) {
 	}
 	// Checked before the fallback: eventpipe:notificationChannels is
 	// validated on its own.
-	for _, set := range []struct {
-		key   string
-		names []string
-	}{{"critical", a.Channels.Critical}, {"warning", a.Channels.Warning}} {
-		checkChannels(c, fmt.Sprintf("%s.channels.%s", path, set.key), set.names)
-	}
+	checkChannels(c, path+".channels.critical", a.Channels.Critical)
+	checkChannels(c, path+".channels.warning", a.Channels.Warning)
 	if len(a.Channels.Critical) == 0 {
 		a.Channels.Critical = append([]string(nil), s.NotificationChannels...)
 	}

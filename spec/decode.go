@@ -3,8 +3,9 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -70,7 +71,7 @@ func Read(stack string, src Source) (*Stack, Errors) {
 	s := &Stack{Name: stack}
 	for _, key := range src.Keys() {
 		name, ok := strings.CutPrefix(key, Namespace+":")
-		if !ok || contains(knownKeys(), name) {
+		if !ok || slices.Contains(knownKeys(), name) {
 			continue
 		}
 		c.add("", key, "(set)", "the keys "+strings.Join(qualify(knownKeys()), ", "),
@@ -97,12 +98,12 @@ func Read(stack string, src Source) (*Stack, Errors) {
 
 // Validate completes s with every default and checks every value, the way
 // Load does after reading a stack file; a Pulumi component validating its
-// own arguments builds a Stack from them and calls it. It returns Errors
-// listing every problem, or nil.
-func Validate(s *Stack) error {
+// own arguments builds a Stack from them and calls it. It returns every
+// problem, or nil.
+func Validate(s *Stack) Errors {
 	c := &collector{}
 	validate(c, s)
-	return c.err()
+	return c.errors()
 }
 
 // Decode decodes the JSON text raw into dst, checking its shape the way stack
@@ -115,8 +116,8 @@ func Decode(path string, raw []byte, dst any) Errors {
 	return c.errors()
 }
 
-// decodeJSON checks the shape of a structured key strictly (unknown fields,
-// wrong types), then decodes it into dst.
+// decodeJSON decodes a structured key into dst, checking its shape
+// strictly (unknown fields, wrong types).
 func decodeJSON(c *collector, src Source, key string, dst any) {
 	full := Namespace + ":" + key
 	text, ok := src.Get(full)
@@ -141,189 +142,139 @@ func decodeValue(c *collector, full, text string, dst any) {
 			"write the value as YAML under the key, not as a quoted string")
 		return
 	}
-	// Values of the wrong shape are reported and dropped, so validation still
-	// reports every other problem (and treats dropped values as unset).
-	if !checkShape(c, "", full, raw, reflect.TypeOf(dst).Elem()) {
-		return
-	}
-	if err := assign(raw, reflect.ValueOf(dst).Elem()); err != nil {
-		c.add("", full, shorten(text), "a value of the documented shape", err.Error())
-	}
+	decode(c, "", full, raw, reflect.ValueOf(dst).Elem())
 }
 
 var (
-	durationType    = reflect.TypeOf(Duration{})
 	rawMessageType  = reflect.TypeOf(json.RawMessage(nil))
+	pipelineType    = reflect.TypeOf(&Pipeline{})
 	stringInputType = reflect.TypeOf((*pulumi.StringInput)(nil)).Elem()
-	unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 )
 
-// assign stores raw, a decoded JSON value checkShape accepted, in v, as
-// json.Unmarshal does (into what v already holds): keys by their `json` names, a string into a pulumi.StringInput as pulumi.String,
-// and a type decoding itself (Duration, json.RawMessage) through its
-// UnmarshalJSON.
-func assign(raw any, v reflect.Value) error {
-	if raw == nil {
-		return nil
-	}
-	if v.Kind() != reflect.Pointer && v.Addr().Type().Implements(unmarshalerType) {
-		b, err := json.Marshal(raw)
-		if err != nil {
-			return err
-		}
-		return v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(b)
-	}
-	switch v.Kind() {
-	case reflect.Pointer:
-		if v.IsNil() {
-			v.Set(reflect.New(v.Type().Elem()))
-		}
-		return assign(raw, v.Elem())
-	case reflect.Interface:
-		if v.Type() != stringInputType {
-			return fmt.Errorf("cannot decode into %s", v.Type())
-		}
-		v.Set(reflect.ValueOf(pulumi.String(raw.(string))))
-	case reflect.Struct:
-		fields := fieldsByName(v.Type())
-		obj := raw.(map[string]any)
-		for _, k := range SortedKeys(obj) {
-			if err := assign(obj[k], v.FieldByIndex(fields[k].Index)); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		obj := raw.(map[string]any)
-		if v.IsNil() {
-			v.Set(reflect.MakeMapWithSize(v.Type(), len(obj)))
-		}
-		for _, k := range SortedKeys(obj) {
-			elem := reflect.New(v.Type().Elem()).Elem()
-			if err := assign(obj[k], elem); err != nil {
-				return err
-			}
-			v.SetMapIndex(reflect.ValueOf(k), elem)
-		}
-	case reflect.Slice:
-		arr := raw.([]any)
-		list := reflect.MakeSlice(v.Type(), len(arr), len(arr))
-		for i, x := range arr {
-			if err := assign(x, list.Index(i)); err != nil {
-				return err
-			}
-		}
-		v.Set(list)
-	case reflect.String:
-		v.SetString(raw.(string))
-	case reflect.Bool:
-		v.SetBool(raw.(bool))
-	case reflect.Int:
-		v.SetInt(int64(raw.(float64)))
-	case reflect.Float64:
-		v.SetFloat(raw.(float64))
-	default:
-		return fmt.Errorf("cannot decode into %s", v.Type())
-	}
-	return nil
-}
-
-// checkShape walks raw against type t and reports every unknown key and
-// every value of the wrong JSON type, with its full path. It deletes bad
-// entries from objects and returns false when raw itself is unusable.
-func checkShape(c *collector, pipeline, path string, raw any, t reflect.Type) bool {
+// decode stores raw, a decoded JSON value, in v as json.Unmarshal does
+// (into what v already holds, keys by their `json` names; a list replaces
+// the one held), and a string into a pulumi.StringInput as pulumi.String.
+// Every unknown key and every value of the wrong JSON type is reported with
+// its full path and left out, so validation still reports every other
+// problem (and treats it as unset); a list with a bad element is left out
+// whole. It returns false when raw itself is left out.
+func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool {
 	if raw == nil {
 		return true
 	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	t := v.Type()
+	bad := func(allowed, fix string) bool {
+		c.add(pipeline, path, jsonText(raw), allowed, fix)
+		return false
 	}
-	if t == rawMessageType {
+	switch {
+	case t.Kind() == reflect.Pointer:
+		elem := v
+		if v.IsNil() {
+			elem = reflect.New(t.Elem())
+		}
+		if !decode(c, pipeline, path, raw, elem.Elem()) {
+			return false
+		}
+		v.Set(elem)
+	case t == rawMessageType:
 		// Read and checked by its owner (see Decode); here only its kind.
 		if _, ok := raw.(map[string]any); !ok {
-			c.add(pipeline, path, jsonText(raw), "an object", "write the value as a YAML mapping")
-			return false
+			return bad("an object", "write the value as a YAML mapping")
 		}
-		return true
-	}
-	if t == stringInputType {
-		t = reflect.TypeOf("") // a stack file's value is a string
-	}
-	if t == durationType {
-		if _, ok := raw.(string); !ok {
-			c.add(pipeline, path, jsonText(raw), "a duration string such as \"10s\", \"10m\" or \"14d\"", "quote the value and give it a unit")
-			return false
-		}
-		return true
-	}
-	switch t.Kind() {
-	case reflect.Struct:
+		b, _ := json.Marshal(raw) // decoded JSON, so it encodes
+		v.SetBytes(b)
+	case t.Kind() == reflect.Struct:
 		obj, ok := raw.(map[string]any)
 		if !ok {
-			c.add(pipeline, path, jsonText(raw), "an object with the keys "+strings.Join(fieldNames(t), ", "), "write the value as a YAML mapping")
-			return false
+			return bad("an object with the keys "+strings.Join(fieldNames(t), ", "), "write the value as a YAML mapping")
 		}
 		fields := fieldsByName(t)
 		for _, k := range SortedKeys(obj) {
-			f, ok := fields[k]
-			if !ok {
-				c.add(pipeline, path+"."+k, jsonText(obj[k]), "the keys "+strings.Join(fieldNames(t), ", "),
-					"remove the key or correct the spelling"+suggest(k, fieldNames(t)))
-				delete(obj, k)
+			if f, ok := fields[k]; ok {
+				decode(c, pipeline, path+"."+k, obj[k], v.FieldByIndex(f.Index))
 				continue
 			}
-			if !checkShape(c, pipeline, path+"."+k, obj[k], f.Type) {
-				delete(obj, k)
-			}
+			c.add(pipeline, path+"."+k, jsonText(obj[k]), "the keys "+strings.Join(fieldNames(t), ", "),
+				"remove the key or correct the spelling"+suggest(k, fieldNames(t)))
 		}
-	case reflect.Map:
+	case t.Kind() == reflect.Map:
 		obj, ok := raw.(map[string]any)
 		if !ok {
-			c.add(pipeline, path, jsonText(raw), "a mapping keyed by name", "write the value as a YAML mapping of name: settings")
-			return false
+			return bad("a mapping keyed by name", "write the value as a YAML mapping of name: settings")
+		}
+		if v.IsNil() {
+			v.Set(reflect.MakeMapWithSize(t, len(obj)))
 		}
 		for _, k := range SortedKeys(obj) {
 			p := pipeline
-			if t.Elem() == reflect.TypeOf(&Pipeline{}) {
+			if t.Elem() == pipelineType {
 				p = k
 			}
-			if !checkShape(c, p, path+"."+k, obj[k], t.Elem()) {
-				delete(obj, k)
+			if elem := reflect.New(t.Elem()).Elem(); decode(c, p, path+"."+k, obj[k], elem) {
+				v.SetMapIndex(reflect.ValueOf(k), elem)
 			}
 		}
-	case reflect.Slice:
+	case t.Kind() == reflect.Slice:
 		arr, ok := raw.([]any)
 		if !ok {
-			c.add(pipeline, path, jsonText(raw), "a list", "write the value as a YAML list")
+			return bad("a list", "write the value as a YAML list")
+		}
+		list := reflect.MakeSlice(t, len(arr), len(arr))
+		for i, x := range arr {
+			ok = decode(c, pipeline, fmt.Sprintf("%s[%d]", path, i), x, list.Index(i)) && ok
+		}
+		if !ok {
 			return false
 		}
-		ok = true
-		for i, v := range arr {
-			ok = checkShape(c, pipeline, fmt.Sprintf("%s[%d]", path, i), v, t.Elem()) && ok
+		v.Set(list)
+	case t == stringInputType || t.Kind() == reflect.String: // a stack file's input is a string
+		s, ok := raw.(string)
+		switch {
+		case !ok && spanAt(path):
+			return bad(`a duration string such as "10s", "10m" or "14d"`, "quote the value and give it a unit")
+		case !ok:
+			return bad("a string", "quote the value")
 		}
-		return ok
-	case reflect.String:
-		if _, ok := raw.(string); !ok {
-			c.add(pipeline, path, jsonText(raw), "a string", "quote the value")
-			return false
+		if t == stringInputType {
+			v.Set(reflect.ValueOf(pulumi.String(s)))
+		} else {
+			v.SetString(s)
 		}
-	case reflect.Float64:
-		if _, ok := raw.(float64); !ok {
-			c.add(pipeline, path, jsonText(raw), "a number", "write the number without quotes; fractions as 0.01, not 1%")
-			return false
+	case t.Kind() == reflect.Float64:
+		n, ok := raw.(float64)
+		if !ok {
+			return bad("a number", "write the number without quotes; fractions as 0.01, not 1%")
 		}
-	case reflect.Bool:
-		if _, ok := raw.(bool); !ok {
-			c.add(pipeline, path, jsonText(raw), "true or false", "write true or false without quotes")
-			return false
+		v.SetFloat(n)
+	case t.Kind() == reflect.Bool:
+		b, ok := raw.(bool)
+		if !ok {
+			return bad("true or false", "write true or false without quotes")
 		}
-	case reflect.Int:
+		v.SetBool(b)
+	case t.Kind() == reflect.Int:
 		n, ok := raw.(float64)
 		if !ok || n != float64(int64(n)) {
-			c.add(pipeline, path, jsonText(raw), "a whole number", "write a whole number without quotes")
-			return false
+			return bad("a whole number", "write a whole number without quotes")
 		}
+		v.SetInt(int64(n))
+	default:
+		return bad("a value of the documented shape", "cannot decode into "+t.String())
 	}
 	return true
+}
+
+// spanAt reports whether the stack config path holds a duration (a Span
+// of the bounds table, which has every duration setting).
+func spanAt(path string) bool {
+	parts := strings.Split(strings.TrimPrefix(path, Namespace+":"), ".")
+	for _, b := range Bounds() {
+		if b.Kind == Span && slices.EqualFunc(strings.Split(b.Path, "."), parts, func(p, s string) bool { return p == "*" || p == s }) {
+			return true
+		}
+	}
+	return false
 }
 
 // fieldsByName maps JSON names to struct fields (fields tagged "-" are not config).
@@ -365,25 +316,9 @@ func qualify(keys []string) []string {
 	return out
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // SortedKeys returns the keys of m in order; everything eventpipe declares or
 // prints iterates maps this way, so output is deterministic.
-func SortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func SortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // suggest returns ` (did you mean "x"?)` for the closest candidate, if close.
 func suggest(got string, candidates []string) string {

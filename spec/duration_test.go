@@ -1,7 +1,6 @@
 package spec_test
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -54,19 +53,5 @@ func TestFormatAndSeconds(t *testing.T) {
 		if got := spec.Seconds(tc.d); got != tc.secs {
 			t.Errorf("Seconds(%v) = %q, want %q", tc.d, got, tc.secs)
 		}
-	}
-}
-
-func TestDurationJSON(t *testing.T) {
-	var d spec.Duration
-	if err := json.Unmarshal([]byte(`"14d"`), &d); err != nil || d.D != 14*spec.Day || d.Raw != "14d" {
-		t.Errorf("unmarshal 14d: %+v %v", d, err)
-	}
-	if err := json.Unmarshal([]byte(`60`), &d); err != nil || d.Err == nil {
-		t.Errorf("a bare number must be kept as an error for validation: %+v", d)
-	}
-	b, err := json.Marshal(spec.Dur(10 * time.Minute))
-	if err != nil || string(b) != `"10m"` {
-		t.Errorf("marshal = %s, %v", b, err)
 	}
 }

@@ -51,14 +51,6 @@ func (c *collector) add(pipeline, path, value, allowed, fix string) {
 	c.errs = append(c.errs, FieldError{Pipeline: pipeline, Path: path, Value: value, Allowed: allowed, Fix: fix})
 }
 
-// err returns the collected errors, or nil when there are none.
-func (c *collector) err() error {
-	if errs := c.errors(); errs != nil {
-		return errs
-	}
-	return nil
-}
-
 // errors returns the collected errors sorted, or nil when there are none.
 func (c *collector) errors() Errors {
 	if len(c.errs) == 0 {

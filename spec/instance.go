@@ -6,46 +6,56 @@ import (
 	"strings"
 )
 
-// ContainerSize is the CPU and memory limit of one container of a consumer
-// instance besides the consumer's own (a sidecar).
-type ContainerSize struct {
-	// Name is the container's name, for messages.
-	Name string
-	// CPU and Memory are written as in config ("1", "256Mi").
-	CPU, Memory string
-}
+// The containers of a consumer instance besides the consumer's own, which
+// share the instance's CPU and memory with it: the OpenTelemetry Collector
+// (eventpipe:defaults.traceCollector) and the team's handler (consumer.handler).
+const (
+	// CollectorContainer is the collector sidecar's container name.
+	CollectorContainer = "otel-collector"
+	// CollectorCPU and CollectorMemory are the collector's limits.
+	CollectorCPU    = "1"
+	CollectorMemory = "256Mi"
+	// HandlerContainer is the name of the handler's container.
+	HandlerContainer = "handler"
+)
 
-// CheckInstance checks the sum of the consumer's CPU and memory and its
-// sidecars' against Cloud Run's per-instance limits: every container of an
-// instance shares them, so a consumer that fits alone may not with its
-// sidecars. The total CPU is rounded up to the whole count Cloud Run
-// offers and must allow the total memory. It returns the problems on path
-// (the consumer's config path); the consumer's own CPU and memory must be
-// valid already (ValidateConsumer).
-func CheckInstance(p *Pipeline, path string, sidecars ...ContainerSize) Errors {
-	if len(sidecars) == 0 {
-		return nil
-	}
+// sidecar is the CPU and memory limit of a container beside the consumer's.
+type sidecar struct{ name, cpu, memory string }
+
+// checkInstance checks the sum of the consumer's CPU and memory and its
+// sidecars' (the collector when traced, the handler) against Cloud Run's
+// per-instance limits: every container of an instance shares them, so a
+// consumer that fits alone may not with its sidecars. The total CPU is
+// rounded up to the whole count Cloud Run offers and must allow the total
+// memory. Problems are reported on path (the consumer's config path); a
+// size that does not parse is reported by validateLimits and not summed.
+func checkInstance(c *collector, p *Pipeline, path string, traced bool) {
 	k := &p.Consumer
+	var sidecars []sidecar
+	if traced {
+		sidecars = append(sidecars, sidecar{CollectorContainer, CollectorCPU, CollectorMemory})
+	}
+	if h := k.Handler; h != nil {
+		sidecars = append(sidecars, sidecar{HandlerContainer, h.CPU, h.Memory})
+	}
 	milli, cpuOK := ParseCPU(k.CPU)
 	mib, memOK := ParseMemory(k.Memory)
-	if !cpuOK || !memOK {
-		return nil
+	if len(sidecars) == 0 || !cpuOK || !memOK {
+		return
 	}
 	var names []string
 	for _, sc := range sidecars {
-		m, ok1 := ParseCPU(sc.CPU)
-		b, ok2 := ParseMemory(sc.Memory)
-		if !ok1 || !ok2 {
-			panic(fmt.Sprintf("spec.CheckInstance: sidecar %s has an invalid size %q/%q", sc.Name, sc.CPU, sc.Memory))
+		m, cpuOK := ParseCPU(sc.cpu)
+		b, memOK := ParseMemory(sc.memory)
+		if !cpuOK || !memOK {
+			return
 		}
 		milli += m
 		mib += b
-		names = append(names, fmt.Sprintf("%s (%s CPU, %s)", sc.Name, sc.CPU, sc.Memory))
+		names = append(names, fmt.Sprintf("%s (%s CPU, %s)", sc.name, sc.cpu, sc.memory))
 	}
 	with := "the consumer plus " + strings.Join(names, ", ")
 	total := fmt.Sprintf("%s CPU, %s in total", strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64), formatMiB(mib))
-	c := &collector{}
 	switch lo, hi := memoryRange(roundCPU(milli)); {
 	case milli > 8000:
 		c.add(p.Name, path+".cpu", strconv.Quote(k.CPU), "at most 8 CPUs for "+with,
@@ -60,7 +70,6 @@ func CheckInstance(p *Pipeline, path string, sidecars ...ContainerSize) Errors {
 		c.add(p.Name, path+".memory", strconv.Quote(k.Memory), fmt.Sprintf("at least %s for %s", formatMiB(lo), with),
 			fmt.Sprintf("raise memory or lower cpu: the instance has %s; %s", total, cpuMemoryRule))
 	}
-	return c.errors()
 }
 
 // roundCPU is milli rounded up to the CPU count Cloud Run sizes an

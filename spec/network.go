@@ -72,12 +72,8 @@ func validateNetwork(c *collector, p *Pipeline, path string) {
 			c.add(p.Name, vp+".subnetwork", strconv.Quote(v.Subnetwork), "a subnet name or projects/PROJECT/regions/REGION/subnetworks/SUBNET",
 				"set a subnet of the network in the consumer's region (`gcloud compute networks subnets list --network NETWORK`)")
 		}
-		for i, tag := range v.Tags {
-			if !networkTagPattern.MatchString(tag) {
-				c.add(p.Name, fmt.Sprintf("%s.tags[%d]", vp, i), strconv.Quote(tag), "a network tag: lowercase letters, digits and -, starting with a letter, at most 63 characters",
-					"rename the tag to match the firewall rule's target tag")
-			}
-		}
+		checkEach(c, p.Name, vp+".tags", v.Tags, networkTagPattern.MatchString, "",
+			"a network tag: lowercase letters, digits and -, starting with a letter, at most 63 characters", "rename the tag to match the firewall rule's target tag")
 		switch v.Egress {
 		case "":
 			v.Egress = EgressPrivateRanges
@@ -90,18 +86,8 @@ func validateNetwork(c *collector, p *Pipeline, path string) {
 	if k.WorkerPool {
 		validateWorkerPool(c, p, path)
 	}
-	seen := map[string]bool{}
-	for i, inst := range k.CloudSQLInstances {
-		ip := fmt.Sprintf("%s.cloudSqlInstances[%d]", path, i)
-		switch _, ok := CloudSQLProject(inst); {
-		case !ok:
-			c.add(p.Name, ip, strconv.Quote(inst), "an instance connection name, PROJECT:REGION:INSTANCE",
-				"copy connectionName from `gcloud sql instances describe INSTANCE --format='value(connectionName)'`")
-		case seen[inst]:
-			c.add(p.Name, ip, strconv.Quote(inst), "each instance once", "remove the duplicate")
-		}
-		seen[inst] = true
-	}
+	checkEach(c, p.Name, path+".cloudSqlInstances", k.CloudSQLInstances, cloudSQLPattern.MatchString, "each instance once",
+		"an instance connection name, PROJECT:REGION:INSTANCE", "copy connectionName from `gcloud sql instances describe INSTANCE --format='value(connectionName)'`")
 }
 
 // validateWorkerPool checks that a consumer on a worker pool needs no HTTP

@@ -135,7 +135,7 @@ func validateSize(c *collector, s *Stack, p *Pipeline, path string) {
 		return
 	case whole && !validWholeCPU(milli):
 		c.add(p.Name, path+".cpu", cpu, `1, 2, 4, 6 or 8 CPUs, or from "0.08" up to 1`,
-			fmt.Sprintf("set cpu to %q: above 1 CPU, Cloud Run takes only these whole numbers", nearestCPU(milli)))
+			fmt.Sprintf("set cpu to %q: above 1 CPU, Cloud Run takes only these whole numbers", strconv.Itoa(roundCPU(milli)/1000)))
 		return
 	}
 	if !whole {
@@ -204,16 +204,6 @@ func validWholeCPU(milli int) bool {
 func cpuFor(mib int) string {
 	for _, n := range wholeCPUs() {
 		if _, hi, _ := cpuMemory(n); mib <= hi {
-			return strconv.Itoa(n)
-		}
-	}
-	return "8"
-}
-
-// nearestCPU is the allowed whole CPU count nearest above milli (8 at most).
-func nearestCPU(milli int) string {
-	for _, n := range wholeCPUs() {
-		if milli <= n*1000 {
 			return strconv.Itoa(n)
 		}
 	}

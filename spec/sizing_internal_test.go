@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,5 +52,33 @@ func TestMemoryMustHoldOneMessage(t *testing.T) {
 	checkMessageFits(c, p, "consumer", mib)
 	if len(c.errs) != 0 {
 		t.Errorf("a 1 MB maximum fits in %dMi, got %v", mib, c.errs)
+	}
+}
+
+// TestInstanceTotals checks checkInstance against Cloud Run's
+// instance table, written here independently, for every whole CPU count
+// and every memory size in 256Mi steps with the collector.
+func TestInstanceTotals(t *testing.T) {
+	// The memory range (MiB) Cloud Run allows an instance of n CPUs.
+	table := map[int][2]int{1: {128, 4096}, 2: {128, 8192}, 4: {2048, 16384}, 6: {4096, 24576}, 8: {4096, 32768}}
+	for _, cpu := range []int{1, 2, 4, 6, 8} {
+		for mib := 512; mib <= 32768; mib += 256 {
+			p := &Pipeline{Name: "orders", Consumer: Consumer{CPU: fmt.Sprint(cpu), Memory: fmt.Sprintf("%dMi", mib)}}
+			totalCPU, totalMiB := cpu+1, mib+256
+			instance := 0
+			for _, n := range []int{1, 2, 4, 6, 8} {
+				if totalCPU <= n {
+					instance = n
+					break
+				}
+			}
+			fits := instance > 0 && totalMiB >= table[instance][0] && totalMiB <= table[instance][1]
+			c := &collector{}
+			checkInstance(c, p, "consumer", true)
+			errs := c.errors()
+			if fits != (len(errs) == 0) {
+				t.Errorf("cpu %d, memory %dMi + collector: fits %v, got %v", cpu, mib, fits, errs)
+			}
+		}
 	}
 }

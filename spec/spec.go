@@ -81,11 +81,11 @@ type Defaults struct {
 	// MaxDeliveryAttempts is how many deliveries are tried before a message is dead-lettered (5–100, default 5).
 	MaxDeliveryAttempts *int `json:"maxDeliveryAttempts,omitempty"`
 	// MinBackoff is the retry policy's shortest wait before redelivery (0s–10m, default 10s).
-	MinBackoff *Duration `json:"minBackoff,omitempty"`
+	MinBackoff string `json:"minBackoff,omitempty"`
 	// MaxBackoff is the retry policy's longest wait before redelivery (0s–10m, default 10m).
-	MaxBackoff *Duration `json:"maxBackoff,omitempty"`
+	MaxBackoff string `json:"maxBackoff,omitempty"`
 	// DLQRetention is how long dead-letter subscriptions keep messages (7d–14d, default 14d).
-	DLQRetention *Duration `json:"dlqRetention,omitempty"`
+	DLQRetention string `json:"dlqRetention,omitempty"`
 	// MinInstances is how many consumer instances are kept warm (0–100, default 0).
 	MinInstances *int `json:"minInstances,omitempty"`
 	// MaxInstances is the most instances a consumer scales to (1–1000, default 10).
@@ -303,19 +303,16 @@ func (s *Subscription) DLQTopicName() string { return s.Name + ".dlq" }
 func (s *Subscription) DLQSubscriptionName() string { return s.Name + ".dlq-sub" }
 
 // SortedPipelines returns the pipelines ordered by name, for deterministic output.
-func (s *Stack) SortedPipelines() []*Pipeline {
-	out := make([]*Pipeline, 0, len(s.Pipelines))
-	for _, name := range SortedKeys(s.Pipelines) {
-		out = append(out, s.Pipelines[name])
-	}
-	return out
-}
+func (s *Stack) SortedPipelines() []*Pipeline { return sortedValues(s.Pipelines) }
 
 // SortedSubscriptions returns the pipeline's subscriptions ordered by key.
-func (p *Pipeline) SortedSubscriptions() []*Subscription {
-	out := make([]*Subscription, 0, len(p.Subscriptions))
-	for _, key := range SortedKeys(p.Subscriptions) {
-		out = append(out, p.Subscriptions[key])
+func (p *Pipeline) SortedSubscriptions() []*Subscription { return sortedValues(p.Subscriptions) }
+
+// sortedValues returns the values of m by key order.
+func sortedValues[V any](m map[string]V) []V {
+	out := make([]V, 0, len(m))
+	for _, k := range SortedKeys(m) {
+		out = append(out, m[k])
 	}
 	return out
 }
@@ -433,6 +430,10 @@ func (s *Stack) Protected(p *Pipeline) bool {
 	}
 	return s.Defaults.Protect == nil || *s.Defaults.Protect
 }
+
+// Traced reports whether the stack's consumers get the trace collector
+// sidecar (eventpipe:defaults.traceCollector).
+func (s *Stack) Traced() bool { return s.Defaults.TraceCollector != nil && *s.Defaults.TraceCollector }
 
 // PubSubAgent is the IAM member of the Pub/Sub service agent of the project numbered
 // number: the account dead-lettering publishes and acknowledges as.

@@ -87,19 +87,16 @@ func ParseStackFile(path string, data []byte) (*StackFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch x := val.(type) {
-		case string:
-			f.Source.Values[key] = x
-		case map[string]any, []any:
-			b, err := json.Marshal(x)
+		// A Pulumi program reads a structured value as JSON text.
+		text, isText := val.(string)
+		if !isText {
+			b, err := json.Marshal(val)
 			if err != nil {
 				return nil, fmt.Errorf("stack config %s: encode %s: %w", path, key, err)
 			}
-			f.Source.Values[key] = string(b)
-		default:
-			b, _ := json.Marshal(x)
-			f.Source.Values[key] = string(b)
+			text = string(b)
 		}
+		f.Source.Values[key] = text
 		if secret {
 			f.Source.Secrets[key] = true
 		}

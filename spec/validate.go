@@ -58,34 +58,34 @@ func validate(c *collector, s *Stack) {
 // ValidateTopic completes and checks s's scope (project, region,
 // environment) and p.Topic on its own, the way Validate checks them inside
 // a stack; topic errors name paths below path. The Topic component calls it.
-func ValidateTopic(s *Stack, p *Pipeline, path string) error {
+func ValidateTopic(s *Stack, p *Pipeline, path string) Errors {
 	c := &collector{}
 	validateScope(c, s, false)
 	validateTopic(c, p, path)
-	return c.err()
+	return c.errors()
 }
 
 // ValidateConsumer completes and checks s's scope, p's name and p.Consumer
 // on its own (p.Subscriptions say whether it pulls; its store defaults to
 // s.Store, then to Firestore in s.Project); consumer errors name paths below
 // path. The Consumer component calls it.
-func ValidateConsumer(s *Stack, p *Pipeline, path string) error {
+func ValidateConsumer(s *Stack, p *Pipeline, path string) Errors {
 	c := &collector{}
 	validateScope(c, s, false)
 	validateName(c, p, "name")
 	validateConsumer(c, s, p, path)
-	return c.err()
+	return c.errors()
 }
 
 // ValidateSubscription completes and checks s's scope and sub, a
 // subscription of p, on its own; sub.Key must be set, and sub.Name when p
 // has no name to derive it from. Subscription errors name paths below path.
 // The Subscription component calls it.
-func ValidateSubscription(s *Stack, p *Pipeline, sub *Subscription, path string) error {
+func ValidateSubscription(s *Stack, p *Pipeline, sub *Subscription, path string) Errors {
 	c := &collector{}
 	validateScope(c, s, sub.HasDLQ() || sub.Push())
 	validateSubscription(c, s, p, sub, path)
-	return c.err()
+	return c.errors()
 }
 
 // validateScope fills and checks what every part of a stack shares:
@@ -133,10 +133,10 @@ func validateName(c *collector, p *Pipeline, path string) {
 
 func validateDefaults(c *collector, path string, d *Defaults) {
 	d.MaxDeliveryAttempts = intDefault(c, "", path, d.MaxDeliveryAttempts, BoundAt("defaults.maxDeliveryAttempts"))
-	d.MinBackoff = durDefault(c, "", path, d.MinBackoff, BoundAt("defaults.minBackoff"))
-	d.MaxBackoff = durDefault(c, "", path, d.MaxBackoff, BoundAt("defaults.maxBackoff"))
+	durDefault(c, "", path, &d.MinBackoff, BoundAt("defaults.minBackoff"))
+	durDefault(c, "", path, &d.MaxBackoff, BoundAt("defaults.maxBackoff"))
 	checkBackoffOrder(c, "", path, d.MinBackoff, d.MaxBackoff)
-	d.DLQRetention = durDefault(c, "", path, d.DLQRetention, BoundAt("defaults.dlqRetention"))
+	durDefault(c, "", path, &d.DLQRetention, BoundAt("defaults.dlqRetention"))
 	d.MinInstances = intDefault(c, "", path, d.MinInstances, BoundAt("defaults.minInstances"))
 	d.MaxInstances = intDefault(c, "", path, d.MaxInstances, BoundAt("defaults.maxInstances"))
 	if d.Protect == nil {
@@ -194,7 +194,7 @@ func validateTopic(c *collector, p *Pipeline, path string) {
 		t.Name = p.Name
 	}
 	checkPubSubName(c, p.Name, path+".name", t.Name)
-	lengthDefault(c, p.Name, path, &t.MessageRetention, BoundAt("pipelines.*.topic.messageRetention"))
+	durDefault(c, p.Name, path, &t.MessageRetention, BoundAt("pipelines.*.topic.messageRetention"))
 	switch {
 	case t.Schema == "" && t.SchemaEncoding != "":
 		c.add(p.Name, path+".schemaEncoding", strconv.Quote(t.SchemaEncoding), "only together with topic.schema", "set topic.schema or remove schemaEncoding")
@@ -241,17 +241,23 @@ func validateExistingTopic(c *collector, p *Pipeline, path string) {
 // checkMembers reports IAM members that are malformed or listed twice;
 // grant says what they are given.
 func checkMembers(c *collector, pipeline, path string, members []string, grant string) {
+	checkEach(c, pipeline, path, members, memberPattern.MatchString, "each member once",
+		"an IAM member such as serviceAccount:NAME@PROJECT.iam.gserviceaccount.com, group:EMAIL or user:EMAIL", "prefix the email with its kind; these members get "+grant)
+}
+
+// checkEach reports each entry of the list at path that ok refuses, with
+// allowed and fix, and, unless once is "", each entry listed again, with
+// once as what is allowed.
+func checkEach(c *collector, pipeline, path string, list []string, ok func(string) bool, once, allowed, fix string) {
 	seen := map[string]bool{}
-	for i, m := range members {
-		mp := fmt.Sprintf("%s[%d]", path, i)
-		switch {
-		case !memberPattern.MatchString(m):
-			c.add(pipeline, mp, strconv.Quote(m), "an IAM member such as serviceAccount:NAME@PROJECT.iam.gserviceaccount.com, group:EMAIL or user:EMAIL",
-				"prefix the email with its kind; these members get "+grant)
-		case seen[m]:
-			c.add(pipeline, mp, strconv.Quote(m), "each member once", "remove the duplicate")
+	for i, v := range list {
+		switch at := fmt.Sprintf("%s[%d]", path, i); {
+		case !ok(v):
+			c.add(pipeline, at, strconv.Quote(v), allowed, fix)
+		case once != "" && seen[v]:
+			c.add(pipeline, at, strconv.Quote(v), once, "remove the duplicate")
 		}
-		seen[m] = true
+		seen[v] = true
 	}
 }
 
@@ -268,7 +274,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	if !servicePattern.MatchString(k.ServiceName) && (!derived || pipelineNamePattern.MatchString(p.Name)) {
 		c.add(p.Name, path+".serviceName", strconv.Quote(k.ServiceName), "1–49 lowercase letters, digits or hyphens, starting with a letter", "choose a shorter lowercase service name")
 	}
-	lengthDefault(c, p.Name, path, &k.RequestTimeout, BoundAt("pipelines.*.consumer.requestTimeout"))
+	durDefault(c, p.Name, path, &k.RequestTimeout, BoundAt("pipelines.*.consumer.requestTimeout"))
 	k.Concurrency = intDefault(c, p.Name, path, k.Concurrency, BoundAt("pipelines.*.consumer.concurrency"))
 	k.MinInstances = intDefault(c, p.Name, path, k.MinInstances, inherit(BoundAt("pipelines.*.consumer.minInstances"), int64(*s.Defaults.MinInstances)))
 	k.MaxInstances = intDefault(c, p.Name, path, k.MaxInstances, inherit(BoundAt("pipelines.*.consumer.maxInstances"), int64(*s.Defaults.MaxInstances)))
@@ -298,6 +304,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	}
 	validateSize(c, s, p, path)
 	validateHandler(c, p, path+".handler")
+	checkInstance(c, p, path, s.Traced())
 	if account := Text(k.ServiceAccount); account != "" && !accountEmailPattern.MatchString(account) {
 		c.add(p.Name, path+".serviceAccount", strconv.Quote(account), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
 			"use the account's email (not its member string or unique id), or remove it so the pipeline gets its own account")
@@ -322,12 +329,8 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	if k.Audience == "" {
 		k.Audience = s.Project + "/" + p.Name + "/pubsub-push"
 	}
-	for i, account := range k.CallbackAccounts {
-		if !accountEmailPattern.MatchString(account) {
-			c.add(p.Name, fmt.Sprintf("%s.callbackAccounts[%d]", path, i), strconv.Quote(account), "a service account email, NAME@PROJECT.iam.gserviceaccount.com",
-				"write the calling job's service account email (without serviceAccount:)")
-		}
-	}
+	checkEach(c, p.Name, path+".callbackAccounts", k.CallbackAccounts, accountEmailPattern.MatchString, "",
+		"a service account email, NAME@PROJECT.iam.gserviceaccount.com", "write the calling job's service account email (without serviceAccount:)")
 	switch {
 	case len(k.CallbackAccounts) == 0 && k.CallbackAudience != "":
 		c.add(p.Name, path+".callbackAudience", strconv.Quote(k.CallbackAudience), "only with callbackAccounts",
@@ -354,20 +357,20 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		sub.Name = p.Name + "-" + sub.Key
 	}
 	nameOK := checkPubSubName(c, p.Name, path+".name", sub.Name)
-	switch timeout, ack := NewDuration(p.Consumer.RequestTimeout), NewDuration(sub.AckDeadline); {
-	case sub.Push() && ack == nil && timeout != nil:
+	switch timeout, ack := p.Consumer.RequestTimeout, sub.AckDeadline; {
+	case sub.Push() && ack == "" && timeout != "":
 		// Follows the consumer's request timeout, which is checked there.
-		sub.AckDeadline = timeout.Raw
-	case sub.Push() && timeout != nil && durInRange(ack, MinAckDeadline, MaxAckDeadline) && durInRange(timeout, MinAckDeadline, MaxAckDeadline) && ack.D != timeout.D:
-		c.add(p.Name, path+".ackDeadline", strconv.Quote(ack.Raw), fmt.Sprintf("the consumer's requestTimeout (%s)", timeout.Raw),
+		sub.AckDeadline = timeout
+	case sub.Push() && durInRange(ack, MinAckDeadline, MaxAckDeadline) && durInRange(timeout, MinAckDeadline, MaxAckDeadline) && Length(ack) != Length(timeout):
+		c.add(p.Name, path+".ackDeadline", strconv.Quote(ack), fmt.Sprintf("the consumer's requestTimeout (%s)", timeout),
 			"remove ackDeadline (push subscriptions follow consumer.requestTimeout) or set both to the same value; otherwise Pub/Sub redelivers while the first request still runs")
 	default:
-		lengthDefault(c, p.Name, path, &sub.AckDeadline, BoundAt("pipelines.*.subscriptions.*.ackDeadline"))
+		durDefault(c, p.Name, path, &sub.AckDeadline, BoundAt("pipelines.*.subscriptions.*.ackDeadline"))
 	}
-	lengthDefault(c, p.Name, path, &sub.MinBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.minBackoff"), int64(s.Defaults.MinBackoff.D)))
-	lengthDefault(c, p.Name, path, &sub.MaxBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.maxBackoff"), int64(s.Defaults.MaxBackoff.D)))
-	checkBackoffOrder(c, p.Name, path, NewDuration(sub.MinBackoff), NewDuration(sub.MaxBackoff))
-	lengthDefault(c, p.Name, path, &sub.Retention, BoundAt("pipelines.*.subscriptions.*.retention"))
+	durDefault(c, p.Name, path, &sub.MinBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.minBackoff"), int64(Length(s.Defaults.MinBackoff))))
+	durDefault(c, p.Name, path, &sub.MaxBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.maxBackoff"), int64(Length(s.Defaults.MaxBackoff))))
+	checkBackoffOrder(c, p.Name, path, sub.MinBackoff, sub.MaxBackoff)
+	durDefault(c, p.Name, path, &sub.Retention, BoundAt("pipelines.*.subscriptions.*.retention"))
 	if n := len(sub.Filter); n > MaxFilterBytes {
 		c.add(p.Name, path+".filter", fmt.Sprintf("(%d bytes)", n), fmt.Sprintf("at most %d bytes", MaxFilterBytes), "shorten the filter expression; Pub/Sub rejects longer filters")
 	}
@@ -414,7 +417,7 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		c.add(p.Name, path+".deadLetter.reason", strconv.Quote(dl.Reason), "only with deadLetter.optOut: true", "remove the reason, or set optOut: true if the DLQ really must go")
 	}
 	sub.MaxDeliveryAttempts = intDefault(c, p.Name, path, sub.MaxDeliveryAttempts, inherit(BoundAt("pipelines.*.subscriptions.*.maxDeliveryAttempts"), int64(*s.Defaults.MaxDeliveryAttempts)))
-	lengthDefault(c, p.Name, path+".deadLetter", &dl.Retention, inherit(BoundAt("pipelines.*.subscriptions.*.deadLetter.retention"), int64(s.Defaults.DLQRetention.D)))
+	durDefault(c, p.Name, path+".deadLetter", &dl.Retention, inherit(BoundAt("pipelines.*.subscriptions.*.deadLetter.retention"), int64(Length(s.Defaults.DLQRetention))))
 	if nameOK {
 		checkPubSubName(c, p.Name, path+".name", sub.DLQSubscriptionName())
 	}
@@ -539,12 +542,8 @@ func CheckImage(image string) *FieldError {
 // checkChannels reports notification channel names that are not full
 // resource names.
 func checkChannels(c *collector, path string, names []string) {
-	for i, ch := range names {
-		if !channelPattern.MatchString(ch) {
-			c.add("", fmt.Sprintf("%s[%d]", path, i), strconv.Quote(ch),
-				"projects/PROJECT/notificationChannels/ID", "copy the channel's full resource name from `gcloud beta monitoring channels list --format='value(name)'`")
-		}
-	}
+	checkEach(c, "", path, names, channelPattern.MatchString, "",
+		"projects/PROJECT/notificationChannels/ID", "copy the channel's full resource name from `gcloud beta monitoring channels list --format='value(name)'`")
 }
 
 // checkPubSubName reports an invalid topic or subscription id and returns whether it is valid.
@@ -557,9 +556,9 @@ func checkPubSubName(c *collector, pipeline, path, name string) bool {
 	return true
 }
 
-func checkBackoffOrder(c *collector, pipeline, path string, lo, hi *Duration) {
-	if durInRange(lo, 0, MaxBackoffLimit) && durInRange(hi, 0, MaxBackoffLimit) && lo.D > hi.D {
-		c.add(pipeline, path+".minBackoff", strconv.Quote(lo.Raw), fmt.Sprintf("at most maxBackoff (%s)", hi.Raw), "lower minBackoff or raise maxBackoff")
+func checkBackoffOrder(c *collector, pipeline, path string, lo, hi string) {
+	if durInRange(lo, 0, MaxBackoffLimit) && durInRange(hi, 0, MaxBackoffLimit) && Length(lo) > Length(hi) {
+		c.add(pipeline, path+".minBackoff", strconv.Quote(lo), fmt.Sprintf("at most maxBackoff (%s)", hi), "lower minBackoff or raise maxBackoff")
 	}
 }
 
@@ -583,36 +582,29 @@ func intDefault(c *collector, pipeline, parent string, v *int, b Bound) *int {
 	return v
 }
 
-// durDefault returns v, or b's default when v is unset, reporting
-// unparsable values and values outside b's range; the setting is b's key
-// below parent.
-func durDefault(c *collector, pipeline, parent string, v *Duration, b Bound) *Duration {
-	if v == nil {
-		return Dur(time.Duration(b.Default))
+// durDefault fills in b's default when the duration setting *v is unset
+// (""), and reports a value that does not parse or lies outside b's range;
+// the setting is b's key below parent.
+func durDefault(c *collector, pipeline, parent string, v *string, b Bound) {
+	if *v == "" {
+		*v = b.Format(b.Default)
+		return
 	}
-	path := parent + "." + b.Key()
-	allowed := b.Allowed()
-	if v.Err != nil {
-		c.add(pipeline, path, strconv.Quote(v.Raw), "a duration from "+allowed+", written like 10s, 10m or 14d", v.Err.Error()+"; add a unit (s, m, h or d)")
-		return v
+	path, allowed := parent+"."+b.Key(), b.Allowed()
+	switch d, err := ParseDuration(*v); {
+	case err != nil:
+		c.add(pipeline, path, strconv.Quote(*v), "a duration from "+allowed+", written like 10s, 10m or 14d", err.Error()+"; add a unit (s, m, h or d)")
+	case int64(d) < b.Min || int64(d) > b.Max:
+		c.add(pipeline, path, strconv.Quote(*v), allowed, fmt.Sprintf("set a duration from %s to %s, or remove the key for the default %s", b.Format(b.Min), b.Format(b.Max), b.Format(b.Default)))
 	}
-	if int64(v.D) < b.Min || int64(v.D) > b.Max {
-		c.add(pipeline, path, strconv.Quote(v.Raw), allowed, fmt.Sprintf("set a duration from %s to %s, or remove the key for the default %s", b.Format(b.Min), b.Format(b.Max), b.Format(b.Default)))
-	}
-	return v
-}
-
-// lengthDefault is durDefault for a setting held as written (*v, "" when
-// unset): it fills in the default and reports a value that does not parse
-// or lies outside b's range.
-func lengthDefault(c *collector, pipeline, parent string, v *string, b Bound) {
-	*v = durDefault(c, pipeline, parent, NewDuration(*v), b).Raw
 }
 
 func intInRange(v, lo, hi int) bool { return v >= lo && v <= hi }
 
-func durInRange(d *Duration, lo, hi time.Duration) bool {
-	return d != nil && d.Err == nil && d.D >= lo && d.D <= hi
+// durInRange reports whether setting is a duration from lo to hi.
+func durInRange(setting string, lo, hi time.Duration) bool {
+	d, err := ParseDuration(setting)
+	return err == nil && d >= lo && d <= hi
 }
 
 func quoteOrEmpty(s string) string {

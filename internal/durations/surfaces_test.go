@@ -23,12 +23,9 @@ type surface struct {
 // surfaces are every config surface that reads a duration: the stack config (spec), the
 // alerts block, the consumer's routes file, and its EVENTPIPE_* variables.
 var surfaces = []surface{
-	{"stack config (spec.Duration)", func(t *testing.T, s string) (time.Duration, bool) {
-		var d spec.Duration
-		if err := json.Unmarshal(jsonString(t, s), &d); err != nil {
-			t.Fatalf("spec.Duration refused the JSON string outright: %v", err)
-		}
-		return d.D, d.Err == nil
+	{"stack config (spec.ParseDuration)", func(t *testing.T, s string) (time.Duration, bool) {
+		d, err := spec.ParseDuration(s)
+		return d, err == nil
 	}},
 	{"alerts config (alerts.Duration)", func(t *testing.T, s string) (time.Duration, bool) {
 		var d alerts.Duration

@@ -9,6 +9,7 @@ import (
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/examples/orders/orders"
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
+	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"gopkg.in/yaml.v3"
@@ -286,11 +287,11 @@ func handlerOnWorkerPool(t *testing.T, state map[string]gcpstandin.Record) {
 		byName[name] = env
 		deps[name], _ = m["dependsOns"].([]any)
 	}
-	h, ok := byName[components.HandlerContainer]
+	h, ok := byName[spec.HandlerContainer]
 	if !ok || h["HANDLER_PORT"] != "8081" {
 		t.Fatalf("worker pool containers %v: want the handler with HANDLER_PORT 8081", byName)
 	}
-	if !slices.Contains(deps["consumer"], any(components.HandlerContainer)) {
+	if !slices.Contains(deps["consumer"], any(spec.HandlerContainer)) {
 		t.Errorf("the consumer depends on %v, not the handler", deps["consumer"])
 	}
 	if c := byName["consumer"]; c[components.EnvHandlerURL] != "http://localhost:8081" || c[components.EnvHandlerHealthPath] != "/ready" {
