@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/internal/annotate/annotategen"
+	"github.com/eventpipe/eventpipe/internal/testing/annotategen"
 )
 
 // alertToken names the alerts' types in the provider's index module, where

@@ -1,4 +1,4 @@
-// Code generated from the doc comments by internal/annotate/annotategen; DO NOT EDIT.
+// Code generated from the doc comments by internal/testing/annotategen; DO NOT EDIT.
 
 package components
 

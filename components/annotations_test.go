@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
-	"github.com/eventpipe/eventpipe/internal/annotate/annotategen"
+	"github.com/eventpipe/eventpipe/internal/testing/annotategen"
 )
 
 // TestAnnotationsFollowTheDocComments keeps the Annotate methods (what a

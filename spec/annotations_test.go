@@ -3,7 +3,7 @@ package spec
 import (
 	"testing"
 
-	"github.com/eventpipe/eventpipe/internal/annotate/annotategen"
+	"github.com/eventpipe/eventpipe/internal/testing/annotategen"
 )
 
 // settingsToken names the settings types in the provider's index module

@@ -89,7 +89,7 @@ func Generate(dir, pkg string, tokenName func(string) string) ([]byte, error) {
 	}
 	sort.Slice(types, func(i, j int) bool { return types[i].name < types[j].name })
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "// Code generated from the doc comments by internal/annotate/annotategen; DO NOT EDIT.\n\npackage %s\n\n", pkg)
+	fmt.Fprintf(&b, "// Code generated from the doc comments by internal/testing/annotategen; DO NOT EDIT.\n\npackage %s\n\n", pkg)
 	b.WriteString("import \"github.com/eventpipe/eventpipe/internal/annotate\"\n")
 	for _, td := range types {
 		fmt.Fprintf(&b, "\n// Annotate describes %s and its fields for a component provider's schema.\n", td.name)
