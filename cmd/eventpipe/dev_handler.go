@@ -20,7 +20,7 @@ type handlerFlags struct {
 
 func (h *handlerFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&h.command, "handler", "", "run this command (sh -c) as the consumers' handler, with HANDLER_PORT set; its calls are counted")
-	fl.StringVar(&h.health, "handler-health", "/healthz", "with --handler: the handler's health path, polled until it answers 200")
+	fl.StringVar(&h.health, "handler-health", "/healthz", "with --handler: the handler's health path, polled until it answers 2xx")
 	fl.StringVar(&h.routes, "routes", "", "routes file every consumer uses instead of the stack's consumer.routes (e.g. routes naming the handler)")
 }
 
