@@ -70,18 +70,21 @@ func (b *pullBackoff) React(req interface{}) (bool, interface{}, error) {
 	if !ok || len(r.GetAckIds()) == 0 {
 		return false, nil, nil
 	}
-	// pstest's ack ids are "<message id>:<deliveries>": the attempt number.
-	attempt := 1
-	if _, n, found := strings.Cut(r.GetAckIds()[0], ":"); found {
-		if v, err := strconv.Atoi(n); err == nil {
-			attempt = v
-		}
-	}
-	d := Backoff(s.MinBackoff, s.MaxBackoff, attempt, b.scale)
-	secs := int32((d + time.Second - 1) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	r.AckDeadlineSeconds = secs
+	r.AckDeadlineSeconds = seconds(Backoff(s.MinBackoff, s.MaxBackoff, ackAttempt(r.GetAckIds()[0]), b.scale))
 	return false, nil, nil
 }
+
+// ackAttempt is the delivery attempt in a pstest ack id ("<message
+// id>:<deliveries>"), 1 when it has none.
+func ackAttempt(ackID string) int {
+	if _, n, ok := strings.Cut(ackID, ":"); ok {
+		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 1
+}
+
+// seconds is d in whole seconds as ack deadlines count, rounded up to at
+// least one.
+func seconds(d time.Duration) int32 { return max(1, int32((d+time.Second-1)/time.Second)) }

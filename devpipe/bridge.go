@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -157,12 +158,7 @@ func attempt(rm *pubsubpb.ReceivedMessage) int {
 	if n := rm.GetDeliveryAttempt(); n > 0 {
 		return int(n)
 	}
-	if _, n, ok := strings.Cut(rm.GetAckId(), ":"); ok {
-		if v, err := strconv.Atoi(n); err == nil && v > 0 {
-			return v
-		}
-	}
-	return 1
+	return ackAttempt(rm.GetAckId())
 }
 
 // deliver pushes one message and acks, nacks or dead-letters it. It returns
@@ -232,8 +228,7 @@ func (b *Bridge) nack(ctx context.Context, rm *pubsubpb.ReceivedMessage, n int) 
 	}
 	// Invisible for at least the backoff, in whole seconds as the API counts,
 	// so that pstest releases it by itself should release never run.
-	secs := int32((d + time.Second - 1) / time.Second)
-	_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack, AckDeadlineSeconds: secs})
+	_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack, AckDeadlineSeconds: seconds(d)})
 	return d
 }
 
@@ -252,14 +247,11 @@ func (b *Bridge) release(ctx context.Context, sub, ackID string, d time.Duration
 // dead-letter attributes, then acks it on the source subscription.
 func (b *Bridge) deadLetter(ctx context.Context, rm *pubsubpb.ReceivedMessage, n int) error {
 	m := rm.GetMessage()
-	attrs := make(map[string]string, len(m.GetAttributes())+4)
-	for k, v := range m.GetAttributes() {
-		attrs[k] = v
-	}
-	project := strings.Split(b.Sub.Name, "/")[1]
+	attrs := map[string]string{}
+	maps.Copy(attrs, m.GetAttributes())
 	attrs[AttrDLQDeliveryCount] = strconv.Itoa(n)
 	attrs[AttrDLQSubscription] = b.Sub.Name[strings.LastIndex(b.Sub.Name, "/")+1:]
-	attrs[AttrDLQProject] = project
+	attrs[AttrDLQProject] = strings.Split(b.Sub.Name, "/")[1]
 	attrs[AttrDLQPublishTime] = m.GetPublishTime().AsTime().UTC().Format(time.RFC3339Nano)
 	resp, err := b.API.Publish(ctx, &pubsubpb.PublishRequest{Topic: b.Sub.DLQTopic,
 		Messages: []*pubsubpb.PubsubMessage{{Data: m.GetData(), Attributes: attrs, OrderingKey: m.GetOrderingKey()}}})

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -295,10 +296,8 @@ func matches(attrs, want map[string]string) bool {
 
 func replayAttributes(rm *pubsubpb.ReceivedMessage, sub string, now time.Time) map[string]string {
 	m := rm.GetMessage()
-	attrs := make(map[string]string, len(m.GetAttributes())+5)
-	for k, v := range m.GetAttributes() {
-		attrs[k] = v
-	}
+	attrs := map[string]string{}
+	maps.Copy(attrs, m.GetAttributes())
 	attrs[AttrOriginalMessageID] = m.GetMessageId()
 	if pt := m.GetPublishTime(); pt != nil {
 		attrs[AttrOriginalPublishTime] = pt.AsTime().UTC().Format(time.RFC3339Nano)
