@@ -234,12 +234,20 @@ func (b *Bridge) nack(ctx context.Context, rm *pubsubpb.ReceivedMessage, n int) 
 
 // release makes a nacked message available again once d has passed.
 func (b *Bridge) release(ctx context.Context, sub, ackID string, d time.Duration) {
+	if sleep(ctx, d) {
+		_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: sub, AckIds: []string{ackID}})
+	}
+}
+
+// sleep waits d or until ctx is done, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
 	case <-t.C:
-		_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: sub, AckIds: []string{ackID}})
+		return true
 	}
 }
 

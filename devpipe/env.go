@@ -240,12 +240,7 @@ func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
 			}
 		}
 		if !fresh {
-			t := time.NewTimer(watchDLQIdle)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-			case <-t.C:
-			}
+			sleep(ctx, watchDLQIdle)
 		}
 	}
 	return nil
