@@ -40,21 +40,6 @@ func DefaultScenario() Scenario {
 		Settle: 2 * time.Minute, Tick: time.Second}
 }
 
-// Expected is what a correct run ends with, per subscription.
-type Expected struct {
-	// The final counts of a subscription (see Row).
-	Published, Applied, Duplicate, Stale, DeadLettered int
-}
-
-// Expect returns the final counts the scenario must produce on a
-// subscription with a DLQ.
-func (sc Scenario) Expect() Expected {
-	return Expected{
-		Published: 2*sc.Events + sc.Duplicates + sc.OutOfOrder + sc.Poison,
-		Applied:   2 * sc.Events, Duplicate: sc.Duplicates, Stale: sc.OutOfOrder, DeadLettered: sc.Poison,
-	}
-}
-
 // Validate reports a scenario that cannot produce its expected counts.
 func (sc Scenario) Validate() error {
 	switch {
