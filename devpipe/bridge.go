@@ -14,9 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2"
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-
-	"github.com/eventpipe/eventpipe/replay"
 )
 
 // Attributes Pub/Sub adds to a message it dead-letters; the bridge adds the
@@ -45,8 +44,8 @@ const (
 // backoff (so the message stays invisible), then a deadline of 0 when the
 // backoff has passed, which releases it for the next attempt.
 type Bridge struct {
-	// API reaches pstest (replay.ClientAPI over the fake's client).
-	API replay.API
+	// Client reaches pstest.
+	Client *pubsub.Client
 	// Sub is the push subscription to deliver.
 	Sub SubscriptionTopology
 	// Endpoint is the consumer's push URL (http://HOST/pubsub/push).
@@ -101,7 +100,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 			return nil
 		}
 		free := conc - len(sem) // only this loop takes slots, so they stay free
-		resp, err := b.API.Pull(ctx, &pubsubpb.PullRequest{Subscription: b.Sub.Name, MaxMessages: int32(free)})
+		resp, err := b.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: b.Sub.Name, MaxMessages: int32(free)})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -171,7 +170,7 @@ func (b *Bridge) deliver(ctx context.Context, rm *pubsubpb.ReceivedMessage) time
 		return 0 // shutting down: the message comes back after its ack deadline
 	}
 	if err == nil && Acked(status) {
-		if err := b.API.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil && ctx.Err() == nil {
+		if err := b.Client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil && ctx.Err() == nil {
 			log.Error("bridge: ack failed; the message will be delivered again", "error", err.Error())
 		}
 		return 0
@@ -223,19 +222,19 @@ func (b *Bridge) nack(ctx context.Context, rm *pubsubpb.ReceivedMessage, n int) 
 	d := Backoff(b.Sub.MinBackoff, b.Sub.MaxBackoff, n, b.Scale)
 	ack := []string{rm.GetAckId()}
 	if d <= 0 {
-		_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack})
+		_ = b.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack})
 		return 0
 	}
 	// Invisible for at least the backoff, in whole seconds as the API counts,
 	// so that pstest releases it by itself should release never run.
-	_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack, AckDeadlineSeconds: seconds(d)})
+	_ = b.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack, AckDeadlineSeconds: seconds(d)})
 	return d
 }
 
 // release makes a nacked message available again once d has passed.
 func (b *Bridge) release(ctx context.Context, sub, ackID string, d time.Duration) {
 	if sleep(ctx, d) {
-		_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: sub, AckIds: []string{ackID}})
+		_ = b.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: sub, AckIds: []string{ackID}})
 	}
 }
 
@@ -261,12 +260,12 @@ func (b *Bridge) deadLetter(ctx context.Context, rm *pubsubpb.ReceivedMessage, n
 	attrs[AttrDLQSubscription] = b.Sub.Name[strings.LastIndex(b.Sub.Name, "/")+1:]
 	attrs[AttrDLQProject] = strings.Split(b.Sub.Name, "/")[1]
 	attrs[AttrDLQPublishTime] = m.GetPublishTime().AsTime().UTC().Format(time.RFC3339Nano)
-	resp, err := b.API.Publish(ctx, &pubsubpb.PublishRequest{Topic: b.Sub.DLQTopic,
+	resp, err := b.Client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: b.Sub.DLQTopic,
 		Messages: []*pubsubpb.PubsubMessage{{Data: m.GetData(), Attributes: attrs, OrderingKey: m.GetOrderingKey()}}})
 	if err != nil {
 		return fmt.Errorf("publish to %s: %w", b.Sub.DLQTopic, err)
 	}
-	if err := b.API.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil {
+	if err := b.Client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil {
 		// The copy is in the DLQ; the source message comes back once more and
 		// may be dead-lettered twice, which Pub/Sub also allows ("best effort").
 		return fmt.Errorf("ack %s after dead-lettering it as %v: %w", m.GetMessageId(), resp.GetMessageIds(), err)

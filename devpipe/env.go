@@ -21,7 +21,6 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/server"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
 	"github.com/eventpipe/eventpipe/internal/localpubsub"
-	"github.com/eventpipe/eventpipe/replay"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
@@ -67,7 +66,6 @@ type Env struct {
 	Handler *Handler
 
 	fake   *localpubsub.Fake
-	api    replay.ClientAPI
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -105,7 +103,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e := &Env{Topology: topo, Adapted: adapted, Tally: NewTally(topo), Outage: &Outage{}, Consumers: map[string]string{},
-		EmulatorHost: fake.Server.Addr, DataDir: opts.DataDir, fake: fake, api: replay.ClientAPI{Client: fake.Client}, cancel: cancel}
+		EmulatorHost: fake.Server.Addr, DataDir: opts.DataDir, fake: fake, cancel: cancel}
 	if err := Declare(ctx, fake.Client, topo); err != nil {
 		_ = e.Close()
 		return nil, err
@@ -128,7 +126,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	for _, p := range topo.Pipelines {
 		for _, s := range p.Subscriptions {
 			if s.Push {
-				b := &Bridge{API: e.api, Sub: s, Endpoint: e.Consumers[p.Name] + push.Path, Scale: opts.BackoffScale,
+				b := &Bridge{Client: fake.Client, Sub: s, Endpoint: e.Consumers[p.Name] + push.Path, Scale: opts.BackoffScale,
 					Tally: e.Tally, Logger: opts.Logger}
 				e.goRun(func() error { return b.Run(runCtx) })
 			}
@@ -216,7 +214,7 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
 	seen := map[string]bool{}
 	for ctx.Err() == nil {
-		resp, err := e.api.Pull(ctx, &pubsubpb.PullRequest{Subscription: s.DLQSubscription, MaxMessages: 100})
+		resp, err := e.fake.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: s.DLQSubscription, MaxMessages: 100})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -235,7 +233,7 @@ func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
 			e.Tally.DeadLettered(s.Name, id)
 		}
 		if len(ackIDs) > 0 {
-			if err := e.api.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: s.DLQSubscription, AckIds: ackIDs}); err != nil && ctx.Err() == nil {
+			if err := e.fake.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: s.DLQSubscription, AckIds: ackIDs}); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("devpipe: release %s: %w", s.DLQSubscription, err)
 			}
 		}
@@ -289,7 +287,7 @@ func (e *Env) Publish(ctx context.Context, pipeline string, data []byte, attrs m
 		}
 		return "", fmt.Errorf("devpipe: no pipeline %q; the stack has %s", pipeline, strings.Join(names, ", "))
 	}
-	resp, err := e.api.Publish(ctx, &pubsubpb.PublishRequest{Topic: p.Topic, Messages: []*pubsubpb.PubsubMessage{{Data: data, Attributes: attrs}}})
+	resp, err := e.fake.Client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: p.Topic, Messages: []*pubsubpb.PubsubMessage{{Data: data, Attributes: attrs}}})
 	if err != nil {
 		return "", fmt.Errorf("devpipe: publish to %s: %w", p.Topic, err)
 	}
