@@ -3,7 +3,6 @@ package devpipe
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -37,25 +36,22 @@ func Backoff(min, max time.Duration, attempt int, scale float64) time.Duration {
 // it. pstest counts in whole seconds, so the scaled backoff is rounded up to
 // at least one second.
 type pullBackoff struct {
-	mu    sync.Mutex
-	subs  map[string]SubscriptionTopology
+	subs  map[string]SubscriptionTopology // the pull subscriptions, by name; read only
 	scale float64
 }
 
-func newPullBackoff(scale float64) *pullBackoff {
-	return &pullBackoff{subs: map[string]SubscriptionTopology{}, scale: scale}
-}
-
-// option returns the reactor as a pstest server option.
-func (b *pullBackoff) option() pstest.ServerReactorOption {
+// pullBackoffOption is the pullBackoff of t's pull subscriptions as a pstest
+// server option.
+func pullBackoffOption(t Topology, scale float64) pstest.ServerReactorOption {
+	b := &pullBackoff{subs: map[string]SubscriptionTopology{}, scale: scale}
+	for _, p := range t.Pipelines {
+		for _, s := range p.Subscriptions {
+			if !s.Push {
+				b.subs[s.Name] = s
+			}
+		}
+	}
 	return pstest.ServerReactorOption{FuncName: "ModifyAckDeadline", Reactor: b}
-}
-
-// add registers a pull subscription whose nacks get its backoff.
-func (b *pullBackoff) add(s SubscriptionTopology) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.subs[s.Name] = s
 }
 
 // React implements pstest.Reactor. It never handles the call itself.
@@ -64,9 +60,7 @@ func (b *pullBackoff) React(req interface{}) (bool, interface{}, error) {
 	if !ok || r.GetAckDeadlineSeconds() != 0 {
 		return false, nil, nil
 	}
-	b.mu.Lock()
 	s, ok := b.subs[r.GetSubscription()]
-	b.mu.Unlock()
 	if !ok || len(r.GetAckIds()) == 0 {
 		return false, nil, nil
 	}

@@ -89,15 +89,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	topo, adapted := ForPstest(FromSpec(opts.Stack))
-	backoff := newPullBackoff(opts.BackoffScale)
-	for _, p := range topo.Pipelines {
-		for _, s := range p.Subscriptions {
-			if !s.Push {
-				backoff.add(s)
-			}
-		}
-	}
-	fake, err := localpubsub.Start(ctx, topo.Project, backoff.option())
+	fake, err := localpubsub.Start(ctx, topo.Project, pullBackoffOption(topo, opts.BackoffScale))
 	if err != nil {
 		return nil, fmt.Errorf("devpipe: %w", err)
 	}

@@ -153,14 +153,12 @@ func TestPullNackWaitsForTheBackoff(t *testing.T) {
 	ctx := context.Background()
 	sub := SubscriptionTopology{Key: "main", Name: "projects/p/subscriptions/pulled", AckDeadline: 10 * time.Second,
 		MinBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second}
-	rb := newPullBackoff(1)
-	rb.add(sub)
-	fake, err := localpubsub.Start(ctx, "p", rb.option())
+	topo := Topology{Project: "p", Pipelines: []PipelineTopology{{Name: "x", Topic: "projects/p/topics/x", Subscriptions: []SubscriptionTopology{sub}}}}
+	fake, err := localpubsub.Start(ctx, "p", pullBackoffOption(topo, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fake.Close()
-	topo := Topology{Project: "p", Pipelines: []PipelineTopology{{Name: "x", Topic: "projects/p/topics/x", Subscriptions: []SubscriptionTopology{sub}}}}
 	if err := Declare(ctx, fake.Client, topo); err != nil {
 		t.Fatal(err)
 	}
