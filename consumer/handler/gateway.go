@@ -120,6 +120,7 @@ func NewTransport() *http.Transport {
 type keyed struct {
 	rc      engine.Receipt
 	outcome string // forwarded, released, unsettled
+	status  int    // answered: the handler's status, or failed's own
 	err     error
 }
 
@@ -212,13 +213,12 @@ func (g *Gateway) serveKeyed(w http.ResponseWriter, r *http.Request, raw []strin
 	out := r.Clone(ctx)
 	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	out.Header.Del("Content-Length")
-	rec := &statusWriter{ResponseWriter: w}
-	g.proxy.ServeHTTP(rec, out)
+	g.proxy.ServeHTTP(w, out)
 	extra := []any{}
 	if st.err != nil {
 		extra = append(extra, logfields.Error, st.err.Error())
 	}
-	finish(st.outcome, rec.status, extra...)
+	finish(st.outcome, st.status, extra...)
 }
 
 // engineRequest is the receipt request of a keyed API request. The scope
@@ -296,6 +296,7 @@ func (g *Gateway) settle(resp *http.Response) error {
 	if st == nil {
 		return nil
 	}
+	st.status = resp.StatusCode
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(resp.Request.Context()), finishTimeout)
 	defer cancel()
 	if retryable(resp.StatusCode) {
@@ -336,7 +337,7 @@ func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
 	if st, _ := r.Context().Value(keyedCtx{}).(*keyed); st != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), finishTimeout)
 		defer cancel()
-		st.outcome, st.err = "released", err
+		st.outcome, st.status, st.err = "released", status, err
 		if rerr := g.opts.Engine.Release(ctx, st.rc); rerr != nil && !isFenced(rerr) {
 			st.outcome, st.err = "unsettled", errors.Join(err, fmt.Errorf("release the key: %w", rerr))
 		}
@@ -417,26 +418,3 @@ func problem(w http.ResponseWriter, status int, title, detail string) {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
-
-// statusWriter records the status written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
