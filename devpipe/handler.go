@@ -23,7 +23,7 @@ import (
 
 // HandlerOptions run the team's handler beside the local pipeline (eventpipe
 // dev --handler): a shell command, with HANDLER_PORT (and PORT) set to a
-// free loopback port, ready when a GET of HealthPath answers 200.
+// free loopback port, ready when a GET of HealthPath answers 2xx.
 type HandlerOptions struct {
 	// Command is run with sh -c.
 	Command string
@@ -48,7 +48,6 @@ type Handler struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
-	err  error
 	srv  *http.Server
 
 	mu    sync.Mutex
@@ -98,7 +97,11 @@ func StartHandler(ctx context.Context, opts HandlerOptions) (*Handler, error) {
 	}
 	wait, exited := context.WithCancelCause(ctx)
 	defer exited(nil)
-	go func() { h.err = h.cmd.Wait(); close(h.done); exited(errors.New("the command exited")) }()
+	go func() {
+		_ = h.cmd.Wait()
+		close(h.done)
+		exited(fmt.Errorf("the command exited (%s)", h.cmd.ProcessState))
+	}()
 	wait, cancel := context.WithTimeoutCause(wait, opts.Ready, fmt.Errorf("not within %s", opts.Ready))
 	defer cancel()
 	target := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(port)}

@@ -126,7 +126,7 @@ func TestStartHandlerFailsEarly(t *testing.T) {
 		ready   time.Duration
 		want    string
 	}{
-		{"exit 3", time.Minute, "the command exited"},
+		{"exit 3", time.Minute, "the command exited (exit status 3)"},
 		{"sleep 30", 300 * time.Millisecond, "not within 300ms"},
 	} {
 		started := time.Now()
