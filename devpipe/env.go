@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -258,27 +260,14 @@ func (e *Env) Err() error {
 	return errors.Join(e.errs...)
 }
 
-// Pipeline returns the topology of the named pipeline.
-func (e *Env) Pipeline(name string) (PipelineTopology, bool) {
-	for _, p := range e.Topology.Pipelines {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return PipelineTopology{}, false
-}
-
 // Publish publishes one message to a pipeline's topic (synchronously, so
 // the id is known) and records it in the tally.
 func (e *Env) Publish(ctx context.Context, pipeline string, data []byte, attrs map[string]string) (string, error) {
-	p, ok := e.Pipeline(pipeline)
-	if !ok {
-		names := make([]string, 0, len(e.Topology.Pipelines))
-		for _, p := range e.Topology.Pipelines {
-			names = append(names, p.Name)
-		}
-		return "", fmt.Errorf("devpipe: no pipeline %q; the stack has %s", pipeline, strings.Join(names, ", "))
+	i := slices.IndexFunc(e.Topology.Pipelines, func(p PipelineTopology) bool { return p.Name == pipeline })
+	if i < 0 {
+		return "", fmt.Errorf("devpipe: no pipeline %q; the stack has %s", pipeline, strings.Join(slices.Sorted(maps.Keys(e.Consumers)), ", "))
 	}
+	p := e.Topology.Pipelines[i]
 	resp, err := e.fake.Client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: p.Topic, Messages: []*pubsubpb.PubsubMessage{{Data: data, Attributes: attrs}}})
 	if err != nil {
 		return "", fmt.Errorf("devpipe: publish to %s: %w", p.Topic, err)
