@@ -115,7 +115,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 				backoff := b.deliver(ctx, rm)
 				<-sem // a message waiting out its backoff does not hold a slot
 				if backoff > 0 {
-					b.release(ctx, b.Sub.Name, rm.GetAckId(), backoff)
+					b.release(ctx, rm.GetAckId(), backoff)
 				}
 			}(rm)
 		}
@@ -232,9 +232,9 @@ func (b *Bridge) nack(ctx context.Context, rm *pubsubpb.ReceivedMessage, n int) 
 }
 
 // release makes a nacked message available again once d has passed.
-func (b *Bridge) release(ctx context.Context, sub, ackID string, d time.Duration) {
+func (b *Bridge) release(ctx context.Context, ackID string, d time.Duration) {
 	if sleep(ctx, d) {
-		_ = b.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: sub, AckIds: []string{ackID}})
+		_ = b.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: []string{ackID}})
 	}
 }
 
