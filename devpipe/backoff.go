@@ -3,7 +3,6 @@ package devpipe
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -37,25 +36,22 @@ func Backoff(min, max time.Duration, attempt int, scale float64) time.Duration {
 // it. pstest counts in whole seconds, so the scaled backoff is rounded up to
 // at least one second.
 type pullBackoff struct {
-	mu    sync.Mutex
-	subs  map[string]SubscriptionTopology
+	subs  map[string]SubscriptionTopology // the pull subscriptions, by name; read only
 	scale float64
 }
 
-func newPullBackoff(scale float64) *pullBackoff {
-	return &pullBackoff{subs: map[string]SubscriptionTopology{}, scale: scale}
-}
-
-// option returns the reactor as a pstest server option.
-func (b *pullBackoff) option() pstest.ServerReactorOption {
+// pullBackoffOption is the pullBackoff of t's pull subscriptions as a pstest
+// server option.
+func pullBackoffOption(t Topology, scale float64) pstest.ServerReactorOption {
+	b := &pullBackoff{subs: map[string]SubscriptionTopology{}, scale: scale}
+	for _, p := range t.Pipelines {
+		for _, s := range p.Subscriptions {
+			if !s.Push {
+				b.subs[s.Name] = s
+			}
+		}
+	}
 	return pstest.ServerReactorOption{FuncName: "ModifyAckDeadline", Reactor: b}
-}
-
-// add registers a pull subscription whose nacks get its backoff.
-func (b *pullBackoff) add(s SubscriptionTopology) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.subs[s.Name] = s
 }
 
 // React implements pstest.Reactor. It never handles the call itself.
@@ -64,24 +60,25 @@ func (b *pullBackoff) React(req interface{}) (bool, interface{}, error) {
 	if !ok || r.GetAckDeadlineSeconds() != 0 {
 		return false, nil, nil
 	}
-	b.mu.Lock()
 	s, ok := b.subs[r.GetSubscription()]
-	b.mu.Unlock()
 	if !ok || len(r.GetAckIds()) == 0 {
 		return false, nil, nil
 	}
-	// pstest's ack ids are "<message id>:<deliveries>": the attempt number.
-	attempt := 1
-	if _, n, found := strings.Cut(r.GetAckIds()[0], ":"); found {
-		if v, err := strconv.Atoi(n); err == nil {
-			attempt = v
-		}
-	}
-	d := Backoff(s.MinBackoff, s.MaxBackoff, attempt, b.scale)
-	secs := int32((d + time.Second - 1) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	r.AckDeadlineSeconds = secs
+	r.AckDeadlineSeconds = seconds(Backoff(s.MinBackoff, s.MaxBackoff, ackAttempt(r.GetAckIds()[0]), b.scale))
 	return false, nil, nil
 }
+
+// ackAttempt is the delivery attempt in a pstest ack id ("<message
+// id>:<deliveries>"), 1 when it has none.
+func ackAttempt(ackID string) int {
+	if _, n, ok := strings.Cut(ackID, ":"); ok {
+		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 1
+}
+
+// seconds is d in whole seconds as ack deadlines count, rounded up to at
+// least one.
+func seconds(d time.Duration) int32 { return max(1, int32((d+time.Second-1)/time.Second)) }

@@ -7,15 +7,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2"
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-
-	"github.com/eventpipe/eventpipe/replay"
 )
 
 // Attributes Pub/Sub adds to a message it dead-letters; the bridge adds the
@@ -44,8 +44,8 @@ const (
 // backoff (so the message stays invisible), then a deadline of 0 when the
 // backoff has passed, which releases it for the next attempt.
 type Bridge struct {
-	// API reaches pstest (replay.ClientAPI over the fake's client).
-	API replay.API
+	// Client reaches pstest.
+	Client *pubsub.Client
 	// Sub is the push subscription to deliver.
 	Sub SubscriptionTopology
 	// Endpoint is the consumer's push URL (http://HOST/pubsub/push).
@@ -100,7 +100,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 			return nil
 		}
 		free := conc - len(sem) // only this loop takes slots, so they stay free
-		resp, err := b.API.Pull(ctx, &pubsubpb.PullRequest{Subscription: b.Sub.Name, MaxMessages: int32(free)})
+		resp, err := b.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: b.Sub.Name, MaxMessages: int32(free)})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -115,7 +115,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 				backoff := b.deliver(ctx, rm)
 				<-sem // a message waiting out its backoff does not hold a slot
 				if backoff > 0 {
-					b.release(ctx, b.Sub.Name, rm.GetAckId(), backoff)
+					b.release(ctx, rm.GetAckId(), backoff)
 				}
 			}(rm)
 		}
@@ -157,12 +157,7 @@ func attempt(rm *pubsubpb.ReceivedMessage) int {
 	if n := rm.GetDeliveryAttempt(); n > 0 {
 		return int(n)
 	}
-	if _, n, ok := strings.Cut(rm.GetAckId(), ":"); ok {
-		if v, err := strconv.Atoi(n); err == nil && v > 0 {
-			return v
-		}
-	}
-	return 1
+	return ackAttempt(rm.GetAckId())
 }
 
 // deliver pushes one message and acks, nacks or dead-letters it. It returns
@@ -175,7 +170,7 @@ func (b *Bridge) deliver(ctx context.Context, rm *pubsubpb.ReceivedMessage) time
 		return 0 // shutting down: the message comes back after its ack deadline
 	}
 	if err == nil && Acked(status) {
-		if err := b.API.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil && ctx.Err() == nil {
+		if err := b.Client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil && ctx.Err() == nil {
 			log.Error("bridge: ack failed; the message will be delivered again", "error", err.Error())
 		}
 		return 0
@@ -227,24 +222,31 @@ func (b *Bridge) nack(ctx context.Context, rm *pubsubpb.ReceivedMessage, n int) 
 	d := Backoff(b.Sub.MinBackoff, b.Sub.MaxBackoff, n, b.Scale)
 	ack := []string{rm.GetAckId()}
 	if d <= 0 {
-		_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack})
+		_ = b.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack})
 		return 0
 	}
 	// Invisible for at least the backoff, in whole seconds as the API counts,
 	// so that pstest releases it by itself should release never run.
-	secs := int32((d + time.Second - 1) / time.Second)
-	_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack, AckDeadlineSeconds: secs})
+	_ = b.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: ack, AckDeadlineSeconds: seconds(d)})
 	return d
 }
 
 // release makes a nacked message available again once d has passed.
-func (b *Bridge) release(ctx context.Context, sub, ackID string, d time.Duration) {
+func (b *Bridge) release(ctx context.Context, ackID string, d time.Duration) {
+	if sleep(ctx, d) {
+		_ = b.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: b.Sub.Name, AckIds: []string{ackID}})
+	}
+}
+
+// sleep waits d or until ctx is done, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
 	case <-t.C:
-		_ = b.API.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: sub, AckIds: []string{ackID}})
+		return true
 	}
 }
 
@@ -252,21 +254,18 @@ func (b *Bridge) release(ctx context.Context, sub, ackID string, d time.Duration
 // dead-letter attributes, then acks it on the source subscription.
 func (b *Bridge) deadLetter(ctx context.Context, rm *pubsubpb.ReceivedMessage, n int) error {
 	m := rm.GetMessage()
-	attrs := make(map[string]string, len(m.GetAttributes())+4)
-	for k, v := range m.GetAttributes() {
-		attrs[k] = v
-	}
-	project := strings.Split(b.Sub.Name, "/")[1]
+	attrs := map[string]string{}
+	maps.Copy(attrs, m.GetAttributes())
 	attrs[AttrDLQDeliveryCount] = strconv.Itoa(n)
 	attrs[AttrDLQSubscription] = b.Sub.Name[strings.LastIndex(b.Sub.Name, "/")+1:]
-	attrs[AttrDLQProject] = project
+	attrs[AttrDLQProject] = strings.Split(b.Sub.Name, "/")[1]
 	attrs[AttrDLQPublishTime] = m.GetPublishTime().AsTime().UTC().Format(time.RFC3339Nano)
-	resp, err := b.API.Publish(ctx, &pubsubpb.PublishRequest{Topic: b.Sub.DLQTopic,
+	resp, err := b.Client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: b.Sub.DLQTopic,
 		Messages: []*pubsubpb.PubsubMessage{{Data: m.GetData(), Attributes: attrs, OrderingKey: m.GetOrderingKey()}}})
 	if err != nil {
 		return fmt.Errorf("publish to %s: %w", b.Sub.DLQTopic, err)
 	}
-	if err := b.API.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil {
+	if err := b.Client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil {
 		// The copy is in the DLQ; the source message comes back once more and
 		// may be dead-lettered twice, which Pub/Sub also allows ("best effort").
 		return fmt.Errorf("ack %s after dead-lettering it as %v: %w", m.GetMessageId(), resp.GetMessageIds(), err)

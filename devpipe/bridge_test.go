@@ -15,7 +15,6 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/internal/localpubsub"
-	"github.com/eventpipe/eventpipe/replay"
 )
 
 func TestBackoff(t *testing.T) {
@@ -112,7 +111,7 @@ func startBridge(t *testing.T, sub SubscriptionTopology, statuses func(n int) in
 		f.mu.Unlock()
 		w.WriteHeader(statuses(n))
 	}))
-	b := &Bridge{API: replay.ClientAPI{Client: fake.Client}, Sub: sub, Endpoint: srv.URL, Scale: 1, Tally: f.tally}
+	b := &Bridge{Client: fake.Client, Sub: sub, Endpoint: srv.URL, Scale: 1, Tally: f.tally}
 	go func() { defer close(f.stopped); _ = b.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +23,6 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/server"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
 	"github.com/eventpipe/eventpipe/internal/localpubsub"
-	"github.com/eventpipe/eventpipe/replay"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
@@ -67,7 +68,6 @@ type Env struct {
 	Handler *Handler
 
 	fake   *localpubsub.Fake
-	api    replay.ClientAPI
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -91,21 +91,13 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	topo, adapted := ForPstest(FromSpec(opts.Stack))
-	backoff := newPullBackoff(opts.BackoffScale)
-	for _, p := range topo.Pipelines {
-		for _, s := range p.Subscriptions {
-			if !s.Push {
-				backoff.add(s)
-			}
-		}
-	}
-	fake, err := localpubsub.Start(ctx, topo.Project, backoff.option())
+	fake, err := localpubsub.Start(ctx, topo.Project, pullBackoffOption(topo, opts.BackoffScale))
 	if err != nil {
 		return nil, fmt.Errorf("devpipe: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e := &Env{Topology: topo, Adapted: adapted, Tally: NewTally(topo), Outage: &Outage{}, Consumers: map[string]string{},
-		EmulatorHost: fake.Server.Addr, DataDir: opts.DataDir, fake: fake, api: replay.ClientAPI{Client: fake.Client}, cancel: cancel}
+		EmulatorHost: fake.Server.Addr, DataDir: opts.DataDir, fake: fake, cancel: cancel}
 	if err := Declare(ctx, fake.Client, topo); err != nil {
 		_ = e.Close()
 		return nil, err
@@ -128,7 +120,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	for _, p := range topo.Pipelines {
 		for _, s := range p.Subscriptions {
 			if s.Push {
-				b := &Bridge{API: e.api, Sub: s, Endpoint: e.Consumers[p.Name] + push.Path, Scale: opts.BackoffScale,
+				b := &Bridge{Client: fake.Client, Sub: s, Endpoint: e.Consumers[p.Name] + push.Path, Scale: opts.BackoffScale,
 					Tally: e.Tally, Logger: opts.Logger}
 				e.goRun(func() error { return b.Run(runCtx) })
 			}
@@ -216,7 +208,7 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
 	seen := map[string]bool{}
 	for ctx.Err() == nil {
-		resp, err := e.api.Pull(ctx, &pubsubpb.PullRequest{Subscription: s.DLQSubscription, MaxMessages: 100})
+		resp, err := e.fake.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: s.DLQSubscription, MaxMessages: 100})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -235,17 +227,12 @@ func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
 			e.Tally.DeadLettered(s.Name, id)
 		}
 		if len(ackIDs) > 0 {
-			if err := e.api.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: s.DLQSubscription, AckIds: ackIDs}); err != nil && ctx.Err() == nil {
+			if err := e.fake.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: s.DLQSubscription, AckIds: ackIDs}); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("devpipe: release %s: %w", s.DLQSubscription, err)
 			}
 		}
 		if !fresh {
-			t := time.NewTimer(watchDLQIdle)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-			case <-t.C:
-			}
+			sleep(ctx, watchDLQIdle)
 		}
 	}
 	return nil
@@ -273,28 +260,15 @@ func (e *Env) Err() error {
 	return errors.Join(e.errs...)
 }
 
-// Pipeline returns the topology of the named pipeline.
-func (e *Env) Pipeline(name string) (PipelineTopology, bool) {
-	for _, p := range e.Topology.Pipelines {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return PipelineTopology{}, false
-}
-
 // Publish publishes one message to a pipeline's topic (synchronously, so
 // the id is known) and records it in the tally.
 func (e *Env) Publish(ctx context.Context, pipeline string, data []byte, attrs map[string]string) (string, error) {
-	p, ok := e.Pipeline(pipeline)
-	if !ok {
-		names := make([]string, 0, len(e.Topology.Pipelines))
-		for _, p := range e.Topology.Pipelines {
-			names = append(names, p.Name)
-		}
-		return "", fmt.Errorf("devpipe: no pipeline %q; the stack has %s", pipeline, strings.Join(names, ", "))
+	i := slices.IndexFunc(e.Topology.Pipelines, func(p PipelineTopology) bool { return p.Name == pipeline })
+	if i < 0 {
+		return "", fmt.Errorf("devpipe: no pipeline %q; the stack has %s", pipeline, strings.Join(slices.Sorted(maps.Keys(e.Consumers)), ", "))
 	}
-	resp, err := e.api.Publish(ctx, &pubsubpb.PublishRequest{Topic: p.Topic, Messages: []*pubsubpb.PubsubMessage{{Data: data, Attributes: attrs}}})
+	p := e.Topology.Pipelines[i]
+	resp, err := e.fake.Client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: p.Topic, Messages: []*pubsubpb.PubsubMessage{{Data: data, Attributes: attrs}}})
 	if err != nil {
 		return "", fmt.Errorf("devpipe: publish to %s: %w", p.Topic, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -22,11 +23,12 @@ import (
 
 // HandlerOptions run the team's handler beside the local pipeline (eventpipe
 // dev --handler): a shell command, with HANDLER_PORT (and PORT) set to a
-// free loopback port, ready when a GET of HealthPath answers 200.
+// free loopback port, ready when a GET of HealthPath answers 2xx.
 type HandlerOptions struct {
 	// Command is run with sh -c.
 	Command string
-	// HealthPath is polled until it answers 200 (default /healthz).
+	// HealthPath is polled until it answers 2xx (default /healthz), as the
+	// consumers do (handler.WaitReady).
 	HealthPath string
 	// Output receives the handler's stdout and stderr (nil: discarded).
 	Output io.Writer
@@ -46,7 +48,6 @@ type Handler struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
-	err  error
 	srv  *http.Server
 
 	mu    sync.Mutex
@@ -94,9 +95,18 @@ func StartHandler(ctx context.Context, opts HandlerOptions) (*Handler, error) {
 	if err := h.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("devpipe: start handler %q: %w", opts.Command, err)
 	}
-	go func() { h.err = h.cmd.Wait(); close(h.done) }()
+	wait, exited := context.WithCancelCause(ctx)
+	defer exited(nil)
+	go func() {
+		_ = h.cmd.Wait()
+		close(h.done)
+		exited(fmt.Errorf("the command exited (%s)", h.cmd.ProcessState))
+	}()
+	wait, cancel := context.WithTimeoutCause(wait, opts.Ready, fmt.Errorf("not within %s", opts.Ready))
+	defer cancel()
 	target := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(port)}
-	if err := waitHealthy(ctx, h.done, target.String()+opts.HealthPath, opts.Ready); err != nil {
+	health := handler.Config{URL: target.String(), HealthPath: opts.HealthPath}
+	if err := handler.WaitReady(wait, nil, health, slog.New(slog.DiscardHandler)); err != nil {
 		_ = h.Close()
 		return nil, fmt.Errorf("devpipe: handler %q: %w", opts.Command, err)
 	}
@@ -106,44 +116,46 @@ func StartHandler(ctx context.Context, opts HandlerOptions) (*Handler, error) {
 		return nil, fmt.Errorf("devpipe: handler proxy: %w", err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	h.srv = &http.Server{Handler: h.count(proxy), ReadHeaderTimeout: 10 * time.Second}
+	proxy.ModifyResponse = func(resp *http.Response) error { h.count(resp.Request, resp.StatusCode); return nil }
+	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, _ error) {
+		h.count(r, http.StatusBadGateway)
+		w.WriteHeader(http.StatusBadGateway)
+	}
+	h.srv = &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = h.srv.Serve(ln) }()
 	h.URL = "http://" + ln.Addr().String()
 	return h, nil
 }
 
-// count records each call and its answer.
-func (h *Handler) count(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get(handler.IdempotencyKeyHeader)
-		sw := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
-		if r.Method == http.MethodGet && r.URL.Path == h.HealthPath {
-			return // a consumer waiting for the handler, not a call
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.stats.Calls++
-		if strings.HasPrefix(r.URL.Path, handler.ReservedPrefix) {
-			h.stats.Deliveries++
-		}
-		if key == "" {
-			return
-		}
-		done, seen := h.ok[key]
-		if !seen {
-			h.stats.Keys++
-		}
-		if done {
-			h.stats.Repeats++
-		}
-		if sw.status >= 200 && sw.status < 300 {
-			h.ok[key] = true
-		} else {
-			h.ok[key] = done
-			h.stats.Failed++
-		}
-	})
+// count records a call and its answer (the proxy's: 502 when the handler
+// could not be reached).
+func (h *Handler) count(r *http.Request, status int) {
+	if r.Method == http.MethodGet && r.URL.Path == h.HealthPath {
+		return // a consumer waiting for the handler, not a call
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stats.Calls++
+	if strings.HasPrefix(r.URL.Path, handler.ReservedPrefix) {
+		h.stats.Deliveries++
+	}
+	key := r.Header.Get(handler.IdempotencyKeyHeader)
+	if key == "" {
+		return
+	}
+	done, seen := h.ok[key]
+	if !seen {
+		h.stats.Keys++
+	}
+	if done {
+		h.stats.Repeats++
+	}
+	if status >= 200 && status < 300 {
+		h.ok[key] = true
+	} else {
+		h.ok[key] = done
+		h.stats.Failed++
+	}
 }
 
 // Stats returns the counts so far.
@@ -184,33 +196,6 @@ func (h *Handler) Close() error {
 	return nil
 }
 
-// waitHealthy polls url until it answers 200, the process ends (done) or
-// ready passes.
-func waitHealthy(ctx context.Context, done <-chan struct{}, url string, ready time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.NewTimer(ready)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if resp, err := client.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("exited before %s answered 200", url)
-		case <-deadline.C:
-			return fmt.Errorf("%s did not answer 200 within %s", url, ready)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -218,15 +203,4 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// statusRecorder records the status written through it.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	s.status = code
-	s.ResponseWriter.WriteHeader(code)
 }

@@ -116,3 +116,26 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestStartHandlerFailsEarly: a handler command that exits, or never
+// answers its health path, is an error saying which, not a wait for the
+// whole Ready bound or a hang.
+func TestStartHandlerFailsEarly(t *testing.T) {
+	for _, tt := range []struct {
+		command string
+		ready   time.Duration
+		want    string
+	}{
+		{"exit 3", time.Minute, "the command exited (exit status 3)"},
+		{"sleep 30", 300 * time.Millisecond, "not within 300ms"},
+	} {
+		started := time.Now()
+		h, err := StartHandler(t.Context(), HandlerOptions{Command: tt.command, Ready: tt.ready})
+		if err == nil {
+			_ = h.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) || time.Since(started) > 10*time.Second {
+			t.Errorf("%q: %v after %s; want an error saying %q", tt.command, err, time.Since(started), tt.want)
+		}
+	}
+}

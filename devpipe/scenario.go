@@ -40,21 +40,6 @@ func DefaultScenario() Scenario {
 		Settle: 2 * time.Minute, Tick: time.Second}
 }
 
-// Expected is what a correct run ends with, per subscription.
-type Expected struct {
-	// The final counts of a subscription (see Row).
-	Published, Applied, Duplicate, Stale, DeadLettered int
-}
-
-// Expect returns the final counts the scenario must produce on a
-// subscription with a DLQ.
-func (sc Scenario) Expect() Expected {
-	return Expected{
-		Published: 2*sc.Events + sc.Duplicates + sc.OutOfOrder + sc.Poison,
-		Applied:   2 * sc.Events, Duplicate: sc.Duplicates, Stale: sc.OutOfOrder, DeadLettered: sc.Poison,
-	}
-}
-
 // Validate reports a scenario that cannot produce its expected counts.
 func (sc Scenario) Validate() error {
 	switch {
@@ -93,57 +78,33 @@ func (sc Scenario) Run(ctx context.Context, env *Env) ([]Row, error) {
 		sc.Now = time.Now
 	}
 	base := sc.Now().UTC().Truncate(time.Second)
-	event := func(pipeline string, n, seq int, at time.Time, tag string) []byte {
-		b, _ := json.Marshal(systemEvent{EventID: fmt.Sprintf("%s-%s-%d", pipeline, tag, n), Service: fmt.Sprintf("%s-svc-%03d", pipeline, n),
-			Status: tag, ProducedAt: at.Format(time.RFC3339Nano), Sequence: seq, Region: "local"})
-		return b
+	// A batch is n messages to each pipeline, the i-th data(pipeline, i);
+	// events(…) is one of system events, the i-th for service i.
+	type batch struct {
+		n    int
+		data func(pipeline string, i int) []byte
 	}
-	publish := func(pipeline string, data []byte) error {
-		_, err := env.Publish(ctx, pipeline, data, map[string]string{"source": "eventpipe-dev"})
-		return err
+	events := func(n, seq int, at time.Time, tag string) batch {
+		return batch{n, func(p string, i int) []byte {
+			b, _ := json.Marshal(systemEvent{EventID: fmt.Sprintf("%s-%s-%d", p, tag, i), Service: fmt.Sprintf("%s-svc-%03d", p, i),
+				Status: tag, ProducedAt: at.Format(time.RFC3339Nano), Sequence: seq, Region: "local"})
+			return b
+		}}
 	}
+	poison := batch{sc.Poison, func(_ string, i int) []byte {
+		if i%2 == 1 {
+			return fmt.Appendf(nil, `{"unexpected":"shape","n":%d}`, i)
+		}
+		return fmt.Appendf(nil, "not json %d", i)
+	}}
 	phases := []struct {
-		name string
-		pub  func(pipeline string) error
+		name    string
+		batches []batch
 	}{
-		{"events", func(p string) error {
-			for i := 0; i < sc.Events; i++ {
-				if err := publish(p, event(p, i, 2, base, "healthy")); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
-		{"duplicates, out-of-order, poison", func(p string) error {
-			for i := 0; i < sc.Duplicates; i++ {
-				if err := publish(p, event(p, i, 2, base, "healthy")); err != nil {
-					return err
-				}
-			}
-			for i := 0; i < sc.OutOfOrder; i++ {
-				if err := publish(p, event(p, i, 1, base.Add(-time.Minute), "starting")); err != nil {
-					return err
-				}
-			}
-			for i := 0; i < sc.Poison; i++ {
-				data := []byte(fmt.Sprintf("not json %d", i))
-				if i%2 == 1 {
-					data = []byte(fmt.Sprintf(`{"unexpected":"shape","n":%d}`, i))
-				}
-				if err := publish(p, data); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
-		{"store outage", func(p string) error {
-			for i := 0; i < sc.Events; i++ {
-				if err := publish(p, event(p, i, 3, base.Add(time.Minute), "degraded")); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
+		{"events", []batch{events(sc.Events, 2, base, "healthy")}},
+		{"duplicates, out-of-order, poison", []batch{events(sc.Duplicates, 2, base, "healthy"),
+			events(sc.OutOfOrder, 1, base.Add(-time.Minute), "starting"), poison}},
+		{"store outage", []batch{events(sc.Events, 3, base.Add(time.Minute), "degraded")}},
 	}
 	for i, ph := range phases {
 		outage := ph.name == "store outage"
@@ -151,18 +112,17 @@ func (sc Scenario) Run(ctx context.Context, env *Env) ([]Row, error) {
 			env.Outage.Set(true)
 		}
 		for _, p := range env.Topology.Pipelines {
-			if err := ph.pub(p.Name); err != nil {
-				env.Outage.Set(false)
-				return nil, err
+			for _, b := range ph.batches {
+				for n := range b.n {
+					if _, err := env.Publish(ctx, p.Name, b.data(p.Name, n), map[string]string{"source": "eventpipe-dev"}); err != nil {
+						env.Outage.Set(false)
+						return nil, err
+					}
+				}
 			}
 		}
 		if outage {
-			t := time.NewTimer(sc.Outage)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-			case <-t.C:
-			}
+			sleep(ctx, sc.Outage)
 			env.Outage.Set(false)
 		}
 		label := fmt.Sprintf("phase %d/%d (%s)", i+1, len(phases), ph.name)
@@ -198,10 +158,7 @@ func (sc Scenario) settle(ctx context.Context, env *Env, label string) bool {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return false
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-		}
+		sleep(ctx, 20*time.Millisecond)
 	}
 }
 

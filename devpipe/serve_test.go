@@ -30,6 +30,10 @@ func TestDevServeEndpoints(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("publish to an unknown pipeline: %v %v, want 404", resp, err)
 	}
+	// The answer names the pipelines there are.
+	if msg, _ := io.ReadAll(resp.Body); !strings.Contains(string(msg), `no pipeline "nope"; the stack has documents, ingest-heartbeat, system-events`) {
+		t.Errorf("publish to an unknown pipeline: %q", msg)
+	}
 	resp.Body.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -92,15 +92,10 @@ func (t *Tally) Observe(b []byte) {
 		t.retried[l.Subscription]++
 		t.mu.Unlock()
 	case logfields.AckActionAck:
-		switch l.Outcome {
-		case logfields.OutcomeApplied:
-			t.settle(l.Subscription, l.MessageID, StateApplied)
-		case logfields.OutcomeDuplicate:
-			t.settle(l.Subscription, l.MessageID, StateDuplicate)
-		case logfields.OutcomeStale:
-			t.settle(l.Subscription, l.MessageID, StateStale)
-		case logfields.OutcomePoison:
-			t.settle(l.Subscription, l.MessageID, StatePoisonAcked)
+		state, final := map[string]string{logfields.OutcomeApplied: StateApplied, logfields.OutcomeDuplicate: StateDuplicate,
+			logfields.OutcomeStale: StateStale, logfields.OutcomePoison: StatePoisonAcked}[l.Outcome]
+		if final {
+			t.settle(l.Subscription, l.MessageID, state)
 		}
 	}
 }
@@ -144,20 +139,11 @@ func (t *Tally) Rows(topo Topology) []Row {
 	for _, p := range topo.Pipelines {
 		for _, s := range p.Subscriptions {
 			r := Row{Pipeline: p.Name, Subscription: s.Key, Published: len(t.published[s.Name]), Retried: t.retried[s.Name], Filtered: t.filtered[s.Name]}
+			count := map[string]*int{StateApplied: &r.Applied, StateDuplicate: &r.Duplicate, StateStale: &r.Stale,
+				StateDeadLettered: &r.DeadLettered, StatePoisonAcked: &r.PoisonAcked}
 			final := t.final[s.Name]
 			for _, state := range final {
-				switch state {
-				case StateApplied:
-					r.Applied++
-				case StateDuplicate:
-					r.Duplicate++
-				case StateStale:
-					r.Stale++
-				case StateDeadLettered:
-					r.DeadLettered++
-				case StatePoisonAcked:
-					r.PoisonAcked++
-				}
+				*count[state]++ // settle records only these states
 			}
 			for _, id := range t.published[s.Name] {
 				if _, ok := final[id]; !ok {

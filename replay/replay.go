@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2"
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 )
 
@@ -28,16 +30,6 @@ const (
 	AttrDeliveryAttempt     = "eventpipe_replay_delivery_attempt"
 	AttrReplayedAt          = "eventpipe_replay_time"
 )
-
-// API is the part of the Pub/Sub v1 API that replay needs. The generated
-// clients in cloud.google.com/go/pubsub/v2/apiv1 satisfy it through
-// [ClientAPI]; tests use the same clients against Google's pstest server.
-type API interface {
-	Pull(ctx context.Context, req *pubsubpb.PullRequest) (*pubsubpb.PullResponse, error)
-	Acknowledge(ctx context.Context, req *pubsubpb.AcknowledgeRequest) error
-	ModifyAckDeadline(ctx context.Context, req *pubsubpb.ModifyAckDeadlineRequest) error
-	Publish(ctx context.Context, req *pubsubpb.PublishRequest) (*pubsubpb.PublishResponse, error)
-}
 
 // Options configure one replay run.
 type Options struct {
@@ -126,15 +118,19 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Run drains opts.Subscription into opts.Topic and returns what it did. It
-// stops when the DLQ is empty, Max is reached or ctx is done; messages it held
-// back (filtered out, dry run, failed) are released before it returns.
-func Run(ctx context.Context, api API, opts Options) (Result, error) {
+// Run drains opts.Subscription into opts.Topic through client and returns
+// what it did. It stops when the DLQ is empty, Max is reached or ctx is done;
+// messages it held back (filtered out, dry run, failed) are released before
+// it returns. It publishes with the synchronous Publish RPC rather than the
+// batching Publisher, so that each message's publish is known to have
+// succeeded before its DLQ copy is acked; the client's project does not
+// constrain the full names in opts.
+func Run(ctx context.Context, client *pubsub.Client, opts Options) (Result, error) {
 	if err := opts.Validate(); err != nil {
 		return Result{}, err
 	}
 	o := opts.withDefaults()
-	r := &run{api: api, o: o, held: map[string]string{}, seen: map[string]bool{}}
+	r := &run{client: client, o: o, held: map[string]string{}, seen: map[string]bool{}}
 	if o.Rate > 0 {
 		r.interval = time.Duration(float64(time.Second) / o.Rate)
 	}
@@ -149,7 +145,7 @@ func Run(ctx context.Context, api API, opts Options) (Result, error) {
 }
 
 type run struct {
-	api      API
+	client   *pubsub.Client
 	o        Options
 	res      Result
 	held     map[string]string // message id -> latest ack id, to release at the end
@@ -161,7 +157,7 @@ type run struct {
 func (r *run) loop(ctx context.Context) error {
 	empty := 0
 	for r.o.Max == 0 || r.res.Replayed < r.o.Max {
-		resp, err := r.api.Pull(ctx, &pubsubpb.PullRequest{Subscription: r.o.Subscription, MaxMessages: int32(r.o.BatchSize)})
+		resp, err := r.client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: r.o.Subscription, MaxMessages: int32(r.o.BatchSize)})
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("replay: pull %s: %w", r.o.Subscription, ctx.Err())
@@ -214,7 +210,7 @@ func (r *run) handle(ctx context.Context, rm *pubsubpb.ReceivedMessage) error {
 		Attributes:  replayAttributes(rm, r.o.Subscription, r.o.Now()),
 		OrderingKey: m.GetOrderingKey(),
 	}
-	resp, err := r.api.Publish(ctx, &pubsubpb.PublishRequest{Topic: r.o.Topic, Messages: []*pubsubpb.PubsubMessage{out}})
+	resp, err := r.client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: r.o.Topic, Messages: []*pubsubpb.PubsubMessage{out}})
 	if err == nil && len(resp.GetMessageIds()) != 1 {
 		err = fmt.Errorf("publish returned %d message ids, want 1", len(resp.GetMessageIds()))
 	}
@@ -227,7 +223,7 @@ func (r *run) handle(ctx context.Context, rm *pubsubpb.ReceivedMessage) error {
 		return r.hold(ctx, id, rm.GetAckId())
 	}
 	// Only now is it safe to remove the message from the DLQ.
-	if err := r.api.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: r.o.Subscription, AckIds: []string{rm.GetAckId()}}); err != nil {
+	if err := r.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: r.o.Subscription, AckIds: []string{rm.GetAckId()}}); err != nil {
 		// The copy is published; the DLQ message will come back and be replayed
 		// again, which the idempotent consumer tolerates. Report, do not hide it.
 		return fmt.Errorf("replay: ack %s after republishing it as %s: %w", id, resp.GetMessageIds()[0], err)
@@ -240,7 +236,7 @@ func (r *run) handle(ctx context.Context, rm *pubsubpb.ReceivedMessage) error {
 // hold keeps a message invisible for the rest of the run.
 func (r *run) hold(ctx context.Context, id, ackID string) error {
 	r.held[id] = ackID
-	err := r.api.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{
+	err := r.client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{
 		Subscription: r.o.Subscription, AckIds: []string{ackID}, AckDeadlineSeconds: int32(r.o.HoldDeadline / time.Second),
 	})
 	if err != nil {
@@ -258,7 +254,7 @@ func (r *run) release(ctx context.Context) error {
 	for _, ackID := range r.held {
 		ids = append(ids, ackID)
 	}
-	if err := r.api.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: r.o.Subscription, AckIds: ids}); err != nil {
+	if err := r.client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: r.o.Subscription, AckIds: ids}); err != nil {
 		return fmt.Errorf("replay: release %d held messages (they return after their ack deadline): %w", len(ids), err)
 	}
 	return nil
@@ -295,10 +291,8 @@ func matches(attrs, want map[string]string) bool {
 
 func replayAttributes(rm *pubsubpb.ReceivedMessage, sub string, now time.Time) map[string]string {
 	m := rm.GetMessage()
-	attrs := make(map[string]string, len(m.GetAttributes())+5)
-	for k, v := range m.GetAttributes() {
-		attrs[k] = v
-	}
+	attrs := map[string]string{}
+	maps.Copy(attrs, m.GetAttributes())
 	attrs[AttrOriginalMessageID] = m.GetMessageId()
 	if pt := m.GetPublishTime(); pt != nil {
 		attrs[AttrOriginalPublishTime] = pt.AsTime().UTC().Format(time.RFC3339Nano)

@@ -2,16 +2,19 @@ package replay_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/eventpipe/eventpipe/internal/localpubsub"
 	"github.com/eventpipe/eventpipe/replay"
@@ -26,18 +29,17 @@ func name(kind, id string) string { return fmt.Sprintf("projects/%s/%s/%s", proj
 // observer subscription on the source topic that sees every (re)published message.
 type env struct {
 	fake *localpubsub.Fake
-	api  replay.ClientAPI
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, reactors ...pstest.ServerReactorOption) *env {
 	t.Helper()
 	ctx := context.Background()
-	fake, err := localpubsub.Start(ctx, project)
+	fake, err := localpubsub.Start(ctx, project, reactors...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fake.Close() })
-	e := &env{fake: fake, api: replay.ClientAPI{Client: fake.Client}}
+	e := &env{fake: fake}
 	for _, tp := range []string{"orders", "orders-sub.dlq"} {
 		if _, err := fake.Client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: name("topics", tp)}); err != nil {
 			t.Fatal(err)
@@ -62,13 +64,13 @@ func newEnv(t *testing.T) *env {
 func (e *env) deadLetter(t *testing.T, msgs []*pubsubpb.PubsubMessage) []string {
 	t.Helper()
 	ctx := context.Background()
-	resp, err := e.api.Publish(ctx, &pubsubpb.PublishRequest{Topic: name("topics", "orders"), Messages: msgs})
+	resp, err := e.fake.Client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: name("topics", "orders"), Messages: msgs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sub := name("subscriptions", "orders-sub")
 	for attempt := 0; attempt < 6; attempt++ {
-		got, err := e.api.Pull(ctx, &pubsubpb.PullRequest{Subscription: sub, MaxMessages: 1000, ReturnImmediately: true})
+		got, err := e.fake.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: sub, MaxMessages: 1000, ReturnImmediately: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +79,7 @@ func (e *env) deadLetter(t *testing.T, msgs []*pubsubpb.PubsubMessage) []string 
 			ids = append(ids, rm.GetAckId())
 		}
 		if len(ids) > 0 {
-			if err := e.api.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: sub, AckIds: ids}); err != nil {
+			if err := e.fake.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: sub, AckIds: ids}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -99,7 +101,7 @@ func (e *env) drain(t *testing.T, sub string) []*pubsubpb.ReceivedMessage {
 	ctx := context.Background()
 	var all []*pubsubpb.ReceivedMessage
 	for {
-		got, err := e.api.Pull(ctx, &pubsubpb.PullRequest{Subscription: name("subscriptions", sub), MaxMessages: 1000, ReturnImmediately: true})
+		got, err := e.fake.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: name("subscriptions", sub), MaxMessages: 1000, ReturnImmediately: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +113,7 @@ func (e *env) drain(t *testing.T, sub string) []*pubsubpb.ReceivedMessage {
 			ids = append(ids, rm.GetAckId())
 			all = append(all, rm)
 		}
-		if err := e.api.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: name("subscriptions", sub), AckIds: ids}); err != nil {
+		if err := e.fake.Client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: name("subscriptions", sub), AckIds: ids}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,7 +150,7 @@ func TestReplayMovesEveryDeadLetterBackWithMetadata(t *testing.T) {
 	e := newEnv(t)
 	origIDs := e.deadLetter(t, messages(4, func(i int) map[string]string { return map[string]string{"tenant": fmt.Sprint("t", i)} }))
 
-	res, err := replay.Run(context.Background(), e.api, opts())
+	res, err := replay.Run(context.Background(), e.fake.Client, opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +209,7 @@ func TestReplaySelectsAndLeavesTheRest(t *testing.T) {
 			}))
 			o := opts()
 			tc.mutate(&o)
-			res, err := replay.Run(context.Background(), e.api, o)
+			res, err := replay.Run(context.Background(), e.fake.Client, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,25 +227,27 @@ func TestReplaySelectsAndLeavesTheRest(t *testing.T) {
 	}
 }
 
-// failingPublish wraps the real API and fails the publish of chosen payloads,
-// standing in for a crash or outage between pulling and republishing.
-type failingPublish struct {
-	replay.API
-	fail string
+// failPublish is a pstest reactor that, once on, fails the publish of one
+// payload, standing in for a crash or outage between pulling and
+// republishing (PermissionDenied: an error the client does not retry).
+type failPublish struct {
+	data string
+	on   atomic.Bool
 }
 
-func (f failingPublish) Publish(ctx context.Context, req *pubsubpb.PublishRequest) (*pubsubpb.PublishResponse, error) {
-	if string(req.GetMessages()[0].GetData()) == f.fail {
-		return nil, errors.New("unavailable: injected")
+func (f *failPublish) React(req any) (bool, any, error) {
+	if r, ok := req.(*pubsubpb.PublishRequest); ok && f.on.Load() && string(r.GetMessages()[0].GetData()) == f.data {
+		return true, nil, status.Error(codes.PermissionDenied, "injected")
 	}
-	return f.API.Publish(ctx, req)
+	return false, nil, nil
 }
 
 func TestReplayAcksOnlyAfterRepublish(t *testing.T) {
-	e := newEnv(t)
+	fail := &failPublish{data: `{"eventId":"e1"}`}
+	e := newEnv(t, pstest.ServerReactorOption{FuncName: "Publish", Reactor: fail})
 	e.deadLetter(t, messages(3, func(int) map[string]string { return nil }))
-	api := failingPublish{API: e.api, fail: `{"eventId":"e1"}`}
-	res, err := replay.Run(context.Background(), api, opts())
+	fail.on.Store(true)
+	res, err := replay.Run(context.Background(), e.fake.Client, opts())
 	if err != nil {
 		t.Fatal(err)
 	}

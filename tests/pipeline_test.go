@@ -15,7 +15,6 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/devpipe"
 	"github.com/eventpipe/eventpipe/internal/localpubsub"
-	"github.com/eventpipe/eventpipe/replay"
 )
 
 const itProject = "it"
@@ -79,7 +78,7 @@ func (f *pubsubFixture) publish(t *testing.T, data ...[]byte) []string {
 func (f *pubsubFixture) bridge(t *testing.T, p *proc, concurrency int) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &devpipe.Bridge{API: replay.ClientAPI{Client: f.fake.Client}, Sub: f.sub, Endpoint: p.URL + "/pubsub/push",
+	b := &devpipe.Bridge{Client: f.fake.Client, Sub: f.sub, Endpoint: p.URL + "/pubsub/push",
 		Scale: 1, Concurrency: concurrency, Tally: f.tally}
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()

@@ -52,12 +52,11 @@ func main() {
 func run(ctx context.Context) int {
 	log := logging.New(os.Stdout, slog.LevelInfo)
 	cfg, err := server.ConfigFromEnv(os.LookupEnv)
-	if err != nil {
-		log.Log(ctx, logging.LevelCritical, "consumer cannot start", logfields.ErrorType, logfields.ErrorTypeConfiguration, logfields.Error, err.Error())
-		fmt.Fprintln(os.Stderr, "consumer:", err)
-		return 2
+	var tracer *tracing.Tracer
+	var flush tracing.Shutdown
+	if err == nil {
+		tracer, flush, err = tracing.FromEnv(ctx, tracing.Identity{Service: cfg.Service, Version: cfg.Version})
 	}
-	tracer, flush, err := tracing.FromEnv(ctx, tracing.Identity{Service: cfg.Service, Version: cfg.Version})
 	if err != nil {
 		log.Log(ctx, logging.LevelCritical, "consumer cannot start", logfields.ErrorType, logfields.ErrorTypeConfiguration, logfields.Error, err.Error())
 		fmt.Fprintln(os.Stderr, "consumer:", err)

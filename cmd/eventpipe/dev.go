@@ -28,7 +28,9 @@ type devFlags struct {
 	dataDir  string
 	scale    float64
 	scenario devpipe.Scenario
-	handler  handlerFlags
+	// handler, handlerHealth and routes run the team's handler beside the
+	// pipeline (docs/handlers.md).
+	handler, handlerHealth, routes string
 }
 
 // newDevCmd builds `eventpipe dev`: the stack's pipelines on this machine.
@@ -63,7 +65,9 @@ func newDevCmd() *cobra.Command {
 	fl.IntVar(&f.scenario.OutOfOrder, "out-of-order", f.scenario.OutOfOrder, "scenario: older events per pipeline")
 	fl.IntVar(&f.scenario.Poison, "poison", f.scenario.Poison, "scenario: poison messages per pipeline")
 	durationFlag(fl, &f.scenario.Outage, "outage", f.scenario.Outage, "scenario: how long the stores stay down")
-	f.handler.register(fl)
+	fl.StringVar(&f.handler, "handler", "", "run this command (sh -c) as the consumers' handler, with HANDLER_PORT set; its calls are counted")
+	fl.StringVar(&f.handlerHealth, "handler-health", "/healthz", "with --handler: the handler's health path, polled until it answers 2xx")
+	fl.StringVar(&f.routes, "routes", "", "routes file every consumer uses instead of the stack's consumer.routes (e.g. routes naming the handler)")
 	return cmd
 }
 
@@ -99,9 +103,14 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	}
 	defer logFile.Close()
 	opts := devpipe.Options{Stack: st, DataDir: dir, BackoffScale: f.scale, ConsumerLog: logFile,
-		Logger: slog.New(slog.NewJSONHandler(logFile, nil)), Routes: f.handler.routes}
-	if opts.Handler, err = f.handler.options(dir); err != nil {
-		return &exitError{code: 2, err: err}
+		Logger: slog.New(slog.NewJSONHandler(logFile, nil)), Routes: f.routes}
+	if f.handler != "" {
+		out, err := os.Create(filepath.Join(dir, "handler.log"))
+		if err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("handler log: %w", err)}
+		}
+		defer out.Close()
+		opts.Handler = &devpipe.HandlerOptions{Command: f.handler, HealthPath: f.handlerHealth, Output: out}
 	}
 	env, err := devpipe.Start(ctx, opts)
 	if err != nil {

@@ -91,7 +91,7 @@ func runReplay(ctx context.Context, stdout, stderr io.Writer, f replayFlags) err
 	}
 	defer client.Close()
 	started := time.Now()
-	res, err := replay.Run(ctx, replay.ClientAPI{Client: client}, opts)
+	res, err := replay.Run(ctx, client, opts)
 	verb := "replayed"
 	if opts.DryRun {
 		verb = "would replay"

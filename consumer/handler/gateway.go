@@ -120,6 +120,7 @@ func NewTransport() *http.Transport {
 type keyed struct {
 	rc      engine.Receipt
 	outcome string // forwarded, released, unsettled
+	status  int    // answered: the handler's status, or failed's own
 	err     error
 }
 
@@ -159,23 +160,25 @@ func (g *Gateway) serveKeyed(w http.ResponseWriter, r *http.Request, raw []strin
 		}
 		g.opts.Logger.Log(r.Context(), level, "idempotency key", append(attrs, extra...)...)
 	}
+	// refuse answers with a problem document instead of forwarding.
+	refuse := func(outcome string, status int, title, detail string, extra ...any) {
+		problem(w, status, title, detail)
+		finish(outcome, status, extra...)
+	}
 	key, err := ParseKey(raw)
 	if err != nil {
-		problem(w, http.StatusBadRequest, "Invalid Idempotency-Key", err.Error())
-		finish("invalid_key", http.StatusBadRequest, logfields.Error, err.Error())
+		refuse("invalid_key", http.StatusBadRequest, "Invalid Idempotency-Key", err.Error(), logfields.Error, err.Error())
 		return
 	}
 	line = append(line, logfields.IdempotencyKey, key)
 	body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxRequestBody+1))
 	if err != nil {
-		problem(w, http.StatusBadRequest, "Unreadable request body", err.Error())
-		finish("bad_request", http.StatusBadRequest, logfields.Error, err.Error())
+		refuse("bad_request", http.StatusBadRequest, "Unreadable request body", err.Error(), logfields.Error, err.Error())
 		return
 	}
 	if int64(len(body)) > g.cfg.MaxRequestBody {
-		detail := fmt.Sprintf("a request with an Idempotency-Key may carry at most %d bytes (it is fingerprinted whole)", g.cfg.MaxRequestBody)
-		problem(w, http.StatusRequestEntityTooLarge, "Request body too large", detail)
-		finish("too_large", http.StatusRequestEntityTooLarge)
+		refuse("too_large", http.StatusRequestEntityTooLarge, "Request body too large",
+			fmt.Sprintf("a request with an Idempotency-Key may carry at most %d bytes (it is fingerprinted whole)", g.cfg.MaxRequestBody))
 		return
 	}
 	rc, err := g.opts.Engine.Reserve(r.Context(), engineRequest(r, key, body, g.cfg))
@@ -183,27 +186,23 @@ func (g *Gateway) serveKeyed(w http.ResponseWriter, r *http.Request, raw []strin
 	var ee *engine.Error
 	switch {
 	case err == nil && rc.Replayed:
-		status := replay(w, rc.Result)
-		finish("replayed", status)
+		finish("replayed", WriteStored(w, rc.Result, true))
 		return
 	case errors.As(err, &ee) && ee.Type == engine.TypeInProgress:
 		// The first request usually finishes well before its reservation
 		// (HeldUntil) would lapse: ask for a retry soon, not then.
 		w.Header().Set("Retry-After", "1")
-		problem(w, http.StatusConflict, "A request with this Idempotency-Key is being processed",
+		refuse("in_progress", http.StatusConflict, "A request with this Idempotency-Key is being processed",
 			"retry after the Retry-After seconds: you will get its response")
-		finish("in_progress", http.StatusConflict)
 		return
 	case errors.As(err, &ee) && ee.Code == "FINGERPRINT_MISMATCH":
-		problem(w, http.StatusUnprocessableEntity, "Idempotency-Key is already used",
+		refuse("key_reused", http.StatusUnprocessableEntity, "Idempotency-Key is already used",
 			"this key was used with a different request payload: use a new key for a new request")
-		finish("key_reused", http.StatusUnprocessableEntity)
 		return
 	case err != nil:
 		w.Header().Set("Retry-After", "1")
-		problem(w, http.StatusServiceUnavailable, "Idempotency store unavailable",
-			"the request was not forwarded; retry with the same Idempotency-Key")
-		finish("store_error", http.StatusServiceUnavailable, logfields.Error, err.Error())
+		refuse("store_error", http.StatusServiceUnavailable, "Idempotency store unavailable",
+			"the request was not forwarded; retry with the same Idempotency-Key", logfields.Error, err.Error())
 		return
 	}
 	st := &keyed{rc: rc}
@@ -214,13 +213,12 @@ func (g *Gateway) serveKeyed(w http.ResponseWriter, r *http.Request, raw []strin
 	out := r.Clone(ctx)
 	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	out.Header.Del("Content-Length")
-	rec := &statusWriter{ResponseWriter: w}
-	g.proxy.ServeHTTP(rec, out)
+	g.proxy.ServeHTTP(w, out)
 	extra := []any{}
 	if st.err != nil {
 		extra = append(extra, logfields.Error, st.err.Error())
 	}
-	finish(st.outcome, rec.status, extra...)
+	finish(st.outcome, st.status, extra...)
 }
 
 // engineRequest is the receipt request of a keyed API request. The scope
@@ -298,6 +296,7 @@ func (g *Gateway) settle(resp *http.Response) error {
 	if st == nil {
 		return nil
 	}
+	st.status = resp.StatusCode
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(resp.Request.Context()), finishTimeout)
 	defer cancel()
 	if retryable(resp.StatusCode) {
@@ -338,7 +337,7 @@ func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
 	if st, _ := r.Context().Value(keyedCtx{}).(*keyed); st != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), finishTimeout)
 		defer cancel()
-		st.outcome, st.err = "released", err
+		st.outcome, st.status, st.err = "released", status, err
 		if rerr := g.opts.Engine.Release(ctx, st.rc); rerr != nil && !isFenced(rerr) {
 			st.outcome, st.err = "unsettled", errors.Join(err, fmt.Errorf("release the key: %w", rerr))
 		}
@@ -378,9 +377,6 @@ func StoredResponse(status int, header http.Header, head []byte, maxBody int) ma
 	}
 	return result
 }
-
-// replay writes a stored response and returns its status.
-func replay(w http.ResponseWriter, result map[string]any) int { return WriteStored(w, result, true) }
 
 // WriteStored answers with a StoredResponse record and returns the status
 // written: its status, headers and body, with ReplayedHeader when replayed
@@ -422,26 +418,3 @@ func problem(w http.ResponseWriter, status int, title, detail string) {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
-
-// statusWriter records the status written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 )
@@ -292,3 +293,42 @@ func TestRequestTooLarge(t *testing.T) {
 		t.Fatalf("%d after %d calls, want 413 and no call", w.Code, r.h.calls.Load())
 	}
 }
+
+// TestKeyedLogLine: each keyed request logs one line whose status is the
+// one the client got and whose outcome says what happened to the key,
+// whether the handler answered or could not be reached.
+func TestKeyedLogLine(t *testing.T) {
+	var buf bytes.Buffer
+	r := newRig(t, &fakeHandler{}, Config{}, nil)
+	r.gw.opts.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	down := newRig(t, &fakeHandler{}, Config{}, nil)
+	down.gw.opts.Logger = r.gw.opts.Logger
+	down.gw.proxy.Transport = roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })
+	for _, tt := range []struct {
+		rig       *rig
+		key, body string
+		status    int
+		outcome   string
+	}{
+		{r, "k1", `{"a":1}`, http.StatusCreated, "forwarded"},
+		{r, "k1", `{"a":1}`, http.StatusCreated, "replayed"},
+		{r, "k2", `{"a":2}`, http.StatusBadRequest, "forwarded"},
+		{r, "k3", `{"a":3}`, http.StatusServiceUnavailable, "released"},
+		{r, "k1", `{"a":9}`, http.StatusUnprocessableEntity, "key_reused"},
+		{down, "k4", `{"a":1}`, http.StatusBadGateway, "released"},
+	} {
+		buf.Reset()
+		w := tt.rig.do(http.MethodPost, "/orders", tt.key, tt.body)
+		var line map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+			t.Fatalf("%s %s: log %q: %v", tt.key, tt.body, buf.String(), err)
+		}
+		if w.Code != tt.status || line[logfields.HTTPStatus] != float64(tt.status) || line[logfields.Outcome] != tt.outcome {
+			t.Errorf("%s %s: answered %d, logged %v %v; want %d %s", tt.key, tt.body, w.Code, line[logfields.HTTPStatus], line[logfields.Outcome], tt.status, tt.outcome)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

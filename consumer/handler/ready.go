@@ -21,12 +21,13 @@ const (
 )
 
 // WaitReady returns once a GET of the handler's health path (cfg.URL +
-// cfg.HealthPath) answers 2xx, asking every readyPoll, or with ctx's error
-// when ctx ends first. A pulling consumer calls it before it pulls, so no
-// message is taken (and no handler attempt spent) before the handler
-// listens: on a worker pool nothing else orders the two containers
-// (pulumi-gcp v8 declares no startup probe there). With no handler it
-// returns at once.
+// cfg.HealthPath) answers 2xx, asking every readyPoll, or with ctx's cause
+// (context.Cause: shutdown, a deadline, the handler's exit) when ctx ends
+// first. A pulling consumer calls it before it pulls, so no message is
+// taken (and no handler attempt spent) before the handler listens: on a
+// worker pool nothing else orders the two containers (pulumi-gcp v8
+// declares no startup probe there); `eventpipe dev --handler` calls it
+// before it starts the consumers. With no handler it returns at once.
 func WaitReady(ctx context.Context, client *http.Client, cfg Config, log *slog.Logger) error {
 	if !cfg.Enabled() {
 		return nil
@@ -52,7 +53,7 @@ func WaitReady(ctx context.Context, client *http.Client, cfg Config, log *slog.L
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the handler at %s did not answer 2xx before shutdown (last: HTTP %d, %v): %w", url, status, err, ctx.Err())
+			return fmt.Errorf("the handler at %s did not answer 2xx (last: HTTP %d, %v): %w", url, status, err, context.Cause(ctx))
 		case <-tick.C:
 		}
 	}
