@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
@@ -83,6 +84,8 @@ func Command(ruleID string, t Target) string {
 	// stack config accepts for one (spec.MinDLQRetention, EP013's default minimum).
 	retention := "--message-retention-duration=" + spec.FormatDuration(spec.MinDLQRetention)
 	dlqSub := " --expiration-period=never " + retention + proj
+	// A subscription dead-letters after the stack config's default attempts (EP002's range holds it).
+	attempts := "--max-delivery-attempts=" + strconv.Itoa(spec.DefaultMaxDeliveryAttempts)
 	switch ruleID {
 	case "EP001", "EP004":
 		if sub == "" {
@@ -94,10 +97,10 @@ func Command(ruleID string, t Target) string {
 				"gcloud pubsub topics create "+dlq+proj,
 				"gcloud pubsub subscriptions create "+dlq+"-sub --topic="+dlq+dlqSub)
 		}
-		cmds = append(cmds, "gcloud pubsub subscriptions update "+sub+" --dead-letter-topic="+inventory.TopicName(t.Project, dlq)+" --max-delivery-attempts=10"+proj)
+		cmds = append(cmds, "gcloud pubsub subscriptions update "+sub+" --dead-letter-topic="+inventory.TopicName(t.Project, dlq)+" "+attempts+proj)
 		return strings.Join(cmds, " && ")
 	case "EP002":
-		return subUpdate(sub, "--max-delivery-attempts=10", proj)
+		return subUpdate(sub, attempts, proj)
 	case "EP003":
 		return subUpdate(sub, "--min-retry-delay="+spec.Seconds(spec.DefaultMinBackoff)+" --max-retry-delay="+spec.Seconds(spec.DefaultMaxBackoff), proj)
 	case "EP005":

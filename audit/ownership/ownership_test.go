@@ -1,11 +1,14 @@
 package ownership
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/run/apiv2/runpb"
+
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 func TestOfSubscription(t *testing.T) {
@@ -70,7 +73,7 @@ func TestFix(t *testing.T) {
 		{Owner{Kind: Terraform}, "EP001", sub, []string{"Terraform configuration", "terraform apply"}, []string{"gcloud"}},
 		{Owner{Kind: Pulumi}, "EP003", sub, []string{"Pulumi program", "pulumi up"}, []string{"gcloud"}},
 		{Owner{Kind: Unmanaged}, "EP003", sub, []string{"gcloud pubsub subscriptions update s --min-retry-delay=10s --max-retry-delay=600s --project=p", "import"}, nil},
-		{Owner{Kind: Eventarc, Trigger: "t", Region: "r"}, "EP002", sub, []string{"Eventarc trigger t (r)", "#17697", "--max-delivery-attempts=10"}, nil},
+		{Owner{Kind: Eventarc, Trigger: "t", Region: "r"}, "EP002", sub, []string{"Eventarc trigger t (r)", "#17697", "--max-delivery-attempts=" + strconv.Itoa(spec.DefaultMaxDeliveryAttempts)}, nil},
 		{Owner{Kind: CloudFunctions, Trigger: "f"}, "EP001", sub, []string{"function f", "#25069", "gcloud pubsub topics create s.dlq"}, nil},
 		{Owner{Kind: Unmanaged}, "EP006", sub, []string{"add-iam-policy-binding projects/p/topics/s.dlq", "$(gcloud projects describe p --format='value(projectNumber)')", "roles/pubsub.publisher"}, nil},
 		{Owner{Kind: Unmanaged}, "EP007", Target{Project: "p", Number: "42", Subscription: "projects/p/subscriptions/s"}, []string{"service-42@gcp-sa-pubsub.iam.gserviceaccount.com", "roles/pubsub.subscriber"}, nil},
