@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"regexp"
 	"time"
 
 	"github.com/eventpipe/eventpipe/internal/fielderr"
+	"github.com/eventpipe/eventpipe/internal/gcpname"
 )
 
 // Config holds every alert threshold of one environment. Unset values keep
@@ -414,8 +414,6 @@ type Channels struct {
 	Warning  []string `json:"warning" yaml:"warning"`
 }
 
-var channelName = regexp.MustCompile(`^projects/[^/]+/notificationChannels/[^/]+$`)
-
 // For returns the channels of severity s.
 func (c Channels) For(s Severity) []string {
 	if s == Critical {
@@ -433,7 +431,7 @@ func (c Channels) Validate() error {
 		names []string
 	}{{"channels.critical", c.Critical}, {"channels.warning", c.Warning}} {
 		for i, n := range set.names {
-			if !channelName.MatchString(n) {
+			if !gcpname.Channel(n) {
 				v.add(fmt.Sprintf("%s[%d]", set.field, i), fmt.Sprintf("%q", n), "projects/PROJECT/notificationChannels/ID",
 					"copy the channel's full resource name from `gcloud beta monitoring channels list --format='value(name)'`")
 			}

@@ -1,6 +1,8 @@
 package alerts
 
 import (
+	"github.com/eventpipe/eventpipe/internal/gcpname"
+
 	"errors"
 	"fmt"
 	"regexp"
@@ -61,16 +63,8 @@ type Subscription struct {
 // HasDLQ reports whether s dead-letters.
 func (s Subscription) HasDLQ() bool { return s.DLQSubscription != "" }
 
-var (
-	// Pub/Sub IDs: 3–255 chars, start with a letter, then [A-Za-z0-9-_.~+%].
-	pubsubID = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$`)
-	// Log-based metric names allow these characters (and '/', used as separator).
-	metricPart = regexp.MustCompile(`^[A-Za-z0-9_\-.,+!*'()%]+$`)
-	// Cloud Run service names: lowercase letters, digits, hyphens, ≤ 49 chars.
-	runService = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,47}[a-z0-9])?$`)
-	// GCP project IDs.
-	projectID = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
-)
+// Log-based metric names allow these characters (and '/', used as separator).
+var metricPart = regexp.MustCompile(`^[A-Za-z0-9_\-.,+!*'()%]+$`)
 
 // Validate reports every problem with t, naming the field and the fix.
 func (t Target) Validate() error {
@@ -78,7 +72,7 @@ func (t Target) Validate() error {
 	bad := func(field, value, want, fix string) {
 		errs = append(errs, &FieldError{In: "alerts target", Path: field, Value: strconv.Quote(value), Allowed: want, Fix: fix})
 	}
-	if !projectID.MatchString(t.Project) {
+	if !gcpname.ProjectID(t.Project) {
 		bad("project", t.Project, "a GCP project ID (6–30 chars, lowercase letters, digits, hyphens)", "set the stack's gcp:project")
 	}
 	for _, f := range []struct{ name, value string }{{"pipeline", t.Pipeline}, {"env", t.Env}} {
@@ -92,7 +86,7 @@ func (t Target) Validate() error {
 	if t.Team == "" {
 		bad("team", t.Team, "non-empty", "set the owning team; it labels every policy so incidents reach the right people")
 	}
-	if !runService.MatchString(t.Service) {
+	if !gcpname.RunService(t.Service) {
 		bad("service", t.Service, "a Cloud Run service name (lowercase letters, digits, hyphens, ≤ 49 chars)", "pass the consumer's service name")
 	}
 	if len(t.Subscriptions) == 0 {
@@ -101,22 +95,22 @@ func (t Target) Validate() error {
 	seen := map[string]bool{}
 	for i, s := range t.Subscriptions {
 		f := fmt.Sprintf("subscriptions[%d]", i)
-		if !pubsubID.MatchString(s.Name) {
+		if !gcpname.PubSubID(s.Name) {
 			bad(f+".name", s.Name, "a Pub/Sub subscription ID", "pass the subscription's ID, not its full path")
 		}
 		if seen[s.Name] {
 			bad(f+".name", s.Name, "unique within the pipeline", "remove the duplicate")
 		}
 		seen[s.Name] = true
-		if project, id, ok := topicName(s.Topic); !ok || !projectID.MatchString(project) || !pubsubID.MatchString(id) {
+		if project, id, ok := gcpname.Topic(s.Topic); !ok || !gcpname.ProjectID(project) || !gcpname.PubSubID(id) {
 			bad(f+".topic", s.Topic, "a full topic name, projects/PROJECT/topics/TOPIC", "pass the full name of the topic the subscription reads")
 		}
-		if s.DLQSubscription != "" && !pubsubID.MatchString(s.DLQSubscription) {
+		if s.DLQSubscription != "" && !gcpname.PubSubID(s.DLQSubscription) {
 			bad(f+".dlqSubscription", s.DLQSubscription, "a Pub/Sub subscription ID", "pass the DLQ subscription's ID")
 		}
 		if (s.DLQSubscription == "") != (s.DLQTopic == "") {
 			bad(f+".dlqTopic", s.DLQTopic, "set exactly when dlqSubscription is set", "pass both DLQ names, or neither for an explicit opt-out")
-		} else if s.DLQTopic != "" && !pubsubID.MatchString(s.DLQTopic) {
+		} else if s.DLQTopic != "" && !gcpname.PubSubID(s.DLQTopic) {
 			bad(f+".dlqTopic", s.DLQTopic, "a Pub/Sub topic ID", "pass the DLQ topic's ID")
 		}
 	}
@@ -124,16 +118,6 @@ func (t Target) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// topicName splits projects/P/topics/T.
-func topicName(s string) (project, id string, ok bool) {
-	rest, ok := strings.CutPrefix(s, "projects/")
-	if !ok {
-		return "", "", false
-	}
-	project, id, ok = strings.Cut(rest, "/topics/")
-	return project, id, ok && !strings.Contains(id, "/")
 }
 
 // labels are the user labels of t's resources: the pipeline's, or with sub not "" those

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"github.com/eventpipe/eventpipe/internal/gcpname"
+
 	"fmt"
 	"net/url"
 	"regexp"
@@ -11,19 +13,14 @@ import (
 
 // Patterns of the names Google Cloud accepts.
 var (
-	projectIDPattern     = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
 	projectNumberPattern = regexp.MustCompile(`^[1-9][0-9]{0,19}$`)
 	regionPattern        = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
 	pipelineNamePattern  = regexp.MustCompile(`^[a-z][a-z0-9-]{0,23}[a-z0-9]$`)
 	subKeyPattern        = regexp.MustCompile(`^[a-z][a-z0-9-]{0,29}$`)
-	pubsubNamePattern    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._~%+-]{2,254}$`)
 	schemaPattern        = regexp.MustCompile(`^projects/[^/]+/schemas/[^/]+$`)
 	kmsPattern           = regexp.MustCompile(`^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$`)
-	channelPattern       = regexp.MustCompile(`^projects/[^/]+/notificationChannels/[^/]+$`)
-	servicePattern       = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,47}[a-z0-9])?$`)
 	memberPattern        = regexp.MustCompile(`^((serviceAccount|user|group|domain):[^\s:]+|principal(Set)?://\S+)$`)
 	accountEmailPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*@[a-z0-9][a-z0-9.-]*\.gserviceaccount\.com$`)
-	topicNamePattern     = regexp.MustCompile(`^projects/([^/]+)/topics/([^/]+)$`)
 	memoryPattern        = regexp.MustCompile(`^[1-9][0-9]*(Mi|Gi)$`)
 	prefixPattern        = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 	labelKeyPattern      = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
@@ -96,7 +93,7 @@ func validateScope(c *collector, s *Stack, needNumber bool) {
 	switch {
 	case s.Project == "":
 		c.add("", root+KeyProject, "", "a GCP project id", "set the id of the project to deploy into")
-	case !projectIDPattern.MatchString(s.Project):
+	case !gcpname.ProjectID(s.Project):
 		c.add("", root+KeyProject, strconv.Quote(s.Project), "6–30 lowercase letters, digits or hyphens, starting with a letter",
 			"use the project id (not the display name) shown by `gcloud projects list`")
 	}
@@ -219,8 +216,8 @@ func validateTopic(c *collector, p *Pipeline, path string) {
 // filled with the topic's id.
 func validateExistingTopic(c *collector, p *Pipeline, path string) {
 	t := &p.Topic
-	m := topicNamePattern.FindStringSubmatch(Text(t.Existing))
-	if m == nil || !projectIDPattern.MatchString(m[1]) || !pubsubNamePattern.MatchString(m[2]) {
+	project, id, ok := gcpname.Topic(Text(t.Existing))
+	if !ok || !gcpname.ProjectID(project) || !gcpname.PubSubID(id) {
 		c.add(p.Name, path+".existing", strconv.Quote(Text(t.Existing)), "projects/PROJECT/topics/TOPIC",
 			"use the topic's full name, as `gcloud pubsub topics describe TOPIC --project PROJECT --format='value(name)'` prints it")
 	}
@@ -233,8 +230,8 @@ func validateExistingTopic(c *collector, p *Pipeline, path string) {
 				"remove it: the existing topic's owner sets it")
 		}
 	}
-	if m != nil {
-		t.Name = m[2]
+	if ok {
+		t.Name = id
 	}
 }
 
@@ -271,7 +268,7 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 		k.ServiceName = p.Name + "-consumer"
 	}
 	// A derived name is only wrong if the pipeline name is, which is reported already.
-	if !servicePattern.MatchString(k.ServiceName) && (!derived || pipelineNamePattern.MatchString(p.Name)) {
+	if !gcpname.RunService(k.ServiceName) && (!derived || pipelineNamePattern.MatchString(p.Name)) {
 		c.add(p.Name, path+".serviceName", strconv.Quote(k.ServiceName), "1–49 lowercase letters, digits or hyphens, starting with a letter", "choose a shorter lowercase service name")
 	}
 	durDefault(c, p.Name, path, &k.RequestTimeout, BoundAt("pipelines.*.consumer.requestTimeout"))
@@ -542,13 +539,13 @@ func CheckImage(image string) *FieldError {
 // checkChannels reports notification channel names that are not full
 // resource names.
 func checkChannels(c *collector, path string, names []string) {
-	checkEach(c, "", path, names, channelPattern.MatchString, "",
+	checkEach(c, "", path, names, gcpname.Channel, "",
 		"projects/PROJECT/notificationChannels/ID", "copy the channel's full resource name from `gcloud beta monitoring channels list --format='value(name)'`")
 }
 
 // checkPubSubName reports an invalid topic or subscription id and returns whether it is valid.
 func checkPubSubName(c *collector, pipeline, path, name string) bool {
-	if !pubsubNamePattern.MatchString(name) || strings.HasPrefix(strings.ToLower(name), "goog") {
+	if !gcpname.PubSubID(name) {
 		c.add(pipeline, path, strconv.Quote(name), "3–255 letters, digits or . _ ~ % + -, starting with a letter, not starting with goog",
 			"choose a name that fits the Pub/Sub naming rules")
 		return false
