@@ -18,6 +18,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 	"github.com/eventpipe/eventpipe/audit/ownership"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // Finding is one finding as the summary shows it.
@@ -202,13 +203,12 @@ func tally(row *Project) {
 	}
 }
 
-// severityRank orders the rules' severities, most severe first; any other (info) last.
+// severityRank orders the rules' severities, most severe first; any other last.
 func severityRank(s string) int {
-	severities := []string{"critical", "high", "medium", "low"}
-	if i := slices.Index(severities, s); i >= 0 {
+	if i := slices.Index(evaluate.Severities, s); i >= 0 {
 		return i
 	}
-	return len(severities)
+	return len(evaluate.Severities)
 }
 
 // backlog is the oldest unacknowledged message age of the project, with its subscription.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -77,7 +78,7 @@ func TestRulesHaveMetadata(t *testing.T) {
 	}
 	byID := map[string]Rule{}
 	for _, r := range rules {
-		if r.ID == "" || r.Title == "" || r.Description == "" || r.Fix == "" || !validSeverity(r.Severity) {
+		if r.ID == "" || r.Title == "" || r.Description == "" || r.Fix == "" || !slices.Contains(Severities, r.Severity) {
 			t.Errorf("rule %s lacks metadata: %+v", r.Name, r)
 		}
 		byID[r.ID] = r

@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,14 +42,8 @@ type Rule struct {
 	NeedsOperations bool `json:"needsOperations,omitempty"`
 }
 
-// validSeverity reports whether s is one of the severities rules may declare.
-func validSeverity(s string) bool {
-	switch s {
-	case "critical", "high", "medium", "low", "info":
-		return true
-	}
-	return false
-}
+// Severities are the severities a rule may declare, most severe first.
+var Severities = []string{"critical", "high", "medium", "low", "info"}
 
 // classify reports the level and scope a rule name implies, and whether it is a rule.
 func classify(name string) (Level, bool, bool) {
@@ -104,8 +99,8 @@ func rulesOf(c *ast.Compiler, pkg string) ([]Rule, error) {
 			sort.Strings(missing)
 			return nil, fmt.Errorf("rule %s: its # METADATA annotation lacks %s; every rule needs id, title, severity, description and fix", r.Name, strings.Join(missing, ", "))
 		}
-		if !validSeverity(r.Severity) {
-			return nil, fmt.Errorf("rule %s: severity %q is not one of critical, high, medium, low, info", r.Name, r.Severity)
+		if !slices.Contains(Severities, r.Severity) {
+			return nil, fmt.Errorf("rule %s: severity %q is not one of %s", r.Name, r.Severity, strings.Join(Severities, ", "))
 		}
 		if other, dup := ids[r.ID]; dup {
 			return nil, fmt.Errorf("rules %s and %s share the id %s; ids must be unique", other, r.Name, r.ID)
