@@ -29,25 +29,32 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 }
 
 // canonical returns the RFC 8785 form of data, as jsontext writes it
-// (Value.Canonicalize's options, data left as it is), and what scanning it
-// found. The form is made in one buffer allocated once: the encoder appends
-// straight into a bytes.Buffer's free space and, at its final flush, grows
-// the buffer (copying it) unless a quarter of what it holds is still free,
-// so the buffer is sized for that. The form is no longer than data but for
-// numbers it rewrites (1e9 is 1000000000), which may grow the buffer once.
+// (Value.Canonicalize's options; data is left as it is), and what scanning
+// it found. A payload of up to smallCanonicalBytes (most events) is
+// canonicalised in a copy by Value.Canonicalize, whose encoder and scratch
+// are the library's own, kept between calls: the copy is the only
+// allocation. A larger one is written by an encoder of its own into one
+// buffer allocated once: the encoder appends straight into a bytes.Buffer's
+// free space and, at its final flush, grows the buffer (copying it) unless
+// a quarter of what it holds is still free, so the buffer is sized for
+// that. The form is no longer than data but for numbers it rewrites (1e9
+// is 1000000000), which may grow the buffer once. Both ways give the same
+// bytes (FuzzCanonicalJSON).
 // Duplicate keys are found by scanning the form: its members are sorted, so
 // a duplicate follows its twin (the encoder's own check keeps a copy of
 // every key, and the growing slices for it, which took a poison payload of
 // megabyte keys to 8 times its size).
 func canonical(data []byte) ([]byte, canonicalScan, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(data) + len(data)/4 + 64)
-	enc := jsontext.NewEncoder(&buf, jsontext.CanonicalizeRawInts(true), jsontext.CanonicalizeRawFloats(true),
-		jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true))
-	if err := enc.WriteValue(data); err != nil {
+	var out []byte
+	var err error
+	if len(data) <= smallCanonicalBytes {
+		out, err = canonicalSmall(data)
+	} else {
+		out, err = canonicalLarge(data)
+	}
+	if err != nil {
 		return nil, canonicalScan{}, fmt.Errorf("canonical JSON: %w", err)
 	}
-	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n")) // the encoder ends a top-level value with one
 	scan := scanCanonical(out)
 	if scan.duplicate != "" {
 		return nil, scan, fmt.Errorf("canonical JSON: duplicate object key %s: each key may appear once in an object", scan.duplicate)
@@ -63,6 +70,34 @@ func canonical(data []byte) ([]byte, canonicalScan, error) {
 		return nil, scan, fmt.Errorf("canonical JSON: nested deeper than %d levels (%d)", MaxDepth, scan.depth)
 	}
 	return out, scan, nil
+}
+
+// smallCanonicalBytes is the largest payload canonical copies and hands to
+// Value.Canonicalize: jsontext keeps the buffers of such small values for
+// the next call; a larger payload gets a buffer of its own, sized once
+// (Value.Canonicalize's buffer would grow by doubling, up to twice the
+// form beside the copy, where limits.PerMessagePercent counts 1.25 times).
+const smallCanonicalBytes = 4 << 10
+
+// canonicalSmall is canonical's form of a small payload.
+func canonicalSmall(data []byte) ([]byte, error) {
+	v := jsontext.Value(bytes.Clone(data))
+	if err := v.Canonicalize(jsontext.AllowDuplicateNames(true)); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// canonicalLarge is canonical's form of a large payload.
+func canonicalLarge(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(data) + len(data)/4 + 64)
+	enc := jsontext.NewEncoder(&buf, jsontext.CanonicalizeRawInts(true), jsontext.CanonicalizeRawFloats(true),
+		jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true))
+	if err := enc.WriteValue(data); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil // the encoder ends a top-level value with one
 }
 
 // scanCanonical reads the canonical JSON form out.
