@@ -59,10 +59,6 @@ type Routed struct {
 	fields map[string]any // cached by Fields
 	// identity is Identity's map, made on the first identity field.
 	identity map[string]any
-	// converted[i] is the value of the route's i-th (source, type) pair once
-	// a field converted it, so that fields reading the same source as the
-	// same type share one value.
-	converted []any
 	// env and envValue are the environment and its boxed value.
 	env      string
 	envValue any
@@ -91,7 +87,8 @@ type compiledSource struct {
 	kind sourceKind
 	// name is the attribute (fromAttribute) or the payload path (fromPayload).
 	name string
-	// conversion indexes Routed.converted: one per distinct (source, type).
+	// conversion indexes Apply's converted values: one per distinct
+	// (source, type).
 	conversion int
 }
 
@@ -135,8 +132,12 @@ func (r *Route) compile() {
 
 // newRouted returns an empty Routed of r.
 func (r *Route) newRouted() *Routed {
-	return &Routed{Route: r, values: make([]any, len(r.fieldOrder)), converted: make([]any, r.conversions)}
+	return &Routed{Route: r, values: make([]any, len(r.fieldOrder))}
 }
+
+// stackConversions is how many (source, type) pairs Apply keeps the
+// converted values of on the stack; a route with more allocates them.
+const stackConversions = 32
 
 // Fields returns the output fields, nested on dots. The map is built on the
 // first call and shared by later calls: callers must not modify it.
@@ -248,8 +249,16 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 	if a := r.Action; a != nil && a.Aggregate != "" {
 		seqField = a.Sequence
 	}
+	// converted[i] is the value of the route's i-th (source, type) pair once
+	// a field converted it, so that fields reading the same source as the
+	// same type share one value. Only Apply needs them.
+	var onStack [stackConversions]any
+	converted := onStack[:]
+	if r.conversions > len(converted) {
+		converted = make([]any, r.conversions)
+	}
 	for i, name := range r.fieldOrder {
-		v, ok, err := p.extract(name, &r.compiled[i], msg)
+		v, ok, err := p.extract(name, &r.compiled[i], msg, converted)
 		if err != nil {
 			return nil, err
 		}
@@ -338,10 +347,10 @@ func sprint(v any) string {
 // extract returns field name's value: the first of its sources present,
 // converted to its type. A source converted to that type already, for
 // another field, gives the same value.
-func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message) (any, bool, error) {
+func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message, converted []any) (any, bool, error) {
 	for i := range f.from {
 		src := &f.from[i]
-		if v := p.converted[src.conversion]; v != nil {
+		if v := converted[src.conversion]; v != nil {
 			return v, true, nil
 		}
 		v, ok := p.source(src, msg)
@@ -352,7 +361,7 @@ func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message) (
 		if err != nil {
 			return nil, false, fieldError(p.Route.Name, name, fmt.Sprintf("value from %s: %v", src.src, err), "send a "+f.Type)
 		}
-		p.converted[src.conversion] = cv
+		converted[src.conversion] = cv
 		return cv, true, nil
 	}
 	if f.Required {

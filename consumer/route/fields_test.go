@@ -1,7 +1,9 @@
 package route
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,8 +88,40 @@ func TestApplyAfterApply(t *testing.T) {
 			t.Fatalf("round %d: sparse message after a released Routed: identity %v, sequence %v, id %q, event time %v, fields %v",
 				round, q.Identity, q.Sequence, q.AggregateID, q.EventTime, f)
 		}
-		if len(q.converted) != r.conversions {
-			t.Fatalf("round %d: a Routed with %d conversion slots, want the route's %d", round, len(q.converted), r.conversions)
+	}
+}
+
+// TestApplyManyConversions applies routes with fewer and more distinct
+// (source, type) pairs than Apply keeps on the stack: every field gets its
+// own source's value, converted, and fields sharing a pair share its value.
+func TestApplyManyConversions(t *testing.T) {
+	for _, n := range []int{1, stackConversions - 1, stackConversions, stackConversions + 1, 3 * stackConversions} {
+		var fields, payload []string
+		want := map[string]any{}
+		for i := range n {
+			fields = append(fields, fmt.Sprintf(`"f%d":{"from":["s%d"],"type":"integer"},"g%d":{"from":["missing","s%d"],"type":"integer"}`, i, i, i, i))
+			payload = append(payload, fmt.Sprintf(`"s%d":"%d"`, i, i))
+			want[fmt.Sprintf("f%d", i)], want[fmt.Sprintf("g%d", i)] = int64(i), int64(i)
+		}
+		table, err := Parse([]byte(`{"routes":[{"name":"many","topic":"t","match":{"fields":["s0"]},"mode":"latest-state",
+			"target":{"collection":"things","id":"id"},"ordering":{"eventTime":"at"},
+			"fields":{"id":{"from":["s0"],"type":"string","required":true},"at":{"from":["$publishTime"],"type":"timestamp","required":true},` +
+			strings.Join(fields, ",") + `}}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := table.PubSubRoutes()[0]
+		if r.conversions != n+3 { // each s%d as an integer, missing, s0 as a string and the publish time
+			t.Fatalf("%d fields: %d conversions, want %d", 2*n+2, r.conversions, n+3)
+		}
+		m := msg(t, "{"+strings.Join(payload, ",")+"}")
+		want["id"], want["at"] = "0", m.PublishTime
+		p, err := r.Apply(m, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Fields(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%d pairs: fields = %v, want %v", n+3, got, want)
 		}
 	}
 }
