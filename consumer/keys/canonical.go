@@ -154,7 +154,8 @@ func (c *canonicalScan) read(p []byte) {
 	var levelsOnStack [scanStackDepth]bool
 	objects, levels := objectsOnStack[:0], levelsOnStack[:0]
 	c.key = -1
-	for i, ch := range p {
+	for i := 0; i < len(p); i++ {
+		ch := p[i]
 		switch {
 		case c.inString:
 			switch {
@@ -169,6 +170,12 @@ func (c *canonicalScan) read(p []byte) {
 				}
 			case ch >= 0xF0:
 				c.mayDiffer = true
+			default:
+				// The bytes up to the next that matters here are skipped
+				// at once (no number is being read inside a string).
+				for i+1 < len(p) && p[i+1] != '"' && p[i+1] != '\\' && p[i+1] < 0xF0 {
+					i++
+				}
 			}
 		case ch == '"':
 			c.inString = true
