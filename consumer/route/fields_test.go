@@ -150,3 +150,55 @@ func TestApplySpecialSources(t *testing.T) {
 		t.Errorf("fields = %#v,\nwant %#v", got, want)
 	}
 }
+
+// TestApplyDedupeFieldsAreThePayloadValues: whatever fields read them
+// first (as strings, timestamps or integers, or not at all), the event id
+// and identity Apply gives are the payload's own values, as Payload.Get
+// decodes them. The routes read each identity field as a field too, with
+// a conversion, and dedupe on one a field does not read (extra).
+func TestApplyDedupeFieldsAreThePayloadValues(t *testing.T) {
+	table, err := Parse([]byte(`{"routes":[{"name":"d","topic":"t","match":{"fields":["id"]},"mode":"latest-state",
+		"target":{"collection":"things","id":"id"},"ordering":{"eventTime":"at"},
+		"fields":{"id":{"from":["id"],"type":"string","required":true},"at":{"from":["at","$publishTime"],"type":"timestamp","required":true},
+		"n":{"from":["n"],"type":"integer"},"s":{"from":["n"],"type":"string"},"e":{"from":["ev"],"type":"string"}},
+		"dedupe":{"eventIdField":"ev","identity":["id","at","n","extra"]}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := table.PubSubRoutes()[0]
+	values := []string{`"x"`, `"2026-01-02T03:04:05Z"`, `17`, `"17"`, `1.5`, `true`, `null`, `{"a":[1,"b"]}`, `[2]`}
+	for i := range 2000 {
+		// Each member present or not, with one of the values (a field
+		// whose conversion refuses one is poison: skipped).
+		var members []string
+		for j, name := range []string{"at", "n", "ev", "extra"} {
+			if k := (i >> (2 * j)) % (len(values) + 1); k < len(values) {
+				members = append(members, fmt.Sprintf("%q:%s", name, values[(k+i)%len(values)]))
+			}
+		}
+		m := msg(t, `{"id":"a",`+strings.Join(append(members, `"z":0`), ",")+`}`)
+		p, err := r.Apply(m, "prod")
+		if err != nil {
+			continue
+		}
+		want := map[string]any{}
+		for _, f := range r.Dedupe.Identity {
+			if v, ok := m.Payload.Get(f); ok && v != nil {
+				want[f] = v
+			}
+		}
+		if len(want) < len(r.Dedupe.Identity) {
+			want = nil
+		}
+		if got := p.Identity; !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("%s: identity %#v, want the payload's %#v", m.Data, got, want)
+		}
+		wantID := ""
+		if v, ok := m.Payload.Get("ev"); ok && v != nil {
+			wantID = sprint(v)
+		}
+		if p.EventID != wantID {
+			t.Fatalf("%s: event id %q, want %q", m.Data, p.EventID, wantID)
+		}
+	}
+}
