@@ -238,7 +238,8 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 	var storedKey, storedFP string
 	if exists {
 		meta := sub(cur.Fields, MetaField)
-		stored, storedKey, storedFP = orderFromMeta(meta), str(meta, metaEventKey), str(meta, metaFingerprint)
+		stored = orderFromMeta(meta)
+		storedKey, storedFP = stored.eventKey, stored.fingerprint
 	}
 	// Live markers by key (nil: absent or expired), read in one batch
 	// before any write; the first delivery with a marker's key counts its

@@ -442,11 +442,10 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		return err
 	}
 	if exists {
-		meta := sub(cur.Fields, MetaField)
-		if dup, err := m.duplicateOf(ctx, e, m.target, str(meta, metaEventKey), str(meta, metaFingerprint)); dup || err != nil {
+		stored := orderFromMeta(sub(cur.Fields, MetaField)) // its event key and fingerprint too
+		if dup, err := m.duplicateOf(ctx, e, m.target, stored.eventKey, stored.fingerprint); dup || err != nil {
 			return err
 		}
-		stored := orderFromMeta(meta)
 		m.noteJump(stored)
 		if !m.ordering.supersedes(m.order, stored) {
 			m.res.Outcome = Stale

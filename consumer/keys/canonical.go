@@ -24,30 +24,38 @@ const MaxDepth = 128
 // nesting deeper than MaxDepth are errors: the first two would make two
 // different payloads hash alike.
 func CanonicalJSON(data []byte) ([]byte, error) {
-	out, _, err := canonical(data)
+	out, _, err := canonical(nil, data)
 	return out, err
 }
 
-// canonical returns the RFC 8785 form of data, as jsontext writes it
-// (Value.Canonicalize's options, data left as it is), and what scanning it
-// found. The form is made in one buffer allocated once: the encoder appends
-// straight into a bytes.Buffer's free space and, at its final flush, grows
-// the buffer (copying it) unless a quarter of what it holds is still free,
-// so the buffer is sized for that. The form is no longer than data but for
+// canonical appends the RFC 8785 form of data to dst, as jsontext writes
+// it (Value.Canonicalize's options; data is left as it is), and returns it
+// with what scanning it found. A payload of up to smallCanonicalBytes (most
+// events) is formatted by jsontext.AppendFormat, whose encoder and scratch
+// are the library's own, kept between calls, and appended to dst: given
+// room there (Fingerprint's buffer on its stack) it allocates nothing.
+// A larger one is written by an encoder of its own into one buffer
+// allocated once (dst is not used): the encoder appends straight into a
+// bytes.Buffer's free space and, at its final flush, grows the buffer
+// (copying it) unless a quarter of what it holds is still free, so the
+// buffer is sized for that. The form is no longer than data but for
 // numbers it rewrites (1e9 is 1000000000), which may grow the buffer once.
+// Both ways give the same bytes (FuzzCanonicalJSON).
 // Duplicate keys are found by scanning the form: its members are sorted, so
 // a duplicate follows its twin (the encoder's own check keeps a copy of
 // every key, and the growing slices for it, which took a poison payload of
 // megabyte keys to 8 times its size).
-func canonical(data []byte) ([]byte, canonicalScan, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(data) + len(data)/4 + 64)
-	enc := jsontext.NewEncoder(&buf, jsontext.CanonicalizeRawInts(true), jsontext.CanonicalizeRawFloats(true),
-		jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true))
-	if err := enc.WriteValue(data); err != nil {
+func canonical(dst, data []byte) ([]byte, canonicalScan, error) {
+	var out []byte
+	var err error
+	if len(data) <= smallCanonicalBytes {
+		out, err = canonicalSmall(dst, data)
+	} else {
+		out, err = canonicalLarge(data)
+	}
+	if err != nil {
 		return nil, canonicalScan{}, fmt.Errorf("canonical JSON: %w", err)
 	}
-	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n")) // the encoder ends a top-level value with one
 	scan := scanCanonical(out)
 	if scan.duplicate != "" {
 		return nil, scan, fmt.Errorf("canonical JSON: duplicate object key %s: each key may appear once in an object", scan.duplicate)
@@ -65,6 +73,35 @@ func canonical(data []byte) ([]byte, canonicalScan, error) {
 	return out, scan, nil
 }
 
+// smallCanonicalBytes is the largest payload canonical formats with
+// jsontext.AppendFormat: jsontext keeps the buffers of such small values
+// for the next call; a larger payload gets a buffer of its own, sized once
+// (AppendFormat's would grow by doubling, to up to twice the form, where
+// limits.PerMessagePercent counts 1.25 times).
+const smallCanonicalBytes = 4 << 10
+
+// canonicalSmall appends the canonical form of a small payload to dst.
+func canonicalSmall(dst, data []byte) ([]byte, error) {
+	out, err := jsontext.AppendFormat(dst, data, jsontext.CanonicalizeRawInts(true), jsontext.CanonicalizeRawFloats(true),
+		jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true))
+	if err != nil {
+		return nil, err // out is dst and data as it was
+	}
+	return out, nil
+}
+
+// canonicalLarge is canonical's form of a large payload.
+func canonicalLarge(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(data) + len(data)/4 + 64)
+	enc := jsontext.NewEncoder(&buf, jsontext.CanonicalizeRawInts(true), jsontext.CanonicalizeRawFloats(true),
+		jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true))
+	if err := enc.WriteValue(data); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil // the encoder ends a top-level value with one
+}
+
 // scanCanonical reads the canonical JSON form out.
 func scanCanonical(out []byte) canonicalScan {
 	c := canonicalScan{exp: -1}
@@ -80,11 +117,6 @@ func scanCanonical(out []byte) canonicalScan {
 // unit here) can make them differ.
 type canonicalScan struct {
 	depth, level, digits int
-	// objects holds, for each object being read (innermost last), where
-	// its last key started and ended in the form; levels has an entry for
-	// every open object or array, true for an object.
-	objects []keySpan
-	levels  []bool
 	// key is where the key being read started (-1: the string being read
 	// is not a key); duplicate is the first key met twice in one object,
 	// quoted and cut to duplicateShown bytes.
@@ -109,10 +141,21 @@ type keySpan struct {
 // duplicateShown is how much of a duplicate key an error quotes.
 const duplicateShown = 64
 
-// read scans the whole form p.
+// scanStackDepth is the nesting read's stacks hold on the stack before
+// they grow.
+const scanStackDepth = 16
+
+// read scans the whole form p. objects holds, for each object being read
+// (innermost last), where its last key started and ended in the form;
+// levels has an entry for every open object or array, true for an object.
+// They are read's own, so they start on its stack.
 func (c *canonicalScan) read(p []byte) {
+	var objectsOnStack [scanStackDepth]keySpan
+	var levelsOnStack [scanStackDepth]bool
+	objects, levels := objectsOnStack[:0], levelsOnStack[:0]
 	c.key = -1
-	for i, ch := range p {
+	for i := 0; i < len(p); i++ {
+		ch := p[i]
 		switch {
 		case c.inString:
 			switch {
@@ -123,30 +166,39 @@ func (c *canonicalScan) read(p []byte) {
 			case ch == '"':
 				c.inString = false
 				if c.key >= 0 {
-					c.endKey(p, i+1)
+					c.endKey(p, &objects[len(objects)-1], i+1)
 				}
 			case ch >= 0xF0:
 				c.mayDiffer = true
+			default:
+				// The bytes up to the next that matters here are skipped
+				// at once (no number is being read inside a string).
+				for i+1 < len(p) && p[i+1] != '"' && p[i+1] != '\\' && p[i+1] < 0xF0 {
+					i++
+				}
 			}
 		case ch == '"':
 			c.inString = true
-			if n := len(c.objects); n > 0 && c.levels[len(c.levels)-1] && c.objects[n-1].expectKey {
-				c.objects[n-1].expectKey = false
+			if n := len(objects); n > 0 && levels[len(levels)-1] && objects[n-1].expectKey {
+				objects[n-1].expectKey = false
 				c.key = i
 			}
 		case ch == '{':
-			c.objects = append(c.objects, keySpan{start: -1, expectKey: true})
-			c.open(true)
+			objects = append(objects, keySpan{start: -1, expectKey: true})
+			levels = append(levels, true)
+			c.open()
 		case ch == '[':
-			c.open(false)
+			levels = append(levels, false)
+			c.open()
 		case ch == '}':
-			c.objects = c.objects[:len(c.objects)-1]
-			c.close()
+			objects, levels = objects[:len(objects)-1], levels[:len(levels)-1]
+			c.level--
 		case ch == ']':
-			c.close()
+			levels = levels[:len(levels)-1]
+			c.level--
 		case ch == ',':
-			if n := len(c.objects); n > 0 && c.levels[len(c.levels)-1] {
-				c.objects[n-1].expectKey = true
+			if n := len(objects); n > 0 && levels[len(levels)-1] {
+				objects[n-1].expectKey = true
 			}
 		case ch == '.':
 			c.mayDiffer = true
@@ -173,23 +225,16 @@ func (c *canonicalScan) read(p []byte) {
 }
 
 // open enters an object or array.
-func (c *canonicalScan) open(object bool) {
-	c.levels = append(c.levels, object)
+func (c *canonicalScan) open() {
 	c.level++
 	c.depth = max(c.depth, c.level)
 }
 
-// close leaves an object or array.
-func (c *canonicalScan) close() {
-	c.levels = c.levels[:len(c.levels)-1]
-	c.level--
-}
-
 // endKey ends the key being read at end: the members of a canonical object
 // are sorted, and canonical strings are equal exactly when their values
-// are, so a key equal to the one before it is a duplicate.
-func (c *canonicalScan) endKey(p []byte, end int) {
-	last := &c.objects[len(c.objects)-1]
+// are, so a key equal to the one before it (last, in the same object) is a
+// duplicate.
+func (c *canonicalScan) endKey(p []byte, last *keySpan, end int) {
 	if last.start >= 0 && c.duplicate == "" && bytes.Equal(p[last.start:last.end], p[c.key:end]) {
 		c.duplicate = string(p[c.key:end])
 		if cut := c.key + duplicateShown; cut < end {

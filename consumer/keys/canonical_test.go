@@ -111,6 +111,12 @@ func FuzzCanonicalJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// canonical's two ways (by payload size) write the same form.
+		small, serr := canonicalSmall(nil, data)
+		large, lerr := canonicalLarge(data)
+		if (serr == nil) != (lerr == nil) || !bytes.Equal(small, large) {
+			t.Fatalf("the ways disagree on %q: %q (%v) and %q (%v)", data, small, serr, large, lerr)
+		}
 		out, err := CanonicalJSON(data)
 		if err != nil {
 			return

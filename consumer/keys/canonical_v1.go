@@ -194,12 +194,17 @@ func canonNumber(s string) (string, error) {
 const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string, escaping only '"', '\\' and
-// control characters.
+// control characters: the runs between them are appended whole.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	run := 0 // where the run of bytes written as they are starts
 	for i := 0; i < len(s); i++ {
-		b = appendEscaped(b, s[i])
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			b = appendEscaped(append(b, s[run:i]...), c)
+			run = i + 1
+		}
 	}
+	b = append(b, s[run:]...)
 	return append(b, '"')
 }
 

@@ -17,6 +17,10 @@ const (
 	v1Mark            = "+v1:"
 )
 
+// fingerprintBufferBytes is the canonical form Fingerprint holds on its
+// stack; a longer one is allocated.
+const fingerprintBufferBytes = 1 << 10
+
 // Fingerprint returns "sha256:" and the base32 SHA-256 of the RFC 8785
 // canonical JSON of payload (CanonicalJSON): any language can recompute it.
 // The same event id with a different fingerprint is a contract violation (a
@@ -32,7 +36,9 @@ const (
 // fingerprint's last LogicalKeyLen characters (a record of an event without
 // an event id) stays the one written before the upgrade.
 func Fingerprint(payload []byte) (string, error) {
-	canon, scan, err := canonical(payload)
+	// Most payloads' forms fit here: the form is hashed, not kept.
+	var buf [fingerprintBufferBytes]byte
+	canon, scan, err := canonical(buf[:0], payload)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}

@@ -104,8 +104,13 @@ func Bound(s string) string { return Truncate(s, MaxFieldLen) }
 // with an ellipsis.
 func Truncate(s string, max int) string {
 	if len(s) <= max {
-		return s
+		return s // inlined where it is called: most strings are short
 	}
+	return cut(s, max)
+}
+
+// cut is Truncate of a string longer than max.
+func cut(s string, max int) string {
 	cut := max - len("…")
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--

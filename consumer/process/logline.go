@@ -18,12 +18,32 @@ func (p *Processor) Log(ctx context.Context, r *Result, extra ...slog.Attr) {
 	// The record is made here rather than by Logger.LogAttrs, which finds
 	// its caller's program counter for a source field the consumer's
 	// logger never writes (logging.New sets no AddSource): pc 0 is none.
-	rec := slog.NewRecord(time.Now(), r.Level, "pubsub message "+r.Outcome, 0)
+	now := time.Now() // the line's time, and where its latency_ms ends
+	rec := slog.NewRecord(now, r.Level, lineMessage(r.Outcome), 0)
 	// The fields go on the stack: the record copies them, so a heap slice
 	// of them would be a second copy of every line's fields.
 	var fields [lineFields + 4]slog.Attr
-	rec.AddAttrs(r.appendAttrs(fields[:0], extra...)...)
+	rec.AddAttrs(r.appendAttrs(fields[:0], now, extra...)...)
 	_ = h.Handle(ctx, rec) // as Logger.LogAttrs, which drops the handler's error
+}
+
+// lineMessage is the line's message: "pubsub message " and the outcome
+// (constants for the outcomes there are, so a line builds none).
+func lineMessage(outcome string) string {
+	const prefix = "pubsub message "
+	switch outcome {
+	case logfields.OutcomeApplied:
+		return prefix + logfields.OutcomeApplied
+	case logfields.OutcomeDuplicate:
+		return prefix + logfields.OutcomeDuplicate
+	case logfields.OutcomeStale:
+		return prefix + logfields.OutcomeStale
+	case logfields.OutcomePoison:
+		return prefix + logfields.OutcomePoison
+	case logfields.OutcomeRetry:
+		return prefix + logfields.OutcomeRetry
+	}
+	return prefix + outcome
 }
 
 // lineFields is how many fields a line has at most, extra ones aside.
@@ -31,7 +51,7 @@ const lineFields = 20
 
 // appendAttrs appends the log fields of r (see package logfields), plus
 // extra, to a; latency_ms runs to now.
-func (r *Result) appendAttrs(a []slog.Attr, extra ...slog.Attr) []slog.Attr {
+func (r *Result) appendAttrs(a []slog.Attr, now time.Time, extra ...slog.Attr) []slog.Attr {
 	if m := r.Msg; m != nil {
 		a = append(a, slog.String(logfields.Subscription, m.Subscription), slog.String(logfields.MessageID, m.ID))
 		if !m.PublishTime.IsZero() {
@@ -52,7 +72,7 @@ func (r *Result) appendAttrs(a []slog.Attr, extra ...slog.Attr) []slog.Attr {
 		slog.String(logfields.IdempotencyDoc, r.IdemDoc),
 		slog.Int64(logfields.StoreReads, r.Reads),
 		slog.Int64(logfields.StoreWrites, r.Writes),
-		slog.Float64(logfields.LatencyMS, float64(time.Since(r.Started).Microseconds())/1000),
+		slog.Float64(logfields.LatencyMS, float64(now.Sub(r.Started).Microseconds())/1000),
 	)
 	if r.Err != nil {
 		a = append(a,

@@ -59,10 +59,6 @@ type Routed struct {
 	fields map[string]any // cached by Fields
 	// identity is Identity's map, made on the first identity field.
 	identity map[string]any
-	// converted[i] is the value of the route's i-th (source, type) pair once
-	// a field converted it, so that fields reading the same source as the
-	// same type share one value.
-	converted []any
 	// env and envValue are the environment and its boxed value.
 	env      string
 	envValue any
@@ -91,7 +87,8 @@ type compiledSource struct {
 	kind sourceKind
 	// name is the attribute (fromAttribute) or the payload path (fromPayload).
 	name string
-	// conversion indexes Routed.converted: one per distinct (source, type).
+	// conversion indexes Apply's converted values: one per distinct
+	// (source, type).
 	conversion int
 }
 
@@ -135,8 +132,12 @@ func (r *Route) compile() {
 
 // newRouted returns an empty Routed of r.
 func (r *Route) newRouted() *Routed {
-	return &Routed{Route: r, values: make([]any, len(r.fieldOrder)), converted: make([]any, r.conversions)}
+	return &Routed{Route: r, values: make([]any, len(r.fieldOrder))}
 }
+
+// stackConversions is how many (source, type) pairs Apply keeps the
+// converted values of on the stack; a route with more allocates them.
+const stackConversions = 32
 
 // Fields returns the output fields, nested on dots. The map is built on the
 // first call and shared by later calls: callers must not modify it.
@@ -248,8 +249,19 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 	if a := r.Action; a != nil && a.Aggregate != "" {
 		seqField = a.Sequence
 	}
+	// converted[i] is the value of the route's i-th (source, type) pair once
+	// a field converted it, so that fields reading the same source as the
+	// same type share one value. Only Apply needs them.
+	var onStack [stackConversions]any
+	converted := onStack[:]
+	if r.conversions > len(converted) {
+		converted = make([]any, r.conversions)
+	}
+	// decoded holds the payload values the fields read, for the dedupe
+	// fields below: a value is decoded from the payload once.
+	var decoded decodedValues
 	for i, name := range r.fieldOrder {
-		v, ok, err := p.extract(name, &r.compiled[i], msg)
+		v, ok, err := p.extract(name, &r.compiled[i], msg, converted, &decoded)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +305,7 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 	}
 	if d := r.Dedupe; d != nil {
 		if d.EventIDField != "" {
-			if v, ok := msg.Payload.Get(d.EventIDField); ok && v != nil {
+			if v, ok := decoded.get(msg.Payload, d.EventIDField); ok && v != nil {
 				p.EventID = sprint(v)
 				if err := checkID(r, d.EventIDField, p.EventID); err != nil {
 					return nil, err
@@ -307,7 +319,7 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 			p.identity = make(map[string]any, len(d.Identity))
 		}
 		for _, f := range d.Identity {
-			if v, ok := msg.Payload.Get(f); ok && v != nil {
+			if v, ok := decoded.get(msg.Payload, f); ok && v != nil {
 				p.identity[f] = v
 			}
 		}
@@ -338,13 +350,13 @@ func sprint(v any) string {
 // extract returns field name's value: the first of its sources present,
 // converted to its type. A source converted to that type already, for
 // another field, gives the same value.
-func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message) (any, bool, error) {
+func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message, converted []any, decoded *decodedValues) (any, bool, error) {
 	for i := range f.from {
 		src := &f.from[i]
-		if v := p.converted[src.conversion]; v != nil {
+		if v := converted[src.conversion]; v != nil {
 			return v, true, nil
 		}
-		v, ok := p.source(src, msg)
+		v, ok := p.source(src, msg, decoded)
 		if !ok || v == nil {
 			continue
 		}
@@ -352,7 +364,7 @@ func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message) (
 		if err != nil {
 			return nil, false, fieldError(p.Route.Name, name, fmt.Sprintf("value from %s: %v", src.src, err), "send a "+f.Type)
 		}
-		p.converted[src.conversion] = cv
+		converted[src.conversion] = cv
 		return cv, true, nil
 	}
 	if f.Required {
@@ -362,9 +374,9 @@ func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message) (
 	return nil, false, nil
 }
 
-// source returns the value of one source of a field. The route's topic
-// and the environment are boxed once, not per message.
-func (p *Routed) source(src *compiledSource, msg *envelope.Message) (any, bool) {
+// source returns the value of one source of a field (a payload value is
+// kept in decoded). The route's topic is boxed once, not per message.
+func (p *Routed) source(src *compiledSource, msg *envelope.Message, decoded *decodedValues) (any, bool) {
 	switch src.kind {
 	case fromMessageID:
 		return msg.ID, msg.ID != ""
@@ -386,7 +398,42 @@ func (p *Routed) source(src *compiledSource, msg *envelope.Message) (any, bool) 
 		v, ok := msg.Attributes[src.name]
 		return v, ok
 	}
-	return msg.Payload.Get(src.name)
+	v, ok := msg.Payload.Get(src.name)
+	if ok {
+		decoded.add(src.name, v)
+	}
+	return v, ok
+}
+
+// decodedValues are payload values Apply has decoded, by path: at most
+// maxDecoded (a route's fields read few), kept on Apply's stack.
+type decodedValues struct {
+	n     int
+	paths [maxDecoded]string
+	vals  [maxDecoded]any
+}
+
+// maxDecoded is how many payload values decodedValues keeps.
+const maxDecoded = 16
+
+// add keeps v, the value at path, if there is room.
+func (d *decodedValues) add(path string, v any) {
+	if d.n < maxDecoded {
+		d.paths[d.n], d.vals[d.n] = path, v
+		d.n++
+	}
+}
+
+// get returns the value at path: as decoded already, or from payload.
+// The value is shared: the caller must not modify it (Payload.Get's values
+// are new, and no caller modifies them).
+func (d *decodedValues) get(payload envelope.Payload, path string) (any, bool) {
+	for i := range d.n {
+		if d.paths[i] == path {
+			return d.vals[i], true
+		}
+	}
+	return payload.Get(path)
 }
 
 // convert turns a JSON value into the route field's type.

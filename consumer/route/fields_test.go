@@ -1,7 +1,9 @@
 package route
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,8 +88,40 @@ func TestApplyAfterApply(t *testing.T) {
 			t.Fatalf("round %d: sparse message after a released Routed: identity %v, sequence %v, id %q, event time %v, fields %v",
 				round, q.Identity, q.Sequence, q.AggregateID, q.EventTime, f)
 		}
-		if len(q.converted) != r.conversions {
-			t.Fatalf("round %d: a Routed with %d conversion slots, want the route's %d", round, len(q.converted), r.conversions)
+	}
+}
+
+// TestApplyManyConversions applies routes with fewer and more distinct
+// (source, type) pairs than Apply keeps on the stack: every field gets its
+// own source's value, converted, and fields sharing a pair share its value.
+func TestApplyManyConversions(t *testing.T) {
+	for _, n := range []int{1, stackConversions - 1, stackConversions, stackConversions + 1, 3 * stackConversions} {
+		var fields, payload []string
+		want := map[string]any{}
+		for i := range n {
+			fields = append(fields, fmt.Sprintf(`"f%d":{"from":["s%d"],"type":"integer"},"g%d":{"from":["missing","s%d"],"type":"integer"}`, i, i, i, i))
+			payload = append(payload, fmt.Sprintf(`"s%d":"%d"`, i, i))
+			want[fmt.Sprintf("f%d", i)], want[fmt.Sprintf("g%d", i)] = int64(i), int64(i)
+		}
+		table, err := Parse([]byte(`{"routes":[{"name":"many","topic":"t","match":{"fields":["s0"]},"mode":"latest-state",
+			"target":{"collection":"things","id":"id"},"ordering":{"eventTime":"at"},
+			"fields":{"id":{"from":["s0"],"type":"string","required":true},"at":{"from":["$publishTime"],"type":"timestamp","required":true},` +
+			strings.Join(fields, ",") + `}}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := table.PubSubRoutes()[0]
+		if r.conversions != n+3 { // each s%d as an integer, missing, s0 as a string and the publish time
+			t.Fatalf("%d fields: %d conversions, want %d", 2*n+2, r.conversions, n+3)
+		}
+		m := msg(t, "{"+strings.Join(payload, ",")+"}")
+		want["id"], want["at"] = "0", m.PublishTime
+		p, err := r.Apply(m, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Fields(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%d pairs: fields = %v, want %v", n+3, got, want)
 		}
 	}
 }
@@ -114,5 +148,57 @@ func TestApplySpecialSources(t *testing.T) {
 		"env": "prod", "okey": "ok-1", "attr": "attr-value", "fallback": m.ID}
 	if got := p.Fields(); !reflect.DeepEqual(got, want) {
 		t.Errorf("fields = %#v,\nwant %#v", got, want)
+	}
+}
+
+// TestApplyDedupeFieldsAreThePayloadValues: whatever fields read them
+// first (as strings, timestamps or integers, or not at all), the event id
+// and identity Apply gives are the payload's own values, as Payload.Get
+// decodes them. The routes read each identity field as a field too, with
+// a conversion, and dedupe on one a field does not read (extra).
+func TestApplyDedupeFieldsAreThePayloadValues(t *testing.T) {
+	table, err := Parse([]byte(`{"routes":[{"name":"d","topic":"t","match":{"fields":["id"]},"mode":"latest-state",
+		"target":{"collection":"things","id":"id"},"ordering":{"eventTime":"at"},
+		"fields":{"id":{"from":["id"],"type":"string","required":true},"at":{"from":["at","$publishTime"],"type":"timestamp","required":true},
+		"n":{"from":["n"],"type":"integer"},"s":{"from":["n"],"type":"string"},"e":{"from":["ev"],"type":"string"}},
+		"dedupe":{"eventIdField":"ev","identity":["id","at","n","extra"]}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := table.PubSubRoutes()[0]
+	values := []string{`"x"`, `"2026-01-02T03:04:05Z"`, `17`, `"17"`, `1.5`, `true`, `null`, `{"a":[1,"b"]}`, `[2]`}
+	for i := range 2000 {
+		// Each member present or not, with one of the values (a field
+		// whose conversion refuses one is poison: skipped).
+		var members []string
+		for j, name := range []string{"at", "n", "ev", "extra"} {
+			if k := (i >> (2 * j)) % (len(values) + 1); k < len(values) {
+				members = append(members, fmt.Sprintf("%q:%s", name, values[(k+i)%len(values)]))
+			}
+		}
+		m := msg(t, `{"id":"a",`+strings.Join(append(members, `"z":0`), ",")+`}`)
+		p, err := r.Apply(m, "prod")
+		if err != nil {
+			continue
+		}
+		want := map[string]any{}
+		for _, f := range r.Dedupe.Identity {
+			if v, ok := m.Payload.Get(f); ok && v != nil {
+				want[f] = v
+			}
+		}
+		if len(want) < len(r.Dedupe.Identity) {
+			want = nil
+		}
+		if got := p.Identity; !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("%s: identity %#v, want the payload's %#v", m.Data, got, want)
+		}
+		wantID := ""
+		if v, ok := m.Payload.Get("ev"); ok && v != nil {
+			wantID = sprint(v)
+		}
+		if p.EventID != wantID {
+			t.Fatalf("%s: event id %q, want %q", m.Data, p.EventID, wantID)
+		}
 	}
 }

@@ -25,8 +25,7 @@ func CopyFields(fields map[string]any) (map[string]any, error) {
 	if fields == nil {
 		return map[string]any{}, nil
 	}
-	if inValueModel(fields) {
-		c, _ := cloneContainer(fields)
+	if c, ok := cloneInModel(fields); ok {
 		return c.(map[string]any), nil
 	}
 	out := make(map[string]any, len(fields))
@@ -86,6 +85,43 @@ func cloneContainer(v any) (c any, ok bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// cloneInModel deep-copies v, as cloneContainer does, when v is in the
+// value model (ok false otherwise): one walk both checks and copies it.
+func cloneInModel(v any) (c any, ok bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return nil, false // normalize makes it an empty map
+		}
+		out := maps.Clone(x)
+		for k, e := range out {
+			switch e.(type) {
+			case map[string]any, []any:
+				if out[k], ok = cloneInModel(e); !ok {
+					return nil, false
+				}
+			default:
+				if !inValueModel(e) {
+					return nil, false
+				}
+			}
+		}
+		return out, true
+	case []any:
+		if x == nil {
+			return nil, false // normalize makes it an empty slice
+		}
+		out := slices.Clone(x)
+		for i, e := range out {
+			if out[i], ok = cloneInModel(e); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	return v, inValueModel(v)
 }
 
 // inValueModel reports whether normalize would accept v and give back an
