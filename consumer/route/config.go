@@ -189,8 +189,8 @@ type Receipt struct {
 // Duration is a time.Duration written as the stack config writes one: Go
 // syntax ("30s", "1h30m") or a whole number of days ("1d"), read with the
 // one duration grammar (internal/durations). It stays a time.Duration,
-// unlike spec.Duration, which keeps a config value's text and parse error
-// for validation to report with the others.
+// where the stack config keeps a duration's text for validation to report
+// with the others.
 type Duration time.Duration
 
 // UnmarshalJSON parses a duration string.
