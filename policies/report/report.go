@@ -4,9 +4,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
@@ -104,24 +105,14 @@ func Write(w io.Writer, format Format, r *Report) error {
 }
 
 // allRules is r.Rules plus any rule only findings mention (the expired-waiver rule),
-// ordered by id.
+// ordered by id, each id once (as it first appears).
 func allRules(r *Report) []evaluate.Rule {
-	seen := map[string]bool{}
-	var out []evaluate.Rule
-	for _, rule := range r.Rules {
-		if !seen[rule.ID] {
-			seen[rule.ID] = true
-			out = append(out, rule)
-		}
-	}
+	out := slices.Clone(r.Rules)
 	for _, f := range r.Findings {
-		if !seen[f.Rule.ID] {
-			seen[f.Rule.ID] = true
-			out = append(out, f.Rule)
-		}
+		out = append(out, f.Rule)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	slices.SortStableFunc(out, func(a, b evaluate.Rule) int { return cmp.Compare(a.ID, b.ID) })
+	return slices.CompactFunc(out, func(a, b evaluate.Rule) bool { return a.ID == b.ID })
 }
 
 func location(f evaluate.Finding) string {
