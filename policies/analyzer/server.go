@@ -40,6 +40,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -155,19 +156,10 @@ func (s *Server) GetAnalyzerInfo(context.Context, *emptypb.Empty) (*pulumirpc.An
 	return info, nil
 }
 
-// severity maps a rule severity to Pulumi's.
+// severity maps a rule severity to Pulumi's of the same name: critical, high, medium and
+// low; info has none, so it is unspecified.
 func severity(s string) pulumirpc.PolicySeverity {
-	switch s {
-	case "critical":
-		return pulumirpc.PolicySeverity_POLICY_SEVERITY_CRITICAL
-	case "high":
-		return pulumirpc.PolicySeverity_POLICY_SEVERITY_HIGH
-	case "medium":
-		return pulumirpc.PolicySeverity_POLICY_SEVERITY_MEDIUM
-	case "low":
-		return pulumirpc.PolicySeverity_POLICY_SEVERITY_LOW
-	}
-	return pulumirpc.PolicySeverity_POLICY_SEVERITY_UNSPECIFIED
+	return pulumirpc.PolicySeverity(pulumirpc.PolicySeverity_value["POLICY_SEVERITY_"+strings.ToUpper(s)])
 }
 
 // Configure applies policy configuration: enforcement levels, and the settings, which
