@@ -4,10 +4,9 @@
 package report
 
 import (
-	"cmp"
 	"fmt"
 	"io"
-	"slices"
+	"sort"
 
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
@@ -105,14 +104,24 @@ func Write(w io.Writer, format Format, r *Report) error {
 }
 
 // allRules is r.Rules plus any rule only findings mention (the expired-waiver rule),
-// ordered by id, each id once (as it first appears).
+// ordered by id.
 func allRules(r *Report) []evaluate.Rule {
-	out := slices.Clone(r.Rules)
-	for _, f := range r.Findings {
-		out = append(out, f.Rule)
+	seen := map[string]bool{}
+	var out []evaluate.Rule
+	for _, rule := range r.Rules {
+		if !seen[rule.ID] {
+			seen[rule.ID] = true
+			out = append(out, rule)
+		}
 	}
-	slices.SortStableFunc(out, func(a, b evaluate.Rule) int { return cmp.Compare(a.ID, b.ID) })
-	return slices.CompactFunc(out, func(a, b evaluate.Rule) bool { return a.ID == b.ID })
+	for _, f := range r.Findings {
+		if !seen[f.Rule.ID] {
+			seen[f.Rule.ID] = true
+			out = append(out, f.Rule)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 func location(f evaluate.Finding) string {
