@@ -15,7 +15,7 @@ import (
 	"github.com/eventpipe/eventpipe/spec"
 )
 
-//go:generate go run ./internal/gensettings ../lib_settings.rego
+//go:generate go test -run TestSettingsFileCurrent . -args -update
 
 // strictSettings are the settings of the rules that are mandatory in some environments
 // only: where (default ["prod"]) or everywhere.
