@@ -130,10 +130,7 @@ func Locations(data []byte, file string) map[string]Location {
 
 // skipSpace returns the offset of the first byte at or after k that is not JSON whitespace.
 func skipSpace(data []byte, k int) int {
-	for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
-		k++
-	}
-	return k
+	return len(data) - len(bytes.TrimLeft(data[k:], " \t\n\r"))
 }
 
 // skipString returns the offset just past the JSON string starting at data[start] ('"').
