@@ -12,6 +12,7 @@ import (
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 
 	"github.com/eventpipe/eventpipe/policies/checkconfig"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // allPolicies is the name Pulumi policy configuration uses for every policy at once. Pulumi
@@ -20,7 +21,7 @@ import (
 const allPolicies = "all"
 
 // configSchema is the Pulumi config schema of rule r, nil when it takes no settings.
-func configSchema(r rule) (*pulumirpc.PolicyConfigSchema, error) {
+func configSchema(r evaluate.Rule) (*pulumirpc.PolicyConfigSchema, error) {
 	props := checkconfig.SettingSchemas(r.Name)
 	if props == nil {
 		return nil, nil
@@ -37,8 +38,9 @@ func configSchema(r rule) (*pulumirpc.PolicyConfigSchema, error) {
 }
 
 // defaultLevel is rule r's enforcement level when no configuration changes it.
-func defaultLevel(r rule) pulumirpc.EnforcementLevel {
-	if r.Mandatory {
+// Deny rules are mandatory, warn rules advisory.
+func defaultLevel(r evaluate.Rule) pulumirpc.EnforcementLevel {
+	if r.Level == evaluate.Deny {
 		return pulumirpc.EnforcementLevel_MANDATORY
 	}
 	return pulumirpc.EnforcementLevel_ADVISORY
@@ -52,7 +54,7 @@ type policyConfig struct {
 }
 
 // defaultConfig is the configuration before (or without) Configure.
-func defaultConfig(rules []rule) policyConfig {
+func defaultConfig(rules []evaluate.Rule) policyConfig {
 	c := policyConfig{levels: map[string]pulumirpc.EnforcementLevel{}, data: map[string]any{}}
 	for _, r := range rules {
 		c.levels[r.Name] = defaultLevel(r)
@@ -63,7 +65,7 @@ func defaultConfig(rules []rule) policyConfig {
 // parseConfig reads Pulumi policy configuration (policy name → enforcement level and
 // settings). Every mistake is reported, each naming the policy, the setting and the fix.
 // A remediate level counts as mandatory: the rules only report.
-func parseConfig(rules []rule, req map[string]*pulumirpc.PolicyConfig) (policyConfig, error) {
+func parseConfig(rules []evaluate.Rule, req map[string]*pulumirpc.PolicyConfig) (policyConfig, error) {
 	c := defaultConfig(rules)
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(req)) {

@@ -1,8 +1,8 @@
 package analyzer
 
-// This file is the analyzer's only contact with the rule engine (policies, policies/plan,
-// policies/evaluate): everything else sees rules, a Pulumi stack export document and
-// findings in the types below.
+// This file is where the analyzer loads, compiles and runs the rules (policies,
+// policies/plan, policies/evaluate); the rest of it sees only evaluate's Rule and Finding
+// and a Pulumi stack export document.
 
 import (
 	"context"
@@ -14,43 +14,16 @@ import (
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
 
-// rule is one policy rule as the analyzer offers it to Pulumi.
-type rule struct {
-	// Name is the Rego rule name, the Pulumi policy name and the data.config key.
-	Name string
-	// ID is the stable rule id, e.g. EP001.
-	ID          string
-	Title       string
-	Description string
-	// Severity is critical, high, medium, low or info.
-	Severity string
-	Fix      string
-	// Mandatory is the default enforcement: deny rules are mandatory, warn rules advisory.
-	Mandatory bool
-	// Stack marks rules that judge the whole stack rather than one resource: the stack_
-	// rules, and the rules whose verdict rests on other resources being absent (a missing
-	// retry policy is fine on a DLQ subscription, known only from the subscription that
-	// dead-letters to it). They must never run on a single resource.
-	Stack bool
-	// NeedsOperations marks rules on what a step does (delete, replace): an analyzer is
-	// never given a step's operation, so under `pulumi preview --policy-pack` they can
-	// never report anything (see unseenNotice).
-	NeedsOperations bool
-}
-
-// finding is one rule result.
-type finding struct {
-	// Rule is the rule's Name.
-	Rule string
-	// URN is the resource the finding is about, "" when the rule names none.
-	URN     string
-	Message string
-}
+// stackRule reports whether r judges the whole stack rather than one resource: a stack_
+// rule, or a rule whose verdict rests on other resources being absent (a missing retry
+// policy is fine on a DLQ subscription, known only from the subscription that
+// dead-letters to it). Such a rule must never run on a single resource.
+func stackRule(r evaluate.Rule) bool { return r.Stack || r.NeedsCompleteStack }
 
 // ruleSet is the rules of a policy pack folder compiled with one configuration.
 type ruleSet struct {
 	eng   *evaluate.Engine
-	rules []rule
+	rules []evaluate.Rule
 }
 
 // loadModules reads the rule files of the policy pack folder dir.
@@ -72,19 +45,12 @@ func compileRules(ctx context.Context, modules map[string]string, config map[str
 	if err != nil {
 		return nil, fmt.Errorf("compiling the policy rules: %w", err)
 	}
-	rs := &ruleSet{eng: eng}
-	for _, r := range eng.Rules() {
-		rs.rules = append(rs.rules, rule{
-			Name: r.Name, ID: r.ID, Title: r.Title, Description: r.Description, Severity: r.Severity, Fix: r.Fix,
-			Mandatory: r.Level == evaluate.Deny, Stack: r.Stack || r.NeedsCompleteStack, NeedsOperations: r.NeedsOperations,
-		})
-	}
-	return rs, nil
+	return &ruleSet{eng: eng, rules: eng.Rules()}, nil
 }
 
 // evaluate runs every rule on a `pulumi stack export` document (name identifies it in
 // errors) and returns the findings.
-func (rs *ruleSet) evaluate(ctx context.Context, doc []byte, name string) ([]finding, error) {
+func (rs *ruleSet) evaluate(ctx context.Context, doc []byte, name string) ([]evaluate.Finding, error) {
 	p, err := plan.Parse(doc, name)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
@@ -93,9 +59,5 @@ func (rs *ruleSet) evaluate(ctx context.Context, doc []byte, name string) ([]fin
 	if err != nil {
 		return nil, fmt.Errorf("evaluating the rules on %s: %w", name, err)
 	}
-	out := make([]finding, len(found))
-	for i, f := range found {
-		out[i] = finding{Rule: f.Rule.Name, URN: f.URN, Message: f.Message}
-	}
-	return out, nil
+	return found, nil
 }

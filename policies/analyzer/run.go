@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+
+	"github.com/eventpipe/eventpipe/internal/release"
 )
 
 // Args are the plugin's command line as Pulumi builds it (see the package comment).
@@ -136,8 +137,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // buildVersion is the module version the plugin was built from, "0.0.0-dev" for a build
 // from a checkout (Pulumi parses the version as semver).
 func buildVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && strings.HasPrefix(info.Main.Version, "v") {
-		return info.Main.Version
+	if v := release.ModuleVersion(); strings.HasPrefix(v, "v") {
+		return v
 	}
 	return "0.0.0-dev"
 }

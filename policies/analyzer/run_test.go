@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 )
 
 // TestParseArgs reads the command lines Pulumi's plugin host builds (ExecPlugin puts the
@@ -38,5 +40,22 @@ func TestParseArgs(t *testing.T) {
 	}
 	if logLevel(0) != slog.LevelWarn || logLevel(1) != slog.LevelInfo || logLevel(9) != slog.LevelDebug {
 		t.Error("verbosity does not map to log levels")
+	}
+}
+
+// TestSeverity: each severity a rule may declare maps to Pulumi's of that name, and info
+// (which Pulumi lacks) to unspecified.
+func TestSeverity(t *testing.T) {
+	for s, want := range map[string]pulumirpc.PolicySeverity{
+		"critical": pulumirpc.PolicySeverity_POLICY_SEVERITY_CRITICAL,
+		"high":     pulumirpc.PolicySeverity_POLICY_SEVERITY_HIGH,
+		"medium":   pulumirpc.PolicySeverity_POLICY_SEVERITY_MEDIUM,
+		"low":      pulumirpc.PolicySeverity_POLICY_SEVERITY_LOW,
+		"info":     pulumirpc.PolicySeverity_POLICY_SEVERITY_UNSPECIFIED,
+		"":         pulumirpc.PolicySeverity_POLICY_SEVERITY_UNSPECIFIED,
+	} {
+		if got := severity(s); got != want {
+			t.Errorf("severity(%q) = %v, want %v", s, got, want)
+		}
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,8 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
 // PackName is the policy pack's name in Pulumi's output.
@@ -141,7 +144,7 @@ func (s *Server) GetAnalyzerInfo(context.Context, *emptypb.Empty) (*pulumirpc.An
 			return nil, err
 		}
 		policyType := pulumirpc.PolicyType_POLICY_TYPE_RESOURCE
-		if r.Stack {
+		if stackRule(r) {
 			policyType = pulumirpc.PolicyType_POLICY_TYPE_STACK
 		}
 		info.Policies = append(info.Policies, &pulumirpc.PolicyInfo{
@@ -153,19 +156,10 @@ func (s *Server) GetAnalyzerInfo(context.Context, *emptypb.Empty) (*pulumirpc.An
 	return info, nil
 }
 
-// severity maps a rule severity to Pulumi's.
+// severity maps a rule severity to Pulumi's of the same name: critical, high, medium and
+// low; info has none, so it is unspecified.
 func severity(s string) pulumirpc.PolicySeverity {
-	switch s {
-	case "critical":
-		return pulumirpc.PolicySeverity_POLICY_SEVERITY_CRITICAL
-	case "high":
-		return pulumirpc.PolicySeverity_POLICY_SEVERITY_HIGH
-	case "medium":
-		return pulumirpc.PolicySeverity_POLICY_SEVERITY_MEDIUM
-	case "low":
-		return pulumirpc.PolicySeverity_POLICY_SEVERITY_LOW
-	}
-	return pulumirpc.PolicySeverity_POLICY_SEVERITY_UNSPECIFIED
+	return pulumirpc.PolicySeverity(pulumirpc.PolicySeverity_value["POLICY_SEVERITY_"+strings.ToUpper(s)])
 }
 
 // Configure applies policy configuration: enforcement levels, and the settings, which
@@ -200,22 +194,19 @@ func (s *Server) Configure(ctx context.Context, req *pulumirpc.ConfigureAnalyzer
 
 // Analyze runs the resource rules on one resource (its inputs).
 func (s *Server) Analyze(ctx context.Context, req *pulumirpc.AnalyzeRequest) (*pulumirpc.AnalyzeResponse, error) {
-	return s.analyze(ctx, "resource "+req.GetUrn(), []resourceFields{fromAnalyzeRequest(req)}, false, req.GetUrn())
+	r := &pulumirpc.AnalyzerResource{Urn: req.GetUrn(), Type: req.GetType(), Properties: req.GetProperties()}
+	return s.analyze(ctx, "resource "+req.GetUrn(), []*pulumirpc.AnalyzerResource{r}, false, req.GetUrn())
 }
 
 // AnalyzeStack runs the stack rules on every resource of the stack (their outputs).
 func (s *Server) AnalyzeStack(ctx context.Context, req *pulumirpc.AnalyzeStackRequest) (*pulumirpc.AnalyzeResponse, error) {
-	resources := make([]resourceFields, len(req.GetResources()))
-	for i, r := range req.GetResources() {
-		resources[i] = fromStackResource(r)
-	}
-	return s.analyze(ctx, "stack", resources, true, "")
+	return s.analyze(ctx, "stack", req.GetResources(), true, "")
 }
 
 // analyze evaluates the rules on resources and reports the findings of the stack rules
 // (stack) or of the resource rules (not stack), at their configured levels; disabled
 // policies report nothing. urn, when set, is the resource every finding is about.
-func (s *Server) analyze(ctx context.Context, what string, resources []resourceFields, stack bool, urn string) (*pulumirpc.AnalyzeResponse, error) {
+func (s *Server) analyze(ctx context.Context, what string, resources []*pulumirpc.AnalyzerResource, stack bool, urn string) (*pulumirpc.AnalyzeResponse, error) {
 	start := time.Now()
 	doc, err := stackExport(resources)
 	if err != nil {
@@ -230,15 +221,11 @@ func (s *Server) analyze(ctx context.Context, what string, resources []resourceF
 		s.log.Error("analysis failed", slog.String("of", what), slog.String("error", err.Error()))
 		return nil, internal(err)
 	}
-	byName := make(map[string]rule, len(rules.rules))
-	for _, r := range rules.rules {
-		byName[r.Name] = r
-	}
 	resp := &pulumirpc.AnalyzeResponse{}
 	for _, f := range found {
-		r := byName[f.Rule]
-		level := config.levels[f.Rule]
-		if r.Stack != stack || level == pulumirpc.EnforcementLevel_DISABLED {
+		r := f.Rule
+		level := config.levels[r.Name]
+		if stackRule(r) != stack || level == pulumirpc.EnforcementLevel_DISABLED {
 			continue
 		}
 		about := f.URN
@@ -295,13 +282,13 @@ const unseenNotice = "Pulumi gives a policy pack each resource's goal state, nev
 	"(or `pulumi preview --json --show-sames | eventpipe check -`); set the policy to disabled in the pack's configuration to silence this notice."
 
 // unseenMessage is the advisory diagnostic on rule r, enforced but never seen.
-func unseenMessage(r rule) string {
+func unseenMessage(r evaluate.Rule) string {
 	return fmt.Sprintf("%s not enforced here: %s\nFix: %s", r.ID, unseenNotice, r.Fix)
 }
 
 // unseenRules are the rules on operations that config enforces (not disabled).
-func unseenRules(rules []rule, config policyConfig) []rule {
-	var out []rule
+func unseenRules(rules []evaluate.Rule, config policyConfig) []evaluate.Rule {
+	var out []evaluate.Rule
 	for _, r := range rules {
 		if r.NeedsOperations && config.levels[r.Name] != pulumirpc.EnforcementLevel_DISABLED {
 			out = append(out, r)

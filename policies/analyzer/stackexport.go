@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 )
@@ -34,56 +33,37 @@ type exportResource struct {
 	PropertyDependencies map[string][]string `json:"propertyDependencies"`
 }
 
-// resourceFields is what Analyze and AnalyzeStack requests say about one resource.
-type resourceFields struct {
-	urn, typ     string
-	properties   *structpb.Struct
-	parent       string
-	dependencies []string
-	propertyDeps map[string]*pulumirpc.AnalyzerPropertyDependencies
-}
-
-func fromAnalyzeRequest(r *pulumirpc.AnalyzeRequest) resourceFields {
-	return resourceFields{urn: r.GetUrn(), typ: r.GetType(), properties: r.GetProperties()}
-}
-
-func fromStackResource(r *pulumirpc.AnalyzerResource) resourceFields {
-	return resourceFields{
-		urn: r.GetUrn(), typ: r.GetType(), properties: r.GetProperties(),
-		parent: r.GetParent(), dependencies: r.GetDependencies(), propertyDeps: r.GetPropertyDependencies(),
-	}
-}
-
-// stackExport builds the stack export of resources. Every resource goes in as a custom
+// stackExport builds the stack export of resources (an Analyze request's one resource
+// comes as an AnalyzerResource without parent and dependencies). Every resource goes in as a custom
 // one, components and the stack included: the rules choose their resources by type, and
 // leaving out a cloud resource Pulumi happened to describe without a provider would pass
 // it unjudged.
-func stackExport(resources []resourceFields) ([]byte, error) {
+func stackExport(resources []*pulumirpc.AnalyzerResource) ([]byte, error) {
 	doc := exportDoc{Version: 3, Deployment: exportDeployment{Resources: make([]exportResource, 0, len(resources))}}
 	for i, r := range resources {
-		if r.urn == "" || r.typ == "" {
-			return nil, fmt.Errorf("resource %d (%q): Pulumi sent no urn or type", i, r.urn)
+		if r.GetUrn() == "" || r.GetType() == "" {
+			return nil, fmt.Errorf("resource %d (%q): Pulumi sent no urn or type", i, r.GetUrn())
 		}
 		props := json.RawMessage("{}")
-		if r.properties != nil {
-			b, err := protojson.Marshal(r.properties)
+		if r.GetProperties() != nil {
+			b, err := protojson.Marshal(r.GetProperties())
 			if err != nil {
-				return nil, fmt.Errorf("resource %s: encoding its properties: %w", r.urn, err)
+				return nil, fmt.Errorf("resource %s: encoding its properties: %w", r.GetUrn(), err)
 			}
 			props = b
 		}
 		deps := map[string][]string{}
-		for k, v := range r.propertyDeps {
+		for k, v := range r.GetPropertyDependencies() {
 			if urns := v.GetUrns(); len(urns) > 0 {
 				deps[k] = urns
 			}
 		}
-		dependencies := r.dependencies
+		dependencies := r.GetDependencies()
 		if dependencies == nil {
 			dependencies = []string{}
 		}
 		doc.Deployment.Resources = append(doc.Deployment.Resources, exportResource{
-			URN: r.urn, Type: r.typ, Inputs: props, Parent: r.parent, Dependencies: dependencies, PropertyDependencies: deps,
+			URN: r.GetUrn(), Type: r.GetType(), Inputs: props, Parent: r.GetParent(), Dependencies: dependencies, PropertyDependencies: deps,
 		})
 	}
 	return json.Marshal(doc)

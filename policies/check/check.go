@@ -74,21 +74,17 @@ func Check(ctx context.Context, stdout, stderr io.Writer, opts Options, in Input
 // ReadPlan reads and decodes a plan file (or stdin for "-"); each resource is located at
 // the line of the file that names it.
 func ReadPlan(stdin io.Reader, name string) (*plan.Plan, error) {
-	var (
-		data []byte
-		err  error
-	)
+	file := name
+	var data []byte
+	var err error
 	if name == "-" {
+		file = "stdin"
 		data, err = io.ReadAll(stdin)
 	} else {
 		data, err = os.ReadFile(name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading plan: %w", err)
-	}
-	file := name
-	if name == "-" {
-		file = "stdin"
 	}
 	p, err := plan.Parse(data, file)
 	if err != nil {

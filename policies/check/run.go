@@ -73,14 +73,11 @@ type Run struct {
 	outputs []report.Output
 	cfg     *checkconfig.Config
 	// data is data.config as conftest and opa eval users pass it (without "today").
-	data  map[string]any
-	ready chan compiledRules
-	eng   *evaluate.Engine
-}
-
-type compiledRules struct {
-	eng *evaluate.Engine
-	err error
+	data map[string]any
+	// ready is closed once the rules are compiled: eng, or engErr.
+	ready  chan struct{}
+	eng    *evaluate.Engine
+	engErr error
 }
 
 // Start parses the outputs and the configuration file and starts compiling the rules with
@@ -93,7 +90,7 @@ func Start(ctx context.Context, command string, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--output %w", err)
 	}
-	r := &Run{command: command, opts: opts, outputs: outputs, ready: make(chan compiledRules, 1)}
+	r := &Run{command: command, opts: opts, outputs: outputs, ready: make(chan struct{})}
 	if opts.ConfigFile != "" {
 		if r.cfg, err = checkconfig.Load(opts.ConfigFile); err != nil {
 			return nil, err
@@ -109,8 +106,8 @@ func Start(ctx context.Context, command string, opts Options) (*Run, error) {
 	config := maps.Clone(r.data)
 	config["today"] = opts.Now().Format(time.DateOnly)
 	go func() {
-		eng, err := evaluate.New(ctx, evaluate.Options{Modules: mods, Package: policies.Package, Config: config})
-		r.ready <- compiledRules{eng, err}
+		r.eng, r.engErr = evaluate.New(ctx, evaluate.Options{Modules: mods, Package: policies.Package, Config: config})
+		close(r.ready)
 	}()
 	return r, nil
 }
@@ -120,17 +117,13 @@ func (r *Run) Now() time.Time { return r.opts.Now() }
 
 // rules waits for the compiled rules and checks the configuration against them.
 func (r *Run) rules() (*evaluate.Engine, error) {
-	if r.eng != nil {
-		return r.eng, nil
+	<-r.ready
+	if r.engErr != nil {
+		return nil, fmt.Errorf("loading policy rules: %w", r.engErr)
 	}
-	c := <-r.ready
-	if c.err != nil {
-		return nil, fmt.Errorf("loading policy rules: %w", c.err)
-	}
-	if err := r.cfg.Validate(c.eng.Rules()); err != nil {
+	if err := r.cfg.Validate(r.eng.Rules()); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.opts.ConfigFile, err)
 	}
-	r.eng = c.eng
 	return r.eng, nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -111,9 +110,7 @@ func (c *Config) Data(env string) map[string]any {
 				m = map[string]any{}
 				out[rule] = m
 			}
-			for k, v := range kv {
-				m[k] = v
-			}
+			maps.Copy(m, kv)
 		}
 	}
 	waivers := []Waiver{}
@@ -140,16 +137,13 @@ func (c *Config) Validate(rules []evaluate.Rule) error {
 		return nil
 	}
 	names, ids := map[string]bool{}, map[string]bool{}
-	var nameList []string
 	for _, r := range rules {
 		names[r.Name], ids[r.ID] = true, true
-		nameList = append(nameList, r.Name)
 	}
-	sort.Strings(nameList)
 	check := func(where string, th map[string]map[string]any) error {
 		for _, rule := range slices.Sorted(maps.Keys(th)) {
 			if !names[rule] {
-				return fmt.Errorf("%s.%s: no rule has that name; thresholds are keyed by rule name (one of %s)", where, rule, strings.Join(nameList, ", "))
+				return fmt.Errorf("%s.%s: no rule has that name; thresholds are keyed by rule name (one of %s)", where, rule, strings.Join(slices.Sorted(maps.Keys(names)), ", "))
 			}
 			settings, err := asJSON(th[rule])
 			if err != nil {

@@ -3,6 +3,7 @@ package checkconfig
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -201,15 +202,24 @@ func subscription(urn string) map[string]any {
 	return map[string]any{"urn": urn, "type": "gcp:pubsub/subscription:Subscription", "inputs": inputs}
 }
 
+// update makes TestSettingsFileCurrent write policies/lib_settings.rego (go generate).
+var update = flag.Bool("update", false, "write policies/"+SettingsFile+" from RegoSettings")
+
 // TestSettingsFileCurrent: policies/lib_settings.rego, which every runtime of the rules
 // reads its default settings from (conftest and opa eval too), is what RegoSettings
-// generates from spec.Bounds and the setting schemas now.
+// generates from spec.Bounds and the setting schemas now. With -update it writes the file.
 func TestSettingsFileCurrent(t *testing.T) {
 	want, err := RegoSettings()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join("..", SettingsFile))
+	file := filepath.Join("..", SettingsFile)
+	if *update {
+		if err := os.WriteFile(file, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/eventpipe/eventpipe/spec"
 )
 
-//go:generate go run ./internal/gensettings ../lib_settings.rego
+// policies/lib_settings.rego holds the settings' defaults for every runtime of the rules;
+// TestSettingsFileCurrent writes it from the schemas below (settingsfile_test.go).
+//go:generate go test -run TestSettingsFileCurrent . -args -update
 
 // strictSettings are the settings of the rules that are mandatory in some environments
 // only: where (default ["prod"]) or everywhere.
@@ -72,20 +74,6 @@ func number(f float64) any {
 		return int64(f)
 	}
 	return f
-}
-
-// Defaults are the rules' settings when the configuration leaves them out: rule →
-// setting → value. policies/lib_settings.rego holds them for every runtime of the rules
-// (go generate ./policies/checkconfig writes it; a test fails when it is stale).
-func Defaults() map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for rule, settings := range settingSchemas() {
-		out[rule] = map[string]any{}
-		for key, schema := range settings {
-			out[rule][key] = schema["default"]
-		}
-	}
-	return out
 }
 
 // orderedSettings are pairs of settings of one rule where the first must not exceed the

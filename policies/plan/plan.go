@@ -63,11 +63,7 @@ func Parse(data []byte, file string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines := Lines(data)
-	p.Locations = make(map[string]Location, len(lines))
-	for key, line := range lines {
-		p.Locations[key] = Location{File: file, Line: line}
-	}
+	p.Locations = Locations(data, file)
 	return p, nil
 }
 
@@ -86,11 +82,11 @@ func FromDocument(doc any, file string) (*Plan, error) {
 	return &Plan{File: file, Document: v}, nil
 }
 
-// Lines maps each resource URN (Terraform: address) to the first line of the JSON document
-// data that names it as "urn" or "address", for reports that point into the file. One pass
-// over the input.
-func Lines(data []byte) map[string]int {
-	lines := map[string]int{}
+// Locations maps each resource URN (Terraform: address) to the first line of the JSON
+// document data, in file, that names it as "urn" or "address", for reports that point into
+// the file. One pass over the input.
+func Locations(data []byte, file string) map[string]Location {
+	lines := map[string]Location{}
 	line, last := 1, 0
 	for i := 0; i < len(data); {
 		j := bytes.IndexByte(data[i:], '"')
@@ -124,7 +120,7 @@ func Lines(data []byte) map[string]int {
 			if _, seen := lines[value]; !seen {
 				line += bytes.Count(data[last:start], []byte{'\n'})
 				last = start
-				lines[value] = line
+				lines[value] = Location{File: file, Line: line}
 			}
 		}
 		i = end
@@ -134,10 +130,7 @@ func Lines(data []byte) map[string]int {
 
 // skipSpace returns the offset of the first byte at or after k that is not JSON whitespace.
 func skipSpace(data []byte, k int) int {
-	for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
-		k++
-	}
-	return k
+	return len(data) - len(bytes.TrimLeft(data[k:], " \t\n\r"))
 }
 
 // skipString returns the offset just past the JSON string starting at data[start] ('"').

@@ -94,16 +94,16 @@ func TestParseLocatesResources(t *testing.T) {
 	}
 }
 
-func TestLinesFirstMention(t *testing.T) {
+func TestLocationsFirstMention(t *testing.T) {
 	doc := "{\"steps\": [\n{\"urn\": \"a\\u0062\"},\n{\"urn\": \"ab\"},\n{\"urn\" : \"c\\\"d\"}, {\"x\": \"\\\"urn\\\": \\\"e\\\"\"},\n{\"address\":\"e\"}]}"
-	got := Lines([]byte(doc))
-	want := map[string]int{"ab": 2, `c"d`: 4, "e": 5}
+	got := Locations([]byte(doc), "f.json")
+	want := map[string]Location{"ab": {"f.json", 2}, `c"d`: {"f.json", 4}, "e": {"f.json", 5}}
 	if len(got) != len(want) {
-		t.Fatalf("Lines = %v, want %v", got, want)
+		t.Fatalf("Locations = %v, want %v", got, want)
 	}
 	for k, v := range want {
 		if got[k] != v {
-			t.Errorf("Lines[%q] = %d, want %d (all: %v)", k, got[k], v, got)
+			t.Errorf("Locations[%q] = %v, want %v (all: %v)", k, got[k], v, got)
 		}
 	}
 }

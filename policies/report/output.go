@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -24,7 +25,7 @@ func ParseOutputs(specs []string) ([]Output, error) {
 	for _, spec := range specs {
 		name, path, toFile := strings.Cut(spec, "=")
 		o := Output{Format: Format(name), Path: path}
-		if !known(o.Format) {
+		if !slices.Contains(Formats(), o.Format) {
 			return nil, fmt.Errorf("%q: unknown format %q; use FORMAT or FORMAT=FILE with FORMAT one of %s", spec, name, formatList())
 		}
 		switch {
@@ -73,15 +74,6 @@ func writeFile(o Output, r *Report) error {
 		return fmt.Errorf("writing the %s report to %s: %w", o.Format, o.Path, err)
 	}
 	return nil
-}
-
-func known(f Format) bool {
-	for _, k := range Formats() {
-		if f == k {
-			return true
-		}
-	}
-	return false
 }
 
 // formatList is the format names, comma-separated.

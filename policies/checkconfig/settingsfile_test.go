@@ -13,6 +13,9 @@ import (
 	"github.com/eventpipe/eventpipe/spec"
 )
 
+// This file generates policies/lib_settings.rego (go generate ./policies/checkconfig runs
+// TestSettingsFileCurrent with -update); no product code needs it.
+
 // SettingsFile is the policies file RegoSettings is written to, beside the rules.
 const SettingsFile = "lib_settings.rego"
 
@@ -62,4 +65,18 @@ func writeObject[V any](b *bytes.Buffer, name string, m map[string]V) error {
 	}
 	b.WriteString("}\n")
 	return nil
+}
+
+// Defaults are the rules' settings when the configuration leaves them out: rule →
+// setting → value. policies/lib_settings.rego holds them for every runtime of the rules
+// (go generate ./policies/checkconfig writes it; a test fails when it is stale).
+func Defaults() map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for rule, settings := range settingSchemas() {
+		out[rule] = map[string]any{}
+		for key, schema := range settings {
+			out[rule][key] = schema["default"]
+		}
+	}
+	return out
 }
