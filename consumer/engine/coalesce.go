@@ -83,8 +83,7 @@ func (c *coalescer) leave(key store.Key) {
 		return
 	}
 	n := min(len(q), maxGroup)
-	group := make([]*waiter, n)
-	copy(group, q)
+	group := slices.Clone(q[:n])
 	rest := q[n:]
 	if len(rest) == 0 {
 		rest = nil
@@ -100,13 +99,12 @@ func (c *coalescer) withdraw(w *waiter) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.busy[w.m.target]
-	for i, o := range q {
-		if o == w {
-			c.busy[w.m.target] = append(q[:i:i], q[i+1:]...)
-			return true
-		}
+	i := slices.Index(q, w)
+	if i < 0 {
+		return false
 	}
-	return false
+	c.busy[w.m.target] = append(q[:i:i], q[i+1:]...)
+	return true
 }
 
 // groupContext returns a context for a group's transaction: it carries the
