@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
@@ -494,12 +495,8 @@ func (h *Handler) merge(ctx context.Context, tx store.Tx, routed *route.Routed, 
 		return err
 	}
 	fields := make(map[string]any, len(cur.Fields)+len(routed.Fields())+1)
-	for k, v := range cur.Fields {
-		fields[k] = v
-	}
-	for k, v := range routed.Fields() {
-		fields[k] = v
-	}
+	maps.Copy(fields, cur.Fields)
+	maps.Copy(fields, routed.Fields())
 	fields["updatedAt"] = h.now().UTC()
 	return tx.Set(ctx, routed.Target, store.Document{Fields: fields, ExpireAt: cur.ExpireAt})
 }
