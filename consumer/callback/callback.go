@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
@@ -292,9 +293,7 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		}
 		// Nothing was applied: give the receipt back so the caller's
 		// retry processes it.
-		if rerr := h.engine.Release(context.WithoutCancel(r.Context()), rc); rerr != nil {
-			err = fmt.Errorf("%w; releasing the receipt also failed: %v", err, rerr)
-		}
+		err = h.release(context.WithoutCancel(r.Context()), rc, err)
 		return o.fail(statusOf(err), err)
 	}
 	o.status, o.result = http.StatusOK, logfields.OutcomeApplied
@@ -323,10 +322,7 @@ func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receip
 		Callback: json.RawMessage(body), Fields: routed.Fields()})
 	if err != nil {
 		err = classify.Poison(fmt.Errorf("callback to the handler: %w", err))
-		if rerr := h.engine.Release(ctx, rc); rerr != nil {
-			err = fmt.Errorf("%w; releasing the receipt also failed: %v", err, rerr)
-		}
-		return o.fail(http.StatusBadRequest, err)
+		return o.fail(http.StatusBadRequest, h.release(ctx, rc, err))
 	}
 	o.doc = handler.CallbackPath(rt.Name)
 	resp, callErr := h.caller.Do(ctx, handler.CallbackURL(h.handlerURL, rt.Name), key, msg, callTimeout(rt), h.maxStoredBody)
@@ -334,11 +330,8 @@ func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receip
 	if callErr != nil && classify.Of(callErr).Type != logfields.ErrorTypePoison {
 		// The handler did not (durably) act: give the receipt back so the
 		// caller's retry calls it again.
-		if rerr := h.engine.Release(ctx, rc); rerr != nil {
-			callErr = fmt.Errorf("%w; releasing the receipt also failed: %v", callErr, rerr)
-		}
 		o.retryAfter = time.Second
-		return o.fail(http.StatusServiceUnavailable, callErr)
+		return o.fail(http.StatusServiceUnavailable, h.release(ctx, rc, callErr))
 	}
 	final := statusProcessed
 	if callErr != nil {
@@ -376,6 +369,15 @@ func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receip
 	}
 	return map[string]any{"message": "Callback processed by the handler", "idempotent_replayed": false,
 		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": final, handlerStatusField: status}
+}
+
+// release gives back rc after err stopped its processing (nothing was
+// applied) and returns err, naming the release's own failure too.
+func (h *Handler) release(ctx context.Context, rc engine.Receipt, err error) error {
+	if rerr := h.engine.Release(ctx, rc); rerr != nil {
+		return fmt.Errorf("%w; releasing the receipt also failed: %v", err, rerr)
+	}
+	return err
 }
 
 // callTimeout bounds a handler call: four fifths of the route's receipt
@@ -493,12 +495,8 @@ func (h *Handler) merge(ctx context.Context, tx store.Tx, routed *route.Routed, 
 		return err
 	}
 	fields := make(map[string]any, len(cur.Fields)+len(routed.Fields())+1)
-	for k, v := range cur.Fields {
-		fields[k] = v
-	}
-	for k, v := range routed.Fields() {
-		fields[k] = v
-	}
+	maps.Copy(fields, cur.Fields)
+	maps.Copy(fields, routed.Fields())
 	fields["updatedAt"] = h.now().UTC()
 	return tx.Set(ctx, routed.Target, store.Document{Fields: fields, ExpireAt: cur.ExpireAt})
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -83,8 +84,7 @@ func (c *coalescer) leave(key store.Key) {
 		return
 	}
 	n := min(len(q), maxGroup)
-	group := make([]*waiter, n)
-	copy(group, q)
+	group := slices.Clone(q[:n])
 	rest := q[n:]
 	if len(rest) == 0 {
 		rest = nil
@@ -100,13 +100,12 @@ func (c *coalescer) withdraw(w *waiter) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.busy[w.m.target]
-	for i, o := range q {
-		if o == w {
-			c.busy[w.m.target] = append(q[:i:i], q[i+1:]...)
-			return true
-		}
+	i := slices.Index(q, w)
+	if i < 0 {
+		return false
 	}
-	return false
+	c.busy[w.m.target] = append(q[:i:i], q[i+1:]...)
+	return true
 }
 
 // groupContext returns a context for a group's transaction: it carries the
@@ -201,10 +200,7 @@ func (e *Engine) runGroup(group []*waiter) {
 	}
 	// Each delivery counts its own marker reads; the target's read and the
 	// writes are the winner's (or, with none, the first delivery's).
-	payer := group[0].m
-	if winner != nil {
-		payer = winner
-	}
+	payer := cmp.Or(winner, group[0].m)
 	for _, w := range group {
 		ops = ops.Sub(w.m.res.Ops)
 		if err != nil {
@@ -235,11 +231,8 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		return nil, err
 	}
 	var stored orderKey
-	var storedKey, storedFP string
 	if exists {
-		meta := sub(cur.Fields, MetaField)
-		stored = orderFromMeta(meta)
-		storedKey, storedFP = stored.eventKey, stored.fingerprint
+		stored = orderFromMeta(sub(cur.Fields, MetaField)) // its event key and fingerprint too
 	}
 	// Live markers by key (nil: absent or expired), read in one batch
 	// before any write; the first delivery with a marker's key counts its
@@ -297,7 +290,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 			}
 		}
 		if exists {
-			if dup, err := m.duplicateOf(ctx, e, target, storedKey, storedFP); dup || err != nil {
+			if dup, err := m.duplicateOf(ctx, e, target, stored.eventKey, stored.fingerprint); dup || err != nil {
 				w.err = err
 				continue
 			}

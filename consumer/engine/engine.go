@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -139,9 +140,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, newError(TypeConfiguration, op, "Config.Env: %v (e.g. \"dev\" or \"prod\")", err)
 	}
-	if cfg.CollectionPrefix == "" {
-		cfg.CollectionPrefix = DefaultCollectionPrefix
-	}
+	cfg.CollectionPrefix = cmp.Or(cfg.CollectionPrefix, DefaultCollectionPrefix)
 	if err := validCollection(cfg.CollectionPrefix + "dedupe"); err != nil {
 		return nil, newError(TypeConfiguration, op, "Config.CollectionPrefix %q: %v", cfg.CollectionPrefix, err)
 	}
@@ -151,11 +150,11 @@ func New(cfg Config) (*Engine, error) {
 			return nil, newError(TypeConfiguration, op, "Config.%s is negative (%s): use a positive duration or 0 for the default", name, *d)
 		}
 	}
-	setDefault(&cfg.DedupeTTL, DefaultDedupeTTL)
-	setDefault(&cfg.ReceiptTTL, DefaultReceiptTTL)
-	setDefault(&cfg.PoisonTTL, DefaultPoisonTTL)
-	setDefault(&cfg.LeaseDuration, DefaultLeaseDuration)
-	setDefault(&cfg.MaxEventSkew, DefaultMaxEventSkew)
+	cfg.DedupeTTL = cmp.Or(cfg.DedupeTTL, DefaultDedupeTTL)
+	cfg.ReceiptTTL = cmp.Or(cfg.ReceiptTTL, DefaultReceiptTTL)
+	cfg.PoisonTTL = cmp.Or(cfg.PoisonTTL, DefaultPoisonTTL)
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration)
+	cfg.MaxEventSkew = cmp.Or(cfg.MaxEventSkew, DefaultMaxEventSkew)
 	switch {
 	case cfg.MaxSequenceJump < 0:
 		return nil, newError(TypeConfiguration, op, "Config.MaxSequenceJump is negative (%d): use a positive bound or 0 for the default %d", cfg.MaxSequenceJump, DefaultMaxSequenceJump)
@@ -168,9 +167,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxAttempts < 0 {
 		return nil, newError(TypeConfiguration, op, "Config.MaxAttempts is %d: use a positive count or 0 for the default %d", cfg.MaxAttempts, DefaultMaxAttempts)
 	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = DefaultMaxAttempts
-	}
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
 	switch {
 	case cfg.MaxWaitingPerDocument == 0:
 		cfg.MaxWaitingPerDocument = DefaultMaxWaitingPerDocument
@@ -185,9 +182,7 @@ func New(cfg Config) (*Engine, error) {
 	default:
 		return nil, newError(TypeConfiguration, op, "Config.Fingerprint %q: use %q or %q", cfg.Fingerprint, FingerprintError, FingerprintWarn)
 	}
-	if cfg.Owner == "" {
-		cfg.Owner = "eventpipe"
-	}
+	cfg.Owner = cmp.Or(cfg.Owner, "eventpipe")
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -201,12 +196,6 @@ func New(cfg Config) (*Engine, error) {
 		e.coalescer = newCoalescer(cfg.MaxWaitingPerDocument)
 	}
 	return e, nil
-}
-
-func setDefault(d *time.Duration, def time.Duration) {
-	if *d == 0 {
-		*d = def
-	}
 }
 
 // Collections returns the engine's collection names: dedupe, leases,
@@ -350,11 +339,6 @@ func (e *Engine) runTx(ctx context.Context, counts *opcount.Counts, fn func(ctx 
 // getLive reads key and reports it absent when it is missing or expired.
 func getLive(ctx context.Context, tx store.Tx, key store.Key, now time.Time) (store.Document, bool, error) {
 	d, err := tx.Get(ctx, key)
-	return liveDoc(d, err, now)
-}
-
-// liveDoc turns a read's result into getLive's.
-func liveDoc(d store.Document, err error, now time.Time) (store.Document, bool, error) {
 	if err != nil {
 		if isNotFound(err) {
 			return store.Document{}, false, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -73,14 +74,10 @@ func KillAtFailpoints(spec string) (FailpointHook, error) {
 	if spec == "" {
 		return nil, nil
 	}
-	known := map[Failpoint]bool{}
-	for _, fp := range Failpoints() {
-		known[fp] = true
-	}
 	armed := map[Failpoint]bool{}
 	for _, name := range strings.Split(spec, ",") {
 		fp := Failpoint(strings.TrimSpace(name))
-		if !known[fp] {
+		if !slices.Contains(Failpoints(), fp) {
 			return nil, &Error{Type: TypeConfiguration, Op: "parse " + FailpointEnv,
 				Err: errors.New("unknown failpoint " + string(fp) + ": use one of " + failpointNames())}
 		}

@@ -175,8 +175,9 @@ func (e *Engine) holding(ctx context.Context, tx store.Tx, op string, l Lease) (
 	return cur, nil
 }
 
-// update rewrites the lease record l holds with change applied.
-func (e *Engine) update(ctx context.Context, op string, l *Lease, change func(f map[string]any, now time.Time) error) error {
+// update rewrites the lease record l holds with change applied (change
+// may read and write other records in tx; the lease record is set last).
+func (e *Engine) update(ctx context.Context, op string, l *Lease, change func(ctx context.Context, tx store.Tx, f map[string]any, now time.Time) error) error {
 	l.Ops = opcount.Counts{}
 	return wrap(op, e.runTx(ctx, &l.Ops, func(ctx context.Context, tx store.Tx) error {
 		cur, err := e.holding(ctx, tx, op, *l)
@@ -186,7 +187,7 @@ func (e *Engine) update(ctx context.Context, op string, l *Lease, change func(f 
 		now := e.now()
 		f := maps.Clone(cur.Fields) // what Get returns is read-only
 		f["updatedAt"] = now
-		if err := change(f, now); err != nil {
+		if err := change(ctx, tx, f, now); err != nil {
 			return err
 		}
 		return tx.Set(ctx, l.key, store.Document{Fields: f, ExpireAt: now.Add(e.cfg.DedupeTTL)})
@@ -196,7 +197,7 @@ func (e *Engine) update(ctx context.Context, op string, l *Lease, change func(f 
 // Heartbeat extends a PENDING lease by LeaseDuration. A stale *Error (code
 // FENCED) means the lease was taken over: stop and do not complete.
 func (e *Engine) Heartbeat(ctx context.Context, l Lease) (Lease, error) {
-	err := e.update(ctx, "heartbeat lease", &l, func(f map[string]any, now time.Time) error {
+	err := e.update(ctx, "heartbeat lease", &l, func(_ context.Context, _ store.Tx, f map[string]any, now time.Time) error {
 		l.Until = now.Add(e.cfg.LeaseDuration)
 		f["leaseUntil"] = l.Until
 		return nil
@@ -219,32 +220,19 @@ func (e *Engine) Complete(ctx context.Context, l Lease, result map[string]any) (
 	if err != nil {
 		return l, newError(TypeConfiguration, op, "result: %v", err)
 	}
-	l.Ops = opcount.Counts{}
-	err = wrap(op, e.runTx(ctx, &l.Ops, func(ctx context.Context, tx store.Tx) error {
-		cur, err := e.holding(ctx, tx, op, l)
-		if err != nil {
-			return err
-		}
-		now := e.now()
-		var aggDoc store.Document
-		var aggOK bool
-		if l.aggregate != (store.Key{}) {
-			if aggDoc, aggOK, err = getLive(ctx, tx, l.aggregate, now); err != nil {
-				return err
-			}
-		}
-		f := maps.Clone(cur.Fields) // what Get returns is read-only
-		f["status"], f["updatedAt"], f["completedAt"], f["result"] = StatusCompleted, now, now, res
+	err = e.update(ctx, op, &l, func(ctx context.Context, tx store.Tx, f map[string]any, now time.Time) error {
+		f["status"], f["completedAt"], f["result"] = StatusCompleted, now, res
 		delete(f, "leaseUntil")
-		if err := tx.Set(ctx, l.key, store.Document{Fields: f, ExpireAt: now.Add(e.cfg.DedupeTTL)}); err != nil {
+		if l.aggregate == (store.Key{}) {
+			return nil
+		}
+		aggDoc, aggOK, err := getLive(ctx, tx, l.aggregate, now)
+		if err != nil || (aggOK && *l.sequence <= i64(aggDoc.Fields, "lastSequence")) {
 			return err
 		}
-		if l.aggregate != (store.Key{}) && (!aggOK || *l.sequence > i64(aggDoc.Fields, "lastSequence")) {
-			return tx.Set(ctx, l.aggregate, store.Document{Fields: map[string]any{"lastSequence": *l.sequence, "updatedAt": now},
-				ExpireAt: now.Add(e.cfg.DedupeTTL)})
-		}
-		return nil
-	}))
+		return tx.Set(ctx, l.aggregate, store.Document{Fields: map[string]any{"lastSequence": *l.sequence, "updatedAt": now},
+			ExpireAt: now.Add(e.cfg.DedupeTTL)})
+	})
 	if err == nil {
 		e.cfg.Logger.InfoContext(ctx, "lease", logfields.LeaseEvent, logfields.LeaseCompleted, logfields.IdempotencyDoc, l.Doc, "token", l.Token)
 	}
@@ -261,7 +249,7 @@ func (e *Engine) Fail(ctx context.Context, l Lease, ev Event, cause error) (pois
 	if cause != nil {
 		msg = cause.Error()
 	}
-	err = e.update(ctx, op, &l, func(f map[string]any, now time.Time) error {
+	err = e.update(ctx, op, &l, func(_ context.Context, _ store.Tx, f map[string]any, now time.Time) error {
 		f["status"], f["lastError"] = StatusFailed, msg
 		delete(f, "leaseUntil")
 		poison = i64(f, "attempts") >= int64(e.cfg.MaxAttempts)

@@ -426,16 +426,10 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	m.appliedAt = now // the document's appliedAt, if this transaction writes it
 	useMarker := m.marker != store.Key{}
 	if slow && useMarker {
-		md, live, err := getLive(ctx, tx, m.marker, now)
-		if err != nil {
+		if dup, err := m.markedDuplicate(ctx, e, tx, now); dup || err != nil {
 			return err
 		}
-		if live {
-			if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint)); dup || err != nil {
-				return err
-			}
-			// Another event under the same derived key: ordered below.
-		}
+		// No live marker, or another event under the same derived key: ordered below.
 	}
 	cur, exists, err := getLive(ctx, tx, m.target, now)
 	if err != nil {
@@ -451,15 +445,10 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 			m.res.Outcome = Stale
 			if useMarker && !slow {
 				// Older than the state: a republished event is a duplicate
-				// by its marker. One more read, only on this path.
-				md, live, err := getLive(ctx, tx, m.marker, now)
-				if err != nil || !live {
-					return err
-				}
-				if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint)); dup || err != nil {
-					m.res.IdempotencyDoc = m.markerPath
-					return err
-				}
+				// by its marker (IdempotencyDoc already names it). One more
+				// read, only on this path.
+				_, err := m.markedDuplicate(ctx, e, tx, now)
+				return err
 			}
 			return nil
 		}
@@ -500,6 +489,16 @@ func (m *materialization) duplicateOf(ctx context.Context, e *Engine, rec store.
 		m.res.Outcome, m.res.Warning = Duplicate, warning
 	}
 	return same, err
+}
+
+// markedDuplicate reads m's dedupe marker and reports whether it is live
+// and records m's event (duplicateOf).
+func (m *materialization) markedDuplicate(ctx context.Context, e *Engine, tx store.Tx, now time.Time) (bool, error) {
+	md, live, err := getLive(ctx, tx, m.marker, now)
+	if err != nil || !live {
+		return false, err
+	}
+	return m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint))
 }
 
 // createSlow runs after ModeCreate found the document: a duplicate, unless

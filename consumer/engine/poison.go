@@ -211,24 +211,23 @@ func (e *Engine) ReadPoison(ctx context.Context, path string) (PoisonMessage, er
 		return PoisonMessage{}, newError(TypeConfiguration, op, "%q is not a record of %s", path, e.poison)
 	}
 	key := store.Key{Collection: coll, ID: id}
-	var rec store.Document
 	var ops opcount.Counts
-	if err := e.runTx(ctx, &ops, func(ctx context.Context, tx store.Tx) error {
-		var err error
-		rec, err = tx.Get(ctx, key)
-		return err
-	}); err != nil {
+	get := func(key store.Key) (doc store.Document, err error) {
+		err = e.runTx(ctx, &ops, func(ctx context.Context, tx store.Tx) error {
+			doc, err = tx.Get(ctx, key)
+			return err
+		})
+		return doc, err
+	}
+	rec, err := get(key)
+	if err != nil {
 		return PoisonMessage{}, wrap(op, err)
 	}
 	f := rec.Fields
 	text := []string{str(f, "data")}
 	for i := 1; i < int(i64(f, "dataChunks")); i++ {
-		var chunk store.Document
-		if err := e.runTx(ctx, &ops, func(ctx context.Context, tx store.Tx) error {
-			var err error
-			chunk, err = tx.Get(ctx, poisonChunkKey(key, i))
-			return err
-		}); err != nil {
+		chunk, err := get(poisonChunkKey(key, i))
+		if err != nil {
 			return PoisonMessage{}, wrap(op, fmt.Errorf("chunk %d: %w", i, err))
 		}
 		text = append(text, str(chunk.Fields, "data"))
