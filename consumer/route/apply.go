@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -184,11 +185,7 @@ func (t *Table) Callback(name string) *Route { return t.callbacks[name] }
 
 // Routes returns every route: pubsub routes in order, then callbacks.
 func (t *Table) Routes() []*Route {
-	out := append([]*Route(nil), t.pubsub...)
-	for _, r := range t.callbacks {
-		out = append(out, r)
-	}
-	return out
+	return slices.AppendSeq(slices.Clone(t.pubsub), maps.Values(t.callbacks))
 }
 
 // Match returns the first pubsub route whose match holds for payload.
@@ -208,14 +205,7 @@ func (r *Route) matches(payload envelope.Payload) bool {
 		if !ok {
 			return false
 		}
-		found := false
-		for _, t := range r.Match.Types {
-			if t == s {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(r.Match.Types, s) {
 			return false
 		}
 	}
@@ -231,9 +221,7 @@ func (r *Route) matches(payload envelope.Payload) bool {
 // Errors are *FieldError (poison).
 func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 	p := r.newRouted()
-	if p.envValue == nil || p.env != env {
-		p.env, p.envValue = env, env
-	}
+	p.env, p.envValue = env, env
 	if r.Match.TypeField != "" {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
