@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -61,7 +61,7 @@ func (m *Mocks) Resources() []Registered {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := append([]Registered(nil), m.resources...)
-	sort.Slice(out, func(i, j int) bool { return out[i].URN < out[j].URN })
+	slices.SortFunc(out, func(a, b Registered) int { return strings.Compare(a.URN, b.URN) })
 	return out
 }
 
@@ -202,14 +202,7 @@ func digits(s string) string {
 }
 
 func sortedUnique(in []string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for _, s := range in {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
+	out := slices.DeleteFunc(append([]string{}, in...), func(s string) bool { return s == "" })
+	slices.Sort(out)
+	return slices.Compact(out)
 }
