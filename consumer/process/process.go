@@ -381,20 +381,14 @@ func (p *Processor) finish(ctx context.Context, res *Result, outcome string, err
 
 func (p *Processor) recordPoison(ctx context.Context, res *Result) error {
 	m := res.Msg
-	ev := engine.Event{}
-	source := ""
+	var ev engine.Event
+	rec := engine.PoisonRecord{Route: res.Route, Reason: logging.Bound(res.Err.Error()), ErrorType: engine.ErrorType(res.Class.Type),
+		ErrorCode: res.Class.Code}
 	if m != nil {
 		ev = engine.Event{MessageID: m.ID, PublishTime: m.PublishTime, Payload: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey}
-		source = m.Subscription
+		rec.Source, rec.Attempts = m.Subscription, int64(m.DeliveryAttempt)
 	}
-	attempts := int64(0)
-	if m != nil {
-		attempts = int64(m.DeliveryAttempt)
-	}
-	doc, err := p.engine.RecordPoison(ctx, ev, engine.PoisonRecord{
-		Route: res.Route, Reason: logging.Bound(res.Err.Error()), ErrorType: engine.ErrorType(res.Class.Type),
-		ErrorCode: res.Class.Code, Attempts: attempts, Source: source,
-	})
+	doc, err := p.engine.RecordPoison(ctx, ev, rec)
 	if err != nil {
 		return err
 	}
