@@ -226,16 +226,16 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
 	p.SchemaVersion, _ = stringAt(msg.Payload, "schemaVersion")
-	// Of the extracted values, the Routed itself needs the target id and the
-	// ordering fields (nil when not extracted).
+	// Of the extracted values, the Routed itself needs the target id (on a
+	// lease route, action.aggregate) and the ordering fields (nil when not
+	// extracted). A field name is never "", so an unset one matches none.
 	var targetID, eventTime, sequence any
-	o := r.Ordering
-	seqField := ""
-	if o != nil {
-		seqField = o.Sequence
+	idField, timeField, seqField := r.Target.ID, "", ""
+	if o := r.Ordering; o != nil {
+		timeField, seqField = o.EventTime, o.Sequence
 	}
 	if a := r.Action; a != nil && a.Aggregate != "" {
-		seqField = a.Sequence
+		idField, seqField = a.Aggregate, a.Sequence // lease routes have no target
 	}
 	// converted[i] is the value of the route's i-th (source, type) pair once
 	// a field converted it, so that fields reading the same source as the
@@ -257,17 +257,14 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 			continue
 		}
 		p.values[i] = v
-		if name == r.Target.ID {
+		if name == idField {
 			targetID = v
 		}
-		if o != nil && name == o.EventTime {
+		if name == timeField {
 			eventTime = v
 		}
-		if seqField != "" && name == seqField {
+		if name == seqField {
 			sequence = v
-		}
-		if a := r.Action; a != nil && a.Aggregate != "" && name == a.Aggregate {
-			targetID = v
 		}
 	}
 	if r.Target.ID != "" {
@@ -280,16 +277,13 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 			return nil, fieldError(r.Name, r.Target.ID, "cannot name a document: "+err.Error(), "send a non-empty id")
 		}
 		p.Target = store.Key{Collection: r.Target.Collection, ID: id}
+	} else if targetID != nil {
+		p.AggregateID = sprint(targetID) // the lease's sequence guard
 	}
-	if o != nil {
-		p.EventTime, _ = eventTime.(time.Time)
-	}
-	if v, ok := sequence.(int64); ok && seqField != "" {
+	p.EventTime, _ = eventTime.(time.Time)
+	if v, ok := sequence.(int64); ok {
 		seq := v // allocated only when there is a sequence
 		p.Sequence = &seq
-	}
-	if a := r.Action; a != nil && a.Aggregate != "" && targetID != nil {
-		p.AggregateID = sprint(targetID) // the lease's sequence guard
 	}
 	if d := r.Dedupe; d != nil {
 		if d.EventIDField != "" {
