@@ -4,6 +4,7 @@
 package classify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -76,10 +77,7 @@ func Of(err error) Class {
 func of(err error) Class {
 	var me *markedError
 	if errors.As(err, &me) {
-		c := Class{Type: me.typ, Code: me.code}
-		if c.Code == "" {
-			c.Code = codeOf(err)
-		}
+		c := Class{Type: me.typ, Code: cmp.Or(me.code, codeOf(err))}
 		c.Retryable = me.typ == logfields.ErrorTypeTransient || me.typ == logfields.ErrorTypeInProgress ||
 			me.typ == logfields.ErrorTypeConfiguration
 		return c

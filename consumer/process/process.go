@@ -4,6 +4,7 @@
 package process
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,9 +97,7 @@ func New(cfg Config) (*Processor, error) {
 	case cfg.Logger == nil:
 		return nil, errors.New("process: no logger")
 	}
-	if cfg.DLQ == "" {
-		cfg.DLQ = classify.DLQAuto
-	}
+	cfg.DLQ = cmp.Or(cfg.DLQ, classify.DLQAuto)
 	if cfg.Downstream == nil {
 		cfg.Downstream = downstream.New(cfg.Tracer.HTTPClient(nil))
 	}
