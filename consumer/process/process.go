@@ -355,7 +355,7 @@ func isRecordedPoison(err error) bool {
 // message, and fills the result.
 func (p *Processor) finish(ctx context.Context, res *Result, outcome string, err error) {
 	res.Err = err
-	dlq := p.cfg.DLQ.HasDLQ(res.Msg != nil && res.Msg.HasDeliveryAttempt())
+	dlq := p.cfg.DLQ.HasDLQ(res.Msg != nil && res.Msg.DeliveryAttempt > 0)
 	if err != nil {
 		res.Class = classify.Of(err)
 	}
