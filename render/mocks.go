@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -61,7 +61,7 @@ func (m *Mocks) Resources() []Registered {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := append([]Registered(nil), m.resources...)
-	sort.Slice(out, func(i, j int) bool { return out[i].URN < out[j].URN })
+	slices.SortFunc(out, func(a, b Registered) int { return strings.Compare(a.URN, b.URN) })
 	return out
 }
 
@@ -131,10 +131,7 @@ func (m *Mocks) urn(parent, typ, name string) string {
 // outputs returns the id and the computed outputs Google Cloud would give.
 func (m *Mocks) outputs(typ, name string, in resource.PropertyMap) (string, map[string]string) {
 	str := func(k string) string {
-		v, ok := in[resource.PropertyKey(k)]
-		if !ok {
-			return ""
-		}
+		v := in[resource.PropertyKey(k)] // absent: the zero value, not a string
 		if v.IsSecret() {
 			v = v.SecretValue().Element
 		}
@@ -155,11 +152,7 @@ func (m *Mocks) outputs(typ, name string, in resource.PropertyMap) (string, map[
 		return id, map[string]string{"email": email, "name": id, "member": "serviceAccount:" + email, "uniqueId": digits(email)}
 	case "gcp:cloudrunv2/service:Service":
 		id := "projects/" + project + "/locations/" + str("location") + "/services/" + str("name")
-		number := m.numbers[project]
-		if number == "" {
-			number = digits(project)
-		}
-		return id, map[string]string{"uri": "https://" + str("name") + "-" + number + "." + str("location") + ".run.app"}
+		return id, map[string]string{"uri": "https://" + str("name") + "-" + m.number(project) + "." + str("location") + ".run.app"}
 	case "gcp:secretmanager/secret:Secret":
 		id := "projects/" + project + "/secrets/" + str("secretId")
 		return id, map[string]string{"name": id}
@@ -170,12 +163,8 @@ func (m *Mocks) outputs(typ, name string, in resource.PropertyMap) (string, map[
 		id := "projects/" + project + "/notificationChannels/" + digits(name)
 		return id, map[string]string{"name": id}
 	case "gcp:projects/serviceIdentity:ServiceIdentity":
-		number := m.numbers[project]
-		if number == "" {
-			number = digits(project)
-		}
 		agent := strings.TrimSuffix(str("service"), ".googleapis.com")
-		email := "service-" + number + "@gcp-sa-" + agent + ".iam.gserviceaccount.com"
+		email := "service-" + m.number(project) + "@gcp-sa-" + agent + ".iam.gserviceaccount.com"
 		return "projects/" + project + "/services/" + str("service"), map[string]string{"email": email, "member": "serviceAccount:" + email}
 	case "gcp:firestore/field:Field":
 		id := "projects/" + project + "/databases/" + str("database") + "/collectionGroups/" + str("collection") + "/fields/" + str("field")
@@ -186,6 +175,14 @@ func (m *Mocks) outputs(typ, name string, in resource.PropertyMap) (string, map[
 		return target + "/" + str("role") + "/" + str("member"), map[string]string{"etag": "BwX" + digits(target + str("member"))[:8]}
 	}
 	return name, map[string]string{"name": name}
+}
+
+// number is project's number: the stack's, or one derived from the id.
+func (m *Mocks) number(project string) string {
+	if n := m.numbers[project]; n != "" {
+		return n
+	}
+	return digits(project)
 }
 
 // digits derives a stable 12-digit number from s (unique ids, project numbers).
@@ -202,14 +199,7 @@ func digits(s string) string {
 }
 
 func sortedUnique(in []string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for _, s := range in {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
+	out := slices.DeleteFunc(append([]string{}, in...), func(s string) bool { return s == "" })
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/eventpipe/eventpipe/components"
@@ -235,7 +235,7 @@ func topoSort(regs []Registered) []Registered {
 		for _, urns := range r.PropertyDependencies {
 			prereqs = append(prereqs, urns...)
 		}
-		sort.Strings(prereqs)
+		slices.Sort(prereqs)
 		for _, p := range prereqs {
 			visit(p, onPath)
 		}

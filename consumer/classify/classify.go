@@ -4,6 +4,7 @@
 package classify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -76,10 +77,7 @@ func Of(err error) Class {
 func of(err error) Class {
 	var me *markedError
 	if errors.As(err, &me) {
-		c := Class{Type: me.typ, Code: me.code}
-		if c.Code == "" {
-			c.Code = codeOf(err)
-		}
+		c := Class{Type: me.typ, Code: cmp.Or(me.code, codeOf(err))}
 		c.Retryable = me.typ == logfields.ErrorTypeTransient || me.typ == logfields.ErrorTypeInProgress ||
 			me.typ == logfields.ErrorTypeConfiguration
 		return c
@@ -145,34 +143,16 @@ func grpcClass(c codes.Code) Class {
 	}
 }
 
-// grpcName renders a code the way Google's APIs spell it (UNAVAILABLE).
+// grpcName renders a code the way Google's APIs spell it (UNAVAILABLE),
+// indexed by code (fsstore.CodeName keeps the same table).
 func grpcName(c codes.Code) string {
-	switch c {
-	case codes.OK:
-		return "OK"
-	case codes.DeadlineExceeded:
-		return "DEADLINE_EXCEEDED"
-	case codes.ResourceExhausted:
-		return "RESOURCE_EXHAUSTED"
-	case codes.FailedPrecondition:
-		return "FAILED_PRECONDITION"
-	case codes.OutOfRange:
-		return "OUT_OF_RANGE"
-	case codes.PermissionDenied:
-		return "PERMISSION_DENIED"
-	case codes.InvalidArgument:
-		return "INVALID_ARGUMENT"
-	case codes.NotFound:
-		return "NOT_FOUND"
-	case codes.AlreadyExists:
-		return "ALREADY_EXISTS"
-	case codes.Canceled:
-		return "CANCELLED"
-	case codes.DataLoss:
-		return "DATA_LOSS"
-	default:
-		return strings.ToUpper(c.String())
+	names := [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+		"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+		"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+	if int(c) < len(names) {
+		return names[c]
 	}
+	return strings.ToUpper(c.String())
 }
 
 // sqlStateClass maps PostgreSQL SQLSTATE classes.

@@ -120,3 +120,16 @@ func TestDLQMode(t *testing.T) {
 		}
 	}
 }
+
+// TestGRPCNameEveryCode pins the spelling of every gRPC code (and one out of
+// range) to the names Google's APIs use (google.rpc.Code).
+func TestGRPCNameEveryCode(t *testing.T) {
+	want := []string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+		"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+		"OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED", "CODE(17)"}
+	for c, name := range want {
+		if got := grpcName(codes.Code(c)); got != name {
+			t.Errorf("grpcName(%d) = %q, want %q", c, got, name)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func TestDecodePushValid(t *testing.T) {
 			if n, _ := m.Payload.Get("n"); n != json.Number("12345678901234567890") {
 				t.Fatalf("number not kept exactly: %v", n)
 			}
-			if m.HasDeliveryAttempt() {
+			if m.DeliveryAttempt > 0 {
 				t.Fatal("no deliveryAttempt was sent")
 			}
 		}},
@@ -75,7 +75,7 @@ func TestDecodePushValid(t *testing.T) {
 			}
 		}},
 		{"delivery attempt", pushBody(t, b64(payload), func(_, env map[string]any) { env["deliveryAttempt"] = 3 }), func(t *testing.T, m Message) {
-			if m.DeliveryAttempt != 3 || !m.HasDeliveryAttempt() {
+			if m.DeliveryAttempt != 3 {
 				t.Fatal(m.DeliveryAttempt)
 			}
 		}},

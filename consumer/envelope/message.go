@@ -42,10 +42,6 @@ type Message struct {
 	DeliveryAttempt int
 }
 
-// HasDeliveryAttempt reports whether Pub/Sub sent a delivery attempt, which
-// it does only for subscriptions with a dead-letter policy.
-func (m *Message) HasDeliveryAttempt() bool { return m.DeliveryAttempt > 0 }
-
 // CheckIDs reports, as a *FieldError, an id of the message longer than
 // limits.MaxIDBytes: its message id, ordering key or subscription.
 func (m *Message) CheckIDs() error {

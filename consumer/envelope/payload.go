@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -112,12 +113,7 @@ func (p Payload) Present(path string) bool {
 
 // Keys returns the top-level member names, sorted.
 func (p Payload) Keys() []string {
-	keys := make([]string, 0, len(p.members))
-	for k := range p.members {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(p.members))
 }
 
 // decodeValue decodes one valid JSON value. Strings without escapes (most

@@ -81,8 +81,5 @@ func MaxConcurrency(containerBytes, maxMessageBytes int64, requested int) int {
 	if fit < 0 {
 		return 0
 	}
-	if fit < int64(requested) {
-		return int(fit)
-	}
-	return requested
+	return int(min(fit, int64(requested)))
 }

@@ -31,7 +31,11 @@ func New(w io.Writer, level slog.Leveler, opts ...Option) *slog.Logger {
 	}
 	var h slog.Handler = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: replaceAttr})
 	if o.trace {
-		h = newTraceHandler(h, o.project)
+		t := &traceHandler{Handler: h}
+		if o.project != "" {
+			t.prefix = "projects/" + o.project + "/traces/"
+		}
+		h = t
 	}
 	return slog.New(h)
 }

@@ -18,14 +18,6 @@ type traceHandler struct {
 	prefix string
 }
 
-func newTraceHandler(h slog.Handler, project string) *traceHandler {
-	t := &traceHandler{Handler: h}
-	if project != "" {
-		t.prefix = "projects/" + project + "/traces/"
-	}
-	return t
-}
-
 // Handle implements slog.Handler.
 func (h *traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -67,7 +68,7 @@ func (r *Result) appendAttrs(a []slog.Attr, now time.Time, extra ...slog.Attr) [
 		slog.String(logfields.EventType, r.EventType),
 		slog.String(logfields.SchemaVersion, r.SchemaVersion),
 		slog.String(logfields.Outcome, r.Outcome),
-		slog.String(logfields.WriteKind, writeKind(r.WriteKind)),
+		slog.String(logfields.WriteKind, cmp.Or(r.WriteKind, logfields.WriteKindNone)),
 		slog.String(logfields.DocPath, r.DocPath),
 		slog.String(logfields.IdempotencyDoc, r.IdemDoc),
 		slog.Int64(logfields.StoreReads, r.Reads),
@@ -90,11 +91,4 @@ func (r *Result) appendAttrs(a []slog.Attr, now time.Time, extra ...slog.Attr) [
 		}
 	}
 	return append(a, extra...)
-}
-
-func writeKind(k string) string {
-	if k == "" {
-		return logfields.WriteKindNone
-	}
-	return k
 }

@@ -4,6 +4,7 @@
 package process
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,9 +97,7 @@ func New(cfg Config) (*Processor, error) {
 	case cfg.Logger == nil:
 		return nil, errors.New("process: no logger")
 	}
-	if cfg.DLQ == "" {
-		cfg.DLQ = classify.DLQAuto
-	}
+	cfg.DLQ = cmp.Or(cfg.DLQ, classify.DLQAuto)
 	if cfg.Downstream == nil {
 		cfg.Downstream = downstream.New(cfg.Tracer.HTTPClient(nil))
 	}
@@ -356,7 +355,7 @@ func isRecordedPoison(err error) bool {
 // message, and fills the result.
 func (p *Processor) finish(ctx context.Context, res *Result, outcome string, err error) {
 	res.Err = err
-	dlq := p.cfg.DLQ.HasDLQ(res.Msg != nil && res.Msg.HasDeliveryAttempt())
+	dlq := p.cfg.DLQ.HasDLQ(res.Msg != nil && res.Msg.DeliveryAttempt > 0)
 	if err != nil {
 		res.Class = classify.Of(err)
 	}
@@ -381,20 +380,14 @@ func (p *Processor) finish(ctx context.Context, res *Result, outcome string, err
 
 func (p *Processor) recordPoison(ctx context.Context, res *Result) error {
 	m := res.Msg
-	ev := engine.Event{}
-	source := ""
+	var ev engine.Event
+	rec := engine.PoisonRecord{Route: res.Route, Reason: logging.Bound(res.Err.Error()), ErrorType: engine.ErrorType(res.Class.Type),
+		ErrorCode: res.Class.Code}
 	if m != nil {
 		ev = engine.Event{MessageID: m.ID, PublishTime: m.PublishTime, Payload: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey}
-		source = m.Subscription
+		rec.Source, rec.Attempts = m.Subscription, int64(m.DeliveryAttempt)
 	}
-	attempts := int64(0)
-	if m != nil {
-		attempts = int64(m.DeliveryAttempt)
-	}
-	doc, err := p.engine.RecordPoison(ctx, ev, engine.PoisonRecord{
-		Route: res.Route, Reason: logging.Bound(res.Err.Error()), ErrorType: engine.ErrorType(res.Class.Type),
-		ErrorCode: res.Class.Code, Attempts: attempts, Source: source,
-	})
+	doc, err := p.engine.RecordPoison(ctx, ev, rec)
 	if err != nil {
 		return err
 	}

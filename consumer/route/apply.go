@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -184,11 +185,7 @@ func (t *Table) Callback(name string) *Route { return t.callbacks[name] }
 
 // Routes returns every route: pubsub routes in order, then callbacks.
 func (t *Table) Routes() []*Route {
-	out := append([]*Route(nil), t.pubsub...)
-	for _, r := range t.callbacks {
-		out = append(out, r)
-	}
-	return out
+	return slices.AppendSeq(slices.Clone(t.pubsub), maps.Values(t.callbacks))
 }
 
 // Match returns the first pubsub route whose match holds for payload.
@@ -208,14 +205,7 @@ func (r *Route) matches(payload envelope.Payload) bool {
 		if !ok {
 			return false
 		}
-		found := false
-		for _, t := range r.Match.Types {
-			if t == s {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(r.Match.Types, s) {
 			return false
 		}
 	}
@@ -231,23 +221,21 @@ func (r *Route) matches(payload envelope.Payload) bool {
 // Errors are *FieldError (poison).
 func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 	p := r.newRouted()
-	if p.envValue == nil || p.env != env {
-		p.env, p.envValue = env, env
-	}
+	p.env, p.envValue = env, env
 	if r.Match.TypeField != "" {
 		p.EventType, _ = stringAt(msg.Payload, r.Match.TypeField)
 	}
 	p.SchemaVersion, _ = stringAt(msg.Payload, "schemaVersion")
-	// Of the extracted values, the Routed itself needs the target id and the
-	// ordering fields (nil when not extracted).
+	// Of the extracted values, the Routed itself needs the target id (on a
+	// lease route, action.aggregate) and the ordering fields (nil when not
+	// extracted). A field name is never "", so an unset one matches none.
 	var targetID, eventTime, sequence any
-	o := r.Ordering
-	seqField := ""
-	if o != nil {
-		seqField = o.Sequence
+	idField, timeField, seqField := r.Target.ID, "", ""
+	if o := r.Ordering; o != nil {
+		timeField, seqField = o.EventTime, o.Sequence
 	}
 	if a := r.Action; a != nil && a.Aggregate != "" {
-		seqField = a.Sequence
+		idField, seqField = a.Aggregate, a.Sequence // lease routes have no target
 	}
 	// converted[i] is the value of the route's i-th (source, type) pair once
 	// a field converted it, so that fields reading the same source as the
@@ -269,17 +257,14 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 			continue
 		}
 		p.values[i] = v
-		if name == r.Target.ID {
+		if name == idField {
 			targetID = v
 		}
-		if o != nil && name == o.EventTime {
+		if name == timeField {
 			eventTime = v
 		}
-		if seqField != "" && name == seqField {
+		if name == seqField {
 			sequence = v
-		}
-		if a := r.Action; a != nil && a.Aggregate != "" && name == a.Aggregate {
-			targetID = v
 		}
 	}
 	if r.Target.ID != "" {
@@ -292,16 +277,13 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 			return nil, fieldError(r.Name, r.Target.ID, "cannot name a document: "+err.Error(), "send a non-empty id")
 		}
 		p.Target = store.Key{Collection: r.Target.Collection, ID: id}
+	} else if targetID != nil {
+		p.AggregateID = sprint(targetID) // the lease's sequence guard
 	}
-	if o != nil {
-		p.EventTime, _ = eventTime.(time.Time)
-	}
-	if v, ok := sequence.(int64); ok && seqField != "" {
+	p.EventTime, _ = eventTime.(time.Time)
+	if v, ok := sequence.(int64); ok {
 		seq := v // allocated only when there is a sequence
 		p.Sequence = &seq
-	}
-	if a := r.Action; a != nil && a.Aggregate != "" && targetID != nil {
-		p.AggregateID = sprint(targetID) // the lease's sequence guard
 	}
 	if d := r.Dedupe; d != nil {
 		if d.EventIDField != "" {

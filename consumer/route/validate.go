@@ -1,6 +1,7 @@
 package route
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -278,21 +279,13 @@ func (r *Route) validateAction(p *problems) {
 			p.add("action.url", fmt.Sprintf("%q is not an http(s) URL", a.URL), "use https://host/path")
 		}
 	}
-	if a.MaxAttempts == 0 {
-		a.MaxAttempts = DefaultActionMaxAttempts
-	}
+	a.MaxAttempts = cmp.Or(a.MaxAttempts, DefaultActionMaxAttempts)
 	if a.MaxAttempts < 1 || a.MaxAttempts > 100 {
 		p.add("action.maxAttempts", fmt.Sprintf("%d is out of range", a.MaxAttempts), "use 1-100")
 	}
-	if a.Timeout == 0 {
-		a.Timeout = Duration(DefaultActionTimeout)
-	}
-	if a.LeaseTTL == 0 {
-		a.LeaseTTL = Duration(DefaultLeaseTTL)
-	}
-	if a.Heartbeat == 0 {
-		a.Heartbeat = a.LeaseTTL / 5
-	}
+	a.Timeout = cmp.Or(a.Timeout, Duration(DefaultActionTimeout))
+	a.LeaseTTL = cmp.Or(a.LeaseTTL, Duration(DefaultLeaseTTL))
+	a.Heartbeat = cmp.Or(a.Heartbeat, a.LeaseTTL/5)
 	if a.Timeout < 0 || a.LeaseTTL < 0 || a.Heartbeat < 0 {
 		p.add("action", "negative duration", "use positive durations such as 30s")
 	}

@@ -108,10 +108,7 @@ func (t *Tracer) StartMessage(ctx context.Context, ingress string, msg *envelope
 	if !trace.SpanContextFromContext(parent).IsValid() && header != nil {
 		parent = t.w3c.Extract(ctx, propagation.HeaderCarrier(header))
 	}
-	sub := msg.Subscription
-	if i := strings.LastIndexByte(sub, '/'); i >= 0 {
-		sub = sub[i+1:]
-	}
+	sub := msg.Subscription[strings.LastIndexByte(msg.Subscription, '/')+1:]
 	attrs := []attribute.KeyValue{
 		semconv.MessagingSystemGCPPubSub,
 		semconv.MessagingOperationTypeProcess,
