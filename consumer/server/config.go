@@ -170,7 +170,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if err := envvar.Int("EVENTPIPE_MAX_SEQUENCE_JUMP", get("EVENTPIPE_MAX_SEQUENCE_JUMP", ""), 1, math.MaxInt64, fmt.Sprintf("use a positive integer: the largest sequence step trusted across the ordering window (default %d), or unset it for the default", engine.DefaultMaxSequenceJump), &c.MaxSequenceJump); err != nil {
 		errs = append(errs, err)
 	}
-	if c.RequestTimeout > 0 && isPostgres(c.StoreURL) {
+	if c.RequestTimeout > 0 && (strings.HasPrefix(c.StoreURL, "postgres://") || strings.HasPrefix(c.StoreURL, "postgresql://")) {
 		u, err := pgstore.WithRequestTimeout(c.StoreURL, c.RequestTimeout)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("EVENTPIPE_STORE: %w (use postgres://user:password@host:5432/database)", err))
@@ -186,11 +186,6 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		return Config{}, fmt.Errorf("consumer configuration:\n%w", err)
 	}
 	return c, nil
-}
-
-// isPostgres reports whether a store URL names PostgreSQL.
-func isPostgres(storeURL string) bool {
-	return strings.HasPrefix(storeURL, "postgres://") || strings.HasPrefix(storeURL, "postgresql://")
 }
 
 func list(s string) []string {

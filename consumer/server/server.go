@@ -86,8 +86,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		}
 	}()
 	st = opts.Tracer.Store(st, scheme(cfg.StoreURL))
+	host, _ := os.Hostname()
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
-		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
+		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: cfg.Service + "@" + host, Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
 		Tracer: opts.Tracer, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument, HandlerURL: cfg.Handler.URL,
 		MaxSequenceJump: cfg.MaxSequenceJump})
 	if err != nil {
@@ -311,11 +312,6 @@ func verifiers(ctx context.Context, cfg Config) (push, callbacks *auth.Verifier,
 			AccountsSetting: "EVENTPIPE_CALLBACK_ACCOUNTS"})
 	}
 	return push, callbacks, err
-}
-
-func owner(cfg Config) string {
-	host, _ := os.Hostname()
-	return cfg.Service + "@" + host
 }
 
 func scheme(u string) string {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -178,30 +178,15 @@ func normalize(v any) (any, error) {
 		return x, nil
 	case float32:
 		return normalize(float64(x))
-	case int:
-		return int64(x), nil
-	case int8:
-		return int64(x), nil
-	case int16:
-		return int64(x), nil
-	case int32:
-		return int64(x), nil
-	case uint8:
-		return int64(x), nil
-	case uint16:
-		return int64(x), nil
-	case uint32:
-		return int64(x), nil
-	case uint:
-		if uint64(x) > math.MaxInt64 {
-			return nil, fmt.Errorf("integer %d overflows int64", x)
+	case int, int8, int16, int32:
+		return reflect.ValueOf(x).Int(), nil
+	case uint8, uint16, uint32:
+		return int64(reflect.ValueOf(x).Uint()), nil
+	case uint, uint64:
+		if u := reflect.ValueOf(x).Uint(); u <= math.MaxInt64 {
+			return int64(u), nil
 		}
-		return int64(x), nil
-	case uint64:
-		if x > math.MaxInt64 {
-			return nil, fmt.Errorf("integer %d overflows int64", x)
-		}
-		return int64(x), nil
+		return nil, fmt.Errorf("integer %d overflows int64", x)
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
 			return i, nil
@@ -290,13 +275,8 @@ func encodeValue(b *bytes.Buffer, v any) error {
 		}
 		b.WriteByte(']')
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		b.WriteByte('{')
-		for i, k := range keys {
+		for i, k := range slices.Sorted(maps.Keys(x)) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
