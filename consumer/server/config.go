@@ -103,7 +103,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		}
 		return def
 	}
-	var errs []error
+	var errs []error // errors.Join below drops the nil ones
 	bad := func(k, v, fix string) { errs = append(errs, fmt.Errorf("%s=%q: %s", k, v, fix)) }
 	c := Config{
 		Port:             get("PORT", "8080"),
@@ -122,9 +122,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		MaxEventSkew:     engine.DefaultMaxEventSkew,
 		PullSettings:     pubsub.ReceiveSettings{MaxOutstandingMessages: 100, MaxOutstandingBytes: 100 << 20, NumGoroutines: 1, MaxExtension: 10 * time.Minute},
 	}
-	if err := envvar.Int("PORT", c.Port, 0, 65535, "use a port number such as 8080", new(int)); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, envvar.Int("PORT", c.Port, 0, 65535, "use a port number such as 8080", new(int)))
 	if c.Audience != "" && len(c.PushAccounts) == 0 {
 		bad("EVENTPIPE_PUSH_ACCOUNTS", "", "an OIDC audience is set: list the push subscription's service account email(s)")
 	}
@@ -147,17 +145,13 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		bad("EVENTPIPE_DLQ", dlq, "use auto (infer from deliveryAttempt), on or off")
 	}
 	integer := func(k string, lo int, fix string, dst *int) {
-		if err := envvar.Int(k, get(k, ""), lo, math.MaxInt, fix, dst); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, envvar.Int(k, get(k, ""), lo, math.MaxInt, fix, dst))
 	}
 	integer("EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES", 1, "use a positive integer", &c.PullSettings.MaxOutstandingMessages)
 	integer("EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES", 1, "use a positive integer", &c.PullSettings.MaxOutstandingBytes)
 	integer("EVENTPIPE_PULL_GOROUTINES", 1, "use a positive integer", &c.PullSettings.NumGoroutines)
 	duration := func(k, example string, dst *time.Duration) {
-		if err := envvar.Duration(k, get(k, ""), example, dst); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, envvar.Duration(k, get(k, ""), example, dst))
 	}
 	duration("EVENTPIPE_SHUTDOWN_TIMEOUT", "9s", &c.ShutdownTimeout)
 	duration("EVENTPIPE_REQUEST_TIMEOUT", "60s", &c.RequestTimeout)
@@ -167,9 +161,9 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if c.MaxWaitingPerDocument == 0 && get("EVENTPIPE_COALESCE_MAX_WAITING", "") != "" {
 		c.MaxWaitingPerDocument = engine.NoCoalescing
 	}
-	if err := envvar.Int("EVENTPIPE_MAX_SEQUENCE_JUMP", get("EVENTPIPE_MAX_SEQUENCE_JUMP", ""), 1, math.MaxInt64, fmt.Sprintf("use a positive integer: the largest sequence step trusted across the ordering window (default %d), or unset it for the default", engine.DefaultMaxSequenceJump), &c.MaxSequenceJump); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, envvar.Int("EVENTPIPE_MAX_SEQUENCE_JUMP", get("EVENTPIPE_MAX_SEQUENCE_JUMP", ""), 1, math.MaxInt64,
+		fmt.Sprintf("use a positive integer: the largest sequence step trusted across the ordering window (default %d), or unset it for the default", engine.DefaultMaxSequenceJump),
+		&c.MaxSequenceJump))
 	if c.RequestTimeout > 0 && (strings.HasPrefix(c.StoreURL, "postgres://") || strings.HasPrefix(c.StoreURL, "postgresql://")) {
 		u, err := pgstore.WithRequestTimeout(c.StoreURL, c.RequestTimeout)
 		if err != nil {
