@@ -43,7 +43,7 @@ func CopyFields(fields map[string]any) (map[string]any, error) {
 // model already (the caller must then not modify what it shares), and
 // otherwise CopyFields(fields), errors included.
 func ValueModelFields(fields map[string]any) (map[string]any, error) {
-	if fields != nil && inValueModel(fields) {
+	if fields != nil && InValueModel(fields) {
 		return fields, nil
 	}
 	return CopyFields(fields)
@@ -57,10 +57,6 @@ func CloneValue(v any) any {
 	}
 	return v
 }
-
-// InValueModel reports whether v is in the value model of Document already:
-// a document holding it needs no conversion (see CopyFields).
-func InValueModel(v any) bool { return inValueModel(v) }
 
 // cloneContainer deep-copies v when it is a map or slice in the value
 // model (ok false for anything else): maps.Clone copies a map's table
@@ -103,7 +99,7 @@ func cloneInModel(v any) (c any, ok bool) {
 					return nil, false
 				}
 			default:
-				if !inValueModel(e) {
+				if !InValueModel(e) {
 					return nil, false
 				}
 			}
@@ -121,12 +117,13 @@ func cloneInModel(v any) (c any, ok bool) {
 		}
 		return out, true
 	}
-	return v, inValueModel(v)
+	return v, InValueModel(v)
 }
 
-// inValueModel reports whether normalize would accept v and give back an
-// equal value.
-func inValueModel(v any) bool {
+// InValueModel reports whether v is in the value model of Document already:
+// a document holding it needs no conversion (see CopyFields), as normalize
+// would accept v and give back an equal value.
+func InValueModel(v any) bool {
 	switch x := v.(type) {
 	case nil, bool, string, int64:
 		return true
@@ -139,7 +136,7 @@ func inValueModel(v any) bool {
 			return false // normalize makes it an empty slice
 		}
 		for _, e := range x {
-			if !inValueModel(e) {
+			if !InValueModel(e) {
 				return false
 			}
 		}
@@ -149,7 +146,7 @@ func inValueModel(v any) bool {
 			return false // normalize makes it an empty map
 		}
 		for _, e := range x {
-			if !inValueModel(e) {
+			if !InValueModel(e) {
 				return false
 			}
 		}
