@@ -3,7 +3,6 @@ package handler
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -109,14 +108,8 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	duration("EVENTPIPE_HANDLER_TIMEOUT", "60s", &c.Timeout)
 	duration("EVENTPIPE_IDEMPOTENCY_KEY_TTL", "24h", &c.KeyTTL)
-	if v := get("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxStoredBodyLimit {
-			errs = append(errs, fmt.Errorf("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY=%q: use a byte count from 1 to %d (a stored response must fit one Firestore document)", v, MaxStoredBodyLimit))
-		} else {
-			c.MaxStoredBody = n
-		}
-	}
+	errs = append(errs, envvar.Int("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY", get("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY"), 1, MaxStoredBodyLimit,
+		fmt.Sprintf("use a byte count from 1 to %d (a stored response must fit one Firestore document)", MaxStoredBodyLimit), &c.MaxStoredBody)) // nil: errors.Join drops it
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}

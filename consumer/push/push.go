@@ -78,7 +78,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.verifier != nil {
 		if _, err := h.verifier.Verify(r); err != nil {
-			status, level, errType, public := authRefusal(err)
+			// A refused token is answered 401 or 403 and logged at WARNING as a
+			// configuration problem (the caller's or the subscription's); a 503
+			// when Google's keys could not be fetched, at ERROR as transient (the
+			// consumer's dependency failed: Pub/Sub retries). public names no URL
+			// or error of the consumer's own.
+			status, transient, public := auth.Refusal(err)
+			level, errType := slog.LevelWarn, logfields.ErrorTypeConfiguration
+			if transient {
+				level, errType = slog.LevelError, logfields.ErrorTypeTransient
+			}
 			h.refuse(w, r, status, level, errType, err, public)
 			return
 		}
@@ -189,20 +198,6 @@ func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, e
 			return nil, err
 		}
 	}
-}
-
-// authRefusal is how a push whose token was refused is answered and
-// logged: a 401 or 403 at WARNING as a configuration problem (the caller's
-// or the subscription's); a 503 at ERROR as transient when Google's keys
-// could not be fetched (the consumer's dependency failed: Pub/Sub retries).
-// public is the response text, which names no URL or error of the
-// consumer's own.
-func authRefusal(err error) (status int, level slog.Level, errType, public string) {
-	status, transient, public := auth.Refusal(err)
-	if transient {
-		return status, slog.LevelError, logfields.ErrorTypeTransient, public
-	}
-	return status, slog.LevelWarn, logfields.ErrorTypeConfiguration, public
 }
 
 // refuse answers a request that never reached the processor with public

@@ -3,9 +3,9 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -103,7 +103,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		}
 		return def
 	}
-	var errs []error
+	var errs []error // errors.Join below drops the nil ones
 	bad := func(k, v, fix string) { errs = append(errs, fmt.Errorf("%s=%q: %s", k, v, fix)) }
 	c := Config{
 		Port:             get("PORT", "8080"),
@@ -122,9 +122,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		MaxEventSkew:     engine.DefaultMaxEventSkew,
 		PullSettings:     pubsub.ReceiveSettings{MaxOutstandingMessages: 100, MaxOutstandingBytes: 100 << 20, NumGoroutines: 1, MaxExtension: 10 * time.Minute},
 	}
-	if n, err := strconv.Atoi(c.Port); err != nil || n < 0 || n > 65535 {
-		bad("PORT", c.Port, "use a port number such as 8080")
-	}
+	errs = append(errs, envvar.Int("PORT", c.Port, 0, 65535, "use a port number such as 8080", new(int)))
 	if c.Audience != "" && len(c.PushAccounts) == 0 {
 		bad("EVENTPIPE_PUSH_ACCOUNTS", "", "an OIDC audience is set: list the push subscription's service account email(s)")
 	}
@@ -146,48 +144,27 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if c.DLQ, ok = classify.ParseDLQMode(dlq); !ok {
 		bad("EVENTPIPE_DLQ", dlq, "use auto (infer from deliveryAttempt), on or off")
 	}
-	positive := func(k string, dst *int) {
-		v := get(k, "")
-		if v == "" {
-			return
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			bad(k, v, "use a positive integer")
-			return
-		}
-		*dst = n
+	integer := func(k string, lo int, fix string, dst *int) {
+		errs = append(errs, envvar.Int(k, get(k, ""), lo, math.MaxInt, fix, dst))
 	}
-	positive("EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES", &c.PullSettings.MaxOutstandingMessages)
-	positive("EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES", &c.PullSettings.MaxOutstandingBytes)
-	positive("EVENTPIPE_PULL_GOROUTINES", &c.PullSettings.NumGoroutines)
+	integer("EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES", 1, "use a positive integer", &c.PullSettings.MaxOutstandingMessages)
+	integer("EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES", 1, "use a positive integer", &c.PullSettings.MaxOutstandingBytes)
+	integer("EVENTPIPE_PULL_GOROUTINES", 1, "use a positive integer", &c.PullSettings.NumGoroutines)
 	duration := func(k, example string, dst *time.Duration) {
-		if err := envvar.Duration(k, get(k, ""), example, dst); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, envvar.Duration(k, get(k, ""), example, dst))
 	}
 	duration("EVENTPIPE_SHUTDOWN_TIMEOUT", "9s", &c.ShutdownTimeout)
 	duration("EVENTPIPE_REQUEST_TIMEOUT", "60s", &c.RequestTimeout)
 	duration("EVENTPIPE_MAX_EVENT_SKEW", "5m", &c.MaxEventSkew)
-	if v := get("EVENTPIPE_COALESCE_MAX_WAITING", ""); v != "" {
-		switch n, err := strconv.Atoi(v); {
-		case err != nil || n < 0:
-			bad("EVENTPIPE_COALESCE_MAX_WAITING", v, fmt.Sprintf("use a whole number: how many deliveries may wait for one document (default %d), or 0 to turn coalescing off", engine.DefaultMaxWaitingPerDocument))
-		case n == 0:
-			c.MaxWaitingPerDocument = engine.NoCoalescing
-		default:
-			c.MaxWaitingPerDocument = n
-		}
+	// 0 turns coalescing off: engine.NoCoalescing (unset keeps 0, the engine's default).
+	integer("EVENTPIPE_COALESCE_MAX_WAITING", 0, fmt.Sprintf("use a whole number: how many deliveries may wait for one document (default %d), or 0 to turn coalescing off", engine.DefaultMaxWaitingPerDocument), &c.MaxWaitingPerDocument)
+	if c.MaxWaitingPerDocument == 0 && get("EVENTPIPE_COALESCE_MAX_WAITING", "") != "" {
+		c.MaxWaitingPerDocument = engine.NoCoalescing
 	}
-	if v := get("EVENTPIPE_MAX_SEQUENCE_JUMP", ""); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			bad("EVENTPIPE_MAX_SEQUENCE_JUMP", v, fmt.Sprintf("use a positive integer: the largest sequence step trusted across the ordering window (default %d), or unset it for the default", engine.DefaultMaxSequenceJump))
-		} else {
-			c.MaxSequenceJump = n
-		}
-	}
-	if c.RequestTimeout > 0 && isPostgres(c.StoreURL) {
+	errs = append(errs, envvar.Int("EVENTPIPE_MAX_SEQUENCE_JUMP", get("EVENTPIPE_MAX_SEQUENCE_JUMP", ""), 1, math.MaxInt64,
+		fmt.Sprintf("use a positive integer: the largest sequence step trusted across the ordering window (default %d), or unset it for the default", engine.DefaultMaxSequenceJump),
+		&c.MaxSequenceJump))
+	if c.RequestTimeout > 0 && (strings.HasPrefix(c.StoreURL, "postgres://") || strings.HasPrefix(c.StoreURL, "postgresql://")) {
 		u, err := pgstore.WithRequestTimeout(c.StoreURL, c.RequestTimeout)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("EVENTPIPE_STORE: %w (use postgres://user:password@host:5432/database)", err))
@@ -203,11 +180,6 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		return Config{}, fmt.Errorf("consumer configuration:\n%w", err)
 	}
 	return c, nil
-}
-
-// isPostgres reports whether a store URL names PostgreSQL.
-func isPostgres(storeURL string) bool {
-	return strings.HasPrefix(storeURL, "postgres://") || strings.HasPrefix(storeURL, "postgresql://")
 }
 
 func list(s string) []string {

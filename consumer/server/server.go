@@ -86,8 +86,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		}
 	}()
 	st = opts.Tracer.Store(st, scheme(cfg.StoreURL))
+	host, _ := os.Hostname()
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
-		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: owner(cfg), Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
+		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: cfg.Service + "@" + host, Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
 		Tracer: opts.Tracer, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument, HandlerURL: cfg.Handler.URL,
 		MaxSequenceJump: cfg.MaxSequenceJump})
 	if err != nil {
@@ -156,22 +157,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		// shutdown, which waits for in-flight messages and flushes their acks
 		// (a timed shutdown returns before acks are sent). Run bounds the
 		// wait with ShutdownTimeout.
-		settings := cfg.PullSettings
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// Nothing is pulled before the handler answers: a message taken
 			// earlier would spend a handler attempt on a refused connection.
 			if err := handler.WaitReady(pullCtx, nil, cfg.Handler, log); err != nil {
-				if pullCtx.Err() == nil {
-					pullErr <- err
-				} else {
-					pullErr <- nil // shut down while waiting
+				if pullCtx.Err() != nil {
+					err = nil // shut down while waiting
 				}
+				pullErr <- err
 				return
 			}
 			pullErr <- pull.Run(pullCtx, pull.Config{Client: client, Subscriptions: cfg.PullSubscriptions,
-				Settings: settings, Processor: proc, Cut: work})
+				Settings: cfg.PullSettings, Processor: proc, Cut: work})
 		}()
 	}
 	serveErr := make(chan error, 1)
@@ -311,11 +310,6 @@ func verifiers(ctx context.Context, cfg Config) (push, callbacks *auth.Verifier,
 			AccountsSetting: "EVENTPIPE_CALLBACK_ACCOUNTS"})
 	}
 	return push, callbacks, err
-}
-
-func owner(cfg Config) string {
-	host, _ := os.Hostname()
-	return cfg.Service + "@" + host
 }
 
 func scheme(u string) string {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestCloneInModelIsCheckAndClone: over generated values, in and out of
-// the value model, nested, cloneInModel reports inValueModel and, when it
+// the value model, nested, cloneInModel reports InValueModel and, when it
 // holds, gives an equal value that shares no map or slice with its input.
 func TestCloneInModelIsCheckAndClone(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -41,8 +41,8 @@ func TestCloneInModelIsCheckAndClone(t *testing.T) {
 	for range 20000 {
 		v := gen(3)
 		c, ok := cloneInModel(v)
-		if ok != inValueModel(v) {
-			t.Fatalf("cloneInModel(%#v) ok = %v, inValueModel %v", v, ok, !ok)
+		if ok != InValueModel(v) {
+			t.Fatalf("cloneInModel(%#v) ok = %v, InValueModel %v", v, ok, !ok)
 		}
 		if !ok {
 			continue

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +43,7 @@ func CopyFields(fields map[string]any) (map[string]any, error) {
 // model already (the caller must then not modify what it shares), and
 // otherwise CopyFields(fields), errors included.
 func ValueModelFields(fields map[string]any) (map[string]any, error) {
-	if fields != nil && inValueModel(fields) {
+	if fields != nil && InValueModel(fields) {
 		return fields, nil
 	}
 	return CopyFields(fields)
@@ -57,10 +57,6 @@ func CloneValue(v any) any {
 	}
 	return v
 }
-
-// InValueModel reports whether v is in the value model of Document already:
-// a document holding it needs no conversion (see CopyFields).
-func InValueModel(v any) bool { return inValueModel(v) }
 
 // cloneContainer deep-copies v when it is a map or slice in the value
 // model (ok false for anything else): maps.Clone copies a map's table
@@ -103,7 +99,7 @@ func cloneInModel(v any) (c any, ok bool) {
 					return nil, false
 				}
 			default:
-				if !inValueModel(e) {
+				if !InValueModel(e) {
 					return nil, false
 				}
 			}
@@ -121,12 +117,13 @@ func cloneInModel(v any) (c any, ok bool) {
 		}
 		return out, true
 	}
-	return v, inValueModel(v)
+	return v, InValueModel(v)
 }
 
-// inValueModel reports whether normalize would accept v and give back an
-// equal value.
-func inValueModel(v any) bool {
+// InValueModel reports whether v is in the value model of Document already:
+// a document holding it needs no conversion (see CopyFields), as normalize
+// would accept v and give back an equal value.
+func InValueModel(v any) bool {
 	switch x := v.(type) {
 	case nil, bool, string, int64:
 		return true
@@ -139,7 +136,7 @@ func inValueModel(v any) bool {
 			return false // normalize makes it an empty slice
 		}
 		for _, e := range x {
-			if !inValueModel(e) {
+			if !InValueModel(e) {
 				return false
 			}
 		}
@@ -149,7 +146,7 @@ func inValueModel(v any) bool {
 			return false // normalize makes it an empty map
 		}
 		for _, e := range x {
-			if !inValueModel(e) {
+			if !InValueModel(e) {
 				return false
 			}
 		}
@@ -178,30 +175,15 @@ func normalize(v any) (any, error) {
 		return x, nil
 	case float32:
 		return normalize(float64(x))
-	case int:
-		return int64(x), nil
-	case int8:
-		return int64(x), nil
-	case int16:
-		return int64(x), nil
-	case int32:
-		return int64(x), nil
-	case uint8:
-		return int64(x), nil
-	case uint16:
-		return int64(x), nil
-	case uint32:
-		return int64(x), nil
-	case uint:
-		if uint64(x) > math.MaxInt64 {
-			return nil, fmt.Errorf("integer %d overflows int64", x)
+	case int, int8, int16, int32:
+		return reflect.ValueOf(x).Int(), nil
+	case uint8, uint16, uint32:
+		return int64(reflect.ValueOf(x).Uint()), nil
+	case uint, uint64:
+		if u := reflect.ValueOf(x).Uint(); u <= math.MaxInt64 {
+			return int64(u), nil
 		}
-		return int64(x), nil
-	case uint64:
-		if x > math.MaxInt64 {
-			return nil, fmt.Errorf("integer %d overflows int64", x)
-		}
-		return int64(x), nil
+		return nil, fmt.Errorf("integer %d overflows int64", x)
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
 			return i, nil
@@ -290,13 +272,8 @@ func encodeValue(b *bytes.Buffer, v any) error {
 		}
 		b.WriteByte(']')
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		b.WriteByte('{')
-		for i, k := range keys {
+		for i, k := range slices.Sorted(maps.Keys(x)) {
 			if i > 0 {
 				b.WriteByte(',')
 			}

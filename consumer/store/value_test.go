@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -105,5 +106,37 @@ func TestCopyFieldsCopiesDeeply(t *testing.T) {
 	out["s"] = "changed"
 	if in["m"].(map[string]any)["l"].([]any)[0].(map[string]any)["k"] != "v" || in["s"] != "x" {
 		t.Errorf("changing the copy changed the input: %v", in)
+	}
+}
+
+// TestCopyFieldsIntegerKinds: every Go integer kind becomes the int64 of the same value, at
+// both ends of its range and at zero, and an unsigned value above math.MaxInt64 is refused
+// with an error that names it.
+func TestCopyFieldsIntegerKinds(t *testing.T) {
+	cases := []struct {
+		in   any
+		want int64
+	}{
+		{int(math.MinInt), math.MinInt}, {int(math.MaxInt), math.MaxInt},
+		{int8(math.MinInt8), math.MinInt8}, {int8(math.MaxInt8), math.MaxInt8},
+		{int16(math.MinInt16), math.MinInt16}, {int16(math.MaxInt16), math.MaxInt16},
+		{int32(math.MinInt32), math.MinInt32}, {int32(math.MaxInt32), math.MaxInt32},
+		{uint8(0), 0}, {uint8(math.MaxUint8), math.MaxUint8},
+		{uint16(0), 0}, {uint16(math.MaxUint16), math.MaxUint16},
+		{uint32(0), 0}, {uint32(math.MaxUint32), math.MaxUint32},
+		{uint(0), 0}, {uint(math.MaxInt64), math.MaxInt64},
+		{uint64(0), 0}, {uint64(math.MaxInt64), math.MaxInt64},
+	}
+	for _, c := range cases {
+		got, err := store.CopyFields(map[string]any{"n": c.in})
+		if err != nil || got["n"] != c.want {
+			t.Errorf("%T(%v): %#v %v; want int64(%d)", c.in, c.in, got["n"], err, c.want)
+		}
+	}
+	for _, in := range []any{uint(math.MaxInt64 + 1), uint64(math.MaxInt64 + 1), uint64(math.MaxUint64)} {
+		_, err := store.CopyFields(map[string]any{"n": in})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("integer %d overflows int64", in)) {
+			t.Errorf("%T(%v): err = %v; want it refused as overflowing int64", in, in, err)
+		}
 	}
 }

@@ -133,12 +133,11 @@ func (s *Store) commitLoop() {
 // commit runs a batch in one bbolt transaction and answers every request.
 func (s *Store) commit(batch []*request) {
 	results := make([]error, len(batch))
-	answer := func() {
+	defer func() {
 		for i, r := range batch {
 			r.err <- results[i]
 		}
-	}
-	defer answer()
+	}()
 	fail := func(op string, err error) {
 		for i := range results {
 			if results[i] == nil {

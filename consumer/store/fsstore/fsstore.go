@@ -162,21 +162,6 @@ func utc(v any) any {
 	return v
 }
 
-func data(key store.Key, doc store.Document) (map[string]any, error) {
-	d, err := store.CopyDocument(doc)
-	f := d.Fields
-	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", key, err)
-	}
-	if _, ok := f[store.ExpireAtField]; ok {
-		return nil, fmt.Errorf("write %s: field %q is reserved for Document.ExpireAt", key, store.ExpireAtField)
-	}
-	if !doc.ExpireAt.IsZero() {
-		f[store.ExpireAtField] = doc.ExpireAt.UTC()
-	}
-	return f, nil
-}
-
 func (t *tx) Create(_ context.Context, key store.Key, doc store.Document) error {
 	return t.write(key, doc, func(ref *firestore.DocumentRef, d map[string]any) error { return t.t.Create(ref, d) })
 }
@@ -185,17 +170,24 @@ func (t *tx) Set(_ context.Context, key store.Key, doc store.Document) error {
 	return t.write(key, doc, func(ref *firestore.DocumentRef, d map[string]any) error { return t.t.Set(ref, d) })
 }
 
-// write converts doc and hands it to op (Create or Set).
+// write converts doc, its ExpireAt as the field expireAt, and hands it to
+// op (Create or Set).
 func (t *tx) write(key store.Key, doc store.Document, op func(*firestore.DocumentRef, map[string]any) error) error {
 	ref := t.ref(key)
 	if ref == nil {
 		return invalidKey(key)
 	}
-	d, err := data(key, doc)
+	d, err := store.CopyDocument(doc)
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", key, err)
 	}
-	return op(ref, d)
+	if _, ok := d.Fields[store.ExpireAtField]; ok {
+		return fmt.Errorf("write %s: field %q is reserved for Document.ExpireAt", key, store.ExpireAtField)
+	}
+	if !doc.ExpireAt.IsZero() {
+		d.Fields[store.ExpireAtField] = doc.ExpireAt.UTC()
+	}
+	return op(ref, d.Fields)
 }
 
 func (t *tx) Delete(_ context.Context, key store.Key) error {

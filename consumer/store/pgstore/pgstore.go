@@ -406,18 +406,6 @@ func (t *tx) get(ctx context.Context, op string, keys []store.Key) ([]*store.Doc
 	return docs, nil
 }
 
-func encode(key store.Key, doc store.Document) ([]byte, *time.Time, error) {
-	data, err := store.EncodeJSON(doc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("write %s: %w", key, err)
-	}
-	if doc.ExpireAt.IsZero() {
-		return data, nil, nil
-	}
-	exp := doc.ExpireAt.UTC()
-	return data, &exp, nil
-}
-
 // errReadOnly is a write in a store.ReadOnly transaction.
 var errReadOnly = errors.New("write in a read-only transaction (store.ReadOnly): a programming error")
 
@@ -426,9 +414,14 @@ func (t *tx) put(op, sql string, key store.Key, doc store.Document) error {
 	if t.readOnly {
 		return &store.Error{Op: op + " " + key.String(), Kind: store.KindConfiguration, Err: errReadOnly}
 	}
-	data, exp, err := encode(key, doc)
+	data, err := store.EncodeJSON(doc)
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	var exp *time.Time // NULL: no expiry
+	if !doc.ExpireAt.IsZero() {
+		e := doc.ExpireAt.UTC()
+		exp = &e
 	}
 	t.writes = append(t.writes, write{op: op, key: key, sql: sql, args: []any{key.Collection, key.ID, string(data), exp}})
 	return nil

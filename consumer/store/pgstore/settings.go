@@ -72,30 +72,21 @@ type Settings struct {
 // fills in the defaults and sets the server-side ones back in milliseconds.
 func parseSettings(cfg *pgxpool.Config) (Settings, error) {
 	params := cfg.ConnConfig.RuntimeParams
-	take := func(name string) (time.Duration, bool, error) {
+	var s Settings
+	var errs []string
+	get := func(name string, dst *time.Duration, def func() time.Duration) {
 		v, ok := params[name]
 		if !ok {
-			return 0, false, nil
+			*dst = def()
+			return
 		}
 		delete(params, name)
 		d, err := parseDuration(v)
 		if err != nil {
-			return 0, false, fmt.Errorf("%s=%q: %v (use a positive duration such as 2500ms, 2.5s or 1min)", name, v, err)
+			errs = append(errs, fmt.Sprintf("%s=%q: %v (use a positive duration such as 2500ms, 2.5s or 1min)", name, v, err))
+			return
 		}
-		return d, true, nil
-	}
-	var s Settings
-	var errs []string
-	get := func(name string, dst *time.Duration, def func() time.Duration) {
-		d, ok, err := take(name)
-		switch {
-		case err != nil:
-			errs = append(errs, err.Error())
-		case ok:
-			*dst = d
-		default:
-			*dst = def()
-		}
+		*dst = d
 	}
 	get(ParamRequestTimeout, &s.RequestTimeout, func() time.Duration { return DefaultRequestTimeout })
 	get(ParamLockTimeout, &s.LockTimeout, func() time.Duration { return s.RequestTimeout / 4 })
