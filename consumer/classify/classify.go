@@ -9,6 +9,7 @@ import (
 	"errors"
 	"strings"
 
+	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -144,13 +145,10 @@ func grpcClass(c codes.Code) Class {
 }
 
 // grpcName renders a code the way Google's APIs spell it (UNAVAILABLE),
-// indexed by code (fsstore.CodeName keeps the same table).
+// from google.rpc.Code's own names.
 func grpcName(c codes.Code) string {
-	names := [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-		"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-		"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
-	if int(c) < len(names) {
-		return names[c]
+	if name, ok := code.Code_name[int32(c)]; ok && int32(c) >= 0 {
+		return name
 	}
 	return strings.ToUpper(c.String())
 }

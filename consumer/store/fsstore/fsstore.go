@@ -19,6 +19,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/option"
+	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -226,12 +227,10 @@ func classify(op string, err error) error {
 }
 
 // CodeName returns the canonical gRPC name of c, e.g. "DEADLINE_EXCEEDED".
+// The names are google.rpc.Code's own.
 func CodeName(c codes.Code) string {
-	names := [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-		"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-		"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
-	if int(c) < len(names) {
-		return names[c]
+	if name, ok := code.Code_name[int32(c)]; ok && int32(c) >= 0 {
+		return name
 	}
 	return fmt.Sprintf("CODE_%d", uint32(c))
 }
