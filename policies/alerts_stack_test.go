@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/evaluate"
+	"github.com/eventpipe/eventpipe/internal/testing/ruletest"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -36,15 +35,7 @@ func alertFindings(t *testing.T, dir, stack string, config map[string]any) []str
 	if err != nil {
 		t.Fatal(err)
 	}
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := evaluate.New(ctx, evaluate.Options{Modules: mods, Package: policies.Package, Config: config})
-	if err != nil {
-		t.Fatal(err)
-	}
-	findings, err := eng.Evaluate(ctx, p)
+	findings, err := ruletest.Engine(t, config).Evaluate(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/eventpipe/eventpipe/policies"
+	"github.com/eventpipe/eventpipe/internal/testing/ruletest"
 	"github.com/eventpipe/eventpipe/policies/checkconfig"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
@@ -105,14 +105,7 @@ func renderWith(t *testing.T, b spec.Bound, v int64) (*render.Result, error) {
 // setting a rule judges, by that rule on the rendered plan with the value moved past the
 // bound, naming the plan's field and the same bound.
 func TestEveryBoundHoldsInConfigAndCheck(t *testing.T) {
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package, Config: (*checkconfig.Config)(nil).Data("prod")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := ruletest.Engine(t, (*checkconfig.Config)(nil).Data("prod"))
 	check := func(t *testing.T, doc any) []evaluate.Finding {
 		t.Helper()
 		p, err := plan.FromDocument(doc, "plan.json")
@@ -242,14 +235,7 @@ func TestAttemptsTwentyPassesTheCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package, Config: (*checkconfig.Config)(nil).Data("prod")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := ruletest.Engine(t, (*checkconfig.Config)(nil).Data("prod"))
 	p, err := plan.Parse(res.JSON, "plan.json")
 	if err != nil {
 		t.Fatal(err)

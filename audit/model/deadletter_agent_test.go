@@ -10,7 +10,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
-	"github.com/eventpipe/eventpipe/policies"
+	"github.com/eventpipe/eventpipe/internal/testing/ruletest"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 )
@@ -54,14 +54,7 @@ func crossProjectDLQ(publisherAgent, subscriberAgent string, numbers bool) *inve
 // the wrong project's agent when the numbers are known; without them any project's agent
 // is accepted (and the finding would say so).
 func TestDeadLetterGrantsNameTheSubscriptionProjectsAgent(t *testing.T) {
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := ruletest.Engine(t, nil)
 	sub := URNOf("app", TypeSubscription, "orders-sub")
 	for _, publisher := range []string{"app", "dlq"} {
 		for _, subscriber := range []string{"app", "dlq"} {

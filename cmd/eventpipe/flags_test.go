@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,8 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/eventpipe/eventpipe/internal/release"
-	"github.com/eventpipe/eventpipe/policies"
-	"github.com/eventpipe/eventpipe/policies/evaluate"
+	"github.com/eventpipe/eventpipe/internal/testing/ruletest"
 )
 
 // flagMeanings is what each flag name means, in every command that has it.
@@ -131,14 +129,7 @@ func TestDocsNameTheReleaseTag(t *testing.T) {
 // TestRangeFixesNameTheCheckConfig: a rule whose allowed range comes from the check
 // configuration says in its fix that the range can be raised there, under the flag's name.
 func TestRangeFixesNameTheCheckConfig(t *testing.T) {
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := ruletest.Engine(t, nil)
 	for _, r := range eng.Rules() {
 		if r.ID == "EP002" && (!strings.Contains(r.Fix, "--check-config") || !strings.Contains(r.Fix, "thresholds."+r.Name)) {
 			t.Errorf("%s fix %q does not say the range is raised in the check configuration (--check-config, thresholds.%s)", r.ID, r.Fix, r.Name)

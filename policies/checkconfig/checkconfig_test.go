@@ -15,6 +15,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/rego"
 
+	"github.com/eventpipe/eventpipe/internal/testing/ruletest"
 	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
@@ -147,16 +148,9 @@ func TestRulesApplyTheWaivers(t *testing.T) {
 	}
 	check := func(today time.Time) map[string]evaluate.Finding {
 		t.Helper()
-		mods, err := policies.Modules()
-		if err != nil {
-			t.Fatal(err)
-		}
 		data := c.Data("dev")
 		data["today"] = today.Format(time.DateOnly)
-		e, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package, Config: data})
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := ruletest.Engine(t, data)
 		fs, err := e.Evaluate(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
@@ -297,14 +291,7 @@ func TestRulesWriteDurationsAsTheConfigDoes(t *testing.T) {
 // the README say) names, after "default", the value each of its bounded settings has in
 // Defaults, so prose cannot keep a default the table has left.
 func TestRuleDescriptionsStateTheDefaults(t *testing.T) {
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := evaluate.New(context.Background(), evaluate.Options{Modules: mods, Package: policies.Package})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := ruletest.Engine(t, nil)
 	descriptions := map[string]string{}
 	for _, r := range e.Rules() {
 		descriptions[r.Name] = r.Description
