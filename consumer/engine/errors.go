@@ -98,7 +98,7 @@ func wrap(op string, err error) error {
 		return nil
 	}
 	var ee *Error
-	if errors.As(err, &ee) || errors.Is(err, ErrCrashed) {
+	if errors.As(err, &ee) {
 		return err
 	}
 	t, code := Classify(err)

@@ -47,20 +47,6 @@ func Failpoints() []Failpoint {
 // KillAtFailpoints).
 type FailpointHook func(ctx context.Context, fp Failpoint) error
 
-// ErrCrashed is what CrashAt's hook returns: a simulated crash.
-var ErrCrashed = errors.New("simulated crash at failpoint")
-
-// CrashAt returns a hook that returns ErrCrashed at fp, once for every call
-// of arm that returned true, so a test can crash the first delivery only.
-func CrashAt(fp Failpoint, arm func() bool) FailpointHook {
-	return func(_ context.Context, at Failpoint) error {
-		if at == fp && arm() {
-			return ErrCrashed
-		}
-		return nil
-	}
-}
-
 // FailpointEnv is the environment variable KillAtFailpoints reads in the
 // consumer binary: a comma-separated list of failpoint names.
 const FailpointEnv = "EVENTPIPE_FAILPOINT"

@@ -12,10 +12,19 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
-// once returns an arm function that is true the first time only.
-func once() func() bool {
+// errCrashed is what crashOnce's hook returns: a simulated crash.
+var errCrashed = errors.New("simulated crash at failpoint")
+
+// crashOnce returns a failpoint hook that returns errCrashed the first
+// time fp is hit, so that a case crashes the first delivery only.
+func crashOnce(fp engine.Failpoint) engine.FailpointHook {
 	var fired atomic.Bool
-	return func() bool { return fired.CompareAndSwap(false, true) }
+	return func(_ context.Context, at engine.Failpoint) error {
+		if at == fp && fired.CompareAndSwap(false, true) {
+			return errCrashed
+		}
+		return nil
+	}
 }
 
 // Worker is a side-effect worker for one event: claim a lease, apply the side
@@ -64,12 +73,12 @@ func workerDeliver(ctx context.Context, eng *engine.Engine, coll string, ev engi
 func workerCrashes(t *testing.T, e *env) {
 	for _, fp := range []engine.Failpoint{engine.WorkerAfterClaim, engine.WorkerBeforeApply, engine.WorkerAfterApply, engine.WorkerBeforeMarkDone} {
 		t.Run(string(fp), func(t *testing.T) {
-			eng := e.engine(func(c *engine.Config) { c.Failpoint = engine.CrashAt(fp, once()) })
+			eng := e.engine(func(c *engine.Config) { c.Failpoint = crashOnce(fp) })
 			coll := e.collection("effects_" + string(fp[len("worker-"):]))
 			ev := emailEvent("crash-" + string(fp))
 			ctx := context.Background()
 			var applied atomic.Int64
-			if err := workerDeliver(ctx, eng, coll, ev, &applied); !errors.Is(err, engine.ErrCrashed) {
+			if err := workerDeliver(ctx, eng, coll, ev, &applied); !errors.Is(err, errCrashed) {
 				t.Fatalf("first delivery: %v, want a crash at %s", err, fp)
 			}
 			// Redeliver until done, as Pub/Sub would; the crashed holder's lease
@@ -106,10 +115,10 @@ func projectionCrashes(t *testing.T, e *env) {
 	}
 	for _, fp := range []engine.Failpoint{engine.ProjectionBeforeWrite, engine.ProjectionAfterWrite, engine.ProjectionBeforeAck} {
 		t.Run(string(fp), func(t *testing.T) {
-			eng := e.engine(func(c *engine.Config) { c.Failpoint = engine.CrashAt(fp, once()) })
+			eng := e.engine(func(c *engine.Config) { c.Failpoint = crashOnce(fp) })
 			coll := e.collection(fmt.Sprintf("proj_%d", len(fp)))
 			h := hb(7, "healthy")
-			if _, err := Projection(context.Background(), eng, coll, h.event(), h.write(coll)); !errors.Is(err, engine.ErrCrashed) {
+			if _, err := Projection(context.Background(), eng, coll, h.event(), h.write(coll)); !errors.Is(err, errCrashed) {
 				t.Fatalf("first delivery: %v, want a crash at %s", err, fp)
 			}
 			o, err := Projection(context.Background(), eng, coll, h.event(), h.write(coll))
