@@ -15,6 +15,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	"github.com/eventpipe/eventpipe/internal/testing/remotestore"
 )
 
 // gatedStore holds every transaction at its start until the test releases
@@ -619,7 +620,7 @@ func TestCoalescingMatchesSerialDelivery(t *testing.T) {
 				t.Fatalf("seed %d serial: %v", seed, err)
 			}
 		}
-		remote := memstore.NewRemote(2*time.Millisecond, 100)
+		remote := remotestore.New(2*time.Millisecond, 100)
 		ec := newTestEngine(t, remote)
 		var wg sync.WaitGroup
 		var mu sync.Mutex

@@ -13,10 +13,10 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/store"
-	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 	"github.com/eventpipe/eventpipe/consumer/store/pgstore"
 	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
+	"github.com/eventpipe/eventpipe/internal/testing/remotestore"
 )
 
 // Hot-aggregate traffic: heartbeats of many instances landing on a few
@@ -67,7 +67,7 @@ func BenchmarkHotAggregate(b *testing.B) {
 		name string
 		open func(b *testing.B) store.Store
 	}{
-		{"mem-20ms", func(*testing.B) store.Store { return memstore.NewRemote(hotCommitLatency, 0) }},
+		{"mem-20ms", func(*testing.B) store.Store { return remotestore.New(hotCommitLatency, 0) }},
 		{"postgres", func(b *testing.B) store.Store {
 			pg.once.Do(func() {
 				// One cluster for every sub-benchmark: stopped when the parent ends.
@@ -116,7 +116,7 @@ func BenchmarkHotAggregate(b *testing.B) {
 // on the Firestore model with 1 ms commits: coalesced, no delivery fails
 // and the 1,000 messages cost at most one transaction's writes per 10.
 func TestHotAggregateCoalesced(t *testing.T) {
-	s := &committedWrites{inner: memstore.NewRemote(time.Millisecond, 0)}
+	s := &committedWrites{inner: remotestore.New(time.Millisecond, 0)}
 	eng, err := engine.New(engine.Config{Store: s, Env: "prod"})
 	if err != nil {
 		t.Fatal(err)

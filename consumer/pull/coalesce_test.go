@@ -8,8 +8,8 @@ import (
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
 	"github.com/eventpipe/eventpipe/consumer/store"
-	"github.com/eventpipe/eventpipe/consumer/store/memstore"
 	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
+	"github.com/eventpipe/eventpipe/internal/testing/remotestore"
 )
 
 // TestPullBatchOnHotAggregate pulls a backlog of heartbeats of one service
@@ -29,7 +29,7 @@ func TestPullBatchOnHotAggregate(t *testing.T) {
 		at := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
 		ids = append(ids, f.publish(t, "events", sysEvent(fmt.Sprintf("s%d", i), at.Format(time.RFC3339))))
 	}
-	proc, st, log := ct.NewProcessor(t, ct.Options{Store: memstore.NewRemote(20*time.Millisecond, 0)})
+	proc, st, log := ct.NewProcessor(t, ct.Options{Store: remotestore.New(20*time.Millisecond, 0)})
 	cfg := Config{Client: f.client, Subscriptions: []string{subName("hot")}, Processor: proc}
 	cfg.Settings.MaxOutstandingMessages = n
 	stop := run(t, cfg)
