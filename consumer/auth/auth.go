@@ -35,21 +35,17 @@ const DefaultFetchTimeout = 5 * time.Second
 // GoogleIssuers are the two issuer spellings Google uses in ID tokens.
 var googleIssuers = []string{"accounts.google.com", "https://accounts.google.com"}
 
-// Config configures a Verifier (Keys.Verifier uses only Audience,
-// AllowedEmails and AccountsSetting).
+// Config configures a Verifier.
 type Config struct {
 	// Audience is the expected aud claim (the push endpoint URL or the
 	// audience set on the subscription); required.
 	Audience string
-	// AllowedEmails are the service accounts allowed to call; required.
+	// AllowedEmails are the service accounts allowed to call; with none,
+	// every caller is refused (403).
 	AllowedEmails []string
 	// AccountsSetting names where AllowedEmails are configured, for the
 	// fix a 403 names (default EVENTPIPE_PUSH_ACCOUNTS).
 	AccountsSetting string
-	// JWKSURL overrides GoogleJWKSURL (tests serve their own keys).
-	JWKSURL string
-	// FetchTimeout bounds one fetch of the keys (default DefaultFetchTimeout).
-	FetchTimeout time.Duration
 }
 
 // Keys are Google's token-signing keys, fetched when a token names one not
@@ -129,18 +125,6 @@ func Refusal(err error) (status int, transient bool, public string) {
 
 // errKeyFetch marks a failure to fetch the keys.
 var errKeyFetch = errors.New("fetch Google's token-signing keys")
-
-// New returns a Verifier with keys of its own (NewKeys). ctx carries
-// values only; every fetch of the keys is bounded by cfg.FetchTimeout.
-func New(ctx context.Context, cfg Config) (*Verifier, error) {
-	if cfg.Audience == "" {
-		return nil, errors.New("auth: no audience (fix: set EVENTPIPE_OIDC_AUDIENCE to the push endpoint URL)")
-	}
-	if len(cfg.AllowedEmails) == 0 {
-		return nil, fmt.Errorf("auth: no allowed service accounts (fix: set %s to the caller's service account email)", setting(cfg))
-	}
-	return NewKeys(ctx, cfg.JWKSURL, cfg.FetchTimeout).Verifier(cfg)
-}
 
 func setting(cfg Config) string {
 	if cfg.AccountsSetting == "" {

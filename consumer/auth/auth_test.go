@@ -20,7 +20,7 @@ const (
 
 func TestVerify(t *testing.T) {
 	is := authtest.NewIssuer(t)
-	v, err := New(t.Context(), Config{Audience: audience, AllowedEmails: []string{pusher}, JWKSURL: is.JWKSURL})
+	v, err := NewKeys(t.Context(), is.JWKSURL, 0).Verifier(Config{Audience: audience, AllowedEmails: []string{pusher}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +69,9 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func TestNewNeedsAudienceAndAccounts(t *testing.T) {
-	if _, err := New(t.Context(), Config{AllowedEmails: []string{pusher}}); err == nil {
+func TestVerifierNeedsAudience(t *testing.T) {
+	if _, err := NewKeys(t.Context(), "", 0).Verifier(Config{AllowedEmails: []string{pusher}}); err == nil {
 		t.Fatal("no audience accepted")
-	}
-	if _, err := New(t.Context(), Config{Audience: audience}); err == nil {
-		t.Fatal("no accounts accepted")
 	}
 }
 
@@ -93,7 +90,7 @@ func TestKeysUnavailable(t *testing.T) {
 	token := "Bearer " + is.Sign(t, authtest.Claims(audience, pusher))
 	for name, url := range map[string]string{"stalled": authtest.StalledJWKS(t), "server error": failing.URL, "nothing listening": closed.URL} {
 		t.Run(name, func(t *testing.T) {
-			v, err := New(t.Context(), Config{Audience: audience, AllowedEmails: []string{pusher}, JWKSURL: url, FetchTimeout: 300 * time.Millisecond})
+			v, err := NewKeys(t.Context(), url, 300*time.Millisecond).Verifier(Config{Audience: audience, AllowedEmails: []string{pusher}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +129,7 @@ func TestKeysUnavailable(t *testing.T) {
 		_, _ = io.Copy(w, resp.Body)
 	}))
 	t.Cleanup(flaky.Close)
-	v, err := New(t.Context(), Config{Audience: audience, AllowedEmails: []string{pusher}, JWKSURL: flaky.URL})
+	v, err := NewKeys(t.Context(), flaky.URL, 0).Verifier(Config{Audience: audience, AllowedEmails: []string{pusher}})
 	if err != nil {
 		t.Fatal(err)
 	}
