@@ -26,15 +26,6 @@ const (
 	AlertSLOBurn             = "slo-burn"
 )
 
-// AlertNames lists every alert name in documentation order.
-func AlertNames() []string {
-	return []string{
-		AlertDLQ, AlertPush5xx, AlertPush4xx, AlertBacklogAge, AlertBacklogGrowth,
-		AlertFirestoreTransient, AlertFirestorePermission,
-		AlertLeaseAcquire, AlertLeaseHeartbeat, AlertLeaseStale, AlertSLOBurn,
-	}
-}
-
 // ConditionKind is the Cloud Monitoring condition type.
 type ConditionKind string
 
