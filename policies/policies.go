@@ -26,11 +26,6 @@ func Modules() (map[string]string, error) {
 	return read(files, false)
 }
 
-// TestModules returns the rule files and their *_test.rego unit tests.
-func TestModules() (map[string]string, error) {
-	return read(files, true)
-}
-
 // ModulesIn returns the rule files of a folder holding this policy pack (os.DirFS of it),
 // chosen and named as Modules chooses and names the embedded ones: the files Pulumi's
 // analyzer plugin evaluates.
