@@ -17,6 +17,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
+	"github.com/eventpipe/eventpipe/internal/testing/consumertest"
 	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
@@ -104,7 +105,7 @@ func seed(t *testing.T, path string, key store.Key, fields map[string]any) {
 func shortReceiptLease(t *testing.T, lease string) string {
 	t.Helper()
 	var cfg route.Config
-	if err := json.Unmarshal(route.DefaultRoutes(), &cfg); err != nil {
+	if err := json.Unmarshal(consumertest.DefaultRoutes(t), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	for i := range cfg.Routes {

@@ -117,7 +117,7 @@ func overHTTP(b *testing.B, h http.Handler) func([]byte) (int, error) {
 // idempotentHandler is the consumer's push handler on the memory store;
 // tracer nil is tracing off.
 func idempotentHandler(b *testing.B, tracer *tracing.Tracer) http.Handler {
-	table, err := route.Parse(route.DefaultRoutes())
+	table, err := route.LoadFile("")
 	if err != nil {
 		b.Fatal(err)
 	}

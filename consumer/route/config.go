@@ -213,9 +213,6 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 //go:embed default_routes.json
 var defaultRoutes []byte
 
-// DefaultRoutes returns the embedded default routes file (the built-in routes).
-func DefaultRoutes() []byte { return bytes.Clone(defaultRoutes) }
-
 // LoadFile reads and validates a routes file; path "" loads the embedded
 // default routes, and a value starting with "{" is the routes JSON itself
 // (routes passed inline in EVENTPIPE_ROUTES).

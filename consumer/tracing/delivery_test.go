@@ -28,7 +28,6 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
-	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/server"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
@@ -130,7 +129,7 @@ func start(t *testing.T, traced bool) *consumer {
 	var routes struct {
 		Routes []json.RawMessage `json:"routes"`
 	}
-	if err := json.Unmarshal(route.DefaultRoutes(), &routes); err != nil {
+	if err := json.Unmarshal(ct.DefaultRoutes(t), &routes); err != nil {
 		t.Fatal(err)
 	}
 	routes.Routes = append(routes.Routes, json.RawMessage(leaseRoute))

@@ -22,6 +22,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/memstore"
+	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 )
 
 // Env is the environment tests run the processor in.
@@ -75,10 +76,16 @@ func With(lines []map[string]any, key string, value any) []map[string]any {
 	return out
 }
 
+// DefaultRoutes returns the built-in routes file, the one route.LoadFile("")
+// loads, for tests that change it.
+func DefaultRoutes(t testing.TB) []byte {
+	return []byte(docblock.Read(t, "consumer/route/default_routes.json"))
+}
+
 // Options tweak NewProcessor.
 type Options struct {
 	Store  store.Store // default: a fresh memory store
-	Routes []byte      // default: the embedded default routes
+	Routes []byte      // default: the built-in routes
 	DLQ    classify.DLQMode
 	Env    map[string]string // lookups for lease routes' urlEnv
 	// DiscardLog writes the lines to io.Discard at INFO, as benchmarks want
@@ -94,11 +101,10 @@ func NewProcessor(t testing.TB, o Options) (*process.Processor, store.Store, *Lo
 	if st == nil {
 		st = memstore.New()
 	}
-	routes := o.Routes
-	if routes == nil {
-		routes = route.DefaultRoutes()
+	table, err := route.LoadFile("") // the built-in routes
+	if o.Routes != nil {
+		table, err = route.Parse(o.Routes)
 	}
-	table, err := route.Parse(routes)
 	if err != nil {
 		t.Fatal(err)
 	}
