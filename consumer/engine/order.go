@@ -7,7 +7,7 @@ import (
 )
 
 // orderKey is what orders one version of an aggregate against another:
-// its ordering fields (OrderingFields) as trusted (Engine.orderingTime,
+// its ordering fields (toMeta's) as trusted (Engine.orderingTime,
 // Engine.orderingPublishTime), and its event key and fingerprint, which
 // only tell apart two events whose ordering fields are all equal.
 type orderKey struct {
@@ -122,7 +122,10 @@ func (a orderKey) compareInWindow(b orderKey) int {
 	return strings.Compare(a.fingerprint, b.fingerprint)
 }
 
-// Meta field names on a materialised document (under MetaField).
+// Meta field names on a materialised document (under MetaField). All
+// but the event key, fingerprint and applied time are ordering fields:
+// storetest's ordering case reads them off a written document and fails
+// until its generator varies every one.
 const (
 	metaEventKey    = "eventKey"
 	metaFingerprint = "fingerprint"
@@ -132,15 +135,6 @@ const (
 	metaSequence    = "sequence"
 	metaAppliedAt   = "appliedAt"
 )
-
-// OrderingFields names the fields a message carries that order the
-// versions of an aggregate, as the engine keeps them under MetaField: the
-// event time and sequence (Write), the publish time and message id
-// (Event). A test that gives a message arbitrary values in each of them
-// covers every field the engine orders by.
-func OrderingFields() []string {
-	return []string{metaEventTime, metaSequence, metaPublishTime, metaMessageID}
-}
 
 // toMeta records k's ordering fields; the event key and fingerprint are
 // recorded by the caller.
