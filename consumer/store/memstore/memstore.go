@@ -70,13 +70,6 @@ func (s *Store) RunTx(ctx context.Context, fn func(ctx context.Context, tx store
 	return tx.Apply(s.set, s.del)
 }
 
-// Len returns the number of stored documents (for tests).
-func (s *Store) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.docs)
-}
-
 // Close implements store.Store.
 func (s *Store) Close() error {
 	s.mu.Lock()
