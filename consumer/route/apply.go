@@ -177,9 +177,6 @@ func (p *Routed) HasField(name string) bool {
 // (engine.FieldSource). The slice is the Routed's own: do not modify it.
 func (p *Routed) Values() []any { return p.values }
 
-// PubSubRoutes returns the pubsub routes in match order.
-func (t *Table) PubSubRoutes() []*Route { return t.pubsub }
-
 // Callback returns the callback route with name, or nil.
 func (t *Table) Callback(name string) *Route { return t.callbacks[name] }
 

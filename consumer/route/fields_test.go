@@ -20,7 +20,7 @@ func TestApplyFieldSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := msg(t, `{"id":"a","tags":{"k":["x","y"]}}`)
-	p, err := table.PubSubRoutes()[0].Apply(m, "prod")
+	p, err := table.pubsub[0].Apply(m, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestApplyManyConversions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := table.PubSubRoutes()[0]
+		r := table.pubsub[0]
 		if r.conversions != n+3 { // each s%d as an integer, missing, s0 as a string and the publish time
 			t.Fatalf("%d fields: %d conversions, want %d", 2*n+2, r.conversions, n+3)
 		}
@@ -140,7 +140,7 @@ func TestApplySpecialSources(t *testing.T) {
 	}
 	m := msg(t, `{"id":"x","a":{"b":true}}`)
 	m.OrderingKey, m.Attributes = "ok-1", map[string]string{"k": "attr-value"}
-	p, err := table.PubSubRoutes()[0].Apply(m, "prod")
+	p, err := table.pubsub[0].Apply(m, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestApplyDedupeFieldsAreThePayloadValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := table.PubSubRoutes()[0]
+	r := table.pubsub[0]
 	values := []string{`"x"`, `"2026-01-02T03:04:05Z"`, `17`, `"17"`, `1.5`, `true`, `null`, `{"a":[1,"b"]}`, `[2]`}
 	for i := range 2000 {
 		// Each member present or not, with one of the values (a field
