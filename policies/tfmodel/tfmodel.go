@@ -8,8 +8,6 @@
 // on generated ones.
 package tfmodel
 
-import "encoding/json"
-
 // Key is the input key under which the rules find a model built here
 // (input.eventpipe_terraform_model in policies/model.rego).
 const Key = "eventpipe_terraform_model"
@@ -48,9 +46,10 @@ type change struct {
 	// address, type and name are all strings (the Rego model skips an entry without them).
 	address, typ, name, moduleAddress string
 	ok                                bool
-	// actions is change.actions; actionsOK says whether it is an array of strings.
-	actions   []string
-	actionsOK bool
+	// actions is change.actions; actionsOK says whether it is an array of strings, and
+	// actionsArray whether it is an array at all.
+	actions                 []string
+	actionsOK, actionsArray bool
 }
 
 // document is a Terraform plan being modelled.
@@ -90,7 +89,7 @@ func newDocument(raw map[string]any) *document {
 		c.ok = okA && okT && okN
 		c.moduleAddress = stringOr(m, "module_address", "")
 		if acts, ok := c.body["actions"].([]any); ok {
-			c.actionsOK = true
+			c.actionsArray, c.actionsOK = true, true
 			for _, a := range acts {
 				s, ok := a.(string)
 				if !ok {
@@ -118,6 +117,3 @@ func stringOr(m map[string]any, key, def string) string {
 	s, _ := v.(string)
 	return s
 }
-
-// jsonNumber keeps numbers as the plan wrote them.
-type jsonNumber = json.Number
