@@ -176,6 +176,8 @@ func randomReference(r *rand.Rand, v planVocabulary) any {
 
 func pickString(r *rand.Rand, s ...string) string { return s[r.Intn(len(s))] }
 
+func pickAny(r *rand.Rand, s ...any) any { return s[r.Intn(len(s))] }
+
 func randomExpression(r *rand.Rand, v planVocabulary) any {
 	switch r.Intn(10) {
 	case 0:
@@ -184,7 +186,7 @@ func randomExpression(r *rand.Rand, v planVocabulary) any {
 		// references nested in a block, and in a references list.
 		return []any{map[string]any{"inner": map[string]any{"references": randomReferences(r, v)}}}
 	case 2:
-		return "not an expression"
+		return pickAny(r, "not an expression", false, nil)
 	}
 	return map[string]any{"references": randomReferences(r, v)}
 }
@@ -245,6 +247,12 @@ var mutations = []mutation{
 		}
 		if r.Intn(3) == 0 {
 			call["for_each_expression"] = randomExpression(r, v)
+			if exprs, ok := call["expressions"].(map[string]any); ok {
+				for _, name := range sortedKeys(exprs) {
+					exprs[name] = map[string]any{"references": []any{"each.value"}}
+					break
+				}
+			}
 			return fmt.Sprintf("call for_each = %v", call["for_each_expression"])
 		}
 		exprs, ok := call["expressions"].(map[string]any)
@@ -278,6 +286,9 @@ var mutations = []mutation{
 			return ""
 		}
 		res["for_each_expression"] = randomExpression(r, v)
+		if exprs, ok := res["expressions"].(map[string]any); ok && r.Intn(2) == 0 {
+			exprs["topic"] = map[string]any{"references": []any{"each.value", randomReference(r, v)}}
+		}
 		return fmt.Sprintf("%v for_each = %v", res["address"], res["for_each_expression"])
 	},
 	// What the plan shows unknown.
@@ -333,6 +344,30 @@ var mutations = []mutation{
 			rc["mode"] = "data"
 		}
 		return fmt.Sprintf("%v: %v %v %v", rc["address"], rc["name"], rc["module_address"], rc["type"])
+	},
+	// A change whose module_address is not its address's module, named by a reference.
+	func(r *rand.Rand, doc map[string]any, v planVocabulary) string {
+		rc := randomChange(r, doc)
+		res := randomConfigResource(r, doc)
+		if rc == nil || res == nil {
+			return ""
+		}
+		address, _ := rc["address"].(string)
+		if mi, ok := rc["module_address"].(string); ok {
+			address = strings.TrimPrefix(address, mi+".")
+		}
+		rc["module_address"], _ = pick(r, append(v.modules, "module.elsewhere", ""))
+		exprs, ok := res["expressions"].(map[string]any)
+		if !ok {
+			return ""
+		}
+		refs := []any{address + ".id", address}
+		if r.Intn(2) == 0 {
+			// Not a direct reference: the graph reads it.
+			refs = append(refs, randomReference(r, v))
+		}
+		exprs["topic"] = map[string]any{"references": refs}
+		return fmt.Sprintf("%v moved to %v, named by %v", rc["address"], rc["module_address"], res["address"])
 	},
 	// The configuration's keys missing or of another type.
 	func(r *rand.Rand, doc map[string]any, v planVocabulary) string {
