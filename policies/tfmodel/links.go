@@ -38,10 +38,10 @@ func (d *document) links() map[string]links {
 				found = &links{exact: map[string][]string{}, possible: map[string][]string{}, dependencies: []string{}}
 			}
 			if exact {
-				found.exact[camelCase(attribute)] = targets
+				found.exact[linkingProperties[attribute]] = targets
 				found.dependencies = append(found.dependencies, targets...)
 			} else {
-				found.possible[camelCase(attribute)] = targets
+				found.possible[linkingProperties[attribute]] = targets
 			}
 		}
 		if found != nil {
@@ -64,7 +64,7 @@ func (d *document) linkExpressions() map[string]map[string]string {
 		}
 		texts := map[string]string{}
 		for _, attribute := range linkingAttributes[p.typ] {
-			texts[camelCase(attribute)] = x.attributeExpressionText(p, attribute)
+			texts[linkingProperties[attribute]] = x.attributeExpressionText(p, attribute)
 		}
 		out[p.address] = texts
 	}
@@ -143,11 +143,12 @@ func linkedValuePath(attribute string) string {
 // model_terraform_direct.rego), built as far as the links need it.
 type linker struct {
 	*referenceIndex
-	// direct is direct_links: by address + "|" + attribute, the instances an attribute
-	// names directly.
-	direct map[string][]string
-	// attributeEdges are attribute_edges.
-	attributeEdges map[string][]string
+	// direct is direct_links: by address and attribute, the instances an attribute names
+	// directly.
+	direct map[attributeKey][]string
+	// attributeEdges are attribute_edges, by address and attribute (the node "a:" +
+	// address + "|" + attribute, which no edge leads to).
+	attributeEdges map[attributeKey][]string
 	// resourceEach are resource_each_edges (kept apart: they are the linking changes'
 	// for_each expressions, found with their configurations).
 	resourceEach map[string][]string
@@ -168,8 +169,8 @@ type reach struct {
 func newLinker(x *referenceIndex) *linker {
 	l := &linker{
 		referenceIndex: x,
-		direct:         map[string][]string{},
-		attributeEdges: map[string][]string{},
+		direct:         make(map[attributeKey][]string, len(x.linking)),
+		attributeEdges: map[attributeKey][]string{},
 		resourceEach:   map[string][]string{},
 		reached:        map[string]reach{},
 	}
@@ -196,16 +197,17 @@ func newLinker(x *referenceIndex) *linker {
 			}
 			refs := expressionReferences(expr)
 			if targets, ok := x.directTargets(refs, mi); ok {
-				l.direct[p.address+"|"+attribute] = targets
+				l.direct[attributeKey{p.address, attribute}] = targets
 				continue
 			}
-			l.attributeEdges[attributeNode(p.address, attribute)] = x.referenceExpressionNodes(refs, mi, each)
+			l.attributeEdges[attributeKey{p.address, attribute}] = x.referenceExpressionNodes(refs, mi, each)
 		}
 	}
 	return l
 }
 
-func attributeNode(address, attribute string) string { return "a:" + address + "|" + attribute }
+// attributeKey names a linking attribute of a planned instance.
+type attributeKey struct{ address, attribute string }
 
 func eachNode(mi, owner string) string { return "f:" + mi + "|" + owner }
 
@@ -223,7 +225,7 @@ func (x *referenceIndex) directTargets(refs []any, mi string) ([]string, bool) {
 		if !ok {
 			return nil, false
 		}
-		if x.addresses[prefixed(mi, s)] && !reservedWords[strings.Split(s, ".")[0]] {
+		if first, _, _ := strings.Cut(s, "."); x.addresses[prefixed(mi, s)] && !reservedWords[first] {
 			subjects[s] = true
 		}
 	}
@@ -235,9 +237,11 @@ func (x *referenceIndex) directTargets(refs []any, mi string) ([]string, bool) {
 		if subjects[s] {
 			continue
 		}
-		parts := strings.Split(s, ".")
-		if len(parts) > 2 && subjects[parts[0]+"."+parts[1]] {
-			continue
+		// split(r, ".") has more than two parts and the first two name a subject.
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			if j := strings.IndexByte(s[i+1:], '.'); j >= 0 && subjects[s[:i+1+j]] {
+				continue
+			}
 		}
 		return nil, false
 	}
@@ -253,18 +257,17 @@ func (x *referenceIndex) directTargets(refs []any, mi string) ([]string, bool) {
 // one instance, and the instances they name; ok is false when the references do not
 // decide the link (the rules read the attribute's value).
 func (l *linker) attributeLink(p *plannedChange, attribute string) (exact bool, targets []string, ok bool) {
-	if targets, ok := l.direct[p.address+"|"+attribute]; ok {
+	if targets, ok := l.direct[attributeKey{p.address, attribute}]; ok {
 		exact := len(targets) == 1
 		if exact || attributeUnknown(p, attribute) {
 			return exact, targets, true
 		}
 		return false, nil, false
 	}
-	start, ok := l.linkStart(p, attribute)
+	r, ok := l.linkReach(p, attribute)
 	if !ok {
 		return false, nil, false
 	}
-	r := l.reachFrom(start)
 	unknown := attributeUnknown(p, attribute)
 	if r.u || r.c && !unknown {
 		return false, nil, false
@@ -276,17 +279,24 @@ func (l *linker) attributeLink(p *plannedChange, attribute string) (exact bool, 
 	return exact, r.targets, true
 }
 
-// linkStart is link_start: the attribute's node, or its module instance's scope when the
-// configuration does not show the expression and the value is unknown.
-func (l *linker) linkStart(p *plannedChange, attribute string) (string, bool) {
-	node := attributeNode(p.address, attribute)
-	if _, ok := l.attributeEdges[node]; ok {
-		return node, true
+// linkReach is what reached_from(link_start(rc, attribute)) holds: link_start is the
+// attribute's node, or its module instance's scope when the configuration does not show
+// the expression and the value is unknown.
+func (l *linker) linkReach(p *plannedChange, attribute string) (reach, bool) {
+	if nodes, ok := l.attributeEdges[attributeKey{p.address, attribute}]; ok {
+		if l.allEnds(nodes) {
+			// reached_from without the graph.
+			return l.summarise(nodes), true
+		}
+		// The attribute node is reached too, but it is none of what a reach reads, and no
+		// edge leads back to it: attributes with the same edges reach the same.
+		return l.reachFrom("\x00"+strings.Join(nodes, "\x00"), nodes), true
 	}
 	if attributeUnknown(p, attribute) && p.moduleOK {
-		return scopeNode(p.module), true
+		start := scopeNode(p.module)
+		return l.reachFrom(start, []string{start}), true
 	}
-	return "", false
+	return reach{}, false
 }
 
 // attributeUnknown is attribute_unknown: the plan shows the attribute (for a dead-letter
@@ -307,23 +317,8 @@ func attributeUnknown(p *plannedChange, attribute string) bool {
 	return false
 }
 
-// reachFrom is what reached_from(start) holds. An attribute node's edges lead to ends
-// (planned instances, C, U, X) are read without the graph; every other start is followed
-// through it, from the attribute node's edges or from the scope node.
-func (l *linker) reachFrom(start string) reach {
-	var initial []string
-	key := start
-	if nodes, ok := l.attributeEdges[start]; ok {
-		if l.allEnds(nodes) {
-			return l.summarise(nodes)
-		}
-		// The attribute node is reached too, but it is none of what a reach reads, and no
-		// edge leads back to it: attributes with the same edges reach the same.
-		initial = nodes
-		key = "\x00" + strings.Join(nodes, "\x00")
-	} else {
-		initial = []string{start}
-	}
+// reachFrom is the reach of graph.reachable(reference_graph, initial), memoised by key.
+func (l *linker) reachFrom(key string, initial []string) reach {
 	if r, ok := l.reached[key]; ok {
 		return r
 	}
@@ -400,10 +395,9 @@ func (l *linker) referenceGraph() map[string][]string {
 		return l.graph
 	}
 	x := l.referenceIndex
+	// The attribute nodes are left out: no edge leads to them, and reachFrom starts from
+	// their edges. Only what they name counts (as undescribed nodes).
 	expression := map[string][]string{}
-	for n, e := range l.attributeEdges {
-		expression[n] = e
-	}
 	for n, e := range l.resourceEach {
 		expression[n] = e
 	}
@@ -429,12 +423,18 @@ func (l *linker) referenceGraph() map[string][]string {
 		graph[n] = e
 	}
 	graph["C"], graph["U"], graph["X"] = nil, nil, nil
-	for _, nodes := range expression {
+	undescribed := func(nodes []string) {
 		for _, n := range nodes {
 			if _, ok := graph[n]; !ok {
 				graph[n] = []string{"U"}
 			}
 		}
+	}
+	for _, nodes := range expression {
+		undescribed(nodes)
+	}
+	for _, nodes := range l.attributeEdges {
+		undescribed(nodes)
 	}
 	l.graph = graph
 	return graph
@@ -673,6 +673,7 @@ func (x *referenceIndex) referenceNodes(refs []any, mi, each string) []string {
 
 // instanceNode is instance_node: the node of the planned instance resource+key in mi, or X.
 func (x *referenceIndex) instanceNode(mi, resource, key string) string {
+	x.instanceGroups()
 	address := prefixed(mi, resource+key)
 	if g, ok := x.groupOf[address]; ok && g == mi+"|"+resource {
 		return "r:" + address
@@ -683,6 +684,7 @@ func (x *referenceIndex) instanceNode(mi, resource, key string) string {
 // allInstances is all_instances: every planned instance of resource in mi, or X when it
 // has none.
 func (x *referenceIndex) allInstances(mi, resource string) []string {
+	x.instanceGroups()
 	addresses, ok := x.groups[mi+"|"+resource]
 	if !ok {
 		return []string{"X"}

@@ -25,6 +25,18 @@ var linkingAttributes = map[string][]string{
 	"google_pubsub_subscription_iam_policy":  {"subscription"},
 }
 
+// linkingProperties are the linking attributes' names in the model (linking_properties),
+// read only.
+var linkingProperties = func() map[string]string {
+	out := map[string]string{}
+	for _, attributes := range linkingAttributes {
+		for _, a := range attributes {
+			out[a] = camelCase(a)
+		}
+	}
+	return out
+}()
+
 // maxModuleDepth is how many levels of module configurations are read (max_module_depth:
 // the root and seven levels of calls; the calls of the deepest level are known, not their
 // modules).
@@ -266,7 +278,8 @@ type referenceIndex struct {
 
 	// groups maps module instance + "|" + resource to its planned instances' addresses
 	// (instances); a group of changes whose addresses are not strings is there, empty.
-	// groupOf maps an address to its group (instance_groups).
+	// groupOf maps an address to its group (instance_groups). Both are built on first
+	// need (instanceGroups): links by direct references never read them.
 	groups  map[string][]string
 	groupOf map[string]string
 	// addresses are the planned addresses (planned_addresses, the instance nodes).
@@ -278,9 +291,8 @@ type referenceIndex struct {
 
 func newReferenceIndex(d *document) *referenceIndex {
 	x := &referenceIndex{
-		groups:    map[string][]string{},
-		groupOf:   map[string]string{},
-		addresses: map[string]bool{},
+		planned:   make([]*plannedChange, 0, len(d.planned)),
+		addresses: make(map[string]bool, len(d.planned)),
 		children:  map[string][]string{},
 	}
 	for _, c := range d.planned {
@@ -289,24 +301,34 @@ func newReferenceIndex(d *document) *referenceIndex {
 		if p.hasAddress {
 			x.addresses[p.address] = true
 		}
-		if p.hasType {
-			if _, ok := linkingAttributes[c.raw["type"].(string)]; ok {
-				x.linking = append(x.linking, p)
-			}
-		}
-		if p.moduleOK && p.hasResource {
-			g := p.module + "|" + p.resource
-			if p.hasAddress {
-				x.groups[g] = append(x.groups[g], p.address)
-				x.groupOf[p.address] = g
-			} else if _, ok := x.groups[g]; !ok {
-				x.groups[g] = nil
-			}
+		if p.hasType && linkingAttributes[p.typ] != nil {
+			x.linking = append(x.linking, p)
 		}
 	}
 	x.indexModules()
 	x.indexConfigs(d.raw)
 	return x
+}
+
+// instanceGroups builds groups and groupOf, once.
+func (x *referenceIndex) instanceGroups() {
+	if x.groups != nil {
+		return
+	}
+	x.groups = map[string][]string{}
+	x.groupOf = make(map[string]string, len(x.planned))
+	for _, p := range x.planned {
+		if !p.moduleOK || !p.hasResource {
+			continue
+		}
+		g := p.module + "|" + p.resource
+		if p.hasAddress {
+			x.groups[g] = append(x.groups[g], p.address)
+			x.groupOf[p.address] = g
+		} else if _, ok := x.groups[g]; !ok {
+			x.groups[g] = nil
+		}
+	}
 }
 
 // indexModules builds planned_modules, config_paths and child_modules.
