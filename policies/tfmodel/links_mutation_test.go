@@ -506,7 +506,7 @@ func TestLinksMatchRegoOnEditedPlans(t *testing.T) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	cases := 600
+	cases := 400
 	if testing.Short() {
 		cases = 100
 	}

@@ -239,20 +239,29 @@ type plannedChange struct {
 
 func newPlannedChange(c *change) *plannedChange {
 	p := &plannedChange{change: c}
-	p.address, p.hasAddress = c.raw["address"].(string)
-	mod, has := c.raw["module_address"]
-	p.hasModule = has
-	if !has {
-		p.moduleOK = true
+	if c.moduleAddress != "" {
+		// A string, there (stringOr gives "" otherwise).
+		p.module, p.moduleOK, p.hasModule = c.moduleAddress, true, true
 	} else {
-		p.module, p.moduleOK = mod.(string)
+		mod, has := c.raw["module_address"]
+		p.hasModule = has
+		p.moduleOK = !has
+		if has {
+			p.module, p.moduleOK = mod.(string)
+		}
 	}
-	typ, okT := c.raw["type"].(string)
-	name, okN := c.raw["name"].(string)
-	p.hasType = okT
-	p.hasResource = okT && okN
+	if c.ok {
+		// address, type and name are strings.
+		p.address, p.hasAddress, p.hasType, p.hasResource = c.address, true, true, true
+		p.resource = c.typ + "." + c.name
+		return p
+	}
+	p.address, p.hasAddress = c.raw["address"].(string)
+	_, p.hasType = c.raw["type"].(string)
+	_, okN := c.raw["name"].(string)
+	p.hasResource = p.hasType && okN
 	if p.hasResource {
-		p.resource = typ + "." + name
+		p.resource = c.typ + "." + c.name
 	}
 	return p
 }
