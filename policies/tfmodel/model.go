@@ -135,12 +135,9 @@ func (d *document) problems() []any {
 	return out
 }
 
-// maxModuleDepth is how deep module trees are read (model_terraform_references.rego's
-// max_module_depth): prior_state's modules to this level, module calls likewise.
-const maxModuleDepth = 8
-
 // projectNumbers is terraform_project_numbers: the project_id of each google_project data
-// source read while planning (prior_state holds them, to maxModuleDepth levels) mapped to
+// source read while planning (prior_state holds them, to maxModuleDepth levels, as the
+// configuration is read) mapped to
 // its number, when the plan shows exactly one number for it.
 func (d *document) projectNumbers() map[string]any {
 	numbers := map[string]map[string]bool{}
