@@ -22,7 +22,16 @@ format := "pulumi-preview" if {
 } else := "terraform-plan" if {
 	is_string(input.format_version)
 	terraform_plan_keys
+} else := "terraform-plan" if {
+	terraform_model
 }
+
+# terraform_model is the model of a Terraform plan built in Go (policies/tfmodel), which
+# eventpipe check hands the rules instead of the plan: {"eventpipe_terraform_model":
+# {"resources", "complete", "removals", "problems", "project_numbers",
+# "link_expressions"}}, the values model_terraform*.rego compute from the plan itself (the
+# parity tests hold both equal). conftest and opa eval read the plan.
+terraform_model := input.eventpipe_terraform_model if is_object(input.eventpipe_terraform_model)
 
 # terraform_plan_keys holds for `terraform show -json PLANFILE` output. A plan that changes
 # nothing has no resource_changes, but it still has planned_values (state has "values").

@@ -1,0 +1,191 @@
+package tfmodel
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Model is the rules' model of the Terraform plan doc (decoded JSON: maps, slices,
+// strings, json.Number or float64, booleans and nil), as a JSON object the rules read at
+// input[Key]: "resources", "complete", "removals", "problems", "project_numbers" and
+// "link_expressions" (by address, then linking property, the expression a finding names
+// when a link cannot be decided). doc must be a Terraform plan (IsPlan).
+func Model(doc map[string]any) map[string]any {
+	d := newDocument(doc)
+	problems := d.problems()
+	if len(problems) > 0 {
+		// The rules judge nothing on a document with problems; they only report them.
+		return map[string]any{"resources": []any{}, "complete": d.complete(), "removals": []any{},
+			"problems": problems, "project_numbers": map[string]any{}, "link_expressions": map[string]any{}}
+	}
+	return map[string]any{
+		"resources":        d.resources(),
+		"complete":         d.complete(),
+		"removals":         d.removals(),
+		"problems":         problems,
+		"project_numbers":  d.projectNumbers(),
+		"link_expressions": d.linkExpressions(),
+	}
+}
+
+// resources is terraform_resources: every planned managed resource, in document order.
+func (d *document) resources() []any {
+	all := d.links()
+	out := make([]any, 0, len(d.planned))
+	for _, c := range d.planned {
+		after, okA := c.body["after"]
+		unknown, okU := c.body["after_unknown"]
+		sensitive, okS := c.body["after_sensitive"]
+		if _, ok := c.raw["address"]; !ok || !okA || !okU || !okS {
+			continue // Rego: an undefined field leaves the resource out
+		}
+		if _, ok := c.raw["type"].(string); !ok {
+			continue
+		}
+		l := all[c.address]
+		exact, possible, deps := map[string]any{}, map[string]any{}, []any{}
+		for p, t := range l.exact {
+			exact[p] = strings2any(t)
+		}
+		for p, t := range l.possible {
+			possible[p] = strings2any(t)
+		}
+		deps = append(deps, strings2any(l.dependencies)...)
+		out = append(out, map[string]any{
+			"urn":                  c.raw["address"],
+			"type":                 pulumiType(c.typ),
+			"op":                   strings.Join(c.actions, "+"),
+			"properties":           properties(c.typ, after, unknown, sensitive),
+			"dependencies":         deps,
+			"propertyDependencies": exact,
+			"possibleDependencies": possible,
+		})
+	}
+	return out
+}
+
+func strings2any(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}
+
+// statefulTypes hold messages: replacing or deleting one loses them (model_pulumi.rego's
+// stateful_types).
+var statefulTypes = set("gcp:pubsub/subscription:Subscription", "gcp:pubsub/topic:Topic")
+
+// removals is terraform_removals: every subscription and topic the plan deletes or
+// replaces, with its properties before.
+func (d *document) removals() []any {
+	out := []any{}
+	for _, c := range d.changes {
+		if c.raw == nil || stringOr(c.raw, "mode", "managed") != "managed" || !c.actionsOK {
+			continue
+		}
+		action := removalAction(c.actions)
+		before, ok := c.body["before"]
+		if action == "" || !ok || !statefulTypes[pulumiType(c.typ)] {
+			continue
+		}
+		sensitive, ok := c.body["before_sensitive"]
+		if !ok {
+			sensitive = false
+		}
+		out = append(out, map[string]any{
+			"urn":        c.raw["address"],
+			"type":       pulumiType(c.typ),
+			"action":     action,
+			"properties": properties(c.typ, before, false, sensitive),
+		})
+	}
+	return out
+}
+
+// removalAction is "delete" or "replace" for the actions that delete or replace a resource
+// in the cloud, "" for any other.
+func removalAction(actions []string) string {
+	switch {
+	case len(actions) == 1 && actions[0] == "delete":
+		return "delete"
+	case len(actions) == 2 && (actions[0] == "delete" && actions[1] == "create" || actions[0] == "create" && actions[1] == "delete"):
+		return "replace"
+	}
+	return ""
+}
+
+// complete is terraform_complete: false when Terraform says the plan is partial (it
+// stopped on an error, or deferred changes).
+func (d *document) complete() bool {
+	return d.raw["errored"] != true && d.raw["complete"] != false
+}
+
+// problems is terraform_problems: one message per malformed resource change.
+func (d *document) problems() []any {
+	out := []any{}
+	for i, c := range d.changes {
+		_, okA := c.raw["address"].(string)
+		_, okT := c.raw["type"].(string)
+		if !okA || !okT || !c.actionsArray {
+			out = append(out, fmt.Sprintf(`resource_changes[%d]: a resource change needs "address", "type" and "change" with "actions" (%s)`,
+				i, "is this terraform show -json output?"))
+		}
+	}
+	return out
+}
+
+// projectNumbers is terraform_project_numbers: the project_id of each google_project data
+// source read while planning (prior_state holds them, to maxModuleDepth levels, as the
+// configuration is read) mapped to
+// its number, when the plan shows exactly one number for it.
+func (d *document) projectNumbers() map[string]any {
+	numbers := map[string]map[string]bool{}
+	level := []any{lookup(d.raw, "prior_state", "values", "root_module")}
+	if level[0] == nil {
+		level[0] = map[string]any{}
+	}
+	for depth := 0; depth < maxModuleDepth && len(level) > 0; depth++ {
+		var next []any
+		for _, m := range level {
+			mod, _ := m.(map[string]any)
+			resources, _ := mod["resources"].([]any)
+			for _, r := range resources {
+				res, _ := r.(map[string]any)
+				values, _ := res["values"].(map[string]any)
+				id, okI := values["project_id"].(string)
+				n, okN := values["number"].(string)
+				if res["mode"] == "data" && res["type"] == "google_project" && okI && okN && n != "" {
+					if numbers[id] == nil {
+						numbers[id] = map[string]bool{}
+					}
+					numbers[id][n] = true
+				}
+			}
+			children, _ := mod["child_modules"].([]any)
+			next = append(next, children...)
+		}
+		level = next
+	}
+	out := map[string]any{}
+	for id, read := range numbers {
+		if len(read) == 1 {
+			for n := range read {
+				out[id] = n
+			}
+		}
+	}
+	return out
+}
+
+// lookup is the value at path in nested objects, nil when there is none.
+func lookup(v any, path ...string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
