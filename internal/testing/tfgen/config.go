@@ -222,6 +222,9 @@ func (g *gen) module(depth, maxDepth int) *module {
 	m := &module{depth: depth, variables: map[string]*variable{}, outputs: map[string]*output{}}
 	if depth < maxDepth {
 		n := g.r.IntN(3)
+		if depth == 0 {
+			n = 1 + g.r.IntN(2)
+		}
 		if maxDepth > 4 {
 			n = 1
 		}
@@ -233,6 +236,9 @@ func (g *gen) module(depth, maxDepth int) *module {
 		}
 	}
 	nres := 1 + g.r.IntN(5)
+	if depth == 0 {
+		nres = 2 + g.r.IntN(6)
+	}
 	if depth > 4 {
 		nres = g.r.IntN(2)
 	}

@@ -160,8 +160,15 @@ func (g *gen) plan() map[string]any {
 	}
 	g.malformed()
 	g.sortChanges()
-	if len(g.changes) > 0 || g.chance(0.7) {
+	switch {
+	case len(g.changes) > 0:
 		doc["resource_changes"] = g.changes
+	case g.chance(0.3):
+		doc["resource_changes"] = []any{}
+	case g.chance(0.1):
+		// Terraform leaves the key out; a null is what the model must bear from other tools.
+		doc["resource_changes"] = nil
+		g.trace.features["null-changes"] = true
 	}
 	doc["planned_values"] = map[string]any{"root_module": g.plannedValues("")}
 	if !g.chance(0.03) {

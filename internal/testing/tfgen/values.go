@@ -322,10 +322,10 @@ func (g *gen) condition() any {
 		"trigger": []any{map[string]any{"count": 1, "percent": nil}},
 	}
 	return map[string]any{
-		"display_name":                      "backlog",
-		"condition_threshold":               []any{threshold},
-		"condition_absent":                  []any{},
-		"condition_matched_log":             []any{},
+		"display_name":                        "backlog",
+		"condition_threshold":                 []any{threshold},
+		"condition_absent":                    []any{},
+		"condition_matched_log":               []any{},
 		"condition_monitoring_query_language": []any{},
 	}
 }
