@@ -242,6 +242,10 @@ func (g *gen) module(depth, maxDepth int) *module {
 	if depth > 4 {
 		nres = g.r.IntN(2)
 	}
+	if depth > 0 && g.chance(0.1) {
+		// A module without resources, passing what it is given through its outputs.
+		nres = 0
+	}
 	for range nres {
 		typ := weighted(g, []weight[string]{
 			{topicType, 6}, {subscriptionType, 7},
@@ -314,7 +318,7 @@ func (g *gen) exprIn(m *module, owner *resource, caller *call, target string, bu
 		{"resource", 10}, {"literal", 2}, {"local", 2}, {"data", 2}, {"ghost", 1}, {"mixed", 1},
 	}
 	if budget > 0 {
-		choices = append(choices, weight[string]{"variable", 5}, weight[string]{"output", 5})
+		choices = append(choices, weight[string]{"variable", 5}, weight[string]{"output", 7})
 	}
 	if eachValid {
 		choices = append(choices, weight[string]{"each", 3})
@@ -392,9 +396,9 @@ func (g *gen) resourceRef(t *resource, eachValid, countValid bool) *expr {
 		return &expr{refs: []string{a + attr, a}, shape: "resource"}
 	}
 	switch {
-	case t.inst.kind == forEach && eachValid && g.chance(0.5):
+	case t.inst.kind == forEach && eachValid && g.chance(0.8):
 		return &expr{refs: []string{a, "each.key"}, shape: "resource-each-key"}
-	case t.inst.kind == counted && countValid && g.chance(0.5):
+	case t.inst.kind == counted && countValid && g.chance(0.8):
 		return &expr{refs: []string{a, "count.index"}, shape: "resource-count-index"}
 	case g.chance(0.2):
 		// t[*].id, values(t)[0].id: the whole resource.
@@ -424,6 +428,15 @@ func (g *gen) outputRef(m *module, target string, budget int, eachValid bool) *e
 		return &expr{refs: []string{call + ".topic", call}, shape: "ghost"}
 	}
 	c := pick(g, m.calls...)
+	var providers []*call
+	for _, x := range m.calls {
+		if g.someResource(x.child, target, nil) != nil && x.inst.kind != single {
+			providers = append(providers, x)
+		}
+	}
+	if len(providers) > 0 && g.chance(0.5) {
+		c = pick(g, providers...)
+	}
 	var name string
 	var inner string
 	if names := sortedKeys(c.child.outputs); len(names) > 0 && g.chance(0.3) {
@@ -432,7 +445,13 @@ func (g *gen) outputRef(m *module, target string, budget int, eachValid bool) *e
 	}
 	if name == "" {
 		name = g.fresh(pick(g, "id", "topic", "topic_id", "subscription"))
-		e := g.expr(c.child, nil, target, budget-1)
+		// Modules mostly output one of their own resources.
+		var e *expr
+		if t := g.someResource(c.child, target, nil); t != nil && g.chance(0.6) {
+			e = g.resourceRef(t, false, false)
+		} else {
+			e = g.expr(c.child, nil, target, budget-1)
+		}
 		c.child.outputs[name] = &output{e: e, order: len(c.child.outputs)}
 		inner = e.shape
 	}
@@ -444,9 +463,9 @@ func (g *gen) outputRef(m *module, target string, budget int, eachValid bool) *e
 		return &expr{refs: []string{call + "." + name, call}, shape: "output>" + inner}
 	}
 	switch {
-	case c.inst.kind == forEach && eachValid && g.chance(0.4):
+	case c.inst.kind == forEach && eachValid && g.chance(0.3):
 		return &expr{refs: []string{call, "each.key"}, shape: "output-each-key>" + inner}
-	case g.chance(0.2):
+	case g.chance(0.1):
 		return &expr{refs: []string{call}, shape: "output-whole>" + inner}
 	case len(c.inst.keys) == 0 || g.chance(0.05):
 		return &expr{refs: []string{call + "[5]." + name, call + "[5]"}, shape: "ghost"}

@@ -165,6 +165,11 @@ func (g *gen) instance(m *module, mi string, r *resource, key string, index int)
 			change["after_unknown"] = true
 			g.trace.features["unknown-object"] = true
 		}
+		if g.chance(0.01) {
+			// Terraform always writes both; another tool may not.
+			delete(change, pick(g, "after_unknown", "after_sensitive"))
+			g.trace.features["missing-marks"] = true
+		}
 	}
 	if before != nil {
 		bs := map[string]any{}
@@ -377,6 +382,7 @@ func (g *gen) priorState() map[string]any {
 		case g.chance(0.1):
 			// Two reads of one project that disagree: the model trusts neither.
 			g.trace.features["two-numbers"] = true
+			g.trace.doubleRead = append(g.trace.doubleRead, project)
 			pm.data = append(pm.data, g.projectData(mi, "[0]", project, number), g.projectData(mi, "[1]", project, "999999999999"))
 		case g.chance(0.08):
 			pm.data = append(pm.data, g.projectData(mi, "", project, pick[any](g, "", nil)))

@@ -77,6 +77,8 @@ type trace struct {
 	// features are plan-wide shapes: "errored", "incomplete", "malformed", "deposed",
 	// "deep-value", "camel-edge", "two-numbers", "no-configuration", "deep-module" ...
 	features map[string]bool
+	// doubleRead are the projects prior_state reads twice with different numbers.
+	doubleRead []string
 }
 
 func (t *trace) link(address, attribute, shape string) {

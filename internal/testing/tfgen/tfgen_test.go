@@ -283,13 +283,13 @@ const subscription = "gcp:pubsub/subscription:Subscription"
 
 var coverage = []shape{
 	{"exact link to a resource (google_pubsub_topic.t.id)", 50, linked("propertyDependencies", is("resource"))},
-	{"exact link to a keyed instance (google_pubsub_topic.t[\"a\"])", 10, linked("propertyDependencies", is("resource-keyed"))},
+	{"exact link to a keyed instance (google_pubsub_topic.t[\"a\"])", 20, linked("propertyDependencies", is("resource-keyed"))},
 	{"exact link through each.key or count.index", 3, linked("propertyDependencies", func(_, s string) bool {
 		return s == "resource-each-key" || s == "resource-count-index"
 	})},
 	{"exact link through a module variable", 5, linked("propertyDependencies", is("variable"))},
-	{"exact link through a module output (module.m.out)", 2, linked("propertyDependencies", prefix("output>"))},
-	{"exact link through a keyed module instance's output (module.m[0].out)", 2, linked("propertyDependencies", prefix("output-keyed>"))},
+	{"exact link through a module output (module.m.out)", 5, linked("propertyDependencies", prefix("output>"))},
+	{"exact link through a keyed module instance's output (module.m[0].out)", 5, linked("propertyDependencies", prefix("output-keyed>"))},
 	{"exact dead-letter link through a module output or variable", 2, linked("propertyDependencies", func(a, s string) bool {
 		return a == "dead_letter_policy" && (strings.HasPrefix(s, "output") || s == "variable")
 	})},
@@ -376,7 +376,17 @@ var coverage = []shape{
 		p, _ := m.Model["project_numbers"].(map[string]any)
 		return min(len(p), 1)
 	}},
-	{"two numbers for one project", 5, feature("two-numbers")},
+	{"two numbers for one project, which the model trusts neither of", 5, func(m *modelOf, tr *trace) int {
+		p, _ := m.Model["project_numbers"].(map[string]any)
+		n := 0
+		for _, id := range tr.doubleRead {
+			if _, ok := p[id]; !ok {
+				n++
+			}
+		}
+		return n
+	}},
+	{"a change without after_unknown or after_sensitive", 1, feature("missing-marks")},
 	{"an incomplete plan (errored or complete false)", 10, func(m *modelOf, _ *trace) int {
 		if m.Model["complete"] == false {
 			return 1
