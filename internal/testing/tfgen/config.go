@@ -456,6 +456,10 @@ func (g *gen) outputRef(m *module, target string, budget int, eachValid bool) *e
 		inner = e.shape
 	}
 	call := "module." + c.name
+	if g.chance(0.04) {
+		// An output the module does not declare.
+		name, inner = g.fresh("undeclared"), "ghost"
+	}
 	if c.inst.kind == single {
 		if g.chance(0.05) {
 			return &expr{refs: []string{call}, shape: "output-module>" + inner}
@@ -471,6 +475,10 @@ func (g *gen) outputRef(m *module, target string, budget int, eachValid bool) *e
 		return &expr{refs: []string{call + "[5]." + name, call + "[5]"}, shape: "ghost"}
 	}
 	key := pick(g, c.inst.keys...)
+	if g.chance(0.1) {
+		// module.m[0] as an object: every output of that instance.
+		return &expr{refs: []string{call + key, call}, shape: "output-instance>" + inner}
+	}
 	return &expr{refs: []string{call + key + "." + name, call + key}, shape: "output-keyed>" + inner}
 }
 

@@ -63,9 +63,10 @@ func plainJSON(v any, path string) error {
 	return nil
 }
 
-// referencePattern splits a reference into its subject's kind and the rest.
+// The references a configuration lists, by the kind of their subject.
 var (
 	resourceInstanceRef = regexp.MustCompile(`^((?:data\.)?[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*)(\[(?:"(?:[^"\\]|\\.)*"|[0-9]+)\])?(\.[A-Za-z_]+)?$`)
+	moduleInstanceRef   = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*)\[(?:"(?:[^"\\]|\\.)*"|[0-9]+)\]$`)
 	moduleOutputRef     = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(?:\[(?:"(?:[^"\\]|\\.)*"|[0-9]+)\])?)\.[A-Za-z_][A-Za-z0-9_-]*$`)
 )
 
@@ -92,6 +93,15 @@ func TestReferencesAreWrittenAsTerraformWritesThem(t *testing.T) {
 				if m := moduleOutputRef.FindStringSubmatch(s); m != nil {
 					if !has(m[1]) {
 						t.Fatalf("seed %d: %q without its module %q in %v", seed, s, m[1], refs)
+					}
+					continue
+				}
+				if m := moduleInstanceRef.FindStringSubmatch(s); m != nil {
+					// module.m[0] is the subject, followed by module.m, unless it is the
+					// instance of an output (module.m[0].out, module.m[0]).
+					output := slices.ContainsFunc(refs, func(r any) bool { return strings.HasPrefix(r.(string), s+".") })
+					if !output && !has(m[1]) {
+						t.Fatalf("seed %d: %q without its module call %q in %v", seed, s, m[1], refs)
 					}
 					continue
 				}
