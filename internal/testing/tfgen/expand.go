@@ -135,7 +135,10 @@ func (g *gen) instance(m *module, mi string, r *resource, key string, index int)
 		g.linkValue(mi, r, address, attribute, target, v)
 	}
 	if !created {
-		v = resolve(v).(map[string]any)
+		// An unchanged resource's values are known; an updated one's mostly.
+		if act[0] != "update" || g.chance(0.8) {
+			v = resolve(v).(map[string]any)
+		}
 		v["id"] = id
 	}
 	if r.typ == topicType || r.typ == subscriptionType {
@@ -144,7 +147,11 @@ func (g *gen) instance(m *module, mi string, r *resource, key string, index int)
 	after, _, afterUnknown, afterSensitive := split(v)
 	var before any
 	if act[0] != "create" {
-		before, _, _, _ = split(resolve(g.values(r.typ, name, project)))
+		b := g.values(r.typ, name, project)
+		for _, attribute := range sortedKeys(linkingAttributes[r.typ]) {
+			g.linkValue(mi, r, address, attribute, linkingAttributes[r.typ][attribute], b)
+		}
+		before, _, _, _ = split(resolve(b))
 		before.(map[string]any)["id"] = id
 	}
 	change := map[string]any{"actions": act, "before": before, "before_sensitive": false}
@@ -270,11 +277,11 @@ func dlqValueShape(v any) string {
 	return "other"
 }
 
-// resolve replaces every unknown in v by a known value (an unchanged resource's values).
+// resolve replaces every unknown in v by null (the values of a resource as it is).
 func resolve(v any) any {
 	switch x := v.(type) {
 	case unknownValue:
-		return "resolved"
+		return nil
 	case sensitive:
 		return sensitive{resolve(x.v)}
 	case map[string]any:
