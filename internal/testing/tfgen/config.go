@@ -120,12 +120,13 @@ func quoteKey(k string) string {
 // splitting on dots or brackets gets wrong.
 var forEachKeys = []string{"a", "b", "orders", "dead-letters", "eu.west", "x y", `say "hi"`, "k[1]", "payments"}
 
-// instances chooses how a resource or module call is instantiated, in module m.
-func (g *gen) instances(m *module, allowZero bool) instancing {
+// instances chooses how a resource or module call of module m is instantiated (count
+// and for_each can give none).
+func (g *gen) instances(m *module) instancing {
 	switch weighted(g, []weight[int]{{single, 6}, {counted, 2}, {forEach, 2}}) {
 	case counted:
 		n := 1 + g.r.IntN(3)
-		if allowZero && g.chance(0.1) {
+		if g.chance(0.1) {
 			n = 0
 		}
 		inst := instancing{kind: counted}
@@ -138,7 +139,7 @@ func (g *gen) instances(m *module, allowZero bool) instancing {
 		keys := slices.Clone(forEachKeys)
 		g.r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 		n := 1 + g.r.IntN(3)
-		if allowZero && g.chance(0.1) {
+		if g.chance(0.1) {
 			n = 0
 		}
 		inst := instancing{kind: forEach}
@@ -230,7 +231,7 @@ func (g *gen) module(depth, maxDepth int) *module {
 		}
 		for range n {
 			c := &call{name: g.fresh(pick(g, "unit", "pubsub", "dlq", "worker")), passed: map[string]*expr{}}
-			c.inst = g.instances(m, true)
+			c.inst = g.instances(m)
 			c.child = g.module(depth+1, maxDepth)
 			m.calls = append(m.calls, c)
 		}
@@ -255,7 +256,7 @@ func (g *gen) module(depth, maxDepth int) *module {
 			{"google_monitoring_alert_policy", 1}, {"random_id", 1}, {"google_storage_bucket", 1},
 		})
 		r := &resource{mode: "managed", typ: typ, name: g.fresh(pick(g, "events", "orders", "dlq", "t", "s", "worker", "dead-letter")), links: map[string]*expr{}}
-		r.inst = g.instances(m, true)
+		r.inst = g.instances(m)
 		m.resources = append(m.resources, r)
 	}
 	// Linking expressions are written once every resource of the module exists, so they
@@ -388,7 +389,11 @@ func (g *gen) resourceRef(t *resource, eachValid, countValid bool) *expr {
 	if t.inst.kind == single {
 		if g.chance(0.03) {
 			// A key on a resource without count or for_each: not planned.
-			return &expr{refs: []string{a + "[0]" + attr, a + "[0]", a}, shape: "ghost"}
+			refs := []string{a + "[0]", a}
+			if attr != "" {
+				refs = append([]string{a + "[0]" + attr}, refs...)
+			}
+			return &expr{refs: refs, shape: "ghost"}
 		}
 		if attr == "" {
 			return &expr{refs: []string{a}, shape: "resource"}
