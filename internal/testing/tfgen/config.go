@@ -331,10 +331,14 @@ func (g *gen) exprIn(m *module, owner *resource, caller *call, target string, bu
 	switch kind {
 	case "resource":
 		t := g.someResource(m, target, owner)
-		if t == nil {
-			return g.ghost(target)
+		switch {
+		case t != nil:
+			return g.resourceRef(t, eachValid, countValid)
+		case budget > 0 && g.chance(0.7):
+			// No such resource here: the module is given one.
+			return g.variableRef(m, target, budget)
 		}
-		return g.resourceRef(t, eachValid, countValid)
+		return g.ghost(target)
 	case "literal":
 		return &expr{constant: fmt.Sprintf("projects/%s/topics/%s", g.projects[0], g.fresh("literal")), shape: "literal"}
 	case "local":
@@ -358,12 +362,7 @@ func (g *gen) exprIn(m *module, owner *resource, caller *call, target string, bu
 		refs = append(refs, "var."+v.name(m))
 		return &expr{refs: refs, shape: "mixed>" + a.shape}
 	case "variable":
-		v := g.variable(m, target, budget-1)
-		refs := []string{"var." + v.name(m)}
-		if g.chance(0.2) {
-			refs = []string{"var." + v.name(m) + ".id", "var." + v.name(m)}
-		}
-		return &expr{refs: refs, shape: "variable"}
+		return g.variableRef(m, target, budget)
 	case "output":
 		return g.outputRef(m, target, budget, eachValid)
 	case "each":
@@ -373,6 +372,17 @@ func (g *gen) exprIn(m *module, owner *resource, caller *call, target string, bu
 		return &expr{refs: []string{"each.value"}, shape: "each"}
 	}
 	panic("tfgen: unknown expression kind " + kind)
+}
+
+// variableRef names a variable of m (var.x, or var.x.id) whose value names a resource of
+// type target, crossing at most budget module boundaries.
+func (g *gen) variableRef(m *module, target string, budget int) *expr {
+	name := g.variable(m, target, budget-1).name(m)
+	refs := []string{"var." + name}
+	if g.chance(0.2) {
+		refs = []string{"var." + name + ".id", "var." + name}
+	}
+	return &expr{refs: refs, shape: "variable"}
 }
 
 // ghost names a resource the plan does not hold (removed from the configuration, say).
