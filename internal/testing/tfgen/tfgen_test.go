@@ -418,3 +418,17 @@ var coverage = []shape{
 		return 0
 	}},
 }
+
+// FuzzRegoModelAcceptsPlan: on the plan of any seed the Rego model evaluates without
+// error (go test -fuzz=FuzzRegoModelAcceptsPlan hunts for one it fails on).
+func FuzzRegoModelAcceptsPlan(f *testing.F) {
+	for _, seed := range []uint64{0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 1 << 40, ^uint64(0)} {
+		f.Add(seed)
+	}
+	q := prepareModel(f)
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		if _, err := evalModel(context.Background(), q, Plan(seed)); err != nil {
+			t.Fatalf("seed %d: the Rego model fails: %v", seed, err)
+		}
+	})
+}

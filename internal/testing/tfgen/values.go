@@ -226,7 +226,11 @@ func (g *gen) values(typ, name, project string) map[string]any {
 	}
 	if g.chance(0.04) {
 		k := pick(g, oddKeys...)
-		if _, taken := v[k]; !taken {
+		taken := false
+		for name := range v {
+			taken = taken || modelName(name) == modelName(k)
+		}
+		if !taken {
 			v[k] = g.nested(g.r.IntN(3))
 			g.trace.features["camel-edge"] = true
 		}
