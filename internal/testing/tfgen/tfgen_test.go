@@ -432,3 +432,46 @@ func FuzzRegoModelAcceptsPlan(f *testing.F) {
 		}
 	})
 }
+
+// TestNoTwoAttributesShareAModelName: no object of a planned value (with the names its
+// after_unknown marks) holds two names the model converts to one (a__b and a_B, env and
+// envs): no provider schema has such names, and the Rego model fails on them with a
+// conflict, so the generator keeps them out.
+func TestNoTwoAttributesShareAModelName(t *testing.T) {
+	var check func(seed uint64, path string, v, u any)
+	check = func(seed uint64, path string, v, u any) {
+		switch x := v.(type) {
+		case map[string]any:
+			um, _ := u.(map[string]any)
+			names := map[string]string{}
+			for _, keys := range []map[string]any{x, um} {
+				for k := range keys {
+					if other, ok := names[modelName(k)]; ok && other != k {
+						t.Fatalf("seed %d: %s holds %q and %q", seed, path, k, other)
+					}
+					names[modelName(k)] = k
+				}
+			}
+			for k, e := range x {
+				check(seed, path+"."+k, e, um[k])
+			}
+		case []any:
+			ul, _ := u.([]any)
+			for i, e := range x {
+				var ue any
+				if i < len(ul) {
+					ue = ul[i]
+				}
+				check(seed, fmt.Sprintf("%s[%d]", path, i), e, ue)
+			}
+		}
+	}
+	for seed := range uint64(seeds) {
+		changes, _ := Plan(seed)["resource_changes"].([]any)
+		for _, c := range changes {
+			change, _ := c.(map[string]any)["change"].(map[string]any)
+			check(seed, "after", change["after"], change["after_unknown"])
+			check(seed, "before", change["before"], nil)
+		}
+	}
+}
