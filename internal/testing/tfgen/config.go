@@ -364,7 +364,7 @@ func (g *gen) exprIn(m *module, owner *resource, caller *call, target string, bu
 	case "variable":
 		return g.variableRef(m, target, budget)
 	case "output":
-		return g.outputRef(m, target, budget, eachValid)
+		return g.outputRef(m, caller, target, budget, eachValid)
 	case "each":
 		if g.chance(0.5) {
 			return &expr{refs: []string{"each.value.topic", "each.value"}, shape: "each"}
@@ -435,16 +435,23 @@ func (g *gen) resourceRef(t *resource, eachValid, countValid bool) *expr {
 	return &expr{refs: refs, shape: shape}
 }
 
-// outputRef names an output of a child module of m, writing that output's expression in
-// the child; with no child, a module the configuration does not call.
-func (g *gen) outputRef(m *module, target string, budget int, eachValid bool) *expr {
-	if len(m.calls) == 0 {
+// outputRef names an output of a child module of m (for an argument of caller, or nil),
+// writing that output's expression in the child; with no child, a module the
+// configuration does not call.
+func (g *gen) outputRef(m *module, caller *call, target string, budget int, eachValid bool) *expr {
+	// A call passing its own output to its module is a cycle Terraform refuses; now and
+	// then one is written all the same, which a model must not loop on.
+	calls := slices.DeleteFunc(slices.Clone(m.calls), func(c *call) bool { return c == caller && !g.chance(0.1) })
+	if len(calls) == 0 {
 		call := "module." + g.fresh("gone")
 		return &expr{refs: []string{call + ".topic", call}, shape: "ghost"}
 	}
-	c := pick(g, m.calls...)
+	c := pick(g, calls...)
+	if c == caller {
+		g.trace.features["cycle"] = true
+	}
 	var providers []*call
-	for _, x := range m.calls {
+	for _, x := range calls {
 		if g.someResource(x.child, target, nil) != nil && x.inst.kind != single {
 			providers = append(providers, x)
 		}

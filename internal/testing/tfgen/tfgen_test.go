@@ -405,6 +405,7 @@ var coverage = []shape{
 	}},
 	{"a deposed object", 5, feature("deposed")},
 	{"modules nine deep", 1, feature("deep-module")},
+	{"a module call passed its own output (a cycle)", 2, feature("cycle")},
 	{"a plan without resources", 5, func(m *modelOf, _ *trace) int {
 		if len(resources(m)) == 0 {
 			return 1
