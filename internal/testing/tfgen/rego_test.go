@@ -9,14 +9,20 @@ import (
 	"github.com/eventpipe/eventpipe/policies"
 )
 
-// modelQuery evaluates the rules' model of a plan: data.eventpipe.model, and the
-// expression named for every linking property of every resource that has one.
-const modelQuery = `model := data.eventpipe.model
-expressions := {sprintf("%s|%s", [r.urn, p]): data.eventpipe.model.link_expression(r, p) |
+// The queries of the rules' model of a plan: modelQuery evaluates what the rules read of
+// data.eventpipe.model (format, resources, complete, removals, problems, project_numbers,
+// drift), wholeModelQuery every rule of it, those the rules never read included; both
+// add the expression link_expression names for every linking property of every resource
+// that has one.
+const (
+	modelQuery       = "model := {k: data.eventpipe.model[k] | some k in [\"format\", \"resources\", \"complete\", \"removals\", \"problems\", \"project_numbers\", \"drift\"]}\n" + expressionsQuery
+	wholeModelQuery  = "model := data.eventpipe.model\n" + expressionsQuery
+	expressionsQuery = `expressions := {sprintf("%s|%s", [r.urn, p]): data.eventpipe.model.link_expression(r, p) |
 	some r in data.eventpipe.model.resources
 	some p in {"topic", "deadLetterPolicy", "subscription"}
 	object.get(r.properties, p, null) != null
 }`
+)
 
 // modelOf is the Rego model's values for a plan.
 type modelOf struct {
@@ -24,14 +30,14 @@ type modelOf struct {
 	Expressions map[string]any
 }
 
-// prepareModel compiles the embedded rules (policies.Modules) for modelQuery.
-func prepareModel(t testing.TB) rego.PreparedEvalQuery {
+// prepareModel compiles the embedded rules (policies.Modules) for query.
+func prepareModel(t testing.TB, query string) rego.PreparedEvalQuery {
 	t.Helper()
 	mods, err := policies.Modules()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := []func(*rego.Rego){rego.Query(modelQuery)}
+	opts := []func(*rego.Rego){rego.Query(query)}
 	for name, src := range mods {
 		opts = append(opts, rego.Module(name, src))
 	}

@@ -176,7 +176,7 @@ var propertyNames = map[string]string{"topic": "topic", "dead_letter_policy": "d
 // model: counted on the model's own outputs, so a generator that stops producing a shape
 // fails here.
 func TestRegoModelAcceptsPlans(t *testing.T) {
-	q := prepareModel(t)
+	q := prepareModel(t, modelQuery)
 	ctx := context.Background()
 	seen := map[string]int{}
 	for seed := range uint64(seeds) {
@@ -420,13 +420,14 @@ var coverage = []shape{
 	}},
 }
 
-// FuzzRegoModelAcceptsPlan: on the plan of any seed the Rego model evaluates without
-// error (go test -fuzz=FuzzRegoModelAcceptsPlan hunts for one it fails on).
+// FuzzRegoModelAcceptsPlan: on the plan of any seed every rule of the Rego model, those
+// the rules never read included, evaluates without error (go test
+// -fuzz=FuzzRegoModelAcceptsPlan hunts for a plan it fails on).
 func FuzzRegoModelAcceptsPlan(f *testing.F) {
 	for _, seed := range []uint64{0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 1 << 40, ^uint64(0)} {
 		f.Add(seed)
 	}
-	q := prepareModel(f)
+	q := prepareModel(f, wholeModelQuery)
 	f.Fuzz(func(t *testing.T, seed uint64) {
 		if _, err := evalModel(context.Background(), q, Plan(seed)); err != nil {
 			t.Fatalf("seed %d: the Rego model fails: %v", seed, err)
