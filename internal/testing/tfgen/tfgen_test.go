@@ -272,6 +272,20 @@ func contains(v any, want string) bool {
 	return bytes.Contains(b, []byte(want))
 }
 
+// planned counts the subscriptions in the model whose dead_letter_policy the trace shows
+// written and planned as dlq.
+func planned(dlq string) func(*modelOf, *trace) int {
+	return func(m *modelOf, tr *trace) int {
+		n := 0
+		for _, r := range resources(m) {
+			if tr.dlq[r["urn"].(string)] == dlq {
+				n++
+			}
+		}
+		return n
+	}
+}
+
 func feature(f string) func(*modelOf, *trace) int {
 	return func(_ *modelOf, tr *trace) int {
 		if tr.features[f] {
@@ -338,6 +352,11 @@ var coverage = []shape{
 		v, ok := p["deadLetterPolicy"]
 		return typ == subscription && ok && v == nil
 	})},
+	{"a dynamic dead_letter_policy block planned empty", 10, planned("dynamic/empty")},
+	{"a dynamic dead_letter_policy block planned unknown", 10, planned("dynamic/unknown-block")},
+	{"a dynamic dead_letter_policy block planned with an unknown topic", 10, planned("dynamic/unknown-topic")},
+	{"a dynamic dead_letter_policy block planned known", 10, planned("dynamic/known")},
+	{"a literal dead_letter_policy block planned empty (inconsistent)", 1, planned("literal/empty")},
 	{"a sensitive value", 10, properties(func(_ string, p map[string]any) bool { return contains(p, `"`+secretText+`"`) })},
 	{"an env list renamed envs, below template.containers", 3, properties(func(_ string, p map[string]any) bool {
 		c, _ := at(p, "template", "containers", 0).(map[string]any)
