@@ -10,6 +10,13 @@
 // resource changes, errored or incomplete plans, and google_project data sources in
 // prior_state give project numbers.
 //
+// Now and then a plan holds what Terraform never writes but a model must bear: a
+// dead_letter_policy block written as an object, a change without after_unknown or
+// after_sensitive, "resource_changes": null, a module call passed its own output (a
+// cycle), a key on a resource without count. Kept out: two attribute names of one object
+// that the model converts to one name (a__b and a_B, env and envs), on which the Rego
+// model fails with a conflict and which no provider schema has.
+//
 // A plan depends only on its seed.
 package tfgen
 
