@@ -496,3 +496,12 @@ func TestNoTwoAttributesShareAModelName(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlan measures generating and decoding one plan.
+func BenchmarkPlan(b *testing.B) {
+	var seed uint64
+	for b.Loop() {
+		Plan(seed)
+		seed++
+	}
+}
