@@ -1,0 +1,69 @@
+package tfgen
+
+import (
+	"context"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/eventpipe/eventpipe/policies"
+)
+
+// The queries of the rules' model of a plan: modelQuery evaluates what the rules read of
+// data.eventpipe.model (format, resources, complete, removals, problems, project_numbers,
+// drift), wholeModelQuery every rule of it, those the rules never read included; both
+// add the expression link_expression names for every linking property of every resource
+// that has one.
+const (
+	modelQuery       = "model := {k: data.eventpipe.model[k] | some k in [\"format\", \"resources\", \"complete\", \"removals\", \"problems\", \"project_numbers\", \"drift\"]}\n" + expressionsQuery
+	wholeModelQuery  = "model := data.eventpipe.model\n" + expressionsQuery
+	expressionsQuery = `expressions := {sprintf("%s|%s", [r.urn, p]): data.eventpipe.model.link_expression(r, p) |
+	some r in data.eventpipe.model.resources
+	some p in {"topic", "deadLetterPolicy", "subscription"}
+	object.get(r.properties, p, null) != null
+}`
+)
+
+// modelOf is the Rego model's values for a plan.
+type modelOf struct {
+	Model       map[string]any
+	Expressions map[string]any
+}
+
+// prepareModel compiles the embedded rules (policies.Modules) for query.
+func prepareModel(t testing.TB, query string) rego.PreparedEvalQuery {
+	t.Helper()
+	mods, err := policies.Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []func(*rego.Rego){rego.Query(query)}
+	for name, src := range mods {
+		opts = append(opts, rego.Module(name, src))
+	}
+	q, err := rego.New(opts...).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func evalModel(ctx context.Context, q rego.PreparedEvalQuery, doc map[string]any) (*modelOf, error) {
+	rs, err := q.Eval(ctx, rego.EvalInput(doc))
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) != 1 {
+		return nil, errNoResult
+	}
+	b := rs[0].Bindings
+	m, _ := b["model"].(map[string]any)
+	e, _ := b["expressions"].(map[string]any)
+	return &modelOf{Model: m, Expressions: e}, nil
+}
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+const errNoResult = constError("the model query gave no result")
