@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/internal/testing/benchgen"
 	"github.com/eventpipe/eventpipe/internal/testing/ruletest"
+	"github.com/eventpipe/eventpipe/internal/testing/tfgen"
 	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
@@ -193,4 +195,17 @@ func TestModelOfGeneratedPlans(t *testing.T) {
 		}
 		p.check(t, "generated", data)
 	}
+}
+
+// FuzzModel holds the parity on random plans (internal/testing/tfgen: module trees,
+// count and for_each instances, references of every kind, unknown and sensitive values,
+// malformed changes), one per seed.
+func FuzzModel(f *testing.F) {
+	for seed := range uint64(40) {
+		f.Add(seed)
+	}
+	p := newParity(f)
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		p.check(t, fmt.Sprintf("tfgen seed %d", seed), tfgen.PlanJSON(seed))
+	})
 }
