@@ -90,12 +90,38 @@ module_segments(mi) := regex.find_all_string_submatch_n(module_segment_pattern, 
 config_path(mi) := concat("", [concat("", ["module.", s[1], "."]) | some s in module_segments(mi)])
 
 # planned_modules are the module instances of the planned resources and their ancestors.
-planned_modules := {""} | {prefix |
+planned_modules := union({resource_modules, single_1, single_2, single_3, single_4, single_5, single_6, single_7})
+
+resource_modules := {""} | {prefix |
 	some address in {rc.module_address | some rc in planned_changes}
 	segments := module_segments(address)
 	some i in numbers.range(1, count(segments))
 	prefix := concat(".", [s[0] | some s in array.slice(segments, 0, i)])
 }
+
+# single_children(instances) are the instances of the module calls without count or
+# for_each in the given module instances: such a call has its one instance whether or not
+# it plans a resource (a module that only passes a value through its outputs).
+single_children(instances) := {prefixed(mi, concat("", ["module.", name])) |
+	some mi in instances
+	some name, call in object.get(object.get(module_configs, config_path(mi), {}), "module_calls", {})
+	not call.count_expression
+	not call.for_each_expression
+}
+
+single_1 := single_children(resource_modules)
+
+single_2 := single_children(single_1)
+
+single_3 := single_children(single_2)
+
+single_4 := single_children(single_3)
+
+single_5 := single_children(single_4)
+
+single_6 := single_children(single_5)
+
+single_7 := single_children(single_6)
 
 # instances maps module instance + "|" + resource address (without key) to its planned
 # instances' addresses.
@@ -210,7 +236,13 @@ module_nodes(parsed, mi) := {node |
 	some node in module_targets(mi, call, refs)
 }
 
-module_targets(mi, call, refs) := ((keyed_outputs | plain_outputs) | whole_instances) | whole_module if {
+module_targets(mi, call, refs) := {"U"} if {
+	# The call's instances plan no resource, and it has count or for_each: which instances
+	# there are, and so what they output, the plan does not show.
+	count(object.get(child_modules, concat("|", [mi, call]), [])) == 0
+	some p in refs
+	p.key == ""
+} else := ((keyed_outputs | plain_outputs) | whole_instances) | whole_module if {
 	children := object.get(child_modules, concat("|", [mi, call]), [])
 	outputs := [p | some p in refs; p.output != ""]
 	keyed_outputs := {output_node(prefixed(mi, concat("", ["module.", call, p.key])), p.output) | some p in outputs; p.key != ""}

@@ -700,6 +700,12 @@ func (x *referenceIndex) allInstances(mi, resource string) []string {
 // from mi lead to (refs are those references, in order).
 func (x *referenceIndex) moduleTargets(mi, call string, refs []parsedReference, add func(string)) {
 	children := x.children[mi+"|"+call]
+	if len(children) == 0 && slices.ContainsFunc(refs, func(p parsedReference) bool { return p.key == "" }) {
+		// The call's instances plan no resource, and it has count or for_each: which
+		// instances there are, and so what they output, the plan does not show.
+		add("U")
+		return
+	}
 	instance := func(key string) string { return prefixed(mi, "module."+call+key) }
 	// Per key: references without an output, less those with one.
 	instanceRefs := map[string]int{}

@@ -1,6 +1,7 @@
 package tfmodel
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -314,8 +315,8 @@ func newReferenceIndex(d *document) *referenceIndex {
 			x.linking = append(x.linking, p)
 		}
 	}
-	x.indexModules()
 	x.indexConfigs(d.raw)
+	x.indexModules()
 	return x
 }
 
@@ -340,7 +341,9 @@ func (x *referenceIndex) instanceGroups() {
 	}
 }
 
-// indexModules builds planned_modules, config_paths and child_modules.
+// indexModules builds planned_modules, config_paths and child_modules. It follows
+// indexConfigs: the calls without count or for_each have their one instance whether or not
+// it plans a resource (single_children).
 func (x *referenceIndex) indexModules() {
 	set := map[string]bool{"": true}
 	for _, p := range x.planned {
@@ -351,6 +354,23 @@ func (x *referenceIndex) indexModules() {
 		for i := 1; i <= len(segments); i++ {
 			set[joinSegments(segments[:i])] = true
 		}
+	}
+	level := slices.Collect(maps.Keys(set))
+	for range maxModuleDepth - 1 {
+		var next []string
+		for _, mi := range level {
+			calls, _ := objectGet(x.moduleConfigs[configPath(mi)], "module_calls", map[string]any{})
+			m, _ := calls.(map[string]any)
+			for name, call := range m {
+				if truthy(call, "count_expression") || truthy(call, "for_each_expression") {
+					continue
+				}
+				child := prefixed(mi, "module."+name)
+				set[child] = true
+				next = append(next, child)
+			}
+		}
+		level = next
 	}
 	x.modules = make([]string, 0, len(set))
 	for mi := range set {
