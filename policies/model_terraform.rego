@@ -50,11 +50,16 @@ terraform_resources := terraform_model.resources if {
 } else := [r |
 	some rc in planned_changes
 	links := object.get(terraform_links, rc.address, no_links)
+
+	# Terraform before 0.15 writes no after_sensitive: nothing is marked sensitive.
+	after := object.get(rc.change, "after", null)
+	unknown := object.get(rc.change, "after_unknown", false)
+	sensitive := object.get(rc.change, "after_sensitive", false)
 	r := {
 		"urn": rc.address,
 		"type": pulumi_type(rc.type),
 		"op": concat("+", rc.change.actions),
-		"properties": terraform_properties(rc.type, rc.change.after, rc.change.after_unknown, rc.change.after_sensitive),
+		"properties": terraform_properties(rc.type, after, unknown, sensitive),
 		"dependencies": links.dependencies,
 		"propertyDependencies": links.exact,
 		"possibleDependencies": links.possible,
@@ -74,7 +79,7 @@ terraform_removals := terraform_model.removals if {
 		"urn": rc.address,
 		"type": pulumi_type(rc.type),
 		"action": action,
-		"properties": terraform_properties(rc.type, rc.change.before, false, object.get(rc.change, "before_sensitive", false)),
+		"properties": terraform_properties(rc.type, object.get(rc.change, "before", null), false, object.get(rc.change, "before_sensitive", false)),
 	}
 ]
 
@@ -192,3 +197,40 @@ extended(r, refs) if {
 linked_value_path("dead_letter_policy") := "dead_letter_policy.dead_letter_topic"
 
 linked_value_path(attribute) := attribute if attribute != "dead_letter_policy"
+
+# ---- module instances ---------------------------------------------------------------------
+
+# planned_modules are the module instances of the planned resources and their ancestors,
+# and the instances of the calls without count or for_each below them.
+planned_modules := union({resource_modules, single_1, single_2, single_3, single_4, single_5, single_6, single_7})
+
+resource_modules := {""} | {prefix |
+	some address in {rc.module_address | some rc in planned_changes}
+	segments := module_segments(address)
+	some i in numbers.range(1, count(segments))
+	prefix := concat(".", [s[0] | some s in array.slice(segments, 0, i)])
+}
+
+# single_children(instances) are the instances of the module calls without count or
+# for_each in the given module instances: such a call has its one instance whether or not
+# it plans a resource (a module that only passes a value through its outputs).
+single_children(instances) := {prefixed(mi, concat("", ["module.", name])) |
+	some mi in instances
+	some name, call in object.get(object.get(module_configs, config_path(mi), {}), "module_calls", {})
+	not call.count_expression
+	not call.for_each_expression
+}
+
+single_1 := single_children(resource_modules)
+
+single_2 := single_children(single_1)
+
+single_3 := single_children(single_2)
+
+single_4 := single_children(single_3)
+
+single_5 := single_children(single_4)
+
+single_6 := single_children(single_5)
+
+single_7 := single_children(single_6)

@@ -89,40 +89,6 @@ module_segments(mi) := regex.find_all_string_submatch_n(module_segment_pattern, 
 # config_path is the config path of a module instance: its module names without keys.
 config_path(mi) := concat("", [concat("", ["module.", s[1], "."]) | some s in module_segments(mi)])
 
-# planned_modules are the module instances of the planned resources and their ancestors.
-planned_modules := union({resource_modules, single_1, single_2, single_3, single_4, single_5, single_6, single_7})
-
-resource_modules := {""} | {prefix |
-	some address in {rc.module_address | some rc in planned_changes}
-	segments := module_segments(address)
-	some i in numbers.range(1, count(segments))
-	prefix := concat(".", [s[0] | some s in array.slice(segments, 0, i)])
-}
-
-# single_children(instances) are the instances of the module calls without count or
-# for_each in the given module instances: such a call has its one instance whether or not
-# it plans a resource (a module that only passes a value through its outputs).
-single_children(instances) := {prefixed(mi, concat("", ["module.", name])) |
-	some mi in instances
-	some name, call in object.get(object.get(module_configs, config_path(mi), {}), "module_calls", {})
-	not call.count_expression
-	not call.for_each_expression
-}
-
-single_1 := single_children(resource_modules)
-
-single_2 := single_children(single_1)
-
-single_3 := single_children(single_2)
-
-single_4 := single_children(single_3)
-
-single_5 := single_children(single_4)
-
-single_6 := single_children(single_5)
-
-single_7 := single_children(single_6)
-
 # instances maps module instance + "|" + resource address (without key) to its planned
 # instances' addresses.
 instances := {group: addresses |

@@ -98,6 +98,19 @@ test_repeated_blocks_and_sensitive_values if {
 	props.template.containers[0].envs == [{"name": "A", "value": "x"}, {"name": "B", "value": lib.secret_value}]
 }
 
+# Terraform before 0.15 writes no after_sensitive (and no before_sensitive): the change is
+# judged, with nothing sensitive, never left out.
+test_plans_without_sensitive_marks_are_judged if {
+	after := {"name": "orders-worker", "topic": "projects/p/topics/orders"}
+	rc := json.remove(change("", "google_pubsub_subscription", "s", "", ["create"], after, {}), ["change/after_sensitive", "change/before_sensitive"])
+	resources := model.resources with input as plan([rc], {})
+	count(resources) == 1
+	resources[0].properties == {"name": "orders-worker", "topic": "projects/p/topics/orders"}
+	deleted := object.union(rc, {"change": {"actions": ["delete"], "before": after, "after": null}})
+	removals := model.removals with input as plan([deleted], {})
+	removals[0].properties.name == "orders-worker"
+}
+
 test_values_deeper_than_the_model_reads_are_unknown if {
 	deep := {"a": [{"b": [{"c": [{"d": [{"e": "x"}]}]}]}]}
 	props := model.resources[0].properties with input as plan([change("", "google_pubsub_topic", "x", "", ["create"], deep, {})], {})

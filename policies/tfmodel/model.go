@@ -33,15 +33,15 @@ func (d *document) resources() []any {
 	all := d.links()
 	out := make([]any, 0, len(d.planned))
 	for _, c := range d.planned {
-		after, okA := c.body["after"]
-		unknown, okU := c.body["after_unknown"]
-		sensitive, okS := c.body["after_sensitive"]
-		if _, ok := c.raw["address"]; !ok || !okA || !okU || !okS {
+		if _, ok := c.raw["address"]; !ok {
 			continue // Rego: an undefined field leaves the resource out
 		}
 		if _, ok := c.raw["type"].(string); !ok {
 			continue
 		}
+		// Terraform before 0.15 writes no after_sensitive: no value is marked sensitive.
+		unknown, _ := objectGet(c.body, "after_unknown", false)
+		sensitive, _ := objectGet(c.body, "after_sensitive", false)
 		l := all[c.address]
 		exact, possible, deps := map[string]any{}, map[string]any{}, []any{}
 		for p, t := range l.exact {
@@ -55,7 +55,7 @@ func (d *document) resources() []any {
 			"urn":                  c.raw["address"],
 			"type":                 pulumiType(c.typ),
 			"op":                   strings.Join(c.actions, "+"),
-			"properties":           properties(c.typ, after, unknown, sensitive),
+			"properties":           properties(c.typ, c.body["after"], unknown, sensitive),
 			"dependencies":         deps,
 			"propertyDependencies": exact,
 			"possibleDependencies": possible,
@@ -85,19 +85,15 @@ func (d *document) removals() []any {
 			continue
 		}
 		action := removalAction(c.actions)
-		before, ok := c.body["before"]
-		if action == "" || !ok || !statefulTypes[pulumiType(c.typ)] {
+		if action == "" || !statefulTypes[pulumiType(c.typ)] {
 			continue
 		}
-		sensitive, ok := c.body["before_sensitive"]
-		if !ok {
-			sensitive = false
-		}
+		sensitive, _ := objectGet(c.body, "before_sensitive", false)
 		out = append(out, map[string]any{
 			"urn":        c.raw["address"],
 			"type":       pulumiType(c.typ),
 			"action":     action,
-			"properties": properties(c.typ, before, false, sensitive),
+			"properties": properties(c.typ, c.body["before"], false, sensitive),
 		})
 	}
 	return out
