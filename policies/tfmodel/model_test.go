@@ -209,3 +209,24 @@ func FuzzModel(f *testing.F) {
 		p.check(t, fmt.Sprintf("tfgen seed %d", seed), tfgen.PlanJSON(seed))
 	})
 }
+
+// BenchmarkModel is the Go model of the check benchmark's 10,000-resource Terraform plan
+// (scripts/bench-check.sh), from the decoded plan to the value the rules read; the Rego
+// model of the same plan took 2.4 s (docs/benchmarks.md).
+func BenchmarkModel(b *testing.B) {
+	data, err := benchgen.GenerateTerraform(10000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := ast.InterfaceToValue(map[string]any{tfmodel.Key: tfmodel.Model(doc)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
