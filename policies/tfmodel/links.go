@@ -101,29 +101,29 @@ func (x *referenceIndex) referencesText(p *plannedChange, attribute string) (str
 	if len(refs) == 0 {
 		return "", false
 	}
-	set := make(map[string]bool, len(refs))
-	for _, r := range refs {
+	set := make([]string, len(refs))
+	for i, r := range refs {
 		s, ok := r.(string)
 		if !ok {
 			// Never extended by another (startswith fails on it): it is among the longest,
 			// and concat fails on it.
 			return "", false
 		}
-		set[s] = true
+		set[i] = s
 	}
-	var longest []string
-	for r := range set {
+	set = sortedDistinct(set)
+	longest := make([]string, 0, len(set))
+	for _, r := range set {
 		if !extended(r, set) {
 			longest = append(longest, r)
 		}
 	}
-	slices.Sort(longest)
 	return linkedValuePath(attribute) + " = " + strings.Join(longest, ", "), true
 }
 
 // extended reports whether refs holds a longer traversal of r (extended).
-func extended(r string, refs map[string]bool) bool {
-	for other := range refs {
+func extended(r string, refs []string) bool {
+	for _, other := range refs {
 		if len(other) > len(r) && strings.HasPrefix(other, r) && (other[len(r)] == '.' || other[len(r)] == '[') {
 			return true
 		}

@@ -232,17 +232,26 @@ func TestLinksMatchRegoOnGeneratedPlans(t *testing.T) {
 	}
 }
 
-// BenchmarkLinks measures links on the generated 10,000-resource plan.
+// BenchmarkLinks measures links, and linkExpressions, on the generated 10,000-resource
+// plan.
 func BenchmarkLinks(b *testing.B) {
 	data, err := benchgen.GenerateTerraform(10000)
 	if err != nil {
 		b.Fatal(err)
 	}
 	d := newDocument(decodePlan(b, data))
-	b.ResetTimer()
-	for b.Loop() {
-		if len(d.links()) == 0 {
-			b.Fatal("no links")
+	b.Run("links", func(b *testing.B) {
+		for b.Loop() {
+			if len(d.links()) == 0 {
+				b.Fatal("no links")
+			}
 		}
-	}
+	})
+	b.Run("expressions", func(b *testing.B) {
+		for b.Loop() {
+			if len(d.linkExpressions()) == 0 {
+				b.Fatal("no link expressions")
+			}
+		}
+	})
 }
