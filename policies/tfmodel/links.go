@@ -449,12 +449,13 @@ func (x *referenceIndex) moduleEachEdges() map[string][]string {
 			continue
 		}
 		call, ok := x.moduleCall(mi)
-		if !ok || !truthy(call, "for_each_expression") {
+		name, named := x.callName(mi)
+		if !ok || !named || !truthy(call, "for_each_expression") {
 			continue
 		}
 		parent := x.parent(mi)
 		fe, _ := field(call, "for_each_expression")
-		out[eachNode(parent, "module."+x.callName(mi))] = x.expressionNodes(fe, parent, "")
+		out[eachNode(parent, "module."+name)] = x.expressionNodes(fe, parent, "")
 	}
 	return out
 }
@@ -489,8 +490,12 @@ func (x *referenceIndex) variableEdges() map[string][]string {
 		if !ok {
 			continue
 		}
+		called, ok := x.callName(mi)
+		if !ok {
+			continue
+		}
 		parent := x.parent(mi)
-		owner := "module." + x.callName(mi)
+		owner := "module." + called
 		each := ""
 		if truthy(call, "for_each_expression") {
 			each = eachNode(parent, owner)
