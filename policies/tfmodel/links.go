@@ -101,29 +101,29 @@ func (x *referenceIndex) referencesText(p *plannedChange, attribute string) (str
 	if len(refs) == 0 {
 		return "", false
 	}
-	set := make(map[string]bool, len(refs))
-	for _, r := range refs {
+	set := make([]string, len(refs))
+	for i, r := range refs {
 		s, ok := r.(string)
 		if !ok {
 			// Never extended by another (startswith fails on it): it is among the longest,
 			// and concat fails on it.
 			return "", false
 		}
-		set[s] = true
+		set[i] = s
 	}
-	var longest []string
-	for r := range set {
+	set = sortedDistinct(set)
+	longest := make([]string, 0, len(set))
+	for _, r := range set {
 		if !extended(r, set) {
 			longest = append(longest, r)
 		}
 	}
-	slices.Sort(longest)
 	return linkedValuePath(attribute) + " = " + strings.Join(longest, ", "), true
 }
 
 // extended reports whether refs holds a longer traversal of r (extended).
-func extended(r string, refs map[string]bool) bool {
-	for other := range refs {
+func extended(r string, refs []string) bool {
+	for _, other := range refs {
 		if len(other) > len(r) && strings.HasPrefix(other, r) && (other[len(r)] == '.' || other[len(r)] == '[') {
 			return true
 		}
@@ -449,12 +449,13 @@ func (x *referenceIndex) moduleEachEdges() map[string][]string {
 			continue
 		}
 		call, ok := x.moduleCall(mi)
-		if !ok || !truthy(call, "for_each_expression") {
+		name, named := x.callName(mi)
+		if !ok || !named || !truthy(call, "for_each_expression") {
 			continue
 		}
 		parent := x.parent(mi)
 		fe, _ := field(call, "for_each_expression")
-		out[eachNode(parent, "module."+x.callName(mi))] = x.expressionNodes(fe, parent, "")
+		out[eachNode(parent, "module."+name)] = x.expressionNodes(fe, parent, "")
 	}
 	return out
 }
@@ -489,8 +490,12 @@ func (x *referenceIndex) variableEdges() map[string][]string {
 		if !ok {
 			continue
 		}
+		called, ok := x.callName(mi)
+		if !ok {
+			continue
+		}
 		parent := x.parent(mi)
-		owner := "module." + x.callName(mi)
+		owner := "module." + called
 		each := ""
 		if truthy(call, "for_each_expression") {
 			each = eachNode(parent, owner)

@@ -2,6 +2,7 @@ package tfmodel
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"regexp"
 	"slices"
@@ -103,14 +104,7 @@ func configModules(doc map[string]any) []map[string]any {
 	return out
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 func pick[T any](r *rand.Rand, list []T) (T, bool) {
 	var zero T
@@ -501,11 +495,7 @@ func deepCopy(v any) any {
 // real plans edited by the generator: 1 to 4 edits each, the case's seed in its name.
 func TestLinksMatchRegoOnEditedPlans(t *testing.T) {
 	plans := cliPlans(t)
-	names := make([]string, 0, len(plans))
-	for name := range plans {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(plans))
 	cases := 400
 	if testing.Short() {
 		cases = 100

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,11 +146,7 @@ func compareByKey(t testing.TB, what string, want, got ast.Value) {
 	for _, k := range g.Keys() {
 		keys[k.String()] = k
 	}
-	names := make([]string, 0, len(keys))
-	for name := range keys {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(keys))
 	shown := 0
 	for _, name := range names {
 		wv, gv := w.Get(keys[name]), g.Get(keys[name])
@@ -206,11 +203,7 @@ func cliPlans(t testing.TB) map[string]map[string]any {
 // terraform_links and terraform_link_expression on every plan the real CLIs made.
 func TestLinksMatchRegoOnCLIPlans(t *testing.T) {
 	plans := cliPlans(t)
-	names := make([]string, 0, len(plans))
-	for name := range plans {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(plans))
 	linked := 0
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -239,17 +232,26 @@ func TestLinksMatchRegoOnGeneratedPlans(t *testing.T) {
 	}
 }
 
-// BenchmarkLinks measures links on the generated 10,000-resource plan.
+// BenchmarkLinks measures links, and linkExpressions, on the generated 10,000-resource
+// plan.
 func BenchmarkLinks(b *testing.B) {
 	data, err := benchgen.GenerateTerraform(10000)
 	if err != nil {
 		b.Fatal(err)
 	}
 	d := newDocument(decodePlan(b, data))
-	b.ResetTimer()
-	for b.Loop() {
-		if len(d.links()) == 0 {
-			b.Fatal("no links")
+	b.Run("links", func(b *testing.B) {
+		for b.Loop() {
+			if len(d.links()) == 0 {
+				b.Fatal("no links")
+			}
 		}
-	}
+	})
+	b.Run("expressions", func(b *testing.B) {
+		for b.Loop() {
+			if len(d.linkExpressions()) == 0 {
+				b.Fatal("no link expressions")
+			}
+		}
+	})
 }

@@ -383,8 +383,8 @@ func (x *referenceIndex) indexModules() {
 		segments := moduleSegments(mi)
 		x.segments[mi] = segments
 		x.configPaths[mi] = configPath(mi)
-		if mi != "" {
-			g := x.parent(mi) + "|" + segments[len(segments)-1][1]
+		if name, ok := x.callName(mi); ok && mi != "" {
+			g := x.parent(mi) + "|" + name
 			x.children[g] = append(x.children[g], mi)
 		}
 	}
@@ -393,13 +393,21 @@ func (x *referenceIndex) indexModules() {
 // parent is parent_module of a planned module instance other than the root.
 func (x *referenceIndex) parent(mi string) string {
 	segments := x.segments[mi]
+	if len(segments) == 0 {
+		// Never for a planned instance (each is made of segments); array.slice gives [].
+		return ""
+	}
 	return joinSegments(segments[:len(segments)-1])
 }
 
-// callName is the name of the call that made planned module instance mi.
-func (x *referenceIndex) callName(mi string) string {
+// callName is the name of the call that made planned module instance mi; ok is false
+// (undefined) for an instance without segments, which no planned one is.
+func (x *referenceIndex) callName(mi string) (string, bool) {
 	segments := x.segments[mi]
-	return segments[len(segments)-1][1]
+	if len(segments) == 0 {
+		return "", false
+	}
+	return segments[len(segments)-1][1], true
 }
 
 // indexConfigs builds module_configs (level by level, as configs_0..configs_7),
