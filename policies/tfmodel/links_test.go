@@ -18,7 +18,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/eventpipe/eventpipe/internal/testing/benchgen"
-	"github.com/eventpipe/eventpipe/policies"
+	"github.com/eventpipe/eventpipe/internal/testing/regoquery"
 )
 
 // linkQuery is what the Rego model says of a plan's links: terraform_links, and
@@ -31,17 +31,7 @@ expressions := {rc.address: {p: t |
 } | some rc in data.eventpipe.model.linking_changes}`
 
 // preparedLinkQuery compiles linkQuery on the embedded rules once per test binary.
-var preparedLinkQuery = sync.OnceValues(func() (rego.PreparedEvalQuery, error) {
-	mods, err := policies.Modules()
-	if err != nil {
-		return rego.PreparedEvalQuery{}, err
-	}
-	opts := []func(*rego.Rego){rego.Query(linkQuery)}
-	for name, src := range mods {
-		opts = append(opts, rego.Module(name, src))
-	}
-	return rego.New(opts...).PrepareForEval(context.Background())
-})
+var preparedLinkQuery = sync.OnceValues(func() (rego.PreparedEvalQuery, error) { return regoquery.New(linkQuery) })
 
 // regoLinks evaluates the Rego model's links of doc (a decoded plan, as decodePlan
 // decodes it): terraform_links, and the link expressions by address and property.

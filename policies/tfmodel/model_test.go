@@ -14,9 +14,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/eventpipe/eventpipe/internal/testing/benchgen"
+	"github.com/eventpipe/eventpipe/internal/testing/regoquery"
 	"github.com/eventpipe/eventpipe/internal/testing/ruletest"
 	"github.com/eventpipe/eventpipe/internal/testing/tfgen"
-	"github.com/eventpipe/eventpipe/policies"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/policies/tfmodel"
@@ -47,19 +47,7 @@ type parity struct {
 
 func newParity(t testing.TB) *parity {
 	t.Helper()
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []func(*rego.Rego){rego.Query(modelQuery)}
-	for name, src := range mods {
-		opts = append(opts, rego.Module(name, src))
-	}
-	q, err := rego.New(opts...).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &parity{model: q, engine: ruletest.Engine(t, nil)}
+	return &parity{model: regoquery.Prepare(t, modelQuery), engine: ruletest.Engine(t, nil)}
 }
 
 // check compares the two models of the plan data, and the findings on both.

@@ -7,20 +7,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/open-policy-agent/opa/v1/rego"
-
-	"github.com/eventpipe/eventpipe/policies"
+	"github.com/eventpipe/eventpipe/internal/testing/regoquery"
 )
 
 // TestTablesAreTheRegoModels holds every table and constant this package keeps to the
 // Rego model's own (model*.rego), so one the plans in the tests never exercise cannot
 // drift: the Rego is the definition, this package a copy tested against it.
 func TestTablesAreTheRegoModels(t *testing.T) {
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []func(*rego.Rego){rego.Query(`x := {
+	q := regoquery.Prepare(t, `x := {
 		"terraform_types": data.eventpipe.model.terraform_types,
 		"single_blocks": data.eventpipe.model.single_blocks,
 		"map_attributes": data.eventpipe.model.map_attributes,
@@ -37,11 +31,8 @@ func TestTablesAreTheRegoModels(t *testing.T) {
 		"resource_reference_pattern": data.eventpipe.model.resource_reference_pattern,
 		"module_reference_pattern": data.eventpipe.model.module_reference_pattern,
 		"variable_reference_pattern": data.eventpipe.model.variable_reference_pattern,
-	}`)}
-	for name, src := range mods {
-		opts = append(opts, rego.Module(name, src))
-	}
-	rs, err := rego.New(opts...).Eval(context.Background())
+	}`)
+	rs, err := q.Eval(context.Background())
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("evaluating the model's tables: %v (%d results)", err, len(rs))
 	}

@@ -2,11 +2,8 @@ package tfgen
 
 import (
 	"context"
-	"testing"
 
 	"github.com/open-policy-agent/opa/v1/rego"
-
-	"github.com/eventpipe/eventpipe/policies"
 )
 
 // The queries of the rules' model of a plan: modelQuery evaluates what the rules read of
@@ -28,24 +25,6 @@ const (
 type modelOf struct {
 	Model       map[string]any
 	Expressions map[string]any
-}
-
-// prepareModel compiles the embedded rules (policies.Modules) for query.
-func prepareModel(t testing.TB, query string) rego.PreparedEvalQuery {
-	t.Helper()
-	mods, err := policies.Modules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []func(*rego.Rego){rego.Query(query)}
-	for name, src := range mods {
-		opts = append(opts, rego.Module(name, src))
-	}
-	q, err := rego.New(opts...).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
 }
 
 func evalModel(ctx context.Context, q rego.PreparedEvalQuery, doc map[string]any) (*modelOf, error) {

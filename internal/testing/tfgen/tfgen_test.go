@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/eventpipe/eventpipe/internal/testing/regoquery"
 )
 
 // seeds is how many plans the tests generate and judge.
@@ -176,7 +178,7 @@ var propertyNames = map[string]string{"topic": "topic", "dead_letter_policy": "d
 // model: counted on the model's own outputs, so a generator that stops producing a shape
 // fails here.
 func TestRegoModelAcceptsPlans(t *testing.T) {
-	q := prepareModel(t, modelQuery)
+	q := regoquery.Prepare(t, modelQuery)
 	ctx := context.Background()
 	seen := map[string]int{}
 	for seed := range uint64(seeds) {
@@ -446,7 +448,7 @@ func FuzzRegoModelAcceptsPlan(f *testing.F) {
 	for _, seed := range []uint64{0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 1 << 40, ^uint64(0)} {
 		f.Add(seed)
 	}
-	q := prepareModel(f, wholeModelQuery)
+	q := regoquery.Prepare(f, wholeModelQuery)
 	f.Fuzz(func(t *testing.T, seed uint64) {
 		if _, err := evalModel(context.Background(), q, Plan(seed)); err != nil {
 			t.Fatalf("seed %d: the Rego model fails: %v", seed, err)
