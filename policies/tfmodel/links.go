@@ -21,8 +21,8 @@ type links struct {
 // links is terraform_links: the links of every planned instance with linking attributes
 // that has any, by address. Target lists may be shared between instances: do not modify
 // them.
-func (d *document) links() map[string]links {
-	l := newLinker(newReferenceIndex(d))
+func (x *referenceIndex) links() map[string]links {
+	l := newLinker(x)
 	out := map[string]links{}
 	for _, p := range l.linking {
 		if !p.hasAddress {
@@ -55,8 +55,7 @@ func (d *document) links() map[string]links {
 // linkExpressions is terraform_link_expression for every planned instance with linking
 // attributes and each of its linking properties, where it is defined: by address, then
 // by model property name, the text a finding names when a link cannot be decided.
-func (d *document) linkExpressions() map[string]map[string]string {
-	x := newReferenceIndex(d)
+func (x *referenceIndex) linkExpressions() map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, p := range x.linking {
 		if !p.hasAddress {

@@ -63,9 +63,9 @@ func regoLinks(t testing.TB, doc map[string]any) (links, expressions ast.Value) 
 // as the values the Rego model writes.
 func goLinks(t testing.TB, doc map[string]any) (links, expressions ast.Value) {
 	t.Helper()
-	d := newDocument(doc)
+	x := newReferenceIndex(newDocument(doc))
 	byAddress := map[string]any{}
-	for address, l := range d.links() {
+	for address, l := range x.links() {
 		byAddress[address] = map[string]any{
 			"exact":        targetsValue(l.exact),
 			"possible":     targetsValue(l.possible),
@@ -77,7 +77,7 @@ func goLinks(t testing.TB, doc map[string]any) (links, expressions ast.Value) {
 		t.Fatal(err)
 	}
 	texts := map[string]any{}
-	for address, byProperty := range d.linkExpressions() {
+	for address, byProperty := range x.linkExpressions() {
 		m := map[string]any{}
 		for p, text := range byProperty {
 			m[p] = text
@@ -199,7 +199,7 @@ func TestLinksMatchRegoOnCLIPlans(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			checkLinkParity(t, plans[name])
 		})
-		linked += len(newDocument(plans[name]).links())
+		linked += len(newReferenceIndex(newDocument(plans[name])).links())
 	}
 	t.Logf("%d plans, %d linked instances", len(plans), linked)
 	// The parity must be over links, not over empty maps.
@@ -232,14 +232,14 @@ func BenchmarkLinks(b *testing.B) {
 	d := newDocument(decodePlan(b, data))
 	b.Run("links", func(b *testing.B) {
 		for b.Loop() {
-			if len(d.links()) == 0 {
+			if len(newReferenceIndex(d).links()) == 0 {
 				b.Fatal("no links")
 			}
 		}
 	})
 	b.Run("expressions", func(b *testing.B) {
 		for b.Loop() {
-			if len(d.linkExpressions()) == 0 {
+			if len(newReferenceIndex(d).linkExpressions()) == 0 {
 				b.Fatal("no link expressions")
 			}
 		}

@@ -18,56 +18,43 @@ func Model(doc map[string]any) map[string]any {
 		return map[string]any{"resources": []any{}, "complete": d.complete(), "removals": []any{},
 			"problems": problems, "project_numbers": map[string]any{}, "link_expressions": map[string]any{}}
 	}
+	x := newReferenceIndex(d)
 	return map[string]any{
-		"resources":        d.resources(),
+		"resources":        d.resources(x.links()),
 		"complete":         d.complete(),
 		"removals":         d.removals(),
 		"problems":         problems,
 		"project_numbers":  d.projectNumbers(),
-		"link_expressions": d.linkExpressions(),
+		"link_expressions": x.linkExpressions(),
 	}
 }
 
-// resources is terraform_resources: every planned managed resource, in document order.
-func (d *document) resources() []any {
-	all := d.links()
+// resources is terraform_resources: every planned managed resource, in document order,
+// with its links (links by address).
+func (d *document) resources(all map[string]links) []any {
 	out := make([]any, 0, len(d.planned))
 	for _, c := range d.planned {
-		if _, ok := c.raw["address"]; !ok {
-			continue // Rego: an undefined field leaves the resource out
-		}
-		if _, ok := c.raw["type"].(string); !ok {
-			continue
-		}
+		// Model calls this only when every change has a string address and type.
 		// Terraform before 0.15 writes no after_sensitive: no value is marked sensitive.
 		unknown, _ := objectGet(c.body, "after_unknown", false)
 		sensitive, _ := objectGet(c.body, "after_sensitive", false)
 		l := all[c.address]
-		exact, possible, deps := map[string]any{}, map[string]any{}, []any{}
+		exact, possible := map[string]any{}, map[string]any{}
 		for p, t := range l.exact {
-			exact[p] = strings2any(t)
+			exact[p] = t
 		}
 		for p, t := range l.possible {
-			possible[p] = strings2any(t)
+			possible[p] = t
 		}
-		deps = append(deps, strings2any(l.dependencies)...)
 		out = append(out, map[string]any{
-			"urn":                  c.raw["address"],
+			"urn":                  c.address,
 			"type":                 pulumiType(c.typ),
 			"op":                   strings.Join(c.actions, "+"),
 			"properties":           properties(c.typ, c.body["after"], unknown, sensitive),
-			"dependencies":         deps,
+			"dependencies":         l.dependencies,
 			"propertyDependencies": exact,
 			"possibleDependencies": possible,
 		})
-	}
-	return out
-}
-
-func strings2any(s []string) []any {
-	out := make([]any, len(s))
-	for i, x := range s {
-		out[i] = x
 	}
 	return out
 }
@@ -77,11 +64,12 @@ func strings2any(s []string) []any {
 var statefulTypes = set("gcp:pubsub/subscription:Subscription", "gcp:pubsub/topic:Topic")
 
 // removals is terraform_removals: every subscription and topic the plan deletes or
-// replaces, with its properties before.
+// replaces, with its properties before. Like resources, it runs only on a plan without
+// problems.
 func (d *document) removals() []any {
 	out := []any{}
 	for _, c := range d.changes {
-		if c.raw == nil || stringOr(c.raw, "mode", "managed") != "managed" || !c.actionsOK {
+		if stringOr(c.raw, "mode", "managed") != "managed" || !c.actionsOK {
 			continue
 		}
 		action := removalAction(c.actions)
@@ -90,7 +78,7 @@ func (d *document) removals() []any {
 		}
 		sensitive, _ := objectGet(c.body, "before_sensitive", false)
 		out = append(out, map[string]any{
-			"urn":        c.raw["address"],
+			"urn":        c.address,
 			"type":       pulumiType(c.typ),
 			"action":     action,
 			"properties": properties(c.typ, c.body["before"], false, sensitive),
