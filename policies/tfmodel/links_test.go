@@ -1,9 +1,7 @@
 package tfmodel
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/internal/testing/benchgen"
 	"github.com/eventpipe/eventpipe/internal/testing/regoquery"
+	"github.com/eventpipe/eventpipe/internal/testing/tfgen"
 )
 
 // linkQuery is what the Rego model says of a plan's links: terraform_links, and
@@ -154,11 +153,9 @@ func compareByKey(t testing.TB, what string, want, got ast.Value) {
 // decodePlan decodes a plan as eventpipe check does (numbers kept as json.Number).
 func decodePlan(t testing.TB, data []byte) map[string]any {
 	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
-		t.Fatalf("decoding the plan: %v", err)
+	doc, err := tfgen.Decode(data)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return doc
 }

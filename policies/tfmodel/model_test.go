@@ -53,10 +53,8 @@ func newParity(t testing.TB) *parity {
 // check compares the two models of the plan data, and the findings on both.
 func (p *parity) check(t testing.TB, name string, data []byte) {
 	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
+	doc, err := tfgen.Decode(data)
+	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	if !tfmodel.IsPlan(doc) {
@@ -206,10 +204,8 @@ func BenchmarkModel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
+	doc, err := tfgen.Decode(data)
+	if err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
