@@ -6,6 +6,12 @@
 # handlers' own CPU), "http" posts to a loopback net/http server (what a
 # Pub/Sub push costs).
 #
+# The goal (idempotent >= 50% of the bare handler's throughput) is set on
+# "http", a push as Pub/Sub sends it: that is the cost a deployment pays per
+# message. "handler" is the diagnostic view of the same work without the
+# transport, where the bare handler's share of the whole is smallest; it has
+# no goal (docs/benchmarks.md, "Push path", says why).
+#
 # What "% of the bare handler" means here, for each way:
 #   100 * (bare ns/op) / (idempotent ns/op)
 # that is the idempotent handler's throughput (messages per second, two
@@ -87,7 +93,8 @@ echo "$out" | awk -v trees="${trees[*]}" '
         }
       }
       if (m == 0) continue
-      printf "%s %s: idempotent keeps %.0f%% of bare throughput (median of %d rounds:%s; goal >= 50%%)\n", tr, kind, median(ratio, m), m, line
+      goal = (kind == "http") ? "goal >= 50%" : "no goal: the handler alone, see docs/benchmarks.md"
+      printf "%s %s: idempotent keeps %.0f%% of bare throughput (median of %d rounds:%s; %s)\n", tr, kind, median(ratio, m), m, line, goal
       if (c > 0) printf "%s %s: bare CPU time per message is %.0f%% of idempotent%s (median of %d rounds:%s)\n", tr, kind, median(cratio, c), "\x27s", c, cline
     }
   }' | sort

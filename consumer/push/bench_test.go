@@ -143,7 +143,7 @@ func idempotentHandler(b *testing.B, tracer *tracing.Tracer) http.Handler {
 // run and answers the rest as duplicates: with a fixed count
 // (-benchtime Nx) the mix is the same whatever the handler's speed.
 // scripts/consumer-bench.sh prints idempotent throughput as a share of the
-// bare handler's (goal >= 50%) and defines it.
+// bare handler's and defines it (goal >= 50% over http).
 func BenchmarkPushPath(b *testing.B) {
 	msgs := bodies(b, 1<<14)
 	b.Run("http/bare", func(b *testing.B) { drive(b, msgs, overHTTP(b, http.HandlerFunc(bareHandler))) })
