@@ -253,7 +253,9 @@ type Event struct {
 func (ev Event) eventKey() (key, fingerprint string, err error) {
 	switch {
 	case ev.EventID != "" || len(ev.Identity) > 0:
-		key, err = keys.LogicalKey(ev.EventID, ev.Identity)
+		if key, err = keys.LogicalKey(ev.EventID, ev.Identity); err != nil {
+			return "", "", fmt.Errorf("%w; fix: %s", err, payloadFix())
+		}
 	case ev.MessageID != "":
 		var n string
 		n, err = keys.EscapeID(ev.MessageID)
@@ -267,10 +269,16 @@ func (ev Event) eventKey() (key, fingerprint string, err error) {
 	if len(ev.Payload) > 0 {
 		fingerprint, err = keys.Fingerprint(ev.Payload)
 		if err != nil {
-			return "", "", fmt.Errorf("payload: %w", err)
+			return "", "", fmt.Errorf("payload: %w; fix: %s", err, payloadFix())
 		}
 	}
 	return key, fingerprint, nil
+}
+
+// payloadFix is the fix for a payload whose event key or fingerprint
+// cannot be computed: what keys.CanonicalJSON needs.
+func payloadFix() string {
+	return fmt.Sprintf("publish the payload as UTF-8 JSON with each key once per object, numbers within a float64's range and at most %d levels of nesting", keys.MaxDepth)
 }
 
 // producerKey reports whether an event key is a producer-issued event id

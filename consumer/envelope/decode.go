@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/eventpipe/eventpipe/internal/fielderr"
 )
@@ -69,7 +71,7 @@ func DecodePush(body []byte) (Message, error) {
 		return Message{}, err
 	}
 	if !subscriptionName.MatchString(m.Subscription) {
-		return Message{}, fieldError("subscription", fmt.Sprintf("%q is not a full subscription name", m.Subscription),
+		return Message{}, fieldError("subscription", Quote(m.Subscription)+" is not a full subscription name",
 			"use the form projects/PROJECT/subscriptions/SUBSCRIPTION")
 	}
 	if m.DeliveryAttempt, err = deliveryAttempt(env.DeliveryAttempt); err != nil {
@@ -82,9 +84,15 @@ func DecodePush(body []byte) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	if m.PublishTime, err = time.Parse(time.RFC3339Nano, pt); err != nil {
-		return Message{}, fieldError("message.publishTime", fmt.Sprintf("%q is not an RFC 3339 timestamp", pt),
+	if m.PublishTime, err = ParseTime(pt); err != nil {
+		return Message{}, fieldError("message.publishTime", Quote(pt)+" is not an RFC 3339 timestamp",
 			"send a time such as 2026-01-02T15:04:05.123Z")
+	}
+	if m.PublishTime.IsZero() {
+		// The engine reads the zero time as "no publish time", ordered
+		// before every other: no message may claim it.
+		return Message{}, fieldError("message.publishTime", Quote(pt)+" is the zero time (year 1), which no publisher stamps",
+			"send the time Pub/Sub published the message, such as 2026-01-02T15:04:05.123Z")
 	}
 	if m.Attributes, err = attributes(raw.Attributes); err != nil {
 		return Message{}, err
@@ -170,13 +178,20 @@ func attributes(raw json.RawMessage) (map[string]string, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, fieldError("message.attributes", "not a JSON object", "send attributes as an object of string values")
 	}
+	var bad string // the first attribute, by name, whose value is not a string
 	for k, v := range obj {
 		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, fieldError("message.attributes."+k, fmt.Sprintf("%s is not a string", truncate(v)),
-				"attribute values are strings: quote the value")
+		if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			if bad == "" || k < bad {
+				bad = k
+			}
+			continue
 		}
 		attrs[k] = s
+	}
+	if bad != "" {
+		return nil, fieldError("message.attributes."+truncate([]byte(bad)), truncate(obj[bad])+" is not a string",
+			"attribute values are strings: quote the value")
 	}
 	return attrs, nil
 }
@@ -202,7 +217,7 @@ func eitherString(camel, snake json.RawMessage, camelName, snakeName string) (st
 		return "", err
 	}
 	if a != b {
-		return "", fieldError(camelName, fmt.Sprintf("%q disagrees with %s %q", a, snakeName, b),
+		return "", fieldError(camelName, Quote(a)+" disagrees with "+snakeName+" "+Quote(b),
 			"send one spelling, or the same value in both")
 	}
 	return a, nil
@@ -235,12 +250,65 @@ func isAbsent(raw []byte) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
+// maxQuoted bounds the bytes of a value an error quotes, so that the
+// error's fix survives the log line's bound (logging.Bound) whatever the
+// value's length.
+const maxQuoted = 40
+
+// truncate returns raw's text cut at maxQuoted bytes (on a character
+// boundary) and marked with "…".
 func truncate(raw []byte) string {
-	const max = 40
-	if len(raw) > max {
-		return string(raw[:max]) + "…"
+	head, cut := cutText(string(raw))
+	if cut {
+		return head + "…"
 	}
-	return string(raw)
+	return head
+}
+
+// Quote returns s quoted as Go quotes it, cut like truncate: how an error
+// names a value someone sent, which may be megabytes long.
+func Quote(s string) string {
+	head, cut := cutText(s)
+	if cut {
+		return strconv.Quote(head) + "…"
+	}
+	return strconv.Quote(head)
+}
+
+// cutText returns s's first maxQuoted bytes at most, ending on a character
+// boundary, and whether that is not all of s.
+func cutText(s string) (string, bool) {
+	if len(s) <= maxQuoted {
+		return s, false
+	}
+	n := maxQuoted
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}
+
+// ParseTime parses an RFC 3339 timestamp (fractions of a second of any
+// length). As RFC 3339 allows, its "T" and "Z" may be lower case.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err == nil {
+		return t, nil
+	}
+	const date = len("2006-01-02")
+	if len(s) > date && (s[date] == 't' || s[len(s)-1] == 'z') {
+		b := []byte(s)
+		if b[date] == 't' {
+			b[date] = 'T'
+		}
+		if b[len(b)-1] == 'z' {
+			b[len(b)-1] = 'Z'
+		}
+		if t, err2 := time.Parse(time.RFC3339Nano, string(b)); err2 == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, err
 }
 
 // Peek salvages what it can from a body DecodePush rejected, for the log
@@ -276,7 +344,7 @@ func Peek(body []byte) Message {
 		m.DeliveryAttempt = int(n)
 	}
 	if s, ok := env.Message.PublishTime.(string); ok {
-		m.PublishTime, _ = time.Parse(time.RFC3339Nano, s)
+		m.PublishTime, _ = ParseTime(s)
 	}
 	return m
 }

@@ -121,6 +121,12 @@ func TestDecodePushInvalid(t *testing.T) {
 		{"no publish time", pushBody(t, good, func(msg, _ map[string]any) { delete(msg, "publishTime") }), "message.publishTime"},
 		{"bad publish time", pushBody(t, good, func(msg, _ map[string]any) { msg["publishTime"] = "yesterday" }), "message.publishTime"},
 		{"attribute not string", pushBody(t, good, func(msg, _ map[string]any) { msg["attributes"] = map[string]any{"n": 1} }), "message.attributes.n"},
+		{"attribute null", pushBody(t, good, func(msg, _ map[string]any) { msg["attributes"] = map[string]any{"n": nil} }), "message.attributes.n"},
+		{"first bad attribute by name", pushBody(t, good, func(msg, _ map[string]any) {
+			msg["attributes"] = map[string]any{"z": 1, "b": true, "a": "ok", "c": nil}
+		}), "message.attributes.b"},
+		{"zero publish time", pushBody(t, good, func(msg, _ map[string]any) { msg["publishTime"] = "0001-01-01T00:00:00Z" }), "message.publishTime"},
+		{"zero publish time with offset", pushBody(t, good, func(msg, _ map[string]any) { msg["publishTime"] = "0001-01-01T01:00:00+01:00" }), "message.publishTime"},
 		{"attributes not object", pushBody(t, good, func(msg, _ map[string]any) { msg["attributes"] = []int{1} }), "message.attributes"},
 		{"no subscription", pushBody(t, good, func(_, env map[string]any) { delete(env, "subscription") }), "subscription"},
 		{"short subscription", pushBody(t, good, func(_, env map[string]any) { env["subscription"] = "s" }), "subscription"},
@@ -152,6 +158,9 @@ func FuzzDecodePush(f *testing.F) {
 	f.Add(pushBody(f, base64.RawURLEncoding.EncodeToString([]byte(`{"a":"??"}`)), func(_, env map[string]any) { env["deliveryAttempt"] = 2 }))
 	f.Add([]byte(`{"message":{"data":"e30=","message_id":"1","publish_time":"2026-01-01T00:00:00Z"},"subscription":"projects/p/subscriptions/s"}`))
 	f.Add([]byte(`{}`))
+	// Broke it: a zero publish time was accepted (the engine reads it as none).
+	f.Add([]byte(`{"message":{"data":"e30=","messageId":"1","publishTime":"0001-01-01T00:00:00Z"},"subscription":"projects/p/subscriptions/s"}`))
+	f.Add([]byte(`{"message":{"data":"e30=","messageId":"1","publishTime":"2026-01-01t00:00:00.5z","attributes":{"a":null}},"subscription":"projects/p/subscriptions/s"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		m, err := DecodePush(body)
 		if err != nil {
@@ -160,6 +169,17 @@ func FuzzDecodePush(f *testing.F) {
 				t.Fatalf("error without field and fix: %v", err)
 			}
 			return
+		}
+		// Every attribute accepted was sent as a string (none was null).
+		var sent struct {
+			Message struct{ Attributes map[string]any }
+		}
+		if json.Unmarshal(body, &sent) == nil {
+			for k, v := range sent.Message.Attributes {
+				if _, ok := v.(string); !ok {
+					t.Fatalf("accepted attribute %q = %v, not a string", k, v)
+				}
+			}
 		}
 		if m.ID == "" || m.Payload.members == nil || m.Attributes == nil || m.Subscription == "" || m.PublishTime.IsZero() {
 			t.Fatalf("accepted an incomplete message: %+v", m)

@@ -341,16 +341,46 @@ func (p *Routed) extract(name string, f *compiledField, msg *envelope.Message, c
 		}
 		cv, err := convert(v, f.Type)
 		if err != nil {
-			return nil, false, fieldError(p.Route.Name, name, fmt.Sprintf("value from %s: %v", src.src, err), "send a "+f.Type)
+			return nil, false, fieldError(p.Route.Name, name, fmt.Sprintf("value from %s: %v", src.src, err), typeFix(src.src, f.Type))
 		}
 		converted[src.conversion] = cv
 		return cv, true, nil
 	}
 	if f.Required {
-		return nil, false, fieldError(p.Route.Name, name, "missing (looked in "+strings.Join(f.From, ", ")+")",
-			"send "+f.From[0]+" in the payload")
+		return nil, false, fieldError(p.Route.Name, name, "missing (looked in "+strings.Join(f.From, ", ")+")", missingFix(&f.from[0]))
 	}
 	return nil, false, nil
+}
+
+// typeFix is the fix for a value from src that is not of type typ.
+func typeFix(src, typ string) string {
+	switch typ {
+	case "timestamp":
+		return "send " + src + " as an RFC 3339 timestamp such as 2026-01-02T15:04:05.123Z, or as epoch seconds"
+	case "integer":
+		return "send " + src + " as an integer of 64 bits at most (a JSON number without fraction or exponent, or its digits in a string)"
+	case "number":
+		return "send " + src + " as a JSON number"
+	case "boolean":
+		return "send " + src + " as true or false"
+	}
+	return "send " + src + " as a JSON string or number"
+}
+
+// missingFix is the fix for a required field none of whose sources is
+// present; src is its first.
+func missingFix(src *compiledSource) string {
+	switch src.kind {
+	case fromPayload:
+		return "send " + src.name + " in the payload"
+	case fromAttribute:
+		return "publish the message with the attribute " + src.name
+	case fromTopic:
+		return "set the route's topic, or publish the message with the attribute topic"
+	case fromOrderingKey:
+		return "publish the message with an ordering key"
+	}
+	return "deliver the message with " + src.src + " set, as Pub/Sub does"
 }
 
 // source returns the value of one source of a field (a payload value is
@@ -437,36 +467,70 @@ func convert(v any, typ string) (any, error) {
 			}
 			return x.UTC(), nil
 		case string:
-			t, err := time.Parse(time.RFC3339Nano, x)
+			t, err := envelope.ParseTime(x)
 			if err != nil {
-				return nil, fmt.Errorf("%q is not an RFC 3339 timestamp", x)
+				return nil, fmt.Errorf("%s is not an RFC 3339 timestamp", envelope.Quote(x))
 			}
 			return t.UTC(), nil
 		case json.Number: // seconds since the epoch
 			f, err := x.Float64()
 			if err != nil || f < 0 || f > 1e11 {
-				return nil, fmt.Errorf("%s is not epoch seconds", x)
+				return nil, fmt.Errorf("%s is not epoch seconds (0 to 1e11: milliseconds are too large)", envelope.Quote(string(x)))
 			}
 			sec, frac := math.Modf(f)
 			return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
 		}
 	case "integer":
+		var text string
 		switch x := v.(type) {
 		case json.Number:
-			return x.Int64()
+			text = string(x)
 		case string:
-			return strconv.ParseInt(x, 10, 64)
+			text = x
+		default:
+			return nil, fmt.Errorf("%s is not an integer", kindOf(v))
 		}
+		n, err := strconv.ParseInt(text, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("%s is beyond the range of a 64-bit integer", envelope.Quote(text))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s is not an integer", envelope.Quote(text))
+		}
+		return n, nil
 	case "number":
 		if x, ok := v.(json.Number); ok {
-			return x.Float64()
+			f, err := x.Float64()
+			if err != nil {
+				return nil, fmt.Errorf("%s is beyond the range of a float64", envelope.Quote(string(x)))
+			}
+			return f, nil
 		}
 	case "boolean":
 		if x, ok := v.(bool); ok {
 			return x, nil
 		}
 	}
-	return nil, fmt.Errorf("%T is not a %s", v, typ)
+	return nil, fmt.Errorf("%s is not a %s", kindOf(v), typ)
+}
+
+// kindOf names the JSON kind of a payload value, for errors.
+func kindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case time.Time:
+		return "a timestamp"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 func stringAt(payload envelope.Payload, path string) (string, bool) {
