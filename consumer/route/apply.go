@@ -265,6 +265,9 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 		}
 	}
 	if r.Target.ID != "" {
+		if err := checkIDValue(r, r.Target.ID, targetID, "aggregate id"); err != nil {
+			return nil, err
+		}
 		p.AggregateID = sprint(targetID)
 		if err := checkID(r, r.Target.ID, p.AggregateID); err != nil {
 			return nil, err
@@ -275,6 +278,9 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 		}
 		p.Target = store.Key{Collection: r.Target.Collection, ID: id}
 	} else if targetID != nil {
+		if err := checkIDValue(r, idField, targetID, "aggregate id"); err != nil {
+			return nil, err
+		}
 		p.AggregateID = sprint(targetID) // the lease's sequence guard
 	}
 	p.EventTime, _ = eventTime.(time.Time)
@@ -285,6 +291,9 @@ func (r *Route) Apply(msg *envelope.Message, env string) (*Routed, error) {
 	if d := r.Dedupe; d != nil {
 		if d.EventIDField != "" {
 			if v, ok := decoded.get(msg.Payload, d.EventIDField); ok && v != nil {
+				if err := checkIDValue(r, d.EventIDField, v, "event id"); err != nil {
+					return nil, err
+				}
 				p.EventID = sprint(v)
 				if err := checkID(r, d.EventIDField, p.EventID); err != nil {
 					return nil, err
@@ -316,6 +325,19 @@ func checkID(r *Route, field, id string) error {
 	}
 	return fieldError(r.Name, field, fmt.Sprintf("is %d bytes long; ids are at most %d bytes", len(id), limits.MaxIDBytes),
 		fmt.Sprintf("send an id of at most %d bytes", limits.MaxIDBytes))
+}
+
+// checkIDValue reports, as a *FieldError, an id value (what names an
+// aggregate or an event) that is not a string, a number or a time: the
+// text of an object or an array is not one value's (["a b"] and ["a","b"]
+// print alike) and a boolean's is a string's ("true"), so they would merge
+// distinct aggregates or events.
+func checkIDValue(r *Route, field string, v any, what string) error {
+	switch v.(type) {
+	case map[string]any, []any, bool:
+		return fieldError(r.Name, field, kindOf(v)+" is not an "+what, "send "+field+" as a string or a number")
+	}
+	return nil
 }
 
 // sprint is fmt.Sprint(v), without fmt for the common string case.
