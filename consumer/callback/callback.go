@@ -225,7 +225,8 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 			return o.fail(http.StatusInternalServerError, err)
 		}
 		if !exists {
-			return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("%s does not exist (unknown %s %q)", routed.Target, rt.Target.ID, routed.AggregateID)))
+			return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("%s does not exist (unknown %s %s; fix: send the %s of an existing one: the event that creates it comes first)",
+				routed.Target, rt.Target.ID, envelope.Quote(routed.AggregateID), rt.Target.ID)))
 		}
 	}
 	if key == "" && rt.ToHandler() {
@@ -442,7 +443,7 @@ func idempotencyKey(rc *route.Receipt, payload envelope.Payload, hdr http.Header
 		}
 	}
 	if fromBody != "" && fromHeader != "" && fromBody != fromHeader {
-		return "", fmt.Errorf("body %s %q and header %s %q disagree (fix: send one key, or the same in both)", rc.KeyField, fromBody, rc.Header, fromHeader)
+		return "", fmt.Errorf("body %s %s and header %s %s disagree (fix: send one key, or the same in both)", rc.KeyField, envelope.Quote(fromBody), rc.Header, envelope.Quote(fromHeader))
 	}
 	if fromBody != "" {
 		return fromBody, nil

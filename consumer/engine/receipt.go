@@ -97,7 +97,7 @@ func (e *Engine) Reserve(ctx context.Context, r ReceiptRequest) (Receipt, error)
 	fp := r.Fingerprint
 	if fp == "" && len(r.Payload) > 0 {
 		if fp, err = keys.Fingerprint(r.Payload); err != nil {
-			return Receipt{}, newError(TypePoison, op, "payload: %v", err)
+			return Receipt{}, newError(TypePoison, op, "payload: %v; fix: %s", err, payloadFix())
 		}
 	}
 	extra, err := store.CopyFields(r.Fields)
