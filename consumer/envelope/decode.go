@@ -88,11 +88,8 @@ func DecodePush(body []byte) (Message, error) {
 		return Message{}, fieldError("message.publishTime", Quote(pt)+" is not an RFC 3339 timestamp",
 			"send a time such as 2026-01-02T15:04:05.123Z")
 	}
-	if m.PublishTime.IsZero() {
-		// The engine reads the zero time as "no publish time", ordered
-		// before every other: no message may claim it.
-		return Message{}, fieldError("message.publishTime", Quote(pt)+" is the zero time (year 1), which no publisher stamps",
-			"send the time Pub/Sub published the message, such as 2026-01-02T15:04:05.123Z")
+	if err := CheckPublishTime(m.PublishTime); err != nil {
+		return Message{}, err
 	}
 	if m.Attributes, err = attributes(raw.Attributes); err != nil {
 		return Message{}, err
@@ -194,6 +191,17 @@ func attributes(raw json.RawMessage) (map[string]string, error) {
 			"attribute values are strings: quote the value")
 	}
 	return attrs, nil
+}
+
+// CheckPublishTime reports a zero publish time as a *FieldError: the
+// engine reads the zero time as "no publish time", ordered before every
+// other, and no message may claim it.
+func CheckPublishTime(t time.Time) error {
+	if !t.IsZero() {
+		return nil
+	}
+	return fieldError("message.publishTime", "is the zero time (0001-01-01T00:00:00Z), which no publisher stamps",
+		"send the time Pub/Sub published the message, such as 2026-01-02T15:04:05.123Z")
 }
 
 // eitherString returns the value of whichever spelling is present; when both

@@ -174,6 +174,24 @@ func message(sub string, m *pubsub.Message) envelope.Message {
 	return msg
 }
 
+// decode checks a pulled message as envelope.DecodePush checks a pushed
+// one (ids, publish time, payload) and decodes its payload; every error is
+// an *envelope.FieldError.
+func decode(msg *envelope.Message) error {
+	if err := msg.CheckIDs(); err != nil {
+		return err
+	}
+	if err := envelope.CheckPublishTime(msg.PublishTime); err != nil {
+		return err
+	}
+	payload, err := envelope.DecodePayload(msg.Data)
+	if err != nil {
+		return err
+	}
+	msg.Payload = payload
+	return nil
+}
+
 func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.HandleTimeout)
 	defer cancel()
@@ -187,12 +205,9 @@ func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 		ctx, span = tr.StartMessage(ctx, tracing.IngressPull, &msg, nil)
 	}
 	var res *process.Result
-	if err := msg.CheckIDs(); err != nil {
-		res = p.Reject(ctx, &msg, err)
-	} else if payload, err := envelope.DecodePayload(msg.Data); err != nil {
+	if err := decode(&msg); err != nil {
 		res = p.Reject(ctx, &msg, err)
 	} else {
-		msg.Payload = payload
 		res = p.Process(ctx, &msg)
 	}
 	action, ackErr := answer(ctx, m, res)
