@@ -59,7 +59,8 @@ func DecodePush(body []byte) (Message, error) {
 			`send the Pub/Sub push envelope {"message":{...},"subscription":"projects/P/subscriptions/S"}`)
 	}
 	if isAbsent(env.Message) {
-		return Message{}, fieldError("message", "missing", "send the Pub/Sub push envelope with a message object")
+		return Message{}, fieldError("message", "missing", "send the Pub/Sub push envelope with a message object "+
+			"(a body that is the payload itself comes from a subscription with payload unwrapping, pushConfig.noWrapper: turn it off)")
 	}
 	var raw rawMessage
 	if err := strictObject(env.Message, &raw); err != nil {

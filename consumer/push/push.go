@@ -12,12 +12,14 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
+	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
@@ -124,6 +126,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if decodeErr != nil {
 		peek := envelope.Peek(body)
 		msg = &peek
+		if h := unwrappedHeader(r.Header); h != "" && peek.ID == "" {
+			// Not a bad message: a subscription the consumer cannot read.
+			// Nack it (500, CRITICAL) so that Pub/Sub keeps every message
+			// until the subscription is fixed.
+			decodeErr = classify.Configuration(fmt.Errorf("the push carries %s and no envelope: the subscription pushes unwrapped payloads (pushConfig.noWrapper), "+
+				"and the consumer reads Pub/Sub's wrapped envelope (fix: turn payload unwrapping off on the subscription; the messages are kept meanwhile)", h))
+		}
 	}
 	ctx := r.Context()
 	var span trace.Span
@@ -148,6 +157,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			semconv.HTTPResponseStatusCode(res.HTTPStatus), tracing.AckActionKey.String(ack))
 	}
 	h.writeJSONStatus(w, res.HTTPStatus, res.Outcome)
+}
+
+// unwrappedHeader returns the name of a header Pub/Sub writes on an
+// unwrapped push with metadata (x-goog-pubsub-*), or "".
+func unwrappedHeader(h http.Header) string {
+	first := ""
+	for name := range h {
+		if strings.HasPrefix(name, "X-Goog-Pubsub-") && (first == "" || name < first) {
+			first = name
+		}
+	}
+	return first
 }
 
 // refuseTooLarge answers a push whose body is over the largest a Pub/Sub
