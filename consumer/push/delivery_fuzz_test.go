@@ -2,6 +2,7 @@ package push
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/consumer/classify"
@@ -33,8 +35,11 @@ import (
 //   - a redelivery of an applied message is a duplicate that writes
 //     nothing, and the target document is the same after it; a redelivery
 //     of poison is poison again, kept in the same record;
-//   - with the store failing, nothing is acknowledged: an ack comes only
-//     after the effect (or the poison record) is committed.
+//   - with the store failing, nothing is acknowledged; and when the k-th
+//     transaction of a delivery fails at its commit, after the engine
+//     decided (k = 1, 2, 3), a delivery that was acknowledged anyway had
+//     its effect committed: its redelivery is a duplicate, or its poison
+//     record exists. An ack comes only after the effect is committed.
 //
 // The seeds, run by go test, are realistic push bodies for every default
 // route with each envelope and payload field missing, null, mistyped,
@@ -49,7 +54,52 @@ func FuzzPushDelivery(f *testing.F) {
 			checkRedelivery(t, body, dlq)
 		}
 		checkStoreDown(t, body)
+		for k := int64(1); k <= 3; k++ {
+			checkCommitFails(t, body, k)
+		}
 	})
+}
+
+// commitFailing is a store whose k-th transaction runs to its end and then
+// fails as a commit that did not take: nothing it wrote is kept.
+type commitFailing struct {
+	store.Store
+	k, n atomic.Int64
+}
+
+func (s *commitFailing) RunTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	fail := s.n.Add(1) == s.k.Load()
+	return s.Store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		if fail {
+			return &store.Error{Op: "commit", Code: "ABORTED", Kind: store.KindTransient, Err: errors.New("commit failed")}
+		}
+		return nil
+	})
+}
+
+func checkCommitFails(t *testing.T, body []byte, k int64) {
+	st := &commitFailing{Store: memstore.New()}
+	st.k.Store(k)
+	proc, _, log := ct.NewProcessor(t, ct.Options{Store: st})
+	h := New(proc, nil, 0)
+	status, first := deliveryLine(t, h, log, body)
+	if status >= 300 {
+		return // not acknowledged: Pub/Sub delivers it again
+	}
+	st.k.Store(0) // the store works again
+	switch first["outcome"] {
+	case "applied":
+		if _, again := deliveryLine(t, h, log, body); again["outcome"] != "duplicate" {
+			t.Fatalf("acked as applied with transaction %d failing at commit, but the redelivery is %v: the effect was not kept", k, again["outcome"])
+		}
+	case "poison":
+		if _, ok := poisonRecord(t, st, first); !ok && !dlqFor(classify.DLQAuto, first) {
+			t.Fatalf("acked as poison with transaction %d failing at commit, but its record %v is missing", k, first["idempotency_doc"])
+		}
+	}
 }
 
 // deliveryLine posts body and returns the status, the response's outcome
