@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
@@ -129,10 +128,6 @@ type Engine struct {
 	// coalescer groups latest-state deliveries per document; nil with
 	// NoCoalescing.
 	coalescer *coalescer
-	// scopes caches Write.Scope's normalised form (keys.NormalizeID), by
-	// scope: a process has a few routes and writes under them on every
-	// message.
-	scopes sync.Map
 }
 
 // New validates cfg, fills in defaults and returns an Engine.

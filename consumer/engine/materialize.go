@@ -374,15 +374,15 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	m.res = Result{DocPath: target, IdempotencyDoc: target}
 	m.checkSize = !lazy || len(ev.Payload)+attributeBytes(ev.Attributes) >= sizeCheckFrom
 	if w.DedupeMarker {
-		if w.Scope == "" {
-			m.marker, m.markerPath = e.envKey(e.dedupe, key)
-		} else {
-			scope, err := e.scopeID(w.Scope)
+		id := key
+		if w.Scope != "" {
+			scope, err := keys.NormalizeID(w.Scope)
 			if err != nil {
 				return nil, newError(TypeConfiguration, op, "Write.Scope %q: %v", w.Scope, err)
 			}
-			m.marker, m.markerPath = e.envScopedKey(e.dedupe, scope, key)
+			id = keys.JoinID(scope, key)
 		}
+		m.marker, m.markerPath = e.envKey(e.dedupe, id)
 		m.res.IdempotencyDoc = m.markerPath
 	}
 	return m, nil
@@ -429,25 +429,6 @@ func (e *Engine) orderingPublishTime(ctx context.Context, ev Event, target strin
 func (e *Engine) envKey(collection, id string) (store.Key, string) {
 	path := collection + "/" + e.envID + keys.Separator + id
 	return store.Key{Collection: collection, ID: path[len(collection)+1:]}, path
-}
-
-// envScopedKey is envKey of collection/{env}__{scope}__{id}.
-func (e *Engine) envScopedKey(collection, scope, id string) (store.Key, string) {
-	path := collection + "/" + e.envID + keys.Separator + scope + keys.Separator + id
-	return store.Key{Collection: collection, ID: path[len(collection)+1:]}, path
-}
-
-// scopeID returns Write.Scope's normalised form, cached.
-func (e *Engine) scopeID(scope string) (string, error) {
-	if id, ok := e.scopes.Load(scope); ok {
-		return id.(string), nil
-	}
-	id, err := keys.NormalizeID(scope)
-	if err != nil {
-		return "", err
-	}
-	e.scopes.Store(scope, id)
-	return id, nil
 }
 
 // latest is the ModeLatest transaction. Without slow it trusts Create to
