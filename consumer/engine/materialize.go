@@ -72,14 +72,7 @@ type Write struct {
 	// transaction, so a republished event is a duplicate even after a newer
 	// version replaced it. It costs one write per applied message; without it
 	// a latest-state route needs none, because its ordering key is total.
-	// With a Scope the marker is {prefix}dedupe/{env}__{scope}__{event key}.
 	DedupeMarker bool
-	// Scope names the producer whose event ids the marker keeps: the route
-	// (process passes its name), as a lease is its handler's. A producer's
-	// event id names one event within its scope only, so two producers
-	// that each number their events from 1 do not make each other's
-	// events reused ids. Empty: one scope for every write.
-	Scope string
 }
 
 // FieldSource supplies a Write's fields without building them first
@@ -374,15 +367,7 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	m.res = Result{DocPath: target, IdempotencyDoc: target}
 	m.checkSize = !lazy || len(ev.Payload)+attributeBytes(ev.Attributes) >= sizeCheckFrom
 	if w.DedupeMarker {
-		id := key
-		if w.Scope != "" {
-			scope, err := keys.NormalizeID(w.Scope)
-			if err != nil {
-				return nil, newError(TypeConfiguration, op, "Write.Scope %q: %v", w.Scope, err)
-			}
-			id = keys.JoinID(scope, key)
-		}
-		m.marker, m.markerPath = e.envKey(e.dedupe, id)
+		m.marker, m.markerPath = e.envKey(e.dedupe, key)
 		m.res.IdempotencyDoc = m.markerPath
 	}
 	return m, nil

@@ -231,7 +231,7 @@ func (p *Processor) materialize(ctx context.Context, ev engine.Event, routed *ro
 	w := engine.Write{
 		Collection: routed.Target.Collection, ID: routed.AggregateID, Source: routed,
 		EventTime: routed.EventTime, Sequence: routed.Sequence, Mode: engine.ModeLatest,
-		DedupeMarker: routed.Route.Dedupe != nil, Scope: routed.Route.Name, MaxSequenceJump: routed.Route.Ordering.MaxSequenceJump,
+		DedupeMarker: routed.Route.Dedupe != nil, MaxSequenceJump: routed.Route.Ordering.MaxSequenceJump,
 	}
 	out, err := p.engine.Materialize(ctx, ev, w)
 	res.DocPath, res.IdemDoc, res.WriteKind = out.DocPath, out.IdempotencyDoc, out.WriteKind
