@@ -326,7 +326,7 @@ func (e *Engine) fingerprintConflict(ctx context.Context, op string, key store.K
 		return "", nil
 	}
 	doc := key.String()
-	msg := fmt.Sprintf("event key of %s was seen before with a different payload (fingerprint %s, now %s): the producer reused an event id", doc, stored, incoming)
+	msg := fmt.Sprintf("event key of %s was seen before with a different payload (fingerprint %s, now %s): the producer reused an event id (fix: an event id must name one event in the environment, across every route: producers that number their events independently prefix the id, e.g. with the topic, or the route keys events by its dedupe identity fields instead)", doc, stored, incoming)
 	if e.cfg.Fingerprint == FingerprintWarn {
 		e.cfg.Logger.WarnContext(ctx, "fingerprint mismatch", logfields.IdempotencyDoc, doc, "stored_fingerprint", stored, "fingerprint", incoming)
 		return msg, nil
