@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/internal/fielderr"
 )
 
@@ -264,37 +265,16 @@ func isAbsent(raw []byte) bool {
 // value's length.
 const maxQuoted = 40
 
-// truncate returns raw's text cut at maxQuoted bytes (on a character
-// boundary) and marked with "…".
-func truncate(raw []byte) string {
-	head, cut := cutText(string(raw))
-	if cut {
-		return head + "…"
-	}
-	return head
-}
+// truncate returns raw's text cut to maxQuoted bytes (logging.Truncate).
+func truncate(raw []byte) string { return logging.Truncate(string(raw), maxQuoted) }
 
 // Quote returns s quoted as Go quotes it, cut like truncate: how an error
 // names a value someone sent, which may be megabytes long.
 func Quote(s string) string {
-	head, cut := cutText(s)
-	if cut {
-		return strconv.Quote(head) + "…"
-	}
-	return strconv.Quote(head)
-}
-
-// cutText returns s's first maxQuoted bytes at most, ending on a character
-// boundary, and whether that is not all of s.
-func cutText(s string) (string, bool) {
 	if len(s) <= maxQuoted {
-		return s, false
+		return strconv.Quote(s)
 	}
-	n := maxQuoted
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n], true
+	return strconv.Quote(strings.TrimSuffix(logging.Truncate(s, maxQuoted), "…")) + "…"
 }
 
 // ParseTime parses an RFC 3339 timestamp (fractions of a second of any
