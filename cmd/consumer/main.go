@@ -51,7 +51,12 @@ func main() {
 
 func run(ctx context.Context) int {
 	log := logging.New(os.Stdout, slog.LevelInfo)
-	cfg, err := server.ConfigFromEnv(os.LookupEnv)
+	read := map[string]bool{}
+	lookup := recordingLookup(read, os.LookupEnv)
+	cfg, err := server.ConfigFromEnv(lookup)
+	failpoints, _ := lookup(failpointEnv)
+	// Before any error: a misspelt variable is often why a value is missing.
+	warnUnread(ctx, log, unreadVariables(os.Environ(), read))
 	var tracer *tracing.Tracer
 	var flush tracing.Shutdown
 	if err == nil {
@@ -80,7 +85,7 @@ func run(ctx context.Context) int {
 	}
 	log = log.With(logfields.Service, cfg.Service, logfields.Env, cfg.Env, logfields.Version, cfg.Version)
 	// Crash tests only: SIGKILL this process at the failpoints named in EVENTPIPE_FAILPOINT.
-	hook, err := engine.KillAtFailpoints(os.Getenv(engine.FailpointEnv))
+	hook, err := engine.KillAtFailpoints(failpoints)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "consumer:", err)
 		return 2
