@@ -141,6 +141,10 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	if err := devpipe.Check(rows); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("messages were lost:\n%w", err)}
 	}
+	for _, r := range nothingApplied(rows) {
+		fmt.Fprintf(stderr, "dev: %s/%s applied none of its %d messages, every one poison: its routes match none of the scenario's system events (service, status); "+
+			"to try routes of your own events, run dev --serve and publish them (POST /publish/%s)\n", r.Pipeline, r.Subscription, r.Published, r.Pipeline)
+	}
 	if err := env.WriteHandlerStats(stdout); err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -149,6 +153,19 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	}
 	fmt.Fprintln(stdout, "nothing lost: published = applied + duplicate + stale + dead-lettered on every subscription")
 	return nil
+}
+
+// nothingApplied returns the rows of subscriptions whose every message ended poison
+// (dead-lettered, or acked as poison): routes that match none of the scenario's events,
+// such as a handler's routes given with --routes. Nothing is lost, yet nothing was tried.
+func nothingApplied(rows []devpipe.Row) []devpipe.Row {
+	var out []devpipe.Row
+	for _, r := range rows {
+		if r.Published > 0 && !r.Filtered && r.DeadLettered+r.PoisonAcked == r.Published {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // devDataDir makes the folder of the stores and consumer.log: dir made absolute (the
