@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,6 +128,9 @@ func RunProjectProgram(ctx context.Context, project, stack string, src spec.MapS
 // ConfigPath resolves the stack config file of opts.
 func ConfigPath(opts Options) (string, error) {
 	if opts.ConfigFile != "" {
+		if _, err := os.Stat(opts.ConfigFile); errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("render: --stack-file %s: no such file (the path is relative to the current folder)", opts.ConfigFile)
+		}
 		return opts.ConfigFile, nil
 	}
 	dir := opts.StackDir
@@ -142,6 +146,9 @@ func ConfigPath(opts Options) (string, error) {
 		names := make([]string, 0, len(known))
 		for _, k := range known {
 			names = append(names, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(k), "Pulumi."), ".yaml"))
+		}
+		if len(names) == 0 {
+			return "", fmt.Errorf("render: no config for stack %q (%s): %s holds no Pulumi.<stack>.yaml file: pass --stack-dir with the folder of the stack files, or --stack-file FILE", opts.Stack, path, dir)
 		}
 		return "", fmt.Errorf("render: no config for stack %q (%s); known stacks: %s", opts.Stack, path, strings.Join(names, ", "))
 	}

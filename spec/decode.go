@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/eventpipe/eventpipe/internal/spelling"
 )
 
 // OfflineSecret is the value an offline reader (the renderer) supplies for a
@@ -322,35 +324,9 @@ func SortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys
 
 // suggest returns ` (did you mean "x"?)` for the closest candidate, if close.
 func suggest(got string, candidates []string) string {
-	best, bestDist := "", 4
-	for _, cand := range candidates {
-		if d := editDistance(strings.ToLower(got), strings.ToLower(cand)); d < bestDist {
-			best, bestDist = cand, d
-		}
-	}
-	if best == "" {
+	best, ok := spelling.Closest(got, candidates)
+	if !ok {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

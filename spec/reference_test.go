@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
@@ -173,7 +175,12 @@ func generateReference(t *testing.T) string {
 		}
 	}
 	writeBounds(&b)
-	b.WriteString(referenceOutro)
+	// The sizing example is what the components write for a default consumer (512Mi,
+	// maxMessageBytes 10000000, the default concurrency), from the one memory model.
+	example := strings.NewReplacer(
+		"{{concurrency512Mi}}", strconv.Itoa(limits.MaxConcurrency(512<<20, limits.MaxMessageBytes, spec.DefaultConcurrency)),
+		"{{defaultConcurrency}}", strconv.Itoa(spec.DefaultConcurrency))
+	b.WriteString(example.Replace(referenceOutro))
 	return b.String()
 }
 
@@ -346,7 +353,7 @@ memory, leaving headroom for what the Go runtime does not count) and a request c
 (default 10,000,000, Pub/Sub's largest) as fit beside the consumer, by the consumer's own memory model
 (` + "`consumer/limits`" + `). A consumer that pulls gets the same number as its pull flow control
 (` + "`EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES`" + `). When the number is lowered, the service's description says so (for
-example ` + "`request concurrency 15, not the configured 80: 512Mi of memory holds 15 messages of 10000000 bytes`" + `) and
+example ` + "`request concurrency {{concurrency512Mi}}, not the configured {{defaultConcurrency}}: 512Mi of memory holds {{concurrency512Mi}} messages of 10000000 bytes`" + `) and
 ` + "`pulumi up`" + ` logs it. Memory that cannot hold even one such message is an error naming the memory that would, and the
 largest ` + "`maxMessageBytes`" + ` that fits. If the producers' messages are small, set ` + "`maxMessageBytes`" + ` to keep the
 configured concurrency.

@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
@@ -51,7 +53,12 @@ func main() {
 
 func run(ctx context.Context) int {
 	log := logging.New(os.Stdout, slog.LevelInfo)
-	cfg, err := server.ConfigFromEnv(os.LookupEnv)
+	read := map[string]bool{}
+	lookup := recordingLookup(read, os.LookupEnv)
+	cfg, err := server.ConfigFromEnv(lookup)
+	failpoints, _ := lookup(failpointEnv)
+	// Before any error: a misspelt variable is often why a value is missing.
+	warnUnread(ctx, log, unreadVariables(os.Environ(), read))
 	var tracer *tracing.Tracer
 	var flush tracing.Shutdown
 	if err == nil {
@@ -79,8 +86,16 @@ func run(ctx context.Context) int {
 		}()
 	}
 	log = log.With(logfields.Service, cfg.Service, logfields.Env, cfg.Env, logfields.Version, cfg.Version)
+	if tracer.Enabled() {
+		// The SDK reports spans it cannot export to otel's error handler, by default a
+		// plain-text line on stderr: make it one of the consumer's JSON lines.
+		exportLog := log
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			exportLog.Warn("tracing: spans not exported", logfields.ErrorType, logfields.ErrorTypeTransient, logfields.Error, err.Error())
+		}))
+	}
 	// Crash tests only: SIGKILL this process at the failpoints named in EVENTPIPE_FAILPOINT.
-	hook, err := engine.KillAtFailpoints(os.Getenv(engine.FailpointEnv))
+	hook, err := engine.KillAtFailpoints(failpoints)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "consumer:", err)
 		return 2

@@ -42,17 +42,18 @@ func jsonLines(t *testing.T, p *proctest.Proc) []map[string]any {
 	return out
 }
 
-// readmeBlock returns the lines of the fenced block that follows marker in README.md.
-func readmeBlock(t *testing.T, marker string) []string {
+// docBlock returns the lines of the fenced block that follows marker in doc (README.md,
+// docs/consumer.md).
+func docBlock(t *testing.T, doc, marker string) []string {
 	t.Helper()
-	return strings.Split(strings.TrimSuffix(docblock.After(t, "README.md", marker, ""), "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(docblock.After(t, doc, marker, ""), "\n"), "\n")
 }
 
 // TestREADMEPushExample runs the README's curl example against the real
 // binary (as `go run ./cmd/consumer` would start it, on the embedded store),
 // checks the answer and the log line, then stops it with SIGTERM.
 func TestREADMEPushExample(t *testing.T) {
-	block := readmeBlock(t, "consumer-push-example")
+	block := docBlock(t, "README.md", "consumer-push-example")
 	if len(block) == 0 || !strings.HasPrefix(block[0], "go run ./cmd/consumer") {
 		t.Fatalf("README example should start the consumer with go run: %q", block)
 	}
@@ -90,7 +91,7 @@ func TestREADMEPushExample(t *testing.T) {
 	// The README's log line: every field it shows, with the value it shows unless that is
 	// elided ("…") or a measurement.
 	var shown map[string]any
-	if err := json.Unmarshal([]byte(strings.Join(readmeBlock(t, "and the consumer prints one JSON line:"), "")), &shown); err != nil {
+	if err := json.Unmarshal([]byte(strings.Join(docBlock(t, "README.md", "and the consumer prints one JSON line:"), "")), &shown); err != nil {
 		t.Fatalf("README log line: %v", err)
 	}
 	for k, v := range shown {
@@ -107,11 +108,12 @@ func TestREADMEPushExample(t *testing.T) {
 	}
 }
 
-// TestREADMECallbackExample runs the README's callback example against the real binary:
+// TestREADMECallbackExample runs docs/consumer.md's callback example (against the consumer
+// the README starts) on the real binary:
 // the callback alone answers 404 (no run yet), the run-started push creates the run, the
 // callback then updates it once, and running both again replays.
 func TestREADMECallbackExample(t *testing.T) {
-	block := readmeBlock(t, "consumer-callback-example")
+	block := docBlock(t, "docs/consumer.md", "consumer-callback-example")
 	callback := -1
 	for i, l := range block {
 		if strings.Contains(l, "/callbacks/validation") {

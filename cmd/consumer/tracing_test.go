@@ -104,3 +104,27 @@ func TestTracedBinaryBoundsErrorTexts(t *testing.T) {
 		t.Fatalf("%d exported spans name the unroutable error, want %d", poison, messages)
 	}
 }
+
+// TestTraceExportFailureIsALogLine runs the binary with tracing on and an OTLP endpoint
+// nothing listens on: the spans it cannot export are reported as a JSON WARNING line, like
+// everything else the consumer prints, never as the OpenTelemetry SDK's own plain-text
+// line on stderr (which Cloud Logging would take for an unstructured error).
+func TestTraceExportFailureIsALogLine(t *testing.T) {
+	p := startWith(t, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:"+fmt.Sprint(proctest.FreePort(t)), TraceProjectEnv+"=demo")
+	body := `{"message":{"data":"eyJzZXJ2aWNlIjoiY2hlY2tvdXQiLCJzdGF0dXMiOiJoZWFsdGh5In0=","messageId":"3001","publishTime":"2026-01-02T03:04:06Z"},"subscription":"projects/demo/subscriptions/system-events"}`
+	resp, err := http.Post(p.URL+"/pubsub/push", "application/json", bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	p.Stop(t)
+	warned := false
+	for _, l := range jsonLines(t, p) { // fails on a line that is not JSON
+		if l["severity"] == "WARNING" && strings.Contains(fmt.Sprint(l[logfields.Error]), "connection refused") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no WARNING line says the spans could not be exported: %q", p.Raw())
+	}
+}

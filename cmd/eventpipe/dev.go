@@ -42,8 +42,9 @@ func newDevCmd() *cobra.Command {
 		Long: "dev declares the stack's topics, subscriptions, dead-letter and retry policies in Google's pstest\n" +
 			"server, runs one consumer per pipeline (the code of cmd/consumer) on an embedded bbolt store, and\n" +
 			"delivers push subscriptions through a bridge that behaves like Pub/Sub push. Without --serve it plays\n" +
-			"a scenario (events, duplicates, out-of-order events, poison, a store outage), prints per pipeline\n" +
-			"published / applied / duplicate / stale / dead-lettered / retried, and exits 1 when a message was lost.\n" +
+			"a scenario (events, duplicates, out-of-order events, poison, a store outage), prints per subscription\n" +
+			"published / applied / duplicate / stale / dead-lettered / poison-acked / retried / lost, and exits 1\n" +
+			"when a message was lost, 2 on a bad stack file or flag (retried varies with timing from run to run).\n" +
 			"Retry backoffs are scaled by --backoff-scale (default 0.01 for the scenario, 1 with --serve).\n" +
 			"With --serve it keeps running and serves POST /publish/{pipeline} and GET /stats on --addr.",
 		Args: cobra.NoArgs,
@@ -140,6 +141,10 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	if err := devpipe.Check(rows); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("messages were lost:\n%w", err)}
 	}
+	for _, r := range nothingApplied(rows) {
+		fmt.Fprintf(stderr, "dev: %s/%s applied none of its %d messages, every one poison: its routes match none of the scenario's system events (service, status); "+
+			"to try routes of your own events, run dev --serve and publish them (POST /publish/%s)\n", r.Pipeline, r.Subscription, r.Published, r.Pipeline)
+	}
 	if err := env.WriteHandlerStats(stdout); err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -148,6 +153,19 @@ func runDev(ctx context.Context, stdout, stderr io.Writer, f devFlags) error {
 	}
 	fmt.Fprintln(stdout, "nothing lost: published = applied + duplicate + stale + dead-lettered on every subscription")
 	return nil
+}
+
+// nothingApplied returns the rows of subscriptions whose every message ended poison
+// (dead-lettered, or acked as poison): routes that match none of the scenario's events,
+// such as a handler's routes given with --routes. Nothing is lost, yet nothing was tried.
+func nothingApplied(rows []devpipe.Row) []devpipe.Row {
+	var out []devpipe.Row
+	for _, r := range rows {
+		if r.Published > 0 && !r.Filtered && r.DeadLettered+r.PoisonAcked == r.Published {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // devDataDir makes the folder of the stores and consumer.log: dir made absolute (the
@@ -211,7 +229,7 @@ func serveDev(ctx context.Context, stdout io.Writer, env *devpipe.Env, f devFlag
 		fmt.Fprintf(stdout, "  curl -sS -X POST %s/publish/%s -d '{\"eventId\":\"e1\",\"service\":\"api\",\"status\":\"healthy\",\"producedAt\":\"%s\"}'\n",
 			base, p.Name, time.Now().UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintf(stdout, "\nResults:\n  curl -sS %s/stats            (per pipeline: published, applied, duplicate, stale, dead-lettered, retried)\n", base)
+	fmt.Fprintf(stdout, "\nResults:\n  curl -sS %s/stats            (per subscription: published, applied, duplicate, stale, dead-lettered, poison-acked, retried, pending)\n", base)
 	fmt.Fprintf(stdout, "  consumer log (one JSON line per delivery): %s\n  bbolt stores: %s\n", logPath, env.DataDir)
 	if f.dataDir == "" {
 		fmt.Fprintf(stdout, "  (a temporary folder, removed when dev stops; pass --data-dir DIR to keep it)\n")

@@ -356,3 +356,27 @@ func TestDevDataDir(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingApplied: a subscription is flagged exactly when it published something and
+// every message ended poison (dead-lettered or poison-acked), over every split of up to 4
+// messages among the outcomes, filtered subscriptions never.
+func TestNothingApplied(t *testing.T) {
+	for published := 0; published <= 4; published++ {
+		for applied := 0; applied <= published; applied++ {
+			for dead := 0; applied+dead <= published; dead++ {
+				for acked := 0; applied+dead+acked <= published; acked++ {
+					other := published - applied - dead - acked // duplicate or stale
+					for _, filtered := range []bool{false, true} {
+						r := devpipe.Row{Pipeline: "p", Subscription: "s", Published: published, Applied: applied,
+							Duplicate: other, DeadLettered: dead, PoisonAcked: acked, Filtered: filtered}
+						got := len(nothingApplied([]devpipe.Row{r})) == 1
+						want := published > 0 && !filtered && dead+acked == published
+						if got != want {
+							t.Errorf("%+v: flagged %v, want %v", r, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/eventpipe/eventpipe/internal/durations"
+	"github.com/eventpipe/eventpipe/internal/spelling"
 )
 
 // Each flag means one thing in every command:
@@ -79,3 +82,23 @@ func (d *durationValue) Set(s string) error {
 func (d *durationValue) String() string { return time.Duration(*d).String() }
 
 func (d *durationValue) Type() string { return "duration" }
+
+// suggestFlag turns pflag's "unknown flag: --stak" into a usage error (exit 2) that names
+// the command's flag it most likely misspells: "unknown flag: --stak (did you mean --stack?)".
+// Cobra suggests commands, not flags.
+func suggestFlag(cmd *cobra.Command, err error) error {
+	typed, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return &exitError{code: 2, err: err}
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if meant, ok := spelling.Closest(typed, names); ok {
+		return &exitError{code: 2, err: fmt.Errorf("%w (did you mean --%s?)", err, meant)}
+	}
+	return &exitError{code: 2, err: err}
+}

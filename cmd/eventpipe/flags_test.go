@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/eventpipe/eventpipe/internal/release"
+	"github.com/eventpipe/eventpipe/internal/spelling"
 	"github.com/eventpipe/eventpipe/internal/testing/ruletest"
 )
 
@@ -172,5 +174,42 @@ func TestDurationFlagsReadTheOneGrammar(t *testing.T) {
 	walk(newRootCmd())
 	if seen < 2 {
 		t.Errorf("found %d duration flags; want at least --backlog-window and --outage", seen)
+	}
+}
+
+// TestMisspeltFlagIsNamed: every long flag of every command, misspelt by one edit (its
+// last letter dropped, or doubled), is refused with exit 2 naming the flag spelling.Closest
+// finds among the command's flags, which is within spelling.MaxDistance of what was typed.
+func TestMisspeltFlagIsNamed(t *testing.T) {
+	n := 0
+	for _, sub := range newRootCmd().Commands() {
+		var names []string
+		sub.Flags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				names = append(names, f.Name)
+			}
+		})
+		for _, name := range names {
+			for _, typo := range []string{name[:len(name)-1], name + name[len(name)-1:]} {
+				if sub.Flags().Lookup(typo) != nil || len(typo) < 2 {
+					continue
+				}
+				_, err := execute(t, sub.Name(), "--"+typo)
+				meant, ok := spelling.Closest(typo, names)
+				var ee *exitError
+				if !ok || !errors.As(err, &ee) || ee.code != 2 ||
+					!strings.Contains(err.Error(), "unknown flag: --"+typo+" (did you mean --"+meant+"?)") {
+					t.Errorf("%s --%s: %v; want exit 2 naming --%s", sub.Name(), typo, err, meant)
+				}
+				n++
+			}
+		}
+	}
+	if n < 40 {
+		t.Fatalf("tried only %d misspelt flags", n)
+	}
+	// Far from every flag: refused without a guess.
+	if _, err := execute(t, "render", "--frobnicate"); err == nil || err.Error() != "unknown flag: --frobnicate" {
+		t.Errorf("render --frobnicate: %v", err)
 	}
 }

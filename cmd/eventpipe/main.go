@@ -56,6 +56,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("eventpipe {{.Version}}\n")
+	root.SetFlagErrorFunc(suggestFlag) // subcommands inherit it
 	root.AddCommand(
 		&cobra.Command{
 			Use:   "version",

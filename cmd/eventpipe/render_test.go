@@ -78,6 +78,8 @@ func TestRenderErrors(t *testing.T) {
 		{"invalid config", []string{"render", "--stack", "broken", "--stack-file", "../../render/testdata/Pulumi.broken.yaml"}, 2, "maxDeliveryAttempts = 1: allowed 5–100"},
 		{"unknown stack", []string{"render", "--stack", "qa"}, 2, "known stacks: dev, prod, staging"},
 		{"missing stack flag", []string{"render"}, 0, `required flag(s) "stack" not set`},
+		{"missing stack file", []string{"render", "--stack", "dev", "--stack-file", "missing.yaml"}, 2, "--stack-file missing.yaml: no such file"},
+		{"stack dir without stack files", []string{"render", "--stack", "dev", "--stack-dir", "nope"}, 2, "nope holds no Pulumi.<stack>.yaml file: pass --stack-dir"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

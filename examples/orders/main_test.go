@@ -10,8 +10,17 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/examples/orders/orders"
 	"github.com/eventpipe/eventpipe/render"
+	"github.com/eventpipe/eventpipe/render/program"
 	"github.com/eventpipe/eventpipe/spec"
 )
+
+// TestPlan is the test the README gives a team's own program, as a team that copies this
+// folder gets it: it renders the dev stack offline, fails on the components' own checks,
+// and writes the plan to $EVENTPIPE_PLAN for eventpipe check:
+//
+//	EVENTPIPE_PLAN=$PWD/plan.json go test -run TestPlan .
+//	eventpipe check plan.json --env dev
+func TestPlan(t *testing.T) { program.Test(t, "Pulumi.dev.yaml", orders.Program) }
 
 // renderExample runs the example program offline with its dev stack's
 // config, the way the stacks are rendered.
