@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -231,7 +233,7 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 	case t == stringInputType || t.Kind() == reflect.String: // a stack file's input is a string
 		s, ok := raw.(string)
 		switch {
-		case !ok && spanAt(path):
+		case !ok && boundKind(path) == Span:
 			return bad(`a duration string such as "10s", "10m" or "14d"`, "quote the value and give it a unit")
 		case !ok:
 			return bad("a string", "quote the value")
@@ -255,8 +257,15 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 		v.SetBool(b)
 	case t.Kind() == reflect.Int:
 		n, ok := raw.(float64)
-		if !ok || n != float64(int64(n)) {
+		switch {
+		case !ok || n != math.Trunc(n):
 			return bad("a whole number", "write a whole number without quotes")
+		case n < math.MinInt64 || n >= math.MaxInt64: // whole, but no int holds it
+			if b, bounded := boundOf(path); bounded {
+				outOfRange(c, pipeline, path, jsonText(raw), b)
+				return false
+			}
+			return bad("a whole number from "+strconv.Itoa(math.MinInt)+" to "+strconv.Itoa(math.MaxInt), "write a smaller number")
 		}
 		v.SetInt(int64(n))
 	default:
@@ -265,16 +274,25 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 	return true
 }
 
-// spanAt reports whether the stack config path holds a duration (a Span
-// of the bounds table, which has every duration setting).
-func spanAt(path string) bool {
+// boundOf is the bound of the setting at the stack config path
+// ("eventpipe:pipelines.orders.subscriptions.main.ackDeadline"), if it has one.
+func boundOf(path string) (Bound, bool) {
 	parts := strings.Split(strings.TrimPrefix(path, Namespace+":"), ".")
 	for _, b := range Bounds() {
-		if b.Kind == Span && slices.EqualFunc(strings.Split(b.Path, "."), parts, func(p, s string) bool { return p == "*" || p == s }) {
-			return true
+		if slices.EqualFunc(strings.Split(b.Path, "."), parts, func(p, s string) bool { return p == "*" || p == s }) {
+			return b, true
 		}
 	}
-	return false
+	return Bound{}, false
+}
+
+// boundKind is how the setting at the stack config path is written when
+// it is bounded (the bounds table has every duration setting), else -1.
+func boundKind(path string) Kind {
+	if b, ok := boundOf(path); ok {
+		return b.Kind
+	}
+	return -1
 }
 
 // fieldsByName maps JSON names to struct fields (fields tagged "-" are not config).

@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -147,6 +148,10 @@ func (f *StackFile) toValue(path string, n *yaml.Node, secret *bool) (any, error
 		var v any
 		if err := n.Decode(&v); err != nil {
 			return nil, fmt.Errorf("stack config %s:%d: %s: %w", f.Path, n.Line, path, err)
+		}
+		if x, ok := v.(float64); ok && (math.IsInf(x, 0) || math.IsNaN(x)) {
+			// A Pulumi program reads the value as JSON, which has no such number.
+			return nil, fmt.Errorf("stack config %s:%d: %s = %s: allowed a finite number; fix: write the number itself", f.Path, n.Line, path, n.Value)
 		}
 		return v, nil
 	}
