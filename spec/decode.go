@@ -234,7 +234,8 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 		s, ok := raw.(string)
 		switch {
 		case !ok && boundKind(path) == Span:
-			return bad(`a duration string such as "10s", "10m" or "14d"`, "quote the value and give it a unit")
+			b, _ := boundOf(path)
+			return bad(`a duration string such as "10s", "10m" or "14d", from `+b.Allowed(), "quote the value and give it a unit")
 		case !ok:
 			return bad("a string", "quote the value")
 		}
@@ -258,6 +259,9 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 	case t.Kind() == reflect.Int:
 		n, ok := raw.(float64)
 		switch {
+		case (!ok || n != math.Trunc(n)) && boundKind(path) == Count:
+			b, _ := boundOf(path)
+			return bad("a whole number from "+b.Allowed(), "write a whole number without quotes")
 		case !ok || n != math.Trunc(n):
 			return bad("a whole number", "write a whole number without quotes")
 		case n < math.MinInt64 || n >= math.MaxInt64: // whole, but no int holds it
