@@ -7,7 +7,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -234,7 +233,7 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 		s, ok := raw.(string)
 		switch {
 		case !ok && boundKind(path) == Span:
-			b, _ := boundOf(path)
+			b, _ := BoundOf(strings.TrimPrefix(path, Namespace+":"))
 			return bad(`a duration string such as "10s", "10m" or "14d", from `+b.Allowed(), "quote the value and give it a unit")
 		case !ok:
 			return bad("a string", "quote the value")
@@ -258,18 +257,18 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 		v.SetBool(b)
 	case t.Kind() == reflect.Int:
 		n, ok := raw.(float64)
-		switch {
-		case (!ok || n != math.Trunc(n)) && boundKind(path) == Count:
-			b, _ := boundOf(path)
-			return bad("a whole number from "+b.Allowed(), "write a whole number without quotes")
-		case !ok || n != math.Trunc(n):
-			return bad("a whole number", "write a whole number without quotes")
-		case n < math.MinInt64 || n >= math.MaxInt64: // whole, but no int holds it
-			if b, bounded := boundOf(path); bounded {
-				outOfRange(c, pipeline, path, jsonText(raw), b)
-				return false
-			}
-			return bad("a whole number from "+strconv.Itoa(math.MinInt)+" to "+strconv.Itoa(math.MaxInt), "write a smaller number")
+		b, bounded := BoundOf(strings.TrimPrefix(path, Namespace+":"))
+		if !bounded || b.Kind != Count {
+			b = Bound{}
+		}
+		if !ok {
+			n = math.NaN() // not a number: refused as one that is not whole
+		}
+		// Refused here: what no int holds. The range of one is validation's.
+		if CountError(Bound{}, n) != nil {
+			e := CountError(b, n)
+			c.add(pipeline, path, jsonText(raw), e.Allowed, e.Fix)
+			return false
 		}
 		v.SetInt(int64(n))
 	default:
@@ -278,22 +277,10 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 	return true
 }
 
-// boundOf is the bound of the setting at the stack config path
-// ("eventpipe:pipelines.orders.subscriptions.main.ackDeadline"), if it has one.
-func boundOf(path string) (Bound, bool) {
-	parts := strings.Split(strings.TrimPrefix(path, Namespace+":"), ".")
-	for _, b := range Bounds() {
-		if slices.EqualFunc(strings.Split(b.Path, "."), parts, func(p, s string) bool { return p == "*" || p == s }) {
-			return b, true
-		}
-	}
-	return Bound{}, false
-}
-
 // boundKind is how the setting at the stack config path is written when
 // it is bounded (the bounds table has every duration setting), else -1.
 func boundKind(path string) Kind {
-	if b, ok := boundOf(path); ok {
+	if b, ok := BoundOf(strings.TrimPrefix(path, Namespace+":")); ok {
 		return b.Kind
 	}
 	return -1

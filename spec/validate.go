@@ -618,15 +618,10 @@ func intDefault(c *collector, pipeline, parent string, v *int, b Bound) *int {
 		def := int(b.Default)
 		return &def
 	}
-	if int64(*v) < b.Min || int64(*v) > b.Max {
-		outOfRange(c, pipeline, parent+"."+b.Key(), strconv.Itoa(*v), b)
+	if e := CountError(b, float64(*v)); e != nil {
+		c.add(pipeline, parent+"."+b.Key(), strconv.Itoa(*v), e.Allowed, e.Fix)
 	}
 	return v
-}
-
-// outOfRange reports value, a count of b at path, outside b's range.
-func outOfRange(c *collector, pipeline, path, value string, b Bound) {
-	c.add(pipeline, path, value, b.Allowed(), fmt.Sprintf("set a value from %d to %d (%s), or remove the key for the default %d", b.Min, b.Max, b.Why, b.Default))
 }
 
 // durDefault fills in b's default when the duration setting *v is unset
