@@ -356,3 +356,78 @@ func TestOrderJudgedWhereWritten(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBoundedSetting is TestEveryFormOfEveryBound's validation half on any text: whatever
+// YAML scalar a stack file writes for a bounded setting (index picks it from spec.Bounds),
+// validation accepts it exactly when it means a value of the setting's kind, whole (a
+// count) or in whole seconds (a duration, read by spec.ParseDuration), inside the range;
+// and a refusal is at that key alone (and its companions), naming the range. Seeds: the
+// forms the table test writes, and texts that broke it.
+func FuzzBoundedSetting(f *testing.F) {
+	for i, b := range spec.Bounds() {
+		for _, n := range nearBounds(b) {
+			for _, fm := range formsOf(b, n) {
+				f.Add(uint8(i), fm.text)
+			}
+		}
+	}
+	for _, s := range []string{`"10.5s"`, "5.5", "1e20", "9223372036854775807", `"1d12h"`, `"-0s"`, `"0x10s"`, ".inf", "~", "[]", `"1.5d"`, `"106752d"`} {
+		f.Add(uint8(0), s)
+		f.Add(uint8(13), s)
+	}
+	bounds := spec.Bounds()
+	f.Fuzz(func(t *testing.T, i uint8, text string) {
+		b := bounds[int(i)%len(bounds)]
+		var node yaml.Node
+		if strings.ContainsAny(text, "\n:#{}[]&*!|>%@`,") && text != "[]" || yaml.Unmarshal([]byte(text), &node) != nil ||
+			len(node.Content) != 1 || node.Content[0].Kind != yaml.ScalarNode {
+			return // not one YAML scalar: a stack file's shape, not a value's
+		}
+		var v any
+		if err := node.Content[0].Decode(&v); err != nil {
+			return
+		}
+		fm := form{text: text}
+		switch x := v.(type) {
+		case nil: // null: unset, so the default
+			fm.n, fm.kind = float64(b.Default), true
+		case string:
+			if x == "" && b.Kind == spec.Span { // a duration written "": unset, as Pulumi passes it
+				fm.n, fm.kind = float64(b.Default), true
+			} else if d, err := spec.ParseDuration(x); err == nil && b.Kind == spec.Span {
+				fm.n, fm.kind = float64(d), true
+			}
+		case int:
+			fm.n, fm.kind = float64(x), b.Kind == spec.Count
+		case float64:
+			if math.IsInf(x, 0) || math.IsNaN(x) {
+				return // the reader refuses it before validation (TestStackFileRefusesNonFiniteNumbers)
+			}
+			fm.n, fm.kind = x, b.Kind == spec.Count
+		}
+		file, err := spec.ParseStackFile("Pulumi.prod.yaml", stackWith(t, b, text, fm.n))
+		if err != nil {
+			return // a text that reshapes the file around it
+		}
+		_, err = file.Load("prod")
+		if fm.accepted(b) {
+			if err != nil {
+				t.Fatalf("%s = %s (%v) refused: %v", b.Path, text, fm.n, err)
+			}
+			return
+		}
+		assertRefused(t, b.Path+"="+text, b, err)
+	})
+}
+
+// TestStackFileRefusesNonFiniteNumbers: .inf and .nan, which no JSON (and so no Pulumi
+// program) carries, are refused by the reader naming the key, not with a bare encoder error.
+func TestStackFileRefusesNonFiniteNumbers(t *testing.T) {
+	for _, text := range []string{".inf", "-.inf", ".nan", ".NaN", "+.Inf"} {
+		b := spec.BoundAt("pipelines.*.subscriptions.*.maxDeliveryAttempts")
+		_, err := spec.ParseStackFile("Pulumi.prod.yaml", stackWith(t, b, text, 0))
+		if err == nil || !strings.Contains(err.Error(), fullPath(b.Path)+" = "+text+": allowed a finite number") {
+			t.Errorf("%s: %v, want a refusal naming %s", text, err, fullPath(b.Path))
+		}
+	}
+}
