@@ -91,12 +91,28 @@ func TestConstructRefusesNumbersNoIntHolds(t *testing.T) {
 	if !slices.Contains(paths, "subscriptions.main.maxDeliveryAttempts") || !slices.Contains(paths, "consumer.concurrency") {
 		t.Fatalf("the schema walk missed the counts: %v", paths)
 	}
+	type input struct{ typ, path string }
+	var inputs []input
 	for _, path := range paths {
+		inputs = append(inputs, input{components.TypePipeline, path})
+	}
+	// The other components are refused before their arguments are read at all, so an
+	// integer input alone is enough.
+	for _, typ := range []string{components.TypeTopic, components.TypeSubscription, components.TypeConsumer, components.TypeFirestoreTTL} {
+		for _, path := range integerInputs(t, typ) {
+			inputs = append(inputs, input{typ, path})
+		}
+	}
+	for _, in := range inputs {
+		path := in.path
 		for _, n := range []float64{2.5, -0.5, 1e20} {
-			t.Run(fmt.Sprintf("%s=%g", path, n), func(t *testing.T) {
-				in := pipelineInputs()
-				setInput(in, path, n)
-				_, regs, err := construct(t, components.TypePipeline, "orders", in)
+			t.Run(fmt.Sprintf("%s/%s=%g", in.typ, path, n), func(t *testing.T) {
+				inputs := map[string]any{}
+				if in.typ == components.TypePipeline {
+					inputs = pipelineInputs()
+				}
+				setInput(inputs, path, n)
+				_, regs, err := construct(t, in.typ, "orders", inputs)
 				want := fmt.Sprintf("%s = %s: allowed a whole number", path, strconv.FormatFloat(n, 'g', -1, 64))
 				if n == 1e20 {
 					want = fmt.Sprintf("%s = %s: allowed ", path, strconv.FormatFloat(n, 'g', -1, 64))
