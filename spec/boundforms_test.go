@@ -41,8 +41,8 @@ func (f form) accepted(b spec.Bound) bool {
 }
 
 // nearBounds are the values a generator tries for b: each end, one step (a count, or a
-// second) and half a step inside and outside it, zero, one step below zero for a count,
-// and the default.
+// second) and half a step inside and outside it, zero, the default, and far out: -1 and the
+// ends of an int for a count, 100000 days for a duration.
 func nearBounds(b spec.Bound) []float64 {
 	step := 1.0
 	if b.Kind == spec.Span {
@@ -56,7 +56,10 @@ func nearBounds(b spec.Bound) []float64 {
 	}
 	out = append(out, 0, float64(b.Default))
 	if b.Kind == spec.Count {
-		out = append(out, -step)
+		// -1, and the whole numbers at and past the ends of an int.
+		out = append(out, -step, math.MinInt64, 1e20)
+	} else {
+		out = append(out, float64(100000*spec.Day)) // near the largest duration there is
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
