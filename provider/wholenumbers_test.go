@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/spec"
@@ -161,5 +162,48 @@ func TestConstructAgreesWithStackFileOnCounts(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no bounded count below pipelines.*")
+	}
+}
+
+// TestConstructAgreesWithStackFileOnDurations: for every bounded duration a Pipeline takes,
+// at each end, a second past it and half a second inside it, Construct accepts exactly what
+// a stack file accepts (whole seconds in the range), so a program in another language cannot
+// get 10.5s cut to 10s either; a refusal names the input and the range.
+func TestConstructAgreesWithStackFileOnDurations(t *testing.T) {
+	checked := 0
+	for _, b := range spec.Bounds() {
+		rest, ok := strings.CutPrefix(b.Path, "pipelines.*.")
+		if !ok || b.Kind != spec.Span {
+			continue
+		}
+		path := strings.Replace(rest, "*", "main", 1)
+		sec, half := int64(time.Second), int64(time.Second/2)
+		for _, n := range []int64{b.Min - sec, b.Min, b.Min + half, b.Max - half, b.Max, b.Max + sec} {
+			if n < 0 {
+				continue
+			}
+			text := spec.FormatDuration(time.Duration(n))
+			t.Run(path+"="+text, func(t *testing.T) {
+				checked++
+				in := pipelineInputs()
+				setInput(in, path, text)
+				switch b.Key() {
+				case "ackDeadline": // a push subscription's equals the request timeout
+					setInput(in, "consumer.requestTimeout", text)
+				case "maxBackoff":
+					setInput(in, "subscriptions.main.minBackoff", "0s")
+				}
+				_, _, err := construct(t, components.TypePipeline, "orders", in)
+				if accept := n%sec == 0 && n >= b.Min && n <= b.Max; accept != (err == nil) {
+					t.Fatalf("Construct with %s = %s: %v; a stack file accepts it: %v", path, text, err, accept)
+				}
+				if err != nil && (!strings.Contains(err.Error(), path+" = ") || !strings.Contains(err.Error(), b.Allowed())) {
+					t.Errorf("refusal %q does not name %s and %s", err, path, b.Allowed())
+				}
+			})
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no bounded duration below pipelines.*")
 	}
 }
