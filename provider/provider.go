@@ -52,7 +52,7 @@ const DevVersion = "0.0.0-dev"
 // New returns the provider: the Pipeline, Topic, Subscription, Consumer and
 // FirestoreTTL components with their schema.
 func New() (p.Provider, error) {
-	return infer.NewProviderBuilder().
+	prov, err := infer.NewProviderBuilder().
 		WithDisplayName(DisplayName).
 		WithDescription(Description).
 		WithKeywords(Keywords...).
@@ -71,6 +71,10 @@ func New() (p.Provider, error) {
 			infer.ComponentF(components.NewFirestoreTTL),
 		).
 		Build()
+	if err != nil {
+		return prov, err
+	}
+	return refuseCutNumbers(prov), nil
 }
 
 // languages names the generated SDKs' packages: @eventpipe/eventpipe on npm

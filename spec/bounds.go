@@ -1,6 +1,9 @@
 package spec
 
 import (
+	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,6 +126,45 @@ func BoundAt(path string) Bound {
 		}
 	}
 	panic("spec: no bound for " + path)
+}
+
+// BoundOf is the bound of the setting at path, a stack config path below
+// eventpipe: with the names filled in ("pipelines.orders.consumer.concurrency"),
+// if the setting has one.
+func BoundOf(path string) (Bound, bool) {
+	parts := strings.Split(path, ".")
+	for _, b := range Bounds() {
+		if slices.EqualFunc(strings.Split(b.Path, "."), parts, func(p, s string) bool { return p == "*" || p == s }) {
+			return b, true
+		}
+	}
+	return Bound{}, false
+}
+
+// CountError is the refusal of n, a number written for the count setting
+// of b, in the words validation uses for it: nil when n is whole and in b's
+// range. A stack file's number is judged by it, and so is one a program in
+// another language passes the component provider, which the Pulumi SDK
+// would otherwise cut to an int (5.5 becoming 5). The zero Bound stands for
+// an unbounded count, whose range is what an int holds. Value and Path are
+// the caller's.
+func CountError(b Bound, n float64) *FieldError {
+	whole := n == math.Trunc(n) && !math.IsInf(n, 0)
+	switch {
+	case b.Path == "" && whole && n >= math.MinInt64 && n < math.MaxInt64: // 2⁶³ itself is no int64
+		return nil
+	case b.Path == "":
+		return &FieldError{Allowed: "a whole number", Fix: "write a whole number without quotes, below 2⁶³"}
+	case !whole:
+		return &FieldError{Allowed: "a whole number from " + b.Allowed(), Fix: "write a whole number without quotes"}
+	case n < float64(b.Min) || n > float64(b.Max):
+		fix := fmt.Sprintf("set a value from %d to %d", b.Min, b.Max)
+		if b.Why != "" {
+			fix += " (" + b.Why + ")"
+		}
+		return &FieldError{Allowed: b.Allowed(), Fix: fix + fmt.Sprintf(", or remove the key for the default %d", b.Default)}
+	}
+	return nil
 }
 
 // Format writes v (a count, or nanoseconds of a span) as the stack config

@@ -106,18 +106,7 @@ func renderWith(t *testing.T, b spec.Bound, v int64) (*render.Result, error) {
 // bound, naming the plan's field and the same bound.
 func TestEveryBoundHoldsInConfigAndCheck(t *testing.T) {
 	eng := ruletest.Engine(t, (*checkconfig.Config)(nil).Data("prod"))
-	check := func(t *testing.T, doc any) []evaluate.Finding {
-		t.Helper()
-		p, err := plan.FromDocument(doc, "plan.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		fs, err := eng.Evaluate(context.Background(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fs
-	}
+	check := func(t *testing.T, doc any) []evaluate.Finding { return checkDocument(t, eng, doc) }
 	checked := 0
 	for _, b := range spec.Bounds() {
 		for _, end := range []struct {
@@ -174,6 +163,20 @@ func TestEveryBoundHoldsInConfigAndCheck(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no bound has a check")
 	}
+}
+
+// checkDocument is the findings of eng, the check's rules, on the plan document doc.
+func checkDocument(t *testing.T, eng *evaluate.Engine, doc any) []evaluate.Finding {
+	t.Helper()
+	p, err := plan.FromDocument(doc, "plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := eng.Evaluate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }
 
 // step is one unit past a bound: 1, or a second.

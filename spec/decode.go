@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -233,8 +234,9 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 	case t == stringInputType || t.Kind() == reflect.String: // a stack file's input is a string
 		s, ok := raw.(string)
 		switch {
-		case !ok && spanAt(path):
-			return bad(`a duration string such as "10s", "10m" or "14d"`, "quote the value and give it a unit")
+		case !ok && boundKind(path) == Span:
+			b, _ := BoundOf(strings.TrimPrefix(path, Namespace+":"))
+			return bad(`a duration string such as "10s", "10m" or "14d", from `+b.Allowed(), "quote the value and give it a unit")
 		case !ok:
 			return bad("a string", "quote the value")
 		}
@@ -257,8 +259,18 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 		v.SetBool(b)
 	case t.Kind() == reflect.Int:
 		n, ok := raw.(float64)
-		if !ok || n != float64(int64(n)) {
-			return bad("a whole number", "write a whole number without quotes")
+		b, bounded := BoundOf(strings.TrimPrefix(path, Namespace+":"))
+		if !bounded || b.Kind != Count {
+			b = Bound{}
+		}
+		if !ok {
+			n = math.NaN() // not a number: refused as one that is not whole
+		}
+		// Refused here: what no int holds. The range of one is validation's.
+		if CountError(Bound{}, n) != nil {
+			e := CountError(b, n)
+			c.add(pipeline, path, jsonText(raw), e.Allowed, e.Fix)
+			return false
 		}
 		v.SetInt(int64(n))
 	default:
@@ -267,16 +279,13 @@ func decode(c *collector, pipeline, path string, raw any, v reflect.Value) bool 
 	return true
 }
 
-// spanAt reports whether the stack config path holds a duration (a Span
-// of the bounds table, which has every duration setting).
-func spanAt(path string) bool {
-	parts := strings.Split(strings.TrimPrefix(path, Namespace+":"), ".")
-	for _, b := range Bounds() {
-		if b.Kind == Span && slices.EqualFunc(strings.Split(b.Path, "."), parts, func(p, s string) bool { return p == "*" || p == s }) {
-			return true
-		}
+// boundKind is how the setting at the stack config path is written when
+// it is bounded (the bounds table has every duration setting), else -1.
+func boundKind(path string) Kind {
+	if b, ok := BoundOf(strings.TrimPrefix(path, Namespace+":")); ok {
+		return b.Kind
 	}
-	return false
+	return -1
 }
 
 // fieldsByName maps JSON names to struct fields (fields tagged "-" are not config).

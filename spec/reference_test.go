@@ -277,7 +277,11 @@ Durations are strings with a unit: ` + "`10s`, `10m`, `1h30m`, `14d`" + `. This 
 grammar of eventpipe (internal/durations), the same in stack config, the ` + "`alerts`" + ` block, the
 consumer's routes file, its ` + "`EVENTPIPE_*`" + ` duration variables and the CLI's duration flags:
 Go's syntax (` + "`ns`, `us`, `ms`, `s`, `m`, `h`" + `, fractions such as ` + "`2.5s`" + `) or a whole number of
-days (` + "`14d`" + `); never negative.
+days (` + "`14d`" + `); never negative. The settings below that have a range are Pub/Sub and Cloud Run
+durations, set in whole seconds: ` + "`2.5s`" + ` there is an error, not cut to ` + "`2s`" + `.
+YAML anchors and merge keys (` + "`<<: *base`" + `) share settings between pipelines or
+subscriptions; render and check read them as ` + "`pulumi up`" + ` does (the keys written beside a
+merge win, then the first mapping of a merged list).
 A value written ` + "`{secure: …}`" + ` (` + "`pulumi config set --secret`" + `) is kept secret; the
 offline renderer shows it as ` + "`\"[secret]\"`" + `.
 

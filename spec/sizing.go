@@ -216,6 +216,9 @@ func cpuFor(mib int) string {
 func checkMessageFits(c *collector, p *Pipeline, path string, mib int) {
 	k := &p.Consumer
 	maxMsg := int64(*k.MaxMessageBytes)
+	if CountError(BoundAt("pipelines.*.consumer.maxMessageBytes"), float64(maxMsg)) != nil {
+		return // out of its range: reported as that alone
+	}
 	if limits.MaxConcurrency(int64(mib)<<20, maxMsg, 1) > 0 {
 		return
 	}

@@ -3,8 +3,11 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -69,7 +72,7 @@ func ParseStackFile(path string, data []byte) (*StackFile, error) {
 			cfg = root.Content[i+1]
 		}
 	}
-	if cfg == nil {
+	if cfg == nil || cfg.Kind == yaml.ScalarNode && cfg.ShortTag() == "!!null" { // config: with nothing, as pulumi reads it
 		return f, nil
 	}
 	if cfg.Kind != yaml.MappingNode {
@@ -116,8 +119,20 @@ func (f *StackFile) toValue(path string, n *yaml.Node, secret *bool) (any, error
 			return OfflineSecret, nil
 		}
 		out := make(map[string]any, len(n.Content)/2)
+		// Merge keys (<<: *anchor) as yaml.v3, and so the Pulumi CLI, reads them: the
+		// mappings merged in first, the first of a list winning, then the keys written here.
+		merged, err := f.merged(path, n, secret)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range merged {
+			maps.Copy(out, m)
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
+			if isMerge(k) {
+				continue
+			}
 			p := path + "." + k.Value
 			f.Locations[p] = Location{File: f.Path, Line: k.Line, Column: k.Column}
 			v, err := f.toValue(p, n.Content[i+1], secret)
@@ -148,9 +163,48 @@ func (f *StackFile) toValue(path string, n *yaml.Node, secret *bool) (any, error
 		if err := n.Decode(&v); err != nil {
 			return nil, fmt.Errorf("stack config %s:%d: %s: %w", f.Path, n.Line, path, err)
 		}
+		if x, ok := v.(float64); ok && (math.IsInf(x, 0) || math.IsNaN(x)) {
+			// A Pulumi program reads the value as JSON, which has no such number.
+			return nil, fmt.Errorf("stack config %s:%d: %s = %s: allowed a finite number; fix: write the number itself", f.Path, n.Line, path, n.Value)
+		}
 		return v, nil
 	}
 	return nil, fmt.Errorf("stack config %s:%d: %s: unsupported YAML node", f.Path, n.Line, path)
+}
+
+// merged are the mappings the merge keys of mapping n bring in, read as values at path,
+// in the order they apply: each overrides the ones before it.
+func (f *StackFile) merged(path string, n *yaml.Node, secret *bool) ([]map[string]any, error) {
+	var sources []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !isMerge(n.Content[i]) {
+			continue
+		}
+		v := n.Content[i+1]
+		if v.Kind == yaml.SequenceNode {
+			sources = append(sources, v.Content...)
+		} else {
+			sources = append(sources, v)
+		}
+	}
+	var out []map[string]any
+	for _, src := range slices.Backward(sources) {
+		v, err := f.toValue(path, src, secret)
+		m, ok := v.(map[string]any)
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok:
+			return nil, fmt.Errorf("stack config %s:%d: %s: << merges mappings (<<: *anchor or <<: [*a, *b]); fix: point it at a mapping", f.Path, src.Line, path)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// isMerge reports whether k is a YAML merge key, as yaml.v3 decides.
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
 }
 
 // Locate returns where path, or its closest written ancestor, is in the file.

@@ -1,14 +1,16 @@
 package spec
 
 import (
-	"github.com/eventpipe/eventpipe/internal/gcpname"
-
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/eventpipe/eventpipe/internal/durations"
+	"github.com/eventpipe/eventpipe/internal/gcpname"
 )
 
 // Patterns of the names Google Cloud accepts.
@@ -130,12 +132,15 @@ func validateName(c *collector, p *Pipeline, path string) {
 
 func validateDefaults(c *collector, path string, d *Defaults) {
 	d.MaxDeliveryAttempts = intDefault(c, "", path, d.MaxDeliveryAttempts, BoundAt("defaults.maxDeliveryAttempts"))
+	minSet, maxSet := written(d.MinBackoff), written(d.MaxBackoff)
 	durDefault(c, "", path, &d.MinBackoff, BoundAt("defaults.minBackoff"))
 	durDefault(c, "", path, &d.MaxBackoff, BoundAt("defaults.maxBackoff"))
-	checkBackoffOrder(c, "", path, d.MinBackoff, d.MaxBackoff)
+	checkOrder(c, "", path, spanEnd(BoundAt("defaults.minBackoff"), d.MinBackoff, minSet), spanEnd(BoundAt("defaults.maxBackoff"), d.MaxBackoff, maxSet))
 	durDefault(c, "", path, &d.DLQRetention, BoundAt("defaults.dlqRetention"))
+	minSet, maxSet = written(d.MinInstances), written(d.MaxInstances)
 	d.MinInstances = intDefault(c, "", path, d.MinInstances, BoundAt("defaults.minInstances"))
 	d.MaxInstances = intDefault(c, "", path, d.MaxInstances, BoundAt("defaults.maxInstances"))
+	checkOrder(c, "", path, countEnd(BoundAt("defaults.minInstances"), *d.MinInstances, minSet), countEnd(BoundAt("defaults.maxInstances"), *d.MaxInstances, maxSet))
 	if d.Protect == nil {
 		d.Protect = ptr(true)
 	}
@@ -273,11 +278,11 @@ func validateConsumer(c *collector, s *Stack, p *Pipeline, path string) {
 	}
 	durDefault(c, p.Name, path, &k.RequestTimeout, BoundAt("pipelines.*.consumer.requestTimeout"))
 	k.Concurrency = intDefault(c, p.Name, path, k.Concurrency, BoundAt("pipelines.*.consumer.concurrency"))
-	k.MinInstances = intDefault(c, p.Name, path, k.MinInstances, inherit(BoundAt("pipelines.*.consumer.minInstances"), int64(*s.Defaults.MinInstances)))
-	k.MaxInstances = intDefault(c, p.Name, path, k.MaxInstances, inherit(BoundAt("pipelines.*.consumer.maxInstances"), int64(*s.Defaults.MaxInstances)))
-	if intInRange(*k.MinInstances, 0, MaxMinInstances) && intInRange(*k.MaxInstances, 1, MaxMaxInstances) && *k.MinInstances > *k.MaxInstances {
-		c.add(p.Name, path+".minInstances", strconv.Itoa(*k.MinInstances), fmt.Sprintf("at most maxInstances (%d)", *k.MaxInstances), "lower minInstances or raise maxInstances")
-	}
+	minSet, maxSet := written(k.MinInstances), written(k.MaxInstances)
+	minB, maxB := BoundAt("pipelines.*.consumer.minInstances"), BoundAt("pipelines.*.consumer.maxInstances")
+	k.MinInstances = intDefault(c, p.Name, path, k.MinInstances, inherit(minB, int64(*s.Defaults.MinInstances)))
+	k.MaxInstances = intDefault(c, p.Name, path, k.MaxInstances, inherit(maxB, int64(*s.Defaults.MaxInstances)))
+	checkOrder(c, p.Name, path, countEnd(minB, *k.MinInstances, minSet), countEnd(maxB, *k.MaxInstances, maxSet))
 	switch k.Ingress {
 	case "":
 		k.Ingress = IngressInternal
@@ -364,9 +369,11 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 	default:
 		durDefault(c, p.Name, path, &sub.AckDeadline, BoundAt("pipelines.*.subscriptions.*.ackDeadline"))
 	}
-	durDefault(c, p.Name, path, &sub.MinBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.minBackoff"), int64(Length(s.Defaults.MinBackoff))))
-	durDefault(c, p.Name, path, &sub.MaxBackoff, inherit(BoundAt("pipelines.*.subscriptions.*.maxBackoff"), int64(Length(s.Defaults.MaxBackoff))))
-	checkBackoffOrder(c, p.Name, path, sub.MinBackoff, sub.MaxBackoff)
+	minSet, maxSet := written(sub.MinBackoff), written(sub.MaxBackoff)
+	minB, maxB := BoundAt("pipelines.*.subscriptions.*.minBackoff"), BoundAt("pipelines.*.subscriptions.*.maxBackoff")
+	durInherit(c, p.Name, path, &sub.MinBackoff, minB, s.Defaults.MinBackoff)
+	durInherit(c, p.Name, path, &sub.MaxBackoff, maxB, s.Defaults.MaxBackoff)
+	checkOrder(c, p.Name, path, spanEnd(minB, sub.MinBackoff, minSet), spanEnd(maxB, sub.MaxBackoff, maxSet))
 	durDefault(c, p.Name, path, &sub.Retention, BoundAt("pipelines.*.subscriptions.*.retention"))
 	if n := len(sub.Filter); n > MaxFilterBytes {
 		c.add(p.Name, path+".filter", fmt.Sprintf("(%d bytes)", n), fmt.Sprintf("at most %d bytes", MaxFilterBytes), "shorten the filter expression; Pub/Sub rejects longer filters")
@@ -414,7 +421,7 @@ func validateSubscription(c *collector, s *Stack, p *Pipeline, sub *Subscription
 		c.add(p.Name, path+".deadLetter.reason", strconv.Quote(dl.Reason), "only with deadLetter.optOut: true", "remove the reason, or set optOut: true if the DLQ really must go")
 	}
 	sub.MaxDeliveryAttempts = intDefault(c, p.Name, path, sub.MaxDeliveryAttempts, inherit(BoundAt("pipelines.*.subscriptions.*.maxDeliveryAttempts"), int64(*s.Defaults.MaxDeliveryAttempts)))
-	durDefault(c, p.Name, path+".deadLetter", &dl.Retention, inherit(BoundAt("pipelines.*.subscriptions.*.deadLetter.retention"), int64(Length(s.Defaults.DLQRetention))))
+	durInherit(c, p.Name, path+".deadLetter", &dl.Retention, BoundAt("pipelines.*.subscriptions.*.deadLetter.retention"), s.Defaults.DLQRetention)
 	if nameOK {
 		checkPubSubName(c, p.Name, path+".name", sub.DLQSubscriptionName())
 	}
@@ -553,10 +560,49 @@ func checkPubSubName(c *collector, pipeline, path, name string) bool {
 	return true
 }
 
-func checkBackoffOrder(c *collector, pipeline, path string, lo, hi string) {
-	if durInRange(lo, 0, MaxBackoffLimit) && durInRange(hi, 0, MaxBackoffLimit) && Length(lo) > Length(hi) {
-		c.add(pipeline, path+".minBackoff", strconv.Quote(lo), fmt.Sprintf("at most maxBackoff (%s)", hi), "lower minBackoff or raise maxBackoff")
+// end is one of a pair of settings where the first may not exceed the second
+// (minBackoff and maxBackoff, minInstances and maxInstances), defaults filled
+// in: its key, its value as written in a message, its size, whether it is in
+// its range (a value out of it is reported as that alone), and whether the
+// stack writes it at this level rather than inheriting or defaulting it.
+type end struct {
+	key, value string
+	n          int64
+	valid, set bool
+}
+
+// written says whether the setting is written at this level: a duration is
+// before durDefault fills it in ("" unset), a count before intDefault does (nil).
+func written[T string | *int](v T) bool {
+	var zero T
+	return v != zero
+}
+
+// spanEnd is the end of the duration setting of bound b, filled in as setting.
+func spanEnd(b Bound, setting string, set bool) end {
+	d, err := ParseDuration(setting)
+	return end{key: b.Key(), value: strconv.Quote(setting), n: int64(d), valid: err == nil && int64(d) >= b.Min && int64(d) <= b.Max, set: set}
+}
+
+// countEnd is the end of the count of bound b, filled in as v.
+func countEnd(b Bound, v int, set bool) end {
+	return end{key: b.Key(), value: strconv.Itoa(v), n: int64(v), valid: int64(v) >= b.Min && int64(v) <= b.Max, set: set}
+}
+
+// checkOrder reports lo above hi, both below path, where the stack writes
+// them: at hi when only hi is written here (a maxBackoff below the default
+// minBackoff is the maxBackoff's problem), otherwise at lo. A pair both
+// inherited or defaulted is judged where it is written (eventpipe:defaults),
+// not again on every pipeline.
+func checkOrder(c *collector, pipeline, path string, lo, hi end) {
+	if !lo.valid || !hi.valid || lo.n <= hi.n || !lo.set && !hi.set {
+		return
 	}
+	if hi.set && !lo.set {
+		c.add(pipeline, path+"."+hi.key, hi.value, fmt.Sprintf("at least %s (%s)", lo.key, strings.Trim(lo.value, `"`)), fmt.Sprintf("raise %s or lower %s", hi.key, lo.key))
+		return
+	}
+	c.add(pipeline, path+"."+lo.key, lo.value, fmt.Sprintf("at most %s (%s)", hi.key, strings.Trim(hi.value, `"`)), fmt.Sprintf("lower %s or raise %s", lo.key, hi.key))
 }
 
 // inherit is b with the default its setting inherits in this stack.
@@ -572,16 +618,16 @@ func intDefault(c *collector, pipeline, parent string, v *int, b Bound) *int {
 		def := int(b.Default)
 		return &def
 	}
-	if int64(*v) < b.Min || int64(*v) > b.Max {
-		c.add(pipeline, parent+"."+b.Key(), strconv.Itoa(*v), b.Allowed(),
-			fmt.Sprintf("set a value from %d to %d (%s), or remove the key for the default %d", b.Min, b.Max, b.Why, b.Default))
+	if e := CountError(b, float64(*v)); e != nil {
+		c.add(pipeline, parent+"."+b.Key(), strconv.Itoa(*v), e.Allowed, e.Fix)
 	}
 	return v
 }
 
 // durDefault fills in b's default when the duration setting *v is unset
-// (""), and reports a value that does not parse or lies outside b's range;
-// the setting is b's key below parent.
+// (""), and reports a value that does not parse, lies outside b's range or
+// is not whole seconds (Pub/Sub and Cloud Run take these in seconds, and a
+// fraction would be cut off silently); the setting is b's key below parent.
 func durDefault(c *collector, pipeline, parent string, v *string, b Bound) {
 	if *v == "" {
 		*v = b.Format(b.Default)
@@ -590,13 +636,43 @@ func durDefault(c *collector, pipeline, parent string, v *string, b Bound) {
 	path, allowed := parent+"."+b.Key(), b.Allowed()
 	switch d, err := ParseDuration(*v); {
 	case err != nil:
-		c.add(pipeline, path, strconv.Quote(*v), "a duration from "+allowed+", written like 10s, 10m or 14d", err.Error()+"; add a unit (s, m, h or d)")
+		fix := err.Error()
+		if errors.Is(err, durations.ErrSyntax) {
+			fix += "; add a unit (s, m, h or d)"
+		}
+		c.add(pipeline, path, strconv.Quote(*v), "a duration from "+allowed+", written like 10s, 10m or 14d", fix)
 	case int64(d) < b.Min || int64(d) > b.Max:
 		c.add(pipeline, path, strconv.Quote(*v), allowed, fmt.Sprintf("set a duration from %s to %s, or remove the key for the default %s", b.Format(b.Min), b.Format(b.Max), b.Format(b.Default)))
+	case d%time.Second != 0:
+		c.add(pipeline, path, strconv.Quote(*v), allowed+" in whole seconds", wholeSecondsFix(b, d))
 	}
 }
 
-func intInRange(v, lo, hi int) bool { return v >= lo && v <= hi }
+// wholeSecondsFix is the fix of a duration d of b with a fraction of a
+// second: the whole seconds either side of it that b accepts.
+func wholeSecondsFix(b Bound, d time.Duration) string {
+	var near []string
+	for _, w := range []time.Duration{d.Truncate(time.Second), d.Truncate(time.Second) + time.Second} {
+		if int64(w) >= b.Min && int64(w) <= b.Max {
+			near = append(near, strconv.Quote(b.Format(int64(w))))
+		}
+	}
+	return "write " + strings.Join(near, " or ") + ": " + b.Key() + " is set in whole seconds"
+}
+
+// durInherit is durDefault for a setting that inherits from, the value of
+// the setting it inherits (already validated where it is written): unset, it
+// takes from as it stands, so a problem of from is reported once, there.
+func durInherit(c *collector, pipeline, parent string, v *string, b Bound, from string) {
+	if *v == "" {
+		*v = from
+		return
+	}
+	if d, err := ParseDuration(from); err == nil {
+		b.Default = int64(d)
+	}
+	durDefault(c, pipeline, parent, v, b)
+}
 
 // durInRange reports whether setting is a duration from lo to hi.
 func durInRange(setting string, lo, hi time.Duration) bool {

@@ -158,9 +158,24 @@ func (c *Config) Validate(rules []evaluate.Rule) error {
 	if err := check("thresholds", c.Thresholds); err != nil {
 		return err
 	}
-	for env, e := range c.Environments {
-		if err := check("environments."+env+".thresholds", e.Thresholds); err != nil {
+	for _, env := range slices.Sorted(maps.Keys(c.Environments)) {
+		if err := check("environments."+env+".thresholds", c.Environments[env].Thresholds); err != nil {
 			return err
+		}
+		// Each block may be in order alone, and the two together not (thresholds min 50,
+		// environments.prod max 20): judge what the rules get in env.
+		for _, rule := range slices.Sorted(maps.Keys(orderedSettings)) {
+			merged, ok := c.Data(env)[rule].(map[string]any)
+			if !ok {
+				continue // the defaults are in order
+			}
+			settings, err := asJSON(merged)
+			if err == nil {
+				err = checkOrder(fmt.Sprintf("environments.%s.thresholds.%s (with thresholds.%s)", env, rule, rule), rule, settings)
+			}
+			if err != nil && names[rule] {
+				return err
+			}
 		}
 	}
 	for i, w := range c.Waivers {

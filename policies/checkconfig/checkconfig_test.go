@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -114,6 +115,12 @@ func TestValidateSettings(t *testing.T) {
 		{"out of Pub/Sub's range", "thresholds: {deny_dead_letter_attempts_out_of_range: {max: 500}}\n", `setting "max" = 500`},
 		{"wrong type", "thresholds: {deny_dead_letter_attempts_out_of_range: {min: five}}\n", `setting "min" = five`},
 		{"range upside down", "thresholds: {deny_retry_policy: {minimumBackoffSeconds: 60, maximumBackoffSeconds: 30}}\n", "minimumBackoffSeconds 60 is above maximumBackoffSeconds 30"},
+		// Each block in order alone, not together: the check said "allowed 50–20" and denied
+		// every subscription.
+		{"range upside down across blocks", "thresholds: {deny_dead_letter_attempts_out_of_range: {min: 50}}\nenvironments: {prod: {thresholds: {deny_dead_letter_attempts_out_of_range: {max: 20}}}}\n",
+			"environments.prod.thresholds.deny_dead_letter_attempts_out_of_range (with thresholds.deny_dead_letter_attempts_out_of_range): min 50 is above max 20"},
+		{"range upside down against an environment's", "thresholds: {deny_retry_policy: {maximumBackoffSeconds: 30}}\nenvironments: {dev: {thresholds: {deny_retry_policy: {minimumBackoffSeconds: 60}}}}\n",
+			"minimumBackoffSeconds 60 is above maximumBackoffSeconds 30"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Parse([]byte(tt.config))
@@ -309,4 +316,57 @@ func TestRuleDescriptionsStateTheDefaults(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOrderedSettingsJudgedAsTheRulesGetThem: for every pair of settings where one may not
+// exceed the other, each at its schema's minimum, middle or maximum, written in the
+// thresholds for every environment, in one environment's, or left at its default, Validate
+// refuses the configuration exactly when the values the rules get in that environment (Data)
+// are upside down.
+func TestOrderedSettingsJudgedAsTheRulesGetThem(t *testing.T) {
+	var rules []evaluate.Rule
+	for rule := range orderedSettings {
+		rules = append(rules, evaluate.Rule{Name: rule, ID: rule})
+	}
+	cases := 0
+	for rule, pair := range orderedSettings {
+		values := func(key string) []float64 {
+			s := SettingSchemas(rule)[key]
+			lo, hi := toFloat(s["minimum"]), toFloat(s["maximum"])
+			return []float64{lo, math.Round((lo + hi) / 2), hi}
+		}
+		for _, low := range values(pair[0]) {
+			for _, high := range values(pair[1]) {
+				for _, where := range [][2]string{{"", ""}, {"all", ""}, {"", "all"}, {"all", "env"}, {"env", "all"}, {"env", "env"}, {"env", ""}, {"", "env"}} {
+					cases++
+					all, env := map[string]any{}, map[string]any{}
+					got := map[string]float64{pair[0]: toFloat(SettingSchemas(rule)[pair[0]]["default"]), pair[1]: toFloat(SettingSchemas(rule)[pair[1]]["default"])}
+					for i, v := range []float64{low, high} {
+						switch where[i] {
+						case "all":
+							all[pair[i]], got[pair[i]] = v, v
+						case "env":
+							env[pair[i]], got[pair[i]] = v, v
+						}
+					}
+					c := &Config{Thresholds: map[string]map[string]any{rule: all}, Environments: map[string]Environment{"prod": {Thresholds: map[string]map[string]any{rule: env}}}}
+					err := c.Validate(rules)
+					if upside := got[pair[0]] > got[pair[1]]; upside != (err != nil) {
+						t.Errorf("%s: thresholds %v, environments.prod %v: Validate = %v; in prod the rules get %v", rule, all, env, err, got)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d configurations", cases)
+}
+
+func toFloat(v any) float64 {
+	switch n := v.(type) {
+	case int64:
+		return float64(n)
+	case float64:
+		return n
+	}
+	panic(fmt.Sprintf("not a number: %#v", v))
 }

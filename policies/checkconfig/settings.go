@@ -105,14 +105,38 @@ func CheckSettings(where, rule string, settings map[string]any) error {
 			errs = append(errs, fmt.Errorf("%s: setting %q = %v: %w", where, key, settings[key], err))
 		}
 	}
-	if pair, ok := orderedSettings[rule]; ok {
-		low, lowSet := settings[pair[0]].(float64)
-		high, highSet := settings[pair[1]].(float64)
-		if lowSet && highSet && low > high {
-			errs = append(errs, fmt.Errorf("%s: %s %v is above %s %v", where, pair[0], low, pair[1], high))
-		}
+	if err := checkOrder(where, rule, settings); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// checkOrder reports the ordered settings of rule upside down in settings (values as
+// encoding/json decodes them), a setting left out taking its default.
+func checkOrder(where, rule string, settings map[string]any) error {
+	pair, ok := orderedSettings[rule]
+	if !ok {
+		return nil
+	}
+	value := func(key string) (float64, bool) {
+		if v, set := settings[key]; set {
+			f, ok := v.(float64)
+			return f, ok
+		}
+		switch d := settingSchemas()[rule][key]["default"].(type) {
+		case int64:
+			return float64(d), true
+		case float64:
+			return d, true
+		}
+		return 0, false
+	}
+	low, lowOK := value(pair[0])
+	high, highOK := value(pair[1])
+	if lowOK && highOK && low > high {
+		return fmt.Errorf("%s: %s %v is above %s %v", where, pair[0], low, pair[1], high)
+	}
+	return nil
 }
 
 // KnownSettings says which settings rule takes.
