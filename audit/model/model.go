@@ -53,8 +53,8 @@ type Resource struct {
 	PropertyDependencies map[string][]string `json:"propertyDependencies,omitempty"`
 	// PossibleDependencies are, for a linking property the audit could not read, the
 	// resources it may name: a topic of the subscription's own group of projects (see
-	// Split), which is all the audit judges it with. The rules read them as they read a
-	// Terraform plan's possibleDependencies (one of these, not surely any).
+	// Split and scopeUnreadLinks). The rules read them as they read a Terraform plan's
+	// possibleDependencies (one of these, not surely any).
 	PossibleDependencies map[string][]string `json:"possibleDependencies,omitempty"`
 
 	// Project is the Google Cloud project the resource is in.
@@ -123,17 +123,29 @@ func Build(inv *inventory.Inventory) *Document {
 
 // scopeUnreadLinks gives each subscription's topic or dead-letter topic the audit could
 // not read (a search result without the resource) the topics it may be: those of its own
-// group of projects. Unscoped, an unread link may name any topic of the document, so one
-// unread subscription in one project would make every subscription of every other project
-// a possible dead-letter reader, and a model judged whole (eventpipe check on --model's
-// file) would withhold verdicts the audit, judging each group alone, gives.
+// group of projects that a subscription of the group reads or dead-letters to, the only
+// ones whose being its topic changes a verdict (who may be a dead-letter reader, whether a
+// dead-letter topic may be read). Unscoped, an unread link may name any topic of the
+// document, so one unread subscription in one project would make every subscription of
+// every other project a possible dead-letter reader, and a model judged whole (eventpipe
+// check on --model's file) would withhold verdicts the audit, judging each group alone,
+// gives. An empty list (no such topic) means a topic outside the document.
 func (d *Document) scopeUnreadLinks() {
 	group := d.groups()
-	topics := map[string][]string{} // group root → its topics' URNs
+	linked := map[string][]string{} // group root → the topics its subscriptions name
+	seen := map[string]bool{}
 	for _, r := range d.Resources {
-		if r.Type == TypeTopic {
-			root := group(r.Project)
-			topics[root] = append(topics[root], r.URN)
+		if r.Type != TypeSubscription {
+			continue
+		}
+		root := group(r.Project)
+		for _, property := range []string{"topic", "deadLetterPolicy"} {
+			for _, t := range r.PropertyDependencies[property] {
+				if !seen[t] {
+					seen[t] = true
+					linked[root] = append(linked[root], t)
+				}
+			}
 		}
 	}
 	for i := range d.Resources {
@@ -148,8 +160,9 @@ func (d *Document) scopeUnreadLinks() {
 			if r.PossibleDependencies == nil {
 				r.PossibleDependencies = map[string][]string{}
 			}
-			// Never nil: an empty list says "none of the document's topics" (outside it).
-			r.PossibleDependencies[property] = append([]string{}, topics[group(r.Project)]...)
+			candidates := append([]string{}, linked[group(r.Project)]...) // never nil: [] is "outside"
+			sort.Strings(candidates)
+			r.PossibleDependencies[property] = candidates
 		}
 	}
 }
@@ -338,6 +351,9 @@ func (b *builder) addSubscription(p *inventory.Project, s *pubsubpb.Subscription
 	}
 	b.add(p.ID, TypeSubscription, inventory.ShortName(s.GetName()), s.GetName(), in)
 	b.link("topic", TypeTopic, s.GetTopic())
+	if p.Unshown[s.GetName()] {
+		return // its other links are as unknown as the settings that hold them
+	}
 	if dlt := s.GetDeadLetterPolicy().GetDeadLetterTopic(); dlt != "" {
 		b.link("deadLetterPolicy", TypeTopic, dlt)
 	}
