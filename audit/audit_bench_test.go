@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+
 	"github.com/eventpipe/eventpipe/audit/cai"
+	"github.com/eventpipe/eventpipe/audit/inventory"
 	"github.com/eventpipe/eventpipe/audit/model"
 	"github.com/eventpipe/eventpipe/policies/check"
 )
@@ -117,4 +120,54 @@ func BenchmarkAuditCloudAssetInventory(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkUnreadLinks judges an estate of 4 projects of 150 topics and subscriptions
+// where every third subscription is a search result without its resource (topic and
+// dead-letter topic unread), with the model's scoping of those links to their group's
+// topics ("scoped", what the audit runs) and without it ("unscoped", each unread link may
+// name anything): the price of a model that judges alike whole and group by group.
+func BenchmarkUnreadLinks(b *testing.B) {
+	inv := &inventory.Inventory{}
+	for pi := range 4 {
+		id := fmt.Sprintf("p%d", pi)
+		p := inv.Project(id)
+		for i := range 150 {
+			topic := fmt.Sprintf("projects/%s/topics/t%d", id, i)
+			sub := fmt.Sprintf("projects/%s/subscriptions/s%d", id, i)
+			p.Topics = append(p.Topics, &pubsubpb.Topic{Name: topic})
+			s := &pubsubpb.Subscription{Name: sub, Topic: topic}
+			if i%3 == 0 {
+				s.Topic = ""
+				p.SetUnshown(sub, true)
+			}
+			p.Subscriptions = append(p.Subscriptions, s)
+		}
+	}
+	scoped := model.Build(inv)
+	unscoped := model.Build(inv)
+	for i := range unscoped.Resources {
+		unscoped.Resources[i].PossibleDependencies = nil
+	}
+	run, err := check.Start(context.Background(), "audit", check.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		doc  *model.Document
+	}{{"scoped", scoped}, {"unscoped", unscoped}} {
+		b.Run(c.name, func(b *testing.B) {
+			data, err := c.doc.JSON()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := Evaluate(context.Background(), run, c.doc, "bench", func(string) (string, int) { return "", 0 }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(data)), "model-bytes")
+		})
+	}
 }

@@ -176,7 +176,16 @@ func (s HandlerStats) Check() error {
 
 // String is the stats as one line of the dev report.
 func (s HandlerStats) String() string {
-	return fmt.Sprintf("handler: %d calls (%d deliveries), %d keys, %d failed (retried), %d repeated after a 2xx", s.Calls, s.Deliveries, s.Keys, s.Failed, s.Repeats)
+	return fmt.Sprintf("handler: %s (%s), %s, %d failed (retried), %d repeated after a 2xx",
+		counted(s.Calls, "call", "calls"), counted(s.Deliveries, "delivery", "deliveries"), counted(s.Keys, "key", "keys"), s.Failed, s.Repeats)
+}
+
+// counted is n with the noun's singular or plural: "1 call", "2 calls", "0 calls".
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Close stops the proxy, then the handler (SIGTERM to its process group,

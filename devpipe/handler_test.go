@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -136,6 +137,36 @@ func TestStartHandlerFailsEarly(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.want) || time.Since(started) > 10*time.Second {
 			t.Errorf("%q: %v after %s; want an error saying %q", tt.command, err, time.Since(started), tt.want)
+		}
+	}
+}
+
+// TestHandlerStatsLineCountsInEnglish: for every combination of counts around one, each
+// count of the handler line takes its noun's singular exactly when it is 1 ("1 call (1
+// delivery), 1 key", not "1 calls (1 deliveries), 1 keys"), and the line still matches
+// the pattern `eventpipe dev --handler`'s test reads it with.
+func TestHandlerStatsLineCountsInEnglish(t *testing.T) {
+	line := regexp.MustCompile(`^handler: (\d+) calls? \((\d+) deliver(?:y|ies)\), (\d+) keys?, \d+ failed \(retried\), \d+ repeated after a 2xx$`)
+	for calls := range 3 {
+		for deliveries := range 3 {
+			for keys := range 3 {
+				s := HandlerStats{Calls: calls, Deliveries: deliveries, Keys: keys}.String()
+				if !line.MatchString(s) {
+					t.Fatalf("%q does not match %s", s, line)
+				}
+				for _, c := range []struct {
+					n         int
+					one, many string
+				}{{calls, "call", "calls"}, {deliveries, "delivery", "deliveries"}, {keys, "key", "keys"}} {
+					want := fmt.Sprintf("%d %s", c.n, c.many)
+					if c.n == 1 {
+						want = "1 " + c.one
+					}
+					if !regexp.MustCompile(`\b` + want + `\b`).MatchString(s) {
+						t.Errorf("%q: want %q", s, want)
+					}
+				}
+			}
 		}
 	}
 }

@@ -6,8 +6,8 @@
 #   reads: resources with urn (a Pulumi URN or a Terraform address), type (pulumi-gcp's type
 #   token), op, properties (pulumi-gcp's camelCase input names), dependencies,
 #   propertyDependencies (the resources each property surely depends on, one of several
-#   when there are several) and, from Terraform plans, possibleDependencies (those a
-#   property may name); whether the document shows every resource (complete); the
+#   when there are several) and, from Terraform plans and audits' stack exports,
+#   possibleDependencies (those a property may name); whether the document shows every resource (complete); the
 #   subscriptions and topics it deletes or replaces; and the problems that make it unusable.
 # scope: package
 package eventpipe.model

@@ -155,6 +155,7 @@ export_resources := array.concat(
 			"properties": object.get(state, "inputs", {}),
 			"dependencies": object.get(state, "dependencies", []),
 			"propertyDependencies": object.get(state, "propertyDependencies", {}),
+			"possibleDependencies": object.get(state, "possibleDependencies", {}),
 		}
 	],
 	[r |
@@ -170,6 +171,7 @@ export_resources := array.concat(
 			"properties": unsecret(object.get(state, "inputs", {})),
 			"dependencies": object.get(state, "dependencies", []),
 			"propertyDependencies": object.get(state, "propertyDependencies", {}),
+			"possibleDependencies": object.get(state, "possibleDependencies", {}),
 		}
 	],
 )

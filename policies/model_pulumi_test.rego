@@ -2,6 +2,7 @@ package eventpipe.model_pulumi_test
 
 import rego.v1
 
+import data.eventpipe.lib
 import data.eventpipe.model
 
 # The model of Pulumi documents: previews (and the offline render) and stack exports.
@@ -98,6 +99,17 @@ test_analyzer_documents_without_custom_are_resources if {
 	doc := {"version": 3, "deployment": {"resources": [{"urn": u(sub_type, "s"), "type": sub_type, "inputs": {"name": "s"}, "parent": u("eventpipe:components:Subscription", "s"), "propertyDependencies": {"topic": [u(topic_type, "t")]}}]}}
 	urns(model.resources) == {u(sub_type, "s")} with input as doc
 	model.resources[0].propertyDependencies == {"topic": [u(topic_type, "t")]} with input as doc
+}
+
+# An audit's stack export names, for a link it could not read, the topics it may be
+# (possibleDependencies, as a Terraform plan's): only their readers may be DLQ subscriptions.
+test_export_possible_dependencies if {
+	unread := object.union(state(sub_type, "unread", {"name": "unread", "topic": model.unknown_value, "deadLetterPolicy": model.unknown_value}), {"possibleDependencies": {"topic": [u(topic_type, "own")], "deadLetterPolicy": [u(topic_type, "own")]}})
+	reads_own := object.union(state(sub_type, "reads-own", {"name": "reads-own", "topic": "own"}), {"propertyDependencies": {"topic": [u(topic_type, "own")]}})
+	reads_other := object.union(state(sub_type, "reads-other", {"name": "reads-other", "topic": "other"}), {"propertyDependencies": {"topic": [u(topic_type, "other")]}})
+	export := {"version": 3, "deployment": {"resources": [state(topic_type, "own", {"name": "own"}), state(topic_type, "other", {"name": "other"}), unread, reads_own, reads_other]}}
+	[r.possibleDependencies | some r in model.resources; r.urn == u(sub_type, "unread")] == [unread.possibleDependencies] with input as export
+	lib.uncertain_dlq_subscriptions == {u(sub_type, "reads-own"), u(sub_type, "unread")} with input as export
 }
 
 test_export_problems if {

@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"cloud.google.com/go/firestore/apiv1/admin/adminpb"
@@ -45,7 +44,7 @@ func (r *reader) readTTLFields(ctx context.Context) error {
 				return ctxErr
 			}
 			r.gap(inventory.GapTTLFields, "projects/"+project+"/databases/"+database,
-				fmt.Errorf("listing TTL fields (needs datastore.indexes.list, in roles/datastore.indexViewer): %w", err))
+				refused("listing TTL fields", access{"datastore.indexes.list", "roles/datastore.indexViewer"}, err))
 			complete = false
 		}
 	}

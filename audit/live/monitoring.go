@@ -23,7 +23,7 @@ func (r *reader) readAlertPolicies(ctx context.Context) {
 	}
 	policies, err := collect(r.c.AlertPolicies.ListAlertPolicies(ctx, &monitoringpb.ListAlertPoliciesRequest{Name: name}).All())
 	if err != nil {
-		r.gap(inventory.GapAlertPolicies, name, fmt.Errorf("listing alert policies (needs monitoring.alertPolicies.list, in roles/monitoring.viewer): %w", err))
+		r.gap(inventory.GapAlertPolicies, name, refused("listing alert policies", access{"monitoring.alertPolicies.list", "roles/monitoring.viewer"}, err))
 		return
 	}
 	r.p.AlertPolicies, r.p.AlertPoliciesRead = policies, true
@@ -45,7 +45,7 @@ func (r *reader) readBacklog(ctx context.Context) {
 	backlog := map[string]time.Duration{}
 	for ts, err := range r.c.Metrics.ListTimeSeries(ctx, BacklogRequest(r.p.ID, end.Add(-r.opts.BacklogWindow), end)).All() {
 		if err != nil {
-			r.gap(inventory.GapBacklog, name, fmt.Errorf("reading %s (needs monitoring.timeSeries.list, in roles/monitoring.viewer): %w", OldestUnackedMetric, err))
+			r.gap(inventory.GapBacklog, name, refused("reading "+OldestUnackedMetric, access{"monitoring.timeSeries.list", "roles/monitoring.viewer"}, err))
 			return
 		}
 		sub := ts.GetResource().GetLabels()["subscription_id"]

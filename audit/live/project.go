@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"cloud.google.com/go/iam/apiv1/iampb"
@@ -24,7 +23,7 @@ func (r *reader) readProject(ctx context.Context) {
 	}
 	proj, err := r.c.Projects.Projects.Get(r.p.ID).Context(ctx).Do()
 	if err != nil {
-		r.gap(inventory.GapProjectNumber, name, fmt.Errorf("reading the project (needs resourcemanager.projects.get, in roles/browser): %w", err))
+		r.gap(inventory.GapProjectNumber, name, refused("reading the project", access{"resourcemanager.projects.get", "roles/browser"}, err))
 	} else {
 		r.mu.Lock()
 		r.p.Number = strconv.FormatInt(proj.ProjectNumber, 10)
@@ -38,7 +37,7 @@ func (r *reader) readProject(ctx context.Context) {
 		policy, err = fromCRM(pol)
 	}
 	if err != nil {
-		r.gap(inventory.GapPolicy, name, fmt.Errorf("reading the project's IAM policy (needs resourcemanager.projects.getIamPolicy, in roles/iam.securityReviewer): %w", err))
+		r.gap(inventory.GapPolicy, name, refused("reading the project's IAM policy", access{"resourcemanager.projects.getIamPolicy", "roles/iam.securityReviewer"}, err))
 		return
 	}
 	r.setPolicy(name, policy)

@@ -44,7 +44,7 @@ func (r *reader) readPolicies(ctx context.Context) error {
 				if ctxErr := gctx.Err(); ctxErr != nil {
 					return ctxErr
 				}
-				r.gap(inventory.GapPolicy, name, fmt.Errorf("reading its IAM policy (needs pubsub.topics.getIamPolicy or pubsub.subscriptions.getIamPolicy, in roles/iam.securityReviewer): %w", err))
+				r.gap(inventory.GapPolicy, name, refused("reading its IAM policy", access{"pubsub.topics.getIamPolicy or pubsub.subscriptions.getIamPolicy", "roles/iam.securityReviewer"}, err))
 				return nil
 			}
 			r.setPolicy(name, pol)

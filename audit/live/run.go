@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	"cloud.google.com/go/iam/apiv1/iampb"
@@ -29,7 +28,7 @@ func (r *reader) readServices(ctx context.Context) {
 	all, err := collect(r.c.Services.ListServices(ctx, &runpb.ListServicesRequest{Parent: "projects/" + r.p.ID + "/locations/-"}).All())
 	if err != nil {
 		for _, h := range hosts {
-			r.gap(inventory.GapService, h, fmt.Errorf("listing Cloud Run services (needs run.services.list, in roles/run.viewer): %w", err))
+			r.gap(inventory.GapService, h, refused("listing Cloud Run services", access{"run.services.list", "roles/run.viewer"}, err))
 		}
 		return
 	}
@@ -47,7 +46,7 @@ func (r *reader) readServices(ctx context.Context) {
 		r.p.Services = append(r.p.Services, svc)
 		pol, err := r.c.Services.GetIamPolicy(ctx, &iampb.GetIamPolicyRequest{Resource: svc.GetName()})
 		if err != nil {
-			r.gap(inventory.GapPolicy, svc.GetName(), fmt.Errorf("reading its IAM policy (needs run.services.getIamPolicy, in roles/run.viewer): %w", err))
+			r.gap(inventory.GapPolicy, svc.GetName(), refused("reading its IAM policy", access{"run.services.getIamPolicy", "roles/run.viewer"}, err))
 			continue
 		}
 		r.setPolicy(svc.GetName(), pol)

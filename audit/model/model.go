@@ -51,6 +51,11 @@ type Resource struct {
 	Inputs               map[string]any      `json:"inputs"`
 	Dependencies         []string            `json:"dependencies,omitempty"`
 	PropertyDependencies map[string][]string `json:"propertyDependencies,omitempty"`
+	// PossibleDependencies are, for a linking property the audit could not read, the
+	// resources it may name: a topic of the subscription's own group of projects (see
+	// Split and scopeUnreadLinks). The rules read them as they read a Terraform plan's
+	// possibleDependencies (one of these, not surely any).
+	PossibleDependencies map[string][]string `json:"possibleDependencies,omitempty"`
 
 	// Project is the Google Cloud project the resource is in.
 	Project string `json:"-"`
@@ -112,15 +117,60 @@ func Build(inv *inventory.Inventory) *Document {
 		b.addAlertPolicies(p)
 		b.addTTLFields(p)
 	}
+	b.doc.scopeUnreadLinks()
 	return b.doc
 }
 
-// Split divides the document into the groups of projects that refer to one another (a
-// subscription reading or dead-lettering to another project's topic, or pushing to its
-// Cloud Run service), each a document of its own: the rules then judge each group alone,
-// so what one project's audit could not read (its alert policies) does not withhold
-// verdicts on another, and like-named resources of unrelated projects are not confused.
-func (d *Document) Split() []*Document {
+// scopeUnreadLinks gives each subscription's topic or dead-letter topic the audit could
+// not read (a search result without the resource) the topics it may be: those of its own
+// group of projects that a subscription of the group reads or dead-letters to, the only
+// ones whose being its topic changes a verdict (who may be a dead-letter reader, whether a
+// dead-letter topic may be read). Unscoped, an unread link may name any topic of the
+// document, so one unread subscription in one project would make every subscription of
+// every other project a possible dead-letter reader, and a model judged whole (eventpipe
+// check on --model's file) would withhold verdicts the audit, judging each group alone,
+// gives. An empty list (no such topic) means a topic outside the document.
+func (d *Document) scopeUnreadLinks() {
+	group := d.groups()
+	linked := map[string][]string{} // group root → the topics its subscriptions name
+	seen := map[string]bool{}
+	for _, r := range d.Resources {
+		if r.Type != TypeSubscription {
+			continue
+		}
+		root := group(r.Project)
+		for _, property := range []string{"topic", "deadLetterPolicy"} {
+			for _, t := range r.PropertyDependencies[property] {
+				if !seen[t] {
+					seen[t] = true
+					linked[root] = append(linked[root], t)
+				}
+			}
+		}
+	}
+	for i := range d.Resources {
+		r := &d.Resources[i]
+		if r.Type != TypeSubscription {
+			continue
+		}
+		for _, property := range []string{"topic", "deadLetterPolicy"} {
+			if r.Inputs[property] != UnknownValue {
+				continue
+			}
+			if r.PossibleDependencies == nil {
+				r.PossibleDependencies = map[string][]string{}
+			}
+			candidates := append([]string{}, linked[group(r.Project)]...) // never nil: [] is "outside"
+			sort.Strings(candidates)
+			r.PossibleDependencies[property] = candidates
+		}
+	}
+}
+
+// groups returns the function naming each project's group: projects that refer to one
+// another (a subscription reading or dead-lettering to another project's topic, or pushing
+// to its Cloud Run service) share the root of one.
+func (d *Document) groups() func(project string) string {
 	parent := map[string]string{}
 	var find func(string) string
 	find = func(p string) string {
@@ -140,6 +190,16 @@ func (d *Document) Split() []*Document {
 			}
 		}
 	}
+	return find
+}
+
+// Split divides the document into the groups of projects that refer to one another (a
+// subscription reading or dead-lettering to another project's topic, or pushing to its
+// Cloud Run service), each a document of its own: the rules then judge each group alone,
+// so what one project's audit could not read (its alert policies) does not withhold
+// verdicts on another, and like-named resources of unrelated projects are not confused.
+func (d *Document) Split() []*Document {
+	find := d.groups()
 	var order []string
 	groups := map[string][]Resource{}
 	for _, r := range d.Resources {
@@ -291,6 +351,9 @@ func (b *builder) addSubscription(p *inventory.Project, s *pubsubpb.Subscription
 	}
 	b.add(p.ID, TypeSubscription, inventory.ShortName(s.GetName()), s.GetName(), in)
 	b.link("topic", TypeTopic, s.GetTopic())
+	if p.Unshown[s.GetName()] {
+		return // its other links are as unknown as the settings that hold them
+	}
 	if dlt := s.GetDeadLetterPolicy().GetDeadLetterTopic(); dlt != "" {
 		b.link("deadLetterPolicy", TypeTopic, dlt)
 	}

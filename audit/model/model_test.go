@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -296,6 +297,44 @@ func TestSplit(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "a+b c" {
 		t.Fatalf("groups %v, want a+b and c", got)
+	}
+}
+
+// TestUnreadLinksNameTheirGroupsTopics: a subscription whose topic and dead-letter topic
+// were not read may name any topic of its own group of projects (a+b, which refer to one
+// another), and none of another group (c); a group without topics leaves an empty list,
+// "outside the document", not "anything".
+func TestUnreadLinksNameTheirGroupsTopics(t *testing.T) {
+	unread := func(project string) *inventory.Project {
+		p := &inventory.Project{ID: project, Subscriptions: []*pubsubpb.Subscription{{Name: "projects/" + project + "/subscriptions/unread"}}}
+		p.SetUnshown("projects/"+project+"/subscriptions/unread", true)
+		return p
+	}
+	a := unread("a")
+	a.Topics = []*pubsubpb.Topic{{Name: "projects/a/topics/t"}}
+	a.Subscriptions = append(a.Subscriptions, &pubsubpb.Subscription{Name: "projects/a/subscriptions/s", Topic: "projects/a/topics/t",
+		DeadLetterPolicy: &pubsubpb.DeadLetterPolicy{DeadLetterTopic: "projects/b/topics/dlq"}})
+	b := &inventory.Project{ID: "b", Topics: []*pubsubpb.Topic{{Name: "projects/b/topics/dlq"}}}
+	c := &inventory.Project{ID: "c", Topics: []*pubsubpb.Topic{{Name: "projects/c/topics/t"}}}
+	d := unread("d")
+	doc := Build(&inventory.Inventory{Projects: []*inventory.Project{a, b, c, d}})
+	want := map[string][]string{
+		"a": {URNOf("a", TypeTopic, "t"), URNOf("b", TypeTopic, "dlq")},
+		"d": {},
+	}
+	for project, topics := range want {
+		r, _ := doc.Resource(URNOf(project, TypeSubscription, "unread"))
+		for _, property := range []string{"topic", "deadLetterPolicy"} {
+			got, ok := r.PossibleDependencies[property]
+			slices.Sort(got)
+			if !ok || got == nil || !slices.Equal(got, topics) {
+				t.Errorf("%s's unread %s may name %v (set %v), want %v", project, property, got, ok, topics)
+			}
+		}
+	}
+	// What was read names its topics surely, with no candidates.
+	if r, _ := doc.Resource(URNOf("a", TypeSubscription, "s")); r.PossibleDependencies != nil {
+		t.Errorf("a read subscription has possible dependencies %v", r.PossibleDependencies)
 	}
 }
 

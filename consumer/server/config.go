@@ -89,12 +89,12 @@ const DefaultRequestTimeout = 60 * time.Second
 //	EVENTPIPE_COLLECTION_PREFIX           engine collection prefix (default eventpipe_)
 //	EVENTPIPE_DLQ                         auto (default), on or off: whether poison gets 400/nack
 //	EVENTPIPE_SHUTDOWN_TIMEOUT            time from SIGTERM to exit (default 9s)
-//	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout: read and idle timeouts derive from it (default 60s)
+//	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout (= push ack deadline): the HTTP read and idle
+//	                                      timeouts and a PostgreSQL store's lock/statement/idle bounds derive from it
+//	                                      (default 60s, DefaultRequestTimeout)
 //	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
 //	EVENTPIPE_COALESCE_MAX_WAITING        deliveries that may wait for one document's transaction (default 256, 0 = no coalescing)
 //	EVENTPIPE_MAX_SEQUENCE_JUMP           the largest sequence step trusted across the ordering window (default 1000000)
-//	EVENTPIPE_REQUEST_TIMEOUT             the service's request timeout (= push ack deadline); a PostgreSQL store's
-//	                                      lock/statement/idle bounds derive from it (default 10s)
 //	EVENTPIPE_HANDLER_URL, ...            the handler container behind the consumer (see handler.ConfigFromEnv)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k, def string) string {
