@@ -96,3 +96,18 @@ func TestInfoListsRules(t *testing.T) {
 		t.Errorf("rules table:\n%s", out.String())
 	}
 }
+
+// TestFailedErrorCounts: the verdict of a failing check counts in the singular for one.
+func TestFailedErrorCounts(t *testing.T) {
+	for _, tt := range []struct {
+		denies, warnings int
+		want             string
+	}{
+		{1, 0, "check failed: 1 deny, 0 warnings (fail-on-warn false)"},
+		{2, 1, "check failed: 2 denies, 1 warning (fail-on-warn false)"},
+	} {
+		if got := (&check.FailedError{Command: "check", Denies: tt.denies, Warnings: tt.warnings}).Error(); got != tt.want {
+			t.Errorf("FailedError = %q, want %q", got, tt.want)
+		}
+	}
+}

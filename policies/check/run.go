@@ -61,7 +61,7 @@ type FailedError struct {
 }
 
 func (e *FailedError) Error() string {
-	return fmt.Sprintf("%s failed: %d denies, %d warnings (fail-on-warn %v)", e.Command, e.Denies, e.Warnings, e.FailOnWarn)
+	return fmt.Sprintf("%s failed: %s (fail-on-warn %v)", e.Command, report.Tally(e.Denies, e.Warnings), e.FailOnWarn)
 }
 
 // Run is one run of the rules by a command: the parsed outputs and configuration, and

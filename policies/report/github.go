@@ -42,7 +42,7 @@ func writeGitHub(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(annotation(f)))
 	}
 	d, warn, waived := r.Counts()
-	fmt.Fprintf(b, "%s %s: %d denies, %d warnings, %d waived\n", r.command(), r.Source, d, warn, waived)
+	fmt.Fprintf(b, "%s %s: %s, %d waived\n", r.command(), r.Source, Tally(d, warn), waived)
 	return b.Flush()
 }
 

@@ -74,6 +74,12 @@ func (r *Report) Counts() (denies, warnings, waived int) {
 	return denies, warnings, waived
 }
 
+// Tally is the count of denies and warnings as every output and verdict writes it:
+// "1 deny, 2 warnings".
+func Tally(denies, warnings int) string {
+	return fmt.Sprintf("%d %s, %d %s", denies, plural(denies, "deny", "denies"), warnings, plural(warnings, "warning", "warnings"))
+}
+
 // Failed reports whether the check fails: an unwaived deny, or an unwaived warning with
 // FailOnWarn.
 func (r *Report) Failed() bool {

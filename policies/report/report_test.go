@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -249,5 +250,45 @@ func TestUnknownFormat(t *testing.T) {
 	err := Write(&bytes.Buffer{}, "yaml", sample(false))
 	if err == nil || !strings.Contains(err.Error(), "text, json, sarif, junit, github") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestCountsAgreeInNumber: every output and verdict writes a count of one in the singular
+// and any other in the plural, for every pair of counts up to 3 (the walk-through saw
+// "1 denies").
+func TestCountsAgreeInNumber(t *testing.T) {
+	for d := range 4 {
+		for w := range 4 {
+			findings := make([]evaluate.Finding, 0, d+w)
+			for range d {
+				findings = append(findings, evaluate.Finding{Rule: ep001, Level: evaluate.Deny, URN: "u", Message: "m"})
+			}
+			for range w {
+				findings = append(findings, evaluate.Finding{Rule: ep011, Level: evaluate.Warn, URN: "u", Message: "m"})
+			}
+			r := &Report{Source: "plan.json", InputFormat: "pulumi-preview", Findings: findings, SourceRoot: t.TempDir()}
+			want := Tally(d, w)
+			for _, n := range []struct {
+				count      int
+				one, other string
+			}{{d, "deny", "denies"}, {w, "warning", "warnings"}} {
+				word := n.other
+				if n.count == 1 {
+					word = n.one
+				}
+				if !strings.Contains(want, fmt.Sprintf("%d %s,", n.count, word)) && !strings.HasSuffix(want, fmt.Sprintf("%d %s", n.count, word)) {
+					t.Errorf("Tally(%d, %d) = %q: no %q", d, w, want, fmt.Sprintf("%d %s", n.count, word))
+				}
+			}
+			for _, f := range []Format{Text, GitHub} {
+				var out bytes.Buffer
+				if err := Write(&out, f, r); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("%s output of %d denies and %d warnings does not say %q:\n%s", f, d, w, want, out.String())
+				}
+			}
+		}
 	}
 }

@@ -58,7 +58,7 @@ func writeText(w io.Writer, r *Report) error {
 	if r.Failed() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(b, "\n%d %s, %d %s, %d waived: %s\n", d, plural(d, "deny", "denies"), warn, plural(warn, "warning", "warnings"), waived, verdict)
+	fmt.Fprintf(b, "\n%s, %d waived: %s\n", Tally(d, warn), waived, verdict)
 	return b.Flush()
 }
 
