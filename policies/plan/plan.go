@@ -25,6 +25,18 @@ import (
 // any of the supported documents.
 var ErrUnrecognised = errors.New("not a pulumi preview --json, pulumi stack export or terraform show -json document")
 
+// OtherOutputError is the error for a tool's output that is not the document the rules
+// read, such as a binary Terraform plan file: What names it and the command that makes
+// the document. It wraps ErrUnrecognised.
+type OtherOutputError struct {
+	File, What string
+}
+
+func (e *OtherOutputError) Error() string { return e.File + ": " + e.What }
+
+// Unwrap is ErrUnrecognised.
+func (e *OtherOutputError) Unwrap() error { return ErrUnrecognised }
+
 // Location points at the place a resource was declared or appears.
 type Location struct {
 	File string `json:"file"`
@@ -54,7 +66,7 @@ func Parse(data []byte, file string) (*Plan, error) {
 		return nil, fmt.Errorf("%s: empty input: %w", file, ErrUnrecognised)
 	}
 	if what := terraformOutput(trimmed, file); what != "" {
-		return nil, fmt.Errorf("%s: %s: %w", file, what, ErrUnrecognised)
+		return nil, &OtherOutputError{File: file, What: what}
 	}
 	if trimmed[0] != '{' {
 		return nil, fmt.Errorf("%s: the input is not a JSON object: %w", file, ErrUnrecognised)

@@ -19,6 +19,9 @@ func writeGitHub(w io.Writer, r *Report) error {
 		return err
 	}
 	b := bufio.NewWriter(w)
+	if r.Incomplete != "" {
+		fmt.Fprintf(b, "::warning title=%s::%s\n", escapeProperty("Incomplete document: "+r.Source), escapeData(r.Incomplete))
+	}
 	for _, f := range r.Findings {
 		cmd := "warning"
 		switch {

@@ -37,6 +37,13 @@ type Report struct {
 	InputFormat string
 	// Resources is the number of resources checked.
 	Resources int
+	// Environment is the environment the rules judged and its profile (which thresholds,
+	// which strict rules mandatory), as check.Profile states it; "" when not given.
+	Environment string
+	// Incomplete says what the document leaves out and the command that shows everything
+	// (evaluate.Result.Incomplete); "" for a complete document. Every output says it, as
+	// the verdict cannot rest on what the document does not show.
+	Incomplete string
 	// Rules are the rules that ran (for SARIF rule metadata and JUnit passes).
 	Rules []evaluate.Rule
 	// Findings are every finding, waived ones included.

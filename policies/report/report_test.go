@@ -292,3 +292,34 @@ func TestCountsAgreeInNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestIncompleteDocumentIsSaid: the text, json and github outputs of a report on an
+// incomplete document say so and what to run instead, with and without findings, passing
+// or failing; those of a complete document say nothing of it.
+func TestIncompleteDocumentIsSaid(t *testing.T) {
+	const advice = "printed without --show-sames, the preview leaves out every unchanged resource: for a firm verdict check `pulumi preview --json --show-sames` or `pulumi stack export`"
+	for _, findings := range []bool{false, true} {
+		for _, incomplete := range []string{"", advice} {
+			r := sample(false)
+			if !findings {
+				r.Findings = nil
+			}
+			r.Incomplete = incomplete
+			r.SourceRoot = t.TempDir()
+			text, js, gh := render(t, Text, r), render(t, JSON, r), render(t, GitHub, r)
+			var decoded jsonReport
+			if err := json.Unmarshal([]byte(js), &decoded); err != nil {
+				t.Fatal(err)
+			}
+			said := strings.Contains(text, "incomplete document: "+advice) && strings.Contains(text, "(on an incomplete document: see above)") &&
+				!decoded.Complete && decoded.Incomplete == advice &&
+				strings.Contains(gh, "::warning title=Incomplete document%3A stack prod::"+advice)
+			if incomplete != "" && !said {
+				t.Errorf("findings %v: an incomplete document is not said in every output:\n%s\n%s\n%s", findings, text, js, gh)
+			}
+			if incomplete == "" && (strings.Contains(text+gh, "ncomplete document") || !decoded.Complete || decoded.Incomplete != "") {
+				t.Errorf("findings %v: a complete document is said to be incomplete:\n%s\n%s\n%s", findings, text, js, gh)
+			}
+		}
+	}
+}
