@@ -69,6 +69,7 @@ test_unchanged_preview_without_show_sames_is_unusable if {
 	contains(model.incomplete, "--show-sames") with input as preview
 	ids := {f.id | some f in data.eventpipe.deny} with input as preview
 	ids == {"EP900"}
+
 	# A preview that deletes a subscription shows a removal to judge.
 	removal := {"steps": [stack_step, {"op": "delete", "urn": u(sub_type, "gone"), "oldState": state(sub_type, "gone", {})}], "changeSummary": {"delete": 1, "same": 130}}
 	model.problems == [] with input as removal
