@@ -306,20 +306,37 @@ func TestIncompleteDocumentIsSaid(t *testing.T) {
 			}
 			r.Incomplete = incomplete
 			r.SourceRoot = t.TempDir()
-			text, js, gh := render(t, Text, r), render(t, JSON, r), render(t, GitHub, r)
+			text, js, gh, sr := render(t, Text, r), render(t, JSON, r), render(t, GitHub, r), render(t, SARIF, r)
+			validateSARIF(t, sarifSchema(t), sr)
 			var decoded jsonReport
 			if err := json.Unmarshal([]byte(js), &decoded); err != nil {
 				t.Fatal(err)
 			}
 			said := strings.Contains(text, "incomplete document: "+advice) && strings.Contains(text, "(on an incomplete document: see above)") &&
 				!decoded.Complete && decoded.Incomplete == advice &&
-				strings.Contains(gh, "::warning title=Incomplete document%3A stack prod::"+advice)
+				strings.Contains(gh, "::warning title=Incomplete document%3A stack prod::"+advice) &&
+				strings.Contains(sr, `"text": "incomplete document: printed without --show-sames`)
 			if incomplete != "" && !said {
 				t.Errorf("findings %v: an incomplete document is not said in every output:\n%s\n%s\n%s", findings, text, js, gh)
 			}
-			if incomplete == "" && (strings.Contains(text+gh, "ncomplete document") || !decoded.Complete || decoded.Incomplete != "") {
+			if incomplete == "" && (strings.Contains(text+gh+sr, "ncomplete document") || !decoded.Complete || decoded.Incomplete != "") {
 				t.Errorf("findings %v: a complete document is said to be incomplete:\n%s\n%s\n%s", findings, text, js, gh)
 			}
 		}
+	}
+}
+
+// TestEnvironmentIsSaid: the text, json and sarif outputs state the environment's profile
+// the verdict rests on.
+func TestEnvironmentIsSaid(t *testing.T) {
+	r := sample(false)
+	r.Environment = "qa: the default profile (no rule or check configuration names this environment)"
+	text, js, sr := render(t, Text, r), render(t, JSON, r), render(t, SARIF, r)
+	var decoded jsonReport
+	if err := json.Unmarshal([]byte(js), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "\nenvironment: "+r.Environment+"\n") || decoded.Environment != r.Environment || !strings.Contains(sr, `"text": "environment: qa: the default profile`) {
+		t.Errorf("the environment's profile is not said:\n%s\n%s\n%s", text, js, sr)
 	}
 }
