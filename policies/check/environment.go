@@ -44,13 +44,14 @@ func (p Profile) String() string {
 	b.WriteString(p.Env)
 	switch {
 	case !p.Known:
-		fmt.Fprintf(&b, ": the default profile (no rule or check configuration names this environment): the thresholds for every environment")
+		b.WriteString(": the default profile (no rule or check configuration names this environment): the thresholds for every environment")
 	case p.Configured:
 		b.WriteString(": its check configuration thresholds")
 	default:
 		b.WriteString(": the thresholds for every environment")
 	}
 	switch {
+	case len(p.Strict) == 0:
 	case len(p.Mandatory) == len(p.Strict):
 		fmt.Fprintf(&b, "; %s mandatory (deny)", strings.Join(p.Mandatory, ", "))
 	case len(p.Mandatory) == 0:
