@@ -83,8 +83,16 @@ func ParseStackFile(path string, data []byte) (*StackFile, error) {
 		}
 	}
 	if len(stray) > 0 {
-		return nil, fmt.Errorf("stack config %s:%d: %s at the top level: a stack's settings are read only under config:, so put them under config: (the keys of a stack file are %s)",
-			path, strayLine, strings.Join(stray, ", "), strings.Join(stackFileKeys(), ", "))
+		hint := "put them under config:"
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			k, v := root.Content[i], root.Content[i+1]
+			if k.Value == Namespace && v.Kind == yaml.MappingNode && len(v.Content) > 0 {
+				// eventpipe: is a namespace, not a key: its keys are written eventpipe:KEY.
+				hint = fmt.Sprintf("put them under config:, each %s key as %s:KEY (config:\n  %s:%s: …)", Namespace, Namespace, Namespace, v.Content[0].Value)
+			}
+		}
+		return nil, fmt.Errorf("stack config %s:%d: %s at the top level: a stack's settings are read only under config:, so %s (the keys of a stack file are %s)",
+			path, strayLine, strings.Join(stray, ", "), hint, strings.Join(stackFileKeys(), ", "))
 	}
 	if cfg == nil {
 		return f, nil

@@ -147,6 +147,12 @@ func TestParseStackFileWantsConfigWrapper(t *testing.T) {
 		!strings.Contains(err.Error(), "put them under config:") {
 		t.Fatalf("settings without config: %v", err)
 	}
+	// The namespace written as a mapping: its keys are eventpipe:KEY under config:.
+	_, err = spec.ParseStackFile("Pulumi.dev.yaml", []byte("# dev\neventpipe:\n  project: acme-dev\n  pipelines: {}\n"))
+	if err == nil || !strings.Contains(err.Error(), "Pulumi.dev.yaml:2: eventpipe at the top level") ||
+		!strings.Contains(err.Error(), "put them under config:, each eventpipe key as eventpipe:KEY (config:\n  eventpipe:project: …)") {
+		t.Fatalf("eventpipe: at the top level: %v", err)
+	}
 	ok := "secretsprovider: passphrase\nencryptionsalt: v1:abc\nencryptedkey: k\nenvironment: [acme/dev]\n" + stackYAML
 	if _, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(ok)); err != nil {
 		t.Fatalf("a stack file's own keys: %v", err)
