@@ -38,11 +38,13 @@ waived := [object.union(f, {"waiver": object.remove(w, ["pattern"])}) |
 	w := lib.waiver_of(f)
 ]
 
-# summary describes the document: its format, whether it shows every resource, how many
-# resources were judged, and the problems that make it unusable.
+# summary describes the document: its format, whether it shows every resource (and, when
+# not, what it leaves out and what to run instead), how many resources were judged, and
+# the problems that make it unusable.
 summary := {
 	"format": document_format,
 	"complete": model.complete,
+	"incomplete": model.incomplete,
 	"resources": count(model.resources),
 	"problems": model.problems,
 }

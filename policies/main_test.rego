@@ -44,6 +44,6 @@ test_results_carry_what_conftest_users_need if {
 }
 
 test_summary if {
-	data.eventpipe.summary == {"format": "pulumi-preview", "complete": true, "resources": 1, "problems": []} with input as {"steps": [stack_step, bare_step]}
+	data.eventpipe.summary == {"format": "pulumi-preview", "complete": true, "incomplete": "", "resources": 1, "problems": []} with input as {"steps": [stack_step, bare_step]}
 	count(data.eventpipe.summary.problems) == 1 with input as {"kind": "ConfigMap"}
 }

@@ -65,6 +65,26 @@ complete := false if {
 	not terraform_complete
 }
 
+# incomplete says what a document that is not complete leaves out and the command that
+# shows everything; "" for a complete document. Every output of eventpipe check prints it.
+default incomplete := ""
+
+incomplete := concat("", [
+	"printed without --show-sames, the preview leaves out every unchanged resource: ",
+	"for a firm verdict check `pulumi preview --json --show-sames` or `pulumi stack export`",
+]) if {
+	format == "pulumi-preview"
+	not complete
+}
+
+incomplete := concat("", [
+	"the plan is partial (terraform stopped on an error or deferred changes to a later run): ",
+	"resolve that, then check `terraform show -json PLANFILE` of a new `terraform plan -out=PLANFILE`",
+]) if {
+	format == "terraform-plan"
+	not complete
+}
+
 # removals is every subscription and topic the document deletes or replaces, each as
 # {"urn", "type", "action" ("delete" or "replace"), "properties"}: replacing or
 # deleting either drops messages (a subscription's backlog; a topic's subscriptions are
@@ -88,10 +108,20 @@ drift := input.eventpipeAudit.drift if {
 	is_array(input.eventpipeAudit.drift)
 }
 
-# problems lists why the input cannot be checked; empty for a usable document.
+# problems lists why the input cannot be checked; empty for a usable document. A document
+# that is not complete and shows nothing to judge (a preview of an unchanged stack printed
+# without --show-sames) is unusable: a pass of it would rest on nothing.
 problems := document_problems if {
 	count(document_problems) > 0
-} else := format_problems
+} else := array.concat(format_problems, nothing_shown)
+
+default nothing_shown := []
+
+nothing_shown := [concat("", ["it shows no resource to judge: ", incomplete])] if {
+	not complete
+	count(resources) == 0
+	count(removals) == 0
+}
 
 document_problems contains "there is no input document" if not input
 

@@ -55,6 +55,27 @@ test_preview_without_show_sames_is_incomplete if {
 	model.complete == false with input as preview
 }
 
+test_incomplete_preview_says_what_to_run if {
+	preview := {"steps": [stack_step, step("create", sub_type, "new")], "changeSummary": {"create": 1, "same": 12}}
+	contains(model.incomplete, "pulumi preview --json --show-sames") with input as preview
+	model.problems == [] with input as preview
+	model.incomplete == "" with input as {"steps": [stack_step], "changeSummary": {"same": 1}}
+}
+
+# A preview of an unchanged stack printed without --show-sames shows only the root stack:
+# nothing to judge, so no verdict (EP900), in every runtime.
+test_unchanged_preview_without_show_sames_is_unusable if {
+	preview := {"steps": [stack_step], "changeSummary": {"same": 130}}
+	model.problems == [concat("", ["it shows no resource to judge: ", model.incomplete])] with input as preview
+	contains(model.incomplete, "--show-sames") with input as preview
+	ids := {f.id | some f in data.eventpipe.deny} with input as preview
+	ids == {"EP900"}
+
+	# A preview that deletes a subscription shows a removal to judge.
+	removal := {"steps": [stack_step, {"op": "delete", "urn": u(sub_type, "gone"), "oldState": state(sub_type, "gone", {})}], "changeSummary": {"delete": 1, "same": 130}}
+	model.problems == [] with input as removal
+}
+
 test_preview_with_show_sames_is_complete if {
 	preview := {"steps": [stack_step, step("same", topic_type, "t"), step("create", sub_type, "new")], "changeSummary": {"create": 1, "same": 2}}
 	model.complete == true with input as preview

@@ -66,11 +66,35 @@ func ParseStackFile(path string, data []byte) (*StackFile, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("stack config %s: top level must be a mapping with a config: key", path)
 	}
+	if err := refuseDuplicateKeys(path, "", root); err != nil {
+		return nil, err
+	}
 	var cfg *yaml.Node
+	var stray []string
+	strayLine := 0
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "config" {
+		k := root.Content[i]
+		switch {
+		case k.Value == "config":
 			cfg = root.Content[i+1]
+		case !slices.Contains(stackFileKeys(), k.Value):
+			stray = append(stray, k.Value)
+			if strayLine == 0 {
+				strayLine = k.Line
+			}
 		}
+	}
+	if len(stray) > 0 {
+		hint := "put them under config:"
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			k, v := root.Content[i], root.Content[i+1]
+			if k.Value == Namespace && v.Kind == yaml.MappingNode && len(v.Content) > 0 {
+				// eventpipe: is a namespace, not a key: its keys are written eventpipe:KEY.
+				hint = fmt.Sprintf("put them under config:, each %s key as %s:KEY (config:\n  %s:%s: …)", Namespace, Namespace, Namespace, v.Content[0].Value)
+			}
+		}
+		return nil, fmt.Errorf("stack config %s:%d: %s at the top level: a stack's settings are read only under config:, so %s (the keys of a stack file are %s)",
+			path, strayLine, strings.Join(stray, ", "), hint, strings.Join(stackFileKeys(), ", "))
 	}
 	if cfg == nil || cfg.Kind == yaml.ScalarNode && cfg.ShortTag() == "!!null" { // config: with nothing, as pulumi reads it
 		return f, nil
@@ -83,6 +107,9 @@ func ParseStackFile(path string, data []byte) (*StackFile, error) {
 		key := k.Value
 		if !strings.Contains(key, ":") {
 			key = Namespace + ":" + key
+		}
+		if at, dup := f.Locations[key]; dup {
+			return nil, fmt.Errorf("stack config %s:%d: config key %q names %s, already set at line %d: keep one of them", path, k.Line, k.Value, key, at.Line)
 		}
 		f.Locations[key] = Location{File: path, Line: k.Line, Column: k.Column}
 		secret := false
@@ -105,6 +132,44 @@ func ParseStackFile(path string, data []byte) (*StackFile, error) {
 		}
 	}
 	return f, nil
+}
+
+// stackFileKeys are the top-level keys of a Pulumi stack file; the stack's settings are
+// under config.
+func stackFileKeys() []string {
+	return []string{"config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt"}
+}
+
+// refuseDuplicateKeys fails on a key written twice in one mapping of n (path names n),
+// as the Pulumi CLI refuses such a file ("mapping key already defined"); yaml.v3 keeps
+// the last one when it decodes into a node. Aliases are not followed: their mappings are
+// checked where they are written.
+func refuseDuplicateKeys(file, path string, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		seen := make(map[string]int, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if line, dup := seen[k.Value]; dup {
+				return fmt.Errorf("stack config %s:%d: %s: key %q is already defined at line %d (the Pulumi CLI refuses the file: mapping key already defined); keep one of them", file, k.Line, p, k.Value, line)
+			}
+			seen[k.Value] = k.Line
+			if err := refuseDuplicateKeys(file, p, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			if err := refuseDuplicateKeys(file, fmt.Sprintf("%s[%d]", path, i), item); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // toValue converts a YAML node to JSON-able data, recording key locations

@@ -1,6 +1,7 @@
 package spec_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -95,5 +96,65 @@ func TestSecureValueInsideStructuredKeyIsAnError(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "AAAA") {
 		t.Error("ciphertext echoed")
+	}
+}
+
+// TestParseStackFileRefusesDuplicateKeys: a key written twice in one mapping, at any depth
+// (every key line of stackYAML written twice in turn), is refused at the second one's
+// file:line, naming the key, as the Pulumi CLI refuses the file; yaml.v3 kept the last.
+func TestParseStackFileRefusesDuplicateKeys(t *testing.T) {
+	lines := strings.Split(stackYAML, "\n")
+	tried := 0
+	for i, l := range lines {
+		key, _, isKey := strings.Cut(strings.TrimSpace(l), ": ")
+		if !isKey {
+			key, isKey = strings.CutSuffix(strings.TrimSpace(l), ":")
+		}
+		if !isKey || strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		tried++
+		doubled := append(append(append([]string{}, lines[:i]...), l), lines[i:]...)
+		_, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(strings.Join(doubled, "\n")))
+		want := fmt.Sprintf("stack config Pulumi.dev.yaml:%d: ", i+2)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("key %q is already defined at line %d", key, i+1)) {
+			t.Errorf("line %d (%s) written twice: %v, want %q… key %q", i+1, l, err, want, key)
+		}
+	}
+	if tried < 15 {
+		t.Fatalf("only %d key lines tried", tried)
+	}
+	// Two spellings of one config key are one key written twice.
+	_, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte("config:\n  project: a\n  eventpipe:project: b\n"))
+	if err == nil || !strings.Contains(err.Error(), `Pulumi.dev.yaml:3: config key "eventpipe:project" names eventpipe:project, already set at line 2`) {
+		t.Errorf("project and eventpipe:project: %v", err)
+	}
+}
+
+// TestParseStackFileWantsConfigWrapper: settings written at the top level instead of
+// under config: are refused at their line with the fix, whichever key comes first; the
+// keys of a Pulumi stack file are accepted.
+func TestParseStackFileWantsConfigWrapper(t *testing.T) {
+	var flat []string
+	for _, l := range strings.Split(stackYAML, "\n") {
+		if l == "config:" {
+			continue
+		}
+		flat = append(flat, strings.TrimPrefix(l, "  "))
+	}
+	_, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(strings.Join(flat, "\n")))
+	if err == nil || !strings.Contains(err.Error(), "Pulumi.dev.yaml:2: gcp:project, project, eventpipe:projectNumber, eventpipe:store, eventpipe:pipelines at the top level") ||
+		!strings.Contains(err.Error(), "put them under config:") {
+		t.Fatalf("settings without config: %v", err)
+	}
+	// The namespace written as a mapping: its keys are eventpipe:KEY under config:.
+	_, err = spec.ParseStackFile("Pulumi.dev.yaml", []byte("# dev\neventpipe:\n  project: acme-dev\n  pipelines: {}\n"))
+	if err == nil || !strings.Contains(err.Error(), "Pulumi.dev.yaml:2: eventpipe at the top level") ||
+		!strings.Contains(err.Error(), "put them under config:, each eventpipe key as eventpipe:KEY (config:\n  eventpipe:project: …)") {
+		t.Fatalf("eventpipe: at the top level: %v", err)
+	}
+	ok := "secretsprovider: passphrase\nencryptionsalt: v1:abc\nencryptedkey: k\nenvironment: [acme/dev]\n" + stackYAML
+	if _, err := spec.ParseStackFile("Pulumi.dev.yaml", []byte(ok)); err != nil {
+		t.Fatalf("a stack file's own keys: %v", err)
 	}
 }

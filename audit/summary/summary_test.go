@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/audit/inventory"
 	"github.com/eventpipe/eventpipe/audit/ownership"
+	"github.com/eventpipe/eventpipe/policies/report"
 )
 
 func input() Input {
@@ -87,6 +88,28 @@ func TestHTMLEscapes(t *testing.T) {
 	for _, want := range []string{`<strong class="failed">FAILED</strong>`, "<td>shop</td>", `<tr class="waived">`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %q", want)
+		}
+	}
+}
+
+// TestVerdictCountsAgreeInNumber: the Markdown and HTML verdicts count one deny or warning
+// in the singular, as every verdict does (report.Tally); they said "1 denies".
+func TestVerdictCountsAgreeInNumber(t *testing.T) {
+	for d := range 3 {
+		for w := range 3 {
+			s := Build(input())
+			s.Totals.Denies, s.Totals.Warnings = d, w
+			var md, page bytes.Buffer
+			if err := s.Markdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.HTML(&page); err != nil {
+				t.Fatal(err)
+			}
+			want := "(" + report.Tally(d, w) + ", 1 waived)"
+			if !strings.Contains(md.String(), want) || !strings.Contains(page.String(), want) {
+				t.Errorf("%d denies, %d warnings: the verdicts lack %q", d, w, want)
+			}
 		}
 	}
 }

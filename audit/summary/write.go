@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	texttemplate "text/template"
+
+	"github.com/eventpipe/eventpipe/policies/report"
 )
 
 //go:embed summary.md.tmpl
@@ -27,6 +29,8 @@ var funcs = map[string]any{
 		}
 		return n
 	},
+	// tally counts denies and warnings as every verdict does ("1 deny, 2 warnings").
+	"tally": report.Tally,
 	"verdict": func(failed bool) string {
 		if failed {
 			return "FAILED"

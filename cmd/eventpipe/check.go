@@ -43,7 +43,7 @@ func newCheckCmd() *cobra.Command {
 	f.StringVar(&opts.stack, "stack", "", "render this stack (dev, staging, prod) offline and check it; also the environment for thresholds")
 	stackFileFlag(f, &opts.stackFile)
 	stackDirFlag(f, &opts.stackDir)
-	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name)")
+	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name); one the rules do not name gets the default profile, a misspelling of one they do is refused")
 	opts.policyFlags.register(f)
 	return cmd
 }

@@ -255,6 +255,14 @@ func TestCheckUnusableInput(t *testing.T) {
 		{"unknown flag", []string{"check", "--frobnicate"}, "", "unknown flag"},
 		{"terraform state", []string{"check", write("s.json", `{"format_version":"1.0","values":{"root_module":{}}}`)}, "", "Terraform state"},
 		{"malformed step", []string{"check", "-"}, `{"steps":[{"kind":"x"}]}`, `steps[0]: a preview step needs "op"`},
+		// The first-hour walk-through: each passed or got a generic message.
+		{"unchanged preview without --show-sames", []string{"check", "-", "--env", "prod"},
+			`{"steps":[{"op":"same","urn":"urn:pulumi:prod::eventpipe::pulumi:pulumi:Stack::eventpipe-prod","newState":{"type":"pulumi:pulumi:Stack","custom":false}}],"changeSummary":{"same":130}}`,
+			"shows no resource to judge: printed without --show-sames, the preview leaves out every unchanged resource: for a firm verdict check `pulumi preview --json --show-sames`"},
+		{"binary terraform plan", []string{"check", "../../policies/plan/testdata/terraform_plan.tfplan"}, "", "this is a binary plan file (terraform plan -out), which only terraform reads: check the JSON of it, `terraform show -json ../../policies/plan/testdata/terraform_plan.tfplan > plan.json`"},
+		{"misspelt environment", []string{"check", "--stack", "prod", "--env", "prodd"}, "", `--env "prodd": no rule or check configuration names that environment (they name prod); did you mean "prod"?`},
+		{"misspelt environment, data", []string{"check", "--print-data", "--env", "prd"}, "", `did you mean "prod"?`},
+		{"terraform plan -json log", []string{"check", "../../policies/plan/testdata/terraform_plan_log.jsonl.txt"}, "", "this is the log `terraform plan -json` streams"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

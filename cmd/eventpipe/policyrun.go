@@ -41,7 +41,7 @@ func (f *policyFlags) infoOnly() bool { return f.listRules || f.printData }
 // options are the flags as the library takes them, with the thresholds of env.
 func (f *policyFlags) options(env string) check.Options {
 	return check.Options{
-		Outputs: f.outputs, ConfigFile: f.config, Env: env, FailOnWarn: f.failOnWarn,
+		Outputs: f.outputs, ConfigFile: f.config, Env: env, EnvFlag: env != "", FailOnWarn: f.failOnWarn,
 		ListRules: f.listRules, PrintData: f.printData, Now: f.now,
 	}
 }

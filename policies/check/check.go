@@ -67,6 +67,7 @@ func Check(ctx context.Context, stdout, stderr io.Writer, opts Options, in Input
 		return err
 	}
 	rep := run.Report(source, res.Format, res.Resources, res.Findings)
+	rep.Incomplete = res.Incomplete
 	return run.Finish(ctx, stdout, stderr, rep, slog.String("source", source), slog.String("format", res.Format),
 		slog.Bool("complete", res.Complete), slog.Int("resources", res.Resources))
 }
@@ -88,7 +89,8 @@ func ReadPlan(stdin io.Reader, name string) (*plan.Plan, error) {
 	}
 	p, err := plan.Parse(data, file)
 	if err != nil {
-		if errors.Is(err, plan.ErrUnrecognised) {
+		var other *plan.OtherOutputError
+		if errors.Is(err, plan.ErrUnrecognised) && !errors.As(err, &other) {
 			return nil, fmt.Errorf("%w; %s", err, produceOne)
 		}
 		return nil, err

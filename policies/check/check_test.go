@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/internal/testing/plantest"
 	"github.com/eventpipe/eventpipe/policies/check"
+	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -94,5 +95,65 @@ func TestInfoListsRules(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "ID ") || !strings.Contains(out.String(), "EP002") {
 		t.Errorf("rules table:\n%s", out.String())
+	}
+}
+
+// TestFailedErrorCounts: the verdict of a failing check counts in the singular for one.
+func TestFailedErrorCounts(t *testing.T) {
+	for _, tt := range []struct {
+		denies, warnings int
+		want             string
+	}{
+		{1, 0, "check failed: 1 deny, 0 warnings (fail-on-warn false)"},
+		{2, 1, "check failed: 2 denies, 1 warning (fail-on-warn false)"},
+	} {
+		if got := (&check.FailedError{Command: "check", Denies: tt.denies, Warnings: tt.warnings}).Error(); got != tt.want {
+			t.Errorf("FailedError = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// TestIncompleteDocuments: a preview printed without --show-sames is judged only as far as
+// it shows. Of an unchanged stack (no resource shown, for every environment) there is no
+// verdict: an unusable document (exit 2) saying what to run, never "0 resources … PASS";
+// of a change (one subscription shown) the verdict stands, and its text and json outputs
+// say the document is incomplete and what to run.
+func TestIncompleteDocuments(t *testing.T) {
+	ctx := context.Background()
+	data, err := render.Stack(ctx, render.Options{Stack: "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{"", "dev", "prod"} {
+		for _, keep := range [][]plantest.Ref{nil, {{Type: plantest.SubscriptionType, Name: plantest.PushSubscription}}} {
+			doc := plantest.Parse(t, data)
+			doc.KeepChanged(t, keep...)
+			path := filepath.Join(t.TempDir(), "preview.json")
+			if err := os.WriteFile(path, doc.JSON(t), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			err := check.Check(ctx, &out, &bytes.Buffer{}, check.Options{Env: env, Outputs: []string{"text", "json=" + filepath.Join(filepath.Dir(path), "out.json")}}, check.Input{File: path})
+			if len(keep) == 0 {
+				var failed *check.FailedError
+				if !errors.Is(err, evaluate.ErrUnusableDocument) || errors.As(err, &failed) || !strings.Contains(err.Error(), "shows no resource to judge") ||
+					!strings.Contains(err.Error(), "pulumi preview --json --show-sames") {
+					t.Errorf("env %q, unchanged stack: %v\n%s", env, err, out.String())
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("env %q, one change: %v", env, err)
+			}
+			js, err := os.ReadFile(filepath.Join(filepath.Dir(path), "out.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "incomplete document: printed without --show-sames") || !strings.Contains(out.String(), "PASS (on an incomplete document") ||
+				!strings.Contains(string(js), `"complete": false`) || !strings.Contains(string(js), "pulumi preview --json --show-sames") ||
+				(env == "prod" && !strings.Contains(out.String(), "\nenvironment: prod: the thresholds for every environment; EP012, EP016, EP101, EP103 mandatory (deny)\n")) {
+				t.Errorf("env %q, one change: the outputs do not say the document is incomplete:\n%s\n%s", env, out.String(), js)
+			}
+		}
 	}
 }

@@ -34,6 +34,10 @@ type Options struct {
 	ConfigFile string
 	// Env is the environment whose thresholds apply.
 	Env string
+	// EnvFlag is whether the user named Env (--env), rather than a stack name giving it:
+	// a named environment no rule or configuration knows that is a misspelling of one
+	// they do is refused.
+	EnvFlag bool
 	// FailOnWarn fails the report on warnings too.
 	FailOnWarn bool
 	// ListRules asks for the rules instead of a verdict.
@@ -61,7 +65,7 @@ type FailedError struct {
 }
 
 func (e *FailedError) Error() string {
-	return fmt.Sprintf("%s failed: %d denies, %d warnings (fail-on-warn %v)", e.Command, e.Denies, e.Warnings, e.FailOnWarn)
+	return fmt.Sprintf("%s failed: %s (fail-on-warn %v)", e.Command, report.Tally(e.Denies, e.Warnings), e.FailOnWarn)
 }
 
 // Run is one run of the rules by a command: the parsed outputs and configuration, and
@@ -78,6 +82,8 @@ type Run struct {
 	ready  chan struct{}
 	eng    *evaluate.Engine
 	engErr error
+	// profile is how the rules judge opts.Env; set with the rules.
+	profile Profile
 }
 
 // Start parses the outputs and the configuration file and starts compiling the rules with
@@ -112,6 +118,9 @@ func Start(ctx context.Context, command string, opts Options) (*Run, error) {
 	return r, nil
 }
 
+// Profile is how the rules judge the run's environment; it follows Info or Check.
+func (r *Run) Profile() Profile { return r.profile }
+
 // Now is the date the run judges waivers on.
 func (r *Run) Now() time.Time { return r.opts.Now() }
 
@@ -124,6 +133,11 @@ func (r *Run) rules() (*evaluate.Engine, error) {
 	if err := r.cfg.Validate(r.eng.Rules()); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.opts.ConfigFile, err)
 	}
+	p, err := profile(r.opts.Env, r.opts.EnvFlag, r.cfg, r.data, r.eng.Rules())
+	if err != nil {
+		return nil, err
+	}
+	r.profile = p
 	return r.eng, nil
 }
 
@@ -168,7 +182,7 @@ func (r *Run) Check(ctx context.Context, p *plan.Plan) (*evaluate.Result, error)
 // judged resources), under the command's name. It follows Info or Check.
 func (r *Run) Report(source, inputFormat string, resources int, findings []evaluate.Finding) *report.Report {
 	return &report.Report{
-		Command: "eventpipe " + r.command, Source: source, InputFormat: inputFormat, Resources: resources,
+		Command: "eventpipe " + r.command, Source: source, InputFormat: inputFormat, Resources: resources, Environment: r.profile.String(),
 		Rules: r.eng.Rules(), Findings: findings, FailOnWarn: r.opts.FailOnWarn, Version: release.ModuleVersion(),
 	}
 }

@@ -14,12 +14,15 @@ import (
 	"io"
 	"maps"
 	"os"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/eventpipe/eventpipe/internal/spelling"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
@@ -69,7 +72,7 @@ func Parse(data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("parsing check configuration (fields: thresholds, environments.<env>.thresholds, waivers): %w", err)
+		return nil, fmt.Errorf("parsing check configuration (fields: thresholds, environments.<env>.thresholds, waivers): %w", unknownKeys(err))
 	}
 	for i := range c.Waivers {
 		w := &c.Waivers[i]
@@ -198,4 +201,50 @@ func asJSON(settings map[string]any) (map[string]any, error) {
 		return nil, fmt.Errorf("settings cannot be read as JSON: %w", err)
 	}
 	return out, nil
+}
+
+// unknownField is how yaml.v3 reports a key KnownFields refuses.
+var unknownField = regexp.MustCompile(`^(line \d+): field (.+) not found in type checkconfig\.(\w+)$`)
+
+// unknownKeys rewrites the unknown-key errors of a decode in the file's own terms: where
+// the key is, the keys allowed there and the one it was likely meant to be (never a Go
+// type name). Any other error is returned as it is.
+func unknownKeys(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	places := map[string]struct {
+		where string
+		typ   reflect.Type
+	}{
+		"Config":      {"at the top level", reflect.TypeFor[Config]()},
+		"Environment": {"in environments.<env>", reflect.TypeFor[Environment]()},
+		"Waiver":      {"in a waiver", reflect.TypeFor[Waiver]()},
+	}
+	msgs := make([]string, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		m := unknownField.FindStringSubmatch(e)
+		if m == nil {
+			msgs = append(msgs, e)
+			continue
+		}
+		place, ok := places[m[3]]
+		if !ok {
+			msgs = append(msgs, e)
+			continue
+		}
+		var keys []string
+		for i := range place.typ.NumField() {
+			if tag, _, _ := strings.Cut(place.typ.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
+				keys = append(keys, tag)
+			}
+		}
+		msg := fmt.Sprintf("%s: unknown key %q %s (keys: %s)", m[1], m[2], place.where, strings.Join(keys, ", "))
+		if meant, ok := spelling.Closest(m[2], keys); ok {
+			msg += fmt.Sprintf("; did you mean %q?", meant)
+		}
+		msgs = append(msgs, msg)
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }

@@ -43,7 +43,12 @@ waivers:
 
 func TestParseErrors(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
-		{"unknown field", "thresold: {}\n", "field thresold not found"},
+		{"unknown field", "thresold: {}\n", `line 1: unknown key "thresold" at the top level (keys: thresholds, environments, waivers); did you mean "thresholds"?`},
+		// The walk-through's typo: a Go type name leaked, and no suggestion.
+		{"singular", "threshold: {}\n", `unknown key "threshold" at the top level (keys: thresholds, environments, waivers); did you mean "thresholds"?`},
+		{"environment key", "environments: {prod: {threshold: {}}}\n", `unknown key "threshold" in environments.<env> (keys: thresholds); did you mean "thresholds"?`},
+		{"waiver key", "waivers: [{rule: EP001, urn: x, reason: r, expiry: 2027-01-01}]\n", `unknown key "expiry" in a waiver (keys: rule, urn, reason, expires); did you mean "expires"?`},
+		{"far from any key", "owners: [a]\n", `unknown key "owners" at the top level (keys: thresholds, environments, waivers)`},
 		{"no reason", "waivers: [{rule: EP001, urn: x, expires: 2027-01-01}]\n", "waivers[0].reason is empty"},
 		{"bad date", "waivers: [{rule: EP001, urn: x, reason: r, expires: soon}]\n", `waivers[0].expires "soon" is not a date`},
 		{"no rule", "waivers: [{urn: x, reason: r, expires: 2027-01-01}]\n", "waivers[0].rule is empty"},
@@ -54,6 +59,9 @@ func TestParseErrors(t *testing.T) {
 			_, err := Parse([]byte(tt.yaml))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "checkconfig.") || strings.Contains(err.Error(), "not found in type") {
+				t.Errorf("err = %v: names a Go type", err)
 			}
 		})
 	}

@@ -80,6 +80,9 @@ type Result struct {
 	// Complete is false when the document leaves out resources that exist (a preview
 	// without --show-sames): verdicts resting on a resource's absence are then warnings.
 	Complete bool
+	// Incomplete says, when Complete is false, what the document leaves out and the
+	// command that shows everything (the model's incomplete); "" otherwise.
+	Incomplete string
 	// Resources is the number of resources the rules judged.
 	Resources int
 }
@@ -183,10 +186,11 @@ func (e *Engine) Check(ctx context.Context, p *plan.Plan) (*Result, error) {
 	}
 	b := rs[0].Bindings
 	var summary struct {
-		Format    string   `json:"format"`
-		Complete  bool     `json:"complete"`
-		Resources int      `json:"resources"`
-		Problems  []string `json:"problems"`
+		Format     string   `json:"format"`
+		Complete   bool     `json:"complete"`
+		Incomplete string   `json:"incomplete"`
+		Resources  int      `json:"resources"`
+		Problems   []string `json:"problems"`
 	}
 	if err := convert(b["summary"], &summary); err != nil {
 		return nil, fmt.Errorf("reading the document summary: %w", err)
@@ -194,7 +198,7 @@ func (e *Engine) Check(ctx context.Context, p *plan.Plan) (*Result, error) {
 	if len(summary.Problems) > 0 {
 		return nil, fmt.Errorf("%s: %w: %s", p.File, ErrUnusableDocument, strings.Join(summary.Problems, "; "))
 	}
-	res := &Result{Format: summary.Format, Complete: summary.Complete, Resources: summary.Resources}
+	res := &Result{Format: summary.Format, Complete: summary.Complete, Incomplete: summary.Incomplete, Resources: summary.Resources}
 	for _, set := range []struct {
 		name  string
 		level Level

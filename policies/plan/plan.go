@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -23,6 +24,18 @@ import (
 // ErrUnrecognised is returned (wrapped) for input that is not a JSON object, so cannot be
 // any of the supported documents.
 var ErrUnrecognised = errors.New("not a pulumi preview --json, pulumi stack export or terraform show -json document")
+
+// OtherOutputError is the error for a tool's output that is not the document the rules
+// read, such as a binary Terraform plan file: What names it and the command that makes
+// the document. It wraps ErrUnrecognised.
+type OtherOutputError struct {
+	File, What string
+}
+
+func (e *OtherOutputError) Error() string { return e.File + ": " + e.What }
+
+// Unwrap is ErrUnrecognised.
+func (e *OtherOutputError) Unwrap() error { return ErrUnrecognised }
 
 // Location points at the place a resource was declared or appears.
 type Location struct {
@@ -52,6 +65,9 @@ func Parse(data []byte, file string) (*Plan, error) {
 	if len(trimmed) == 0 {
 		return nil, fmt.Errorf("%s: empty input: %w", file, ErrUnrecognised)
 	}
+	if what := terraformOutput(trimmed, file); what != "" {
+		return nil, &OtherOutputError{File: file, What: what}
+	}
 	if trimmed[0] != '{' {
 		return nil, fmt.Errorf("%s: the input is not a JSON object: %w", file, ErrUnrecognised)
 	}
@@ -74,6 +90,38 @@ func Parse(data []byte, file string) (*Plan, error) {
 	}
 	p.Locations = Locations(data, file)
 	return p, nil
+}
+
+// terraformOutput says what data is, and the command that makes the document the rules
+// read from it, when it is Terraform's (or OpenTofu's) output other than a JSON plan: a
+// saved plan file (a zip archive) or the log `terraform plan -json` streams (JSON lines,
+// one UI message each). It is "" for anything else.
+func terraformOutput(data []byte, file string) string {
+	planFile := file
+	if file == "stdin" || file == "-" {
+		planFile = "PLANFILE"
+	}
+	if bytes.HasPrefix(data, []byte("PK\x03\x04")) {
+		return fmt.Sprintf("this is a binary plan file (terraform plan -out), which only terraform reads: "+
+			"check the JSON of it, `terraform show -json %s > plan.json` (tofu show -json for OpenTofu)", planFile)
+	}
+	first, _, _ := bytes.Cut(data, []byte("\n"))
+	if !bytes.HasPrefix(first, []byte(`{"@`)) {
+		// Not a UI message (they start with "@level"), and no second parse of a plan
+		// written on one line.
+		return ""
+	}
+	var msg struct {
+		Level   *string `json:"@level"`
+		Message *string `json:"@message"`
+		Type    string  `json:"type"`
+	}
+	if json.Unmarshal(first, &msg) != nil || msg.Level == nil || msg.Message == nil {
+		return ""
+	}
+	return "this is the log `terraform plan -json` streams (JSON lines, one UI message each, " +
+		"first " + strconv.Quote(msg.Type) + "), not a plan: save the plan with `terraform plan -out=plan.tfplan`, " +
+		"then check `terraform show -json plan.tfplan > plan.json`"
 }
 
 // FromDocument makes a plan of a document built in memory, such as a stack export of the

@@ -57,6 +57,44 @@ func TestParseRejectsWhatIsNotAJSONObject(t *testing.T) {
 	}
 }
 
+// TestParseNamesTerraformOutputs: Terraform's outputs other than a JSON plan — the binary
+// plan file and the log `terraform plan -json` streams (both made by terraform 1.5 from a
+// terraform_data resource), the log cut after any of its lines, given by name or on
+// standard input — are named, with the command that makes the document the rules read.
+func TestParseNamesTerraformOutputs(t *testing.T) {
+	log := fixture(t, "terraform_plan_log.jsonl.txt")
+	type input struct{ name, data, file, want string }
+	cases := []input{}
+	for _, file := range []string{"plan.tfplan", "stdin"} {
+		want := "terraform show -json " + file
+		if file == "stdin" {
+			want = "terraform show -json PLANFILE"
+		}
+		cases = append(cases, input{"binary plan " + file, string(fixture(t, "terraform_plan.tfplan")), file, "binary plan file (terraform plan -out)"},
+			input{"binary plan command " + file, string(fixture(t, "terraform_plan.tfplan")), file, want})
+	}
+	lines := bytes.SplitAfter(bytes.TrimSpace(log), []byte("\n"))
+	if len(lines) < 3 {
+		t.Fatalf("the log fixture has %d lines", len(lines))
+	}
+	for n := 1; n <= len(lines); n++ {
+		cases = append(cases, input{"log of " + strconv.Itoa(n) + " lines", string(bytes.Join(lines[:n], nil)), "plan.json",
+			"this is the log `terraform plan -json` streams (JSON lines, one UI message each, first \"version\"), not a plan: save the plan with `terraform plan -out=plan.tfplan`, then check `terraform show -json plan.tfplan > plan.json`"})
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.data), tt.file)
+			if !errors.Is(err, ErrUnrecognised) || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), tt.file+": ") {
+				t.Fatalf("Parse = %v, want ErrUnrecognised naming %s and %q", err, tt.file, tt.want)
+			}
+		})
+	}
+	// A plan's JSON is no log: its first line is the whole document or an opening brace.
+	if _, err := Parse(fixture(t, "terraform_plan.json.txt"), "plan.json"); err != nil {
+		t.Fatalf("the terraform show -json plan: %v", err)
+	}
+}
+
 func TestFromDocument(t *testing.T) {
 	p, err := FromDocument(map[string]any{"version": 3, "deployment": map[string]any{"resources": []any{}}}, "analyzer")
 	if err != nil {

@@ -19,6 +19,9 @@ func writeGitHub(w io.Writer, r *Report) error {
 		return err
 	}
 	b := bufio.NewWriter(w)
+	if r.Incomplete != "" {
+		fmt.Fprintf(b, "::warning title=%s::%s\n", escapeProperty("Incomplete document: "+r.Source), escapeData(r.Incomplete))
+	}
 	for _, f := range r.Findings {
 		cmd := "warning"
 		switch {
@@ -42,7 +45,7 @@ func writeGitHub(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(annotation(f)))
 	}
 	d, warn, waived := r.Counts()
-	fmt.Fprintf(b, "%s %s: %d denies, %d warnings, %d waived\n", r.command(), r.Source, d, warn, waived)
+	fmt.Fprintf(b, "%s %s: %s, %d waived\n", r.command(), r.Source, Tally(d, warn), waived)
 	return b.Flush()
 }
 

@@ -25,20 +25,27 @@ type jsonFinding struct {
 }
 
 type jsonReport struct {
-	Source    string        `json:"source"`
-	Format    string        `json:"format"`
-	Resources int           `json:"resources"`
-	Passed    bool          `json:"passed"`
-	Denies    int           `json:"denies"`
-	Warnings  int           `json:"warnings"`
-	Waived    int           `json:"waived"`
-	Findings  []jsonFinding `json:"findings"`
+	Source    string `json:"source"`
+	Format    string `json:"format"`
+	Resources int    `json:"resources"`
+	// Environment is the environment judged and its profile.
+	Environment string `json:"environment,omitempty"`
+	// Complete is whether the document shows every resource; Incomplete says, when it
+	// does not, what it leaves out and what to run instead.
+	Complete   bool          `json:"complete"`
+	Incomplete string        `json:"incomplete,omitempty"`
+	Passed     bool          `json:"passed"`
+	Denies     int           `json:"denies"`
+	Warnings   int           `json:"warnings"`
+	Waived     int           `json:"waived"`
+	Findings   []jsonFinding `json:"findings"`
 }
 
 func writeJSON(w io.Writer, r *Report) error {
 	d, warn, waived := r.Counts()
 	out := jsonReport{
 		Source: r.Source, Format: r.InputFormat, Resources: r.Resources,
+		Complete: r.Incomplete == "", Incomplete: r.Incomplete, Environment: r.Environment,
 		Passed: !r.Failed(), Denies: d, Warnings: warn, Waived: waived,
 		Findings: make([]jsonFinding, 0, len(r.Findings)),
 	}

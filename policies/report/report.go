@@ -37,6 +37,13 @@ type Report struct {
 	InputFormat string
 	// Resources is the number of resources checked.
 	Resources int
+	// Environment is the environment the rules judged and its profile (which thresholds,
+	// which strict rules mandatory), as check.Profile states it; "" when not given.
+	Environment string
+	// Incomplete says what the document leaves out and the command that shows everything
+	// (evaluate.Result.Incomplete); "" for a complete document. Every output says it, as
+	// the verdict cannot rest on what the document does not show.
+	Incomplete string
 	// Rules are the rules that ran (for SARIF rule metadata and JUnit passes).
 	Rules []evaluate.Rule
 	// Findings are every finding, waived ones included.
@@ -72,6 +79,12 @@ func (r *Report) Counts() (denies, warnings, waived int) {
 		}
 	}
 	return denies, warnings, waived
+}
+
+// Tally is the count of denies and warnings as every output and verdict writes it:
+// "1 deny, 2 warnings".
+func Tally(denies, warnings int) string {
+	return fmt.Sprintf("%d %s, %d %s", denies, plural(denies, "deny", "denies"), warnings, plural(warnings, "warning", "warnings"))
 }
 
 // Failed reports whether the check fails: an unwaived deny, or an unwaived warning with

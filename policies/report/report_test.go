@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -249,5 +250,93 @@ func TestUnknownFormat(t *testing.T) {
 	err := Write(&bytes.Buffer{}, "yaml", sample(false))
 	if err == nil || !strings.Contains(err.Error(), "text, json, sarif, junit, github") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestCountsAgreeInNumber: every output and verdict writes a count of one in the singular
+// and any other in the plural, for every pair of counts up to 3 (the walk-through saw
+// "1 denies").
+func TestCountsAgreeInNumber(t *testing.T) {
+	for d := range 4 {
+		for w := range 4 {
+			findings := make([]evaluate.Finding, 0, d+w)
+			for range d {
+				findings = append(findings, evaluate.Finding{Rule: ep001, Level: evaluate.Deny, URN: "u", Message: "m"})
+			}
+			for range w {
+				findings = append(findings, evaluate.Finding{Rule: ep011, Level: evaluate.Warn, URN: "u", Message: "m"})
+			}
+			r := &Report{Source: "plan.json", InputFormat: "pulumi-preview", Findings: findings, SourceRoot: t.TempDir()}
+			want := Tally(d, w)
+			for _, n := range []struct {
+				count      int
+				one, other string
+			}{{d, "deny", "denies"}, {w, "warning", "warnings"}} {
+				word := n.other
+				if n.count == 1 {
+					word = n.one
+				}
+				if !strings.Contains(want, fmt.Sprintf("%d %s,", n.count, word)) && !strings.HasSuffix(want, fmt.Sprintf("%d %s", n.count, word)) {
+					t.Errorf("Tally(%d, %d) = %q: no %q", d, w, want, fmt.Sprintf("%d %s", n.count, word))
+				}
+			}
+			for _, f := range []Format{Text, GitHub} {
+				var out bytes.Buffer
+				if err := Write(&out, f, r); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("%s output of %d denies and %d warnings does not say %q:\n%s", f, d, w, want, out.String())
+				}
+			}
+		}
+	}
+}
+
+// TestIncompleteDocumentIsSaid: the text, json and github outputs of a report on an
+// incomplete document say so and what to run instead, with and without findings, passing
+// or failing; those of a complete document say nothing of it.
+func TestIncompleteDocumentIsSaid(t *testing.T) {
+	const advice = "printed without --show-sames, the preview leaves out every unchanged resource: for a firm verdict check `pulumi preview --json --show-sames` or `pulumi stack export`"
+	for _, findings := range []bool{false, true} {
+		for _, incomplete := range []string{"", advice} {
+			r := sample(false)
+			if !findings {
+				r.Findings = nil
+			}
+			r.Incomplete = incomplete
+			r.SourceRoot = t.TempDir()
+			text, js, gh, sr := render(t, Text, r), render(t, JSON, r), render(t, GitHub, r), render(t, SARIF, r)
+			validateSARIF(t, sarifSchema(t), sr)
+			var decoded jsonReport
+			if err := json.Unmarshal([]byte(js), &decoded); err != nil {
+				t.Fatal(err)
+			}
+			said := strings.Contains(text, "incomplete document: "+advice) && strings.Contains(text, "(on an incomplete document: see above)") &&
+				!decoded.Complete && decoded.Incomplete == advice &&
+				strings.Contains(gh, "::warning title=Incomplete document%3A stack prod::"+advice) &&
+				strings.Contains(sr, `"text": "incomplete document: printed without --show-sames`)
+			if incomplete != "" && !said {
+				t.Errorf("findings %v: an incomplete document is not said in every output:\n%s\n%s\n%s", findings, text, js, gh)
+			}
+			if incomplete == "" && (strings.Contains(text+gh+sr, "ncomplete document") || !decoded.Complete || decoded.Incomplete != "") {
+				t.Errorf("findings %v: a complete document is said to be incomplete:\n%s\n%s\n%s", findings, text, js, gh)
+			}
+		}
+	}
+}
+
+// TestEnvironmentIsSaid: the text, json and sarif outputs state the environment's profile
+// the verdict rests on.
+func TestEnvironmentIsSaid(t *testing.T) {
+	r := sample(false)
+	r.Environment = "qa: the default profile (no rule or check configuration names this environment)"
+	text, js, sr := render(t, Text, r), render(t, JSON, r), render(t, SARIF, r)
+	var decoded jsonReport
+	if err := json.Unmarshal([]byte(js), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "\nenvironment: "+r.Environment+"\n") || decoded.Environment != r.Environment || !strings.Contains(sr, `"text": "environment: qa: the default profile`) {
+		t.Errorf("the environment's profile is not said:\n%s\n%s\n%s", text, js, sr)
 	}
 }

@@ -114,6 +114,18 @@ func writeSARIF(w io.Writer, r *Report) error {
 		}
 		run.AddResult(res)
 	}
+	if r.Environment != "" || r.Incomplete != "" {
+		// What the verdict rests on: the environment's profile, and a document that
+		// leaves resources out.
+		inv := sarif.NewInvocation().WithExecutionSuccess(true)
+		if r.Environment != "" {
+			inv.AddTToolExecutionNotification(sarif.NewNotification().WithLevel("note").WithTextMessage("environment: " + r.Environment))
+		}
+		if r.Incomplete != "" {
+			inv.AddTToolExecutionNotification(sarif.NewNotification().WithLevel("warning").WithTextMessage("incomplete document: " + r.Incomplete))
+		}
+		run.AddInvocations(inv)
+	}
 	log.AddRun(run)
 	return log.PrettyWrite(w)
 }

@@ -11,7 +11,14 @@ import (
 // message, the fix, and any note or waiver; then a one-line summary.
 func writeText(w io.Writer, r *Report) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "%s: %s (%s, %d resources, %d rules)\n", r.command(), r.Source, r.InputFormat, r.Resources, len(r.Rules))
+	fmt.Fprintf(b, "%s: %s (%s, %d %s, %d %s)\n", r.command(), r.Source, r.InputFormat,
+		r.Resources, plural(r.Resources, "resource", "resources"), len(r.Rules), plural(len(r.Rules), "rule", "rules"))
+	if r.Environment != "" {
+		line(b, "environment: ", r.Environment)
+	}
+	if r.Incomplete != "" {
+		line(b, "incomplete document: ", r.Incomplete)
+	}
 	current := "\x00"
 	for _, f := range r.Findings {
 		if f.URN != current {
@@ -58,7 +65,10 @@ func writeText(w io.Writer, r *Report) error {
 	if r.Failed() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(b, "\n%d %s, %d %s, %d waived: %s\n", d, plural(d, "deny", "denies"), warn, plural(warn, "warning", "warnings"), waived, verdict)
+	if r.Incomplete != "" {
+		verdict += " (on an incomplete document: see above)"
+	}
+	fmt.Fprintf(b, "\n%s, %d waived: %s\n", Tally(d, warn), waived, verdict)
 	return b.Flush()
 }
 
