@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/handler"
+	"github.com/eventpipe/eventpipe/internal/english"
 )
 
 // HandlerOptions run the team's handler beside the local pipeline (eventpipe
@@ -169,7 +170,7 @@ func (h *Handler) Stats() HandlerStats {
 // 2xx: "nothing lost" also means no handler call for a duplicate.
 func (s HandlerStats) Check() error {
 	if s.Repeats > 0 {
-		return fmt.Errorf("the handler was called %d times for a key it had already answered 2xx", s.Repeats)
+		return fmt.Errorf("the handler was called %s for a key it had already answered 2xx", english.Count(s.Repeats, "time", "times"))
 	}
 	return nil
 }
@@ -177,15 +178,7 @@ func (s HandlerStats) Check() error {
 // String is the stats as one line of the dev report.
 func (s HandlerStats) String() string {
 	return fmt.Sprintf("handler: %s (%s), %s, %d failed (retried), %d repeated after a 2xx",
-		counted(s.Calls, "call", "calls"), counted(s.Deliveries, "delivery", "deliveries"), counted(s.Keys, "key", "keys"), s.Failed, s.Repeats)
-}
-
-// counted is n with the noun's singular or plural: "1 call", "2 calls", "0 calls".
-func counted(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
+		english.Count(s.Calls, "call", "calls"), english.Count(s.Deliveries, "delivery", "deliveries"), english.Count(s.Keys, "key", "keys"), s.Failed, s.Repeats)
 }
 
 // Close stops the proxy, then the handler (SIGTERM to its process group,

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/eventpipe/eventpipe/internal/english"
 	"github.com/eventpipe/eventpipe/internal/fielderr"
 )
 
@@ -22,7 +23,7 @@ type Errors []FieldError
 // Error lists every problem, one per line.
 func (es Errors) Error() string {
 	lines := make([]string, 0, len(es)+1)
-	lines = append(lines, fmt.Sprintf("invalid eventpipe configuration (%d problem%s):", len(es), plural(len(es))))
+	lines = append(lines, fmt.Sprintf("invalid eventpipe configuration (%s):", english.Count(len(es), "problem", "problems")))
 	for _, e := range es {
 		lines = append(lines, "  - "+e.Error())
 	}
@@ -33,13 +34,6 @@ func (es Errors) Error() string {
 func (es Errors) sorted() Errors {
 	sort.SliceStable(es, func(i, j int) bool { return es[i].Path < es[j].Path })
 	return es
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // collector accumulates FieldErrors.

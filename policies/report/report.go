@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/eventpipe/eventpipe/internal/english"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 )
 
@@ -84,7 +85,7 @@ func (r *Report) Counts() (denies, warnings, waived int) {
 // Tally is the count of denies and warnings as every output and verdict writes it:
 // "1 deny, 2 warnings".
 func Tally(denies, warnings int) string {
-	return fmt.Sprintf("%d %s, %d %s", denies, plural(denies, "deny", "denies"), warnings, plural(warnings, "warning", "warnings"))
+	return english.Count(denies, "deny", "denies") + ", " + english.Count(warnings, "warning", "warnings")
 }
 
 // Failed reports whether the check fails: an unwaived deny, or an unwaived warning with

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/eventpipe/eventpipe/internal/english"
 )
 
 // writeText prints findings grouped by resource: level, rule id, severity, title, the
 // message, the fix, and any note or waiver; then a one-line summary.
 func writeText(w io.Writer, r *Report) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "%s: %s (%s, %d %s, %d %s)\n", r.command(), r.Source, r.InputFormat,
-		r.Resources, plural(r.Resources, "resource", "resources"), len(r.Rules), plural(len(r.Rules), "rule", "rules"))
+	fmt.Fprintf(b, "%s: %s (%s, %s, %s)\n", r.command(), r.Source, r.InputFormat,
+		english.Count(r.Resources, "resource", "resources"), english.Count(len(r.Rules), "rule", "rules"))
 	if r.Environment != "" {
 		line(b, "environment: ", r.Environment)
 	}
@@ -78,11 +80,4 @@ func line(b *bufio.Writer, parts ...string) {
 		b.WriteString(p)
 	}
 	b.WriteByte('\n')
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
