@@ -103,6 +103,17 @@ func KnownEnvironments(cfg *checkconfig.Config, rules []evaluate.Rule) []string 
 	return slices.Sorted(maps.Keys(known))
 }
 
+// maxEnvTypo is the largest edit distance at which an unknown --env is taken for a
+// misspelt known one (prodd, prd, pord) and refused. Farther names are new environments
+// judged by the default profile, which the verdict states: perf is three edits from prod.
+const maxEnvTypo = 2
+
+// misspelt returns the known environment env is a misspelling of, if any.
+func misspelt(env string, known []string) (string, bool) {
+	meant, ok := spelling.Closest(env, known)
+	return meant, ok && spelling.Distance(strings.ToLower(env), strings.ToLower(meant)) <= maxEnvTypo
+}
+
 // profile is how the rules judge env with the data they are given (data.config for env).
 // It refuses, when refuse is set (env was given by --env), an environment no rule or
 // configuration names that is a misspelling of one they do.
@@ -111,7 +122,7 @@ func profile(env string, refuse bool, cfg *checkconfig.Config, data map[string]a
 	known := KnownEnvironments(cfg, rules)
 	p.Known = slices.Contains(known, env)
 	if env != "" && !p.Known && refuse {
-		if meant, ok := spelling.Closest(env, known); ok {
+		if meant, ok := misspelt(env, known); ok {
 			return p, fmt.Errorf("--env %q: no rule or check configuration names that environment (they name %s); did you mean %q? "+
 				"A new environment gets the default profile: name it under environments: in --check-config to check it", env, strings.Join(known, ", "), meant)
 		}

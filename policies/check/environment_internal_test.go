@@ -80,9 +80,9 @@ environments:
 					}
 				}
 			}
-			for _, env := range []string{"qa", "dev", "production", "perf-eu-1"} {
-				if _, near := spelling.Closest(env, known); near {
-					continue
+			for _, env := range []string{"qa", "dev", "production", "perf-eu-1", "perf", "prodeu1"} {
+				if _, near := misspelt(env, known); near {
+					t.Fatalf("%q is taken for a misspelling of a known environment", env)
 				}
 				p, err := profile(env, true, tc.cfg, tc.cfg.Data(env), rules)
 				if err != nil || p.Known || !strings.Contains(p.String(), env+": the default profile") || len(p.Mandatory) != 0 {
