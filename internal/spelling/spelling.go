@@ -13,14 +13,20 @@ const MaxDistance = 3
 // is at most MaxDistance away; ok is false when none is. Of equally near candidates the
 // first wins, so callers pass them in a fixed order.
 func Closest(got string, candidates []string) (best string, ok bool) {
-	bestDist := MaxDistance + 1
+	return ClosestWithin(got, candidates, MaxDistance)
+}
+
+// ClosestWithin is Closest for a caller that takes fewer edits for a misspelling:
+// the nearest candidate when it is at most maxDist away.
+func ClosestWithin(got string, candidates []string, maxDist int) (best string, ok bool) {
+	bestDist := maxDist + 1
 	lower := strings.ToLower(got)
 	for _, c := range candidates {
 		if d := Distance(lower, strings.ToLower(c)); d < bestDist {
 			best, bestDist = c, d
 		}
 	}
-	return best, bestDist <= MaxDistance
+	return best, bestDist <= maxDist
 }
 
 // Distance is the Levenshtein distance between a and b, in bytes: the fewest single-byte

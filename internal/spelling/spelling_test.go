@@ -107,3 +107,17 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+// TestClosestWithinKeepsItsBound: for every bound and every name n edits from a
+// candidate, ClosestWithin offers it exactly when n is within the bound.
+func TestClosestWithinKeepsItsBound(t *testing.T) {
+	for maxDist := 0; maxDist <= MaxDistance+1; maxDist++ {
+		for n := 0; n <= MaxDistance+2; n++ {
+			got := "prod" + strings.Repeat("x", n)
+			meant, ok := ClosestWithin(got, []string{"prod"}, maxDist)
+			if ok != (n <= maxDist) || ok && meant != "prod" {
+				t.Errorf("ClosestWithin(%q, [prod], %d) = %q, %v", got, maxDist, meant, ok)
+			}
+		}
+	}
+}

@@ -110,8 +110,7 @@ const maxEnvTypo = 2
 
 // misspelt returns the known environment env is a misspelling of, if any.
 func misspelt(env string, known []string) (string, bool) {
-	meant, ok := spelling.Closest(env, known)
-	return meant, ok && spelling.Distance(strings.ToLower(env), strings.ToLower(meant)) <= maxEnvTypo
+	return spelling.ClosestWithin(env, known, maxEnvTypo)
 }
 
 // profile is how the rules judge env with the data they are given (data.config for env).
