@@ -90,7 +90,7 @@ func DecodePush(body []byte) (Message, error) {
 		return Message{}, fieldError("message.publishTime", Quote(pt)+" is not an RFC 3339 timestamp",
 			"send a time such as 2026-01-02T15:04:05.123Z")
 	}
-	if err := CheckPublishTime(m.PublishTime); err != nil {
+	if err := checkPublishTime(m.PublishTime); err != nil {
 		return Message{}, err
 	}
 	if m.Attributes, err = attributes(raw.Attributes); err != nil {
@@ -111,6 +111,26 @@ func DecodePush(body []byte) (Message, error) {
 		return Message{}, err
 	}
 	return m, nil
+}
+
+// DecodePulled checks a pulled message, whose fields the client library
+// read, as DecodePush checks a pushed one and in the same order, so that
+// both refuse a message for the same field: its publish time, its ids, then
+// its payload, which it decodes from m.Data into m.Payload. Every error is
+// a *FieldError.
+func DecodePulled(m *Message) error {
+	if err := checkPublishTime(m.PublishTime); err != nil {
+		return err
+	}
+	if err := m.CheckIDs(); err != nil {
+		return err
+	}
+	payload, err := DecodePayload(m.Data)
+	if err != nil {
+		return err
+	}
+	m.Payload = payload
+	return nil
 }
 
 // messageData decodes the base64 JSON string raw into a new buffer,
@@ -195,10 +215,10 @@ func attributes(raw json.RawMessage) (map[string]string, error) {
 	return attrs, nil
 }
 
-// CheckPublishTime reports a zero publish time as a *FieldError: the
+// checkPublishTime reports a zero publish time as a *FieldError: the
 // engine reads the zero time as "no publish time", ordered before every
 // other, and no message may claim it.
-func CheckPublishTime(t time.Time) error {
+func checkPublishTime(t time.Time) error {
 	if !t.IsZero() {
 		return nil
 	}

@@ -33,6 +33,9 @@ func FuzzPullDecodeMatchesPush(f *testing.F) {
 		f.Add([]byte(payloads[0]), id, times[0], "", "", strings.Repeat("o", 1020+2*i))
 	}
 	f.Add([]byte(payloads[0]), "1", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), "", "", "")
+	// Two faults at once: both paths name the one DecodePush checks first.
+	f.Add([]byte(payloads[0]), ids[3], time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), "", "", "")
+	f.Add([]byte(payloads[6]), ids[3], times[0], "", "", strings.Repeat("o", 1025))
 	f.Fuzz(func(t *testing.T, data []byte, id string, publishNanos int64, attrKey, attrValue, orderingKey string) {
 		if id == "" || !utf8.ValidString(id+attrKey+attrValue+orderingKey) {
 			return // Pub/Sub gives every message an id; JSON carries only UTF-8 text unchanged
@@ -47,7 +50,7 @@ func FuzzPullDecodeMatchesPush(f *testing.F) {
 		}
 		const sub = "projects/p/subscriptions/s"
 		pulled := message(sub, &pubsub.Message{ID: id, Data: data, Attributes: attrs, PublishTime: published, OrderingKey: orderingKey})
-		pullErr := decode(&pulled)
+		pullErr := envelope.DecodePulled(&pulled)
 
 		msg := map[string]any{"data": base64.StdEncoding.EncodeToString(data), "messageId": id,
 			"publishTime": published.Format(time.RFC3339Nano), "attributes": attrs}

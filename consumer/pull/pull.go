@@ -174,24 +174,6 @@ func message(sub string, m *pubsub.Message) envelope.Message {
 	return msg
 }
 
-// decode checks a pulled message as envelope.DecodePush checks a pushed
-// one (ids, publish time, payload) and decodes its payload; every error is
-// an *envelope.FieldError.
-func decode(msg *envelope.Message) error {
-	if err := msg.CheckIDs(); err != nil {
-		return err
-	}
-	if err := envelope.CheckPublishTime(msg.PublishTime); err != nil {
-		return err
-	}
-	payload, err := envelope.DecodePayload(msg.Data)
-	if err != nil {
-		return err
-	}
-	msg.Payload = payload
-	return nil
-}
-
 func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.HandleTimeout)
 	defer cancel()
@@ -205,7 +187,7 @@ func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
 		ctx, span = tr.StartMessage(ctx, tracing.IngressPull, &msg, nil)
 	}
 	var res *process.Result
-	if err := decode(&msg); err != nil {
+	if err := envelope.DecodePulled(&msg); err != nil {
 		res = p.Reject(ctx, &msg, err)
 	} else {
 		res = p.Process(ctx, &msg)
