@@ -23,7 +23,6 @@ releases() {
 want=${1:-previous}
 if [ "$want" = previous ]; then
   head=$(git rev-parse HEAD)
-  headtag=$(sed -n 's/^const Tag = "\(.*\)"$/\1/p' "$file")
   # Skip HEAD's own bump. The newest remaining release commit is the previous release
   # when it set HEAD's Tag (HEAD is work after that release) or an older Tag (HEAD, or
   # the working tree, bumped the Tag and is the next release).
