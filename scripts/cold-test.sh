@@ -7,9 +7,11 @@
 # in that folder, so nothing the machine has built or downloaded before is
 # used. Machine settings that are not caches are kept: PATH, the Go
 # environment file (GOPROXY, GOFLAGS, GOTOOLCHAIN), npm's user config,
-# PYENV_ROOT. make test is `make deps`, `make lint` and `make test-only` in
-# that order (see the Makefile), and the script runs those three one after
-# the other, printing for each
+# PYENV_ROOT. CI=true is set, as CI runs it (a test whose tool is missing
+# fails rather than skips, so nothing is left out of the figure). make test is
+# `make deps`, `make lint` and `make test-only` in that order (see the
+# Makefile), and the script runs those three one after the other, printing
+# for each
 #   wall    elapsed time
 #   cpu     user + system CPU time of everything it ran (getrusage of the
 #           reaped children: what two idle cores divide; a process that
@@ -110,6 +112,7 @@ unset XDG_CACHE_HOME XDG_CONFIG_HOME
 export GOPATH="$tmp/gopath" GOMODCACHE="$tmp/gopath/pkg/mod" GOCACHE="$tmp/gocache"
 export TOOLCACHE="$tmp/home/.cache/eventpipe/tools"
 export npm_config_cache="$tmp/npm-cache"
+export CI=true
 [[ -f "$goenv" ]] && export GOENV="$goenv"
 [[ -f "$npmrc" ]] && export NPM_CONFIG_USERCONFIG="$npmrc"
 [[ -d "$pyenv" ]] && export PYENV_ROOT="$pyenv"
