@@ -56,8 +56,11 @@ define npm-install
 endef
 
 ## test: install test dependencies, check formatting and vet, run every test: make deps,
-## make lint and make test-only, in that order (scripts/cold-test.sh times each).
-test: deps lint
+## make lint and make test-only, one after the other also under make -j
+## (scripts/cold-test.sh times each).
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory test-only
 
 ## test-only: run every test, with what make deps installed. go test's own vet pass is off:
