@@ -17,12 +17,12 @@ import (
 // The grants name it from the configured project number, known at preview
 // for the policies to read; the number is checked against the project's
 // own (getProject) and a wrong one fails the deployment before any grant,
-// naming the key to fix. sc.apis, when set, are waited for.
+// naming the key to fix. sc.ready, when set, is waited for (getProject is
+// a Cloud Resource Manager call).
 func declarePubSubAgent(ctx *pulumi.Context, name string, sc *scope, parent pulumi.ResourceOption) (*projects.ServiceIdentity, error) {
 	var invokeOpts []pulumi.InvokeOption
-	if crm := sc.apis[APIResourceManager]; crm != nil {
-		// getProject is a Cloud Resource Manager call.
-		invokeOpts = append(invokeOpts, pulumi.DependsOn([]pulumi.Resource{crm}))
+	if sc.ready != nil {
+		invokeOpts = append(invokeOpts, pulumi.DependsOnInputs(waitFor(sc.ready)))
 	}
 	actual := organizations.LookupProjectOutput(ctx, organizations.LookupProjectOutputArgs{ProjectId: sc.project}, invokeOpts...).Number()
 	kind := "subscription"
