@@ -20,11 +20,14 @@ import (
 // naming the key to fix. sc.ready, when set, is waited for (getProject is
 // a Cloud Resource Manager call).
 func declarePubSubAgent(ctx *pulumi.Context, name string, sc *scope, parent pulumi.ResourceOption) (*projects.ServiceIdentity, error) {
-	var invokeOpts []pulumi.InvokeOption
+	projectID := sc.project
 	if sc.ready != nil {
-		invokeOpts = append(invokeOpts, pulumi.DependsOnInputs(waitFor(sc.ready)))
+		// The project id, once ready is: an argument that is not known yet holds
+		// the call back (DependsOnInputs would not: the Go SDK v3.200 never
+		// resolves an invoke whose DependsOnInputs is unknown at preview).
+		projectID = pulumi.All(sc.project, sc.ready).ApplyT(func(v []any) string { return v[0].(string) }).(pulumi.StringOutput)
 	}
-	actual := organizations.LookupProjectOutput(ctx, organizations.LookupProjectOutputArgs{ProjectId: sc.project}, invokeOpts...).Number()
+	actual := organizations.LookupProjectOutput(ctx, organizations.LookupProjectOutputArgs{ProjectId: projectID}).Number()
 	kind := "subscription"
 	if sc.inPipeline {
 		kind = "pipeline"

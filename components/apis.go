@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/eventpipe/eventpipe/spec"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -64,8 +65,9 @@ func ManagesAPIs(st *spec.Stack) bool { return st.ManageAPIs == nil || *st.Manag
 // other workloads of the project may use them), waits the default API propagation for
 // the enablements to take effect, and makes every Google Cloud resource the program
 // declares afterwards wait for that. Call it before declaring the resources, once per
-// program.
-func EnableAPIs(ctx *pulumi.Context, project pulumi.StringInput, apis []string) (*Project, error) {
+// program. It returns the services by API. (NewProject does the same for a
+// program that passes its apis output to the components instead.)
+func EnableAPIs(ctx *pulumi.Context, project pulumi.StringInput, apis []string) (map[string]*projects.Service, error) {
 	pr, err := NewProject(ctx, "apis", &ProjectArgs{Project: project, Apis: apis})
 	if err != nil {
 		return nil, err
@@ -73,5 +75,5 @@ func EnableAPIs(ctx *pulumi.Context, project pulumi.StringInput, apis []string) 
 	if err := ctx.RegisterStackTransformation(awaitTransformation(pr.Apis)); err != nil {
 		return nil, fmt.Errorf("make resources wait for their APIs: %w", err)
 	}
-	return pr, nil
+	return pr.Services, nil
 }

@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +14,8 @@ import (
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"gopkg.in/yaml.v3"
 )
 
@@ -40,6 +44,10 @@ func TestExampleUnderTheRealEngine(t *testing.T) {
 	}
 	d := deployConfig(t, "orders", "dev", config, orders.Program, projectsIn(t, "orders", config))
 	if err := d.stack.SetConfig(ctx, "orders:storeUrl", auto.ConfigValue{Value: "postgres://app:engine-test@10.0.0.5/orders", Secret: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The example's production waits, shortened to the stand-in's.
+	if err := d.stack.SetConfigWithOptions(ctx, "orders:setup", auto.ConfigValue{Value: fmt.Sprintf(`{"apiPropagation":%q,"grantPropagation":%q}`, shortWait, shortWait)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	created := firstUpAndRepreview(t, d)
@@ -105,6 +113,10 @@ type setup struct {
 	absent []string
 	// check, when set, inspects the stand-in's state after the first up.
 	check func(t *testing.T, state map[string]gcpstandin.Record)
+	// standin adds to the stand-in's environment (standinEnv).
+	standin map[string]string
+	// secretStore, when set, is the stack's eventpipe:store, set as a secret.
+	secretStore string
 }
 
 const image = "europe-west1-docker.pkg.dev/eventpipe-dev/eventpipe/consumer:dev"
@@ -129,10 +141,11 @@ func TestSetupsUnderTheRealEngine(t *testing.T) {
 	}, {
 		name: "private store with vpcAccess",
 		pipeline: map[string]any{
-			"consumer":      map[string]any{"image": image, "store": privateStore, "vpcAccess": vpc},
+			"consumer":      map[string]any{"image": image, "vpcAccess": vpc},
 			"subscriptions": push,
 		},
-		order: [][2]string{{"create gcp:cloudrunv2/service:Service ", "create gcp:pubsub/subscription:Subscription "}},
+		secretStore: "postgres://app:engine-test@10.0.0.5/orders",
+		order:       [][2]string{{"create gcp:cloudrunv2/service:Service ", "create gcp:pubsub/subscription:Subscription "}},
 	}, {
 		name:        "APIs managed centrally",
 		pipeline:    pushed,
@@ -143,7 +156,7 @@ func TestSetupsUnderTheRealEngine(t *testing.T) {
 		name:      "APIs opted out but not enabled",
 		pipeline:  pushed,
 		config:    unmanaged,
-		upRefused: []string{"Error 403", ".googleapis.com has not been used in project eventpipe-dev"},
+		upRefused: []string{"Error 403", ".googleapis.com has not been used in project 100000000001", "SERVICE_DISABLED"},
 	}, {
 		name: "pull-only on a worker pool",
 		pipeline: map[string]any{
@@ -203,7 +216,13 @@ func firstUp(t *testing.T, s setup) {
 	if s.enabledAPIs != "" {
 		env[gcpstandin.EnvEnabledAPIs] = s.enabledAPIs
 	}
-	d := deployConfig(t, "eventpipe", "dev", config, components.Program(components.ProgramOptions{}), env)
+	maps.Copy(env, s.standin)
+	d := deployConfig(t, "eventpipe", "dev", withShortWaits(t, config), components.Program(components.ProgramOptions{}), env)
+	if s.secretStore != "" {
+		if err := d.stack.SetConfig(ctx, "eventpipe:store", auto.ConfigValue{Value: s.secretStore, Secret: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	_, err = d.stack.Preview(ctx)
 	if s.refused != nil {
 		if err == nil {
@@ -236,6 +255,15 @@ func firstUp(t *testing.T, s setup) {
 	}
 	ops := d.ops(t)
 	checkOrder(t, ops)
+	// Day two: the next preview, against the state as the API reported it, has
+	// nothing to do.
+	again, err := d.stack.Preview(ctx, optpreview.Diff())
+	if err != nil {
+		t.Fatalf("second preview: %v", err)
+	}
+	if n := count(again.ChangeSummary, apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete); n != 0 {
+		t.Errorf("second preview: %v, want nothing to do:\n%s", again.ChangeSummary, again.StdOut)
+	}
 	for _, o := range s.order {
 		before(t, ops, o[0], o[1])
 	}

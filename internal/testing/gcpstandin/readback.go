@@ -2,6 +2,7 @@ package gcpstandin
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/cloudrunv2"
@@ -218,6 +219,7 @@ func changed(typ string, olds, news, state map[string]any) []string {
 			out = append(out, k)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 

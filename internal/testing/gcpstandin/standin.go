@@ -652,6 +652,13 @@ func storeReachable(tmpl map[string]any, store string) error {
 	if err != nil {
 		return nil
 	}
+	if _, hasPassword := u.User.Password(); (u.Scheme == "postgres" || u.Scheme == "postgresql") && !hasPassword && u.Query().Get("password") == "" {
+		// Cloud SQL for PostgreSQL authenticates every connection (a built-in user's
+		// password, or IAM database authentication through a connector); a server
+		// that takes a URL without credentials is one no production database is.
+		return fmt.Errorf("revision not ready: the store %s://%s%s carries no password: the database refuses the connection "+
+			"(FATAL: password authentication failed), so the consumer never opens its store", u.Scheme, u.Host, u.Path)
+	}
 	ip := net.ParseIP(u.Hostname())
 	if ip == nil || !ip.IsPrivate() {
 		return nil
