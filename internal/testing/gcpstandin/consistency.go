@@ -84,6 +84,15 @@ func (s *standin) enabledAt(st map[string]Record, api, project string) (time.Tim
 	if r, ok := st[enablementKey(project, api)]; ok {
 		return r.Created, true
 	}
+	if project == "" {
+		// A resource named by another's id (a secret version, an account's IAM
+		// member) is in the project of that resource: any enablement of api.
+		for _, r := range st {
+			if r.Type == enablementType && r.Name == api {
+				return r.Created, true
+			}
+		}
+	}
 	return time.Time{}, false
 }
 
