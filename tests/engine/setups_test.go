@@ -86,11 +86,19 @@ func TestExampleUnderTheRealEngine(t *testing.T) {
 }
 
 // before fails unless the first op starting with first comes before every op starting
-// with then (and both occur).
+// with then (and both occur); a pattern ending in $ matches one op exactly.
 func before(t *testing.T, ops []string, first, then string) {
 	t.Helper()
-	i := slices.IndexFunc(ops, func(op string) bool { return strings.HasPrefix(op, first) })
-	j := slices.IndexFunc(ops, func(op string) bool { return strings.HasPrefix(op, then) })
+	match := func(p string) func(string) bool {
+		return func(op string) bool {
+			if exact, ok := strings.CutSuffix(p, "$"); ok {
+				return op == exact
+			}
+			return strings.HasPrefix(op, p)
+		}
+	}
+	i := slices.IndexFunc(ops, match(first))
+	j := slices.IndexFunc(ops, match(then))
 	if i < 0 || j < 0 || i > j {
 		t.Errorf("ops: want %q (at %d) before %q (at %d):\n%s", first, i, then, j, strings.Join(ops, "\n"))
 	}
@@ -117,6 +125,10 @@ type setup struct {
 	standin map[string]string
 	// secretStore, when set, is the stack's eventpipe:store, set as a secret.
 	secretStore string
+	// waits, when set, replaces shortWait as the stack's waits.
+	waits string
+	// upOps, with upRefused, are the ops the failed up may do; it must do the first.
+	upOps []string
 }
 
 const image = "europe-west1-docker.pkg.dev/eventpipe-dev/eventpipe/consumer:dev"
@@ -145,7 +157,8 @@ func TestSetupsUnderTheRealEngine(t *testing.T) {
 			"subscriptions": push,
 		},
 		secretStore: "postgres://app:engine-test@10.0.0.5/orders",
-		order:       [][2]string{{"create gcp:cloudrunv2/service:Service ", "create gcp:pubsub/subscription:Subscription "}},
+		// The push subscription after the service it pushes to.
+		order: [][2]string{{"create gcp:cloudrunv2/service:Service ", "create gcp:pubsub/subscription:Subscription orders-apply$"}},
 	}, {
 		name:        "APIs managed centrally",
 		pipeline:    pushed,
@@ -157,6 +170,23 @@ func TestSetupsUnderTheRealEngine(t *testing.T) {
 		pipeline:  pushed,
 		config:    unmanaged,
 		upRefused: []string{"Error 403", ".googleapis.com has not been used in project 100000000001", "SERVICE_DISABLED"},
+	}, {
+		// A project whose deploying identity has no Cloud Resource Manager: enabling it
+		// from the stack fails on its own read-back (terraform-provider-google#6101), and
+		// no other API was enabled beside it (docs/deploy.md: enable it first).
+		name:      "Cloud Resource Manager not enabled",
+		pipeline:  pushed,
+		standin:   map[string]string{gcpstandin.EnvEnabledAPIs: strings.Join(gcpstandin.DefaultAPIs, ",")},
+		upRefused: []string{"api-cloudresourcemanager", "reading project eventpipe-dev back after enabling cloudresourcemanager.googleapis.com", "SERVICE_DISABLED"},
+		upOps:     []string{"enable gcp:projects/service:Service api-cloudresourcemanager", "create gcp:projects/service:Service api-serviceusage"},
+	}, {
+		// Without the waits, the first resource of an API meets the 403 an enablement
+		// gives while it propagates (here a minute), which the provider does not retry.
+		name:      "no wait for the APIs",
+		pipeline:  pushed,
+		waits:     "0s",
+		standin:   map[string]string{gcpstandin.EnvPropagation: "1m"},
+		upRefused: []string{"Error 403", "If you enabled this API recently, wait a few minutes", "SERVICE_DISABLED"},
 	}, {
 		name: "pull-only on a worker pool",
 		pipeline: map[string]any{
@@ -217,7 +247,11 @@ func firstUp(t *testing.T, s setup) {
 		env[gcpstandin.EnvEnabledAPIs] = s.enabledAPIs
 	}
 	maps.Copy(env, s.standin)
-	d := deployConfig(t, "eventpipe", "dev", withShortWaits(t, config), components.Program(components.ProgramOptions{}), env)
+	config = withShortWaits(t, config)
+	if s.waits != "" {
+		config = []byte(strings.ReplaceAll(string(config), shortWait, s.waits))
+	}
+	d := deployConfig(t, "eventpipe", "dev", config, components.Program(components.ProgramOptions{}), env)
 	if s.secretStore != "" {
 		if err := d.stack.SetConfig(ctx, "eventpipe:store", auto.ConfigValue{Value: s.secretStore, Secret: true}); err != nil {
 			t.Fatal(err)
@@ -246,6 +280,17 @@ func firstUp(t *testing.T, s setup) {
 		for _, want := range s.upRefused {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("up's failure does not say %q:\n%v", want, err)
+			}
+		}
+		if s.upOps != nil {
+			ops := d.ops(t)
+			for _, op := range ops {
+				if !slices.Contains(s.upOps, op) {
+					t.Errorf("the failed up did %q; want nothing but %v", op, s.upOps)
+				}
+			}
+			if !slices.Contains(ops, s.upOps[0]) {
+				t.Errorf("the failed up did %v, want %q", ops, s.upOps[0])
 			}
 		}
 		return

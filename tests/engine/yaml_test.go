@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -102,8 +104,10 @@ func yamlProgram(t *testing.T, source, projects string, env map[string]string) (
 func TestYAMLProgramOnAFreshProject(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
+	// The Shared VPC's host project has Compute Engine on: it holds the network.
+	apis := append(slices.Clone(gcpstandin.DefaultAPIs), components.APIResourceManager, "acme-network/"+components.APICompute)
 	stack, standin := yamlProgram(t, mustRead(t, filepath.Join(repo, "examples", "yaml", "Pulumi.yaml")), "acme-shop=210987654321",
-		map[string]string{gcpstandin.EnvFirestoreDatabases: ""})
+		map[string]string{gcpstandin.EnvFirestoreDatabases: "", gcpstandin.EnvEnabledAPIs: strings.Join(apis, ",")})
 	for _, k := range []string{"apiPropagation", "grantPropagation"} {
 		if err := stack.SetConfig(ctx, k, auto.ConfigValue{Value: shortWait}); err != nil {
 			t.Fatal(err)

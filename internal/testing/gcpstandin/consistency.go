@@ -78,7 +78,7 @@ func enablementKey(project, api string) string { return "enabled:" + project + "
 // enabledAt returns when api was enabled in project: the zero time for one enabled
 // outside the stack, ok false for one not enabled.
 func (s *standin) enabledAt(st map[string]Record, api, project string) (time.Time, bool) {
-	if slices.Contains(s.enabled, "*") || slices.Contains(s.enabled, api) {
+	if slices.Contains(s.enabled, "*") || slices.Contains(s.enabled, api) || slices.Contains(s.enabled, project+"/"+api) {
 		return time.Time{}, true
 	}
 	if r, ok := st[enablementKey(project, api)]; ok {

@@ -84,9 +84,9 @@ const Version = "8.41.1"
 const (
 	// EnvDir names the folder holding the stand-in's state and ops.log (required).
 	EnvDir = "EVENTPIPE_GCP_STANDIN_DIR"
-	// EnvEnabledAPIs lists, comma-separated, APIs enabled outside the stack ("*": all).
-	// Unset, a project has the APIs Google enables in every project created with the
-	// console or gcloud (DefaultAPIs).
+	// EnvEnabledAPIs lists, comma-separated, APIs enabled outside the stack in every
+	// project (API) or in one (PROJECT/API); "*": all. Unset, a project has the APIs
+	// Google enables in every project created with the console or gcloud (DefaultAPIs).
 	EnvEnabledAPIs = "EVENTPIPE_GCP_STANDIN_ENABLED_APIS"
 	// EnvProjects lists the projects that exist, comma-separated PROJECT=NUMBER pairs:
 	// gcp:organizations/getProject answers with their numbers and refuses the others.

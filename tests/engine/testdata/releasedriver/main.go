@@ -40,10 +40,17 @@ func up(ctx context.Context, stackName, work, root string) error {
 	if err != nil {
 		return fmt.Errorf("stack %s: %w", stackName, err)
 	}
-	res, err := stack.Up(ctx)
-	if err != nil {
-		return fmt.Errorf("up of %s with the release's code: %w", stackName, err)
+	// The release's stacks did not all come up in one `up` (a pulling consumer's service
+	// could be created before its subscription); its users ran `up` again.
+	var last error
+	for range 3 {
+		res, err := stack.Up(ctx)
+		if err == nil {
+			fmt.Println(res.Summary.Result, *res.Summary.ResourceChanges)
+			return nil
+		}
+		fmt.Fprintf(os.Stderr, "up of %s with the release's code: %v\n", stackName, err)
+		last = err
 	}
-	fmt.Println(res.Summary.Result, *res.Summary.ResourceChanges)
-	return nil
+	return fmt.Errorf("up of %s with the release's code, three times: %w", stackName, last)
 }
