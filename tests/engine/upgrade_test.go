@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
@@ -29,6 +30,18 @@ var dataTypes = []string{
 	"gcp:firestore/database:Database", "gcp:secretmanager/secret:Secret",
 }
 
+// TestMain removes the release's export after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if dir, ok := releaseDir.Load().(string); ok {
+		_ = os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+// releaseDir is the folder releaseDriver exported the release to.
+var releaseDir atomic.Value
+
 // releaseDriver is scripts/release-commit.sh's commit of the last release, and its
 // releasedriver (testdata) built from an export of that commit, once per test binary.
 var releaseDriver = sync.OnceValues(func() ([2]string, error) {
@@ -45,6 +58,7 @@ var releaseDriver = sync.OnceValues(func() ([2]string, error) {
 	if err != nil {
 		return [2]string{}, err
 	}
+	releaseDir.Store(dir)
 	archive := exec.Command("sh", "-c", "git archive --format=tar "+commit+" | tar -x -C "+dir)
 	archive.Dir = repo
 	if out, err := archive.CombinedOutput(); err != nil {
@@ -119,9 +133,14 @@ func TestUpgradeFromTheLastRelease(t *testing.T) {
 			}
 			projects := projectsIn(t, "eventpipe", config)
 			// The release enabled no API: its users enabled every one by hand, long
-			// enough ago for them and its grants to have propagated.
+			// enough ago for them and its grants to have propagated. And some of its
+			// stacks could not come up in any number of `up`s (staging's and prod's
+			// pulling consumer was created before its subscription's grant, which waited
+			// for it: fixed since), so the stand-in takes the release's stacks as their
+			// owners got them up, checking nothing.
 			old := projects
 			old[gcpstandin.EnvEnabledAPIs] = "*"
+			old[gcpstandin.EnvNoChecks] = "true"
 			run := exec.CommandContext(ctx, driver, name, w.work, filepath.Dir(filepath.Dir(e.cli)))
 			run.Env = os.Environ()
 			for k, v := range w.vars(old) {
@@ -163,6 +182,7 @@ func TestUpgradeFromTheLastRelease(t *testing.T) {
 				if destructive && slices.Contains(dataTypes, m.Type) {
 					t.Errorf("the upgrade would %s %s (it holds data): %v", m.Op, m.URN, m.Diffs)
 				}
+				t.Logf("upgrade of %s: %s %s %v", name, m.Op, m.URN, m.Diffs)
 				if row := string(m.Op) + " " + m.Type; !changelog[row] {
 					t.Errorf("the upgrade would %s %s (changed: %v), and CHANGELOG.md's %s section lists no `%s`", m.Op, m.URN, m.Diffs, release.Tag, row)
 				}

@@ -43,7 +43,7 @@ func up(ctx context.Context, stackName, work, root string) error {
 	// The release's stacks did not all come up in one `up` (a pulling consumer's service
 	// could be created before its subscription); its users ran `up` again.
 	var last error
-	for range 3 {
+	for range 2 {
 		res, err := stack.Up(ctx)
 		if err == nil {
 			fmt.Println(res.Summary.Result, *res.Summary.ResourceChanges)
@@ -52,5 +52,5 @@ func up(ctx context.Context, stackName, work, root string) error {
 		fmt.Fprintf(os.Stderr, "up of %s with the release's code: %v\n", stackName, err)
 		last = err
 	}
-	return fmt.Errorf("up of %s with the release's code, three times: %w", stackName, last)
+	return fmt.Errorf("up of %s with the release's code, twice: %w", stackName, last)
 }
