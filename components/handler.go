@@ -20,8 +20,11 @@ const EnvHandlerHealthPath = "EVENTPIPE_HANDLER_HEALTH_PATH"
 // handlerContainer is the handler's container (validated settings): no
 // ingress port (the consumer has the service's), HANDLER_PORT in its
 // environment, and a startup probe on its health path, which the consumer's
-// container waits for (dependsOn).
-func handlerContainer(h *spec.Handler) *cloudrunv2.ServiceTemplateContainerArgs {
+// container waits for (dependsOn). cpuIdle is set explicitly, as the
+// consumer's: a container with resources and without cpuIdle gets its CPU
+// always allocated, not only during requests (the cpuIdle default holds only
+// without resources).
+func handlerContainer(h *spec.Handler, cpuIdle bool) *cloudrunv2.ServiceTemplateContainerArgs {
 	env := cloudrunv2.ServiceTemplateContainerEnvArray{
 		&cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(spec.HandlerPortEnv), Value: pulumi.String(strconv.Itoa(*h.Port))},
 	}
@@ -33,7 +36,8 @@ func handlerContainer(h *spec.Handler) *cloudrunv2.ServiceTemplateContainerArgs 
 		Image: pulumi.String(h.Image),
 		Envs:  env,
 		Resources: &cloudrunv2.ServiceTemplateContainerResourcesArgs{
-			Limits: pulumi.StringMap{"cpu": pulumi.String(h.CPU), "memory": pulumi.String(h.Memory)},
+			Limits:  pulumi.StringMap{"cpu": pulumi.String(h.CPU), "memory": pulumi.String(h.Memory)},
+			CpuIdle: pulumi.Bool(cpuIdle),
 		},
 		StartupProbe: startupProbe(h.HealthPath, *h.Port, 30),
 	}
