@@ -204,7 +204,8 @@ func TestWriteKind(t *testing.T) {
 }
 
 // TestEventTimeBeyondSkewIsLogged: an event dated far ahead of its publish
-// time is ordered by the publish time, and one WARNING line gives both.
+// time is ordered by its own time (every copy of it must rank the same:
+// engine.Ordering), and one WARNING line gives both.
 func TestEventTimeBeyondSkewIsLogged(t *testing.T) {
 	var buf bytes.Buffer
 	eng, err := engine.New(engine.Config{Store: memstore.New(), Env: "prod", MaxEventSkew: time.Minute,
