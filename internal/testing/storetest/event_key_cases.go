@@ -113,15 +113,15 @@ func derivedKeyCollision(t *testing.T, e *env) {
 	}
 	// A lease keyed by a derived key: another payload is another action.
 	ctx := context.Background()
-	a, err := eng.Claim(ctx, degraded.event(), emailReq())
+	a, err := eng.Claim(ctx, emailReq(degraded.event()))
 	if err != nil {
 		t.Fatalf("claim for %s: %v", degraded.status, err)
 	}
-	b, err := eng.Claim(ctx, healthy.event(), emailReq())
+	b, err := eng.Claim(ctx, emailReq(healthy.event()))
 	if err != nil || b.Doc == a.Doc {
 		t.Fatalf("claim for %s: %+v, %v; want its own lease (not %s)", healthy.status, b, err, a.Doc)
 	}
-	_, err = eng.Claim(ctx, degraded.event(), emailReq())
+	_, err = eng.Claim(ctx, emailReq(degraded.event()))
 	wantType(t, "second claim of the same payload", err, engine.TypeInProgress)
 }
 
