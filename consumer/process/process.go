@@ -68,6 +68,8 @@ type Config struct {
 	// Failpoint is the engine's crash-test hook (engine.KillAtFailpoints of
 	// EVENTPIPE_FAILPOINT in cmd/consumer); nil for none.
 	Failpoint engine.FailpointHook
+	// Now is the engine's clock (engine.Config.Now); nil for time.Now.
+	Now func() time.Time
 }
 
 // Processor handles messages. It is safe for concurrent use.
@@ -106,7 +108,7 @@ func New(cfg Config) (*Processor, error) {
 	}
 	eng, err := engine.New(engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner,
 		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument,
-		MaxSequenceJump: cfg.MaxSequenceJump})
+		MaxSequenceJump: cfg.MaxSequenceJump, Now: cfg.Now})
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)
 	}

@@ -62,6 +62,9 @@ type Options struct {
 	// Tracer, when set, traces every delivery, store transaction and lease
 	// action (tracing.FromEnv); nil turns tracing off.
 	Tracer *tracing.Tracer
+	// Now, when set, is the engine's clock (tests that let a dead
+	// consumer's reservations lapse without waiting for them).
+	Now func() time.Time
 }
 
 // Run serves until ctx is cancelled (SIGTERM), then shuts down gracefully.
@@ -99,7 +102,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
 		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: cfg.Service + "@" + host, Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
 		Tracer: opts.Tracer, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument, HandlerURL: cfg.Handler.URL,
-		MaxSequenceJump: cfg.MaxSequenceJump, Downstream: caller})
+		MaxSequenceJump: cfg.MaxSequenceJump, Downstream: caller, Now: opts.Now})
 	if err != nil {
 		return err
 	}
