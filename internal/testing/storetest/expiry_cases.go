@@ -25,7 +25,7 @@ func withTTLs(c *engine.Config) {
 func expiredRecordsAbsent(t *testing.T, e *env) {
 	eng := e.engine(withTTLs)
 	ctx := context.Background()
-	// Lease: COMPLETED, then expired: a new delivery claims afresh.
+	// Reservation of an event: completed, then expired: a new delivery claims afresh.
 	ev := emailEvent("ev-exp")
 	l, err := eng.Claim(ctx, emailReq(ev))
 	if err != nil {
