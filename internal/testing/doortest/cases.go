@@ -262,15 +262,31 @@ type stateEvent struct {
 // republished copies (new message id, later publish time, the same
 // payload) and redeliveries, one of them dated an hour ahead, delivered
 // in a random order with random concurrency, end with the same state:
-// the newest event by (sequence, event time) (engine.Ordering; issue 34:
-// an event time beyond the window stood in for each copy's publish time,
-// and A, B and B republished ended as A in two of six orders).
+// the newest event by (sequence, event time) (engine.Ordering). First,
+// issue 34's case by name: B dated an hour ahead, A published 10 s after
+// B with an event time between B's publish times, and B republished 64 s
+// after its first publish; when an event time beyond the window stood in
+// for each copy's publish time, two of the six orders ended as A.
 func convergence(t *testing.T, w *world) {
 	if !w.door.ordered {
 		t.Skip("the door takes no Pub/Sub events: nothing orders its effects (callbacks merge, keys are final)")
 	}
 	c := w.start("")
-	for seed := range uint64(2 * *seeds) {
+	base := w.clock.Now().Add(-2 * time.Minute)
+	for i, order := range [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+		agg := fmt.Sprintf("issue34-%d", i)
+		b := stateEvent{name: agg + "-B", at: base.Add(time.Hour), publish: base}
+		a := stateEvent{name: agg + "-A", at: base.Add(30 * time.Second), publish: base.Add(10 * time.Second)}
+		again := b
+		again.copyOf, again.publish = b.name, base.Add(64*time.Second)
+		events := []stateEvent{a, b, again}
+		sends := []stateEvent{events[order[0]], events[order[1]], events[order[2]]}
+		w.deliverStates(t, c, nil, agg, sends)
+		if got := w.state(t, agg); got != b.name {
+			t.Errorf("A, B and B republished, in the order %v: %s ends as %v, want B", names(sends), agg, got)
+		}
+	}
+	for seed := range uint64(4 * *seeds) {
 		r := rand.New(rand.NewPCG(seed, 99))
 		agg := fmt.Sprintf("agg%d", seed)
 		base := w.clock.Now().Add(-10 * time.Second)
@@ -293,7 +309,7 @@ func convergence(t *testing.T, w *world) {
 			sends = append(sends, e)
 			for range r.IntN(3) {
 				cp := e
-				cp.copyOf, cp.publish = e.name, e.publish.Add(time.Duration(1+r.IntN(30))*time.Second)
+				cp.copyOf, cp.publish = e.name, e.publish.Add(time.Duration(1+r.IntN(60))*time.Second)
 				sends = append(sends, cp)
 			}
 		}
@@ -304,37 +320,41 @@ func convergence(t *testing.T, w *world) {
 			return a.at.Compare(b.at)
 		})
 		r.Shuffle(len(sends), func(i, j int) { sends[i], sends[j] = sends[j], sends[i] })
-		var fns []func()
-		for i, e := range sends {
-			fields := map[string]any{"aggregate": agg, "name": e.name, "at": e.at.Format(time.RFC3339Nano)}
-			if e.seq != nil {
-				fields["seq"] = *e.seq
-			}
-			d := delivery{key: e.name, kind: "state", msgID: fmt.Sprintf("%s-%d", e.name, i), publish: e.publish, fields: fields}
-			if e.copyOf != "" {
-				d.key = e.copyOf
-			}
-			fns = append(fns, func() {
-				deadline := time.Now().Add(settleWithin)
-				for !w.door.send(w, c, d).final(w.door) && !w.door.pull && time.Now().Before(deadline) {
-					time.Sleep(20 * time.Millisecond)
-				}
-			})
-			if r.IntN(3) == 0 || i == len(sends)-1 || w.h.NoIsolation != "" {
-				pool(fns...) // a batch delivered at once
-				fns = nil
-			}
-		}
-		if w.door.pull {
-			for _, e := range events {
-				if !w.waitAcked(t, e.name, time.Now().Add(settleWithin)) {
-					t.Fatalf("%s not acked", e.name)
-				}
-			}
-		}
+		w.deliverStates(t, c, r, agg, sends)
 		if got := w.state(t, agg); got != want.name {
 			t.Errorf("seed %d: %s ends as %v, want %s (the newest by sequence, then event time): events %+v, delivered %v",
 				seed, agg, got, want.name, events, names(sends))
+		}
+	}
+}
+
+// deliverStates delivers sends (state events of aggregate agg) in their
+// order until each is acked, in batches delivered at once as r picks them
+// (one at a time without r, or without isolation).
+func (w *world) deliverStates(t *testing.T, c *consumer, r *rand.Rand, agg string, sends []stateEvent) {
+	t.Helper()
+	var fns []func()
+	for i, e := range sends {
+		fields := map[string]any{"aggregate": agg, "name": e.name, "at": e.at.Format(time.RFC3339Nano)}
+		if e.seq != nil {
+			fields["seq"] = *e.seq
+		}
+		d := delivery{key: e.name, kind: "state", msgID: fmt.Sprintf("%s-%d", e.name, i), publish: e.publish, fields: fields}
+		if e.copyOf != "" {
+			d.key = e.copyOf
+		}
+		fns = append(fns, func() {
+			deadline := time.Now().Add(settleWithin)
+			for !w.door.send(w, c, d).final(w.door) && !w.door.pull && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if w.door.pull && !w.waitAcked(t, d.key, deadline) {
+				t.Errorf("%s not acked", d.key)
+			}
+		})
+		if r == nil || r.IntN(3) == 0 || i == len(sends)-1 || w.h.NoIsolation != "" {
+			pool(fns...) // a batch delivered at once
+			fns = nil
 		}
 	}
 }

@@ -104,6 +104,10 @@ func sendPush(w *world, c *consumer, d delivery) reply {
 }
 
 func sendPull(w *world, _ *consumer, d delivery) reply {
+	w.publishing.Lock()
+	defer w.publishing.Unlock()
+	w.pinned.Store(&d.publish) // its publish time, as push chooses it
+	defer w.pinned.Store(nil)
 	w.ps.Publish(topicName, d.payload(), nil)
 	return reply{}
 }

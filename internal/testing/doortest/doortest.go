@@ -123,7 +123,12 @@ type world struct {
 	handler *handler
 	hurl    string
 	ps      *pstest.Server
-	env     string // EVENTPIPE_ENV: names every record of the world
+	// publishing pins the fake's clock to a message's publish time while
+	// it is published (pinned), so that a test chooses publish times as
+	// on push.
+	publishing sync.Mutex
+	pinned     atomic.Pointer[time.Time]
+	env        string // EVENTPIPE_ENV: names every record of the world
 	n       atomic.Int64
 }
 
@@ -162,7 +167,12 @@ func newWorld(t *testing.T, h Harness, d Door) *world {
 	w.hurl = srv.URL
 	if d.pull {
 		w.ps = pstest.NewServer()
-		w.ps.SetTimeNowFunc(w.clock.Now)
+		w.ps.SetTimeNowFunc(func() time.Time {
+			if p := w.pinned.Load(); p != nil {
+				return *p
+			}
+			return w.clock.Now()
+		})
 		t.Cleanup(func() { _ = w.ps.Close() })
 		admin := w.client(t)
 		ctx := context.Background()
