@@ -138,8 +138,12 @@ var ErrLate = errors.New("the handler has not answered yet; the call runs on, an
 type Caller struct {
 	client *http.Client
 	// cut ends every call still running (the shutdown deadline).
-	cut      context.Context
-	inflight sync.WaitGroup
+	cut context.Context
+	// running counts the calls running; idle is closed while none runs
+	// (a call may start while the drain waits: no sync.WaitGroup).
+	mu      sync.Mutex
+	running int
+	idle    chan struct{}
 }
 
 // New returns a Caller using client (a plain client when nil), which
@@ -157,19 +161,48 @@ func New(client *http.Client, cut context.Context) *Caller {
 	if cut == nil {
 		cut = context.Background()
 	}
-	return &Caller{client: client, cut: cut}
+	idle := make(chan struct{})
+	close(idle)
+	return &Caller{client: client, cut: cut, idle: idle}
+}
+
+// started counts a call that starts.
+func (c *Caller) started() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.running++
+}
+
+// ended counts a call that ended.
+func (c *Caller) ended() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running--; c.running == 0 {
+		close(c.idle)
+	}
 }
 
 // Wait waits until no call runs (the drain of a shutdown) or ctx ends,
 // and reports whether none runs.
 func (c *Caller) Wait(ctx context.Context) bool {
-	done := make(chan struct{})
-	go func() { c.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
+	for {
+		c.mu.Lock()
+		idle := c.idle
+		c.mu.Unlock()
+		select {
+		case <-idle:
+			c.mu.Lock()
+			none := c.running == 0
+			c.mu.Unlock()
+			if none {
+				return true
+			}
+		case <-ctx.Done():
+			return false
+		}
 	}
 }
 
@@ -197,7 +230,7 @@ type launched struct {
 // caller's cut, detached from ctx's cancellation (its values kept), with
 // the heartbeat running; send makes the request.
 func (c *Caller) launch(ctx context.Context, call Call, send func(ctx context.Context) (*http.Response, error)) *launched {
-	c.inflight.Add(1)
+	c.started()
 	bound := call.Bound
 	if bound <= 0 {
 		bound = call.Timeout
@@ -237,7 +270,7 @@ func (c *Caller) launch(ctx context.Context, call Call, send func(ctx context.Co
 			l.stopHB()
 			stopCut()
 			cancel()
-			c.inflight.Done()
+			c.ended()
 		})
 	}
 	go func() {

@@ -127,6 +127,8 @@ func sendGateway(_ *world, c *consumer, d delivery) reply {
 // acked reports whether every message of the Pub/Sub fake with key's
 // payload was acked, and how many there are.
 func (w *world) acked(key string) (all bool, n int) {
+	w.reading.Lock()
+	defer w.reading.Unlock()
 	for _, m := range w.ps.Messages() {
 		var p struct{ Script string }
 		if json.Unmarshal(m.Data, &p) != nil || p.Script != key {
@@ -146,6 +148,8 @@ func (w *world) messages(key string) string {
 		return ""
 	}
 	var b bytes.Buffer
+	w.reading.Lock()
+	defer w.reading.Unlock()
 	for _, m := range w.ps.Messages() {
 		var p struct{ Script string }
 		if json.Unmarshal(m.Data, &p) == nil && p.Script == key {

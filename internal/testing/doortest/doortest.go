@@ -128,6 +128,9 @@ type world struct {
 	// on push.
 	publishing sync.Mutex
 	pinned     atomic.Pointer[time.Time]
+	// reading serialises reading the fake's messages: pstest's Messages
+	// updates the *Message values it hands out.
+	reading sync.Mutex
 	env        string // EVENTPIPE_ENV: names every record of the world
 	n       atomic.Int64
 }
