@@ -131,7 +131,7 @@ type world struct {
 	// reading serialises reading the fake's messages: pstest's Messages
 	// updates the *Message values it hands out.
 	reading sync.Mutex
-	env        string // EVENTPIPE_ENV: names every record of the world
+	env     string // EVENTPIPE_ENV: names every record of the world
 	n       atomic.Int64
 }
 
