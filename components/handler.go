@@ -28,9 +28,11 @@ const (
 	EnvShutdownTimeout = "EVENTPIPE_SHUTDOWN_TIMEOUT"
 	// CloudRunTerminationGrace is the time Cloud Run gives an instance's
 	// containers between SIGTERM and SIGKILL: 10 s (Cloud Run's container
-	// runtime contract, "Instance shutdown"), for services and worker
-	// pools alike; pulumi-gcp v8.41.1's cloudrunv2 Service and WorkerPool
-	// have no field to change it.
+	// runtime contract, https://cloud.google.com/run/docs/container-contract,
+	// and "Graceful shutdowns on Cloud Run", cloud.google.com/blog, 2020).
+	// It is not configurable: the v2 API's RevisionTemplate, and so
+	// pulumi-gcp v8.41.1's cloudrunv2 Service and WorkerPool, have no field
+	// for it.
 	CloudRunTerminationGrace = 10 * time.Second
 	// ShutdownTimeout is the consumer's shutdown deadline under Cloud Run:
 	// the grace less a second for the process to exit after it (flush the

@@ -32,6 +32,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -78,8 +79,9 @@ const (
 	deliveryLease   = 1200 * time.Millisecond
 	// callbackLease is the callback route's receipt leaseTTL: a callback
 	// waits four fifths of it for the handler's answer, and its call is
-	// cut at it.
-	callbackLease = 1500 * time.Millisecond
+	// cut at it (long enough that a slow answer, 150 ms past the wait,
+	// still comes well before the cut on a loaded machine).
+	callbackLease = 3 * time.Second
 	// gatewayTimeout and gatewayInDoubt are EVENTPIPE_HANDLER_TIMEOUT and
 	// EVENTPIPE_HANDLER_IN_DOUBT (a keyed call is cut at their sum).
 	gatewayTimeout = 300 * time.Millisecond
@@ -155,12 +157,20 @@ func newWorld(t *testing.T, h Harness, d Door) *world {
 		env: fmt.Sprintf("d%d%s%d", time.Now().UnixNano()%1e6, d.Name, worlds.Add(1))}
 	w.handler = newHandler(func(path string) time.Duration {
 		switch {
-		case len(path) > len("/eventpipe/callbacks") && path[:len("/eventpipe/callbacks")] == "/eventpipe/callbacks":
+		case strings.HasPrefix(path, "/eventpipe/callbacks"):
 			return callbackLease*4/5 + 150*time.Millisecond
-		case len(path) > len("/eventpipe/deliveries") && path[:len("/eventpipe/deliveries")] == "/eventpipe/deliveries":
+		case strings.HasPrefix(path, "/eventpipe/deliveries"):
 			return deliveryTimeout + 150*time.Millisecond
 		}
 		return gatewayTimeout + 150*time.Millisecond
+	}, func(path string) time.Duration {
+		switch {
+		case strings.HasPrefix(path, "/eventpipe/callbacks"):
+			return callbackLease
+		case strings.HasPrefix(path, "/eventpipe/deliveries"):
+			return deliveryLease
+		}
+		return gatewayTimeout + gatewayInDoubt
 	})
 	srv := httptest.NewServer(w.handler)
 	t.Cleanup(func() {

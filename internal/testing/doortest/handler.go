@@ -57,25 +57,32 @@ type call struct {
 // every test request carries): call n of a key does script[n] (200 past
 // its end). It counts the calls of each key, the calls in flight at once,
 // and the effects (the work done: 2xx answers and drops after the work).
+//
+// A call in flight when another call of its key starts is counted as an
+// overlap, unless it is a hanging call past its bound: the consumer cut
+// it, and a handler that has not noticed its client went away is still
+// in it — the one way docs/handlers.md names to two calls at once.
 type handler struct {
-	// slow is how long a slow answer takes, by the path prefix it serves.
-	slow func(path string) time.Duration
+	// slow is how long a slow answer takes, by the path prefix it serves;
+	// bound is a call's bound there (the consumer cuts it then).
+	slow, bound func(path string) time.Duration
 
-	mu          sync.Mutex
-	scripts     map[string][]behavior
-	calls       map[string][]call
-	inflight    map[string]int
-	maxInflight map[string]int
-	effects     map[string]int
+	mu       sync.Mutex
+	scripts  map[string][]behavior
+	calls    map[string][]call
+	active   map[string]map[*call]behavior
+	overlaps map[string]int
+	effects  map[string]int
 	// started is signalled once per call that starts (for tests that act
 	// while a call runs); release lets "wait" calls answer.
 	started chan string
 	release chan struct{}
 }
 
-func newHandler(slow func(string) time.Duration) *handler {
-	return &handler{slow: slow, scripts: map[string][]behavior{}, calls: map[string][]call{}, inflight: map[string]int{},
-		maxInflight: map[string]int{}, effects: map[string]int{}, started: make(chan string, 1024), release: make(chan struct{})}
+func newHandler(slow, bound func(string) time.Duration) *handler {
+	return &handler{slow: slow, bound: bound, scripts: map[string][]behavior{}, calls: map[string][]call{},
+		active: map[string]map[*call]behavior{}, overlaps: map[string]int{}, effects: map[string]int{},
+		started: make(chan string, 1024), release: make(chan struct{})}
 }
 
 // script sets key's script.
@@ -122,15 +129,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s := h.scripts[id]; n < len(s) {
 		b = s[n]
 	}
-	h.calls[id] = append(h.calls[id], call{key: r.Header.Get(downstream.IdempotencyKeyHeader), attempt: r.Header.Get(downstream.AttemptHeader), start: time.Now()})
-	h.inflight[id]++
-	h.maxInflight[id] = max(h.maxInflight[id], h.inflight[id])
+	c := &call{key: r.Header.Get(downstream.IdempotencyKeyHeader), attempt: r.Header.Get(downstream.AttemptHeader), start: time.Now()}
+	h.calls[id] = append(h.calls[id], *c)
+	if h.active[id] == nil {
+		h.active[id] = map[*call]behavior{}
+	}
+	for o, ob := range h.active[id] {
+		if ob.kind != "hang" || c.start.Sub(o.start) < h.bound(r.URL.Path) {
+			h.overlaps[id]++
+		}
+	}
+	h.active[id][c] = b
 	h.mu.Unlock()
-	defer func() {
+	done := func() {
 		h.mu.Lock()
-		h.inflight[id]--
+		delete(h.active[id], c)
 		h.mu.Unlock()
-	}()
+	}
+	defer done()
 	h.started <- id
 	switch b.kind {
 	case "slow", "wait":
@@ -148,6 +164,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.answer(w, id, n, http.StatusOK)
 	case "drop":
 		h.effect(id)
+		done() // ended on the handler's side before the connection drops
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
 				_ = conn.Close()
@@ -176,9 +193,10 @@ func (h *handler) answer(w http.ResponseWriter, id string, n, status int) {
 	fmt.Fprintf(w, `{"script":%q,"call":%d}`, id, n)
 }
 
-// stats returns key's calls, the most in flight at once and its effects.
-func (h *handler) stats(id string) (calls []call, maxInflight, effects int) {
+// stats returns key's calls, how many started while another was in
+// flight (but a hanging one past its bound), and its effects.
+func (h *handler) stats(id string) (calls []call, overlaps, effects int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]call(nil), h.calls[id]...), h.maxInflight[id], h.effects[id]
+	return append([]call(nil), h.calls[id]...), h.overlaps[id], h.effects[id]
 }
