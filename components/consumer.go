@@ -501,6 +501,10 @@ func consumerEnv(sc *scope, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
 	if k.Handler != nil {
 		vars[EnvHandlerURL] = pulumi.String(k.Handler.URL())
 		vars[EnvHandlerHealthPath] = pulumi.String(k.Handler.HealthPath)
+		// Keyed requests are answered before Cloud Run cuts them, and the
+		// drain fits Cloud Run's termination grace.
+		vars[EnvHandlerTimeout] = pulumi.String(spec.Seconds(HandlerTimeout(spec.Length(k.RequestTimeout))))
+		vars[EnvShutdownTimeout] = pulumi.String(spec.Seconds(ShutdownTimeout))
 	}
 	names := append(spec.SortedKeys(vars), EnvStore)
 	sort.Strings(names)
