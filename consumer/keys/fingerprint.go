@@ -36,13 +36,27 @@ const fingerprintBufferBytes = 1 << 10
 // fingerprint's last LogicalKeyLen characters (a record of an event without
 // an event id) stays the one written before the upgrade.
 func Fingerprint(payload []byte) (string, error) {
-	// Most payloads' forms fit here: the form is hashed, not kept.
-	var buf [fingerprintBufferBytes]byte
-	canon, scan, err := canonical(buf[:0], payload)
-	if err != nil {
-		return "", fmt.Errorf("fingerprint: %w", err)
+	var sum [sha256.Size]byte
+	var scan canonicalScan
+	if len(payload) <= streamChunkBytes {
+		// Most payloads' forms fit here: the form is hashed, not kept.
+		var buf [fingerprintBufferBytes]byte
+		canon, s, err := canonical(buf[:0], payload)
+		if err != nil {
+			return "", fmt.Errorf("fingerprint: %w", err)
+		}
+		sum, scan = sha256.Sum256(canon), s
+	} else {
+		// A large payload's form is hashed as it is written, not held: a
+		// 10 MB payload takes its scratch buffer, not 12.5 MB (limits).
+		h := sha256.New()
+		s, err := writeCanonical(h, payload, streamChunkBytes)
+		if err != nil {
+			return "", fmt.Errorf("fingerprint: %w", err)
+		}
+		h.Sum(sum[:0])
+		scan = s
 	}
-	sum := sha256.Sum256(canon)
 	fp := prefixedHash(fingerprintPrefix, sum)
 	if !scan.mayDiffer {
 		return fp, nil
