@@ -17,22 +17,25 @@ import (
 // string is written piece by piece.
 const streamChunkBytes = 64 << 10
 
-// canonicalWriter writes the RFC 8785 form of a JSON value to w without
-// holding it: Fingerprint hashes a large payload through it, so the memory
-// it takes is its scratch buffer and one span per member of the objects
-// being written, not the form (1.25 times the payload) and jsontext's
-// sorted copy of an object. It writes the bytes canonical would return: an
-// object's members in the order RFC 8785 gives their names (UTF-16 code
-// units), each value that fits chunk formatted by canonical itself, and a
-// longer string cut into pieces at character boundaries, which format as
-// the string does because RFC 8785 escapes each character on its own
-// (FuzzCanonicalJSON holds the two ways to the same bytes and errors).
+// canonicalWriter writes the RFC 8785 form (or the v1 form) of a JSON value
+// to w without holding it: Fingerprint hashes a large payload through it,
+// so the memory it takes is its scratch buffer and one span per member of
+// the objects being written, not the form (1.25 times the payload) and
+// jsontext's sorted copy of an object. It writes the bytes the form's whole
+// formatter would return: an object's members in the order of their names
+// (RFC 8785: by UTF-16 code units; v1: by UTF-8 bytes), each value that fits
+// chunk formatted whole, and a longer string cut into pieces at character
+// boundaries, which format as the string does because both forms escape
+// each character on its own (FuzzCanonicalJSON and
+// TestCanonicalWriterMatchesCanonical hold it to the same bytes and errors).
 type canonicalWriter struct {
 	w io.Writer
+	// v1 writes the v1 form (canonicalV1) instead of RFC 8785's.
+	v1 bool
 	// chunk is streamChunkBytes (tests lower it to reach every path).
 	chunk   int
 	scratch []byte
-	// piece frames one piece of a long string for canonical.
+	// piece frames one piece of a long string for the formatter.
 	piece []byte
 	// scan gathers what canonical's scans of the pieces found that
 	// Fingerprint reads: whether the v1 form may differ.
@@ -46,18 +49,39 @@ type canonicalWriter struct {
 // keys, nesting beyond MaxDepth, numbers beyond float64's range), and then
 // has written part of the form at most.
 func writeCanonical(w io.Writer, data []byte, chunk int) (canonicalScan, error) {
+	return writeForm(&canonicalWriter{w: w, chunk: chunk}, data)
+}
+
+// writeCanonicalV1 writes the v1 form of data, which writeCanonical has
+// accepted, to w: the bytes canonicalV1 returns, or its refusal.
+func writeCanonicalV1(w io.Writer, data []byte, chunk int) error {
+	_, err := writeForm(&canonicalWriter{w: w, v1: true, chunk: chunk}, data)
+	return err
+}
+
+// writeForm checks data and writes it with c.
+func writeForm(c *canonicalWriter, data []byte) (canonicalScan, error) {
 	// One pass checks the whole text first (syntax, UTF-8, one value), so
 	// the spans below are valid JSON; duplicate names are found in order.
-	if !jsontext.Value(data).IsValid(jsontext.AllowDuplicateNames(true)) {
-		_, err := canonicalSmall(nil, data) // jsontext's own error for it
-		if err == nil {
-			err = fmt.Errorf("invalid JSON")
-		}
+	if err := validJSON(data); err != nil {
 		return canonicalScan{}, fmt.Errorf("canonical JSON: %w", err)
 	}
-	c := &canonicalWriter{w: w, chunk: chunk}
 	c.value(data, 0)
 	return c.scan, c.err
+}
+
+// validJSON reports why data is not one valid JSON value (RFC 8259, valid
+// UTF-8; duplicate names are left to the form's check), without a copy of
+// it: a decoder reads a bytes.Buffer in place.
+func validJSON(data []byte) error {
+	d := jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true))
+	if err := d.SkipValue(); err != nil {
+		return err
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return fmt.Errorf("text after the top-level value (%v)", err)
+	}
+	return nil
 }
 
 // write writes p to w, keeping the first error.
@@ -90,10 +114,14 @@ func (c *canonicalWriter) value(v []byte, depth int) bool {
 	return c.whole(v, depth)
 }
 
-// whole writes v formatted whole by canonical's formatter and checks.
+// whole writes v, nested in depth objects and arrays, formatted whole:
+// by canonicalSmall and checked as canonical checks, or in the v1 form.
 func (c *canonicalWriter) whole(v []byte, depth int) bool {
-	out, err := canonicalSmall(c.scratch[:0], v)
-	if err == nil {
+	var out []byte
+	var err error
+	if c.v1 {
+		out, err = appendCanonicalV1(c.scratch[:0], v, depth)
+	} else if out, err = canonicalSmall(c.scratch[:0], v); err == nil {
 		var scan canonicalScan
 		scan, err = checkCanonical(out, v, depth)
 		c.scan.mayDiffer = c.scan.mayDiffer || scan.mayDiffer
@@ -168,7 +196,11 @@ func (c *canonicalWriter) container(v []byte, depth int) bool {
 		}
 		members = append(members, member{raw: raw, name: name, value: value})
 	}
-	slices.SortFunc(members, func(a, b member) int { return compareUTF16(a.name, b.name) })
+	order := compareUTF16
+	if c.v1 {
+		order = bytes.Compare // v1 sorts names by their UTF-8 bytes
+	}
+	slices.SortFunc(members, func(a, b member) int { return order(a.name, b.name) })
 	c.write([]byte{'{'})
 	for i, m := range members {
 		if i > 0 {
@@ -212,7 +244,13 @@ func (c *canonicalWriter) str(raw []byte) bool {
 	for len(text) > 0 {
 		n := stringCut(text, c.chunk)
 		c.piece = append(append(append(c.piece[:0], '"'), text[:n]...), '"')
-		out, err := canonicalSmall(c.scratch[:0], c.piece)
+		var out []byte
+		var err error
+		if c.v1 {
+			out, err = appendCanonicalV1(c.scratch[:0], c.piece, 0)
+		} else {
+			out, err = canonicalSmall(c.scratch[:0], c.piece)
+		}
 		if err != nil {
 			return c.fail(fmt.Errorf("canonical JSON: %w", err))
 		}

@@ -32,8 +32,14 @@ func checkStreamed(t *testing.T, data []byte, chunks ...int) {
 		case !bytes.Equal(got.Bytes(), want):
 			t.Fatalf("chunk %d, %.200q: streamed %.200q, buffered %.200q", chunk, data, got.Bytes(), want)
 		}
-		if v1, err := canonicalV1(data); err == nil && !bytes.Equal(v1, want) && !scan.mayDiffer {
+		v1, v1err := canonicalV1(data)
+		if v1err == nil && !bytes.Equal(v1, want) && !scan.mayDiffer {
 			t.Fatalf("chunk %d, %.200q: the v1 form %.200q differs, the scan says it cannot", chunk, data, v1)
+		}
+		// The v1 form written piece by piece: canonicalV1's bytes, or its refusal.
+		got.Reset()
+		if err := writeCanonicalV1(&got, data, chunk); (err == nil) != (v1err == nil) || (err == nil && !bytes.Equal(got.Bytes(), v1)) {
+			t.Fatalf("chunk %d, %.200q: v1 streamed %.200q (%v), whole %.200q (%v)", chunk, data, got.Bytes(), err, v1, v1err)
 		}
 	}
 }
