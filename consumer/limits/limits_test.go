@@ -37,7 +37,7 @@ func TestMaxPushBodyCoversBase64(t *testing.T) {
 // KB to the largest, that the derived concurrency's deliveries fit in the
 // delivery budget of the container's GOMEMLIMIT and one more would not
 // (unless the requested concurrency is the bound), so the push handler's
-// admission (limits.DeliveryBytes within limits.DeliveryBudget) admits
+// admission (limits.PushDoor().Bytes within limits.DeliveryBudget) admits
 // exactly what the component sized the instance for.
 func TestMaxConcurrencyFillsTheBudget(t *testing.T) {
 	for mib := int64(128); mib <= 32<<10; mib += 128 {
