@@ -8,15 +8,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// EnvHandlerURL tells the consumer where its handler listens (handler.URLEnv).
-const EnvHandlerURL = "EVENTPIPE_HANDLER_URL"
-
-// EnvHandlerHealthPath is the handler's health path (handler.HealthPathEnv):
-// a pulling consumer waits until it answers before it pulls, which on a
-// worker pool, where pulumi-gcp v8 declares no startup probe, is what
-// orders the two containers.
-const EnvHandlerHealthPath = "EVENTPIPE_HANDLER_HEALTH_PATH"
-
 // handlerContainer is the handler's container (validated settings): no
 // ingress port (the consumer has the service's), HANDLER_PORT in its
 // environment, and a startup probe on its health path, which the consumer's

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
@@ -27,8 +28,8 @@ const withHandler = `        memory: 2Gi
 // its URL. Without a handler nothing changes.
 func TestHandlerContainer(t *testing.T) {
 	plain := one(t, declareStack(t, baseStack), tService, "orders")
-	if _, ok := env(t, plain)[components.EnvHandlerURL]; ok || input(plain, "template.containers.0.dependsOns") != nil {
-		t.Fatalf("a consumer without a handler got %s or dependsOns", components.EnvHandlerURL)
+	if _, ok := env(t, plain)[settings.HandlerURL]; ok || input(plain, "template.containers.0.dependsOns") != nil {
+		t.Fatalf("a consumer without a handler got %s or dependsOns", settings.HandlerURL)
 	}
 	doc := strings.Replace(baseStack, "        minInstances: 1\n", "        minInstances: 1\n"+withHandler, 1)
 	traced := strings.Replace(doc, "  eventpipe:pipelines:", "  eventpipe:defaults:\n    traceCollector: true\n  eventpipe:pipelines:", 1)
@@ -58,8 +59,8 @@ func TestHandlerContainer(t *testing.T) {
 		if got := input(svc, "template.containers.0.dependsOns"); !equalJSON(got, want) {
 			t.Errorf("%s: consumer dependsOns %v, want %v", name, got, want)
 		}
-		if got := env(t, svc)[components.EnvHandlerURL]; got != "http://localhost:9090" {
-			t.Errorf("%s: consumer %s = %q", name, components.EnvHandlerURL, got)
+		if got := env(t, svc)[settings.HandlerURL]; got != "http://localhost:9090" {
+			t.Errorf("%s: consumer %s = %q", name, settings.HandlerURL, got)
 		}
 	}
 }
