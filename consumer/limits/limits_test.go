@@ -12,8 +12,8 @@ func TestMaxConcurrency(t *testing.T) {
 		want       int
 	}{
 		{"small messages keep the requested concurrency", 512 * mib, 64 << 10, 80, 80},
-		{"maximum-size messages bound a 512 MiB instance", 512 * mib, MaxMessageBytes, 80, 10},
-		{"more memory fits more", 2048 * mib, MaxMessageBytes, 80, 45},
+		{"maximum-size messages bound a 512 MiB instance", 512 * mib, MaxMessageBytes, 80, 7},
+		{"more memory fits more", 2048 * mib, MaxMessageBytes, 80, 34},
 		{"too small for one message", 32 * mib, MaxMessageBytes, 80, 0},
 	}
 	for _, tt := range tests {
