@@ -49,7 +49,7 @@ type Config struct {
 	MaxWaitingPerDocument int
 	// Handler is the team's handler container behind the consumer
 	// (EVENTPIPE_HANDLER_URL and the idempotency-key settings: see
-	// handler.ConfigFromEnv); its zero value means none.
+	// handler.ConfigFrom); its zero value means none.
 	Handler handler.Config
 	// MaxSequenceJump is engine.Config.MaxSequenceJump, from
 	// EVENTPIPE_MAX_SEQUENCE_JUMP.
