@@ -81,7 +81,9 @@ type plannedSubscription struct {
 func TestDLQCaseVerdictsFollowThePlans(t *testing.T) {
 	judging := 0
 	for _, c := range loadCases(t) {
-		if !slices.Equal(c.Expected.JudgedRules, []string{"EP001"}) {
+		// The shape-* cases exempt dead-letter subscriptions by the link the plan shows,
+		// not by a label: TestModuleShapeVerdictInvariant (policies/evaluate) holds their verdicts.
+		if !strings.HasPrefix(c.Name, "dlq-") || !slices.Equal(c.Expected.JudgedRules, []string{"EP001"}) {
 			continue
 		}
 		judging++
