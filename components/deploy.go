@@ -266,16 +266,9 @@ func checkedStoreSecret(sc *scope, url pulumi.StringInput) pulumi.StringOutput {
 	name := sc.pipeline.Name
 	return url.ToStringOutput().ApplyT(func(v string) (string, error) {
 		problems := storeProblems(k, v, spec.OfflineSecret, spec.Namespace+":"+spec.KeyStore, spec.Namespace+":"+spec.KeyPipelines+"."+name+".consumer")
-		if strings.HasPrefix(v, "firestore://") {
-			// The grant a Firestore store needs (roles/datastore.user on its
-			// project) is declared from the plain URL: a secret's is known only
-			// here, too late to declare it, and without it every transaction
-			// gets PERMISSION_DENIED.
-			problems = append(problems, spec.FieldError{Path: spec.Namespace + ":" + spec.KeyStore, Value: spec.OfflineSecret,
-				Allowed: "a store URL holding a password (postgres://USER:PASSWORD@…)",
-				Fix: "set a firestore:// URL as a plain store (consumer.store, or eventpipe:store without --secret): it holds no password, " +
-					"and only a plain URL tells eventpipe the project whose roles/datastore.user the consumer's account needs"})
-		}
+		// Checked as a secret eventpipe:store is: a Firestore URL there is refused,
+		// as its consumer's datastore.user grant is declared from a plain URL.
+		problems = append(problems, spec.SecretStoreProblems(spec.Namespace+":"+spec.KeyStore, v)...)
 		if len(problems) > 0 {
 			return "", argsError("consumer", name, problems)
 		}
