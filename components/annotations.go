@@ -78,7 +78,7 @@ func (x *PipelineArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Subscriptions, "The subscriptions on the topic, keyed by a short name unique in the pipeline (1–30 lowercase letters, digits or hyphens). At least one.")
 	a.Describe(&x.Alerts, "Configure the pipeline's alerts, on unless opted out.")
 	a.Describe(&x.Apis, "Makes every resource wait for a Project's apis output: the APIs enabled and propagated.")
-	a.Describe(&x.GrantPropagation, "How long the consumer's service waits after the roles it needs are granted, for the grants to take effect (default 120s; 0s: no wait).")
+	a.Describe(&x.GrantPropagation, "How long the consumer's service waits after the roles it needs are granted, and a push subscription after the roles its deliveries need, for the grants to take effect (default 120s; 0s: no wait).")
 }
 
 // Annotate describes Project and its fields for a component provider's schema.
@@ -134,6 +134,7 @@ func (x *SubscriptionArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Subscription, "The subscription's settings; its name defaults to the component name.")
 	a.Describe(&x.Push, "Where a push subscription delivers; required with delivery push.")
 	a.Describe(&x.Apis, "Makes every resource wait for a Project's apis output: the APIs enabled and propagated.")
+	a.Describe(&x.GrantPropagation, "How long a push subscription waits after the roles its deliveries need are granted, for the grants to take effect (default 120s; 0s: no wait).")
 }
 
 // Annotate describes Topic and its fields for a component provider's schema.

@@ -57,6 +57,10 @@ func TestTraceCollectorSidecar(t *testing.T) {
 	if input(grant, "role") != components.RoleTraceAgent || input(grant, "member") != "serviceAccount:"+consumerEmail {
 		t.Errorf("trace grant %v", grant.Inputs)
 	}
+	// The collector exports as the consumer's account from its start: the service waits
+	// for the grant to take effect, as for the store's.
+	waitsAfterGrants(t, traced, svc, "orders-grants-propagated", "2m0s", [2]string{tProjectIAM, "orders-run-trace-agent"},
+		[2]string{tProjectIAM, "orders-run-datastore-user"})
 
 	// The configuration the collector reads from its environment.
 	args := input(svc, collector+"args").([]any)

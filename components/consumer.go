@@ -240,28 +240,22 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 	if netGrant != nil {
 		dependsOn = append(dependsOn, netGrant)
 	}
-	// The grants take effect minutes after they are made; Cloud Run checks the
-	// secret's and the subnet's at deploy time, the consumer uses the others
-	// as it starts.
-	if _, wait := sc.stack.Setup.Waits(); wait > 0 && len(dependsOn) > 0 {
-		ids := make([]any, 0, len(dependsOn))
-		for _, d := range dependsOn {
-			if c, ok := d.(pulumi.CustomResource); ok {
-				ids = append(ids, c.ID())
-			}
-		}
-		grants := pulumi.All(ids...).ApplyT(func(v []any) string {
-			out := make([]string, len(v))
-			for i, id := range v {
-				out[i] = fmt.Sprint(id)
-			}
-			return strings.Join(out, ",")
-		}).(pulumi.StringOutput)
-		sleep, err := declareSleep(ctx, name+"-grants-propagated", wait, pulumi.StringMap{"grants": grants}, parent, pulumi.DependsOn(dependsOn))
-		if err != nil {
+	traced := sc.stack.Traced()
+	var collector *cloudrunv2.ServiceTemplateContainerArgs
+	if traced {
+		var grant pulumi.Resource
+		if collector, grant, err = declareTraceCollector(ctx, name, project, c.Member, !pulling, parent); err != nil {
 			return nil, err
 		}
-		dependsOn = []pulumi.Resource{sleep}
+		dependsOn = append(dependsOn, grant)
+	}
+	// The grants take effect minutes after they are made; Cloud Run checks the
+	// secret's and the subnet's at deploy time, the consumer uses the others
+	// as it starts (the store's, the subscriptions' it pulls) or as it runs
+	// (the collector's).
+	_, wait := sc.stack.Setup.Waits()
+	if dependsOn, err = waitForGrants(ctx, name, wait, dependsOn, parent); err != nil {
+		return nil, err
 	}
 
 	concurrency := k.RequestConcurrency()
@@ -274,7 +268,6 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 	}
 	labels := sc.labels(spec.RoleConsumer)
 	port := pulumi.Int(spec.ContainerPort)
-	traced := sc.stack.Traced()
 	consumer := &cloudrunv2.ServiceTemplateContainerArgs{
 		Name:  pulumi.String("consumer"),
 		Image: sc.d.image(spec.Text(k.Image)),
@@ -299,15 +292,10 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 	}
 	var starts pulumi.StringArray // containers the consumer starts after
 	containers := cloudrunv2.ServiceTemplateContainerArray{consumer}
-	if traced {
-		collector, grant, err := declareTraceCollector(ctx, name, project, c.Member, !pulling, parent)
-		if err != nil {
-			return nil, err
-		}
+	if collector != nil {
 		// The consumer starts once the collector is ready to take its spans.
 		starts = append(starts, pulumi.String(spec.CollectorContainer))
 		containers = append(containers, collector)
-		dependsOn = append(dependsOn, grant)
 	}
 	if k.Handler != nil {
 		// The consumer starts once its handler answers its health check.

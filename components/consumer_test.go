@@ -249,6 +249,27 @@ func TestConsumerSecretStore(t *testing.T) {
 	}
 }
 
+// TestConsumerFirestoreSecretStoreRefused: a Firestore URL given as a
+// secret store is refused naming storeSecret and the fix, as the datastore
+// grant its consumer needs cannot be declared from a secret.
+func TestConsumerFirestoreSecretStoreRefused(t *testing.T) {
+	for _, url := range []string{"firestore://acme-dev/(default)", "firestore://acme-data/orders"} {
+		err, _ := runErr(func(ctx *pulumi.Context) error {
+			_, err := components.NewConsumer(ctx, "orders", &components.ConsumerArgs{
+				Project: pulumi.String("acme-dev"),
+				Consumer: spec.Consumer{
+					Image:       pulumi.String("europe-docker.pkg.dev/acme/eventpipe/consumer:1.2.3"),
+					StoreSecret: pulumi.ToSecret(pulumi.String(url)).(pulumi.StringOutput),
+				},
+			})
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), "consumer.storeSecret") || !strings.Contains(err.Error(), "roles/datastore.user") {
+			t.Errorf("secret store %s: %v, want refused naming consumer.storeSecret and the datastore grant", url, err)
+		}
+	}
+}
+
 // TestDeletionProtectionIsExplicit: the provider's default (on) would make
 // every destroy of a short-lived stack fail, so both values are written.
 func TestDeletionProtectionIsExplicit(t *testing.T) {

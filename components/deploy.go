@@ -266,6 +266,9 @@ func checkedStoreSecret(sc *scope, url pulumi.StringInput) pulumi.StringOutput {
 	name := sc.pipeline.Name
 	return url.ToStringOutput().ApplyT(func(v string) (string, error) {
 		problems := storeProblems(k, v, spec.OfflineSecret, spec.Namespace+":"+spec.KeyStore, spec.Namespace+":"+spec.KeyPipelines+"."+name+".consumer")
+		// Checked as a secret eventpipe:store is: a Firestore URL there is refused,
+		// as its consumer's datastore.user grant is declared from a plain URL.
+		problems = append(problems, spec.SecretStoreProblems(spec.Namespace+":"+spec.KeyStore, v)...)
 		if len(problems) > 0 {
 			return "", argsError("consumer", name, problems)
 		}

@@ -3,6 +3,7 @@ package components_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -180,4 +181,23 @@ func waitsFor(plan *render.Plan, s render.State, urn string) bool {
 		}
 	}
 	return false
+}
+
+// waitsAfterGrants fails unless dependent depends on the wait named wait (a time_sleep of
+// createDuration d), which depends on each of grants (names of IAM members of the types
+// typs, in order): what relies on the grants is created d after they are made.
+func waitsAfterGrants(t *testing.T, plan *render.Plan, dependent render.State, wait, d string, grants ...[2]string) {
+	t.Helper()
+	sleep := one(t, plan, tSleep, wait)
+	if !slices.Contains(dependent.Dependencies, sleep.URN) {
+		t.Errorf("%s does not wait for %s: depends on %v", dependent.URN, wait, dependent.Dependencies)
+	}
+	if got := input(sleep, "createDuration"); got != d {
+		t.Errorf("%s waits %v, want %s", wait, got, d)
+	}
+	for _, g := range grants {
+		if grant := one(t, plan, g[0], g[1]); !waitsFor(plan, sleep, grant.URN) {
+			t.Errorf("%s does not start after %s: depends on %v", wait, g[1], sleep.Dependencies)
+		}
+	}
 }

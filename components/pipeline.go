@@ -42,8 +42,8 @@ type PipelineArgs struct {
 	Alerts *spec.PipelineAlerts `pulumi:"alerts,optional"`
 	// Apis makes every resource wait for a Project's apis output: the APIs enabled and propagated.
 	Apis pulumi.StringArrayInput `pulumi:"apis,optional"`
-	// GrantPropagation is how long the consumer's service waits after the roles it needs are granted, for
-	// the grants to take effect (default 120s; 0s: no wait).
+	// GrantPropagation is how long the consumer's service waits after the roles it needs are granted, and a push
+	// subscription after the roles its deliveries need, for the grants to take effect (default 120s; 0s: no wait).
 	GrantPropagation string `pulumi:"grantPropagation,optional"`
 }
 

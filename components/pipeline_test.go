@@ -24,8 +24,9 @@ func TestPipeline(t *testing.T) {
 		// push subscription with DLQ, 6 for the pull one; 1 SLO on its service.
 		tMetric: 4, tAlertPolicy: 24, tSLOService: 1, tSLO: 1,
 		// APIs: Service Usage, Pub/Sub, Cloud Run, IAM, Resource Manager, Firestore, Logging,
-		// Monitoring; a wait for them to propagate and one for the consumer's grants.
-		tAPI: 8, tIdentity: 1, tSleep: 2,
+		// Monitoring; a wait for them to propagate, one for the consumer's grants and one
+		// for the push subscription's.
+		tAPI: 8, tIdentity: 1, tSleep: 3,
 	}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
@@ -52,6 +53,11 @@ func TestPipeline(t *testing.T) {
 	if input(invoker, "name") != "orders-consumer" || input(invoker, "location") != spec.DefaultRegion {
 		t.Errorf("invoker target = %v", invoker.Inputs)
 	}
+	// The push subscription delivers once created: after the grants its deliveries need
+	// have taken effect.
+	waitsAfterGrants(t, plan, sub, "orders-main-push-grants-propagated", "2m0s",
+		[2]string{tServiceIAM, "orders-main-push-invoker"}, [2]string{tAccountIAM, "orders-main-push-agent-token-creator"},
+		[2]string{tTopicIAM, "orders-main-dlq-agent-publisher"})
 }
 
 // Alert resource types (issue 6).

@@ -253,6 +253,35 @@ func declareSleep(ctx *pulumi.Context, name string, d time.Duration, triggers pu
 	return s, nil
 }
 
+// waitForGrants declares NAME-grants-propagated, a wait of d after grants (a time_sleep
+// whose triggers are their ids: it waits again when a grant is replaced or added), and
+// returns what the resource relying on the grants must depend on: the wait, or the
+// grants themselves when d is 0 or there are none.
+func waitForGrants(ctx *pulumi.Context, name string, d time.Duration, grants []pulumi.Resource, opts ...pulumi.ResourceOption) ([]pulumi.Resource, error) {
+	if d == 0 || len(grants) == 0 {
+		return grants, nil
+	}
+	ids := make([]any, 0, len(grants))
+	for _, g := range grants {
+		if c, ok := g.(pulumi.CustomResource); ok {
+			ids = append(ids, c.ID())
+		}
+	}
+	joined := pulumi.All(ids...).ApplyT(func(v []any) string {
+		out := make([]string, len(v))
+		for i, id := range v {
+			out[i] = fmt.Sprint(id)
+		}
+		return strings.Join(out, ",")
+	}).(pulumi.StringOutput)
+	sleep, err := declareSleep(ctx, name+"-grants-propagated", d, pulumi.StringMap{"grants": joined},
+		append(slices.Clip(opts), pulumi.DependsOn(grants))...)
+	if err != nil {
+		return nil, err
+	}
+	return []pulumi.Resource{sleep}, nil
+}
+
 // awaitAPIs is the resource option of a component whose resources wait for apis (a
 // Project's apis output): every Google Cloud resource it declares depends on it.
 func awaitAPIs(apis pulumi.StringArrayInput) pulumi.ResourceOption {

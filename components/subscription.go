@@ -43,6 +43,9 @@ type SubscriptionArgs struct {
 	Push *PushTarget `pulumi:"push,optional"`
 	// Apis makes every resource wait for a Project's apis output: the APIs enabled and propagated.
 	Apis pulumi.StringArrayInput `pulumi:"apis,optional"`
+	// GrantPropagation is how long a push subscription waits after the roles its deliveries need are granted,
+	// for the grants to take effect (default 120s; 0s: no wait).
+	GrantPropagation string `pulumi:"grantPropagation,optional"`
 }
 
 // PushTarget is the endpoint a push subscription delivers to.
@@ -113,13 +116,14 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 	}
 	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, args.Protect)
 	sc.ready = args.Apis
+	sc.stack.Setup.GrantPropagation = args.GrantPropagation
 	opts = withAPIs(opts, args.Apis)
 	sub := subscription(args.Subscription, standaloneKey)
 	if sub.Name == "" {
 		sub.Name = name
 	}
 	sc.pipeline.Subscriptions = map[string]*spec.Subscription{standaloneKey: sub}
-	var problems spec.Errors
+	problems := spec.ValidateSetup("", &sc.stack.Setup)
 	if args.Topic == nil {
 		problems = append(problems, spec.FieldError{Path: "topic", Allowed: "a full topic name, projects/PROJECT/topics/TOPIC",
 			Fix: "pass the topic to subscribe to, e.g. a Topic's topicId output or another team's topic name"})
@@ -243,7 +247,15 @@ func declareSubscription(ctx *pulumi.Context, name string, sc *scope, sub *spec.
 		if err != nil {
 			return nil, err
 		}
-		deps = append(deps, pushDeps...)
+		// A push subscription delivers from its creation on: the grants its
+		// deliveries need (Cloud Run's invoker for its account, the agent's token
+		// creator on it and publisher on the DLQ topic) must have taken effect by
+		// then, or Cloud Run refuses the pushes and, once the subscription counts
+		// attempts, good messages are dead-lettered.
+		_, wait := sc.stack.Setup.Waits()
+		if deps, err = waitForGrants(ctx, sub.Name+"-push", wait, append(deps, pushDeps...), parent); err != nil {
+			return nil, err
+		}
 	}
 
 	// The grants come first so the first dead-lettered or pushed message

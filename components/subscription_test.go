@@ -1,6 +1,7 @@
 package components_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,10 +40,35 @@ func TestPushSubscription(t *testing.T) {
 		Audience: "acme-dev/orders/pubsub-push", Service: pulumi.String("orders-consumer"),
 	}
 	plan := subscriptionPlan(t, "orders-main", args)
-	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 1, tAccount: 1, tAccountIAM: 1, tServiceIAM: 1, tIdentity: 1}
+	want := map[string]int{tSub: 2, tTopic: 1, tTopicIAM: 1, tSubIAM: 1, tAccount: 1, tAccountIAM: 1, tServiceIAM: 1, tIdentity: 1, tSleep: 1}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
 	}
+	pushGrants := [][2]string{{tServiceIAM, "orders-main-push-invoker"}, {tAccountIAM, "orders-main-push-agent-token-creator"},
+		{tTopicIAM, "orders-main-dlq-agent-publisher"}}
+	waitsAfterGrants(t, plan, one(t, plan, tSub, "orders-main"), "orders-main-push-grants-propagated", "2m0s", pushGrants...)
+	// grantPropagation sets the wait; 0s leaves it out, the subscription still after the grants.
+	args.GrantPropagation = "30s"
+	waitsAfterGrants(t, subscriptionPlan(t, "orders-main", args), one(t, subscriptionPlan(t, "orders-main", args), tSub, "orders-main"),
+		"orders-main-push-grants-propagated", "30s", pushGrants...)
+	args.GrantPropagation = "0s"
+	unwaited := subscriptionPlan(t, "orders-main", args)
+	if n := len(custom(unwaited, tSleep)); n != 0 {
+		t.Errorf("grantPropagation 0s declared %d waits", n)
+	}
+	for _, g := range pushGrants {
+		if sub := one(t, unwaited, tSub, "orders-main"); !slices.Contains(sub.Dependencies, one(t, unwaited, g[0], g[1]).URN) {
+			t.Errorf("without a wait the subscription does not depend on %s: %v", g[1], sub.Dependencies)
+		}
+	}
+	args.GrantPropagation = "2 minutes"
+	if err, _ := runErr(func(ctx *pulumi.Context) error {
+		_, err := components.NewSubscription(ctx, "orders-main", args)
+		return err
+	}); err == nil || !strings.Contains(err.Error(), "grantPropagation") {
+		t.Errorf("grantPropagation %q: %v, want refused naming it", args.GrantPropagation, err)
+	}
+	args.GrantPropagation = ""
 	comp := plan.StepsOfType(components.TypeSubscription)
 	if len(comp) != 1 {
 		t.Fatalf("want one Subscription component, got %d", len(comp))

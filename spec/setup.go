@@ -34,7 +34,8 @@ type Setup struct {
 	// Google Cloud system (default 60s; 0s: no wait, for APIs enabled well before).
 	APIPropagation string `json:"apiPropagation,omitempty" pulumi:"apiPropagation,optional"`
 	// GrantPropagation is how long a consumer's service waits after the roles its account and service agent
-	// are granted, for the grants to take effect (default 120s; 0s: no wait).
+	// are granted, and a push subscription after the roles its deliveries need, for the grants to take effect
+	// (default 120s; 0s: no wait).
 	GrantPropagation string `json:"grantPropagation,omitempty" pulumi:"grantPropagation,optional"`
 	// FirestoreLocation creates the Firestore databases the stack's Firestore stores name in its project, in
 	// this location (a region such as europe-west1, or a multi-region: eur3, nam5); unset, they must exist

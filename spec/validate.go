@@ -479,6 +479,15 @@ func checkUniqueNames(c *collector, s *Stack) {
 	}
 }
 
+// SecretStoreProblems are the problems of storeURL, a store set as a secret at path: what
+// validation reports of a secret eventpipe:store, for a secret a program knows only as it
+// runs (a component's storeSecret).
+func SecretStoreProblems(path, storeURL string) Errors {
+	c := &collector{}
+	checkStore(c, "", path, storeURL, true)
+	return c.errors()
+}
+
 func checkStore(c *collector, pipeline, path, storeURL string, secret bool) {
 	if storeURL == OfflineSecret {
 		return // a secure value the offline reader cannot decrypt (nested ones are reported by decodeJSON)
@@ -500,7 +509,7 @@ func checkStore(c *collector, pipeline, path, storeURL string, secret bool) {
 			"use firestore://PROJECT/(default) on Cloud Run; bbolt and mem stores lose data when an instance stops")
 	case firestore && secret:
 		c.add(pipeline, path, shown, "a Firestore store set as a plain value",
-			"set it without --secret: a Firestore URL holds no credential, and the components read it to declare the database's TTL policies and grant")
+			"set it as a plain value (without --secret; consumer.store in a program): a Firestore URL holds no credential, and the components read it to declare the database's TTL policies and the consumer's roles/datastore.user grant")
 	case !secret && hasPassword(storeURL):
 		c.add(pipeline, path, strconv.Quote(redactPassword(storeURL)), "a URL without a password, or a secret",
 			"keep the password out of plain config: set the URL as a secret (`pulumi config set --secret eventpipe:store 'postgres://…'`, or consumer.storeSecret in a Pulumi program); the consumer then reads it from Secret Manager")

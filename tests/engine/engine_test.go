@@ -9,8 +9,11 @@
 //
 // The stand-in runs as a project that had Cloud Resource Manager enabled before the first
 // `up` (the documented prerequisite) and an existing Firestore database, where API
-// enablements and IAM grants take propagation (1s) to take effect; the stacks wait
-// shortWait (2s) for them instead of their production waits (eventpipe:setup).
+// enablements and IAM grants take Google's delays to take effect (a minute, two minutes:
+// gcpstandin.DefaultAPIPropagation, DefaultGrantPropagation), and the stacks wait their
+// production waits (eventpipe:setup's defaults) for them. Both are judged on the
+// stand-ins' clock, which a wait (time_sleep) moves forward at once instead of sleeping
+// (gcpstandin's clock.go): no test waits for either in real time.
 package engine_test
 
 import (
@@ -150,30 +153,21 @@ func withoutSecretStore(t *testing.T, config []byte) ([]byte, bool) {
 	return out, true
 }
 
-// Propagation is how long the stand-in takes API enablements and IAM grants to take
-// effect in these tests; shortWait is how long the stacks wait for them (their
-// eventpipe:setup), longer.
-const (
-	propagation = "1s"
-	shortWait   = "2s"
-)
-
 // standinEnv is the stand-in's environment for a project that had Cloud Resource Manager
 // enabled before the first `up` (besides the APIs every new project has) and has its
-// Firestore (default) database; env overrides it.
+// Firestore (default) database, with Google's propagation delays; env overrides it.
 func standinEnv(env map[string]string) map[string]string {
 	vars := map[string]string{
 		gcpstandin.EnvEnabledAPIs:        strings.Join(append(slices.Clone(gcpstandin.DefaultAPIs), components.APIResourceManager), ","),
-		gcpstandin.EnvPropagation:        propagation,
 		gcpstandin.EnvFirestoreDatabases: "*",
 	}
 	maps.Copy(vars, env)
 	return vars
 }
 
-// withShortWaits is a stack file's content config with eventpipe:setup's waits set to
-// shortWait (projectName's namespace: orders:… programs set none).
-func withShortWaits(t *testing.T, config []byte) []byte {
+// withWaits is a stack file's content config with eventpipe:setup's waits set to d
+// (projectName's namespace: orders:… programs set none).
+func withWaits(t *testing.T, config []byte, d string) []byte {
 	t.Helper()
 	var doc map[string]any
 	if err := yaml.Unmarshal(config, &doc); err != nil {
@@ -184,7 +178,7 @@ func withShortWaits(t *testing.T, config []byte) []byte {
 	if setup == nil {
 		setup = map[string]any{}
 	}
-	setup["apiPropagation"], setup["grantPropagation"] = shortWait, shortWait
+	setup["apiPropagation"], setup["grantPropagation"] = d, d
 	cfg["eventpipe:setup"] = setup
 	out, err := yaml.Marshal(doc)
 	if err != nil {
@@ -297,7 +291,7 @@ func TestShippedStacksUnderTheRealEngine(t *testing.T) {
 
 func firstDay(t *testing.T, name, file string) {
 	ctx := t.Context()
-	config, store := withoutSecretStore(t, withShortWaits(t, []byte(mustRead(t, file))))
+	config, store := withoutSecretStore(t, []byte(mustRead(t, file)))
 	d := deployConfig(t, "eventpipe", name, config, components.Program(components.ProgramOptions{}), projectsOf(t, file))
 	if store {
 		// The file's secure value is encrypted with the author's passphrase: the test

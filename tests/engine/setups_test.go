@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -45,10 +44,6 @@ func TestExampleUnderTheRealEngine(t *testing.T) {
 	}
 	d := deployConfig(t, "orders", "dev", config, orders.Program, projectsIn(t, "orders", config))
 	if err := d.stack.SetConfig(ctx, "orders:storeUrl", auto.ConfigValue{Value: "postgres://app:engine-test@10.0.0.5/orders", Secret: true}); err != nil {
-		t.Fatal(err)
-	}
-	// The example's production waits, shortened to the stand-in's.
-	if err := d.stack.SetConfigWithOptions(ctx, "orders:setup", auto.ConfigValue{Value: fmt.Sprintf(`{"apiPropagation":%q,"grantPropagation":%q}`, shortWait, shortWait)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	created := firstUpAndRepreview(t, d)
@@ -126,7 +121,8 @@ type setup struct {
 	standin map[string]string
 	// secretStore, when set, is the stack's eventpipe:store, set as a secret.
 	secretStore string
-	// waits, when set, replaces shortWait as the stack's waits.
+	// waits, when set, replaces the stack's production waits (eventpipe:setup's
+	// apiPropagation and grantPropagation) with this.
 	waits string
 	// upOps, with upRefused, are the ops the failed up may do; it must do the first.
 	upOps []string
@@ -182,12 +178,34 @@ func TestSetupsUnderTheRealEngine(t *testing.T) {
 		upOps:     []string{"enable gcp:projects/service:Service api-cloudresourcemanager", "create gcp:projects/service:Service api-serviceusage"},
 	}, {
 		// Without the waits, the first resource of an API meets the 403 an enablement
-		// gives while it propagates (here a minute), which the provider does not retry.
+		// gives while it propagates (Google's minute, DefaultAPIPropagation), which the
+		// provider does not retry.
 		name:      "no wait for the APIs",
 		pipeline:  pushed,
 		waits:     "0s",
-		standin:   map[string]string{gcpstandin.EnvPropagation: "1m"},
 		upRefused: []string{"Error 403", "If you enabled this API recently, wait a few minutes", "SERVICE_DISABLED"},
+	}, {
+		// APIs enabled long before, and no wait for the grants: the consumer's service
+		// is created right after the grants it relies on, younger than Google's two
+		// minutes (DefaultGrantPropagation), and its revision fails.
+		name:        "no wait for the grants",
+		pipeline:    pushed,
+		config:      unmanaged,
+		enabledAPIs: "*",
+		waits:       "0s",
+		upRefused:   []string{"gcp:cloudrunv2/service:Service", "ago; a grant takes effect after 2m0s", "cloud.google.com/iam/docs/access-change-propagation"},
+	}, {
+		// The same for a pulling worker pool: its account's subscriber grant (and the
+		// Pub/Sub agent's dead-letter grants) must have taken effect when it starts.
+		name: "no wait for the grants of a pull consumer",
+		pipeline: map[string]any{
+			"consumer":      map[string]any{"image": image, "workerPool": true, "minInstances": 1},
+			"subscriptions": map[string]any{"process": map[string]any{"delivery": "pull"}},
+		},
+		config:      unmanaged,
+		enabledAPIs: "*",
+		waits:       "0s",
+		upRefused:   []string{"gcp:cloudrunv2/workerPool:WorkerPool", "ago; a grant takes effect after 2m0s", "cloud.google.com/iam/docs/access-change-propagation"},
 	}, {
 		name: "pull-only on a worker pool",
 		pipeline: map[string]any{
@@ -248,9 +266,8 @@ func firstUp(t *testing.T, s setup) {
 		env[gcpstandin.EnvEnabledAPIs] = s.enabledAPIs
 	}
 	maps.Copy(env, s.standin)
-	config = withShortWaits(t, config)
 	if s.waits != "" {
-		config = []byte(strings.ReplaceAll(string(config), shortWait, s.waits))
+		config = withWaits(t, config, s.waits)
 	}
 	d := deployConfig(t, "eventpipe", "dev", config, components.Program(components.ProgramOptions{}), env)
 	if s.secretStore != "" {

@@ -12,11 +12,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/internal/release"
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
@@ -146,17 +146,17 @@ func TestUpgradeFromTheLastRelease(t *testing.T) {
 			for k, v := range w.vars(old) {
 				run.Env = append(run.Env, k+"="+v)
 			}
-			run.Env = append(run.Env, "PULUMI_HOME="+e.home, gcpstandin.EnvPropagation+"=0s")
+			run.Env = append(run.Env, "PULUMI_HOME="+e.home)
 			if out, err := run.CombinedOutput(); err != nil {
 				t.Fatalf("the release's up: %v\n%s", err, out)
 			}
+			// The release ran for a while before its upgrade: its grants have taken
+			// effect, on the stand-ins' clock.
+			if err := gcpstandin.Advance(w.standin, 24*time.Hour); err != nil {
+				t.Fatal(err)
+			}
 			d := w.stack(t, "eventpipe", name, components.Program(components.ProgramOptions{}), map[string]string{
 				gcpstandin.EnvEnabledAPIs: "*", gcpstandin.EnvProjects: projects[gcpstandin.EnvProjects]})
-			for _, k := range []string{"apiPropagation", "grantPropagation"} {
-				if err := d.stack.SetConfigWithOptions(ctx, "eventpipe:setup."+k, auto.ConfigValue{Value: shortWait}, &auto.ConfigOptions{Path: true}); err != nil {
-					t.Fatal(err)
-				}
-			}
 			steps := make(chan events.EngineEvent)
 			var seen []apitype.StepEventMetadata
 			done := make(chan struct{})

@@ -108,11 +108,6 @@ func TestYAMLProgramOnAFreshProject(t *testing.T) {
 	apis := append(slices.Clone(gcpstandin.DefaultAPIs), components.APIResourceManager, "acme-network/"+components.APICompute)
 	stack, standin := yamlProgram(t, mustRead(t, filepath.Join(repo, "examples", "yaml", "Pulumi.yaml")), "acme-shop=210987654321",
 		map[string]string{gcpstandin.EnvFirestoreDatabases: "", gcpstandin.EnvEnabledAPIs: strings.Join(apis, ",")})
-	for _, k := range []string{"apiPropagation", "grantPropagation"} {
-		if err := stack.SetConfig(ctx, k, auto.ConfigValue{Value: shortWait}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := stack.Up(ctx); err != nil {
 		t.Fatalf("up: %v", err)
 	}
@@ -168,7 +163,9 @@ func TestReadmeYAMLProgramUnderTheRealEngine(t *testing.T) {
 	}
 	stack, standin := yamlProgram(t, "name: yaml-orders\nruntime: yaml\n"+example, strings.Join(projects, ","),
 		map[string]string{gcpstandin.EnvEnabledAPIs: "*"})
-	if err := stack.SetConfig(ctx, "storeUrl", auto.ConfigValue{Value: "firestore://acme-shop/(default)", Secret: true}); err != nil {
+	// storeSecret is for a URL holding a password (a Firestore URL there is refused: its
+	// datastore grant is declared from a plain store).
+	if err := stack.SetConfig(ctx, "storeUrl", auto.ConfigValue{Value: "postgres://orders:engine-test@db.acme-shop.example/orders", Secret: true}); err != nil {
 		t.Fatal(err)
 	}
 	up, err := stack.Up(ctx)

@@ -23,16 +23,7 @@ import (
 //     provider's default retry predicates (transport/error_retry_predicates.go,
 //     defaultErrorRetryPredicates) retry 429, 500, 502, 503 and some 409s and 400s, not
 //     a 403 SERVICE_DISABLED, so the create fails.
-//   - An IAM grant takes effect "typically [in] 2 minutes, potentially 7 minutes or longer"
-//     (cloud.google.com/iam/docs/access-change-propagation); the provider waits only until
-//     the policy it wrote reads back (tpgiamresource/iam.go, iamPolicyReadModifyWrite).
-//     Cloud Run checks at deploy time that the revision's account can read the secrets
-//     its environment names ("Permission denied on secret: … for Revision service account
-//     …. The service account used must be granted the 'Secret Manager Secret Accessor'
-//     role", terraform-google-modules/terraform-docs-samples#168) and that its service
-//     agent may use a Shared VPC subnet it attaches to (cloud.google.com/run/docs/
-//     configuring/shared-vpc-direct-vpc: grant roles/compute.networkUser on the shared
-//     subnet).
+//   - An IAM grant takes effect later still (grants.go).
 //
 // The stand-in takes the deploying identity to belong to the stack's project (the API
 // checks enablement in the caller's project), as a fresh project with its own deployer
@@ -97,10 +88,10 @@ func (s *standin) enabledAt(st map[string]Record, api, project string) (time.Tim
 }
 
 // usable returns the 403 the API gives a call at now when api is not enabled in project,
-// or was enabled less than the propagation delay before.
+// or was enabled less than the API propagation delay before.
 func (s *standin) usable(st map[string]Record, api, project string, now time.Time) error {
 	at, ok := s.enabledAt(st, api, project)
-	if ok && now.Sub(at) >= s.propagation {
+	if ok && now.Sub(at) >= s.apiPropagation {
 		return nil
 	}
 	number := s.projects[project]
@@ -136,146 +127,4 @@ func (s *standin) enable(st map[string]Record, urn string, rec Record) error {
 	}
 	st[urn] = rec
 	return s.log("create", rec.Type, rec.Name)
-}
-
-// effective reports whether a grant created at created has taken effect at now.
-func (s *standin) effective(created, now time.Time) bool { return now.Sub(created) >= s.propagation }
-
-// grantedAt is granted that also requires the grant to have taken effect at now.
-func (s *standin) grantedAt(st map[string]Record, typ, field, target, role, who string, now time.Time) (found, effective bool) {
-	for _, r := range st {
-		match := r.Type == typ && str(r.State, "role") == role && strings.Contains(str(r.State, "member"), who)
-		if match {
-			t := str(r.State, field)
-			match = t == target || strings.HasSuffix(target, "/"+t) || strings.HasSuffix(t, "/"+target)
-		}
-		if !match && r.Type == "gcp:projects/iAMMember:IAMMember" && str(r.State, "role") == role && strings.Contains(str(r.State, "member"), who) {
-			match = true
-		}
-		if match {
-			found = true
-			effective = effective || s.effective(r.Created, now)
-		}
-	}
-	return found, effective
-}
-
-func (s *standin) prerequisites(st map[string]Record, rec Record) error {
-	if s.noChecks {
-		return nil
-	}
-	in := rec.State
-	project := str(in, "project")
-	if api := API(rec.Type); api != "" && rec.Type != "gcp:projects/service:Service" {
-		if err := s.usable(st, api, project, rec.Created); err != nil {
-			return err
-		}
-	}
-	switch rec.Type {
-	case "gcp:pubsub/subscription:Subscription":
-		return subscriptionPrerequisites(st, in)
-	case "gcp:cloudrunv2/service:Service", "gcp:cloudrunv2/workerPool:WorkerPool":
-		if err := s.revisionAccess(st, in, rec.Created); err != nil {
-			return err
-		}
-		return runPrerequisites(st, rec.Type, in)
-	case "gcp:monitoring/alertPolicy:AlertPolicy":
-		return alertPrerequisites(st, in, rec.Created)
-	case "gcp:firestore/field:Field":
-		if !s.databaseExists(st, project, str(in, "database")) {
-			return fmt.Errorf("googleapi: Error 404: The database %s does not exist for project %s Please visit "+
-				"https://console.cloud.google.com/datastore/setup?project=%s to add a Cloud Datastore or Cloud Firestore database.",
-				str(in, "database"), project, project)
-		}
-	case "gcp:firestore/database:Database":
-		if s.databaseExists(st, project, str(in, "name")) {
-			return fmt.Errorf("googleapi: Error 409: Database already exists. Please use another database_id")
-		}
-	}
-	return nil
-}
-
-// databaseExists reports whether the Firestore database name ("(default)" when empty)
-// exists in project: made outside the stack, or by a database resource.
-func (s *standin) databaseExists(st map[string]Record, project, name string) bool {
-	if name == "" {
-		name = "(default)"
-	}
-	if slices.Contains(s.databases, project+"/"+name) || (name == "(default)" && slices.Contains(s.databases, "*")) {
-		return true
-	}
-	for _, r := range st {
-		if r.Type == "gcp:firestore/database:Database" && str(r.State, "project") == project && str(r.State, "name") == name {
-			return true
-		}
-	}
-	return false
-}
-
-// revisionAccess refuses a Cloud Run service or worker pool whose revision could not
-// start for want of a grant that has taken effect: a secret its account cannot read, a
-// Shared VPC subnet its service agent may not use.
-func (s *standin) revisionAccess(st map[string]Record, in map[string]any, now time.Time) error {
-	tmpl, _ := in["template"].(map[string]any)
-	account := str(tmpl, "serviceAccount")
-	project := str(in, "project")
-	for i, c := range list(tmpl, "containers") {
-		for j, e := range list(c, "envs") {
-			src, _ := e["valueSource"].(map[string]any)
-			ref, _ := src["secretKeyRef"].(map[string]any)
-			secret := str(ref, "secret")
-			if secret == "" {
-				continue
-			}
-			found, effective := s.grantedAt(st, "gcp:secretmanager/secretIamMember:SecretIamMember", "secretId", secret,
-				"roles/secretmanager.secretAccessor", account, now)
-			if !effective {
-				why := "no grant"
-				if found {
-					why = "granted less than the propagation delay ago"
-				}
-				return fmt.Errorf("googleapi: Error 13: Revision is not ready and cannot serve traffic. "+
-					"spec.template.spec.containers[%d].env[%d].value_from.secret_key_ref.name: Permission denied on secret: "+
-					"projects/%s/secrets/%s/versions/%s for Revision service account %s (%s). The service account used must be granted "+
-					"the 'Secret Manager Secret Accessor' role (roles/secretmanager.secretAccessor) at the secret, project or higher level.",
-					i, j, project, secret, str(ref, "version"), account, why)
-			}
-		}
-	}
-	vpc, _ := tmpl["vpcAccess"].(map[string]any)
-	for _, nic := range list(vpc, "networkInterfaces") {
-		host, subnet := hostProject(str(nic, "network"), str(nic, "subnetwork"))
-		if host == "" || host == project {
-			continue
-		}
-		agent := "service-" + s.projects[project] + "@serverless-robot-prod.iam.gserviceaccount.com"
-		found, effective := s.grantedAt(st, "gcp:compute/subnetworkIAMMember:SubnetworkIAMMember", "subnetwork", subnet,
-			"roles/compute.networkUser", agent, now)
-		if !effective {
-			why := "no grant"
-			if found {
-				why = "granted less than the propagation delay ago"
-			}
-			return fmt.Errorf("googleapi: Error 403: the Cloud Run service agent %s lacks compute.subnetworks.use on Shared VPC subnetwork %s "+
-				"of host project %s (%s): grant it roles/compute.networkUser on the subnet", agent, subnet, host, why)
-		}
-	}
-	return nil
-}
-
-// hostProject returns the project a Direct VPC egress interface's network or subnetwork
-// names (projects/HOST/…), "" for a bare name (the service's own project), and the
-// subnetwork's name.
-func hostProject(network, subnetwork string) (host, subnet string) {
-	for _, ref := range []string{subnetwork, network} {
-		if rest, ok := strings.CutPrefix(ref, "projects/"); ok {
-			host, _, _ = strings.Cut(rest, "/")
-			break
-		}
-	}
-	subnet = subnetwork
-	if subnet == "" {
-		subnet = network
-	}
-	return host, subnet[strings.LastIndex(subnet, "/")+1:]
 }

@@ -9,25 +9,26 @@
 // first and a second `pulumi up`:
 //
 //   - a resource whose API is not enabled (gcp:projects/service:Service) in its project,
-//     or was enabled less than the propagation delay (EnvPropagation) ago: the 403
+//     or was enabled less than the API propagation delay (EnvAPIPropagation) ago: the 403
 //     SERVICE_DISABLED the API gives ("If you enabled this API recently, wait a few
 //     minutes for the action to propagate to our systems and retry"), which the provider
 //     does not retry (consistency.go);
 //   - enabling an API reads the project back through Cloud Resource Manager, whose API
 //     must then be enabled and propagated (the read of enabling Cloud Resource Manager
 //     itself included); an API already enabled is not read back;
-//   - a Cloud Run service or worker pool reading a secret its account cannot read yet (no
-//     roles/secretmanager.secretAccessor, or one granted less than the delay ago), or on
-//     a Shared VPC subnet whose project has not granted the Cloud Run service agent
-//     roles/compute.networkUser (or granted it less than the delay ago);
+//   - a create that relies on an IAM grant that does not exist or was made less than the
+//     grant propagation delay (EnvGrantPropagation) ago: a Cloud Run revision's secrets,
+//     Shared VPC subnet, Cloud SQL connection, Firestore store, Cloud Trace export,
+//     pulled subscriptions and their dead-lettering; a push subscription's invoker, push
+//     tokens and dead-letter topic; each with what Google Cloud does then, at the create
+//     or after it (grants.go);
 //   - a Firestore field (a TTL policy) in a database that does not exist (EnvFirestoreDatabases
 //     lists the ones made outside the stack), and a database created twice;
-//   - a subscription whose topic or dead-letter topic does not exist, whose dead-letter
-//     topic does not yet grant a Pub/Sub service agent roles/pubsub.publisher, or whose
+//   - a subscription whose topic or dead-letter topic does not exist, or whose dead-letter
+//     topic has no roles/pubsub.publisher grant for the Pub/Sub service agent, or whose
 //     push endpoint is a Cloud Run service that does not exist;
 //   - a Cloud Run service or worker pool that pulls (EVENTPIPE_PULL_SUBSCRIPTIONS) from a
-//     subscription that does not exist or does not grant its service account
-//     roles/pubsub.subscriber;
+//     subscription that does not exist;
 //   - a Cloud Run revision template with unnamed or duplicate containers beside others,
 //     a service's without exactly one ingress container (ports) among several, a
 //     container depending on one the template does not have or, in a service, on one
@@ -42,12 +43,15 @@
 //     socket whose instance is not mounted;
 //   - an alert policy that names a log-based metric that does not exist, or that was
 //     created less than ten minutes before without disableMetricValidation
-//     (terraform-provider-google#11102);
+//     (terraform-provider-google#11102), on the stand-ins' clock;
 //   - creating a resource whose identifier exists already (409), and deleting a Cloud Run
 //     service, job or worker pool whose deletionProtection is not false.
 //
 // TimeProvider (timesleep.go) stands in for the `time` plugin's time_sleep, the wait
-// eventpipe puts between an enablement or a grant and what needs it propagated.
+// eventpipe puts between an enablement or a grant and what needs it propagated. Every
+// delay is judged on the stand-ins' clock (clock.go), which a time_sleep moves forward
+// instead of waiting: the stand-in takes Google's delays by default, and a test waits
+// for none of them in real time.
 //
 // State lives in a folder (EnvDir) so that each command's provider process sees what the
 // previous ones created; every operation is appended to its ops.log, so tests can assert
@@ -67,7 +71,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/eventpipe/eventpipe/render"
@@ -91,11 +94,12 @@ const (
 	// EnvProjects lists the projects that exist, comma-separated PROJECT=NUMBER pairs:
 	// gcp:organizations/getProject answers with their numbers and refuses the others.
 	EnvProjects = "EVENTPIPE_GCP_STANDIN_PROJECTS"
-	// EnvPropagation is how long an API enablement or an IAM grant takes to take effect
-	// (a Go duration; default 0: at once). Google gives "a few minutes" for an
-	// enablement and "typically 2 minutes, potentially 7 minutes or longer" for a grant
-	// (cloud.google.com/iam/docs/access-change-propagation); tests give seconds.
-	EnvPropagation = "EVENTPIPE_GCP_STANDIN_PROPAGATION"
+	// EnvAPIPropagation is how long an API enablement takes to take effect, and
+	// EnvGrantPropagation how long an IAM grant does (Go durations; defaults
+	// DefaultAPIPropagation and DefaultGrantPropagation, Google's figures), on the
+	// stand-ins' clock (clock.go), which time_sleep moves forward instead of waiting.
+	EnvAPIPropagation   = "EVENTPIPE_GCP_STANDIN_API_PROPAGATION"
+	EnvGrantPropagation = "EVENTPIPE_GCP_STANDIN_GRANT_PROPAGATION"
 	// EnvFirestoreDatabases lists, comma-separated, Firestore databases made outside the
 	// stack, as PROJECT/DATABASE ("*": every project has a (default) database).
 	EnvFirestoreDatabases = "EVENTPIPE_GCP_STANDIN_FIRESTORE_DATABASES"
@@ -160,16 +164,19 @@ func Provider(dir string) p.Provider {
 }
 
 type standin struct {
-	dir         string
-	enabled     []string
-	projects    map[string]string // project id: number
-	propagation time.Duration
-	databases   []string
-	noChecks    bool
+	dir      string
+	enabled  []string
+	projects map[string]string // project id: number
+	// apiPropagation and grantPropagation are how long an enablement and a grant take
+	// to take effect.
+	apiPropagation, grantPropagation time.Duration
+	databases                        []string
+	noChecks                         bool
 }
 
 func newStandin(dir string) *standin {
-	s := &standin{dir: dir, enabled: DefaultAPIs, projects: map[string]string{}}
+	s := &standin{dir: dir, enabled: DefaultAPIs, projects: map[string]string{},
+		apiPropagation: DefaultAPIPropagation, grantPropagation: DefaultGrantPropagation}
 	if v, ok := os.LookupEnv(EnvEnabledAPIs); ok {
 		s.enabled = strings.Split(v, ",")
 	}
@@ -178,8 +185,11 @@ func newStandin(dir string) *standin {
 			s.projects[project] = number
 		}
 	}
-	if d, err := time.ParseDuration(os.Getenv(EnvPropagation)); err == nil {
-		s.propagation = d
+	if d, err := time.ParseDuration(os.Getenv(EnvAPIPropagation)); err == nil {
+		s.apiPropagation = d
+	}
+	if d, err := time.ParseDuration(os.Getenv(EnvGrantPropagation)); err == nil {
+		s.grantPropagation = d
 	}
 	if v := os.Getenv(EnvFirestoreDatabases); v != "" {
 		s.databases = strings.Split(v, ",")
@@ -200,7 +210,11 @@ func (s *standin) invoke(_ context.Context, req p.InvokeRequest) (p.InvokeRespon
 	if err != nil {
 		return p.InvokeResponse{}, err
 	}
-	if err := s.usable(st, apiResourceManager, project, time.Now()); err != nil {
+	now, err := Now(s.dir)
+	if err != nil {
+		return p.InvokeResponse{}, err
+	}
+	if err := s.usable(st, apiResourceManager, project, now); err != nil {
 		return p.InvokeResponse{}, err
 	}
 	number, ok := s.projects[project]
@@ -303,7 +317,11 @@ func (s *standin) create(_ context.Context, req p.CreateRequest) (p.CreateRespon
 		}
 		return p.CreateResponse{ID: id, Properties: out}, nil
 	}
-	rec := Record{Type: typ, Name: name, ID: id, State: state, Created: time.Now()}
+	now, err := Now(s.dir)
+	if err != nil {
+		return p.CreateResponse{}, err
+	}
+	rec := Record{Type: typ, Name: name, ID: id, State: state, Created: now}
 	err = s.locked(func(st map[string]Record) error {
 		if typ == "gcp:projects/service:Service" {
 			return s.enable(st, string(req.Urn), rec)
@@ -337,10 +355,18 @@ func (s *standin) update(_ context.Context, req p.UpdateRequest) (p.UpdateRespon
 	if req.DryRun {
 		return p.UpdateResponse{Properties: withSecrets(state, req.Inputs)}, nil
 	}
-	err := s.locked(func(st map[string]Record) error {
+	now, err := Now(s.dir)
+	if err != nil {
+		return p.UpdateResponse{}, err
+	}
+	err = s.locked(func(st map[string]Record) error {
 		rec := st[string(req.Urn)]
 		rec.Type, rec.Name, rec.ID, rec.State = typ, name, req.ID, state
-		if err := s.prerequisites(st, rec); err != nil {
+		// An update is checked as of now (a new revision relies on its grants now); the
+		// record keeps when it was created.
+		check := rec
+		check.Created = now
+		if err := s.prerequisites(st, check); err != nil {
 			return fmt.Errorf("updating %s %q: %w", typ, name, err)
 		}
 		st[string(req.Urn)] = rec
@@ -375,33 +401,24 @@ func (s *standin) delete(_ context.Context, req p.DeleteRequest) error {
 
 // locked runs f on the state under an exclusive file lock and saves what f leaves.
 func (s *standin) locked(f func(map[string]Record) error) error {
-	if s.dir == "" {
-		return fmt.Errorf("the gcp stand-in needs %s", EnvDir)
-	}
-	lock, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return fmt.Errorf("stand-in lock: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("stand-in lock: %w", err)
-	}
-	st, err := readAll(s.dir)
-	if err != nil {
-		return err
-	}
-	// The state is saved whatever f returns: a failed call may have changed the project
-	// (an enablement whose read-back failed stays enabled), and f changes nothing else
-	// before it fails.
-	ferr := f(st)
-	data, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("stand-in state: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(s.dir, stateFile), data, 0o644); err != nil {
-		return fmt.Errorf("stand-in state: %w", err)
-	}
-	return ferr
+	return withLock(s.dir, func() error {
+		st, err := readAll(s.dir)
+		if err != nil {
+			return err
+		}
+		// The state is saved whatever f returns: a failed call may have changed the
+		// project (an enablement whose read-back failed stays enabled), and f changes
+		// nothing else before it fails.
+		ferr := f(st)
+		data, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return fmt.Errorf("stand-in state: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(s.dir, stateFile), data, 0o644); err != nil {
+			return fmt.Errorf("stand-in state: %w", err)
+		}
+		return ferr
+	})
 }
 
 // ReadState returns the resources the stand-in holds in dir, by URN (not the APIs
@@ -442,37 +459,6 @@ func (s *standin) log(op, typ, name string) error {
 	return err
 }
 
-func subscriptionPrerequisites(st map[string]Record, in map[string]any) error {
-	project := str(in, "project")
-	if topic := str(in, "topic"); !exists(st, "gcp:pubsub/topic:Topic", project, topic) {
-		return fmt.Errorf("googleapi: Error 404: Resource not found (resource=%s): the subscription's topic does not exist", topic)
-	}
-	if dlp, ok := in["deadLetterPolicy"].(map[string]any); ok {
-		dlq := str(dlp, "deadLetterTopic")
-		if !exists(st, "gcp:pubsub/topic:Topic", project, dlq) {
-			return fmt.Errorf("googleapi: Error 404: dead-letter topic %s not found", dlq)
-		}
-		if !granted(st, "gcp:pubsub/topicIAMMember:TopicIAMMember", "topic", dlq, "roles/pubsub.publisher", "@gcp-sa-pubsub.iam.gserviceaccount.com") {
-			return fmt.Errorf("the Pub/Sub service agent cannot publish to dead-letter topic %s (no roles/pubsub.publisher grant yet): dead-lettering would fail", dlq)
-		}
-	}
-	if push, ok := in["pushConfig"].(map[string]any); ok {
-		endpoint := str(push, "pushEndpoint")
-		if u, err := url.Parse(endpoint); err == nil && strings.HasSuffix(u.Hostname(), ".run.app") {
-			found := false
-			for _, r := range st {
-				if r.Type == "gcp:cloudrunv2/service:Service" && strings.HasPrefix(endpoint, str(r.State, "uri")) && str(r.State, "uri") != "" {
-					found = true
-				}
-			}
-			if !found {
-				return fmt.Errorf("push endpoint %s is no Cloud Run service that exists", endpoint)
-			}
-		}
-	}
-	return nil
-}
-
 // exists reports whether a resource of typ named ref (an id or a bare name) exists.
 func exists(st map[string]Record, typ, project, ref string) bool {
 	for _, r := range st {
@@ -486,25 +472,11 @@ func exists(st map[string]Record, typ, project, ref string) bool {
 	return false
 }
 
-// granted reports whether an IAM member of typ grants role on the resource named target
-// (through field) to a member containing who.
-func granted(st map[string]Record, typ, field, target, role, who string) bool {
-	for _, r := range st {
-		if r.Type == typ && str(r.State, "role") == role && strings.Contains(str(r.State, "member"), who) {
-			if t := str(r.State, field); t == target || strings.HasSuffix(target, "/"+t) || strings.HasSuffix(t, "/"+target) {
-				return true
-			}
-		}
-		if r.Type == "gcp:projects/iAMMember:IAMMember" && str(r.State, "role") == role && strings.Contains(str(r.State, "member"), who) {
-			return true
-		}
-	}
-	return false
-}
-
+// runPrerequisites refuses a Cloud Run service or worker pool whose revision template
+// Cloud Run refuses, or whose consumer could not start: a subscription it pulls that does
+// not exist, a store it cannot reach. (The grants it relies on are grants.go's.)
 func runPrerequisites(st map[string]Record, typ string, in map[string]any) error {
 	tmpl, _ := in["template"].(map[string]any)
-	account := str(tmpl, "serviceAccount")
 	if err := containerRules(typ, list(tmpl, "containers")); err != nil {
 		return err
 	}
@@ -513,14 +485,8 @@ func runPrerequisites(st map[string]Record, typ string, in map[string]any) error
 			switch str(e, "name") {
 			case "EVENTPIPE_PULL_SUBSCRIPTIONS":
 				for sub := range strings.SplitSeq(str(e, "value"), ",") {
-					if sub = strings.TrimSpace(sub); sub == "" {
-						continue
-					}
-					if !exists(st, "gcp:pubsub/subscription:Subscription", str(in, "project"), sub) {
+					if sub = strings.TrimSpace(sub); sub != "" && !exists(st, "gcp:pubsub/subscription:Subscription", str(in, "project"), sub) {
 						return fmt.Errorf("the consumer pulls from subscription %s, which does not exist yet: the container would crash-loop on NotFound", sub)
-					}
-					if !granted(st, "gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember", "subscription", sub, "roles/pubsub.subscriber", account) {
-						return fmt.Errorf("the consumer's account %s has no roles/pubsub.subscriber on %s yet: the container would crash-loop on PermissionDenied", account, sub)
 					}
 				}
 			case "EVENTPIPE_STORE":

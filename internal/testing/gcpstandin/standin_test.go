@@ -169,7 +169,7 @@ func TestPropagation(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	for range 500 {
 		delay := time.Duration(r.IntN(300_000)) * time.Millisecond
-		s := &standin{dir: t.TempDir(), enabled: []string{apiServiceUsage}, projects: map[string]string{"p": "1"}, propagation: delay}
+		s := &standin{dir: t.TempDir(), enabled: []string{apiServiceUsage}, projects: map[string]string{"p": "1"}, apiPropagation: delay}
 		st := map[string]Record{}
 		svc := func(api string, at time.Time) Record {
 			return Record{Type: "gcp:projects/service:Service", Name: "api-x", State: map[string]any{"project": "p", "service": api}, Created: at}

@@ -20,12 +20,15 @@ const SleepType = "time:index/sleep:Sleep"
 // time_sleep's documented behaviour (the provider's schema, v0.1.1): creating a sleep
 // waits createDuration ("Updating this value by itself will not trigger a delay"),
 // destroying it waits destroyDuration, and a change of triggers ("Arbitrary map of values
-// that, when changed, will run any creation or destroy delays again") replaces it. Its
-// id is the time it was created (RFC 3339). Each create and delete is appended to the gcp
-// stand-in's ops.log in dir, so tests see where the waits fell.
+// that, when changed, will run any creation or destroy delays again") replaces it. It
+// waits on the stand-ins' clock of dir (clock.go): the clock moves to the sleep's end at
+// once, and the gcp stand-in judges every delay by it. Its id is the time it was created
+// (RFC 3339, on that clock). Each create and delete is appended to the gcp stand-in's
+// ops.log in dir, so tests see where the waits fell.
 func TimeProvider(dir string) p.Provider {
 	s := &standin{dir: dir}
-	wait := func(ctx context.Context, props property.Map, key string) error {
+	// wait ends, on the clock, the wait of the duration props[key] begun at start.
+	wait := func(props property.Map, key string, start time.Time) error {
 		v, ok := props.GetOk(key)
 		if !ok || !v.IsString() || v.AsString() == "" {
 			return nil
@@ -34,12 +37,7 @@ func TimeProvider(dir string) p.Provider {
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
-		select {
-		case <-time.After(d):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return sleepUntil(dir, start.Add(d))
 	}
 	return p.Provider{
 		GetSchema: func(context.Context, p.GetSchemaRequest) (p.GetSchemaResponse, error) {
@@ -72,17 +70,21 @@ func TimeProvider(dir string) p.Provider {
 			}
 			return resp, nil
 		},
-		Create: func(ctx context.Context, req p.CreateRequest) (p.CreateResponse, error) {
+		Create: func(_ context.Context, req p.CreateRequest) (p.CreateResponse, error) {
 			if req.DryRun {
 				return p.CreateResponse{Properties: req.Properties}, nil
 			}
-			if err := wait(ctx, req.Properties, "createDuration"); err != nil {
+			start, err := Now(dir)
+			if err != nil {
+				return p.CreateResponse{}, err
+			}
+			if err := wait(req.Properties, "createDuration", start); err != nil {
 				return p.CreateResponse{}, err
 			}
 			if err := s.log("create", SleepType, req.Urn.Name()); err != nil {
 				return p.CreateResponse{}, err
 			}
-			return p.CreateResponse{ID: time.Now().UTC().Format(time.RFC3339), Properties: req.Properties}, nil
+			return p.CreateResponse{ID: start.UTC().Format(time.RFC3339), Properties: req.Properties}, nil
 		},
 		Read: func(_ context.Context, req p.ReadRequest) (p.ReadResponse, error) {
 			return p.ReadResponse{ID: req.ID, Properties: req.Properties, Inputs: req.Inputs}, nil
@@ -90,8 +92,12 @@ func TimeProvider(dir string) p.Provider {
 		Update: func(_ context.Context, req p.UpdateRequest) (p.UpdateResponse, error) {
 			return p.UpdateResponse{Properties: req.Inputs}, nil
 		},
-		Delete: func(ctx context.Context, req p.DeleteRequest) error {
-			if err := wait(ctx, req.Properties, "destroyDuration"); err != nil {
+		Delete: func(_ context.Context, req p.DeleteRequest) error {
+			start, err := Now(dir)
+			if err != nil {
+				return err
+			}
+			if err := wait(req.Properties, "destroyDuration", start); err != nil {
 				return err
 			}
 			return s.log("delete", SleepType, req.Urn.Name())
