@@ -22,6 +22,19 @@ format := "pulumi-preview" if {
 } else := "terraform-plan" if {
 	is_string(input.format_version)
 	terraform_plan_keys
+} else := "terraform-plan" if {
+	terraform_model
+}
+
+# terraform_model is the model of a Terraform plan built in Go (policies/tfmodel), which
+# eventpipe check hands the rules instead of the plan, as the input's only key:
+# {"eventpipe_terraform_model": {"resources", "complete", "removals", "problems",
+# "refresh_only", "project_numbers", "link_expressions"}}, the values model_terraform*.rego
+# compute from the plan itself (the parity tests in policies/tfmodel hold both equal on
+# every plan the CLIs made and on generated ones). conftest and opa eval read the plan.
+terraform_model := input.eventpipe_terraform_model if {
+	is_object(input.eventpipe_terraform_model)
+	count(input) == 1
 }
 
 # terraform_plan_keys holds for `terraform show -json PLANFILE` output. A plan that changes
@@ -170,6 +183,8 @@ document_problems contains msg if {
 # terraform_refresh_only holds for the plan `terraform plan -refresh-only` makes: no
 # resource change at all while the state holds managed resources (a normal plan lists each
 # of them, with action no-op when unchanged; a destroy plan, with delete).
+terraform_refresh_only if terraform_model.refresh_only == true
+
 terraform_refresh_only if {
 	format == "terraform-plan"
 	count([rc | some rc in object.get(input, "resource_changes", []); object.get(rc, "mode", "managed") == "managed"]) == 0

@@ -155,15 +155,15 @@ func forEachResources(n int) ([]forEachResource, error) {
 		add("google_pubsub_topic", "main", topicValues(name), topicUnknown(), nil)
 		if i%10 == 0 {
 			add("google_pubsub_subscription", "plain", subscriptionValues(name, nil, retry, never, "604800s"),
-				subscriptionUnknown(false), map[string]string{"topic": "google_pubsub_topic.main"})
+				subscriptionUnknown(false, true), map[string]string{"topic": "google_pubsub_topic.main"})
 			continue
 		}
 		dlq := name + "-dlq"
 		add("google_pubsub_topic", "dlq", topicValues(dlq), topicUnknown(), nil)
 		add("google_pubsub_subscription", "main", subscriptionValues(name, []any{map[string]any{"max_delivery_attempts": 5}}, retry, never, "604800s"),
-			subscriptionUnknown(true), map[string]string{"topic": "google_pubsub_topic.main", "dead_letter_policy": "google_pubsub_topic.dlq"})
+			subscriptionUnknown(true, true), map[string]string{"topic": "google_pubsub_topic.main", "dead_letter_policy": "google_pubsub_topic.dlq"})
 		add("google_pubsub_subscription", "dlq", subscriptionValues(dlq+"-hold", []any{}, []any{}, never, "604800s"),
-			subscriptionUnknown(false), map[string]string{"topic": "google_pubsub_topic.dlq"})
+			subscriptionUnknown(false, false), map[string]string{"topic": "google_pubsub_topic.dlq"})
 		add("google_pubsub_topic_iam_member", "dlq_publisher", map[string]any{"condition": []any{}, "member": benchAgent, "role": "roles/pubsub.publisher", "topic": dlq},
 			map[string]any{"condition": []any{}, "etag": true, "id": true, "project": true}, map[string]string{"topic": "google_pubsub_topic.dlq"})
 		add("google_pubsub_subscription_iam_member", "subscriber", map[string]any{"condition": []any{}, "member": benchAgent, "role": "roles/pubsub.subscriber", "subscription": name},
@@ -200,14 +200,21 @@ func subscriptionValues(name string, dlq, retry, expiration []any, retention str
 	}
 }
 
-func subscriptionUnknown(deadLetters bool) map[string]any {
+// subscriptionUnknown is a new subscription's after_unknown as the CLIs plan it (the
+// bench-for-each fixture case): a retry_policy block, when written, as [{}]; labels, unset,
+// not at all.
+func subscriptionUnknown(deadLetters, retry bool) map[string]any {
 	dlq := []any{}
 	if deadLetters {
 		dlq = []any{map[string]any{"dead_letter_topic": true}}
 	}
+	retryPolicy := []any{}
+	if retry {
+		retryPolicy = []any{map[string]any{}}
+	}
 	return map[string]any{"ack_deadline_seconds": true, "bigquery_config": []any{}, "cloud_storage_config": []any{},
 		"dead_letter_policy": dlq, "effective_labels": map[string]any{}, "expiration_policy": []any{map[string]any{}}, "id": true,
-		"labels": map[string]any{}, "message_transforms": []any{}, "push_config": []any{}, "retry_policy": []any{}, "terraform_labels": map[string]any{},
+		"message_transforms": []any{}, "push_config": []any{}, "retry_policy": retryPolicy, "terraform_labels": map[string]any{},
 		"topic": true}
 }
 

@@ -1,7 +1,8 @@
 // Command dlq-cases writes the generated cases — the dead-letter combination cases (dlq-*,
-// tffixtures.DLQCaseFiles) and the module-shape cases (shape-*, tffixtures.ShapeCaseFiles)
-// — and the modules they call into the Terraform fixtures folder; then
-// scripts/terraform-fixtures.sh plans them.
+// tffixtures.DLQCaseFiles), the module-shape cases (shape-*, tffixtures.ShapeCaseFiles)
+// and the for_each benchmark's case (bench-for-each, tffixtures.BenchCaseFiles) — and the
+// modules they call into the Terraform fixtures folder; then scripts/terraform-fixtures.sh
+// plans them.
 //
 // Usage: go run ./internal/testing/tffixtures/cmd/dlq-cases [FIXTURES]
 // (default policies/testdata/terraform, run from the repository's root).
@@ -36,6 +37,13 @@ func write(root string) error {
 		return err
 	}
 	for name, data := range shapes {
+		files[name] = data
+	}
+	bench, err := tffixtures.BenchCaseFiles()
+	if err != nil {
+		return err
+	}
+	for name, data := range bench {
 		files[name] = data
 	}
 	for name, data := range files {
