@@ -48,6 +48,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/server"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 	"github.com/eventpipe/eventpipe/internal/testing/storetest"
@@ -267,12 +268,12 @@ func (w *world) start(killAt engine.Failpoint) *consumer {
 	t := w.t
 	t.Helper()
 	env := map[string]string{
-		"EVENTPIPE_ENV": w.env, "EVENTPIPE_ROUTES": routes, "EVENTPIPE_HANDLER_URL": w.hurl,
-		"EVENTPIPE_HANDLER_TIMEOUT": gatewayTimeout.String(), "EVENTPIPE_HANDLER_IN_DOUBT": gatewayInDoubt.String(),
-		"EVENTPIPE_MAX_EVENT_SKEW": window.String(), "EVENTPIPE_SHUTDOWN_TIMEOUT": shutdown.String(), "EVENTPIPE_DLQ": "off",
+		settings.Environment: w.env, settings.Routes: routes, settings.HandlerURL: w.hurl,
+		settings.HandlerTimeout: settings.FormatDuration(gatewayTimeout), settings.HandlerInDoubt: settings.FormatDuration(gatewayInDoubt),
+		settings.MaxEventSkew: settings.FormatDuration(window), settings.ShutdownTimeout: settings.FormatDuration(shutdown), settings.DLQ: "off",
 	}
 	if w.door.pull {
-		env["EVENTPIPE_PULL_SUBSCRIPTIONS"] = subscriptionName
+		env[settings.PullSubscriptions] = subscriptionName
 	}
 	cfg, err := server.ConfigFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {

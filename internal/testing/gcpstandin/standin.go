@@ -70,6 +70,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/render"
 	p "github.com/pulumi/pulumi-go-provider"
 	presource "github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -511,7 +512,7 @@ func runPrerequisites(st map[string]Record, typ string, in map[string]any) error
 	for _, c := range list(tmpl, "containers") {
 		for _, e := range list(c, "envs") {
 			switch str(e, "name") {
-			case "EVENTPIPE_PULL_SUBSCRIPTIONS":
+			case settings.PullSubscriptions:
 				for sub := range strings.SplitSeq(str(e, "value"), ",") {
 					if sub = strings.TrimSpace(sub); sub == "" {
 						continue
@@ -523,7 +524,7 @@ func runPrerequisites(st map[string]Record, typ string, in map[string]any) error
 						return fmt.Errorf("the consumer's account %s has no roles/pubsub.subscriber on %s yet: the container would crash-loop on PermissionDenied", account, sub)
 					}
 				}
-			case "EVENTPIPE_STORE":
+			case settings.Store:
 				store := str(e, "value")
 				if ref, ok := e["valueSource"].(map[string]any); ok {
 					key, _ := ref["secretKeyRef"].(map[string]any)
