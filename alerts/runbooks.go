@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/template"
 	"unicode/utf8"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 //go:embed runbook.md.tmpl
@@ -42,7 +44,7 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 			checks: [3]string{
 				logs + " jsonPayload.outcome=(\"poison\" OR \"retry\") — the error_type and error of the failed attempts say whether this is poison (producer/schema) or a dependency failure.",
 				"Pull a few DLQ messages without acking (eventpipe replay --dry-run below) and compare their payload and attributes with the route's expected schema and schemaVersion.",
-				"Check recent changes: consumer deploys (EVENTPIPE_VERSION in the logs), producer releases, and the routes file; a 4xx or 5xx push-ratio alert on the same subscription points at the same cause.",
+				"Check recent changes: consumer deploys (" + settings.Version + " in the logs), producer releases, and the routes file; a 4xx or 5xx push-ratio alert on the same subscription points at the same cause.",
 			},
 		}, nil
 	case AlertPush5xx:
@@ -65,7 +67,7 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 				num(c.Push.ClientErrorWarning*100), num(c.Push.ClientErrorCritical*100), sub, c.Push.ClientErrorFor, c.Push.MinRequests, c.Push.RatioWindow),
 			checks: [3]string{
 				logs + " jsonPayload.outcome=\"poison\" — read error and group by route and event_type to see which producer changed.",
-				"401/403 rather than 400/422 means push authentication: compare the subscription's push service account and audience with EVENTPIPE_PUSH_ACCOUNTS and EVENTPIPE_OIDC_AUDIENCE.",
+				"401/403 rather than 400/422 means push authentication: compare the subscription's push service account and audience with " + settings.PushAccounts + " and " + settings.OIDCAudience + ".",
 				"Check the routes file and schemaVersion of the failing messages against the producer's latest release.",
 			},
 		}, nil
@@ -110,7 +112,7 @@ func runbookFor(t Target, c Config, p PolicySpec) (runbookText, error) {
 			checks: [3]string{
 				"The Cloud Run service's service account: does it still exist and hold roles/datastore.user on the project?",
 				"Recent IAM changes in the project (Cloud Audit Logs, SetIamPolicy), and organisation policies that deny the role.",
-				"EVENTPIPE_STORE of the service: does it name the right project and database?",
+				settings.Store + " of the service: does it name the right project and database?",
 			},
 		}, nil
 	case AlertLeaseAcquire, AlertLeaseHeartbeat, AlertLeaseStale:

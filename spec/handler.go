@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // Defaults of a consumer's handler.
@@ -70,8 +72,8 @@ func validateHandler(c *collector, p *Pipeline, path string) {
 		switch {
 		case !envNamePattern.MatchString(name):
 			c.add(p.Name, path+".env."+name, strconv.Quote(name), "letters, digits and _, not starting with a digit", "rename the variable")
-		case strings.HasPrefix(name, "EVENTPIPE_") || name == "PORT" || name == HandlerPortEnv:
-			c.add(p.Name, path+".env."+name, strconv.Quote(name), "a name not starting with EVENTPIPE_, and not PORT or "+HandlerPortEnv,
+		case strings.HasPrefix(name, settings.Prefix) || name == settings.Port || name == HandlerPortEnv:
+			c.add(p.Name, path+".env."+name, strconv.Quote(name), "a name not starting with "+settings.Prefix+", and not "+settings.Port+" or "+HandlerPortEnv,
 				"these are the consumer's or set for you: remove it (the handler's port is handler.port)")
 		}
 	}

@@ -5,11 +5,9 @@ import (
 	"strings"
 
 	"cloud.google.com/go/run/apiv2/runpb"
-)
 
-// StoreEnv is the consumer's environment variable naming its store; a Firestore store is
-// firestore://PROJECT/DATABASE.
-const StoreEnv = "EVENTPIPE_STORE"
+	"github.com/eventpipe/eventpipe/consumer/settings"
+)
 
 // FirestoreDatabases are the distinct "PROJECT/DATABASE" Firestore stores the services'
 // containers name in EVENTPIPE_STORE ("(default)" when the URL names no database).
@@ -18,7 +16,7 @@ func FirestoreDatabases(services []*runpb.Service) []string {
 	for _, svc := range services {
 		for _, c := range svc.GetTemplate().GetContainers() {
 			for _, e := range c.GetEnv() {
-				if e.GetName() != StoreEnv {
+				if e.GetName() != settings.Store {
 					continue
 				}
 				rest, ok := strings.CutPrefix(e.GetValue(), "firestore://")

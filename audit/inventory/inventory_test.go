@@ -6,6 +6,8 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/run/apiv2/runpb"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 func TestNames(t *testing.T) {
@@ -51,7 +53,7 @@ func TestFirestoreDatabases(t *testing.T) {
 	env := func(v string) *runpb.Service {
 		return &runpb.Service{Template: &runpb.RevisionTemplate{Containers: []*runpb.Container{{Env: []*runpb.EnvVar{
 			{Name: "OTHER", Values: &runpb.EnvVar_Value{Value: "firestore://x/y"}},
-			{Name: StoreEnv, Values: &runpb.EnvVar_Value{Value: v}},
+			{Name: settings.Store, Values: &runpb.EnvVar_Value{Value: v}},
 		}}}}}
 	}
 	got := FirestoreDatabases([]*runpb.Service{env("firestore://p/events"), env("firestore://p"), env("firestore://p/events"), env("postgres://db"), env("firestore:///nodb")})

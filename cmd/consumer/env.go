@@ -7,11 +7,9 @@ import (
 	"strings"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/internal/spelling"
 )
-
-// envPrefix starts the name of every variable of the consumer's own.
-const envPrefix = "EVENTPIPE_"
 
 // failpointEnv is read by run too (crash tests only).
 const failpointEnv = engine.FailpointEnv
@@ -38,14 +36,14 @@ type unread struct{ name, meant string }
 func unreadVariables(environ []string, read map[string]bool) []unread {
 	var known []string
 	for k := range read {
-		if strings.HasPrefix(k, envPrefix) {
+		if strings.HasPrefix(k, settings.Prefix) {
 			known = append(known, k)
 		}
 	}
 	slices.Sort(known) // spelling.Closest keeps the first of equals
 	var names []string
 	for _, kv := range environ {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, envPrefix) && !read[name] {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, settings.Prefix) && !read[name] {
 			names = append(names, name)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/consumer/server"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/internal/spelling"
 )
 
@@ -31,7 +32,7 @@ func TestUnreadVariables(t *testing.T) {
 	read := readNames(t)
 	var known []string
 	for k := range read {
-		if strings.HasPrefix(k, envPrefix) {
+		if strings.HasPrefix(k, settings.Prefix) {
 			known = append(known, k)
 		}
 	}
@@ -43,9 +44,9 @@ func TestUnreadVariables(t *testing.T) {
 			}
 			environ := []string{"PATH=/bin", name + "=x", typo + "=y", typo + "=z", "HOME=/root", "EVENTPIPEX=1"}
 			got := unreadVariables(environ, read)
-			if !strings.HasPrefix(typo, envPrefix) {
+			if !strings.HasPrefix(typo, settings.Prefix) {
 				if len(got) != 0 {
-					t.Errorf("%s: reported %v, but it is not an %s variable", typo, got, envPrefix)
+					t.Errorf("%s: reported %v, but it is not an %s variable", typo, got, settings.Prefix)
 				}
 				continue
 			}

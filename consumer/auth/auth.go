@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // GoogleJWKSURL is where Google publishes the keys that sign its ID tokens.
@@ -128,7 +130,7 @@ var errKeyFetch = errors.New("fetch Google's token-signing keys")
 
 func setting(cfg Config) string {
 	if cfg.AccountsSetting == "" {
-		return "EVENTPIPE_PUSH_ACCOUNTS"
+		return settings.PushAccounts
 	}
 	return cfg.AccountsSetting
 }

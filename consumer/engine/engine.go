@@ -136,7 +136,7 @@ type Engine struct {
 func New(cfg Config) (*Engine, error) {
 	const op = "configure engine"
 	if cfg.Store == nil {
-		return nil, newError(TypeConfiguration, op, "Config.Store is nil: open one with storeurl.Open (e.g. EVENTPIPE_STORE=bbolt:///var/lib/eventpipe.db)")
+		return nil, newError(TypeConfiguration, op, "Config.Store is nil: open one with storeurl.Open (e.g. "+settings.Store+"=bbolt:///var/lib/eventpipe.db)")
 	}
 	envID, err := keys.NormalizeID(cfg.Env)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 	"github.com/eventpipe/eventpipe/consumer/tracing"
@@ -93,9 +94,9 @@ type leaseRoute struct {
 func New(cfg Config) (*Processor, error) {
 	switch {
 	case cfg.Store == nil:
-		return nil, errors.New("process: no store (fix: set EVENTPIPE_STORE)")
+		return nil, errors.New("process: no store (fix: set " + settings.Store + ")")
 	case cfg.Routes == nil:
-		return nil, errors.New("process: no routes (fix: load EVENTPIPE_ROUTES or the default routes)")
+		return nil, errors.New("process: no routes (fix: load " + settings.Routes + " or the default routes)")
 	case cfg.Logger == nil:
 		return nil, errors.New("process: no logger")
 	}

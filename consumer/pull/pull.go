@@ -28,6 +28,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/process"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
 
@@ -107,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 	errs := make(chan error, len(cfg.Subscriptions))
 	for _, name := range cfg.Subscriptions {
 		if err := ValidSubscription(name); err != nil {
-			return fmt.Errorf("pull: EVENTPIPE_PULL_SUBSCRIPTIONS: %w", err)
+			return fmt.Errorf("pull: %s: %w", settings.PullSubscriptions, err)
 		}
 		sub := cfg.Client.Subscriber(name)
 		sub.ReceiveSettings = cfg.Settings

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
@@ -227,13 +228,13 @@ func LoadFile(path string) (*Table, error) {
 	if inline := strings.TrimSpace(path); strings.HasPrefix(inline, "{") {
 		t, err := Parse([]byte(inline))
 		if err != nil {
-			return nil, fmt.Errorf("EVENTPIPE_ROUTES (inline JSON): %w", err)
+			return nil, fmt.Errorf("%s (inline JSON): %w", settings.Routes, err)
 		}
 		return t, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read routes file (EVENTPIPE_ROUTES): %w", err)
+		return nil, fmt.Errorf("read routes file (%s): %w", settings.Routes, err)
 	}
 	t, err := Parse(b)
 	if err != nil {

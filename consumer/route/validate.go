@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // Table is a validated, ready-to-use set of routes.
@@ -46,7 +47,7 @@ func Compile(c Config) (*Table, error) {
 	t := &Table{callbacks: map[string]*Route{}}
 	var errs []error
 	if len(c.Routes) == 0 {
-		errs = append(errs, errors.New(`routes: empty (fix: add at least one route, or unset EVENTPIPE_ROUTES to use the built-in routes)`))
+		errs = append(errs, errors.New("routes: empty (fix: add at least one route, or unset "+settings.Routes+" to use the built-in routes)"))
 	}
 	seen := map[string]bool{}
 	for i := range c.Routes {
@@ -272,7 +273,7 @@ func (r *Route) validateAction(p *problems) {
 		r.checkFieldType(p, "action.sequence", a.Sequence, "integer")
 	}
 	if a.URL != "" && a.URLEnv != "" {
-		p.add("action.url", "set at most one of url and urlEnv", "give the downstream URL, or the env var that holds it, or neither to send the events to the handler (EVENTPIPE_HANDLER_URL)")
+		p.add("action.url", "set at most one of url and urlEnv", "give the downstream URL, or the env var that holds it, or neither to send the events to the handler ("+settings.HandlerURL+")")
 	}
 	if a.URL != "" {
 		if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -311,7 +312,7 @@ func (a *Action) ToHandler() bool { return a.URL == "" && a.URLEnv == "" }
 // A handler action (ToHandler) has no URL of its own: an error.
 func (a *Action) ActionURL(lookup func(string) (string, bool)) (string, error) {
 	if a.ToHandler() {
-		return "", fmt.Errorf("action URL: the action has neither url nor urlEnv: it sends its events to the handler (EVENTPIPE_HANDLER_URL)")
+		return "", fmt.Errorf("action URL: the action has neither url nor urlEnv: it sends its events to the handler (%s)", settings.HandlerURL)
 	}
 	if a.URL != "" {
 		return a.URL, nil

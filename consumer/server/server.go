@@ -33,6 +33,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/pull"
 	"github.com/eventpipe/eventpipe/consumer/push"
 	"github.com/eventpipe/eventpipe/consumer/route"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
 	"github.com/eventpipe/eventpipe/consumer/tracing"
@@ -115,7 +116,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		return err
 	}
 	if callbackVerifier != nil && len(cfg.CallbackAccounts) == 0 {
-		log.Warn("callbacks are refused: tokens are verified but no account may call back (fix: set EVENTPIPE_CALLBACK_ACCOUNTS to the calling jobs' service accounts)")
+		log.Warn("callbacks are refused: tokens are verified but no account may call back (fix: set " + settings.CallbackAccounts + " to the calling jobs' service accounts)")
 	}
 	memoryLimit := debug.SetMemoryLimit(-1)
 	// One budget for the bodies of every door: pushes, callbacks, keyed requests.
@@ -221,11 +222,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	drained := true
 	if !drain.wait(sctx) {
 		drained = false
-		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within EVENTPIPE_SHUTDOWN_TIMEOUT (%s)", ErrShutdownTimeout, cfg.ShutdownTimeout))
+		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within %s (%s)", ErrShutdownTimeout, settings.ShutdownTimeout, cfg.ShutdownTimeout))
 	}
 	if !caller.Wait(sctx) {
 		drained = false
-		runErr = errors.Join(runErr, fmt.Errorf("%w: handler calls in flight did not end within EVENTPIPE_SHUTDOWN_TIMEOUT (%s); their keys stay held until their reservations lapse", ErrShutdownTimeout, cfg.ShutdownTimeout))
+		runErr = errors.Join(runErr, fmt.Errorf("%w: handler calls in flight did not end within %s (%s); their keys stay held until their reservations lapse", ErrShutdownTimeout, settings.ShutdownTimeout, cfg.ShutdownTimeout))
 	}
 	pullDone := make(chan struct{})
 	go func() { wg.Wait(); close(pullDone) }()
@@ -234,7 +235,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		case <-pullDone:
 		case <-sctx.Done():
 			drained = false
-			runErr = errors.Join(runErr, fmt.Errorf("%w: pull did not drain within EVENTPIPE_SHUTDOWN_TIMEOUT (%s)", ErrShutdownTimeout, cfg.ShutdownTimeout))
+			runErr = errors.Join(runErr, fmt.Errorf("%w: pull did not drain within %s (%s)", ErrShutdownTimeout, settings.ShutdownTimeout, cfg.ShutdownTimeout))
 		}
 	}
 	// Stop accepting and close the idle connections.
@@ -242,7 +243,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	defer cancelClosing()
 	if err := srv.Shutdown(closing); err != nil && !errors.Is(err, http.ErrServerClosed) && drained {
 		drained = false
-		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within EVENTPIPE_SHUTDOWN_TIMEOUT (%s): %w", ErrShutdownTimeout, cfg.ShutdownTimeout, err))
+		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within %s (%s): %w", ErrShutdownTimeout, settings.ShutdownTimeout, cfg.ShutdownTimeout, err))
 	}
 	if !drained {
 		// The drain deadline: cancel what is still in flight and close its
@@ -293,7 +294,7 @@ func closeStore(st store.Store, timeout time.Duration, log *slog.Logger) error {
 		}
 		return nil
 	case <-timer.C:
-		err := fmt.Errorf("%w: the store did not close within EVENTPIPE_SHUTDOWN_TIMEOUT", ErrShutdownTimeout)
+		err := fmt.Errorf("%w: the store did not close within %s", ErrShutdownTimeout, settings.ShutdownTimeout)
 		log.Error("store not closed before exit", logfields.ErrorType, logfields.ErrorTypeTransient, logfields.Error, err.Error())
 		return err
 	}
@@ -340,7 +341,7 @@ func verifiers(ctx context.Context, cfg Config) (push, callbacks *auth.Verifier,
 	}
 	if cfg.CallbackAudience != "" {
 		callbacks, err = keys.Verifier(auth.Config{Audience: cfg.CallbackAudience, AllowedEmails: cfg.CallbackAccounts,
-			AccountsSetting: "EVENTPIPE_CALLBACK_ACCOUNTS"})
+			AccountsSetting: settings.CallbackAccounts})
 	}
 	return push, callbacks, err
 }

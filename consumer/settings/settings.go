@@ -22,6 +22,10 @@ import (
 	"github.com/eventpipe/eventpipe/internal/durations"
 )
 
+// Prefix starts the name of every variable of the consumer's own (all but Port and
+// MemoryLimit, which Cloud Run and the Go runtime define).
+const Prefix = "EVENTPIPE_"
+
 // Names of the variables: the one place each is spelled.
 const (
 	Port                       = "PORT"

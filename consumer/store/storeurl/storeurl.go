@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/boltstore"
 	"github.com/eventpipe/eventpipe/consumer/store/fsstore"
@@ -41,7 +42,7 @@ func Open(ctx context.Context, raw string) (store.Store, error) {
 			return nil, err // bad() named the variable
 		}
 		scheme, _, _ := strings.Cut(strings.TrimSpace(raw), "://")
-		return nil, fmt.Errorf("EVENTPIPE_STORE %s://…: %w", scheme, err)
+		return nil, fmt.Errorf("%s %s://…: %w", settings.Store, scheme, err)
 	}
 	return s, nil
 }
@@ -86,5 +87,5 @@ func open(ctx context.Context, raw string) (store.Store, error) {
 
 func bad(raw, why string) error {
 	return &store.Error{Op: opOpen, Kind: store.KindConfiguration,
-		Err: fmt.Errorf("EVENTPIPE_STORE %q: %s; accepted schemes: %s (e.g. %s)", raw, why, Schemes, Examples)}
+		Err: fmt.Errorf("%s %q: %s; accepted schemes: %s (e.g. %s)", settings.Store, raw, why, Schemes, Examples)}
 }

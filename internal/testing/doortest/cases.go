@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/budget"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
@@ -30,6 +32,7 @@ var cases = []testCase{
 	{name: "NoPinBeyondTheWindow", run: noPinBeyondTheWindow},
 	{name: "RecoveryAfterSIGKILL", run: recoveryAfterKill},
 	{name: "RecoveryAfterSIGTERM", run: recoveryAfterTerm},
+	{name: "MemoryBudget", run: memoryBudget},
 }
 
 // copies is how many copies of one key's delivery go at once: up to
@@ -542,4 +545,55 @@ func waitDraining(t *testing.T, c *consumer) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("the consumer never started shutting down")
+}
+
+// memoryBudget: while the requests in flight hold the instance's memory
+// budget for request bodies, every request gets 503 with Retry-After 1,
+// however often it is retried, and nothing else happens: no handler call,
+// no reservation of its key. So once the budget is free its retry is the
+// key's first attempt (Eventpipe-Attempt 1) and settles by its script, on
+// every store (issue 34: keyed requests had no budget, and a budget's
+// refusal after the claim would count an attempt and hold the key). Pull
+// is flow-controlled by its client instead, and has no refusal.
+func memoryBudget(t *testing.T, w *world) {
+	if w.door.pull {
+		t.Skip("pull is bounded by its client's flow control (EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES), not refused")
+	}
+	w.bodies = budget.New(0) // the least budget: one request of the largest body of any door
+	c := w.start("")
+	size := w.bodies.Size()
+	others := limits.Door{Name: "the requests in flight", MaxBody: size, Percent: 100, Fixed: size % 100}
+	for seed := range uint64(*seeds) {
+		r := rand.New(rand.NewPCG(seed, 34))
+		hold, err := w.bodies.Take(others, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scripts := map[string][]behavior{}
+		for k := range 1 + r.IntN(4) {
+			key := fmt.Sprintf("budget%d-k%d", seed, k)
+			scripts[key] = genScript(r, w.h.NoIsolation == "")
+			w.handler.script(key, scripts[key])
+			for try := range 1 + r.IntN(3) {
+				rp := w.door.send(w, c, delivery{key: key, kind: "order", msgID: msgID(key, try), publish: w.clock.Now()})
+				if rp.status != budget.Status || rp.retryAfter != "1" {
+					t.Errorf("%s, attempt %d with the budget held: %d, Retry-After %q (%v), want %d and 1", key, try+1, rp.status, rp.retryAfter, rp.err, budget.Status)
+				}
+			}
+			if calls, _, _ := w.handler.stats(key); len(calls) != 0 {
+				t.Errorf("%s: %d handler calls while its requests were refused for memory, want none", key, len(calls))
+			}
+		}
+		hold()
+		for key, script := range scripts {
+			w.settle(t, c, r, key, delivery{kind: "order"})
+			w.checkCalls(t, key, script, 0)
+			if calls, _, _ := w.handler.stats(key); len(calls) == 0 || calls[0].attempt != "1" {
+				t.Errorf("%s: first call %+v after its refusals, want attempt 1 (a refused request claims nothing)", key, calls)
+			}
+		}
+		if held := w.bodies.Held(); held != 0 {
+			t.Errorf("%d bytes of the budget still held once every request was answered", held)
+		}
+	}
 }

@@ -17,7 +17,9 @@
 //   - recovery after SIGKILL (simulated: the consumer freezes at a
 //     failpoint and its store refuses its writes, as a dead process's)
 //     and SIGTERM (the real drain): every key settles, each extra call is
-//     one docs/handlers.md names, and new work during the drain is refused.
+//     one docs/handlers.md names, and new work during the drain is refused;
+//   - the memory budget: a request refused for memory (503, Retry-After)
+//     reserved nothing, so its retry is the key's first attempt.
 //
 // Doors lists the doors: adding a door is adding a row there. A store's
 // test package runs the suite with Run, as it runs storetest.
@@ -45,9 +47,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/eventpipe/eventpipe/consumer/budget"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/server"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 	"github.com/eventpipe/eventpipe/internal/testing/storetest"
@@ -135,6 +139,9 @@ type world struct {
 	reading sync.Mutex
 	env     string // EVENTPIPE_ENV: names every record of the world
 	n       atomic.Int64
+	// bodies, when set, is the memory budget of the consumers the world
+	// starts (server.Options.Budget), which a case holds.
+	bodies *budget.Budget
 }
 
 // Run runs the suite: every door of Doors on h's store, each in parallel
@@ -267,12 +274,12 @@ func (w *world) start(killAt engine.Failpoint) *consumer {
 	t := w.t
 	t.Helper()
 	env := map[string]string{
-		"EVENTPIPE_ENV": w.env, "EVENTPIPE_ROUTES": routes, "EVENTPIPE_HANDLER_URL": w.hurl,
-		"EVENTPIPE_HANDLER_TIMEOUT": gatewayTimeout.String(), "EVENTPIPE_HANDLER_IN_DOUBT": gatewayInDoubt.String(),
-		"EVENTPIPE_MAX_EVENT_SKEW": window.String(), "EVENTPIPE_SHUTDOWN_TIMEOUT": shutdown.String(), "EVENTPIPE_DLQ": "off",
+		settings.Environment: w.env, settings.Routes: routes, settings.HandlerURL: w.hurl,
+		settings.HandlerTimeout: settings.FormatDuration(gatewayTimeout), settings.HandlerInDoubt: settings.FormatDuration(gatewayInDoubt),
+		settings.MaxEventSkew: settings.FormatDuration(window), settings.ShutdownTimeout: settings.FormatDuration(shutdown), settings.DLQ: "off",
 	}
 	if w.door.pull {
-		env["EVENTPIPE_PULL_SUBSCRIPTIONS"] = subscriptionName
+		env[settings.PullSubscriptions] = subscriptionName
 	}
 	cfg, err := server.ConfigFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
@@ -297,7 +304,7 @@ func (w *world) start(killAt engine.Failpoint) *consumer {
 			return errDead
 		}
 	}
-	opts := server.Options{Listener: ln, Store: c.st, Failpoint: hook, Now: w.clock.Now, Ready: func(string) {}}
+	opts := server.Options{Listener: ln, Store: c.st, Failpoint: hook, Now: w.clock.Now, Ready: func(string) {}, Budget: w.bodies}
 	if w.door.pull {
 		c.client = w.client(t)
 		opts.PubSubClient = c.client

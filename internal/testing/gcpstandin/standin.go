@@ -73,6 +73,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/render"
 	p "github.com/pulumi/pulumi-go-provider"
 	presource "github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -483,13 +484,13 @@ func runPrerequisites(st map[string]Record, typ string, in map[string]any) error
 	for _, c := range list(tmpl, "containers") {
 		for _, e := range list(c, "envs") {
 			switch str(e, "name") {
-			case "EVENTPIPE_PULL_SUBSCRIPTIONS":
+			case settings.PullSubscriptions:
 				for sub := range strings.SplitSeq(str(e, "value"), ",") {
 					if sub = strings.TrimSpace(sub); sub != "" && !exists(st, "gcp:pubsub/subscription:Subscription", str(in, "project"), sub) {
 						return fmt.Errorf("the consumer pulls from subscription %s, which does not exist yet: the container would crash-loop on NotFound", sub)
 					}
 				}
-			case "EVENTPIPE_STORE":
+			case settings.Store:
 				store := str(e, "value")
 				if ref, ok := e["valueSource"].(map[string]any); ok {
 					key, _ := ref["secretKeyRef"].(map[string]any)
