@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/budget"
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
@@ -557,7 +558,7 @@ func waitDraining(t *testing.T, c *consumer) {
 // is flow-controlled by its client instead, and has no refusal.
 func memoryBudget(t *testing.T, w *world) {
 	if w.door.pull {
-		t.Skip("pull is bounded by its client's flow control (EVENTPIPE_PULL_MAX_OUTSTANDING_BYTES), not refused")
+		t.Skip("pull is bounded by its client's flow control (" + settings.PullMaxOutstandingBytes + "), not refused")
 	}
 	w.bodies = budget.New(0) // the least budget: one request of the largest body of any door
 	c := w.start("")

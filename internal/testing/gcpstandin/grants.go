@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // IAM grants, as Google documents them. A grant takes effect "typically [in] 2 minutes,
@@ -221,7 +223,7 @@ func (s *standin) revisionNeeds(st map[string]Record, project string, in map[str
 		}
 		return out
 	}
-	for _, e := range env("EVENTPIPE_PULL_SUBSCRIPTIONS") {
+	for _, e := range env(settings.PullSubscriptions) {
 		for sub := range strings.SplitSeq(str(e, "value"), ",") {
 			if sub = strings.TrimSpace(sub); sub != "" {
 				needs = append(needs, s.pullNeeds(st, project, sub, account)...)
@@ -236,7 +238,7 @@ func (s *standin) revisionNeeds(st map[string]Record, project string, in map[str
 			}})
 		}
 	}
-	for _, e := range env("EVENTPIPE_STORE") {
+	for _, e := range env(settings.Store) {
 		needs = append(needs, storeNeeds(st, e, account)...)
 	}
 	return needs
