@@ -14,7 +14,11 @@
 //     document per event. Concurrent ModeLatest deliveries for one document
 //     are coalesced, like a group commit: while its transaction is in
 //     flight the others wait (Config.MaxWaitingPerDocument), and the next
-//     transaction decides them all, writing only the newest event.
+//     transaction decides them all, writing only the newest event. On a
+//     store that decides such a write itself (store.LatestWriter:
+//     PostgreSQL, one statement), a lone delivery costs one round trip;
+//     the engine derives its outcome from what the store found, with the
+//     same decision code, and its tests hold the store's decision to it.
 //   - Claim, Heartbeat, Complete, Fail: leases for side effects outside the
 //     database: PENDING with an expiry, extended by
 //     heartbeats, then COMPLETED or FAILED; fencing tokens stop a holder whose

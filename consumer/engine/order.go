@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"strings"
 	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
 // orderKey is what orders one version of an aggregate against another:
@@ -126,13 +128,14 @@ func (a orderKey) compareInWindow(b orderKey) int {
 // but the event key, fingerprint and applied time are ordering fields:
 // storetest's ordering case reads them off a written document and fails
 // until its generator varies every one.
+// The names a store.LatestWriter reads are store's (store.Version*).
 const (
-	metaEventKey    = "eventKey"
-	metaFingerprint = "fingerprint"
-	metaMessageID   = "messageId"
-	metaEventTime   = "eventTime"
-	metaPublishTime = "publishTime"
-	metaSequence    = "sequence"
+	metaEventKey    = store.VersionEventKey
+	metaFingerprint = store.VersionFingerprint
+	metaMessageID   = store.VersionMessageID
+	metaEventTime   = store.VersionEventTime
+	metaPublishTime = store.VersionPublishTime
+	metaSequence    = store.VersionSequence
 	metaAppliedAt   = "appliedAt"
 )
 
@@ -145,6 +148,12 @@ func (k orderKey) toMeta(m map[string]any) {
 	m[metaEventTime] = k.eventTime.UTC()
 	m[metaPublishTime] = k.publishTime.UTC()
 	m[metaMessageID] = k.messageID
+}
+
+// version is k as a store.LatestWriter takes it.
+func (k orderKey) version() store.Version {
+	return store.Version{HasSequence: k.hasSeq, Sequence: k.seq, EventTime: k.eventTime, PublishTime: k.publishTime,
+		MessageID: k.messageID, EventKey: k.eventKey, Fingerprint: k.fingerprint}
 }
 
 func orderFromMeta(m map[string]any) orderKey {
