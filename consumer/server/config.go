@@ -55,6 +55,9 @@ type Config struct {
 	// MaxSequenceJump is engine.Config.MaxSequenceJump, from
 	// EVENTPIPE_MAX_SEQUENCE_JUMP (0: its default).
 	MaxSequenceJump int64
+	// PprofAddr is the profiling endpoint's loopback address, from
+	// EVENTPIPE_PPROF_ADDR (PprofEnv); "" serves no profiles.
+	PprofAddr string
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -95,6 +98,7 @@ const DefaultRequestTimeout = 60 * time.Second
 //	EVENTPIPE_MAX_EVENT_SKEW              how far an event time may be ahead of its publish time (default 5m)
 //	EVENTPIPE_COALESCE_MAX_WAITING        deliveries that may wait for one document's transaction (default 256, 0 = no coalescing)
 //	EVENTPIPE_MAX_SEQUENCE_JUMP           the largest sequence step trusted across the ordering window (default 1000000)
+//	EVENTPIPE_PPROF_ADDR                  serve Go's profiles (net/http/pprof) on this loopback host:port (default: none)
 //	EVENTPIPE_HANDLER_URL, ...            the handler container behind the consumer (see handler.ConfigFromEnv)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k, def string) string {
@@ -170,6 +174,11 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 			errs = append(errs, fmt.Errorf("EVENTPIPE_STORE: %w (use postgres://user:password@host:5432/database)", err))
 		}
 		c.StoreURL = u
+	}
+	if a, err := ParsePprofAddr(get(PprofEnv, "")); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.PprofAddr = a
 	}
 	if h, err := handler.ConfigFromEnv(lookup); err != nil {
 		errs = append(errs, err)
