@@ -90,6 +90,9 @@ type LatestResult struct {
 	// Written: Doc (and MarkerDoc) were written.
 	Written bool
 	// Target and Marker are the documents as found, before any write (nil:
-	// absent); read-only, as what Get returns.
+	// absent), with at least the fields the engine's decision reads: the
+	// target's VersionField and the marker's VersionFingerprint (a driver
+	// may leave the others out: they would only travel to be ignored);
+	// read-only, as what Get returns.
 	Target, Marker *Document
 }

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -61,19 +62,20 @@ func (s *Store) WriteLatest(ctx context.Context, w store.LatestWrite) (store.Lat
 			return err
 		}
 		var apply *bool
-		var target, marker []byte
+		var hasTarget, hasMarker bool
+		var version, fingerprint []byte
 		var targetExp, markerExp *time.Time
-		if err := br.QueryRow().Scan(&apply, &target, &targetExp, &marker, &markerExp); err != nil {
+		if err := br.QueryRow().Scan(&apply, &hasTarget, &version, &targetExp, &hasMarker, &fingerprint, &markerExp); err != nil {
 			return err
 		}
 		if apply == nil {
 			return nil // a stored value the statement cannot read as the engine does
 		}
 		var err error
-		if res.Target, err = decodeRow(w.Target, target, targetExp); err != nil {
+		if res.Target, err = found(w.Target, hasTarget, w.VersionField, version, targetExp); err != nil {
 			return err
 		}
-		if res.Marker, err = decodeRow(w.Marker, marker, markerExp); err != nil {
+		if res.Marker, err = found(w.Marker, hasMarker, store.VersionFingerprint, fingerprint, markerExp); err != nil {
 			return err
 		}
 		res.Decided, res.Written = true, *apply
@@ -97,16 +99,24 @@ func (s *Store) WriteLatest(ctx context.Context, w store.LatestWrite) (store.Lat
 	return store.LatestResult{}, classify(op, err)
 }
 
-// decodeRow is a document read by sqlWriteLatest: nil for no row.
-func decodeRow(key store.Key, data []byte, exp *time.Time) (*store.Document, error) {
-	if data == nil {
+// found is a document sqlWriteLatest found: nil when it has none, else
+// the one field it returns (its JSON text; none when NULL) and its expiry.
+func found(key store.Key, exists bool, field string, value []byte, exp *time.Time) (*store.Document, error) {
+	if !exists {
 		return nil, nil
 	}
-	fields, err := store.DecodeJSON(data)
-	if err != nil {
-		return nil, &store.Error{Op: "get " + key.String(), Kind: store.KindConfiguration, Err: err}
+	d := store.Document{Fields: map[string]any{}}
+	if value != nil {
+		name, err := json.Marshal(field)
+		if err != nil {
+			return nil, err
+		}
+		fields, err := store.DecodeJSON(slices.Concat([]byte("{"), name, []byte(":"), value, []byte("}")))
+		if err != nil {
+			return nil, &store.Error{Op: "get " + key.String(), Kind: store.KindConfiguration, Err: err}
+		}
+		d.Fields = fields
 	}
-	d := store.Document{Fields: fields}
 	if exp != nil {
 		d.ExpireAt = exp.UTC()
 	}
@@ -178,8 +188,9 @@ const sqlLock2 = "SELECT pg_advisory_xact_lock($1, $2), pg_advisory_xact_lock($1
 //	$20        the event key is the producer's
 //
 // It returns whether it wrote (NULL: a stored value it cannot read as the
-// engine does; nothing written), then the target's and the marker's data
-// and expiry as found.
+// engine does; nothing written), then, for the target and the marker as
+// found, whether it exists, the JSON text of the field the engine's
+// decision reads (the version; the fingerprint) and the expiry.
 var sqlWriteLatest = func() string {
 	// A stored version is read only in the exact form store.EncodeJSON
 	// writes (the json type keeps a value's text as written); anything
@@ -220,21 +231,28 @@ var sqlWriteLatest = func() string {
 	row := func(p string) string {
 		return fmt.Sprintf(`(%[1]shasseq, %[1]sseq, %[1]set, %[1]spt, %[1]smid COLLATE "C", %[1]skey COLLATE "C", %[1]sfp COLLATE "C")`, p)
 	}
-	meta := `c.data->($10::text)`
-	field := func(name string) string { return fmt.Sprintf(`(%s->'%s')`, meta, name) }
-	seq, et, pt := field(store.VersionSequence), field(store.VersionEventTime), field(store.VersionPublishTime)
-	mid, key, fp := field(store.VersionMessageID), field(store.VersionEventKey), field(store.VersionFingerprint)
-	mfp := `(m.data->'` + store.VersionFingerprint + `')`
-	return `WITH cur AS (
-	SELECT data, expire_at FROM ` + Table + ` WHERE collection = $1::text AND id = $2::text
-), mk AS (
-	SELECT data, expire_at FROM ` + Table + ` WHERE collection = $3::text AND id = $4::text
-), st AS (
+	// The stored version's fields, each its JSON text as stored: the
+	// document and its version are parsed once (json_to_record).
+	col := func(name string) string { return `v."` + name + `"` }
+	seq, et, pt := col(store.VersionSequence), col(store.VersionEventTime), col(store.VersionPublishTime)
+	mid, key, fp := col(store.VersionMessageID), col(store.VersionEventKey), col(store.VersionFingerprint)
+	var cols []string
+	for _, name := range []string{store.VersionSequence, store.VersionEventTime, store.VersionPublishTime,
+		store.VersionMessageID, store.VersionEventKey, store.VersionFingerprint} {
+		cols = append(cols, `"`+name+`" json`)
+	}
+	mfp := `m.fp`
+	return `WITH cur AS MATERIALIZED (
+	SELECT data, expire_at, data->($10::text) AS meta FROM ` + Table + ` WHERE collection = $1::text AND id = $2::text
+), mk AS MATERIALIZED (
+	SELECT data, expire_at, data->'` + store.VersionFingerprint + `' AS fp FROM ` + Table + ` WHERE collection = $3::text AND id = $4::text
+), st AS MATERIALIZED (
 	SELECT c.expire_at IS NULL OR c.expire_at > $9::timestamptz AS live,
-		(` + meta + ` IS NULL OR json_typeof(` + meta + `) = 'object') AND ` + okInt(seq) + ` AND ` + ok(et, isTime) + ` AND ` + ok(pt, isTime) +
+		(c.meta IS NULL OR json_typeof(c.meta) = 'object') AND ` + okInt(seq) + ` AND ` + ok(et, isTime) + ` AND ` + ok(pt, isTime) +
 		` AND ` + ok(mid, isText) + ` AND ` + ok(key, isText) + ` AND ` + ok(fp, isText) + ` AS readable,
-		c.data
-	FROM cur c
+		v.*
+	FROM cur c LEFT JOIN LATERAL json_to_record(CASE WHEN json_typeof(c.meta) = 'object' THEN c.meta END)
+		AS v(` + strings.Join(cols, ", ") + `) ON true
 ), stv AS (
 	SELECT live, readable,
 		CASE WHEN readable THEN ` + seq + ` IS NOT NULL ELSE false END AS st_hasseq,
@@ -244,7 +262,7 @@ var sqlWriteLatest = func() string {
 		CASE WHEN readable THEN ` + readText(mid) + ` ELSE '' END AS st_mid,
 		CASE WHEN readable THEN ` + readText(key) + ` ELSE '' END AS st_key,
 		CASE WHEN readable THEN ` + readText(fp) + ` ELSE '' END AS st_fp
-	FROM st AS c
+	FROM st AS v
 ), mkv AS (
 	SELECT m.expire_at IS NULL OR m.expire_at > $9::timestamptz AS live,
 		` + ok(mfp, isText) + ` AS readable,
@@ -282,5 +300,6 @@ var sqlWriteLatest = func() string {
 	SELECT $1::text, $2::text, $7::json, $8::timestamptz FROM d WHERE d.apply
 	ON CONFLICT (collection, id) DO UPDATE SET data = EXCLUDED.data, expire_at = EXCLUDED.expire_at
 )
-SELECT d.apply, cur.data::text, cur.expire_at, mk.data::text, mk.expire_at FROM d LEFT JOIN cur ON true LEFT JOIN mk ON true`
+SELECT d.apply, cur.data IS NOT NULL, cur.meta::text, cur.expire_at, mk.data IS NOT NULL, mk.fp::text, mk.expire_at
+FROM d LEFT JOIN cur ON true LEFT JOIN mk ON true`
 }()
