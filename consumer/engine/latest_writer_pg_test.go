@@ -26,7 +26,7 @@ import (
 )
 
 var (
-	latestCases = flag.Int("latest-cases", 300, "generated cases of TestLatestWriterDecidesAsTheEngine")
+	latestCases = flag.Int("latest-cases", 500, "generated cases of TestLatestWriterDecidesAsTheEngine")
 	latestSeed  = flag.Uint64("latest-seed", 0, "seed of TestLatestWriterDecidesAsTheEngine's generator (0: a new one, logged)")
 )
 
@@ -226,14 +226,18 @@ func genLatestCase(r *rand.Rand, n int, payloads [][]byte) latestCase {
 			// Another version of the same instant: only the message id,
 			// event key and fingerprint tell the two apart.
 			p.ev.PublishTime, p.w.EventTime, p.w.Sequence = c.msg.ev.PublishTime, c.msg.w.EventTime, c.msg.w.Sequence
+			if r.IntN(2) == 0 {
+				// Ids that byte order and a language's collation sort apart.
+				ids := []string{"é", "zz"}
+				r.Shuffle(2, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+				p.ev.MessageID, c.msg.ev.MessageID = ids[0], ids[1]
+			}
 		}
 		c.prior = &p
-		// A message id with a quote is stored escaped: a form only the
-		// engine reads.
-		c.readable = !strings.Contains(p.ev.MessageID, `"`)
 		if c.target == "live" && r.IntN(6) == 0 {
 			c.target = pick(r, []string{"nanosecond time", "float sequence", "escaped message id", "no version", "version not a map", "time with another key"})
-			c.readable = c.target == "no version" // read as the zero version by both
+			// Escaped text and an absent version are read alike by both.
+			c.readable = c.target == "escaped message id" || c.target == "no version"
 		}
 	}
 	c.marker = pick(r, []string{"absent", "absent", "live", "expired"})
@@ -246,11 +250,25 @@ func genLatestCase(r *rand.Rand, n int, payloads [][]byte) latestCase {
 		fp, _ := keys.Fingerprint(c.msg.ev.Payload)
 		other, _ := keys.Fingerprint(pick(r, payloads))
 		c.storedFP = fingerprintVariant(r, fp, other)
-		if c.prior.w.Sequence != nil && c.msg.w.Sequence != nil && r.IntN(2) == 0 {
+		if c.prior.w.Sequence != nil && c.msg.w.Sequence != nil && r.IntN(4) != 0 {
 			// A stored sequence at the edges of the message's jump bound.
 			bound := cmp.Or(c.msg.w.MaxSequenceJump, c.maxJump, engine.DefaultMaxSequenceJump)
 			s := sat(*c.msg.w.Sequence, pick(r, []int64{0, 1, -1, bound, -bound, bound + 1, -bound - 1}))
 			c.prior.w.Sequence = &s
+			if r.IntN(3) != 0 && !c.msg.ev.PublishTime.IsZero() {
+				// Published across the window from the message, with event
+				// times that do not make the later one newer: only the
+				// sequence step can.
+				d := c.window + time.Duration(1+r.IntN(2))*time.Microsecond
+				pt := c.msg.ev.PublishTime
+				if r.IntN(2) == 0 { // the stored version is the earlier
+					c.prior.ev.PublishTime, c.prior.w.EventTime = pt.Add(-d), pt.Add(-d)
+					c.msg.w.EventTime = pt.Add(-d - time.Second)
+				} else {
+					c.prior.ev.PublishTime, c.prior.w.EventTime = pt.Add(d), pt.Add(-time.Hour)
+					c.msg.w.EventTime = pt
+				}
+			}
 		}
 	}
 	return c

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventpipe/eventpipe/consumer/store"
 )
@@ -91,12 +92,23 @@ func (s *Store) WriteLatest(ctx context.Context, w store.LatestWrite) (store.Lat
 		// A held document (or a deadlock): the engine's transaction waits
 		// for it as RunTx does. Nothing was written.
 		return store.LatestResult{}, nil
+	case dataException(err):
+		// A stored value PostgreSQL would not convert as the engine reads
+		// it: the engine decides. Nothing was written.
+		return store.LatestResult{}, nil
 	}
 	var se *store.Error
 	if errors.As(err, &se) {
 		return store.LatestResult{}, err
 	}
 	return store.LatestResult{}, classify(op, err)
+}
+
+// dataException reports a SQLSTATE of class 22 (a value out of range, a
+// cast that failed, an unsupported escape).
+func dataException(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22")
 }
 
 // found is a document sqlWriteLatest found: nil when it has none, else
@@ -152,15 +164,25 @@ func latestArgs(w store.LatestWrite) (args []any, ok bool) {
 		if err != nil {
 			return nil, false
 		}
-		markerColl, markerID, markerDoc = w.Marker.Collection, w.Marker.ID, string(enc)
+		markerColl, markerID, markerDoc = w.Marker.Collection, w.Marker.ID, enc
 		markerExp = expireAt(w.MarkerDoc)
 	}
 	return []any{
-		w.Target.Collection, w.Target.ID, markerColl, markerID, markerDoc, markerExp, string(doc), expireAt(w.Doc),
+		w.Target.Collection, w.Target.ID, markerColl, markerID, markerDoc, markerExp, doc, expireAt(w.Doc),
 		w.Now.UTC(), w.VersionField,
 		v.HasSequence, v.Sequence, v.EventTime.UTC(), v.PublishTime.UTC(), v.MessageID, v.EventKey, v.Fingerprint,
-		w.Window, int64(w.MaxJump), w.ProducerKey,
+		v.PublishTime.Add(-w.Window).UTC(), v.PublishTime.Add(w.Window).UTC(), int64(w.MaxJump),
+		v.Fingerprint == "" || w.ProducerKey, v1Form(v.Fingerprint),
 	}, true
+}
+
+// v1Form is the v1 form a fingerprint names ("sha256:" and the hash after
+// "+v1:"), or "" (keys.SameFingerprint's matches, read by the statement).
+func v1Form(fp string) string {
+	if _, v1, ok := strings.Cut(fp, "+v1:"); ok {
+		return "sha256:" + v1
+	}
+	return ""
 }
 
 // expireAt is a document's expiry as a parameter: NULL for none.
@@ -177,120 +199,109 @@ const sqlLock2 = "SELECT pg_advisory_xact_lock($1, $2), pg_advisory_xact_lock($1
 
 // sqlWriteLatest decides and applies one latest-state write (see
 // store.LatestWriter), with the engine's rules (package engine: latest,
-// sameEvent, ordering.compare), which its tests hold it to. Parameters:
+// sameEvent, ordering.compare), which its tests hold it to. Parameters
+// (latestArgs):
 //
 //	$1, $2     target collection and id        $3, $4   marker collection and id (NULL: none)
 //	$5, $6     marker document and expiry      $7, $8   target document and expiry
 //	$9         now (expiry)                    $10      the version field (engine.MetaField)
 //	$11..$17   the message's version: has a sequence, sequence, event time, publish time,
 //	           message id, event key, fingerprint
-//	$18        the window                      $19      the largest sequence step across it
-//	$20        the event key is the producer's
+//	$18, $19   its publish time less and plus the window
+//	$20        the largest sequence step trusted across the window
+//	$21        any stored fingerprint is this event's (the message has none, or its event
+//	           key is the producer's, under which another is a reused event id: no write either)
+//	$22        the v1 form of the message's fingerprint ("": none)
 //
 // It returns whether it wrote (NULL: a stored value it cannot read as the
 // engine does; nothing written), then, for the target and the marker as
 // found, whether it exists, the JSON text of the field the engine's
 // decision reads (the version; the fingerprint) and the expiry.
+//
+// It is one query and two inserts (a plan of few nodes: the server's work
+// is mostly setting a plan up), and reads the stored version as jsonb,
+// parsed once. A stored value in a form the engine would read otherwise
+// (a field of another type, a time not in the form EncodeJSON writes)
+// makes the answer NULL; a value PostgreSQL refuses to convert (a
+// sequence beyond 64 bits, a NUL in a string) fails the statement (class
+// 22, nothing written): both leave the decision to the engine.
 var sqlWriteLatest = func() string {
-	// A stored version is read only in the exact form store.EncodeJSON
-	// writes (the json type keeps a value's text as written); anything
-	// else makes it unreadable here (NULL), and the engine decides.
-	const (
-		isTime = `^\{"\$eventpipe_time":"(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z"\}$`
-		isText = `^"[^"\\]*"$` // a string without escapes: its text is the value
-		isInt  = `^-?[0-9]{1,19}$`
-	)
-	// ok(x, re): x is absent or has the form re; time/text/int read it,
-	// absent as Go's zero value.
-	ok := func(x, re string) string { return fmt.Sprintf("(%s IS NULL OR %s::text ~ '%s')", x, x, re) }
-	readTime := func(x string) string {
-		return fmt.Sprintf(`CASE WHEN %s IS NULL THEN '0001-01-01T00:00:00Z'::timestamptz ELSE (%s->>'$eventpipe_time')::timestamptz END`, x, x)
+	const isTime = `^(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z$`
+	field := func(name string) string { return `(c.vb->'` + name + `')` }
+	text := func(name string) string { return `COALESCE(c.vb->>'` + name + `', '')` }
+	// A time is absent (Go's zero time) or {"$eventpipe_time": "…"} alone.
+	timeOK := func(name string) string {
+		x := field(name)
+		return fmt.Sprintf(`CASE WHEN %[1]s IS NULL THEN true WHEN jsonb_typeof(%[1]s) <> 'object' THEN false
+			ELSE (%[1]s - '$eventpipe_time') = '{}'::jsonb AND (%[1]s->>'$eventpipe_time') ~ '%[2]s' END`, x, isTime)
 	}
-	readText := func(x string) string { return fmt.Sprintf(`COALESCE(%s #>> '{}', '')`, x) }
-	okInt := func(x string) string {
-		// CASE, not AND: only a value of the form is cast.
-		return fmt.Sprintf("CASE WHEN %s IS NULL THEN true WHEN %s::text ~ '%s' THEN %s::text::numeric BETWEEN -9223372036854775808 AND 9223372036854775807 ELSE false END", x, x, isInt, x)
+	readTime := func(name string) string {
+		return fmt.Sprintf(`COALESCE((%s->>'$eventpipe_time')::timestamptz, '0001-01-01T00:00:00Z'::timestamptz)`, field(name))
 	}
-	// sameFP is keys.SameFingerprint of stored a and incoming $17.
+	textOK := func(name string) string {
+		return fmt.Sprintf(`(%[1]s IS NULL OR jsonb_typeof(%[1]s) = 'string')`, field(name))
+	}
+	seq := `'` + store.VersionSequence + `'`
+	readable := `(c.vb IS NULL OR (jsonb_typeof(c.vb) = 'object'
+			AND (NOT c.vb ? ` + seq + ` OR (jsonb_typeof(c.vb->` + seq + `) = 'number' AND (c.meta->` + seq + `)::text ~ '^-?[0-9]+$'))
+			AND ` + timeOK(store.VersionEventTime) + `
+			AND ` + timeOK(store.VersionPublishTime) + `
+			AND ` + textOK(store.VersionMessageID) + ` AND ` + textOK(store.VersionEventKey) + ` AND ` + textOK(store.VersionFingerprint) + `))`
+	st := map[string]string{
+		"hasseq": `COALESCE(c.vb ? ` + seq + `, false)`,
+		"seq":    `COALESCE((c.vb->>` + seq + `)::bigint, 0)`,
+		"et":     readTime(store.VersionEventTime),
+		"pt":     readTime(store.VersionPublishTime),
+		"mid":    text(store.VersionMessageID),
+		"key":    text(store.VersionEventKey),
+		"fp":     text(store.VersionFingerprint),
+	}
+	in := map[string]string{"hasseq": "$11::boolean", "seq": "$12::bigint", "et": "$13::timestamptz", "pt": "$14::timestamptz",
+		"mid": "$15::text", "key": "$16::text", "fp": "$17::text"}
+	// sameFP is keys.SameFingerprint of stored a and the message's.
 	sameFP := func(a string) string {
-		return fmt.Sprintf(`(%[1]s = $17::text OR (strpos(%[1]s, '+v1:') > 0 AND 'sha256:' || substr(%[1]s, strpos(%[1]s, '+v1:') + 4) = $17::text)`+
-			` OR (strpos($17::text, '+v1:') > 0 AND %[1]s = 'sha256:' || substr($17::text, strpos($17::text, '+v1:') + 4)))`, a)
+		return fmt.Sprintf(`(%[1]s = $17::text OR ($22::text <> '' AND %[1]s = $22::text)
+			OR (strpos(%[1]s, '+v1:') > 0 AND 'sha256:' || substr(%[1]s, strpos(%[1]s, '+v1:') + 4) = $17::text))`, a)
 	}
-	// sameEvent is the engine's sameEvent for a stored record whose event
-	// key matches (keyMatch) with fingerprint fp: the same event, or a
-	// reused producer event id (which is no write either).
-	sameEvent := func(keyMatch, fp string) string {
-		return fmt.Sprintf(`(%s AND (%s = '' OR $17::text = '' OR %s OR $20::boolean))`, keyMatch, fp, sameFP(fp))
+	// sameEvent is the engine's sameEvent of a stored record whose event key
+	// matches: the same event, or a reused event id (no write either).
+	sameEvent := func(fp string) string {
+		return fmt.Sprintf(`($21::boolean OR %[1]s = '' OR %[2]s)`, fp, sameFP(fp))
 	}
-	// newerAcross is ordering.newerAcross(late, early) over the columns
-	// named by the prefixes ("in_": the message, "st_": stored).
-	newerAcross := func(late, early string) string {
-		return fmt.Sprintf(`((%[1]shasseq AND %[2]shasseq AND %[1]sseq > %[2]sseq AND %[1]sseq::numeric - %[2]sseq::numeric <= $19::numeric)`+
-			` OR %[1]set >= LEAST(%[2]set, %[2]spt))`, late, early)
+	// newerAcross is ordering.newerAcross(late, early).
+	newerAcross := func(late, early map[string]string) string {
+		return fmt.Sprintf(`((%s AND %s AND %s > %s AND %s::numeric - %s::numeric <= $20::numeric) OR %s >= LEAST(%s, %s))`,
+			late["hasseq"], early["hasseq"], late["seq"], early["seq"], late["seq"], early["seq"], late["et"], early["et"], early["pt"])
 	}
-	row := func(p string) string {
-		return fmt.Sprintf(`(%[1]shasseq, %[1]sseq, %[1]set, %[1]spt, %[1]smid COLLATE "C", %[1]skey COLLATE "C", %[1]sfp COLLATE "C")`, p)
+	row := func(v map[string]string) string {
+		return fmt.Sprintf(`(%s, %s, %s, %s, %s COLLATE "C", %s COLLATE "C", %s COLLATE "C")`, v["hasseq"], v["seq"], v["et"], v["pt"], v["mid"], v["key"], v["fp"])
 	}
-	// The stored version's fields, each its JSON text as stored: the
-	// document and its version are parsed once (json_to_record).
-	col := func(name string) string { return `v."` + name + `"` }
-	seq, et, pt := col(store.VersionSequence), col(store.VersionEventTime), col(store.VersionPublishTime)
-	mid, key, fp := col(store.VersionMessageID), col(store.VersionEventKey), col(store.VersionFingerprint)
-	var cols []string
-	for _, name := range []string{store.VersionSequence, store.VersionEventTime, store.VersionPublishTime,
-		store.VersionMessageID, store.VersionEventKey, store.VersionFingerprint} {
-		cols = append(cols, `"`+name+`" json`)
-	}
-	mfp := `m.fp`
-	return `WITH cur AS MATERIALIZED (
-	SELECT data, expire_at, data->($10::text) AS meta FROM ` + Table + ` WHERE collection = $1::text AND id = $2::text
-), mk AS MATERIALIZED (
-	SELECT data, expire_at, data->'` + store.VersionFingerprint + `' AS fp FROM ` + Table + ` WHERE collection = $3::text AND id = $4::text
-), st AS MATERIALIZED (
-	SELECT c.expire_at IS NULL OR c.expire_at > $9::timestamptz AS live,
-		(c.meta IS NULL OR json_typeof(c.meta) = 'object') AND ` + okInt(seq) + ` AND ` + ok(et, isTime) + ` AND ` + ok(pt, isTime) +
-		` AND ` + ok(mid, isText) + ` AND ` + ok(key, isText) + ` AND ` + ok(fp, isText) + ` AS readable,
-		v.*
-	FROM cur c LEFT JOIN LATERAL json_to_record(CASE WHEN json_typeof(c.meta) = 'object' THEN c.meta END)
-		AS v(` + strings.Join(cols, ", ") + `) ON true
-), stv AS (
-	SELECT live, readable,
-		CASE WHEN readable THEN ` + seq + ` IS NOT NULL ELSE false END AS st_hasseq,
-		CASE WHEN readable AND ` + seq + ` IS NOT NULL THEN ` + seq + `::text::bigint ELSE 0 END AS st_seq,
-		CASE WHEN readable THEN ` + readTime(et) + ` ELSE '0001-01-01T00:00:00Z'::timestamptz END AS st_et,
-		CASE WHEN readable THEN ` + readTime(pt) + ` ELSE '0001-01-01T00:00:00Z'::timestamptz END AS st_pt,
-		CASE WHEN readable THEN ` + readText(mid) + ` ELSE '' END AS st_mid,
-		CASE WHEN readable THEN ` + readText(key) + ` ELSE '' END AS st_key,
-		CASE WHEN readable THEN ` + readText(fp) + ` ELSE '' END AS st_fp
-	FROM st AS v
-), mkv AS (
-	SELECT m.expire_at IS NULL OR m.expire_at > $9::timestamptz AS live,
-		` + ok(mfp, isText) + ` AS readable,
-		CASE WHEN ` + ok(mfp, isText) + ` THEN ` + readText(mfp) + ` ELSE '' END AS fp
-	FROM mk m
-), inv AS (
-	SELECT $11::boolean AS in_hasseq, $12::bigint AS in_seq, $13::timestamptz AS in_et, $14::timestamptz AS in_pt,
-		$15::text AS in_mid, $16::text AS in_key, $17::text AS in_fp
-), d AS (
-	SELECT
-		-- the marker: live and the same event (or a reused event id) makes a duplicate
-		NOT CASE WHEN mkv.live IS NOT TRUE THEN false
-			WHEN NOT mkv.readable THEN NULL
-			ELSE ` + sameEvent("true", "mkv.fp") + ` END
-		AND (
+	markerLive := `m.data IS NOT NULL AND (m.expire_at IS NULL OR m.expire_at > $9::timestamptz)`
+	markerFP := `(m.data->'` + store.VersionFingerprint + `')`
+	return `WITH d AS (
+	SELECT CASE
+			-- a live marker of this event (or a reused event id): a duplicate
+			WHEN ` + markerLive + ` AND ` + markerFP + ` IS NOT NULL AND json_typeof(` + markerFP + `) <> 'string' THEN NULL
+			WHEN ` + markerLive + ` AND ` + sameEvent(`COALESCE(m.data->>'`+store.VersionFingerprint+`', '')`) + ` THEN false
 			-- no live document: the message applies
-			stv.live IS NOT TRUE
-			OR CASE WHEN NOT stv.readable THEN NULL ELSE
-				-- the document's own event: a duplicate; else newer or stale (ordering.compare)
-				NOT ` + sameEvent("stv.st_key = inv.in_key", "stv.st_fp") + `
-				AND CASE
-					WHEN inv.in_pt > stv.st_pt + $18::interval THEN ` + newerAcross("inv.in_", "stv.st_") + `
-					WHEN stv.st_pt > inv.in_pt + $18::interval THEN NOT ` + newerAcross("stv.st_", "inv.in_") + `
-					ELSE ` + row("inv.in_") + ` > ` + row("stv.st_") + `
-				END
-			END
-		) AS apply
-	FROM inv LEFT JOIN stv ON true LEFT JOIN mkv ON true
+			WHEN c.found IS NULL OR (c.expire_at IS NOT NULL AND c.expire_at <= $9::timestamptz) THEN true
+			WHEN NOT ` + readable + ` THEN NULL
+			-- the document's own event: a duplicate
+			WHEN ` + st["key"] + ` = $16::text AND ` + sameEvent(st["fp"]) + ` THEN false
+			-- newer or stale (ordering.compare): across the window, then within it
+			WHEN ` + st["pt"] + ` < $18::timestamptz THEN ` + newerAcross(in, st) + `
+			WHEN ` + st["pt"] + ` > $19::timestamptz THEN NOT ` + newerAcross(st, in) + `
+			ELSE ` + row(in) + ` > ` + row(st) + `
+		END AS apply,
+		c.found IS NOT NULL AS has_target, c.meta::text AS meta, c.expire_at AS target_exp,
+		m.data IS NOT NULL AS has_marker, ` + markerFP + `::text AS marker_fp, m.expire_at AS marker_exp
+	FROM (SELECT 1) AS one
+	LEFT JOIN (
+		SELECT true AS found, expire_at, meta, meta::jsonb AS vb FROM (
+			SELECT expire_at, data->($10::text) AS meta FROM ` + Table + ` WHERE collection = $1::text AND id = $2::text OFFSET 0
+		) AS r OFFSET 0
+	) AS c ON true
+	LEFT JOIN ` + Table + ` AS m ON m.collection = $3::text AND m.id = $4::text
 ), write_marker AS (
 	INSERT INTO ` + Table + ` (collection, id, data, expire_at)
 	SELECT $3::text, $4::text, $5::json, $6::timestamptz FROM d WHERE d.apply AND $3::text IS NOT NULL
@@ -300,6 +311,5 @@ var sqlWriteLatest = func() string {
 	SELECT $1::text, $2::text, $7::json, $8::timestamptz FROM d WHERE d.apply
 	ON CONFLICT (collection, id) DO UPDATE SET data = EXCLUDED.data, expire_at = EXCLUDED.expire_at
 )
-SELECT d.apply, cur.data IS NOT NULL, cur.meta::text, cur.expire_at, mk.data IS NOT NULL, mk.fp::text, mk.expire_at
-FROM d LEFT JOIN cur ON true LEFT JOIN mk ON true`
+SELECT apply, has_target, meta, target_exp, has_marker, marker_fp, marker_exp FROM d`
 }()

@@ -432,7 +432,7 @@ func (t *tx) put(op, sql string, key store.Key, doc store.Document) error {
 		e := doc.ExpireAt.UTC()
 		exp = &e
 	}
-	t.writes = append(t.writes, write{op: op, key: key, sql: sql, args: []any{key.Collection, key.ID, string(data), exp}})
+	t.writes = append(t.writes, write{op: op, key: key, sql: sql, args: []any{key.Collection, key.ID, data, exp}})
 	return nil
 }
 
