@@ -80,6 +80,14 @@ type ConsumerArgs struct {
 	PushAccounts pulumi.StringArrayInput `pulumi:"pushAccounts,optional"`
 	// PullSubscriptions are the full names (projects/P/subscriptions/S) of the subscriptions the consumer pulls.
 	PullSubscriptions pulumi.StringArrayInput `pulumi:"pullSubscriptions,optional"`
+	// ProjectNumber is the project's number, which names the Cloud Run service agent a Shared VPC subnet
+	// (consumer.vpcAccess in another project) is granted to; needed only then.
+	ProjectNumber pulumi.StringInput `pulumi:"projectNumber,optional"`
+	// Apis makes every resource wait for a Project's apis output: the APIs enabled and propagated.
+	Apis pulumi.StringArrayInput `pulumi:"apis,optional"`
+	// GrantPropagation is how long the consumer's service waits after the roles it needs are granted, for
+	// the grants to take effect (default 120s; 0s: no wait).
+	GrantPropagation string `pulumi:"grantPropagation,optional"`
 }
 
 // Consumer is the Cloud Run v2 service that runs the eventpipe consumer,
@@ -135,10 +143,13 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	if args == nil {
 		return nil, fmt.Errorf("consumer %s: no arguments; set at least project and consumer.image", name)
 	}
-	sc := newScope(ctx, name, args.Project, nil, args.Region, args.Environment, args.Labels, args.Protect)
+	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, args.Protect)
+	sc.ready = args.Apis
+	sc.stack.Setup.GrantPropagation = args.GrantPropagation
 	sc.pipeline.Consumer = sc.d.consumer(&args.Consumer)
 	sc.stack.Defaults.TraceCollector = &args.TraceCollector
 	problems := sc.storeSecret(args.Consumer.StoreSecret)
+	problems = append(problems, spec.ValidateSetup("", &sc.stack.Setup)...)
 	if args.PullSubscriptions != nil {
 		// The consumer pulls: validation asks for CPU and warm instances to match.
 		sc.pipeline.Subscriptions = map[string]*spec.Subscription{"pull": {Key: "pull", Delivery: spec.DeliveryPull}}
@@ -159,7 +170,14 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	if pulls == nil {
 		pulls = pulumi.StringArray{}
 	}
-	return declareConsumer(ctx, name, sc, pushAccounts, pulls, args.PushAccounts != nil, args.PullSubscriptions != nil, nil, opts)
+	if v := args.Consumer.VPCAccess; v != nil && args.ProjectNumber == nil {
+		if host, _, _ := sharedVPC(sc.stack.Project, "", v); host != "" {
+			return nil, argsError("consumer", name, spec.Errors{{Path: "projectNumber", Value: "(unset)",
+				Allowed: "the project's number with a Shared VPC subnet (consumer.vpcAccess in project " + host + ")",
+				Fix:     "set projectNumber: it names the Cloud Run service agent that is granted roles/compute.networkUser on the subnet"}})
+		}
+	}
+	return declareConsumer(ctx, name, sc, pushAccounts, pulls, args.PushAccounts != nil, args.PullSubscriptions != nil, nil, withAPIs(opts, args.Apis))
 }
 
 // beforeService declares what a consumer's service must wait for that
@@ -240,6 +258,37 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 		dependsOn = append(dependsOn, waits...)
 	}
 
+	netGrant, err := grantSharedVPC(ctx, name, sc, parent)
+	if err != nil {
+		return nil, err
+	}
+	if netGrant != nil {
+		dependsOn = append(dependsOn, netGrant)
+	}
+	// The grants take effect minutes after they are made; Cloud Run checks the
+	// secret's and the subnet's at deploy time, the consumer uses the others
+	// as it starts.
+	if _, wait := sc.stack.Setup.Waits(); wait > 0 && len(dependsOn) > 0 {
+		ids := make([]any, 0, len(dependsOn))
+		for _, d := range dependsOn {
+			if c, ok := d.(pulumi.CustomResource); ok {
+				ids = append(ids, c.ID())
+			}
+		}
+		grants := pulumi.All(ids...).ApplyT(func(v []any) string {
+			out := make([]string, len(v))
+			for i, id := range v {
+				out[i] = fmt.Sprint(id)
+			}
+			return strings.Join(out, ",")
+		}).(pulumi.StringOutput)
+		sleep, err := declareSleep(ctx, name+"-grants-propagated", wait, pulumi.StringMap{"grants": grants}, parent, pulumi.DependsOn(dependsOn))
+		if err != nil {
+			return nil, err
+		}
+		dependsOn = []pulumi.Resource{sleep}
+	}
+
 	concurrency := k.RequestConcurrency()
 	description := fmt.Sprintf("eventpipe consumer of pipeline %s (%s)", p.Name, sc.stack.Env)
 	if concurrency < *k.Concurrency {
@@ -288,7 +337,9 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 	if k.Handler != nil {
 		// The consumer starts once its handler answers its health check.
 		starts = append(starts, pulumi.String(spec.HandlerContainer))
-		containers = append(containers, handlerContainer(k.Handler))
+		// Its CPU is allocated like the consumer's: Cloud Run allocates an
+		// instance's CPU for all its containers alike.
+		containers = append(containers, handlerContainer(k.Handler, !pulling))
 	}
 	if len(starts) > 0 {
 		consumer.DependsOns = starts
@@ -450,6 +501,10 @@ func consumerEnv(sc *scope, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
 	if k.Handler != nil {
 		vars[EnvHandlerURL] = pulumi.String(k.Handler.URL())
 		vars[EnvHandlerHealthPath] = pulumi.String(k.Handler.HealthPath)
+		// Keyed requests are answered before Cloud Run cuts them, and the
+		// drain fits Cloud Run's termination grace.
+		vars[EnvHandlerTimeout] = pulumi.String(spec.Seconds(HandlerTimeout(spec.Length(k.RequestTimeout))))
+		vars[EnvShutdownTimeout] = pulumi.String(spec.Seconds(ShutdownTimeout))
 	}
 	names := append(spec.SortedKeys(vars), EnvStore)
 	sort.Strings(names)

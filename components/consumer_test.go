@@ -3,6 +3,7 @@ package components_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,7 +222,7 @@ func TestConsumerSecretStore(t *testing.T) {
 	if strings.Contains(string(b), "hunter2") {
 		t.Fatal("the store password is in the plan")
 	}
-	want := map[string]int{tAccount: 1, tService: 1, tSecret: 1, tSecretVer: 1, tSecretIAM: 1}
+	want := map[string]int{tAccount: 1, tService: 1, tSecret: 1, tSecretVer: 1, tSecretIAM: 1, tSleep: 1}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v (no datastore grant for a PostgreSQL store)", got, want)
 	}
@@ -237,8 +238,13 @@ func TestConsumerSecretStore(t *testing.T) {
 		input(grant, "secretId") != "orders-consumer-store" {
 		t.Errorf("secret grant = %v", grant.Inputs)
 	}
-	if deps := strings.Join(svc.Dependencies, " "); !strings.Contains(deps, "SecretIamMember::orders-store-accessor") {
-		t.Errorf("the service does not wait for its secret grant: %v", deps)
+	if !waitsFor(plan, svc, grant.URN) {
+		t.Errorf("the service does not wait for its secret grant: %v", svc.Dependencies)
+	}
+	// Cloud Run checks the secret's grant at deploy time, and grants take minutes.
+	wait := one(t, plan, tSleep, "orders-grants-propagated")
+	if !slices.Contains(svc.Dependencies, wait.URN) || !slices.Contains(wait.Dependencies, grant.URN) || input(wait, "createDuration") != "2m0s" {
+		t.Errorf("grant wait %v (depends on %v), service depends on %v: want the service after a 2m wait after the grant", wait.Inputs, wait.Dependencies, svc.Dependencies)
 	}
 }
 

@@ -175,7 +175,7 @@ func TestCloudSQL(t *testing.T) {
 		if input(g, "role") != components.RoleCloudSQLClient || input(g, "project") != project || input(g, "member") != "serviceAccount:"+consumerEmail {
 			t.Errorf("grant %s = %v", name, g.Inputs)
 		}
-		if !slices.Contains(svc.Dependencies, g.URN) {
+		if !waitsFor(plan, svc, g.URN) {
 			t.Errorf("service does not wait for %s: %v", name, svc.Dependencies)
 		}
 	}
@@ -264,12 +264,12 @@ func TestPullConsumerWaitsForItsSubscriptions(t *testing.T) {
 		{tSub, "orders-work"}, {tSubIAM, "orders-work-consumer-subscriber"},
 		{tSub, "orders-audit"}, {tSubIAM, "orders-audit-consumer-subscriber"},
 	} {
-		if urn := one(t, plan, dep.typ, dep.name).URN; !slices.Contains(svc.Dependencies, urn) {
+		if urn := one(t, plan, dep.typ, dep.name).URN; !waitsFor(plan, svc, urn) {
 			t.Errorf("consumer service does not wait for %s; depends on %v", dep.name, svc.Dependencies)
 		}
 	}
 	push := one(t, plan, tSub, "orders-main")
-	if slices.Contains(svc.Dependencies, push.URN) {
+	if waitsFor(plan, svc, push.URN) {
 		t.Error("the service waits for the push subscription, which needs the service's URL: a cycle")
 	}
 }

@@ -3,8 +3,11 @@ package components_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/handler"
+	"github.com/eventpipe/eventpipe/consumer/server"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
@@ -60,6 +63,36 @@ func TestHandlerContainer(t *testing.T) {
 		}
 		if got := env(t, svc)[components.EnvHandlerURL]; got != "http://localhost:9090" {
 			t.Errorf("%s: consumer %s = %q", name, components.EnvHandlerURL, got)
+		}
+		// The request timeout is 60 s: keyed requests wait 50 s, and the
+		// drain fits Cloud Run's 10 s grace.
+		if e := env(t, svc); e[components.EnvHandlerTimeout] != "50s" || e[components.EnvShutdownTimeout] != "9s" {
+			t.Errorf("%s: consumer %s = %q, %s = %q; want 50s and 9s", name, components.EnvHandlerTimeout, e[components.EnvHandlerTimeout],
+				components.EnvShutdownTimeout, e[components.EnvShutdownTimeout])
+		}
+	}
+}
+
+// TestHandlerDeadlinesFitCloudRun: for every request timeout a service
+// may have, a keyed request's handler timeout ends before Cloud Run cuts
+// the request, with room to settle its key, and is what the consumer
+// reads; the shutdown deadline fits Cloud Run's grace and is the
+// consumer's own default.
+func TestHandlerDeadlinesFitCloudRun(t *testing.T) {
+	if components.ShutdownTimeout != server.DefaultShutdownTimeout || components.ShutdownTimeout >= components.CloudRunTerminationGrace {
+		t.Errorf("shutdown timeout %v, consumer default %v, grace %v: want the default, within the grace",
+			components.ShutdownTimeout, server.DefaultShutdownTimeout, components.CloudRunTerminationGrace)
+	}
+	for r := spec.MinAckDeadline; r <= spec.MaxAckDeadline; r += time.Second {
+		h := components.HandlerTimeout(r)
+		if h <= 0 || h >= r || r-h < min(r/6, 10*time.Second) {
+			t.Fatalf("request timeout %v: handler timeout %v, want below it by a sixth of it, at most 10 s", r, h)
+		}
+		cfg, err := handler.ConfigFromEnv(func(k string) (string, bool) {
+			return map[string]string{components.EnvHandlerTimeout: spec.Seconds(h)}[k], k == components.EnvHandlerTimeout
+		})
+		if err != nil || cfg.Timeout != h.Truncate(time.Second) {
+			t.Fatalf("request timeout %v: the consumer reads %s=%s as %v (%v), want %v", r, components.EnvHandlerTimeout, spec.Seconds(h), cfg.Timeout, err, h)
 		}
 	}
 }

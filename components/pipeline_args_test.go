@@ -39,6 +39,7 @@ func TestPipelineFromHandBuiltArgs(t *testing.T) {
 	want := map[string]int{
 		tTopic: 2, tSub: 2, tTopicIAM: 1, tSubIAM: 1, tAccount: 2, tAccountIAM: 1, tServiceIAM: 1, tProjectIAM: 1, tService: 1, tField: 4,
 		tMetric: 4, tAlertPolicy: 18, tSLOService: 1, tSLO: 1, tIdentity: 1,
+		tSleep: 1, // the consumer waits for its grants to take effect
 	}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)

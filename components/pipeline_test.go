@@ -22,8 +22,9 @@ func TestPipeline(t *testing.T) {
 		// alerts: 4 log-based metrics; 6 pipeline-wide policies, 12 for the
 		// push subscription with DLQ, 6 for the pull one; 1 SLO on its service.
 		tMetric: 4, tAlertPolicy: 24, tSLOService: 1, tSLO: 1,
-		// APIs: Pub/Sub, Cloud Run, IAM, Resource Manager, Firestore, Logging, Monitoring.
-		tAPI: 7, tIdentity: 1,
+		// APIs: Service Usage, Pub/Sub, Cloud Run, IAM, Resource Manager, Firestore, Logging,
+		// Monitoring; a wait for them to propagate and one for the consumer's grants.
+		tAPI: 8, tIdentity: 1, tSleep: 2,
 	}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
@@ -59,6 +60,7 @@ const (
 	tSLOService  = "gcp:monitoring/customService:CustomService"
 	tSLO         = "gcp:monitoring/slo:Slo"
 	tAPI         = "gcp:projects/service:Service"
+	tSleep       = components.SleepType
 	tIdentity    = "gcp:projects/serviceIdentity:ServiceIdentity"
 )
 

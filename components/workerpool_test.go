@@ -1,7 +1,6 @@
 package components_test
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,7 +75,7 @@ func TestWorkerPool(t *testing.T) {
 		t.Error("a worker pool consumer accepts push tokens")
 	}
 	for _, dep := range []struct{ typ, name string }{{tSub, "orders-work"}, {tSubIAM, "orders-work-consumer-subscriber"}, {tAPI, "api-run"}, {tProjectIAM, "orders-run-cloudsql-client"}} {
-		if urn := one(t, plan, dep.typ, dep.name).URN; !slices.Contains(pool.Dependencies, urn) {
+		if urn := one(t, plan, dep.typ, dep.name).URN; !waitsFor(plan, pool, urn) {
 			t.Errorf("worker pool does not wait for %s", dep.name)
 		}
 	}

@@ -208,6 +208,10 @@ func (e *Engine) Collections() (dedupe, leases, receipts, poison string) {
 	return e.dedupe, e.leases, e.receipts, e.poison
 }
 
+// DedupeTTL is how long dedupe markers and delivery reservations are kept:
+// a reservation's length must be shorter.
+func (e *Engine) DedupeTTL() time.Duration { return e.cfg.DedupeTTL }
+
 // Hit calls the failpoint hook at fp; callers use it at the points outside
 // the engine (WorkerBeforeApply, WorkerAfterApply, ProjectionBeforeAck).
 func (e *Engine) Hit(ctx context.Context, fp Failpoint) error {

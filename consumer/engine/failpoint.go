@@ -17,11 +17,11 @@ import (
 // before its response is stored.
 type Failpoint string
 
-// The failpoints. The engine hits WorkerAfterClaim (in Claim, after the
-// commit), WorkerBeforeMarkDone (at the start of Complete),
-// ProjectionBeforeWrite and ProjectionAfterWrite (in Materialize, around the
-// commit) and CallbackAfterReserve (in Reserve, after a reservation
-// commits). Callers hit the rest with Engine.Hit around their own side
+// The failpoints. The engine hits WorkerAfterClaim (in Claim of an
+// event, after the commit), WorkerBeforeMarkDone (at the start of Settle of
+// an event), ProjectionBeforeWrite and ProjectionAfterWrite (in
+// Materialize, around the commit) and CallbackAfterReserve (in Claim of an
+// id, a callback's or an API key's, after the commit). Callers hit the rest with Engine.Hit around their own side
 // effect and acknowledgement.
 const (
 	WorkerAfterClaim      Failpoint = "worker-after-claim"

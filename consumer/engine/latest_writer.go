@@ -25,8 +25,8 @@ func (e *Engine) writeLatest(ctx context.Context, m *materialization) (decided b
 		// for a message that applies: the engine's transaction decides.
 		return false, nil
 	}
-	w := store.LatestWrite{Target: m.target, Doc: doc, Now: now, VersionField: MetaField, Version: m.order.version(),
-		Window: m.ordering.window, MaxJump: m.ordering.maxJump, ProducerKey: producerKey(m.eventKey)}
+	w := store.LatestWrite{Target: m.target, Doc: doc, Now: now, VersionField: MetaField, Version: m.order.storeVersion(),
+		Window: m.ordering.Window, MaxJump: m.ordering.MaxSequenceJump, ProducerKey: producerKey(m.eventKey)}
 	if m.marker != (store.Key{}) {
 		w.Marker, w.MarkerDoc = m.marker, e.markerDoc(m, now)
 	}
@@ -54,13 +54,13 @@ func (e *Engine) writeLatest(ctx context.Context, m *materialization) (decided b
 		// driver, which its tests against latest exist to catch. The
 		// message is retried; the stored version is the driver's.
 		e.cfg.Logger.ErrorContext(ctx, "the store applied a message the engine's decision would not have",
-			logfields.DocPath, m.res.DocPath, logfields.MessageID, m.order.messageID, logfields.Outcome, string(m.res.Outcome))
+			logfields.DocPath, m.res.DocPath, logfields.MessageID, m.messageID, logfields.Outcome, string(m.res.Outcome))
 		return true, newError(TypeTransient, m.op, "the store's decision on %s differs from the engine's (it wrote; the engine's outcome is %q): a defect of the store driver", m.res.DocPath, m.res.Outcome)
 	default:
 		// The store decided not to write where the engine would: the
 		// engine's transaction decides instead (nothing was written).
 		e.cfg.Logger.ErrorContext(ctx, "the store declined a message the engine's decision applies; decided by the engine's transaction",
-			logfields.DocPath, m.res.DocPath, logfields.MessageID, m.order.messageID)
+			logfields.DocPath, m.res.DocPath, logfields.MessageID, m.messageID)
 		m.res.Ops = before
 		return false, nil
 	}

@@ -222,15 +222,28 @@ func genLatestCase(r *rand.Rand, n int, payloads [][]byte) latestCase {
 				p.ev.MessageID = c.msg.ev.MessageID
 			}
 		}
-		if r.IntN(4) == 0 {
-			// Another version of the same instant: only the message id,
-			// event key and fingerprint tell the two apart.
+		switch r.IntN(4) {
+		case 0:
+			// Another version of the same instant: only the event key and
+			// fingerprint tell the two apart.
 			p.ev.PublishTime, p.w.EventTime, p.w.Sequence = c.msg.ev.PublishTime, c.msg.w.EventTime, c.msg.w.Sequence
 			if r.IntN(2) == 0 {
-				// Ids that byte order and a language's collation sort apart.
+				// Ids that byte order and a language's collation sort apart
+				// (the event key of a message without an event id).
 				ids := []string{"é", "zz"}
 				r.Shuffle(2, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 				p.ev.MessageID, c.msg.ev.MessageID = ids[0], ids[1]
+			}
+		case 1:
+			// A republished copy of one event (Ordering: every copy ranks
+			// the same): its payload, event time and sequence, another
+			// message id and publish time, within or across the window.
+			p.ev.EventID, p.ev.Identity, p.ev.Payload = c.msg.ev.EventID, c.msg.ev.Identity, c.msg.ev.Payload
+			p.w.EventTime, p.w.Sequence = c.msg.w.EventTime, c.msg.w.Sequence
+			p.ev.MessageID = c.msg.ev.MessageID + "-copy"
+			if !c.msg.ev.PublishTime.IsZero() { // (one without is earlier than all)
+				p.ev.PublishTime = c.msg.ev.PublishTime.Add(pick(r, []time.Duration{time.Microsecond, -time.Microsecond, c.window, -c.window,
+					c.window + time.Microsecond, -c.window - time.Microsecond}))
 			}
 		}
 		c.prior = &p
@@ -312,8 +325,13 @@ func genMsg(r *rand.Rand, window time.Duration, payloads [][]byte, idPrefix stri
 		return pick(r, offsets)
 	}
 	publish := latestBase.Add(at())
-	if r.IntN(20) == 0 {
+	switch r.IntN(20) {
+	case 0:
 		publish = time.Time{}
+	case 1:
+		// At the edge of the clock tolerance ahead of the case's clock
+		// (latestCase.now): beyond it the time received stands in.
+		publish = latestBase.Add(time.Hour + engine.ClockTolerance + pick(r, []time.Duration{0, time.Microsecond, -time.Microsecond}))
 	}
 	ev := engine.Event{MessageID: pick(r, []string{"1", "2", "10", idPrefix + "-a", "Ab", "é", `q"uote`, "zz"}),
 		PublishTime: publish, Payload: pick(r, payloads)}
@@ -425,16 +443,10 @@ func (c latestCase) rewriteVersion(t *testing.T, st store.Store, key store.Key, 
 	for k, v := range fields[engine.MetaField].(map[string]any) {
 		meta[k] = v
 	}
-	// The version the engine would record for p (as trusted at the
-	// case's clock: within the window of the clock and of the publish time).
-	publish := p.ev.PublishTime.UTC().Truncate(time.Microsecond)
-	if publish.After(c.now.Add(c.window)) {
-		publish = c.now
-	}
+	// The version the engine would record for p received at the case's
+	// clock: its publish time as trusted, its event time as sent.
+	publish := engine.TrustedPublishTime(p.ev.PublishTime, c.now)
 	evTime := p.w.EventTime.UTC().Truncate(time.Microsecond)
-	if !publish.IsZero() && evTime.After(publish.Add(c.window)) {
-		evTime = publish
-	}
 	meta["eventTime"], meta["publishTime"], meta["messageId"] = evTime, publish, p.ev.MessageID
 	delete(meta, "sequence")
 	if p.w.Sequence != nil {

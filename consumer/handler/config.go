@@ -11,8 +11,12 @@ import (
 
 // Defaults and bounds of Config.
 const (
-	// DefaultTimeout bounds one keyed API request to the handler.
+	// DefaultTimeout is how long a keyed API request waits for the
+	// handler's answer.
 	DefaultTimeout = 60 * time.Second
+	// DefaultInDoubt is how long, past the timeout, a keyed call that has
+	// not answered keeps running and its key held (Config.InDoubt).
+	DefaultInDoubt = 60 * time.Second
 	// DefaultKeyTTL is how long a completed key is remembered: the
 	// window in which a client may retry and get the stored response.
 	DefaultKeyTTL = 24 * time.Hour
@@ -43,9 +47,14 @@ type Config struct {
 	// HealthPath is the handler's health check (default /healthz): a
 	// pulling consumer waits until a GET of it answers 2xx (WaitReady).
 	HealthPath string
-	// Timeout bounds one keyed API request to the handler (a key's
-	// reservation holds this long plus a margin).
+	// Timeout is how long a keyed API request waits for the handler's
+	// answer: then the client gets 504, and the call runs on.
 	Timeout time.Duration
+	// InDoubt is how long, past Timeout, a call that has not answered
+	// runs on, holding its key: its answer, when it comes, is stored and
+	// replayed; past Timeout + InDoubt (the key's reservation) the call is
+	// cut and the key given back, in doubt (docs/handlers.md).
+	InDoubt time.Duration
 	// KeyTTL is how long an Idempotency-Key is remembered after its
 	// request (the record's expireAt, deleted by the store's TTL).
 	KeyTTL time.Duration
@@ -63,6 +72,9 @@ func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
+	if c.InDoubt <= 0 {
+		c.InDoubt = DefaultInDoubt
+	}
 	if c.KeyTTL <= 0 {
 		c.KeyTTL = DefaultKeyTTL
 	}
@@ -78,12 +90,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// reservation is a key's reservation length: the call's whole bound.
+func (c Config) reservation() time.Duration { return c.Timeout + c.InDoubt }
+
 // ConfigFromEnv reads the handler settings (lookup is os.LookupEnv in
 // production); every problem is reported, naming the variable and the fix.
 //
 //	EVENTPIPE_HANDLER_URL                  the handler's base URL (unset: no handler)
 //	EVENTPIPE_HANDLER_HEALTH_PATH          the handler's health path (default /healthz)
-//	EVENTPIPE_HANDLER_TIMEOUT              bound of one keyed API request (default 60s)
+//	EVENTPIPE_HANDLER_TIMEOUT              how long a keyed API request waits for the handler's answer (default 60s)
+//	EVENTPIPE_HANDLER_IN_DOUBT             how long past that a call runs on, holding its key (default 60s)
 //	EVENTPIPE_IDEMPOTENCY_KEY_TTL          how long a key is remembered (default 24h)
 //	EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY  largest stored response body in bytes (default 262144)
 func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
@@ -107,6 +123,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	duration("EVENTPIPE_HANDLER_TIMEOUT", "60s", &c.Timeout)
+	duration("EVENTPIPE_HANDLER_IN_DOUBT", "60s", &c.InDoubt)
 	duration("EVENTPIPE_IDEMPOTENCY_KEY_TTL", "24h", &c.KeyTTL)
 	errs = append(errs, envvar.Int("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY", get("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY"), 1, MaxStoredBodyLimit,
 		fmt.Sprintf("use a byte count from 1 to %d (a stored response must fit one Firestore document)", MaxStoredBodyLimit), &c.MaxStoredBody)) // nil: errors.Join drops it

@@ -76,16 +76,19 @@ func TestSeedRouteSameSecondStatusChanges(t *testing.T) {
 }
 
 // TestFarFutureEventTimeDoesNotFreezeTheDocument: a producedAt of
-// 9999-12-31 is ordered by its publish time (and logged at WARNING with
-// both times), so later real updates still apply.
+// 9999-12-31 (logged at WARNING with both times) orders its event, in
+// every copy, but holds the document only for the window
+// (EVENTPIPE_MAX_EVENT_SKEW, 5 minutes): a real update a minute later is
+// stale, one published after the window applies.
 func TestFarFutureEventTimeDoesNotFreezeTheDocument(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	outcomes, status, log := pushAll(t,
 		ct.Envelope{ID: "3001", Payload: sysEvent("degraded", "9999-12-31T00:00:00Z"), PublishTime: at},
-		ct.Envelope{ID: "3002", Payload: sysEvent("healthy", "2026-01-02T03:01:00Z"), PublishTime: at.Add(time.Minute)},
+		ct.Envelope{ID: "3002", Payload: sysEvent("starting", "2026-01-02T03:01:00Z"), PublishTime: at.Add(time.Minute)},
+		ct.Envelope{ID: "3003", Payload: sysEvent("healthy", "2026-01-02T03:06:00Z"), PublishTime: at.Add(6 * time.Minute)},
 	)
-	if strings.Join(outcomes, ",") != "applied,applied" || status != "healthy" {
-		t.Errorf("outcomes %v, status %v; want both applied and healthy", outcomes, status)
+	if strings.Join(outcomes, ",") != "applied,stale_ignored,applied" || status != "healthy" {
+		t.Errorf("outcomes %v, status %v; want applied, stale_ignored, applied and healthy", outcomes, status)
 	}
 	warnings := ct.With(log.Lines(t), "severity", "WARNING")
 	if len(warnings) != 1 || warnings[0]["event_time"] != "9999-12-31T00:00:00Z" || warnings[0]["publishTime"] != "2026-01-02T03:00:00Z" {

@@ -66,7 +66,6 @@ type Version struct {
 	Sequence    int64
 	EventTime   time.Time
 	PublishTime time.Time
-	MessageID   string
 	EventKey    string
 	Fingerprint string
 }
@@ -77,7 +76,6 @@ const (
 	VersionSequence    = "sequence"
 	VersionEventTime   = "eventTime"
 	VersionPublishTime = "publishTime"
-	VersionMessageID   = "messageId"
 	VersionEventKey    = "eventKey"
 	VersionFingerprint = "fingerprint"
 )

@@ -147,16 +147,33 @@ func TestExampleReachesItsStore(t *testing.T) {
 	for _, s := range plan.StepsOfType("gcp:projects/service:Service") {
 		apis[s.NewState.URN] = true
 	}
+	deps := map[string][]string{}
+	for _, s := range plan.Steps {
+		deps[s.URN] = s.NewState.Dependencies
+	}
+	// waitsForAPI: st is created after an API is enabled, directly or through
+	// what it depends on (the wait for the enablements to propagate).
+	waitsForAPI := func(st render.State) bool {
+		seen, todo := map[string]bool{}, append([]string(nil), st.Dependencies...)
+		for len(todo) > 0 {
+			d := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			if apis[d] {
+				return true
+			}
+			if !seen[d] {
+				seen[d] = true
+				todo = append(todo, deps[d]...)
+			}
+		}
+		return false
+	}
 	for _, s := range plan.Steps {
 		st := s.NewState
-		if !st.Custom || st.Type == "gcp:projects/service:Service" || strings.HasPrefix(st.Type, "pulumi:providers:") {
+		if !st.Custom || st.Type == "gcp:projects/service:Service" || !strings.HasPrefix(st.Type, "gcp:") {
 			continue
 		}
-		waits := false
-		for _, d := range st.Dependencies {
-			waits = waits || apis[d]
-		}
-		if !waits {
+		if !waitsForAPI(st) {
 			t.Errorf("%s waits for no API", st.URN)
 		}
 	}

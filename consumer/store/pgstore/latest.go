@@ -140,7 +140,7 @@ func found(key store.Key, exists bool, field string, value []byte, exp *time.Tim
 // (invalid UTF-8, NUL) or times and durations finer than its microseconds.
 func latestArgs(w store.LatestWrite) (args []any, ok bool) {
 	v := w.Version
-	for _, s := range []string{v.MessageID, v.EventKey, v.Fingerprint, w.VersionField, w.Target.Collection, w.Target.ID, w.Marker.Collection, w.Marker.ID} {
+	for _, s := range []string{v.EventKey, v.Fingerprint, w.VersionField, w.Target.Collection, w.Target.ID, w.Marker.Collection, w.Marker.ID} {
 		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
 			return nil, false
 		}
@@ -170,7 +170,7 @@ func latestArgs(w store.LatestWrite) (args []any, ok bool) {
 	return []any{
 		w.Target.Collection, w.Target.ID, markerColl, markerID, markerDoc, markerExp, doc, expireAt(w.Doc),
 		w.Now.UTC(), w.VersionField,
-		v.HasSequence, v.Sequence, v.EventTime.UTC(), v.PublishTime.UTC(), v.MessageID, v.EventKey, v.Fingerprint,
+		v.HasSequence, v.Sequence, v.EventTime.UTC(), v.PublishTime.UTC(), v.EventKey, v.Fingerprint,
 		v.PublishTime.Add(-w.Window).UTC(), v.PublishTime.Add(w.Window).UTC(), int64(w.MaxJump),
 		v.Fingerprint == "" || w.ProducerKey, v1Form(v.Fingerprint),
 	}, true
@@ -199,19 +199,25 @@ const sqlLock2 = "SELECT pg_advisory_xact_lock($1, $2), pg_advisory_xact_lock($1
 
 // sqlWriteLatest decides and applies one latest-state write (see
 // store.LatestWriter), with the engine's rules (package engine: latest,
-// sameEvent, ordering.compare), which its tests hold it to. Parameters
+// sameEvent, Ordering.Compare), which its tests hold it to. Parameters
 // (latestArgs):
 //
 //	$1, $2     target collection and id        $3, $4   marker collection and id (NULL: none)
 //	$5, $6     marker document and expiry      $7, $8   target document and expiry
 //	$9         now (expiry)                    $10      the version field (engine.MetaField)
-//	$11..$17   the message's version: has a sequence, sequence, event time, publish time,
-//	           message id, event key, fingerprint
-//	$18, $19   its publish time less and plus the window
-//	$20        the largest sequence step trusted across the window
-//	$21        any stored fingerprint is this event's (the message has none, or its event
+//	$11..$16   the message's version: has a sequence, sequence, event time, publish time
+//	           (as trusted), event key, fingerprint
+//	$17, $18   its publish time less and plus the window
+//	$19        the largest sequence step trusted across the window
+//	$20        any stored fingerprint is this event's (the message has none, or its event
 //	           key is the producer's, under which another is a reused event id: no write either)
-//	$22        the v1 form of the message's fingerprint ("": none)
+//	$21        the v1 form of the message's fingerprint ("": none)
+//
+// Within the window the decision is the tuple (has a sequence, sequence,
+// event time, event key, fingerprint), text in byte order (COLLATE "C"):
+// the fields every copy of an event shares, so a republished copy ranks as
+// the original; across it, newerAcross. The stored publish time is as the
+// engine trusted it when it wrote the version.
 //
 // It returns whether it wrote (NULL: a stored value it cannot read as the
 // engine does; nothing written), then, for the target and the marker as
@@ -246,35 +252,34 @@ var sqlWriteLatest = func() string {
 			AND (NOT c.vb ? ` + seq + ` OR (jsonb_typeof(c.vb->` + seq + `) = 'number' AND (c.meta->` + seq + `)::text ~ '^-?[0-9]+$'))
 			AND ` + timeOK(store.VersionEventTime) + `
 			AND ` + timeOK(store.VersionPublishTime) + `
-			AND ` + textOK(store.VersionMessageID) + ` AND ` + textOK(store.VersionEventKey) + ` AND ` + textOK(store.VersionFingerprint) + `))`
+			AND ` + textOK(store.VersionEventKey) + ` AND ` + textOK(store.VersionFingerprint) + `))`
 	st := map[string]string{
 		"hasseq": `COALESCE(c.vb ? ` + seq + `, false)`,
 		"seq":    `COALESCE((c.vb->>` + seq + `)::bigint, 0)`,
 		"et":     readTime(store.VersionEventTime),
 		"pt":     readTime(store.VersionPublishTime),
-		"mid":    text(store.VersionMessageID),
 		"key":    text(store.VersionEventKey),
 		"fp":     text(store.VersionFingerprint),
 	}
 	in := map[string]string{"hasseq": "$11::boolean", "seq": "$12::bigint", "et": "$13::timestamptz", "pt": "$14::timestamptz",
-		"mid": "$15::text", "key": "$16::text", "fp": "$17::text"}
+		"key": "$15::text", "fp": "$16::text"}
 	// sameFP is keys.SameFingerprint of stored a and the message's.
 	sameFP := func(a string) string {
-		return fmt.Sprintf(`(%[1]s = $17::text OR ($22::text <> '' AND %[1]s = $22::text)
-			OR (strpos(%[1]s, '+v1:') > 0 AND 'sha256:' || substr(%[1]s, strpos(%[1]s, '+v1:') + 4) = $17::text))`, a)
+		return fmt.Sprintf(`(%[1]s = $16::text OR ($21::text <> '' AND %[1]s = $21::text)
+			OR (strpos(%[1]s, '+v1:') > 0 AND 'sha256:' || substr(%[1]s, strpos(%[1]s, '+v1:') + 4) = $16::text))`, a)
 	}
 	// sameEvent is the engine's sameEvent of a stored record whose event key
 	// matches: the same event, or a reused event id (no write either).
 	sameEvent := func(fp string) string {
-		return fmt.Sprintf(`($21::boolean OR %[1]s = '' OR %[2]s)`, fp, sameFP(fp))
+		return fmt.Sprintf(`($20::boolean OR %[1]s = '' OR %[2]s)`, fp, sameFP(fp))
 	}
-	// newerAcross is ordering.newerAcross(late, early).
+	// newerAcross is Ordering.newerAcross(late, early).
 	newerAcross := func(late, early map[string]string) string {
-		return fmt.Sprintf(`((%s AND %s AND %s > %s AND %s::numeric - %s::numeric <= $20::numeric) OR %s >= LEAST(%s, %s))`,
+		return fmt.Sprintf(`((%s AND %s AND %s > %s AND %s::numeric - %s::numeric <= $19::numeric) OR %s >= LEAST(%s, %s))`,
 			late["hasseq"], early["hasseq"], late["seq"], early["seq"], late["seq"], early["seq"], late["et"], early["et"], early["pt"])
 	}
 	row := func(v map[string]string) string {
-		return fmt.Sprintf(`(%s, %s, %s, %s, %s COLLATE "C", %s COLLATE "C", %s COLLATE "C")`, v["hasseq"], v["seq"], v["et"], v["pt"], v["mid"], v["key"], v["fp"])
+		return fmt.Sprintf(`(%s, %s, %s, %s COLLATE "C", %s COLLATE "C")`, v["hasseq"], v["seq"], v["et"], v["key"], v["fp"])
 	}
 	markerLive := `m.data IS NOT NULL AND (m.expire_at IS NULL OR m.expire_at > $9::timestamptz)`
 	markerFP := `(m.data->'` + store.VersionFingerprint + `')`
@@ -287,10 +292,10 @@ var sqlWriteLatest = func() string {
 			WHEN c.found IS NULL OR (c.expire_at IS NOT NULL AND c.expire_at <= $9::timestamptz) THEN true
 			WHEN NOT ` + readable + ` THEN NULL
 			-- the document's own event: a duplicate
-			WHEN ` + st["key"] + ` = $16::text AND ` + sameEvent(st["fp"]) + ` THEN false
-			-- newer or stale (ordering.compare): across the window, then within it
-			WHEN ` + st["pt"] + ` < $18::timestamptz THEN ` + newerAcross(in, st) + `
-			WHEN ` + st["pt"] + ` > $19::timestamptz THEN NOT ` + newerAcross(st, in) + `
+			WHEN ` + st["key"] + ` = $15::text AND ` + sameEvent(st["fp"]) + ` THEN false
+			-- newer or stale (Ordering.Compare): across the window, then within it
+			WHEN ` + st["pt"] + ` < $17::timestamptz THEN ` + newerAcross(in, st) + `
+			WHEN ` + st["pt"] + ` > $18::timestamptz THEN NOT ` + newerAcross(st, in) + `
 			ELSE ` + row(in) + ` > ` + row(st) + `
 		END AS apply,
 		c.found IS NOT NULL AS has_target, c.meta::text AS meta, c.expire_at AS target_exp,
