@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -304,7 +305,7 @@ func TestCallbackWays(t *testing.T) {
 			t.Errorf("ingress %q: invokers = %v, want exactly the push and callback accounts %v", ingress, invokers, wantInvokers)
 		}
 		e := env(t, svc)
-		if e[components.EnvCallbackAccounts] != job || e[components.EnvCallbackAudience] != "https://orders.acme.example/callback" {
+		if e[settings.CallbackAccounts] != job || e[settings.CallbackAudience] != "https://orders.acme.example/callback" {
 			t.Errorf("ingress %q: the consumer does not check callback tokens: %v", ingress, e)
 		}
 		if !slices.Contains(input(svc, "customAudiences").([]any), any("https://orders.acme.example/callback")) {

@@ -9,48 +9,18 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// EnvHandlerURL tells the consumer where its handler listens (handler.URLEnv).
-const EnvHandlerURL = "EVENTPIPE_HANDLER_URL"
-
-// EnvHandlerHealthPath is the handler's health path (handler.HealthPathEnv):
-// a pulling consumer waits until it answers before it pulls, which on a
-// worker pool, where pulumi-gcp v8 declares no startup probe, is what
-// orders the two containers.
-const EnvHandlerHealthPath = "EVENTPIPE_HANDLER_HEALTH_PATH"
-
-// The deadlines of a consumer with a handler, set by the component so that
-// they agree with Cloud Run's (docs/handlers.md, "Shutdown").
-const (
-	// EnvHandlerTimeout is how long a keyed API request waits for the
-	// handler's answer (handler.Config.Timeout).
-	EnvHandlerTimeout = "EVENTPIPE_HANDLER_TIMEOUT"
-	// EnvShutdownTimeout is the time from SIGTERM to the consumer's exit.
-	EnvShutdownTimeout = "EVENTPIPE_SHUTDOWN_TIMEOUT"
-	// CloudRunTerminationGrace is the time Cloud Run gives an instance's
-	// containers between SIGTERM and SIGKILL: 10 s (Cloud Run's container
-	// runtime contract, https://cloud.google.com/run/docs/container-contract,
-	// and "Graceful shutdowns on Cloud Run", cloud.google.com/blog, 2020).
-	// It is not configurable: the v2 API's RevisionTemplate, and so
-	// pulumi-gcp v8.41.1's cloudrunv2 Service and WorkerPool, have no field
-	// for it.
-	CloudRunTerminationGrace = 10 * time.Second
-	// ShutdownTimeout is the consumer's shutdown deadline under Cloud Run:
-	// the grace less a second for the process to exit after it (flush the
-	// last spans, close the store). The consumer's own default
-	// (server.DefaultShutdownTimeout) is held to it by a test. Handler
-	// calls in flight at SIGTERM run until the drain deadline within it;
-	// one still running then is cut, its key held until its reservation
-	// lapses.
-	ShutdownTimeout = CloudRunTerminationGrace - time.Second
-)
-
-// HandlerTimeout is the handler timeout of a service whose request
+// HandlerTimeout is the handler timeout (settings.HandlerTimeout) the
+// component gives a consumer with a handler whose service's request
 // timeout is r: a keyed API request gets the consumer's own answer (504;
 // the call runs on and its answer is kept for the client's retry) before
-// Cloud Run cuts the request at r: r less a sixth of it, at most 10 s
-// (the time the consumer may spend settling the key once the handler
-// answered).
-func HandlerTimeout(r time.Duration) time.Duration { return r - min(r/6, 10*time.Second) }
+// Cloud Run cuts the request at r. It is r less a sixth of it, at most
+// 10 s (the time the consumer may spend settling the key once the handler
+// answered), in whole seconds, as the service's environment has it. The
+// component sets the shutdown deadline beside it
+// (settings.DefaultShutdownTimeout, within Cloud Run's termination grace).
+func HandlerTimeout(r time.Duration) time.Duration {
+	return (r - min(r/6, 10*time.Second)).Truncate(time.Second)
+}
 
 // handlerContainer is the handler's container (validated settings): no
 // ingress port (the consumer has the service's), HANDLER_PORT in its

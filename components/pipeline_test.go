@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -124,8 +125,8 @@ func TestPipelinesOwnTheirTTLPolicies(t *testing.T) {
 	}
 	want := map[string]string{}
 	for pipeline, prefix := range map[string]string{"orders": "eventpipe_orders_", "billing-events": "eventpipe_billing_events_"} {
-		if got := env(t, one(t, plan, tService, pipeline))[components.EnvCollectionPrefix]; got != prefix {
-			t.Errorf("%s: %s = %q, want %q", pipeline, components.EnvCollectionPrefix, got, prefix)
+		if got := env(t, one(t, plan, tService, pipeline))[settings.CollectionPrefix]; got != prefix {
+			t.Errorf("%s: %s = %q, want %q", pipeline, settings.CollectionPrefix, got, prefix)
 		}
 		for _, c := range components.TTLCollections(prefix) {
 			want[pipeline+"-"+c] = c

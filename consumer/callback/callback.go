@@ -32,7 +32,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -43,6 +42,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
+	"github.com/eventpipe/eventpipe/consumer/budget"
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/engine"
@@ -64,7 +64,7 @@ const Pattern = "POST /callbacks/{route}"
 const PathPrefix = "/callbacks/"
 
 // MaxBody bounds a callback body.
-const MaxBody = 1 << 20
+const MaxBody = limits.MaxCallbackBodyBytes
 
 // Handler serves callbacks.
 type Handler struct {
@@ -79,6 +79,7 @@ type Handler struct {
 	caller     *downstream.Caller
 	// maxStoredBody bounds the handler's response body kept for replay.
 	maxStoredBody int
+	budget        *budget.Budget
 	now           func() time.Time
 }
 
@@ -106,6 +107,11 @@ type Config struct {
 	// callback's receipt and replayed (default handler.DefaultMaxStoredBody,
 	// the Idempotency-Key API's bound: EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY).
 	MaxStoredBody int
+	// Budget is the instance's memory budget for request bodies, shared
+	// with the other doors (nil: none): a callback that does not fit is
+	// refused (503 with Retry-After) before its body is read or its key
+	// reserved.
+	Budget *budget.Budget
 }
 
 // New returns a callback handler.
@@ -117,7 +123,8 @@ func New(cfg Config) *Handler {
 		cfg.MaxStoredBody = handler.DefaultMaxStoredBody
 	}
 	return &Handler{routes: cfg.Routes, engine: cfg.Engine, env: cfg.Env, log: cfg.Logger,
-		verifier: cfg.Verifier, tracer: cfg.Tracer, handlerURL: cfg.HandlerURL, caller: cfg.Caller, maxStoredBody: cfg.MaxStoredBody, now: time.Now}
+		verifier: cfg.Verifier, tracer: cfg.Tracer, handlerURL: cfg.HandlerURL, caller: cfg.Caller, maxStoredBody: cfg.MaxStoredBody,
+		budget: cfg.Budget, now: time.Now}
 }
 
 // CheckHandler reports a callback route that names the handler (it has no
@@ -198,7 +205,13 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 	if rt == nil {
 		return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("no callback route %q (fix: call /callbacks/<name> with a route of ingress \"callback\")", o.route)))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBody))
+	release, err := h.budget.Take(limits.CallbackDoor(), r.ContentLength)
+	if err != nil {
+		o.retryAfter = budget.RetryAfter
+		return o.fail(budget.Status, classify.Transient(err, ""))
+	}
+	defer release()
+	body, err := budget.ReadBody(nil, r, MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // Failpoint names a point where a process can crash mid-message: the four
@@ -49,7 +51,7 @@ type FailpointHook func(ctx context.Context, fp Failpoint) error
 
 // FailpointEnv is the environment variable KillAtFailpoints reads in the
 // consumer binary: a comma-separated list of failpoint names.
-const FailpointEnv = "EVENTPIPE_FAILPOINT"
+const FailpointEnv = settings.Failpoint
 
 // KillAtFailpoints returns a hook that kills the current process with
 // SIGKILL at any failpoint named in spec (comma-separated, e.g. the value of

@@ -17,9 +17,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/budget"
 	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 )
 
@@ -65,6 +67,11 @@ type GatewayOptions struct {
 	// Own are the consumer's own paths, never proxied (a path ending in
 	// "/" is a prefix). ReservedPrefix is always own.
 	Own []string
+	// Budget is the instance's memory budget for request bodies, shared
+	// with the other doors (nil: none): a keyed request that does not fit
+	// is refused (budget.Refuse) before its body is read or its key
+	// reserved.
+	Budget *budget.Budget
 }
 
 // Gateway proxies requests to the handler; a POST or PATCH with an
@@ -196,14 +203,30 @@ func (g *Gateway) serveKeyed(w http.ResponseWriter, r *http.Request, raw []strin
 		return
 	}
 	line = append(line, logfields.IdempotencyKey, key)
-	body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxRequestBody+1))
-	if err != nil {
-		refuse("bad_request", http.StatusBadRequest, "Unreadable request body", err.Error(), logfields.Error, err.Error())
-		return
-	}
-	if int64(len(body)) > g.cfg.MaxRequestBody {
+	tooLarge := func() {
 		refuse("too_large", http.StatusRequestEntityTooLarge, "Request body too large",
 			fmt.Sprintf("a request with an Idempotency-Key may carry at most %d bytes (it is fingerprinted whole)", g.cfg.MaxRequestBody))
+	}
+	door := limits.KeyedDoor(g.cfg.MaxRequestBody)
+	if r.ContentLength > door.MaxBody {
+		tooLarge()
+		return
+	}
+	release, err := g.opts.Budget.Take(door, r.ContentLength)
+	if err != nil {
+		refuse("over_budget", budget.Refuse(w), "Instance at its memory budget",
+			"the request was not read and its key not reserved; retry after the Retry-After seconds with the same Idempotency-Key", logfields.Error, err.Error())
+		return
+	}
+	defer release()
+	body, err := budget.ReadBody(w, r, door.MaxBody)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		tooLarge()
+		return
+	case err != nil:
+		refuse("bad_request", http.StatusBadRequest, "Unreadable request body", err.Error(), logfields.Error, err.Error())
 		return
 	}
 	rc, err := g.opts.Engine.Claim(r.Context(), engineRequest(r, key, body, g.cfg))

@@ -23,11 +23,12 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // URLEnv names the environment variable with the handler's base URL, e.g.
 // http://localhost:8081 (the handler container beside the consumer).
-const URLEnv = "EVENTPIPE_HANDLER_URL"
+const URLEnv = settings.HandlerURL
 
 // IdempotencyKeyHeader carries the key, on deliveries and API requests.
 const IdempotencyKeyHeader = "Idempotency-Key"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/logging"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
 
@@ -18,31 +19,35 @@ import (
 // accepted exactly when the host is a loopback address (or localhost) and
 // the port a port number; a refusal names the variable and the fix.
 func TestPprofAddrIsLoopbackOnly(t *testing.T) {
+	parse := func(v string) (string, error) {
+		e, err := settings.Parse(env(map[string]string{settings.PprofAddr: v}))
+		return e.PprofAddr, err
+	}
 	hosts := map[string]bool{"127.0.0.1": true, "127.1.2.3": true, "[::1]": true, "localhost": true,
 		"": false, "0.0.0.0": false, "[::]": false, "10.0.0.7": false, "192.168.1.1": false, "example.com": false, "[fe80::1]": false}
 	ports := map[string]bool{"6060": true, "0": true, "65535": true, "65536": false, "x": false, "-1": false}
 	for host, hostOK := range hosts {
 		for port, portOK := range ports {
 			v := host + ":" + port
-			got, err := ParsePprofAddr(v)
+			got, err := parse(v)
 			if want := hostOK && portOK; (err == nil) != want {
-				t.Errorf("ParsePprofAddr(%q) = %q, %v; want accepted %v", v, got, err, want)
+				t.Errorf("settings.Parse(%q) = %q, %v; want accepted %v", v, got, err, want)
 				continue
 			}
-			if err != nil && (!strings.Contains(err.Error(), PprofEnv) || !strings.Contains(err.Error(), "127.0.0.1")) {
-				t.Errorf("ParsePprofAddr(%q): %v: the error names neither the variable nor a value that works", v, err)
+			if err != nil && (!strings.Contains(err.Error(), settings.PprofAddr) || !strings.Contains(err.Error(), "127.0.0.1")) {
+				t.Errorf("settings.Parse(%q): %v: the error names neither the variable nor a value that works", v, err)
 			}
 		}
 	}
 	for _, v := range []string{"127.0.0.1", "6060", "http://127.0.0.1:6060"} {
-		if _, err := ParsePprofAddr(v); err == nil {
-			t.Errorf("ParsePprofAddr(%q) accepted a value that is not host:port", v)
+		if _, err := parse(v); err == nil {
+			t.Errorf("settings.Parse(%q) accepted a value that is not host:port", v)
 		}
 	}
-	if got, err := ParsePprofAddr(""); got != "" || err != nil {
-		t.Errorf("ParsePprofAddr(\"\") = %q, %v; want off", got, err)
+	if got, err := parse(""); got != "" || err != nil {
+		t.Errorf("settings.Parse(\"\") = %q, %v; want off", got, err)
 	}
-	if _, err := ConfigFromEnv(env(map[string]string{PprofEnv: "0.0.0.0:6060"})); err == nil || !strings.Contains(err.Error(), PprofEnv) {
+	if _, err := ConfigFromEnv(env(map[string]string{settings.PprofAddr: "0.0.0.0:6060"})); err == nil || !strings.Contains(err.Error(), settings.PprofAddr) {
 		t.Errorf("ConfigFromEnv with a non-loopback profiling address: %v", err)
 	}
 }
@@ -55,7 +60,7 @@ func TestPprofOffByDefault(t *testing.T) {
 		t.Errorf("GET /debug/pprof/ on the service's port: %d, want 404", code)
 	}
 	if n := len(ct.With(s.log.Lines(t), "msg", "profiling endpoint serving")); n != 0 {
-		t.Errorf("%d profiling endpoints started without %s", n, PprofEnv)
+		t.Errorf("%d profiling endpoints started without %s", n, settings.PprofAddr)
 	}
 }
 
@@ -63,7 +68,7 @@ func TestPprofOffByDefault(t *testing.T) {
 // are served on that address and still not on the service's port, and the
 // endpoint stops with the consumer.
 func TestPprofServesOnItsOwnLoopbackListener(t *testing.T) {
-	cfg := testConfig(t, map[string]string{PprofEnv: "127.0.0.1:0"})
+	cfg := testConfig(t, map[string]string{settings.PprofAddr: "127.0.0.1:0"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

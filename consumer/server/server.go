@@ -23,11 +23,11 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
+	"github.com/eventpipe/eventpipe/consumer/budget"
 	"github.com/eventpipe/eventpipe/consumer/callback"
 	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/handler"
-	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/pull"
@@ -68,6 +68,10 @@ type Options struct {
 	// Now, when set, is the engine's clock (tests that let a dead
 	// consumer's reservations lapse without waiting for them).
 	Now func() time.Time
+	// Budget, when set, is the memory budget of the request bodies at
+	// every door instead of the one the Go runtime's memory limit gives
+	// (budget.ForMemoryLimit).
+	Budget *budget.Budget
 }
 
 // Run serves until ctx is cancelled (SIGTERM), then shuts down gracefully.
@@ -117,19 +121,25 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		log.Warn("callbacks are refused: tokens are verified but no account may call back (fix: set EVENTPIPE_CALLBACK_ACCOUNTS to the calling jobs' service accounts)")
 	}
 	memoryLimit := debug.SetMemoryLimit(-1)
+	// One budget for the bodies of every door: pushes, callbacks, keyed requests.
+	bodies := opts.Budget
+	if bodies == nil {
+		bodies = budget.ForMemoryLimit(memoryLimit)
+	}
 	mux := http.NewServeMux()
 	// The handler answers other methods with 405.
-	mux.Handle(push.Path, push.New(proc, verifier, limits.DeliveryBudget(memoryLimit)))
+	mux.Handle(push.Path, push.New(proc, verifier, bodies))
 	if err := callback.CheckHandler(routes, cfg.Handler.URL); err != nil {
 		return err
 	}
 	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Env: cfg.Env, Logger: log,
-		Verifier: callbackVerifier, Tracer: opts.Tracer, HandlerURL: cfg.Handler.URL, MaxStoredBody: cfg.Handler.MaxStoredBody, Caller: caller}))
+		Verifier: callbackVerifier, Tracer: opts.Tracer, HandlerURL: cfg.Handler.URL, MaxStoredBody: cfg.Handler.MaxStoredBody, Caller: caller,
+		Budget: bodies}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	if err := mountGateway(mux, cfg, proc, log, opts.Tracer, caller); err != nil {
+	if err := mountGateway(mux, cfg, proc, log, opts.Tracer, caller, bodies); err != nil {
 		return err
 	}
 
@@ -196,7 +206,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("consumer started", "addr", ln.Addr().String(), "routes", len(routes.Routes()),
 		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "callback_oidc", callbackVerifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions), "tracing", opts.Tracer.Enabled(),
-		"memory_limit_bytes", memoryLimit, "startup_ms", time.Since(started).Milliseconds())
+		"memory_limit_bytes", memoryLimit, "body_budget_bytes", bodies.Size(), "startup_ms", time.Since(started).Milliseconds())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/examples/orders/orders"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/render/program"
@@ -108,11 +109,11 @@ func TestExampleRenders(t *testing.T) {
 	for _, e := range tmpl["containers"].([]any)[0].(map[string]any)["envs"].([]any) {
 		env := e.(map[string]any)
 		switch env["name"] {
-		case components.EnvStore:
+		case settings.Store:
 			if _, plain := env["value"]; plain {
 				t.Errorf("EVENTPIPE_STORE is a plain value: %v", env)
 			}
-		case components.EnvPullSubscriptions:
+		case settings.PullSubscriptions:
 			if env["value"] != "" {
 				t.Errorf("the consumer pulls the warehouse's subscription: %v", env["value"])
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/examples/orders/orders"
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
 	"github.com/eventpipe/eventpipe/spec"
@@ -367,7 +368,7 @@ func handlerOnWorkerPool(t *testing.T, state map[string]gcpstandin.Record) {
 	if !slices.Contains(deps["consumer"], any(spec.HandlerContainer)) {
 		t.Errorf("the consumer depends on %v, not the handler", deps["consumer"])
 	}
-	if c := byName["consumer"]; c[components.EnvHandlerURL] != "http://localhost:8081" || c[components.EnvHandlerHealthPath] != "/ready" {
+	if c := byName["consumer"]; c[settings.HandlerURL] != "http://localhost:8081" || c[settings.HandlerHealthPath] != "/ready" {
 		t.Errorf("consumer env %v: want the handler's URL and health path", c)
 	}
 }
