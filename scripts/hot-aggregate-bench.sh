@@ -4,7 +4,8 @@
 # it (the default), interleaved, ROUNDS times each, and prints the medians and the ratios:
 # 1,000 latest-state messages for 1 and for 10 aggregates, 64 deliveries in flight, on the
 # memory store modelling Firestore (20 ms commits, conflicting transactions aborted) and on
-# a throwaway PostgreSQL.
+# a throwaway PostgreSQL that syncs (fsync and synchronous commit on, as Cloud SQL runs),
+# where a lone delivery is decided in one statement (store.LatestWriter).
 #
 #   scripts/hot-aggregate-bench.sh            # 3 rounds
 #   ROUNDS=5 scripts/hot-aggregate-bench.sh

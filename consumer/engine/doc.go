@@ -14,7 +14,11 @@
 //     document per event. Concurrent ModeLatest deliveries for one document
 //     are coalesced, like a group commit: while its transaction is in
 //     flight the others wait (Config.MaxWaitingPerDocument), and the next
-//     transaction decides them all, writing only the newest event.
+//     transaction decides them all, writing only the newest event. On a
+//     store that decides such a write itself (store.LatestWriter:
+//     PostgreSQL, one statement), a lone delivery costs one round trip;
+//     the engine derives its outcome from what the store found, with the
+//     same decision code, and its tests hold the store's decision to it.
 //   - Claim, Extend, Settle, Release: the one reservation behind every
 //     effect outside the store that must happen once per key (a Pub/Sub
 //     event's handler call or action, a callback, an API request's

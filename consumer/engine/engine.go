@@ -130,6 +130,9 @@ type Engine struct {
 	// coalescer groups latest-state deliveries per document; nil with
 	// NoCoalescing.
 	coalescer *coalescer
+	// latestWriter is the store when it decides latest-state writes itself
+	// (store.LatestWriter), else nil.
+	latestWriter store.LatestWriter
 }
 
 // New validates cfg, fills in defaults and returns an Engine.
@@ -197,6 +200,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxWaitingPerDocument != NoCoalescing {
 		e.coalescer = newCoalescer(cfg.MaxWaitingPerDocument)
 	}
+	e.latestWriter, _ = cfg.Store.(store.LatestWriter)
 	return e, nil
 }
 

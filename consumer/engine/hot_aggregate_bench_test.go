@@ -97,7 +97,7 @@ func BenchmarkHotAggregate(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					run++
 					s := &committedWrites{inner: st.open(b)}
-					eng, err := engine.New(engine.Config{Store: s, Env: "prod", MaxWaitingPerDocument: maxWaiting,
+					eng, err := engine.New(engine.Config{Store: s.store(), Env: "prod", MaxWaitingPerDocument: maxWaiting,
 						CollectionPrefix: fmt.Sprintf("hot%d_", run)})
 					if err != nil {
 						b.Fatal(err)
@@ -230,3 +230,31 @@ func (c *committedWrites) RunTx(ctx context.Context, fn func(ctx context.Context
 }
 
 func (c *committedWrites) Close() error { return c.inner.Close() }
+
+// store is c, with the inner store's store.LatestWriter kept (and
+// counted) when it has one, so the engine writes as it would on it.
+func (c *committedWrites) store() store.Store {
+	if lw, ok := c.inner.(store.LatestWriter); ok {
+		return &committedLatest{committedWrites: c, lw: lw}
+	}
+	return c
+}
+
+// committedLatest is committedWrites over a store.LatestWriter: a write
+// counts as one attempt and, written, its document and marker.
+type committedLatest struct {
+	*committedWrites
+	lw store.LatestWriter
+}
+
+func (c *committedLatest) WriteLatest(ctx context.Context, w store.LatestWrite) (store.LatestResult, error) {
+	res, err := c.lw.WriteLatest(ctx, w)
+	c.attempts.Add(1)
+	if err == nil && res.Written {
+		c.writes.Add(1)
+		if w.Marker != (store.Key{}) {
+			c.writes.Add(1)
+		}
+	}
+	return res, err
+}

@@ -285,13 +285,20 @@ func (e *Engine) create(ctx context.Context, m *materialization) error {
 // materializeLatest is one delivery's ModeLatest transaction, then, if its
 // dedupe marker exists, the transaction that reads the marker first (to
 // tell a duplicate from an expired marker, which TTL deletion lags).
+// A store that decides the write itself (store.LatestWriter) is asked
+// first, and only when it cannot decide does the engine run its own.
 func (e *Engine) materializeLatest(ctx context.Context, m *materialization) error {
+	if e.latestWriter != nil {
+		if decided, err := e.writeLatest(ctx, m); decided {
+			return err
+		}
+	}
 	err := e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
-		return e.latest(ctx, tx, m, false)
+		return e.latest(ctx, tx, m, false, e.now())
 	})
 	if isAlreadyExists(err) {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
-			return e.latest(ctx, tx, m, true)
+			return e.latest(ctx, tx, m, true, e.now())
 		})
 	}
 	return err
@@ -418,13 +425,14 @@ func (e *Engine) envKey(collection, id string) (store.Key, string) {
 	return store.Key{Collection: collection, ID: path[len(collection)+1:]}, path
 }
 
-// latest is the ModeLatest transaction. Without slow it trusts Create to
-// find an existing marker; with slow it reads the marker first (so an
-// expired one is overwritten) and costs one more read. It only reads the
-// documents it gets.
-func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, slow bool) error {
+// latest is the ModeLatest transaction at time now. Without slow it
+// trusts Create to find an existing marker; with slow it reads the marker
+// first (so an expired one is overwritten) and costs one more read. It
+// only reads the documents it gets. It is the one home of a lone
+// delivery's decision: a store.LatestWriter's is tested against it, and
+// its outcome is derived from it (writeLatest).
+func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, slow bool, now time.Time) error {
 	m.res.Outcome, m.res.WriteKind, m.res.Warning, m.jumpFrom = "", logfields.WriteKindNone, "", nil
-	now := e.now()
 	m.appliedAt = now // the document's appliedAt, if this transaction writes it
 	useMarker := m.marker != store.Key{}
 	if slow && useMarker {
@@ -474,12 +482,17 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 // that an existing one fails the transaction (store.ErrAlreadyExists), or
 // with slow, after the marker was read, set.
 func (e *Engine) writeMarker(ctx context.Context, tx store.Tx, m *materialization, now time.Time, slow bool) error {
-	marker := store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.messageID,
-		metaFingerprint: m.fingerprint, "target": m.res.DocPath, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+	marker := e.markerDoc(m, now)
 	if slow {
 		return tx.Set(ctx, m.marker, marker)
 	}
 	return tx.Create(ctx, m.marker, marker)
+}
+
+// markerDoc is m's dedupe marker written at now.
+func (e *Engine) markerDoc(m *materialization, now time.Time) store.Document {
+	return store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.messageID,
+		metaFingerprint: m.fingerprint, "target": m.res.DocPath, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
 }
 
 // duplicateOf reports whether the event recorded in rec (its key and

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"strings"
 	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/store"
 )
 
 // ClockTolerance is how far ahead of the time a message is received its
@@ -173,13 +175,14 @@ func (a Version) compareInWindow(b Version) int {
 // event key and fingerprint are a Version (fromMeta); the message id and
 // the time applied are kept to tell which copy was applied, and order
 // nothing.
+// The names a store.LatestWriter reads are store's (store.Version*).
 const (
-	metaEventKey    = "eventKey"
-	metaFingerprint = "fingerprint"
+	metaEventKey    = store.VersionEventKey
+	metaFingerprint = store.VersionFingerprint
 	metaMessageID   = "messageId"
-	metaEventTime   = "eventTime"
-	metaPublishTime = "publishTime"
-	metaSequence    = "sequence"
+	metaEventTime   = store.VersionEventTime
+	metaPublishTime = store.VersionPublishTime
+	metaSequence    = store.VersionSequence
 	metaAppliedAt   = "appliedAt"
 )
 
@@ -191,6 +194,12 @@ func (v Version) toMeta(m map[string]any) {
 	}
 	m[metaEventTime] = v.EventTime.UTC()
 	m[metaPublishTime] = v.PublishTime.UTC()
+}
+
+// storeVersion is v as a store.LatestWriter takes it.
+func (v Version) storeVersion() store.Version {
+	return store.Version{HasSequence: v.HasSequence, Sequence: v.Sequence, EventTime: v.EventTime,
+		PublishTime: v.PublishTime, EventKey: v.EventKey, Fingerprint: v.Fingerprint}
 }
 
 // versionFromMeta reads a Version recorded by toMeta (and the event key

@@ -54,6 +54,9 @@ type Config struct {
 	// MaxSequenceJump is engine.Config.MaxSequenceJump, from
 	// EVENTPIPE_MAX_SEQUENCE_JUMP.
 	MaxSequenceJump int64
+	// PprofAddr is the profiling endpoint's loopback address, from
+	// EVENTPIPE_PPROF_ADDR (settings.PprofAddr); "" serves no profiles.
+	PprofAddr string
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
@@ -94,6 +97,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		RequestTimeout:    e.RequestTimeout,
 		MaxEventSkew:      e.MaxEventSkew,
 		MaxSequenceJump:   e.MaxSequenceJump,
+		PprofAddr:         e.PprofAddr,
 		PullSettings: pubsub.ReceiveSettings{MaxOutstandingMessages: e.PullMaxOutstandingMessages, MaxOutstandingBytes: e.PullMaxOutstandingBytes,
 			NumGoroutines: e.PullGoroutines, MaxExtension: 10 * time.Minute},
 		MaxWaitingPerDocument: e.CoalesceMaxWaiting,

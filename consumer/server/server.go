@@ -63,6 +63,9 @@ type Options struct {
 	// Tracer, when set, traces every delivery, store transaction and lease
 	// action (tracing.FromEnv); nil turns tracing off.
 	Tracer *tracing.Tracer
+	// PprofReady, when set, is called with the profiling endpoint's
+	// address once it serves (Config.PprofAddr set).
+	PprofReady func(addr string)
 	// Now, when set, is the engine's clock (tests that let a dead
 	// consumer's reservations lapse without waiting for them).
 	Now func() time.Time
@@ -141,6 +144,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		return err
 	}
 
+	if cfg.PprofAddr != "" {
+		addr, stop, err := startPprof(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		if opts.PprofReady != nil {
+			opts.PprofReady(addr)
+		}
+	}
 	ln := opts.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", ":"+cfg.Port); err != nil {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,6 +58,7 @@ const (
 	IdempotencyKeyTTL          = "EVENTPIPE_IDEMPOTENCY_KEY_TTL"
 	IdempotencyMaxStoredBody   = "EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY"
 	Failpoint                  = "EVENTPIPE_FAILPOINT"
+	PprofAddr                  = "EVENTPIPE_PPROF_ADDR"
 	// MemoryLimit is read by the Go runtime, not by Parse: its soft memory limit, which
 	// the Cloud Run component sets from the container's memory (limits.MemoryLimit) and
 	// the consumer's memory budget for request bodies derives from.
@@ -150,6 +152,7 @@ type Env struct {
 	IdempotencyKeyTTL          time.Duration
 	IdempotencyMaxStoredBody   int
 	Failpoint                  string // crash tests only
+	PprofAddr                  string // "": no profiles served
 }
 
 // Var is one variable as the documentation lists it.
@@ -244,6 +247,8 @@ func (e *Env) fields() []field {
 	}
 	callbackAudience := text(CallbackAudience, "", "verify callback OIDC tokens for this audience (what the calling jobs request tokens for)", &e.CallbackAudience).means("`" + OIDCAudience + "`")
 	callbackAudience.follows = &e.OIDCAudience
+	pprof := text(PprofAddr, "", "serve Go's profiles (`net/http/pprof`, `/debug/pprof/`) on this loopback `host:port` (`127.0.0.1:6060`, `[::1]:6060`, `localhost:6060`), a listener of its own, never the service's port; any other host stops start-up. Read them from the same machine (`go tool pprof http://127.0.0.1:6060/debug/pprof/profile?seconds=30`) or through `kubectl port-forward`; a Cloud Run container's loopback is out of reach", &e.PprofAddr).means("no profiles served")
+	pprof.check = checkPprofAddr
 	return []field{
 		integer(Port, DefaultPort, 0, 65535, "the port the consumer listens on (Cloud Run sets it)", "use a port number such as 8080", &e.Port),
 		text(Environment, DefaultEnvironment, "the environment; qualifies every document id (`prod__checkout`)", &e.Environment),
@@ -279,7 +284,29 @@ func (e *Env) fields() []field {
 		integer(IdempotencyMaxStoredBody, DefaultMaxStoredBodyBytes, 1, MaxStoredBodyBytes, "the largest handler response body stored for replay, in bytes",
 			fmt.Sprintf("use a byte count from 1 to %d (a stored response must fit one Firestore document)", MaxStoredBodyBytes), &e.IdempotencyMaxStoredBody),
 		text(Failpoint, "", "crash tests only: the engine's failpoints at which the process kills itself", &e.Failpoint),
+		pprof,
 	}
+}
+
+// checkPprofAddr says what is wrong with a PprofAddr value ("" when nothing): it must
+// be host:port whose host is a loopback address (127.0.0.1, ::1) or localhost, so that
+// only a process on the same machine (or, on GKE, kubectl port-forward) can read the
+// profiles, which show the consumer's internals.
+func checkPprofAddr(v string) string {
+	if v == "" {
+		return "" // no profiles served
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Sprintf("%v (use a loopback host:port such as 127.0.0.1:6060, or unset it to serve no profiles)", err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Sprintf("the port %q is not a port number (use a loopback host:port such as 127.0.0.1:6060)", port)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Sprintf("profiles are served on a loopback address only, and %q is not one (use 127.0.0.1:PORT or [::1]:PORT; reach it from the same machine, or through kubectl port-forward)", host)
+	}
+	return ""
 }
 
 // Vars returns every variable Parse reads, in the documentation's order, and then

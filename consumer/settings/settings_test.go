@@ -115,6 +115,8 @@ func generate(rng *rand.Rand, e *Env) {
 					v = DLQModes()[rng.IntN(3)]
 				case HandlerHealthPath:
 					v = "/" + strings.Trim(v, "/{}\"")
+				case PprofAddr:
+					v = []string{"", "127.0.0.1:6060", "[::1]:0", "localhost:6060", "127.0.0.1:65535"}[rng.IntN(5)]
 				}
 				if f.check == nil || f.check(v) == "" {
 					*f.str = v

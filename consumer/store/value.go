@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // timeTag marks a timestamp in the JSON encoding, so that drivers storing JSON
@@ -226,74 +228,82 @@ func normalize(v any) (any, error) {
 
 // EncodeJSON encodes a document for drivers that store JSON. Timestamps keep
 // their type (a tagged object) and integers stay distinct from floats, so
-// DecodeJSON returns what Firestore would.
+// DecodeJSON returns what Firestore would. Map keys are sorted; strings are
+// written as RFC 8785 writes them (jsontext.AppendQuote: only what JSON
+// requires is escaped, invalid UTF-8 becomes U+FFFD, as encoding/json
+// turns it).
 func EncodeJSON(d Document) ([]byte, error) {
-	var b bytes.Buffer
-	if err := encodeValue(&b, d.Fields); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	// Most documents fit in one buffer of this size: appending grows it
+	// once or not at all, where a bytes.Buffer doubled its way up.
+	return appendJSON(make([]byte, 0, 512), d.Fields)
 }
 
-func encodeValue(b *bytes.Buffer, v any) error {
+// appendJSON appends v's encoding to b.
+func appendJSON(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
-		b.WriteString("null")
+		return append(b, "null"...), nil
 	case bool:
-		b.WriteString(strconv.FormatBool(x))
+		return strconv.AppendBool(b, x), nil
 	case string:
-		s, err := json.Marshal(x)
-		if err != nil {
-			return err
-		}
-		b.Write(s)
+		b, _ = jsontext.AppendQuote(b, x) // invalid UTF-8 is replaced; the error only says so
+		return b, nil
 	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
+		return strconv.AppendInt(b, x, 10), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("number %v cannot be stored", x)
+			return b, fmt.Errorf("number %v cannot be stored", x)
 		}
-		s := strconv.FormatFloat(x, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".eE") {
-			s += ".0"
+		n := len(b)
+		b = strconv.AppendFloat(b, x, 'g', -1, 64)
+		if !bytes.ContainsAny(b[n:], ".eE") {
+			b = append(b, ".0"...) // a float stays a float
 		}
-		b.WriteString(s)
+		return b, nil
 	case time.Time:
-		fmt.Fprintf(b, `{%q:%q}`, timeTag, x.UTC().Format(time.RFC3339Nano))
+		b = append(b, `{"`+timeTag+`":"`...)
+		b = x.UTC().AppendFormat(b, time.RFC3339Nano)
+		return append(b, `"}`...), nil
 	case []any:
-		b.WriteByte('[')
+		b = append(b, '[')
 		for i, e := range x {
 			if i > 0 {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
-			if err := encodeValue(b, e); err != nil {
-				return err
+			var err error
+			if b, err = appendJSON(b, e); err != nil {
+				return b, err
 			}
 		}
-		b.WriteByte(']')
+		return append(b, ']'), nil
 	case map[string]any:
-		b.WriteByte('{')
-		for i, k := range slices.Sorted(maps.Keys(x)) {
+		// The keys in order, on the stack for the maps documents hold.
+		var buf [16]string
+		keys := buf[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
 			if i > 0 {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
-			if err := encodeValue(b, k); err != nil {
-				return err
-			}
-			b.WriteByte(':')
-			if err := encodeValue(b, x[k]); err != nil {
-				return fmt.Errorf("field %q: %w", k, err)
+			b, _ = jsontext.AppendQuote(b, k)
+			b = append(b, ':')
+			var err error
+			if b, err = appendJSON(b, x[k]); err != nil {
+				return b, fmt.Errorf("field %q: %w", k, err)
 			}
 		}
-		b.WriteByte('}')
+		return append(b, '}'), nil
 	default:
 		nv, err := normalize(v)
 		if err != nil {
-			return err
+			return b, err
 		}
-		return encodeValue(b, nv)
+		return appendJSON(b, nv)
 	}
-	return nil
 }
 
 // DecodeJSON decodes fields written by EncodeJSON.

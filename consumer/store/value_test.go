@@ -1,8 +1,10 @@
 package store_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -139,4 +141,132 @@ func TestCopyFieldsIntegerKinds(t *testing.T) {
 			t.Errorf("%T(%v): err = %v; want it refused as overflowing int64", in, in, err)
 		}
 	}
+}
+
+// engineDocument is a document of the shape the engine writes for the
+// default routes' system events: the route's fields, a nested source and
+// the engine's version record.
+func engineDocument() store.Document {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	return store.Document{Fields: map[string]any{
+		"serviceId": "svc-17", "env": "prod", "status": "healthy", "version": "1.4.2", "region": "europe-west1",
+		"lastHeartbeatAt": at, "updatedAt": at, "sequence": int64(42),
+		"source": map[string]any{"topic": "system-events", "messageId": "1234567890123456", "publishedAt": at},
+		"_eventpipe": map[string]any{"eventKey": "h-wbia2qpwg3fkju5ocztx4vfxcwgo2ccxtp6beapi4odj7n4uxq2a",
+			"fingerprint": "sha256:p2aft5evlcp43gasglgbdualadndqawadvui7iopd5v623s3wm6a", "messageId": "1234567890123456",
+			"eventTime": at, "publishTime": at, "appliedAt": at, "sequence": int64(42)},
+	}}
+}
+
+// BenchmarkEncodeJSON encodes a document as the JSON stores (bbolt,
+// PostgreSQL) do on every write.
+func BenchmarkEncodeJSON(b *testing.B) {
+	d := engineDocument()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := store.EncodeJSON(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestJSONRoundTripOfGeneratedDocuments: any document in the value model
+// (nested maps and lists of every kind of value; strings of any bytes,
+// escapes, <>&, line separators and invalid UTF-8 included) encodes to
+// valid JSON that decodes to the same document, invalid UTF-8 turned into
+// U+FFFD as encoding/json turns it.
+func TestJSONRoundTripOfGeneratedDocuments(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	r := rand.New(rand.NewPCG(seed, 7))
+	for i := range 2000 {
+		in := genFields(r, 0)
+		enc, err := store.EncodeJSON(store.Document{Fields: in})
+		if err != nil {
+			t.Fatalf("seed %d, document %d: %v", seed, i, err)
+		}
+		if !json.Valid(enc) {
+			t.Fatalf("seed %d, document %d: invalid JSON %s", seed, i, enc)
+		}
+		out, err := store.DecodeJSON(enc)
+		if err != nil {
+			t.Fatalf("seed %d, document %d: %v\n%s", seed, i, err, enc)
+		}
+		if want := validUTF8(in); !reflect.DeepEqual(out, want) {
+			t.Fatalf("seed %d, document %d: round trip\n in %#v\nout %#v\njson %s", seed, i, want, out, enc)
+		}
+	}
+}
+
+func genFields(r *rand.Rand, depth int) map[string]any {
+	m := map[string]any{}
+	for range r.IntN(6) {
+		m[genString(r)] = genValue(r, depth)
+	}
+	return m
+}
+
+func genValue(r *rand.Rand, depth int) any {
+	switch n := r.IntN(9); {
+	case n == 0:
+		return nil
+	case n == 1:
+		return r.IntN(2) == 0
+	case n == 2:
+		return []int64{0, -1, math.MaxInt64, math.MinInt64, r.Int64()}[r.IntN(5)]
+	case n == 3:
+		return []float64{0, -0.5, 1e21, 1e-7, 3, math.MaxFloat64, r.NormFloat64()}[r.IntN(7)]
+	case n == 4:
+		return time.Unix(r.Int64N(1<<34), r.Int64N(1e9)).UTC()
+	case n == 5 && depth < 3:
+		return genFields(r, depth+1)
+	case n == 6 && depth < 3:
+		l := make([]any, r.IntN(4))
+		for i := range l {
+			l[i] = genValue(r, depth+1)
+		}
+		return l
+	}
+	return genString(r)
+}
+
+// genString draws from the characters JSON escapes or stores apart.
+func genString(r *rand.Rand) string {
+	pieces := []string{"a", "Z", "0", " ", `"`, `\`, "/", "<", ">", "&", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "\u2029", "𝄞", "\xff", "\xc3", "$eventpipe_time"}
+	var b strings.Builder
+	for range r.IntN(8) {
+		b.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+// validUTF8 is v with every byte of invalid UTF-8 in its strings replaced
+// by U+FFFD.
+func validUTF8(v any) any {
+	switch x := v.(type) {
+	case string:
+		return validString(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = validUTF8(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[validString(k)] = validUTF8(e)
+		}
+		return out
+	}
+	return v
+}
+
+// validString replaces each byte of invalid UTF-8 in s by U+FFFD, as
+// ranging over s reads it.
+func validString(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -37,7 +37,30 @@ func (t *Tracer) Store(st store.Store, scheme string) store.Store {
 	if scheme == "postgres" || scheme == "postgresql" {
 		system = semconv.DBSystemNamePostgreSQL
 	}
-	return &tracedStore{Store: st, tracer: t.tracer, system: system}
+	ts := &tracedStore{Store: st, tracer: t.tracer, system: system}
+	if lw, ok := st.(store.LatestWriter); ok {
+		return &tracedLatestStore{tracedStore: ts, lw: lw}
+	}
+	return ts
+}
+
+// tracedLatestStore is a traced store.LatestWriter: each write a CLIENT
+// span "write latest SYSTEM".
+type tracedLatestStore struct {
+	*tracedStore
+	lw store.LatestWriter
+}
+
+// WriteLatest implements store.LatestWriter.
+func (s *tracedLatestStore) WriteLatest(ctx context.Context, w store.LatestWrite) (store.LatestResult, error) {
+	ctx, span := s.tracer.Start(ctx, "write latest "+s.system.Value.AsString(), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(s.system, semconv.DBOperationName("write latest")))
+	res, err := s.lw.WriteLatest(ctx, w)
+	if err != nil {
+		fail(span, err)
+	}
+	span.End()
+	return res, err
 }
 
 // RunTx implements store.Store.

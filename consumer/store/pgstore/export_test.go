@@ -1,4 +1,16 @@
 package pgstore
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
 // LockKey exposes lockKey to the package's external tests.
 var LockKey = lockKey
+
+// OpenConfigured is Open with configure applied to the pool's
+// configuration (a tracer).
+func OpenConfigured(ctx context.Context, url string, configure func(*pgxpool.Config)) (*Store, error) {
+	return open(ctx, url, configure)
+}

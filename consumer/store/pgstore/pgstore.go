@@ -81,6 +81,12 @@ type Store struct {
 // Open connects to url, checks the connection and creates the schema if it
 // is missing. The URL's query may set the bounds described at Settings.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return open(ctx, url, nil)
+}
+
+// open is Open; configure, when not nil, changes the pool's configuration
+// (a test's tracer).
+func open(ctx context.Context, url string, configure func(*pgxpool.Config)) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, &store.Error{Op: "open postgres", Kind: store.KindConfiguration,
@@ -89,6 +95,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	set, err := parseSettings(cfg)
 	if err != nil {
 		return nil, &store.Error{Op: "open postgres", Kind: store.KindConfiguration, Err: fmt.Errorf("URL query: %w", err)}
+	}
+	if configure != nil {
+		configure(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -423,7 +432,7 @@ func (t *tx) put(op, sql string, key store.Key, doc store.Document) error {
 		e := doc.ExpireAt.UTC()
 		exp = &e
 	}
-	t.writes = append(t.writes, write{op: op, key: key, sql: sql, args: []any{key.Collection, key.ID, string(data), exp}})
+	t.writes = append(t.writes, write{op: op, key: key, sql: sql, args: []any{key.Collection, key.ID, data, exp}})
 	return nil
 }
 

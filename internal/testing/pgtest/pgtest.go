@@ -4,6 +4,14 @@
 // afterwards. Any package's tests can use it: Start inside a test, or
 // StartCluster from TestMain to share one cluster.
 //
+// A cluster syncs as a production server does (fsync, synchronous_commit
+// and full_page_writes on: Cloud SQL's settings), so a commit costs what
+// it costs there (an fdatasync of the WAL: milliseconds on a disk, not the
+// tenths of a server that does not sync) and every figure taken on it is
+// one a user would see. NoSync turns syncing off for a test where
+// durability and timing are irrelevant: an explicit choice with its
+// reason, never the default.
+//
 // A test process killed before its cleanup (a go test -timeout, SIGKILL)
 // leaves its server running. Every cluster directory records the PID of the
 // process that started it, and StartCluster first stops and removes the
@@ -44,6 +52,39 @@ type Cluster struct {
 	dir  string
 	bin  string
 	asPG *user.User // non-nil when commands run as the postgres user
+	opts options
+}
+
+// Option changes how a cluster runs.
+type Option func(*options)
+
+type options struct {
+	// noSync is the reason the cluster does not sync; "" for a syncing one.
+	noSync string
+}
+
+// NoSync runs the cluster with fsync, synchronous_commit and
+// full_page_writes off: commits cost no disk flush, which makes tests that
+// commit thousands of transactions fast, and makes every timing taken on
+// it wrong for a real server. reason says why durability and timing are
+// irrelevant to the caller (it is shown by Cluster.String); an empty
+// reason panics, so the choice is always written down.
+func NoSync(reason string) Option {
+	if strings.TrimSpace(reason) == "" {
+		panic("pgtest.NoSync: give the reason this cluster need not sync")
+	}
+	return func(o *options) { o.noSync = reason }
+}
+
+// Syncing reports whether the cluster syncs (the default; see NoSync).
+func (c *Cluster) Syncing() bool { return c.opts.noSync == "" }
+
+// String describes the cluster: its port and whether it syncs.
+func (c *Cluster) String() string {
+	if c.Syncing() {
+		return fmt.Sprintf("PostgreSQL on port %d, syncing (fsync and synchronous_commit on)", c.Port)
+	}
+	return fmt.Sprintf("PostgreSQL on port %d, not syncing (%s)", c.Port, c.opts.noSync)
 }
 
 // BinDir returns the directory holding initdb and pg_ctl, or an error that
@@ -72,11 +113,11 @@ func findBin(dirs []string) (string, error) {
 // Start starts a cluster for one test and stops it when the test ends. A
 // missing PostgreSQL installation fails the test with a clear message: it is
 // never skipped silently.
-func Start(t testing.TB) *Cluster {
+func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := StartCluster(ctx)
+	c, err := StartCluster(ctx, opts...)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -89,12 +130,15 @@ func Start(t testing.TB) *Cluster {
 }
 
 // StartCluster starts a cluster; the caller must Stop it.
-func StartCluster(ctx context.Context) (*Cluster, error) {
+func StartCluster(ctx context.Context, opts ...Option) (*Cluster, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{bin: bin}
+	for _, o := range opts {
+		o(&c.opts)
+	}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -200,7 +244,14 @@ func (c *Cluster) Pause(ctx context.Context) error {
 
 // Resume starts the server on its port (again, after Pause).
 func (c *Cluster) Resume(ctx context.Context) error {
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100", c.Port, c.dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=100", c.Port, c.dir)
+	if c.Syncing() {
+		// PostgreSQL's defaults, spelt out: a commit returns once its WAL
+		// is flushed to disk.
+		opts += " -c fsync=on -c synchronous_commit=on -c full_page_writes=on"
+	} else {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
 	out, err := c.run(ctx, "pg_ctl", "start", "-D", filepath.Join(c.dir, "data"), "-w", "-t", "60", "-l", filepath.Join(c.dir, "server.log"), "-o", opts)
 	if err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))

@@ -45,3 +45,48 @@ func TestStartQueryStop(t *testing.T) {
 		t.Error("server still answers after Stop")
 	}
 }
+
+// TestSyncsByDefault: a cluster syncs as Cloud SQL does unless the caller
+// says why it need not, so a figure taken on the default cluster is one a
+// user would see.
+func TestSyncsByDefault(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		opts []pgtest.Option
+		want string
+	}{
+		{"default", nil, "on"},
+		{"NoSync", []pgtest.Option{pgtest.NoSync("this test reads the settings only")}, "off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := pgtest.Start(t, tc.opts...)
+			if got := c.Syncing(); got != (tc.want == "on") {
+				t.Errorf("Syncing() = %v, want %v", got, tc.want == "on")
+			}
+			conn, err := pgx.Connect(ctx, c.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			for _, setting := range []string{"fsync", "synchronous_commit", "full_page_writes"} {
+				var v string
+				if err := conn.QueryRow(ctx, "SELECT current_setting($1)", setting).Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				if v != tc.want {
+					t.Errorf("%s = %s, want %s (%s)", setting, v, tc.want, c)
+				}
+			}
+		})
+	}
+}
+
+func TestNoSyncNeedsAReason(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("NoSync(\"\") did not panic: a cluster that does not sync must say why")
+		}
+	}()
+	pgtest.NoSync(" ")
+}

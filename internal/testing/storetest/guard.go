@@ -19,10 +19,41 @@ import (
 // made later, to a document the store still shares, shows there). Run
 // wraps the store under test with it, so every case, engine paths
 // included, checks the contract on every driver.
+//
+// A driver's store.LatestWriter is kept (the cases then run the engine's
+// one-round-trip write on it), and the documents it reports as found are
+// guarded as reads are.
 func Guard(t testing.TB, st store.Store) store.Store {
 	g := &guard{Store: st, t: t}
 	t.Cleanup(func() { g.check(g.all, "after the test") })
+	if lw, ok := st.(store.LatestWriter); ok {
+		return &latestGuard{guard: g, lw: lw}
+	}
 	return g
+}
+
+// latestGuard is a guard whose store is a store.LatestWriter.
+type latestGuard struct {
+	*guard
+	lw store.LatestWriter
+}
+
+// WriteLatest implements store.LatestWriter: the documents found are
+// recorded as a transaction's reads and checked at once and at the end.
+func (g *latestGuard) WriteLatest(ctx context.Context, w store.LatestWrite) (store.LatestResult, error) {
+	res, err := g.lw.WriteLatest(ctx, w)
+	gt := &guardTx{g: g.guard}
+	if res.Target != nil {
+		gt.record(w.Target, *res.Target)
+	}
+	if res.Marker != nil {
+		gt.record(w.Marker, *res.Marker)
+	}
+	g.check(gt.reads, "when its write ended")
+	g.mu.Lock()
+	g.all = append(g.all, gt.reads...)
+	g.mu.Unlock()
+	return res, err
 }
 
 type guard struct {
