@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // Consumer is a consumer binary to measure.
@@ -50,8 +52,8 @@ func StartConsumer(ctx context.Context, c Consumer, storeURL string, senders int
 		return nil, err
 	}
 	cmd := exec.Command(c.Bin)
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "EVENTPIPE_STORE="+storeURL, "EVENTPIPE_ENV=bench",
-		"EVENTPIPE_SERVICE=pushload")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), settings.Store+"="+storeURL, settings.Environment+"=bench",
+		settings.Service+"=pushload")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 	"github.com/eventpipe/eventpipe/internal/testing/pushload"
 )
@@ -65,7 +66,7 @@ func parse() (config, error) {
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds; each runs every contender at every concurrency")
 	flag.IntVar(&c.memoryMessages, "memory-messages", 30000, "per round, one more run of each consumer with this many messages at the first concurrency, for its memory after them (0: none)")
 	flag.IntVar(&c.pool, "pool", 0, "pool_max_conns of the bare loop's and the consumers' store URL (0: pgx's default, as a consumer has)")
-	flag.Var((*envList)(&c.env), "env", "KEY=VALUE added to every consumer's environment (repeatable), e.g. GOMEMLIMIT or EVENTPIPE_PPROF_ADDR")
+	flag.Var((*envList)(&c.env), "env", "KEY=VALUE added to every consumer's environment (repeatable), e.g. GOMEMLIMIT or "+settings.PprofAddr)
 	flag.StringVar(&c.serverURL, "url", "", "a PostgreSQL server to create the databases on (a superuser's URL); default: a throwaway syncing cluster")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: pushload [flags] NAME=CONSUMER_BINARY ...\n")
