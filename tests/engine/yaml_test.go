@@ -43,7 +43,7 @@ func TestReadmeYAMLProgramUnderTheRealEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	example := docblock.After(t, "README.md", "\n### From TypeScript, Python or YAML\n", "yaml")
+	example := docblock.After(t, "docs/deploy.md", "\n## From TypeScript, Python or YAML\n", "yaml")
 	project := "name: yaml-orders\nruntime: yaml\n" + example
 	// In Google Cloud the example's project exists, with the number it configures.
 	var doc struct {
