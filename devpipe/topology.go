@@ -60,6 +60,10 @@ type SubscriptionTopology struct {
 	// MaxAttempts is the dead-letter policy's maximum delivery attempts; 0
 	// when the subscription opted out of its DLQ.
 	MaxAttempts int
+	// PstestMaxAttempts, when not 0, is the maxDeliveryAttempts declared in
+	// pstest instead of MaxAttempts (ForPstest: the local pipeline counts
+	// the attempts itself).
+	PstestMaxAttempts int
 	// DLQTopic and DLQSubscription are full names; empty without a DLQ.
 	DLQTopic, DLQSubscription string
 	// Filter, Ordering and ExactlyOnce are copied from the spec.
@@ -137,10 +141,14 @@ func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 					return err
 				}
 				if err := createSub(&pubsubpb.Subscription{Name: s.DLQSubscription, Topic: s.DLQTopic,
-					AckDeadlineSeconds: 60, ExpirationPolicy: &pubsubpb.ExpirationPolicy{}, MessageRetentionDuration: durationOrNil(s.DLQRetention)}); err != nil {
+					AckDeadlineSeconds: int32(dlqAckDeadline / time.Second), ExpirationPolicy: &pubsubpb.ExpirationPolicy{}, MessageRetentionDuration: durationOrNil(s.DLQRetention)}); err != nil {
 					return err
 				}
-				pb.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: s.DLQTopic, MaxDeliveryAttempts: int32(s.MaxAttempts)}
+				attempts := s.MaxAttempts
+				if s.PstestMaxAttempts != 0 {
+					attempts = s.PstestMaxAttempts
+				}
+				pb.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: s.DLQTopic, MaxDeliveryAttempts: int32(attempts)}
 			}
 			if err := createSub(pb); err != nil {
 				return err

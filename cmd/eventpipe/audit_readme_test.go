@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
+	"github.com/eventpipe/eventpipe/internal/testing/devtest"
 	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 )
 
@@ -32,5 +35,37 @@ func TestReadmeAuditCommands(t *testing.T) {
 	}
 	if n < 5 {
 		t.Fatalf("found %d audit commands in the README, want the 5 it shows", n)
+	}
+}
+
+// TestReadmeAuditOfDevServe follows the README's emulator audit: start dev
+// --serve, take the PUBSUB_EMULATOR_HOST it prints, and audit the README's
+// --project there: the dev stack's subscriptions are read.
+func TestReadmeAuditOfDevServe(t *testing.T) {
+	var line string
+	for _, l := range strings.Split(docblock.Starting(t, "README.md", "gcloud auth application-default login                       # or any Application Default Credentials"), "\n") {
+		if strings.HasPrefix(l, "PUBSUB_EMULATOR_HOST=") {
+			line = l
+		}
+	}
+	_, cmdline, ok := strings.Cut(line, "eventpipe audit")
+	if !ok {
+		t.Fatalf("the README's audit block has no PUBSUB_EMULATOR_HOST=… eventpipe audit line")
+	}
+	if i := strings.Index(cmdline, "#"); i >= 0 {
+		cmdline = cmdline[:i]
+	}
+	host := devtest.Serve(t, newRootCmd(), "--stack", "dev").Emulator
+	t.Setenv("PUBSUB_EMULATOR_HOST", host)
+	out, errOut, err := executeLog(t, append([]string{"audit", "-o", "json"}, strings.Fields(cmdline)...)...)
+	if code := cli.ExitCode(err); code == 2 {
+		t.Fatalf("audit%s at %s: exit 2: %v\n%s", cmdline, host, err, errOut)
+	}
+	var rep struct {
+		Resources int `json:"resources"`
+	}
+	// The dev stack declares 3 topics, 3 subscriptions and their 3 DLQ topics and subscriptions.
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Resources < 12 {
+		t.Errorf("audit%s read %d resources (%v), want the dev stack's 12 topics and subscriptions at least:\n%s", cmdline, rep.Resources, err, out)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/eventpipe/eventpipe/audit/live"
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/internal/testing/livetest"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -115,7 +116,7 @@ func runAuditCLI(t *testing.T, dial func(context.Context) (*live.Clients, error)
 	if err != nil {
 		errOut.WriteString(err.Error())
 	}
-	return checkResult{stdout: out.String(), stderr: errOut.String(), code: exitCode(err)}
+	return checkResult{stdout: out.String(), stderr: errOut.String(), code: cli.ExitCode(err)}
 }
 
 // TestAuditPubSubTopologies runs `eventpipe audit` on pstest topologies: the clean one

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/policies/check"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -41,15 +42,15 @@ func newCheckCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.stack, "stack", "", "render this stack (dev, staging, prod) offline and check it; also the environment for thresholds")
-	stackFileFlag(f, &opts.stackFile)
-	stackDirFlag(f, &opts.stackDir)
+	cli.StackFileFlag(f, &opts.stackFile)
+	cli.StackDirFlag(f, &opts.stackDir)
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name); one the rules do not name gets the default profile, a misspelling of one they do is refused")
 	opts.policyFlags.register(f)
 	return cmd
 }
 
 func usageError(format string, a ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
+	return &cli.ExitError{Code: 2, Err: fmt.Errorf(format, a...)}
 }
 
 func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string, opts checkOptions) error {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 )
 
@@ -38,8 +39,8 @@ func TestReadmeCheckConfig(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	err := runCheck(context.Background(), nil, &out, &errOut, nil, checkOptions{stack: "prod", policyFlags: policyFlags{config: path, outputs: []string{"text"}, now: day("2027-07-01")}})
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(out.String(), "EP000") || !strings.Contains(out.String(), "expired on 2027-06-30") {
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(out.String(), "EP000") || !strings.Contains(out.String(), "expired on 2027-06-30") {
 		t.Fatalf("after the waiver's expiry: %v\n%s", err, out.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/policies/check"
 	"github.com/eventpipe/eventpipe/policies/report"
 )
@@ -28,7 +29,7 @@ type policyFlags struct {
 // register adds the flags to fs.
 func (f *policyFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.outputs, "output", "o", []string{string(report.Text)}, "output format (text, json, sarif, junit, github) to standard output, or FORMAT=FILE to a file; repeat to write several formats of one evaluation")
-	checkConfigFlag(fs, &f.config)
+	cli.CheckConfigFlag(fs, &f.config)
 	fs.BoolVar(&f.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
 	fs.BoolVar(&f.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
 	fs.BoolVar(&f.printData, "print-data", false, "print the data document the rules get for --check-config and --env (conftest --data, opa eval -d) and exit")
@@ -54,7 +55,7 @@ func verdict(err error) error {
 	}
 	var failed *check.FailedError
 	if errors.As(err, &failed) {
-		return &exitError{code: 1, err: err}
+		return &cli.ExitError{Code: 1, Err: err}
 	}
-	return &exitError{code: 2, err: err}
+	return &cli.ExitError{Code: 2, Err: err}
 }

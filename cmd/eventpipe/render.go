@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/spf13/cobra"
 )
@@ -27,12 +28,12 @@ func newRenderCmd() *cobra.Command {
 			res, err := render.Render(ctx, opts)
 			if err != nil {
 				log.LogAttrs(ctx, slog.LevelError, "render failed", slog.String("stack", opts.Stack), slog.String("error_type", "configuration"))
-				return &exitError{code: 2, err: err}
+				return &cli.ExitError{Code: 2, Err: err}
 			}
 			if out == "" || out == "-" {
 				_, err = cmd.OutOrStdout().Write(res.JSON)
 			} else if err = os.WriteFile(out, res.JSON, 0o644); err != nil {
-				err = &exitError{code: 2, err: fmt.Errorf("write plan: %w", err)}
+				err = &cli.ExitError{Code: 2, Err: fmt.Errorf("write plan: %w", err)}
 			}
 			if err != nil {
 				return err
@@ -44,9 +45,9 @@ func newRenderCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&opts.Stack, "stack", "", "stack to render: dev, staging, prod (required)")
 	cmd.Flags().StringVar(&out, "out", "", "write the plan to FILE instead of standard output")
-	stackFileFlag(cmd.Flags(), &opts.ConfigFile)
-	deprecatedAlias(cmd.Flags(), &opts.ConfigFile, "config", "stack-file")
-	stackDirFlag(cmd.Flags(), &opts.StackDir)
+	cli.StackFileFlag(cmd.Flags(), &opts.ConfigFile)
+	cli.DeprecatedAlias(cmd.Flags(), &opts.ConfigFile, "config", "stack-file")
+	cli.StackDirFlag(cmd.Flags(), &opts.StackDir)
 	_ = cmd.MarkFlagRequired("stack")
 	return cmd
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
+	"github.com/eventpipe/eventpipe/internal/testing/devtest"
 	"github.com/eventpipe/eventpipe/render"
 )
 
@@ -24,13 +25,7 @@ func execute(t *testing.T, args ...string) (string, error) {
 // executeLog runs the CLI with args and returns stdout, stderr and the error.
 func executeLog(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	root := newRootCmd()
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
+	return devtest.Execute(t, newRootCmd(), args...)
 }
 
 // TestRenderQuickstart runs the README's Quickstart command:
@@ -90,8 +85,8 @@ func TestRenderErrors(t *testing.T) {
 			if strings.Contains(out, `"steps"`) {
 				t.Error("a plan was printed despite the error")
 			}
-			var ee *exitError
-			if tc.code != 0 && (!errors.As(err, &ee) || ee.code != tc.code) {
+			var ee *cli.ExitError
+			if tc.code != 0 && (!errors.As(err, &ee) || ee.Code != tc.code) {
 				t.Errorf("exit code: err %T %v, want code %d", err, err, tc.code)
 			}
 		})
