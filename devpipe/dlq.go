@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/eventpipe/eventpipe/spec"
 )
 
 // DLQ keeps the messages of the local pipeline's dead-letter subscriptions, in
@@ -85,8 +87,9 @@ func NewDLQ(t Topology, now func() time.Time) *DLQ {
 	return d
 }
 
-// dlqAckDeadline is the ack deadline Declare gives every DLQ subscription.
-const dlqAckDeadline = 60 * time.Second
+// dlqAckDeadline is the ack deadline of every DLQ subscription, as the components
+// declare it.
+const dlqAckDeadline = spec.DefaultPullAckDeadline
 
 // defaultRetention is Pub/Sub's subscription retention when none is set.
 const defaultRetention = 7 * 24 * time.Hour

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -237,7 +237,7 @@ func example(r *route.Route, topic string, now time.Time) RouteExample {
 		set(f, typ)
 	}
 	if d := r.Dedupe; d != nil {
-		set(d.EventIDField, "evt-0001")
+		set(d.EventIDField, "evt-"+r.Name+"-1") // one per route: the consumer dedupes event ids across routes
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Fields)) {
 		f := r.Fields[name]

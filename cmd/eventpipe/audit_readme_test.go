@@ -69,3 +69,30 @@ func TestReadmeAuditOfDevServe(t *testing.T) {
 		t.Errorf("audit%s read %d resources (%v), want the dev stack's 12 topics and subscriptions at least:\n%s", cmdline, rep.Resources, err, out)
 	}
 }
+
+// TestAuditStackOfDevServeFindsNoDrift: the local pipeline declares its stack's topics and
+// subscriptions as the components do, so `eventpipe audit --stack dev` against its
+// emulator compares them with the stack and finds no drift (EP200): what the emulator
+// cannot hold or show is not a difference.
+func TestAuditStackOfDevServeFindsNoDrift(t *testing.T) {
+	t.Setenv("PUBSUB_EMULATOR_HOST", devtest.Serve(t, newRootCmd(), "--stack", "dev").Emulator)
+	out, errOut, err := executeLog(t, "audit", "--stack", "dev", "-o", "json")
+	if code := cli.ExitCode(err); code == 2 {
+		t.Fatalf("audit --stack dev: exit 2: %v\n%s", err, errOut)
+	}
+	var rep struct {
+		Findings []struct {
+			RuleID  string `json:"ruleId"`
+			URN     string `json:"urn"`
+			Message string `json:"message"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, f := range rep.Findings {
+		if f.RuleID == "EP200" {
+			t.Errorf("drift against the local pipeline: %s: %s", f.URN, f.Message)
+		}
+	}
+}
