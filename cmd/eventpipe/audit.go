@@ -68,7 +68,7 @@ func newAuditCmdWith(dial func(ctx context.Context) (*live.Clients, error)) *cob
 	f.StringArrayVar(&opts.caiResources, "cai-resources", nil, "`FILE` written by gcloud asset export --content-type=resource (newline-delimited JSON; repeatable)")
 	f.StringArrayVar(&opts.caiIAM, "cai-iam", nil, "`FILE` written by gcloud asset export --content-type=iam-policy (repeatable)")
 	f.StringArrayVar(&opts.caiSearch, "cai-search", nil, "`FILE` written by gcloud asset search-all-resources --format=json (repeatable)")
-	f.StringVar(&opts.stack, "stack", "", "compare with this stack (dev, staging, prod) rendered offline; its project is audited when no --project is given")
+	cli.StackFlag(f, &opts.stack, "", "compare with this stack rendered offline; its project is audited when no --project is given")
 	cli.StackFileFlag(f, &opts.stackFile)
 	cli.StackDirFlag(f, &opts.stackDir)
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply (default: the --stack name; else each resource's eventpipe_env label)")
@@ -97,5 +97,5 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) 
 	if !a.FromCAI() && len(opts.projects) == 0 && opts.stack == "" && !opts.infoOnly() {
 		return usageError("nothing to audit: give --project ID (repeatable), --cai-resources/--cai-iam/--cai-search files, or --stack ENV")
 	}
-	return verdict(audit.Run(ctx, stdout, stderr, a))
+	return verdict(stderr, func(log io.Writer) error { return audit.Run(ctx, stdout, log, a) })
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -47,15 +48,15 @@ func (f *policyFlags) options(env string) check.Options {
 	}
 }
 
-// verdict turns the error of a policy run into the exit code (conftest's convention): a
+// verdict runs a policy run, its log lines written after the human message of a failure
+// (cli.HumanFirst), and turns its error into the exit code (conftest's convention): a
 // failing report is 1, anything else (unusable input, usage) 2.
-func verdict(err error) error {
-	if err == nil {
-		return nil
-	}
-	var failed *check.FailedError
-	if errors.As(err, &failed) {
-		return &cli.ExitError{Code: 1, Err: err}
-	}
-	return &cli.ExitError{Code: 2, Err: err}
+func verdict(stderr io.Writer, run func(log io.Writer) error) error {
+	return cli.HumanFirst(stderr, func(err error) int {
+		var failed *check.FailedError
+		if errors.As(err, &failed) {
+			return 1
+		}
+		return 2
+	}, run)
 }

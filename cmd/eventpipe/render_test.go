@@ -108,8 +108,10 @@ func TestRenderLogsOutcome(t *testing.T) {
 	if line.Level != "INFO" || line.Msg != "rendered" || line.Stack != "staging" || line.Out != "stdout" || line.Pipelines != 3 || line.Steps < 10 {
 		t.Errorf("log = %+v", line)
 	}
-	_, log, _ = executeLog(t, "render", "--stack", "broken", "--stack-file", "../../render/testdata/Pulumi.broken.yaml")
-	if !strings.Contains(log, `"level":"ERROR"`) || !strings.Contains(log, `"msg":"render failed"`) {
-		t.Errorf("failure not logged: %q", log)
+	// A failure is logged too, after the human message (TestHumanMessageBeforeLogs).
+	var stderr strings.Builder
+	cli.Main(context.Background(), newRootCmd(), []string{"render", "--stack", "broken", "--stack-file", "../../render/testdata/Pulumi.broken.yaml"}, &stderr)
+	if !strings.Contains(stderr.String(), `"level":"ERROR"`) || !strings.Contains(stderr.String(), `"msg":"render failed"`) {
+		t.Errorf("failure not logged: %q", stderr.String())
 	}
 }

@@ -6,6 +6,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,9 @@ import (
 type ExitError struct {
 	Code int
 	Err  error
+	// Log is what the command logged while it failed (JSON lines): Main writes it after
+	// the human message, which a user must see first.
+	Log []byte
 }
 
 func (e *ExitError) Error() string { return e.Err.Error() }
@@ -49,7 +53,28 @@ func Main(ctx context.Context, root *cobra.Command, args []string, stderr io.Wri
 		return 0
 	}
 	fmt.Fprintln(stderr, root.Name()+":", err)
+	if ee := (*ExitError)(nil); errors.As(err, &ee) {
+		_, _ = stderr.Write(ee.Log)
+	}
 	return ExitCode(err)
+}
+
+// HumanFirst runs a command's work with a buffer for its log output instead of stderr:
+// on success the log goes to stderr at once; on failure it rides in the *ExitError (code
+// from exit) so that Main prints it after the human message.
+func HumanFirst(stderr io.Writer, exit func(error) int, work func(log io.Writer) error) error {
+	var log bytes.Buffer
+	err := work(&log)
+	if err == nil {
+		_, werr := stderr.Write(log.Bytes())
+		return werr
+	}
+	ee := (*ExitError)(nil)
+	if !errors.As(err, &ee) {
+		ee = &ExitError{Code: exit(err), Err: err}
+	}
+	ee.Log = append(ee.Log, log.Bytes()...)
+	return ee
 }
 
 // ExitCode is the process exit code of a command's error: 0 for nil, an *ExitError's

@@ -59,7 +59,7 @@ func NewDevCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.stack.Stack, "stack", "dev", "stack whose pipelines run: dev, staging, prod")
+	StackFlag(fl, &f.stack.Stack, "dev", "the stack whose pipelines run")
 	StackFileFlag(fl, &f.stack.ConfigFile)
 	DeprecatedAlias(fl, &f.stack.ConfigFile, "config", "stack-file")
 	StackDirFlag(fl, &f.stack.StackDir)

@@ -23,6 +23,12 @@ import (
 // --config meant the first in render and dev and the second in check and audit; it still
 // works with that meaning and prints a deprecation notice naming the new flag.
 
+// StackFlag registers --stack into p with value (its default) and usage saying what the
+// command does with the stack; any name works, not only the shipped ones.
+func StackFlag(fs *pflag.FlagSet, p *string, value, usage string) {
+	fs.StringVar(p, "stack", value, usage+": the stack `NAME`, any with a Pulumi.NAME.yaml in the stack folder (dev, staging and prod ship)")
+}
+
 // StackFileFlag registers --stack-file into p.
 func StackFileFlag(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "stack-file", "", "stack config `FILE` (default: Pulumi.<stack>.yaml in the project's stackConfigDir)")
