@@ -81,6 +81,8 @@ type Serving struct {
 	Base, Emulator string
 	// Replays are the arguments of the replay commands it printed, from "replay" on.
 	Replays [][]string
+	// Printed is what it printed before it listed its consumers.
+	Printed string
 }
 
 // Serve runs `dev --serve` of root (on a free port, with a data folder of the test's)
@@ -107,6 +109,7 @@ func Serve(t testing.TB, root *cobra.Command, args ...string) Serving {
 	var s Serving
 	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
+		s.Printed += sc.Text() + "\n"
 		l := strings.TrimSpace(sc.Text())
 		if f := strings.Fields(l); len(f) > 2 && f[0] == "curl" && strings.HasSuffix(f[2], "/stats") {
 			s.Base = strings.TrimSuffix(f[2], "/stats")
