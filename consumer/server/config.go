@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,9 +59,15 @@ type Config struct {
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
-// unset: eventpipe.db in the OS temporary directory.
+// unset: eventpipe-UID.db in the OS temporary directory, one per user, since
+// the temporary directory is shared by every user of a host (/tmp) and one
+// user's store would refuse, or decide, another's messages.
 func DefaultStoreURL() string {
-	return "bbolt://" + filepath.ToSlash(filepath.Join(os.TempDir(), "eventpipe.db"))
+	name := "eventpipe.db"
+	if uid := os.Getuid(); uid >= 0 { // -1 on Windows, whose temporary directory is the user's own
+		name = "eventpipe-" + strconv.Itoa(uid) + ".db"
+	}
+	return "bbolt://" + filepath.ToSlash(filepath.Join(os.TempDir(), name))
 }
 
 // DefaultShutdownTimeout leaves Cloud Run's 10 s SIGTERM grace a margin.

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -200,5 +203,17 @@ func TestConfigFromEnvDocumentsEachVariableOnceWithItsDefault(t *testing.T) {
 		if got != documented {
 			t.Errorf("%s is documented with default %s, ConfigFromEnv applies %s", name, documented, got)
 		}
+	}
+}
+
+// TestDefaultStoreIsPerUser: with no EVENTPIPE_STORE, the consumer's bbolt file is the
+// user's own, in the temporary directory every user of a host shares.
+func TestDefaultStoreIsPerUser(t *testing.T) {
+	if os.Getuid() < 0 {
+		t.Skip("no user id on this platform; its temporary directory is the user's own")
+	}
+	want := "bbolt://" + filepath.ToSlash(filepath.Join(os.TempDir(), fmt.Sprintf("eventpipe-%d.db", os.Getuid())))
+	if got := DefaultStoreURL(); got != want {
+		t.Errorf("DefaultStoreURL() = %s, want %s", got, want)
 	}
 }
