@@ -111,4 +111,4 @@ build:
 .PHONY: build-consumer
 ## build-consumer: the static consumer binary, built exactly as the Dockerfile builds it.
 build-consumer:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o bin/consumer ./cmd/consumer
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o bin/consumer ./cmd/consumer
