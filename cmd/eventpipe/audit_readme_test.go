@@ -10,11 +10,11 @@ import (
 	"github.com/eventpipe/eventpipe/internal/testing/docblock"
 )
 
-// TestReadmeAuditCommands parses every `eventpipe audit` command of the README's audit
-// section with the command's own flags: each flag it shows exists and takes its value.
+// TestReadmeAuditCommands parses every `eventpipe audit` command of docs/audit.md's
+// commands with the command's own flags: each flag it shows exists and takes its value.
 func TestReadmeAuditCommands(t *testing.T) {
-	blocks := docblock.Starting(t, "README.md", "gcloud auth application-default login                       # or any Application Default Credentials") +
-		docblock.Starting(t, "README.md", "gcloud asset export --organization=ORG_ID --content-type=resource --output-path=gs://BUCKET/resources.json \\")
+	blocks := docblock.Starting(t, "docs/audit.md", "gcloud auth application-default login                       # or any Application Default Credentials") +
+		docblock.Starting(t, "docs/audit.md", "gcloud asset export --organization=ORG_ID --content-type=resource --output-path=gs://BUCKET/resources.json \\")
 	n := 0
 	for _, line := range strings.Split(blocks, "\n") {
 		_, cmdline, ok := strings.Cut(line, "eventpipe audit")
@@ -26,31 +26,31 @@ func TestReadmeAuditCommands(t *testing.T) {
 		}
 		cmd := newAuditCmd()
 		if err := cmd.ParseFlags(strings.Fields(cmdline)); err != nil {
-			t.Errorf("README: eventpipe audit%s: %v", cmdline, err)
+			t.Errorf("docs/audit.md: eventpipe audit%s: %v", cmdline, err)
 		}
 		if args := cmd.Flags().Args(); len(args) != 0 {
-			t.Errorf("README: eventpipe audit%s: stray arguments %v", cmdline, args)
+			t.Errorf("docs/audit.md: eventpipe audit%s: stray arguments %v", cmdline, args)
 		}
 		n++
 	}
 	if n < 5 {
-		t.Fatalf("found %d audit commands in the README, want the 5 it shows", n)
+		t.Fatalf("found %d audit commands in docs/audit.md, want the 5 it shows", n)
 	}
 }
 
-// TestReadmeAuditOfDevServe follows the README's emulator audit: start dev
-// --serve, take the PUBSUB_EMULATOR_HOST it prints, and audit the README's
+// TestReadmeAuditOfDevServe follows docs/audit.md's emulator audit: start dev
+// --serve, take the PUBSUB_EMULATOR_HOST it prints, and audit its
 // --project there: the dev stack's subscriptions are read.
 func TestReadmeAuditOfDevServe(t *testing.T) {
 	var line string
-	for _, l := range strings.Split(docblock.Starting(t, "README.md", "gcloud auth application-default login                       # or any Application Default Credentials"), "\n") {
+	for _, l := range strings.Split(docblock.Starting(t, "docs/audit.md", "gcloud auth application-default login                       # or any Application Default Credentials"), "\n") {
 		if strings.HasPrefix(l, "PUBSUB_EMULATOR_HOST=") {
 			line = l
 		}
 	}
 	_, cmdline, ok := strings.Cut(line, "eventpipe audit")
 	if !ok {
-		t.Fatalf("the README's audit block has no PUBSUB_EMULATOR_HOST=… eventpipe audit line")
+		t.Fatalf("docs/audit.md's audit block has no PUBSUB_EMULATOR_HOST=… eventpipe audit line")
 	}
 	if i := strings.Index(cmdline, "#"); i >= 0 {
 		cmdline = cmdline[:i]
