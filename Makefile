@@ -21,13 +21,22 @@ CONFTEST_VERSION := v0.71.1
 OPA_VERSION      := v1.22.0
 REGAL_VERSION    := v0.38.1
 # The Pulumi CLI the real-engine tests run (pinned in tools/pulumi/go.mod, whose replace
-# line `go install pkg@version` refuses), and the YAML language host.
+# line `go install pkg@version` refuses), and the YAML language host (pinned in
+# tools/pulumi-yaml/go.mod, which holds the modules it shares with the CLI at the CLI's
+# versions, so a cold build compiles them once: scripts/tool-modules-aligned.sh).
 PULUMI_VERSION      := $(shell sed -n 's/^\tgithub.com\/pulumi\/pulumi\/pkg\/v3 \(v[^ ]*\).*/\1/p' tools/pulumi/go.mod)
-PULUMI_YAML_VERSION := v1.25.0
+PULUMI_YAML_VERSION := $(shell sed -n 's/^require github.com\/pulumi\/pulumi-yaml \(v[^ ]*\).*/\1/p' tools/pulumi-yaml/go.mod)
+# Every build tag the repo's files use (gcp: the real-GCP run, tests/cloud_gcp_test.go). make
+# lint vets once with all of them, which covers every file, and fails if a file is still left
+# out (a `!tag` constraint): each vet pass analyses every dependency afresh, so one pass, not
+# one per tag.
+BUILDTAGS := gcp
+# Link flags of the tools make deps builds: no symbol table, no DWARF (faster links).
+TOOLLDFLAGS := -s -w
 # Committed files larger than this must be listed in .large-files (fixtures only).
 MAXFILEBYTES := 1048576
 
-.PHONY: test deps lint vet fmt run build
+.PHONY: test test-only deps lint vet fmt run build
 
 # cached-tool NAME,VERSION,BINARY,COMMAND: unless TOOLCACHE/NAME-VERSION/BINARY exists, run
 # COMMAND (in the shell, $$dir is that folder) to build it there; then link it into .tools/bin.
@@ -37,12 +46,42 @@ define cached-tool
 	ln -sfn $$dir/$(3) $(TOOLS)/bin/$(notdir $(3))
 endef
 
-## test: install test dependencies, check formatting and vet, run every test.
-test: deps lint
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
+# npm-install NAME: npm ci of tools/NAME into .tools/NAME, unless the lock file installed
+# there last is this one (a second make test reinstalls nothing).
+define npm-install
+	@dir=$(TOOLS)/$(1); cmp -s tools/$(1)/package-lock.json $$dir/.installed-lock.json 2>/dev/null && test -d $$dir/node_modules || { \
+	  mkdir -p $$dir && cp tools/$(1)/package.json tools/$(1)/package-lock.json $$dir/ && \
+	  echo "npm ci --prefix $$dir" && npm ci --prefix $$dir --no-audit --no-fund && \
+	  cp tools/$(1)/package-lock.json $$dir/.installed-lock.json; }
+endef
 
-## deps: download Go modules and install the tools tests need.
-deps:
+## test: install test dependencies, check formatting and vet, run every test: make deps,
+## make lint and make test-only, one after the other also under make -j
+## (scripts/cold-test.sh times each).
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory test-only
+
+## test-only: run every test, with what make deps installed. go test's own vet pass is off:
+## make lint has just run go vet's full set of analyzers, of which go test's is a subset, and
+## each pass analyses every dependency again (about 30 s of CPU). The test binaries are linked
+## without symbol table and DWARF (-s): a third less CPU per link, and no test reads them
+## (stack traces use the runtime's own tables).
+test-only:
+	$(GO) test -count=1 -vet=off -ldflags=-s -timeout $(TESTTIMEOUT) ./...
+
+## deps: download Go modules and install the tools tests need. After the system packages,
+## two lanes run side by side: the Go tool builds one after another (each go install keeps
+## both cores busy; two at once would compile the standard library and the modules they
+## share twice), and beside them the downloads and npm installs, which mostly wait on the
+## network and the disk.
+deps: deps-system
+	@mkdir -p $(TOOLS)/bin $(TOOLCACHE)
+	@$(MAKE) --no-print-directory -j2 --output-sync=line deps-tools deps-fetch
+
+.PHONY: deps-system deps-tools deps-fetch
+deps-system:
 	@# System tools the tests use: PostgreSQL 15 binaries (throwaway clusters), jq and curl
 	@# (runbook and README examples), Node/npm (Firestore emulator, TypeScript), python3
 	@# (the generated Python SDK). Installed only if missing.
@@ -50,16 +89,17 @@ deps:
 	for t in jq curl npm python3; do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
-	$(GO) mod download
-	@mkdir -p $(TOOLS)/bin $(TOOLCACHE)
-	@# conftest, opa and regal; the Pulumi CLI (about 10 minutes of compiling on 2 cores;
-	@# built from source it knows no version unless told, and the Automation API checks it)
-	@# and its YAML language host.
-	$(call cached-tool,conftest,$(CONFTEST_VERSION),conftest,GOBIN=$$dir $(GO) install github.com/open-policy-agent/conftest@$(CONFTEST_VERSION))
-	$(call cached-tool,opa,$(OPA_VERSION),opa,GOBIN=$$dir $(GO) install github.com/open-policy-agent/opa@$(OPA_VERSION))
-	$(call cached-tool,regal,$(REGAL_VERSION),regal,cd tools/regal && GOBIN=$$dir $(GO) install tool)
-	$(call cached-tool,pulumi,$(PULUMI_VERSION),bin/pulumi,cd tools/pulumi && GOBIN=$$dir/bin $(GO) install -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(PULUMI_VERSION)" tool)
-	$(call cached-tool,pulumi-language-yaml,$(PULUMI_YAML_VERSION),pulumi-language-yaml,GOBIN=$$dir $(GO) install github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml@$(PULUMI_YAML_VERSION))
+
+# deps-tools: conftest, opa and regal; the Pulumi CLI (about 10 minutes of compiling on 2
+# cores; built from source it knows no version unless told, and the Automation API checks
+# it) and its YAML language host. Linked without the symbol table and DWARF (-s -w): no
+# test debugs them, and the linker's DWARF work is a large share of linking a 100 MB CLI.
+deps-tools:
+	$(call cached-tool,conftest,$(CONFTEST_VERSION),conftest,GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" github.com/open-policy-agent/conftest@$(CONFTEST_VERSION))
+	$(call cached-tool,opa,$(OPA_VERSION),opa,GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" github.com/open-policy-agent/opa@$(OPA_VERSION))
+	$(call cached-tool,regal,$(REGAL_VERSION),regal,cd tools/regal && GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" tool)
+	$(call cached-tool,pulumi,$(PULUMI_VERSION),bin/pulumi,cd tools/pulumi && GOBIN=$$dir/bin $(GO) install -ldflags "$(TOOLLDFLAGS) -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(PULUMI_VERSION)" tool)
+	$(call cached-tool,pulumi-language-yaml,$(PULUMI_YAML_VERSION),pulumi-language-yaml,cd tools/pulumi-yaml && GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" tool)
 	@# Terraform and OpenTofu: linked when this machine has them, built only when the
 	@# fixtures' inputs changed since their plans were made (then the plans must be made
 	@# again, with these CLIs). OpenTofu's go.mod has a replace directive, so it is built in
@@ -78,14 +118,24 @@ deps:
 	fi; \
 	if test -x $$tf/terraform && test -x $$tofu/tofu; then \
 	  ln -sfn $$tf/terraform $(TOOLS)/bin/terraform && ln -sfn $$tofu/tofu $(TOOLS)/bin/tofu; fi
-	mkdir -p $(TOOLS)/firestore-emulator && cp tools/firestore-emulator/package.json tools/firestore-emulator/package-lock.json $(TOOLS)/firestore-emulator/ && npm ci --prefix $(TOOLS)/firestore-emulator --no-audit --no-fund
-	@# The component provider's SDK tests: TypeScript and the Pulumi Node.js SDK the generated
-	@# TypeScript SDK compiles against (tools/tsc), and the modules of the SDK generator
-	@# (tools/sdkgen, its own module: see its doc comment).
-	mkdir -p $(TOOLS)/tsc && cp tools/tsc/package.json tools/tsc/package-lock.json $(TOOLS)/tsc/ && npm ci --prefix $(TOOLS)/tsc --no-audit --no-fund
-	cd tools/sdkgen && $(GO) mod download
 
-## lint: gofmt and go vet (also with every build tag the repo uses); opa fmt and Regal on
+# deps-fetch: the module downloads, the tools' ahead of their builds in the order deps-tools
+# builds them (`go install -n` resolves and downloads a tool's modules without building it;
+# a failure there shows again in deps-tools), then this module's and those of the SDK
+# generator (tools/sdkgen, its own module: see its doc comment); and the npm installs: the
+# Firestore emulator, TypeScript and the Pulumi Node.js SDK the generated TypeScript SDK
+# compiles against (tools/tsc).
+deps-fetch:
+	-@$(GO) install -n github.com/open-policy-agent/opa@$(OPA_VERSION) >/dev/null 2>&1
+	cd tools/regal && $(GO) mod download
+	cd tools/pulumi && $(GO) mod download
+	cd tools/pulumi-yaml && $(GO) mod download
+	$(GO) mod download
+	cd tools/sdkgen && $(GO) mod download
+	$(call npm-install,firestore-emulator)
+	$(call npm-install,tsc)
+
+## lint: gofmt and go vet (one pass, with every build tag the repo uses); opa fmt and Regal on
 ## the rules (.regal/config.yaml).
 lint:
 	@big="$$(git ls-files -z | xargs -0 stat -c '%s %n' 2>/dev/null | \
@@ -93,9 +143,11 @@ lint:
 	if [ -n "$$big" ]; then echo "committed files over $(MAXFILEBYTES) bytes (build outputs? list fixtures in .large-files):"; echo "$$big"; exit 1; fi
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) vet -tags gcp ./tests/
+	@out="$$($(GO) list -tags '$(BUILDTAGS)' -f '{{if .IgnoredGoFiles}}{{.ImportPath}}: {{.IgnoredGoFiles}}{{end}}' ./...)"; \
+	if [ -n "$$out" ]; then echo "go vet -tags '$(BUILDTAGS)' leaves out these files (a build constraint excludes them: add its tag to BUILDTAGS):"; echo "$$out"; exit 1; fi
+	$(GO) vet -tags '$(BUILDTAGS)' ./...
 	cd tools/sdkgen && $(GO) vet ./...
+	scripts/tool-modules-aligned.sh tools/pulumi tools/pulumi-yaml github.com/pulumi/pulumi/pkg/v3 github.com/pulumi/pulumi/sdk/v3
 	@out="$$($(TOOLS)/bin/opa fmt --list policies)"; \
 	if [ -n "$$out" ]; then echo "opa fmt needed on:"; echo "$$out"; exit 1; fi
 	$(TOOLS)/bin/regal lint --no-color policies

@@ -17,14 +17,17 @@ import (
 // The grants name it from the configured project number, known at preview
 // for the policies to read; the number is checked against the project's
 // own (getProject) and a wrong one fails the deployment before any grant,
-// naming the key to fix. sc.apis, when set, are waited for.
+// naming the key to fix. sc.ready, when set, is waited for (getProject is
+// a Cloud Resource Manager call).
 func declarePubSubAgent(ctx *pulumi.Context, name string, sc *scope, parent pulumi.ResourceOption) (*projects.ServiceIdentity, error) {
-	var invokeOpts []pulumi.InvokeOption
-	if crm := sc.apis[APIResourceManager]; crm != nil {
-		// getProject is a Cloud Resource Manager call.
-		invokeOpts = append(invokeOpts, pulumi.DependsOn([]pulumi.Resource{crm}))
+	projectID := sc.project
+	if sc.ready != nil {
+		// The project id, once ready is: an argument that is not known yet holds
+		// the call back (DependsOnInputs would not: the Go SDK v3.200 never
+		// resolves an invoke whose DependsOnInputs is unknown at preview).
+		projectID = pulumi.All(sc.project, sc.ready).ApplyT(func(v []any) string { return v[0].(string) }).(pulumi.StringOutput)
 	}
-	actual := organizations.LookupProjectOutput(ctx, organizations.LookupProjectOutputArgs{ProjectId: sc.project}, invokeOpts...).Number()
+	actual := organizations.LookupProjectOutput(ctx, organizations.LookupProjectOutputArgs{ProjectId: projectID}).Number()
 	kind := "subscription"
 	if sc.inPipeline {
 		kind = "pipeline"

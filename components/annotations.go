@@ -27,6 +27,9 @@ func (x *ConsumerArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Consumer, "The service's settings.")
 	a.Describe(&x.PushAccounts, "The emails of the service accounts whose push tokens the consumer accepts.")
 	a.Describe(&x.PullSubscriptions, "The full names (projects/P/subscriptions/S) of the subscriptions the consumer pulls.")
+	a.Describe(&x.ProjectNumber, "The project's number, which names the Cloud Run service agent a Shared VPC subnet (consumer.vpcAccess in another project) is granted to; needed only then.")
+	a.Describe(&x.Apis, "Makes every resource wait for a Project's apis output: the APIs enabled and propagated.")
+	a.Describe(&x.GrantPropagation, "How long the consumer's service waits after the roles it needs are granted, for the grants to take effect (default 120s; 0s: no wait).")
 }
 
 // Annotate describes FirestoreTTL and its fields for a component provider's schema.
@@ -44,6 +47,7 @@ func (x *FirestoreTTLArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Database, "The Firestore database id, e.g. \"(default)\".")
 	a.Describe(&x.Collections, "The collection groups whose documents expire.")
 	a.Describe(&x.Field, "The timestamp field documents expire by (default expireAt, the consumer's).")
+	a.Describe(&x.Apis, "Makes every resource wait for a Project's apis output: the APIs enabled and propagated.")
 }
 
 // Annotate describes Pipeline and its fields for a component provider's schema.
@@ -73,6 +77,27 @@ func (x *PipelineArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Consumer, "The Cloud Run service the subscriptions feed.")
 	a.Describe(&x.Subscriptions, "The subscriptions on the topic, keyed by a short name unique in the pipeline (1–30 lowercase letters, digits or hyphens). At least one.")
 	a.Describe(&x.Alerts, "Configure the pipeline's alerts, on unless opted out.")
+	a.Describe(&x.Apis, "Makes every resource wait for a Project's apis output: the APIs enabled and propagated.")
+	a.Describe(&x.GrantPropagation, "How long the consumer's service waits after the roles it needs are granted, for the grants to take effect (default 120s; 0s: no wait).")
+}
+
+// Annotate describes Project and its fields for a component provider's schema.
+func (x *Project) Annotate(a annotate.Annotator) {
+	a.SetToken("index", "Project")
+	a.Describe(x, "Project is what a project needs before pipelines can be declared in it: the Google\nCloud APIs enabled, Service Usage and Cloud Resource Manager first and every other\nafter them, a wait (a time_sleep of setup.apiPropagation) for the enablements to\npropagate, and optionally the Firestore databases. Its apis output resolves once all\nof that is done: pass it as the apis argument of a Pipeline (or Topic, Subscription,\nConsumer, FirestoreTTL), and every resource the component declares waits for it.")
+	a.Describe(&x.Apis, "The APIs enabled, known once they have propagated and the databases exist; pass it as the other components' apis argument.")
+}
+
+// Annotate describes ProjectArgs and its fields for a component provider's schema.
+func (x *ProjectArgs) Annotate(a annotate.Annotator) {
+	a.SetToken("index", "ProjectArgs")
+	a.Describe(x, "ProjectArgs configure a Project.")
+	a.Describe(&x.Project, "The GCP project id.")
+	a.Describe(&x.ManageApis, "Enables the APIs (default true); false where an organisation enables them centrally.")
+	a.Describe(&x.Apis, "The Google Cloud APIs to enable (default: pubsub, run, iam, cloudresourcemanager, firestore, logging and monitoring, what a pipeline with a Firestore store and alerts uses). Service Usage and Cloud Resource Manager are enabled first in any case: the provider reads every enablement back through Cloud Resource Manager.")
+	a.Describe(&x.FirestoreDatabases, "The ids of Firestore databases to create (\"(default)\" for the project's default one), in setup.firestoreLocation.")
+	a.Describe(&x.Setup, "Sets the wait after enabling (apiPropagation) and the Firestore databases' location.")
+	a.Describe(&x.Protect, "Puts Pulumi's protect on the Firestore databases (default true): deleting one deletes its data.")
 }
 
 // Annotate describes PushTarget and its fields for a component provider's schema.
@@ -108,6 +133,7 @@ func (x *SubscriptionArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Protect, "Protects the subscription and its dead-letter queue from deletion and replacement (default true).")
 	a.Describe(&x.Subscription, "The subscription's settings; its name defaults to the component name.")
 	a.Describe(&x.Push, "Where a push subscription delivers; required with delivery push.")
+	a.Describe(&x.Apis, "Makes every resource wait for a Project's apis output: the APIs enabled and propagated.")
 }
 
 // Annotate describes Topic and its fields for a component provider's schema.
@@ -127,4 +153,5 @@ func (x *TopicArgs) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Labels, "Extra GCP labels on the topic.")
 	a.Describe(&x.Protect, "Protects the topic from deletion and replacement (default true).")
 	a.Describe(&x.Topic, "The topic's settings (existing is not allowed: this component declares the topic).")
+	a.Describe(&x.Apis, "Makes every resource wait for a Project's apis output: the APIs enabled and propagated.")
 }

@@ -2,8 +2,6 @@ package components
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
@@ -24,33 +22,6 @@ const (
 	APISQLAdmin        = "sqladmin.googleapis.com"
 	APICompute         = "compute.googleapis.com"
 )
-
-// apiOfType is the API that serves resources of type token typ (a
-// pulumi-gcp type such as gcp:pubsub/topic:Topic), ok false for a type
-// eventpipe does not declare. Project IAM members go through the Cloud
-// Resource Manager API, without which they fail with 403.
-func apiOfType(typ string) (api string, ok bool) {
-	module, _, _ := strings.Cut(strings.TrimPrefix(typ, "gcp:"), "/")
-	switch {
-	case !strings.HasPrefix(typ, "gcp:"):
-		return "", false
-	case typ == "gcp:projects/iAMMember:IAMMember":
-		return APIResourceManager, true
-	case typ == "gcp:projects/serviceIdentity:ServiceIdentity":
-		// eventpipe asks only for the Pub/Sub service agent.
-		return APIPubSub, true
-	}
-	api, ok = map[string]string{
-		"pubsub":         APIPubSub,
-		"cloudrunv2":     APIRun,
-		"serviceaccount": APIIAM,
-		"firestore":      APIFirestore,
-		"logging":        APILogging,
-		"monitoring":     APIMonitoring,
-		"secretmanager":  APISecretManager,
-	}[module]
-	return api, ok
-}
 
 // RequiredAPIs are the APIs the stack st uses in its project, sorted: the
 // ones its resources are served by (Pub/Sub, Cloud Run, IAM, Cloud
@@ -89,48 +60,20 @@ func RequiredAPIs(st *spec.Stack) []string {
 // default true).
 func ManagesAPIs(st *spec.Stack) bool { return st.ManageAPIs == nil || *st.ManageAPIs }
 
-// EnableAPIs enables apis in project (a projects.Service each, named
-// api-SERVICE, left enabled on destroy: other workloads of the project may
-// use them) and makes every resource the program declares afterwards wait
-// for the API that serves it; Cloud Run services wait for every one of
-// apis, because their consumers call them at run time. Call it before
-// declaring the resources, once per program. It returns the services by API.
+// EnableAPIs enables apis in project, Service Usage and Cloud Resource Manager first
+// (a Project named "apis", its services named api-SERVICE, left enabled on destroy:
+// other workloads of the project may use them), waits the default API propagation for
+// the enablements to take effect, and makes every Google Cloud resource the program
+// declares afterwards wait for that. Call it before declaring the resources, once per
+// program. It returns the services by API. (NewProject does the same for a
+// program that passes its apis output to the components instead.)
 func EnableAPIs(ctx *pulumi.Context, project pulumi.StringInput, apis []string) (map[string]*projects.Service, error) {
-	services := map[string]*projects.Service{}
-	all := make([]pulumi.Resource, 0, len(apis))
-	for _, api := range apis {
-		svc, err := projects.NewService(ctx, "api-"+strings.TrimSuffix(api, ".googleapis.com"), &projects.ServiceArgs{
-			Project:                  project,
-			Service:                  pulumi.String(api),
-			DisableOnDestroy:         pulumi.Bool(false),
-			DisableDependentServices: pulumi.Bool(false),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("enable API %s: %w", api, err)
-		}
-		services[api] = svc
-		all = append(all, svc)
-	}
-	err := ctx.RegisterStackTransformation(func(args *pulumi.ResourceTransformationArgs) *pulumi.ResourceTransformationResult {
-		if _, custom := args.Resource.(pulumi.CustomResource); !custom {
-			return nil
-		}
-		var waits []pulumi.Resource
-		if args.Type == "gcp:cloudrunv2/service:Service" || args.Type == "gcp:cloudrunv2/workerPool:WorkerPool" {
-			waits = all
-		} else if api, ok := apiOfType(args.Type); ok && services[api] != nil {
-			waits = []pulumi.Resource{services[api]}
-		}
-		if len(waits) == 0 {
-			return nil
-		}
-		return &pulumi.ResourceTransformationResult{
-			Props: args.Props,
-			Opts:  append(slices.Clip(args.Opts), pulumi.DependsOn(waits)),
-		}
-	})
+	pr, err := NewProject(ctx, "apis", &ProjectArgs{Project: project, Apis: apis})
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.RegisterStackTransformation(awaitTransformation(pr.Apis)); err != nil {
 		return nil, fmt.Errorf("make resources wait for their APIs: %w", err)
 	}
-	return services, nil
+	return pr.Services, nil
 }

@@ -8,38 +8,13 @@ import (
 	"strings"
 
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/cloudrunv2"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/secretmanager"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/serviceaccount"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-)
-
-// Environment variables the consumer binary reads (the runtime contract).
-// PORT is set by Cloud Run itself from the container port and may not be set
-// by the service definition.
-const (
-	EnvEnvironment       = "EVENTPIPE_ENV"
-	EnvService           = "EVENTPIPE_SERVICE"
-	EnvVersion           = "EVENTPIPE_VERSION"
-	EnvStore             = "EVENTPIPE_STORE"
-	EnvRoutes            = "EVENTPIPE_ROUTES"
-	EnvOIDCAudience      = "EVENTPIPE_OIDC_AUDIENCE"
-	EnvPushAccounts      = "EVENTPIPE_PUSH_ACCOUNTS"
-	EnvPullSubscriptions = "EVENTPIPE_PULL_SUBSCRIPTIONS"
-	EnvCollectionPrefix  = "EVENTPIPE_COLLECTION_PREFIX"
-	EnvCallbackAccounts  = "EVENTPIPE_CALLBACK_ACCOUNTS"
-	EnvCallbackAudience  = "EVENTPIPE_CALLBACK_AUDIENCE"
-	// EnvRequestTimeout is the service's request timeout: the consumer derives its HTTP
-	// read and idle timeouts and a PostgreSQL store's lock and statement bounds from it.
-	EnvRequestTimeout = "EVENTPIPE_REQUEST_TIMEOUT"
-	// EnvPullMaxOutstanding bounds the messages a pulling consumer holds at
-	// once, like the service's request concurrency bounds pushed ones.
-	EnvPullMaxOutstanding = "EVENTPIPE_PULL_MAX_OUTSTANDING_MESSAGES"
-	// EnvMemoryLimit is the Go runtime's soft memory limit, from the
-	// container's memory (limits.MemoryLimit).
-	EnvMemoryLimit = "GOMEMLIMIT"
 )
 
 // Cloud Run ingress settings by spec value.
@@ -80,6 +55,14 @@ type ConsumerArgs struct {
 	PushAccounts pulumi.StringArrayInput `pulumi:"pushAccounts,optional"`
 	// PullSubscriptions are the full names (projects/P/subscriptions/S) of the subscriptions the consumer pulls.
 	PullSubscriptions pulumi.StringArrayInput `pulumi:"pullSubscriptions,optional"`
+	// ProjectNumber is the project's number, which names the Cloud Run service agent a Shared VPC subnet
+	// (consumer.vpcAccess in another project) is granted to; needed only then.
+	ProjectNumber pulumi.StringInput `pulumi:"projectNumber,optional"`
+	// Apis makes every resource wait for a Project's apis output: the APIs enabled and propagated.
+	Apis pulumi.StringArrayInput `pulumi:"apis,optional"`
+	// GrantPropagation is how long the consumer's service waits after the roles it needs are granted, for
+	// the grants to take effect (default 120s; 0s: no wait).
+	GrantPropagation string `pulumi:"grantPropagation,optional"`
 }
 
 // Consumer is the Cloud Run v2 service that runs the eventpipe consumer,
@@ -135,10 +118,13 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	if args == nil {
 		return nil, fmt.Errorf("consumer %s: no arguments; set at least project and consumer.image", name)
 	}
-	sc := newScope(ctx, name, args.Project, nil, args.Region, args.Environment, args.Labels, args.Protect)
+	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, args.Protect)
+	sc.ready = args.Apis
+	sc.stack.Setup.GrantPropagation = args.GrantPropagation
 	sc.pipeline.Consumer = sc.d.consumer(&args.Consumer)
 	sc.stack.Defaults.TraceCollector = &args.TraceCollector
 	problems := sc.storeSecret(args.Consumer.StoreSecret)
+	problems = append(problems, spec.ValidateSetup("", &sc.stack.Setup)...)
 	if args.PullSubscriptions != nil {
 		// The consumer pulls: validation asks for CPU and warm instances to match.
 		sc.pipeline.Subscriptions = map[string]*spec.Subscription{"pull": {Key: "pull", Delivery: spec.DeliveryPull}}
@@ -159,7 +145,14 @@ func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...p
 	if pulls == nil {
 		pulls = pulumi.StringArray{}
 	}
-	return declareConsumer(ctx, name, sc, pushAccounts, pulls, args.PushAccounts != nil, args.PullSubscriptions != nil, nil, opts)
+	if v := args.Consumer.VPCAccess; v != nil && args.ProjectNumber == nil {
+		if host, _, _ := sharedVPC(sc.stack.Project, "", v); host != "" {
+			return nil, argsError("consumer", name, spec.Errors{{Path: "projectNumber", Value: "(unset)",
+				Allowed: "the project's number with a Shared VPC subnet (consumer.vpcAccess in project " + host + ")",
+				Fix:     "set projectNumber: it names the Cloud Run service agent that is granted roles/compute.networkUser on the subnet"}})
+		}
+	}
+	return declareConsumer(ctx, name, sc, pushAccounts, pulls, args.PushAccounts != nil, args.PullSubscriptions != nil, nil, withAPIs(opts, args.Apis))
 }
 
 // beforeService declares what a consumer's service must wait for that
@@ -206,7 +199,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 	// and mem stores need no Google IAM role, so they get none (least
 	// privilege); a store URL with a password gets its secret.
 	var dependsOn []pulumi.Resource
-	store := &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(EnvStore), Value: sc.d.str(k.Store)}
+	store := &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(settings.Store), Value: sc.d.str(k.Store)}
 	if storeProject, _, ok := k.FirestoreDatabase(); ok {
 		storeGrant, err := projects.NewIAMMember(ctx, name+"-run-datastore-user", &projects.IAMMemberArgs{
 			Project: sc.d.str(storeProject),
@@ -223,7 +216,7 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 		if err != nil {
 			return nil, err
 		}
-		store = &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(EnvStore), ValueSource: ref}
+		store = &cloudrunv2.ServiceTemplateContainerEnvArgs{Name: pulumi.String(settings.Store), ValueSource: ref}
 		dependsOn = append(dependsOn, grant)
 	}
 
@@ -238,6 +231,37 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 			return nil, err
 		}
 		dependsOn = append(dependsOn, waits...)
+	}
+
+	netGrant, err := grantSharedVPC(ctx, name, sc, parent)
+	if err != nil {
+		return nil, err
+	}
+	if netGrant != nil {
+		dependsOn = append(dependsOn, netGrant)
+	}
+	// The grants take effect minutes after they are made; Cloud Run checks the
+	// secret's and the subnet's at deploy time, the consumer uses the others
+	// as it starts.
+	if _, wait := sc.stack.Setup.Waits(); wait > 0 && len(dependsOn) > 0 {
+		ids := make([]any, 0, len(dependsOn))
+		for _, d := range dependsOn {
+			if c, ok := d.(pulumi.CustomResource); ok {
+				ids = append(ids, c.ID())
+			}
+		}
+		grants := pulumi.All(ids...).ApplyT(func(v []any) string {
+			out := make([]string, len(v))
+			for i, id := range v {
+				out[i] = fmt.Sprint(id)
+			}
+			return strings.Join(out, ",")
+		}).(pulumi.StringOutput)
+		sleep, err := declareSleep(ctx, name+"-grants-propagated", wait, pulumi.StringMap{"grants": grants}, parent, pulumi.DependsOn(dependsOn))
+		if err != nil {
+			return nil, err
+		}
+		dependsOn = []pulumi.Resource{sleep}
 	}
 
 	concurrency := k.RequestConcurrency()
@@ -288,7 +312,9 @@ func declareConsumer(ctx *pulumi.Context, name string, sc *scope, pushAccounts, 
 	if k.Handler != nil {
 		// The consumer starts once its handler answers its health check.
 		starts = append(starts, pulumi.String(spec.HandlerContainer))
-		containers = append(containers, handlerContainer(k.Handler))
+		// Its CPU is allocated like the consumer's: Cloud Run allocates an
+		// instance's CPU for all its containers alike.
+		containers = append(containers, handlerContainer(k.Handler, !pulling))
 	}
 	if len(starts) > 0 {
 		consumer.DependsOns = starts
@@ -408,11 +434,12 @@ func customAudiences(sc *scope) pulumi.StringArray {
 	return audiences
 }
 
-// consumerEnv is the consumer's environment, by name; store is the
-// EVENTPIPE_STORE entry (a value or a secret reference). The push audience
-// is set only when some account pushes (pushing): the consumer refuses an
-// audience without push accounts. traced adds the variables that send its
-// spans to the collector sidecar.
+// consumerEnv is the consumer's environment, by name (the variables of
+// consumer/settings, with their values written as it writes them); store is
+// the EVENTPIPE_STORE entry (a value or a secret reference). The push
+// audience is set only when some account pushes (pushing): the consumer
+// refuses an audience without push accounts. traced adds the variables that
+// send its spans to the collector sidecar.
 func consumerEnv(sc *scope, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
 	pushAccounts, pulls pulumi.StringArrayInput, pushing, pulling, traced bool) cloudrunv2.ServiceTemplateContainerEnvArray {
 	k := &sc.pipeline.Consumer
@@ -420,42 +447,55 @@ func consumerEnv(sc *scope, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
 	if image := spec.Text(k.Image); image == placeholderImage {
 		version = sc.d.str(image).ToStringOutput().ApplyT(spec.ImageVersion).(pulumi.StringOutput)
 	}
-	vars := map[string]pulumi.StringInput{
-		EnvEnvironment:       pulumi.String(sc.stack.Env),
-		EnvService:           pulumi.String(k.ServiceName),
-		EnvVersion:           version,
-		EnvPushAccounts:      join(pushAccounts),
-		EnvPullSubscriptions: join(pulls),
-		EnvCollectionPrefix:  pulumi.String(k.CollectionPrefix),
-		EnvRequestTimeout:    pulumi.String(spec.Seconds(spec.Length(k.RequestTimeout))),
-		// The Go runtime collects before the container's limit is reached.
-		EnvMemoryLimit: pulumi.String(strconv.FormatInt(limits.MemoryLimit(k.MemoryBytes()), 10)),
+	e := settings.Default()
+	e.Environment, e.Service, e.CollectionPrefix = sc.stack.Env, k.ServiceName, k.CollectionPrefix
+	e.RequestTimeout = spec.Length(k.RequestTimeout)
+	e.Routes, e.CallbackAccounts = k.Routes, k.CallbackAccounts
+	e.PullMaxOutstandingMessages = k.RequestConcurrency()
+	if k.Handler != nil {
+		e.HandlerURL, e.HandlerHealthPath = k.Handler.URL(), k.Handler.HealthPath
+		e.HandlerTimeout, e.ShutdownTimeout = HandlerTimeout(e.RequestTimeout), settings.DefaultShutdownTimeout
 	}
+	set := func(names ...string) map[string]pulumi.StringInput {
+		vars := map[string]pulumi.StringInput{}
+		for _, n := range names {
+			vars[n] = pulumi.String(e.Value(n))
+		}
+		return vars
+	}
+	vars := set(settings.Environment, settings.Service, settings.CollectionPrefix, settings.RequestTimeout)
+	// Values other resources give (outputs), written as settings writes them.
+	vars[settings.Version] = version
+	vars[settings.PushAccounts] = join(pushAccounts)
+	vars[settings.PullSubscriptions] = join(pulls)
+	// The Go runtime collects before the container's limit is reached.
+	vars[settings.MemoryLimit] = pulumi.String(strconv.FormatInt(limits.MemoryLimit(k.MemoryBytes()), 10))
 	if pushing {
-		vars[EnvOIDCAudience] = sc.d.str(k.Audience)
+		vars[settings.OIDCAudience] = sc.d.str(k.Audience)
 	}
 	if len(k.CallbackAccounts) > 0 {
-		vars[EnvCallbackAccounts] = pulumi.String(strings.Join(k.CallbackAccounts, ","))
-		vars[EnvCallbackAudience] = sc.d.str(k.CallbackAudience)
+		maps.Copy(vars, set(settings.CallbackAccounts))
+		vars[settings.CallbackAudience] = sc.d.str(k.CallbackAudience)
 	}
 	if k.Routes != "" {
-		vars[EnvRoutes] = pulumi.String(k.Routes)
+		maps.Copy(vars, set(settings.Routes))
 	}
 	if pulling {
-		vars[EnvPullMaxOutstanding] = pulumi.String(strconv.Itoa(k.RequestConcurrency()))
+		maps.Copy(vars, set(settings.PullMaxOutstandingMessages))
 	}
 	if traced {
 		maps.Copy(vars, traceCollectorEnv(sc.project))
 	}
 	if k.Handler != nil {
-		vars[EnvHandlerURL] = pulumi.String(k.Handler.URL())
-		vars[EnvHandlerHealthPath] = pulumi.String(k.Handler.HealthPath)
+		// Keyed requests are answered before Cloud Run cuts them, and the
+		// drain fits Cloud Run's termination grace.
+		maps.Copy(vars, set(settings.HandlerURL, settings.HandlerHealthPath, settings.HandlerTimeout, settings.ShutdownTimeout))
 	}
-	names := append(spec.SortedKeys(vars), EnvStore)
+	names := append(spec.SortedKeys(vars), settings.Store)
 	sort.Strings(names)
 	env := make(cloudrunv2.ServiceTemplateContainerEnvArray, 0, len(names))
 	for _, n := range names {
-		if n == EnvStore {
+		if n == settings.Store {
 			env = append(env, store)
 			continue
 		}
@@ -464,7 +504,7 @@ func consumerEnv(sc *scope, store *cloudrunv2.ServiceTemplateContainerEnvArgs,
 	return env
 }
 
-// join is list joined with commas.
+// join is list written as the consumer reads a list variable.
 func join(list pulumi.StringArrayInput) pulumi.StringOutput {
-	return list.ToStringArrayOutput().ApplyT(func(l []string) string { return strings.Join(l, ",") }).(pulumi.StringOutput)
+	return list.ToStringArrayOutput().ApplyT(settings.FormatList).(pulumi.StringOutput)
 }

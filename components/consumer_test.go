@@ -3,12 +3,14 @@ package components_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -41,17 +43,17 @@ func TestConsumer(t *testing.T) {
 	svc := one(t, plan, tService, "orders")
 	concurrency := limits.MaxConcurrency(512<<20, limits.MaxMessageBytes, 80)
 	wantEnv := map[string]string{
-		components.EnvEnvironment:        "dev",
-		components.EnvService:            "orders-consumer",
-		components.EnvVersion:            "1.2.3",
-		components.EnvStore:              "firestore://acme-dev/(default)",
-		components.EnvOIDCAudience:       "acme-dev/orders/pubsub-push",
-		components.EnvPushAccounts:       pushEmail,
-		components.EnvPullSubscriptions:  "projects/acme-dev/subscriptions/orders-work",
-		components.EnvCollectionPrefix:   "eventpipe_orders_",
-		components.EnvRequestTimeout:     "60s",
-		components.EnvMemoryLimit:        memoryLimit(512),
-		components.EnvPullMaxOutstanding: strconv.Itoa(concurrency),
+		settings.Environment:                "dev",
+		settings.Service:                    "orders-consumer",
+		settings.Version:                    "1.2.3",
+		settings.Store:                      "firestore://acme-dev/(default)",
+		settings.OIDCAudience:               "acme-dev/orders/pubsub-push",
+		settings.PushAccounts:               pushEmail,
+		settings.PullSubscriptions:          "projects/acme-dev/subscriptions/orders-work",
+		settings.CollectionPrefix:           "eventpipe_orders_",
+		settings.RequestTimeout:             "60s",
+		settings.MemoryLimit:                memoryLimit(512),
+		settings.PullMaxOutstandingMessages: strconv.Itoa(concurrency),
 	}
 	if got := env(t, svc); !equalJSON(got, wantEnv) {
 		t.Errorf("env =\n%v\nwant\n%v", got, wantEnv)
@@ -123,10 +125,10 @@ func TestConsumerSizing(t *testing.T) {
 				t.Errorf("concurrency = %v, want %d", got, tc.wantConc)
 			}
 			e := env(t, svc)
-			if e[components.EnvMemoryLimit] != memoryLimit(tc.mib) {
-				t.Errorf("GOMEMLIMIT = %s, want %s", e[components.EnvMemoryLimit], memoryLimit(tc.mib))
+			if e[settings.MemoryLimit] != memoryLimit(tc.mib) {
+				t.Errorf("GOMEMLIMIT = %s, want %s", e[settings.MemoryLimit], memoryLimit(tc.mib))
 			}
-			if _, ok := e[components.EnvPullMaxOutstanding]; ok {
+			if _, ok := e[settings.PullMaxOutstandingMessages]; ok {
 				t.Error("a push-only consumer got pull flow control")
 			}
 			if d, _ := input(svc, "description").(string); strings.Contains(d, "not the configured") != (tc.wantConc < 80 && !strings.Contains(tc.settings, "concurrency")) {
@@ -147,7 +149,7 @@ func TestConsumerSettings(t *testing.T) {
 	doc := strings.Replace(baseStack, "        minInstances: 1\n", `        minInstances: 2
         maxInstances: 4
         requestTimeout: 5m
-        concurrency: 10
+        concurrency: 6
         ingress: internal-and-cloud-load-balancing
         routes: /etc/eventpipe/routes.yaml
         collectionPrefix: ops_
@@ -157,11 +159,11 @@ func TestConsumerSettings(t *testing.T) {
 	plan := declareStack(t, doc)
 	svc := one(t, plan, tService, "orders")
 	e := env(t, svc)
-	if e[components.EnvRoutes] != "/etc/eventpipe/routes.yaml" || e[components.EnvCollectionPrefix] != "ops_" || e[components.EnvStore] != "postgres://db.internal/eventpipe" {
+	if e[settings.Routes] != "/etc/eventpipe/routes.yaml" || e[settings.CollectionPrefix] != "ops_" || e[settings.Store] != "postgres://db.internal/eventpipe" {
 		t.Errorf("env = %v", e)
 	}
 	if input(svc, "ingress") != "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER" || input(svc, "template.timeout") != "300s" ||
-		input(svc, "template.maxInstanceRequestConcurrency") != float64(10) || input(svc, "template.scaling.maxInstanceCount") != float64(4) {
+		input(svc, "template.maxInstanceRequestConcurrency") != float64(6) || input(svc, "template.scaling.maxInstanceCount") != float64(4) {
 		t.Errorf("service inputs = %v", svc.Inputs)
 	}
 	// A given account is used as it is: none is created, and it gets the pull grant.
@@ -221,12 +223,12 @@ func TestConsumerSecretStore(t *testing.T) {
 	if strings.Contains(string(b), "hunter2") {
 		t.Fatal("the store password is in the plan")
 	}
-	want := map[string]int{tAccount: 1, tService: 1, tSecret: 1, tSecretVer: 1, tSecretIAM: 1}
+	want := map[string]int{tAccount: 1, tService: 1, tSecret: 1, tSecretVer: 1, tSecretIAM: 1, tSleep: 1}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v (no datastore grant for a PostgreSQL store)", got, want)
 	}
 	svc := one(t, plan, tService, "orders")
-	if got := env(t, svc)[components.EnvStore]; got != "secret:orders-consumer-store@1" {
+	if got := env(t, svc)[settings.Store]; got != "secret:orders-consumer-store@1" {
 		t.Errorf("EVENTPIPE_STORE = %q, want a reference to the secret's version", got)
 	}
 	if ver := one(t, plan, tSecretVer, "orders-store"); input(ver, "secretData") != render.Secret || input(ver, "secret") != "projects/acme-dev/secrets/orders-consumer-store" {
@@ -237,8 +239,13 @@ func TestConsumerSecretStore(t *testing.T) {
 		input(grant, "secretId") != "orders-consumer-store" {
 		t.Errorf("secret grant = %v", grant.Inputs)
 	}
-	if deps := strings.Join(svc.Dependencies, " "); !strings.Contains(deps, "SecretIamMember::orders-store-accessor") {
-		t.Errorf("the service does not wait for its secret grant: %v", deps)
+	if !waitsFor(plan, svc, grant.URN) {
+		t.Errorf("the service does not wait for its secret grant: %v", svc.Dependencies)
+	}
+	// Cloud Run checks the secret's grant at deploy time, and grants take minutes.
+	wait := one(t, plan, tSleep, "orders-grants-propagated")
+	if !slices.Contains(svc.Dependencies, wait.URN) || !slices.Contains(wait.Dependencies, grant.URN) || input(wait, "createDuration") != "2m0s" {
+		t.Errorf("grant wait %v (depends on %v), service depends on %v: want the service after a 2m wait after the grant", wait.Inputs, wait.Dependencies, svc.Dependencies)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,6 +119,81 @@ func deployProblems(st *spec.Stack, p *spec.Pipeline) spec.Errors {
 		out[i].Pipeline = p.Name
 	}
 	return out
+}
+
+// RoleNetworkUser lets the Cloud Run service agent attach a revision to a
+// Shared VPC subnet (cloud.google.com/run/docs/configuring/shared-vpc-direct-vpc).
+const RoleNetworkUser = "roles/compute.networkUser"
+
+// sharedVPC returns the host project, region and subnet name of Direct VPC
+// egress v when it names a network or subnetwork of another project than
+// project (a Shared VPC), host "" otherwise. region is the consumer's,
+// the subnet's unless the subnetwork's full name says another.
+func sharedVPC(project, region string, v *spec.VPCAccess) (host, subnetRegion, subnet string) {
+	subnet, subnetRegion = v.Subnetwork, region
+	if rest, ok := strings.CutPrefix(v.Subnetwork, "projects/"); ok {
+		parts := strings.Split(rest, "/") // HOST/regions/REGION/subnetworks/NAME
+		if len(parts) == 5 {
+			host, subnetRegion, subnet = parts[0], parts[2], parts[4]
+		}
+	} else if rest, ok := strings.CutPrefix(v.Network, "projects/"); ok {
+		host, _, _ = strings.Cut(rest, "/")
+		if subnet == "" {
+			subnet = v.Network[strings.LastIndex(v.Network, "/")+1:]
+		}
+	}
+	if host == project {
+		host = ""
+	}
+	return host, subnetRegion, subnet
+}
+
+// subnetworkIAMMember is a gcp:compute/subnetworkIAMMember:SubnetworkIAMMember,
+// declared by its type token: pulumi-gcp's compute package is 17 MB of Go,
+// which every build and test run would compile for this one resource.
+type subnetworkIAMMember struct {
+	pulumi.CustomResourceState
+}
+
+// grantSharedVPC grants the Cloud Run service agent of the scope's project
+// roles/compute.networkUser on the Shared VPC subnet the consumer's egress
+// uses, in the host project (nil when the egress is not on a Shared VPC):
+// without it Cloud Run refuses to attach the revision.
+func grantSharedVPC(ctx *pulumi.Context, name string, sc *scope, parent pulumi.ResourceOption) (pulumi.Resource, error) {
+	v := sc.pipeline.Consumer.VPCAccess
+	if v == nil {
+		return nil, nil
+	}
+	host, region, subnet := sharedVPC(sc.stack.Project, sc.stack.Region, v)
+	if host == "" {
+		return nil, nil
+	}
+	grant := &subnetworkIAMMember{}
+	err := ctx.RegisterResource("gcp:compute/subnetworkIAMMember:SubnetworkIAMMember", name+"-run-agent-network-user", pulumi.Map{
+		"project":    pulumi.String(host),
+		"region":     pulumi.String(region),
+		"subnetwork": pulumi.String(subnet),
+		"role":       pulumi.String(RoleNetworkUser),
+		"member":     pulumi.Sprintf("serviceAccount:service-%s@serverless-robot-prod.iam.gserviceaccount.com", sc.projectNumber),
+	}, grant, parent, pulumi.Version(gcpVersion()))
+	if err != nil {
+		return nil, fmt.Errorf("grant the Cloud Run service agent network user on %s: %w", subnet, err)
+	}
+	return grant, nil
+}
+
+// gcpVersion is the pulumi-gcp version this module is built with (go.mod),
+// for a resource declared by its type token to use the same gcp provider
+// as the SDK's.
+func gcpVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Path == "github.com/pulumi/pulumi-gcp/sdk/v8" {
+				return strings.TrimPrefix(m.Version, "v")
+			}
+		}
+	}
+	return ""
 }
 
 // cloudSQLVolume is the name of the consumer's Cloud SQL volume.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -175,7 +176,7 @@ func TestCloudSQL(t *testing.T) {
 		if input(g, "role") != components.RoleCloudSQLClient || input(g, "project") != project || input(g, "member") != "serviceAccount:"+consumerEmail {
 			t.Errorf("grant %s = %v", name, g.Inputs)
 		}
-		if !slices.Contains(svc.Dependencies, g.URN) {
+		if !waitsFor(plan, svc, g.URN) {
 			t.Errorf("service does not wait for %s: %v", name, svc.Dependencies)
 		}
 	}
@@ -264,12 +265,12 @@ func TestPullConsumerWaitsForItsSubscriptions(t *testing.T) {
 		{tSub, "orders-work"}, {tSubIAM, "orders-work-consumer-subscriber"},
 		{tSub, "orders-audit"}, {tSubIAM, "orders-audit-consumer-subscriber"},
 	} {
-		if urn := one(t, plan, dep.typ, dep.name).URN; !slices.Contains(svc.Dependencies, urn) {
+		if urn := one(t, plan, dep.typ, dep.name).URN; !waitsFor(plan, svc, urn) {
 			t.Errorf("consumer service does not wait for %s; depends on %v", dep.name, svc.Dependencies)
 		}
 	}
 	push := one(t, plan, tSub, "orders-main")
-	if slices.Contains(svc.Dependencies, push.URN) {
+	if waitsFor(plan, svc, push.URN) {
 		t.Error("the service waits for the push subscription, which needs the service's URL: a cycle")
 	}
 }
@@ -304,7 +305,7 @@ func TestCallbackWays(t *testing.T) {
 			t.Errorf("ingress %q: invokers = %v, want exactly the push and callback accounts %v", ingress, invokers, wantInvokers)
 		}
 		e := env(t, svc)
-		if e[components.EnvCallbackAccounts] != job || e[components.EnvCallbackAudience] != "https://orders.acme.example/callback" {
+		if e[settings.CallbackAccounts] != job || e[settings.CallbackAudience] != "https://orders.acme.example/callback" {
 			t.Errorf("ingress %q: the consumer does not check callback tokens: %v", ingress, e)
 		}
 		if !slices.Contains(input(svc, "customAudiences").([]any), any("https://orders.acme.example/callback")) {

@@ -18,6 +18,8 @@ type FirestoreTTLArgs struct {
 	Collections []string `pulumi:"collections"`
 	// Field is the timestamp field documents expire by (default expireAt, the consumer's).
 	Field string `pulumi:"field,optional"`
+	// Apis makes every resource wait for a Project's apis output: the APIs enabled and propagated.
+	Apis pulumi.StringArrayInput `pulumi:"apis,optional"`
 }
 
 // FirestoreTTL puts a TTL policy on the expiry field of each collection group
@@ -68,6 +70,7 @@ func NewFirestoreTTL(ctx *pulumi.Context, name string, args *FirestoreTTLArgs, o
 	if field == "" {
 		field = spec.ExpiryField
 	}
+	opts = withAPIs(opts, args.Apis)
 	t := &FirestoreTTL{Fields: map[string]*firestore.Field{}}
 	if err := register(ctx, TypeFirestoreTTL, name, t, opts); err != nil {
 		return nil, fmt.Errorf("register firestore ttl component %s: %w", name, err)

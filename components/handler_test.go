@@ -3,8 +3,11 @@ package components_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/handler"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
@@ -27,8 +30,8 @@ const withHandler = `        memory: 2Gi
 // its URL. Without a handler nothing changes.
 func TestHandlerContainer(t *testing.T) {
 	plain := one(t, declareStack(t, baseStack), tService, "orders")
-	if _, ok := env(t, plain)[components.EnvHandlerURL]; ok || input(plain, "template.containers.0.dependsOns") != nil {
-		t.Fatalf("a consumer without a handler got %s or dependsOns", components.EnvHandlerURL)
+	if _, ok := env(t, plain)[settings.HandlerURL]; ok || input(plain, "template.containers.0.dependsOns") != nil {
+		t.Fatalf("a consumer without a handler got %s or dependsOns", settings.HandlerURL)
 	}
 	doc := strings.Replace(baseStack, "        minInstances: 1\n", "        minInstances: 1\n"+withHandler, 1)
 	traced := strings.Replace(doc, "  eventpipe:pipelines:", "  eventpipe:defaults:\n    traceCollector: true\n  eventpipe:pipelines:", 1)
@@ -58,8 +61,55 @@ func TestHandlerContainer(t *testing.T) {
 		if got := input(svc, "template.containers.0.dependsOns"); !equalJSON(got, want) {
 			t.Errorf("%s: consumer dependsOns %v, want %v", name, got, want)
 		}
-		if got := env(t, svc)[components.EnvHandlerURL]; got != "http://localhost:9090" {
-			t.Errorf("%s: consumer %s = %q", name, components.EnvHandlerURL, got)
+		if got := env(t, svc)[settings.HandlerURL]; got != "http://localhost:9090" {
+			t.Errorf("%s: consumer %s = %q", name, settings.HandlerURL, got)
+		}
+		// The request timeout is 60 s: keyed requests wait 50 s, and the
+		// drain fits Cloud Run's 10 s grace.
+		e := env(t, svc)
+		if e[settings.HandlerTimeout] != "50s" || e[settings.ShutdownTimeout] != "9s" {
+			t.Errorf("%s: consumer %s = %q, %s = %q; want 50s and 9s", name, settings.HandlerTimeout, e[settings.HandlerTimeout],
+				settings.ShutdownTimeout, e[settings.ShutdownTimeout])
+		}
+		got := consumerReads(t, map[string]string{settings.RequestTimeout: e[settings.RequestTimeout],
+			settings.HandlerTimeout: e[settings.HandlerTimeout], settings.ShutdownTimeout: e[settings.ShutdownTimeout]})
+		if got.HandlerTimeout != components.HandlerTimeout(got.RequestTimeout) || got.ShutdownTimeout != settings.DefaultShutdownTimeout {
+			t.Errorf("%s: the consumer reads a handler timeout of %v and a shutdown deadline of %v; want %v and its default %v", name,
+				got.HandlerTimeout, got.ShutdownTimeout, components.HandlerTimeout(got.RequestTimeout), settings.DefaultShutdownTimeout)
+		}
+	}
+}
+
+// consumerReads is the consumer's environment of the variables vars, as
+// it parses them (settings.Parse).
+func consumerReads(t *testing.T, vars map[string]string) settings.Env {
+	t.Helper()
+	e, err := settings.Parse(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("the consumer refuses %v: %v", vars, err)
+	}
+	return e
+}
+
+// TestHandlerDeadlinesFitCloudRun: for every request timeout a service
+// may have, a keyed request's handler timeout ends before Cloud Run cuts
+// the request, with room to settle its key, and is what the consumer
+// reads; the shutdown deadline the component sets, the consumer's own
+// default, fits Cloud Run's grace.
+func TestHandlerDeadlinesFitCloudRun(t *testing.T) {
+	if settings.DefaultShutdownTimeout <= 0 || settings.DefaultShutdownTimeout >= settings.CloudRunTerminationGrace {
+		t.Errorf("shutdown timeout %v, grace %v: want it within the grace", settings.DefaultShutdownTimeout, settings.CloudRunTerminationGrace)
+	}
+	for r := spec.MinAckDeadline; r <= spec.MaxAckDeadline; r += time.Second {
+		h := components.HandlerTimeout(r)
+		if h <= 0 || h >= r || r-h < min(r/6, 10*time.Second) {
+			t.Fatalf("request timeout %v: handler timeout %v, want below it by a sixth of it, at most 10 s", r, h)
+		}
+		e := settings.Default()
+		e.RequestTimeout, e.HandlerTimeout = r, h
+		cfg, err := handler.ConfigFrom(consumerReads(t, e.Environ(settings.RequestTimeout, settings.HandlerTimeout)))
+		if err != nil || cfg.Timeout != h {
+			t.Fatalf("request timeout %v: the consumer reads %s=%s as %v (%v), want %v", r, settings.HandlerTimeout, e.Value(settings.HandlerTimeout), cfg.Timeout, err, h)
 		}
 	}
 }

@@ -157,3 +157,27 @@ func equalJSON(a, b any) bool {
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
+
+// waitsFor reports whether the resource s is created after the resource urn:
+// it depends on it, directly or through what it depends on (a wait between
+// grants and the service).
+func waitsFor(plan *render.Plan, s render.State, urn string) bool {
+	deps := map[string][]string{}
+	for _, st := range plan.Steps {
+		deps[st.URN] = st.NewState.Dependencies
+	}
+	seen := map[string]bool{}
+	todo := append([]string(nil), s.Dependencies...)
+	for len(todo) > 0 {
+		d := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if d == urn {
+			return true
+		}
+		if !seen[d] {
+			seen[d] = true
+			todo = append(todo, deps[d]...)
+		}
+	}
+	return false
+}

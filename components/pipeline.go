@@ -40,6 +40,11 @@ type PipelineArgs struct {
 	Subscriptions map[string]spec.Subscription `pulumi:"subscriptions"`
 	// Alerts configure the pipeline's alerts, on unless opted out.
 	Alerts *spec.PipelineAlerts `pulumi:"alerts,optional"`
+	// Apis makes every resource wait for a Project's apis output: the APIs enabled and propagated.
+	Apis pulumi.StringArrayInput `pulumi:"apis,optional"`
+	// GrantPropagation is how long the consumer's service waits after the roles it needs are granted, for
+	// the grants to take effect (default 120s; 0s: no wait).
+	GrantPropagation string `pulumi:"grantPropagation,optional"`
 }
 
 // Pipeline composes one named pipeline: its source Topic (or an existing
@@ -90,7 +95,7 @@ func NewPipeline(ctx *pulumi.Context, name string, args *PipelineArgs, opts ...p
 	if err != nil {
 		return nil, err
 	}
-	return declarePipeline(ctx, name, sc, args.Alerts, thresholds, opts)
+	return declarePipeline(ctx, name, sc, args.Alerts, thresholds, withAPIs(opts, args.Apis))
 }
 
 // declarePipeline declares the pipeline name of the resolved scope sc;
@@ -214,6 +219,8 @@ func resolvePipeline(ctx *pulumi.Context, name string, args *PipelineArgs) (*sco
 	sc.inPipeline = true
 	st, p := sc.stack, sc.pipeline
 	st.Defaults.TraceCollector = &args.TraceCollector
+	st.Setup.GrantPropagation = args.GrantPropagation
+	sc.ready = args.Apis
 	p.Protect = args.Protect
 	p.Topic = sc.d.topic(args.Topic)
 	p.Consumer = sc.d.consumer(&args.Consumer)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/pubsub"
@@ -39,6 +40,7 @@ func TestPipelineFromHandBuiltArgs(t *testing.T) {
 	want := map[string]int{
 		tTopic: 2, tSub: 2, tTopicIAM: 1, tSubIAM: 1, tAccount: 2, tAccountIAM: 1, tServiceIAM: 1, tProjectIAM: 1, tService: 1, tField: 4,
 		tMetric: 4, tAlertPolicy: 18, tSLOService: 1, tSLO: 1, tIdentity: 1,
+		tSleep: 1, // the consumer waits for its grants to take effect
 	}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
@@ -139,7 +141,7 @@ func TestPipelineOnExistingTopic(t *testing.T) {
 	}
 	// The external subscription is its subscribers', not the consumer's.
 	svc := one(t, plan, tService, "orders")
-	if e := env(t, svc); e[components.EnvPullSubscriptions] != "" || input(svc, "template.containers.0.resources.cpuIdle") != true {
+	if e := env(t, svc); e[settings.PullSubscriptions] != "" || input(svc, "template.containers.0.resources.cpuIdle") != true {
 		t.Errorf("the consumer pulls the external subscription: %v", e)
 	}
 	if _, ok := custom(plan, tSubIAM)["orders-audit-consumer-subscriber"]; ok {
@@ -201,11 +203,11 @@ func TestPipelineWithOutputsOfOtherResources(t *testing.T) {
 	}{
 		{"project", input(svc, "project"), "acme-dev"},
 		{"image", input(svc, "template.containers.0.image"), "europe-docker.pkg.dev/acme-dev/eventpipe/consumer:1.2.3"},
-		{"version from the image", e[components.EnvVersion], "1.2.3"},
-		{"audience", e[components.EnvOIDCAudience], "acme-dev/orders/pubsub-push"},
-		{"push accounts", e[components.EnvPushAccounts], "orders-main-push@acme-dev.iam.gserviceaccount.com"},
-		{"pull subscriptions", e[components.EnvPullSubscriptions], "projects/acme-dev/subscriptions/orders-work"},
-		{"store", e[components.EnvStore], "firestore://acme-dev/(default)"},
+		{"version from the image", e[settings.Version], "1.2.3"},
+		{"audience", e[settings.OIDCAudience], "acme-dev/orders/pubsub-push"},
+		{"push accounts", e[settings.PushAccounts], "orders-main-push@acme-dev.iam.gserviceaccount.com"},
+		{"pull subscriptions", e[settings.PullSubscriptions], "projects/acme-dev/subscriptions/orders-work"},
+		{"store", e[settings.Store], "firestore://acme-dev/(default)"},
 		{"service account", input(svc, "template.serviceAccount"), "runner@acme-dev.iam.gserviceaccount.com"},
 		{"topic", input(one(t, plan, tSub, "orders-main"), "topic"), producerTopic},
 		{"agent", input(one(t, plan, tSubIAM, "orders-main-agent-subscriber"), "member"), agentMember},

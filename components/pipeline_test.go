@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -22,8 +23,9 @@ func TestPipeline(t *testing.T) {
 		// alerts: 4 log-based metrics; 6 pipeline-wide policies, 12 for the
 		// push subscription with DLQ, 6 for the pull one; 1 SLO on its service.
 		tMetric: 4, tAlertPolicy: 24, tSLOService: 1, tSLO: 1,
-		// APIs: Pub/Sub, Cloud Run, IAM, Resource Manager, Firestore, Logging, Monitoring.
-		tAPI: 7, tIdentity: 1,
+		// APIs: Service Usage, Pub/Sub, Cloud Run, IAM, Resource Manager, Firestore, Logging,
+		// Monitoring; a wait for them to propagate and one for the consumer's grants.
+		tAPI: 8, tIdentity: 1, tSleep: 2,
 	}
 	if got := countByType(plan); !equalJSON(got, want) {
 		t.Fatalf("resources = %v, want %v", got, want)
@@ -59,6 +61,7 @@ const (
 	tSLOService  = "gcp:monitoring/customService:CustomService"
 	tSLO         = "gcp:monitoring/slo:Slo"
 	tAPI         = "gcp:projects/service:Service"
+	tSleep       = components.SleepType
 	tIdentity    = "gcp:projects/serviceIdentity:ServiceIdentity"
 )
 
@@ -122,8 +125,8 @@ func TestPipelinesOwnTheirTTLPolicies(t *testing.T) {
 	}
 	want := map[string]string{}
 	for pipeline, prefix := range map[string]string{"orders": "eventpipe_orders_", "billing-events": "eventpipe_billing_events_"} {
-		if got := env(t, one(t, plan, tService, pipeline))[components.EnvCollectionPrefix]; got != prefix {
-			t.Errorf("%s: %s = %q, want %q", pipeline, components.EnvCollectionPrefix, got, prefix)
+		if got := env(t, one(t, plan, tService, pipeline))[settings.CollectionPrefix]; got != prefix {
+			t.Errorf("%s: %s = %q, want %q", pipeline, settings.CollectionPrefix, got, prefix)
 		}
 		for _, c := range components.TTLCollections(prefix) {
 			want[pipeline+"-"+c] = c

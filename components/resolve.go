@@ -173,8 +173,8 @@ type scope struct {
 	// inPipeline labels resources with their pipeline (eventpipe_pipeline);
 	// a component on its own belongs to none.
 	inPipeline bool
-	// apis are the APIs the program enables, by name (nil: managed elsewhere).
-	apis map[string]*projects.Service
+	// ready, when set, is a Project's apis output every resource and call waits for.
+	ready pulumi.StringArrayInput
 	// agentIdentity is the Pub/Sub service agent the grants to sc.agent() wait for.
 	agentIdentity *projects.ServiceIdentity
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/eventpipe/eventpipe/alerts"
 	"github.com/eventpipe/eventpipe/spec"
-	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -51,16 +50,27 @@ func LoadStack(stack string, src spec.Source) (*Stack, error) {
 }
 
 // DeclareStack enables the stack's APIs unless eventpipe:manageApis is
-// false (EnableAPIs, RequiredAPIs), declares one Pipeline per pipeline of
+// false (a Project of RequiredAPIs, which also creates the Firestore
+// databases of StackDatabases) and makes every pipeline's resources wait
+// for it, declares one Pipeline per pipeline of
 // s, in name order, from its validated settings, and exports each
 // pipeline's topic and consumer URL.
 func DeclareStack(ctx *pulumi.Context, s *Stack) error {
-	var apis map[string]*projects.Service
-	if ManagesAPIs(s.Spec) {
-		var err error
-		if apis, err = EnableAPIs(ctx, pulumi.String(s.Spec.Project), RequiredAPIs(s.Spec)); err != nil {
+	var ready pulumi.StringArrayInput
+	if dbs := StackDatabases(s.Spec); ManagesAPIs(s.Spec) || len(dbs) > 0 {
+		setup := s.Spec.Setup
+		pr, err := NewProject(ctx, "apis", &ProjectArgs{
+			Project:            pulumi.String(s.Spec.Project),
+			ManageApis:         s.Spec.ManageAPIs,
+			Apis:               RequiredAPIs(s.Spec),
+			FirestoreDatabases: dbs,
+			Setup:              &setup,
+			Protect:            s.Spec.Defaults.Protect,
+		})
+		if err != nil {
 			return err
 		}
+		ready = pr.Apis
 	}
 	for _, p := range s.Spec.SortedPipelines() {
 		// A copy: a secret store becomes the consumer's storeSecret, which
@@ -70,8 +80,12 @@ func DeclareStack(ctx *pulumi.Context, s *Stack) error {
 			k.Store, k.StoreSecret = spec.OfflineSecret, pulumi.ToSecret(pulumi.String(k.Store)).(pulumi.StringOutput)
 		}
 		sc := &scope{stack: s.Spec, pipeline: &pc, d: &deferrals{}, project: pulumi.String(s.Spec.Project),
-			projectNumber: pulumi.String(s.Spec.ProjectNumber), inPipeline: true, apis: apis}
-		pl, err := declarePipeline(ctx, p.Name, sc, nil, s.Thresholds, nil)
+			projectNumber: pulumi.String(s.Spec.ProjectNumber), inPipeline: true, ready: ready}
+		var opts []pulumi.ResourceOption
+		if ready != nil {
+			opts = append(opts, awaitAPIs(ready))
+		}
+		pl, err := declarePipeline(ctx, p.Name, sc, nil, s.Thresholds, opts)
 		if err != nil {
 			return fmt.Errorf("pipeline %s: %w", p.Name, err)
 		}
@@ -79,4 +93,20 @@ func DeclareStack(ctx *pulumi.Context, s *Stack) error {
 		ctx.Export(p.Name+".consumerUri", pl.ConsumerURI)
 	}
 	return nil
+}
+
+// StackDatabases are the Firestore databases the stack creates: with
+// eventpipe:setup.firestoreLocation set, every database a pipeline's
+// Firestore store names in the stack's project, sorted.
+func StackDatabases(st *spec.Stack) []string {
+	if st.Setup.FirestoreLocation == "" {
+		return nil
+	}
+	dbs := map[string]bool{}
+	for _, p := range st.SortedPipelines() {
+		if project, db, ok := p.Consumer.FirestoreDatabase(); ok && project == st.Project {
+			dbs[db] = true
+		}
+	}
+	return spec.SortedKeys(dbs)
 }

@@ -41,6 +41,8 @@ type SubscriptionArgs struct {
 	Subscription spec.Subscription `pulumi:"subscription"`
 	// Push is where a push subscription delivers; required with delivery push.
 	Push *PushTarget `pulumi:"push,optional"`
+	// Apis makes every resource wait for a Project's apis output: the APIs enabled and propagated.
+	Apis pulumi.StringArrayInput `pulumi:"apis,optional"`
 }
 
 // PushTarget is the endpoint a push subscription delivers to.
@@ -110,6 +112,8 @@ func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, o
 		return nil, fmt.Errorf("subscription %s: no arguments; set at least project, projectNumber, topic and subscription.delivery", name)
 	}
 	sc := newScope(ctx, name, args.Project, args.ProjectNumber, args.Region, args.Environment, args.Labels, args.Protect)
+	sc.ready = args.Apis
+	opts = withAPIs(opts, args.Apis)
 	sub := subscription(args.Subscription, standaloneKey)
 	if sub.Name == "" {
 		sub.Name = name

@@ -22,6 +22,8 @@ type TopicArgs struct {
 	Protect *bool `pulumi:"protect,optional"`
 	// Topic is the topic's settings (existing is not allowed: this component declares the topic).
 	Topic spec.Topic `pulumi:"topic"`
+	// Apis makes every resource wait for a Project's apis output: the APIs enabled and propagated.
+	Apis pulumi.StringArrayInput `pulumi:"apis,optional"`
 }
 
 // Topic is a pipeline's source topic: a pubsub.Topic with labels, message
@@ -57,7 +59,7 @@ func NewTopic(ctx *pulumi.Context, name string, args *TopicArgs, opts ...pulumi.
 	if errs := spec.ValidateTopic(sc.stack, sc.pipeline, "topic"); errs != nil {
 		return nil, argsError("topic", name, errs)
 	}
-	return declareTopic(ctx, name, sc, opts)
+	return declareTopic(ctx, name, sc, withAPIs(opts, args.Apis))
 }
 
 // declareTopic declares the topic of sc under name.

@@ -64,8 +64,9 @@ func workerPoolArgs(svc *cloudrunv2.ServiceArgs, instances int) (*cloudrunv2.Wor
 		Description:        svc.Description,
 		Labels:             svc.Labels,
 		DeletionProtection: svc.DeletionProtection,
-		// Worker pools are a preview feature of Cloud Run.
-		LaunchStage: pulumi.String("BETA"),
+		// No launchStage: worker pools are GA, the field is optional and
+		// computed, and the provider reads back the stage actually used, so a
+		// stage sent (BETA) would differ from it on every `up`.
 		Scaling: &cloudrunv2.WorkerPoolScalingArgs{
 			ScalingMode:         pulumi.String("MANUAL"),
 			ManualInstanceCount: pulumi.Int(instances),

@@ -1,12 +1,11 @@
 package components_test
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
@@ -69,14 +68,14 @@ func TestWorkerPool(t *testing.T) {
 		}
 	}
 	e := env(t, pool)
-	if e[components.EnvPullSubscriptions] != "projects/acme-dev/subscriptions/orders-work" || e[components.EnvStore] == "" {
+	if e[settings.PullSubscriptions] != "projects/acme-dev/subscriptions/orders-work" || e[settings.Store] == "" {
 		t.Errorf("consumer env = %v", e)
 	}
-	if _, ok := e[components.EnvOIDCAudience]; ok {
+	if _, ok := e[settings.OIDCAudience]; ok {
 		t.Error("a worker pool consumer accepts push tokens")
 	}
 	for _, dep := range []struct{ typ, name string }{{tSub, "orders-work"}, {tSubIAM, "orders-work-consumer-subscriber"}, {tAPI, "api-run"}, {tProjectIAM, "orders-run-cloudsql-client"}} {
-		if urn := one(t, plan, dep.typ, dep.name).URN; !slices.Contains(pool.Dependencies, urn) {
+		if urn := one(t, plan, dep.typ, dep.name).URN; !waitsFor(plan, pool, urn) {
 			t.Errorf("worker pool does not wait for %s", dep.name)
 		}
 	}
@@ -143,7 +142,7 @@ func TestWorkerPoolHandler(t *testing.T) {
 		}
 	}
 	e := env(t, pool)
-	if e[components.EnvHandlerURL] != "http://localhost:9090" || e[components.EnvHandlerHealthPath] != "/ready" {
+	if e[settings.HandlerURL] != "http://localhost:9090" || e[settings.HandlerHealthPath] != "/ready" {
 		t.Errorf("consumer env %v: want the handler's URL and health path", e)
 	}
 }

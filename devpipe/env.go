@@ -16,11 +16,11 @@ import (
 
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
-	"github.com/eventpipe/eventpipe/consumer/handler"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/push"
 	"github.com/eventpipe/eventpipe/consumer/server"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/consumer/store/storeurl"
 	"github.com/eventpipe/eventpipe/internal/localpubsub"
 	"github.com/eventpipe/eventpipe/spec"
@@ -146,20 +146,19 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.Pipeline, logW io.Writer) (string, error) {
 	st := opts.Stack
 	dbURL := "bbolt://" + filepath.ToSlash(filepath.Join(opts.DataDir, p.Name+".db"))
-	env := map[string]string{
-		"EVENTPIPE_ENV":                st.Env,
-		"EVENTPIPE_SERVICE":            p.Consumer.ServiceName,
-		"EVENTPIPE_VERSION":            "local",
-		"EVENTPIPE_STORE":              dbURL,
-		"EVENTPIPE_ROUTES":             e.Routes[p.Name],
-		"EVENTPIPE_PULL_SUBSCRIPTIONS": strings.Join(st.PullSubscriptions(p), ","),
-		"EVENTPIPE_COLLECTION_PREFIX":  p.Consumer.CollectionPrefix,
-		"EVENTPIPE_SHUTDOWN_TIMEOUT":   "5s",
-	}
+	vars := settings.Default()
+	vars.Environment, vars.Service, vars.Version = st.Env, p.Consumer.ServiceName, "local"
+	vars.Store, vars.Routes, vars.CollectionPrefix = dbURL, e.Routes[p.Name], p.Consumer.CollectionPrefix
+	vars.PullSubscriptions = st.PullSubscriptions(p)
+	vars.ShutdownTimeout = localShutdownTimeout
+	names := []string{settings.Environment, settings.Service, settings.Version, settings.Store, settings.Routes, settings.PullSubscriptions,
+		settings.CollectionPrefix, settings.ShutdownTimeout}
 	if e.Handler != nil {
-		env[handler.URLEnv] = e.Handler.URL
-		env[handler.HealthPathEnv] = e.Handler.HealthPath
+		vars.HandlerURL, vars.HandlerHealthPath = e.Handler.URL, e.Handler.HealthPath
+		names = append(names, settings.HandlerURL, settings.HandlerHealthPath)
 	}
+	// The consumer reads its environment as the Cloud Run component writes it.
+	env := vars.Environ(names...)
 	cfg, err := server.ConfigFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		return "", fmt.Errorf("devpipe: pipeline %s: %w", p.Name, err)
@@ -194,6 +193,10 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 		return "", fmt.Errorf("devpipe: consumer of pipeline %s did not start within 30s", p.Name)
 	}
 }
+
+// localShutdownTimeout is a local consumer's EVENTPIPE_SHUTDOWN_TIMEOUT:
+// shorter than Cloud Run's default, so a stopped pipeline stops soon.
+const localShutdownTimeout = 5 * time.Second
 
 func (e *Env) goRun(f func() error) {
 	e.wg.Add(1)

@@ -12,11 +12,12 @@ import data.eventpipe.lib
 # description: >-
 #   Without a dead-letter policy a message the consumer can never process (a poison
 #   message) is redelivered forever: push consumers are hammered and good messages starve.
-#   Exempt are DLQ subscriptions (they surely read a topic another subscription
-#   dead-letters to, or carry eventpipe_role=dlq) and subscriptions with the explicit
-#   opt-out label (EP015). A subscription whose own values show no dead-letter policy is
-#   denied whatever else the plan leaves unresolved: where it may be a DLQ subscription
-#   through a reference the plan cannot resolve, the finding names that reference.
+#   Exempt are DLQ subscriptions (the document shows that some subscription's dead-letter
+#   policy names the topic they read, or they carry eventpipe_role=dlq) and subscriptions
+#   with the explicit opt-out label (EP015). Where a subscription may be a DLQ
+#   subscription through a link the document cannot show (a value known only after
+#   apply), the finding is a warning naming the expressions that would decide it: no deny
+#   rests on a link that is only possible, and no such subscription passes unmentioned.
 # custom:
 #   id: EP001
 #   severity: high
@@ -30,11 +31,8 @@ stack_deny_missing_dead_letter_policy contains f if {
 	not lib.dead_lettering[s.urn]
 	not lib.opted_out_subscriptions[s.urn]
 	not lib.dlq_subscriptions[s.urn]
-	text := concat("", [
-		sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [lib.display(s)]),
-		undecided_dlq_text(s.urn),
-	])
-	f := lib.finding(s, text, firm_if_new_topic(m, s))
+	text := sprintf("%s has no dead-letter policy: poison messages are redelivered forever", [lib.display(s)])
+	f := lib.finding(s, text, undecided_dlq(firm_if_new_topic(m, s), s.urn))
 }
 
 # firm_if_new_topic: a subscription reading a topic the document creates is no DLQ
@@ -45,15 +43,17 @@ firm_if_new_topic(m, s) := lib.firm(m) if {
 	lib.created_here(lib.topic_by_urn[lib.reads[s.urn]])
 } else := m
 
-# undecided_dlq_text says, for a subscription that may be a DLQ subscription through
-# references the plan cannot resolve, that the verdict rests on them, naming them.
-undecided_dlq_text(u) := sprintf(
-	", unless it is a dead-letter subscription, which the plan cannot show: that rests on %s (label it eventpipe_role=dlq if it is one)",
-	[lib.doubts_text(lib.dlq_doubts[u])],
-) if {
+# undecided_dlq(m, u) is the rule m for subscription u, with a note (so a warning, not a
+# deny) when u may be a DLQ subscription through links the document cannot show: the note
+# names the expressions that would decide it.
+undecided_dlq(m, u) := object.union(m, {"note": lib.join_notes(object.get(m, "note", ""), text)}) if {
 	lib.uncertain_dlq_subscriptions[u]
-	count(lib.dlq_doubts[u]) > 0
-} else := ""
+	doubts := lib.dlq_doubts_text(u)
+	text := sprintf(
+		"unless it is a dead-letter subscription, which the document cannot show: that rests on %s (label it eventpipe_role=dlq if it is one)",
+		[doubts],
+	)
+} else := m
 
 # METADATA
 # title: Dead-letter topic is the subscription's own topic

@@ -42,21 +42,26 @@ test_subscription_on_a_topic_nobody_dead_letters_to_is_not_a_dlq if {
 	not lib.maybe_dlq_subscriptions[lone.urn] with data.eventpipe.model.resources as s
 }
 
-test_maybe_dlq_subscription_without_policy_is_denied_naming_the_doubt if {
+test_maybe_dlq_subscription_without_policy_is_a_warning_naming_the_doubt if {
 	# The source's dead-letter topic is one of two candidates, so the bare subscription on
-	# one of them may be its DLQ subscription; its own values show no dead-letter policy,
-	# so it is denied, and the finding names what the plan cannot resolve.
+	# one of them may be its DLQ subscription: the document cannot show whether it is, so
+	# the finding is a warning (a result with a note), not a deny, and it names what the
+	# document cannot resolve.
 	other := {"type": lib.topic_type, "urn": fx.urn(lib.topic_type, "other"), "properties": {"name": "other", "project": "acme-prod"}}
 	either := fx.with_links(fx.with_props(sub, {"deadLetterPolicy": {"deadLetterTopic": lib.unknown_value}}), {"deadLetterPolicy": [fx.dlq_topic.urn, other.urn], "topic": [fx.source_topic.urn]})
 	bare := fx.without_prop(fx.without_prop(fx.without_prop(fx.dlq_subscription, "labels"), "retryPolicy"), "deadLetterPolicy")
 	s := array.concat(fx.swap(fx.swap(fx.good_stack, sub, either), fx.dlq_subscription, bare), [other])
 	lib.maybe_dlq_subscriptions[bare.urn] with data.eventpipe.model.resources as s
 	not lib.dlq_subscriptions[bare.urn] with data.eventpipe.model.resources as s
-	fx.messages(rules.stack_deny_missing_dead_letter_policy) == {concat("", [
-		"EP001: Subscription 'orders-push.dlq-sub' has no dead-letter policy: poison messages are redelivered forever, ",
-		"unless it is a dead-letter subscription, which the plan cannot show: that rests on deadLetterPolicy of ",
+	note := concat("", [
+		"unless it is a dead-letter subscription, which the document cannot show: that rests on deadLetterPolicy of ",
 		"Subscription 'orders-push' (a value known only after the update) (label it eventpipe_role=dlq if it is one)",
-	])} with data.eventpipe.model.resources as s
+	])
+	[f] := [f | some f in rules.stack_deny_missing_dead_letter_policy] with data.eventpipe.model.resources as s
+	f.note == note
+	f.msg == concat("", ["EP001: Subscription 'orders-push.dlq-sub' has no dead-letter policy: poison messages are redelivered forever (", note, ")"])
+	count([d | some d in data.eventpipe.deny; d.id == "EP001"]) == 0 with data.eventpipe.model.resources as s
+	count([w | some w in data.eventpipe.warn; w.id == "EP001"]) == 1 with data.eventpipe.model.resources as s
 
 	# The retry policy rule keeps exempting it: whether it needs one is undecided.
 	count(rules.deny_retry_policy) == 0 with data.eventpipe.model.resources as s

@@ -137,6 +137,11 @@ rule(chain) := object.union(declared_rule(chain), {"note": incomplete_note}) if 
 	not model.complete
 } else := declared_rule(chain)
 
+# join_notes(a, b) is b after a, for a result with two notes.
+join_notes("", b) := b
+
+join_notes(a, b) := concat("; ", [a, b]) if a != ""
+
 # firm(rule) is rule without the note: for a result that rests on nothing the document
 # leaves out.
 firm(rule) := object.remove(rule, ["note"])

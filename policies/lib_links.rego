@@ -239,17 +239,28 @@ uncertain_dlq_subscriptions := (({u | count(maybe_dead_letter_topics) > 0; some 
 	maybe_dead_letter_target(t)
 }) | {u |
 	some u in unknown_readers
-	count(dead_lettering - {u}) > 0
+	others(dead_lettering, u)
 }) | {u |
 	count(unknown_dead_letters) > 0
 	some u, l in links
 	not l.topic == none_link
-	count(unknown_dead_letters - {u}) > 0
+	others(unknown_dead_letters, u)
+}
+
+# others(set, u) holds when set holds something other than u: count(set - {u}) > 0 without
+# building the difference (once per subscription, it would cost the set's size each time).
+others(set, _) if count(set) > 1
+
+others(set, u) if {
+	count(set) == 1
+	not set[u]
 }
 
 # dlq_doubts maps each subscription that may be a DLQ subscription, but not surely, to
 # what its being one rests on: the linking properties the plan cannot resolve, each as
-# "<property> of <resource> (<expression>)".
+# "<property> of <resource> (<expression>)". The doubts every such subscription shares
+# (a dead-letter policy whose topic the plan cannot show at all may name any topic) are
+# kept apart, once: shared_doubts.
 dlq_doubts[u] contains doubt(v, "deadLetterPolicy") if {
 	count(maybe_dead_letter_topics) > 0
 	some u, t in reads
@@ -270,23 +281,47 @@ dlq_doubts[u] contains doubt(u, "topic") if {
 dlq_doubts[u] contains doubt(u, "topic") if {
 	some u in unknown_readers
 	not dlq_subscriptions[u]
-	count(dead_lettering - {u}) > 0
+	others(dead_lettering, u)
 }
 
-dlq_doubts[u] contains doubt(v, "deadLetterPolicy") if {
+# shared_doubts are the dead-letter policies the plan cannot show at all, sorted: each may
+# name the topic of any subscription that reads one (but its own).
+shared_doubts := sort({doubt(v, "deadLetterPolicy") | some v in unknown_dead_letters})
+
+# shares_doubts holds the subscriptions the shared doubts concern.
+shares_doubts contains u if {
 	count(unknown_dead_letters) > 0
 	some u, l in links
 	not dlq_subscriptions[u]
 	not l.topic == none_link
-	some v in (unknown_dead_letters - {u})
+	others(unknown_dead_letters, u)
 }
+
+# dlq_doubts_text(u) lists, for a subscription that may be a DLQ subscription, up to three
+# of its doubts (its own, then the shared ones but its own policy), in order, and how many
+# more there are: the first four shared doubts always hold three that are not u's.
+dlq_doubts_text(u) := doubts_text(sort(own | shared), count(own) + shared_count) if {
+	own := object.get(dlq_doubts, u, set())
+	shared := {d | shares_doubts[u]; some d in array.slice(shared_doubts, 0, 4); d != self_doubt(u)}
+	shared_count := shared_doubt_count(u)
+	count(own) + shared_count > 0
+}
+
+self_doubt(u) := doubt(u, "deadLetterPolicy") if unknown_dead_letters[u]
+
+else := ""
+
+shared_doubt_count(u) := count(unknown_dead_letters) - count({u} & unknown_dead_letters) if shares_doubts[u]
+
+else := 0
 
 doubt(u, property) := sprintf("%s of %s (%s)", [property, display(subscription_by_urn[u]), model.link_expression(subscription_by_urn[u], property)])
 
-# doubts_text lists up to three doubts, and how many more there are.
-doubts_text(doubts) := concat("; ", sort(doubts)) if {
-	count(doubts) <= 3
-} else := sprintf("%s; and %d more", [concat("; ", array.slice(sort(doubts), 0, 3)), count(doubts) - 3])
+# doubts_text lists the first three of the sorted doubts, and how many more of total
+# there are.
+doubts_text(sorted, total) := concat("; ", array.slice(sorted, 0, 3)) if {
+	total <= 3
+} else := sprintf("%s; and %d more", [concat("; ", array.slice(sorted, 0, 3)), total - 3])
 
 maybe_dead_letter_target(t) if dead_letter_topics[t]
 

@@ -22,16 +22,7 @@ format := "pulumi-preview" if {
 } else := "terraform-plan" if {
 	is_string(input.format_version)
 	terraform_plan_keys
-} else := "terraform-plan" if {
-	terraform_model
 }
-
-# terraform_model is the model of a Terraform plan built in Go (policies/tfmodel), which
-# eventpipe check hands the rules instead of the plan: {"eventpipe_terraform_model":
-# {"resources", "complete", "removals", "problems", "project_numbers",
-# "link_expressions"}}, the values model_terraform*.rego compute from the plan itself (the
-# parity tests hold both equal). conftest and opa eval read the plan.
-terraform_model := input.eventpipe_terraform_model if is_object(input.eventpipe_terraform_model)
 
 # terraform_plan_keys holds for `terraform show -json PLANFILE` output. A plan that changes
 # nothing has no resource_changes, but it still has planned_values (state has "values").
@@ -75,6 +66,18 @@ incomplete := concat("", [
 ]) if {
 	format == "pulumi-preview"
 	not complete
+	not unchanged_preview
+}
+
+# An unchanged stack's preview printed without --show-sames shows only the root stack: the
+# change changes no resource, so it cannot introduce a violation. It passes, and says so.
+incomplete := concat("", [
+	"nothing changed: the preview changes no resource, so this change introduces no violation; ",
+	"nothing was judged (printed without --show-sames, it leaves out every unchanged resource): ",
+	"to judge the whole stack check `pulumi preview --json --show-sames` or `pulumi stack export`",
+]) if {
+	format == "pulumi-preview"
+	unchanged_preview
 }
 
 incomplete := concat("", [
@@ -83,6 +86,14 @@ incomplete := concat("", [
 ]) if {
 	format == "terraform-plan"
 	not complete
+}
+
+# unchanged_preview holds for a preview without --show-sames that shows no change at all:
+# no resource to judge and nothing deleted.
+unchanged_preview if {
+	not preview_complete
+	count(resources) == 0
+	count(removals) == 0
 }
 
 # removals is every subscription and topic the document deletes or replaces, each as
@@ -109,8 +120,9 @@ drift := input.eventpipeAudit.drift if {
 }
 
 # problems lists why the input cannot be checked; empty for a usable document. A document
-# that is not complete and shows nothing to judge (a preview of an unchanged stack printed
-# without --show-sames) is unusable: a pass of it would rest on nothing.
+# that is not complete and shows nothing to judge (a partial Terraform plan that printed
+# no change) is unusable: a pass of it would rest on nothing. (An unchanged stack's
+# preview is not: nothing changed, see unchanged_preview.)
 problems := document_problems if {
 	count(document_problems) > 0
 } else := array.concat(format_problems, nothing_shown)
@@ -119,6 +131,7 @@ default nothing_shown := []
 
 nothing_shown := [concat("", ["it shows no resource to judge: ", incomplete])] if {
 	not complete
+	not unchanged_preview
 	count(resources) == 0
 	count(removals) == 0
 }
@@ -138,11 +151,31 @@ document_problems contains msg if {
 }
 
 document_problems contains msg if {
+	terraform_refresh_only
+	msg := concat("", [
+		"this is a refresh-only plan (terraform plan -refresh-only): it plans no change to any resource, ",
+		"so it has nothing to judge, and its state is not what a change would make: ",
+		"check the plan of the change instead, `terraform plan -out=PLANFILE`, then `terraform show -json PLANFILE`",
+	])
+}
+
+document_problems contains msg if {
 	terraform_state
 	msg := concat("", [
 		"this is Terraform state (terraform show -json without a plan file), not a plan: ",
 		"run terraform plan -out=PLANFILE, then terraform show -json PLANFILE",
 	])
+}
+
+# terraform_refresh_only holds for the plan `terraform plan -refresh-only` makes: no
+# resource change at all while the state holds managed resources (a normal plan lists each
+# of them, with action no-op when unchanged; a destroy plan, with delete).
+terraform_refresh_only if {
+	format == "terraform-plan"
+	count([rc | some rc in object.get(input, "resource_changes", []); object.get(rc, "mode", "managed") == "managed"]) == 0
+	some m in prior_state_modules
+	some r in object.get(m, "resources", [])
+	object.get(r, "mode", "managed") == "managed"
 }
 
 expected_keys := concat(", ", [

@@ -63,17 +63,21 @@ test_incomplete_preview_says_what_to_run if {
 }
 
 # A preview of an unchanged stack printed without --show-sames shows only the root stack:
-# nothing to judge, so no verdict (EP900), in every runtime.
-test_unchanged_preview_without_show_sames_is_unusable if {
+# nothing changed, so the change introduces no violation: it passes (no finding, no
+# problem) in every runtime, saying nothing was judged and how to judge the whole stack.
+test_unchanged_preview_without_show_sames_passes_saying_so if {
 	preview := {"steps": [stack_step], "changeSummary": {"same": 130}}
-	model.problems == [concat("", ["it shows no resource to judge: ", model.incomplete])] with input as preview
-	contains(model.incomplete, "--show-sames") with input as preview
-	ids := {f.id | some f in data.eventpipe.deny} with input as preview
-	ids == {"EP900"}
+	model.problems == [] with input as preview
+	model.complete == false with input as preview
+	startswith(model.incomplete, "nothing changed: ") with input as preview
+	contains(model.incomplete, "`pulumi preview --json --show-sames`") with input as preview
+	count(data.eventpipe.deny) == 0 with input as preview
+	count(data.eventpipe.warn) == 0 with input as preview
 
 	# A preview that deletes a subscription shows a removal to judge.
 	removal := {"steps": [stack_step, {"op": "delete", "urn": u(sub_type, "gone"), "oldState": state(sub_type, "gone", {})}], "changeSummary": {"delete": 1, "same": 130}}
 	model.problems == [] with input as removal
+	not startswith(model.incomplete, "nothing changed") with input as removal
 }
 
 test_preview_with_show_sames_is_complete if {

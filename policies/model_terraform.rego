@@ -45,9 +45,7 @@ planned_changes := [rc |
 	managed_actions[rc.change.actions]
 ]
 
-terraform_resources := terraform_model.resources if {
-	terraform_model
-} else := [r |
+terraform_resources := [r |
 	some rc in planned_changes
 	links := object.get(terraform_links, rc.address, no_links)
 
@@ -68,9 +66,7 @@ terraform_resources := terraform_model.resources if {
 
 no_links := {"exact": {}, "possible": {}, "dependencies": []}
 
-terraform_removals := terraform_model.removals if {
-	terraform_model
-} else := [removal |
+terraform_removals := [removal |
 	some rc in object.get(input, "resource_changes", [])
 	object.get(rc, "mode", "managed") == "managed"
 	action := removal_actions[rc.change.actions]
@@ -85,18 +81,14 @@ terraform_removals := terraform_model.removals if {
 
 # terraform_complete holds unless Terraform says the plan is partial: it stopped on an error
 # (errored) or deferred changes to a later run (complete false).
-terraform_complete := terraform_model.complete if {
-	terraform_model
-} else if {
+terraform_complete if {
 	object.get(input, "errored", false) != true
 	object.get(input, "complete", true) != false
 }
 
 # terraform_problems names each malformed resource change; the common case, every change
 # well formed, is confirmed in one pass without a call per change.
-terraform_problems := terraform_model.problems if {
-	terraform_model
-} else := [] if {
+terraform_problems := [] if {
 	changes := object.get(input, "resource_changes", [])
 	count([1 | some rc in changes; is_string(rc.address); is_string(rc.type); is_array(rc.change.actions)]) == count(changes)
 } else := [msg |
@@ -113,9 +105,7 @@ valid_change(rc) if {
 
 # terraform_project_numbers maps the project_id of each google_project data source read
 # while planning (prior_state holds them, at any module depth) to its number.
-terraform_project_numbers := terraform_model.project_numbers if {
-	terraform_model
-} else := {id: n |
+terraform_project_numbers := {id: n |
 	some id in {v.project_id | some v in project_data_values}
 	read := {v.number | some v in project_data_values; v.project_id == id}
 	count(read) == 1
@@ -169,8 +159,6 @@ terraform_link_expression(address, property) := text if {
 	camel_case(attribute) == property
 	text := attribute_expression_text(rc, attribute)
 }
-
-terraform_link_expression(address, property) := terraform_model.link_expressions[address][property]
 
 linking_change_by_address := {rc.address: rc | some rc in linking_changes}
 

@@ -157,36 +157,45 @@ parsed_reference(e) := {"kind": "resource", "resource": concat(".", [m[1], m[2]]
 	startswith(e, "data.")
 } else := {"kind": "each"} if {
 	e == "each.value"
+} else := {"kind": "own_key", "form": "string"} if {
+	e == "each.key"
+} else := {"kind": "own_key", "form": "number"} if {
+	e == "count.index"
 } else := {"kind": "none"}
 
 # reference_nodes is the set of graph nodes an expression's references lead to from module
-# instance mi; each_node is the node of the for_each expression each.value stands for.
-reference_nodes(refs, mi, each_node) := union({
-	resource_nodes(parsed, mi), module_nodes(parsed, mi),
-	variable_nodes(parsed, mi), other_nodes(parsed, mi, each_node),
+# instance mi, written for owner (owner_context): the instance whose each.key, count.index
+# and each.value the expression may name.
+reference_nodes(refs, mi, owner) := union({
+	resource_nodes(parsed, mi, index), module_nodes(parsed, mi, index),
+	variable_nodes(parsed, mi), other_nodes(parsed, mi, owner),
 }) if {
 	parsed := [parsed_reference(e) | some e in refs]
+	index := own_index(parsed, owner.key)
 }
 
 # resource_nodes: a keyed reference names its instance; the unkeyed entries beyond those
 # that keyed references add name the whole resource (or an index the plan cannot show):
 # every instance of it.
-resource_nodes(parsed, mi) := {node |
+#
+# A reference indexed by the owner's own key (index: own_index) names the instance of that
+# key when the plan holds it and the expression names the resource unkeyed once (one
+# traversal, the indexed one).
+resource_nodes(parsed, mi, index) := {node |
 	some resource in {p.resource | some p in parsed; p.kind == "resource"}
 	keyed := [p.key | some p in parsed; p.kind == "resource"; p.resource == resource; p.key != ""]
 	whole := count([p | some p in parsed; p.kind == "resource"; p.resource == resource; p.key == ""]) - count(keyed)
-	some node in resource_targets(mi, resource, keyed, whole)
+	some node in resource_targets(mi, resource, keyed, whole, index)
 }
 
-resource_targets(mi, resource, keyed, whole) := {instance_node(mi, resource, key) | some key in keyed} | {node |
+resource_targets(mi, resource, keyed, whole, index) := {instance_node(mi, resource, key) | some key in keyed} | {node |
 	whole > 0
-	some node in all_instances(mi, resource)
+	some node in whole_targets(mi, resource, whole, index)
 }
 
 instance_node(mi, resource, key) := concat("", ["r:", address]) if {
 	address := prefixed(mi, concat("", [resource, key]))
-	some a in object.get(instances, concat("|", [mi, resource]), [])
-	a == address
+	planned_addresses[address]
 } else := "X"
 
 all_instances(mi, resource) := {concat("", ["r:", a]) | some a in addresses} if {
@@ -196,10 +205,14 @@ all_instances(mi, resource) := {concat("", ["r:", a]) | some a in addresses} if 
 # module_nodes: references to module outputs lead to the output of the named instance (or
 # every instance, for an index the plan cannot show); a reference to a whole module
 # instance, to all of its outputs.
-module_nodes(parsed, mi) := {node |
+#
+# A reference to the call's instance of the owner's own key (module.topics[each.key].id:
+# references "module.topics" and "each.key") names that instance's outputs, when the plan
+# holds it and the expression names the call unkeyed once.
+module_nodes(parsed, mi, index) := {node |
 	some call in {p.call | some p in parsed; p.kind == "module"}
 	refs := [p | some p in parsed; p.kind == "module"; p.call == call]
-	some node in module_targets(mi, call, refs)
+	some node in own_module_targets(mi, call, refs, index)
 }
 
 module_targets(mi, call, refs) := {"U"} if {
@@ -241,10 +254,10 @@ variable_node(mi, name) := "C" if mi == ""
 
 else := concat("", ["v:", mi, "|", name])
 
-other_nodes(parsed, mi, each_node) := {node |
+other_nodes(parsed, mi, owner) := {node |
 	some p in parsed
 	p.kind in {"unknown", "constant", "each"}
-	node := other_node(p.kind, mi, each_node)
+	node := other_node(p.kind, mi, owner)
 }
 
 # A local value (the plan does not show locals' expressions) is made of what its module
@@ -253,18 +266,22 @@ other_node("unknown", mi, _) := scope_node(mi)
 
 other_node("constant", _, _) := "C"
 
-other_node("each", _, each_node) := each_node if each_node != ""
-
-else := "U"
+# each.value is the owner's instance of the for_each resource or module call it iterates
+# when the plan shows it (each_value), else what its for_each expression names.
+other_node("each", _, owner) := owner.each_value if {
+	owner.each_value != ""
+} else := owner.each if {
+	owner.each != ""
+} else := "U"
 
 scope_node(mi) := concat("", ["S:", mi])
 
 # expression_nodes are the nodes an expression leads to, or C for an expression without
 # references (a constant).
-expression_nodes(expr, mi, each_node) := reference_expression_nodes(expression_references(expr), mi, each_node)
+expression_nodes(expr, mi, owner) := reference_expression_nodes(expression_references(expr), mi, owner)
 
-reference_expression_nodes(refs, mi, each_node) := nodes if {
-	nodes := reference_nodes(refs, mi, each_node)
+reference_expression_nodes(refs, mi, owner) := nodes if {
+	nodes := reference_nodes(refs, mi, owner)
 	count(nodes) > 0
 } else := {"C"}
 
@@ -285,6 +302,7 @@ linking_references := [[rc, attribute, mi, resource, config, refs] |
 	resource := concat(".", [rc.type, rc.name])
 	config := config_resources[concat("", [config_paths[mi], resource])]
 	some attribute in linking_attributes[rc.type]
+	not shown_unset(rc.change, attribute)
 	expr := linking_expression(config.expressions, attribute)
 	refs := expression_references(expr)
 ]
@@ -295,7 +313,8 @@ attribute_edges := {node: nodes |
 	some [rc, attribute, mi, resource, config, refs] in linking_references
 	not direct_targets(refs, mi)
 	node := concat("", ["a:", rc.address, "|", attribute])
-	nodes := reference_expression_nodes(refs, mi, each_node_of(mi, resource, config))
+	key := instance_key(rc.address, prefixed(mi, resource))
+	nodes := reference_expression_nodes(refs, mi, owner_context(each_node_of(mi, resource, config), key, each_value_node(mi, config, key)))
 }
 
 # linking_expression is the expression a linking attribute's value comes from: the
@@ -316,7 +335,7 @@ resource_each_edges := {node: nodes |
 	config := config_resources[concat("", [config_paths[mi], resource])]
 	config.for_each_expression
 	node := each_node_of(mi, resource, config)
-	nodes := expression_nodes(config.for_each_expression, mi, "")
+	nodes := expression_nodes(config.for_each_expression, mi, no_owner)
 }
 
 module_each_edges := {node: nodes |
@@ -326,7 +345,7 @@ module_each_edges := {node: nodes |
 	call.for_each_expression
 	parent := parent_module(mi)
 	node := each_node_of(parent, concat("", ["module.", module_segments(mi)[count(module_segments(mi)) - 1][1]]), call)
-	nodes := expression_nodes(call.for_each_expression, parent, "")
+	nodes := expression_nodes(call.for_each_expression, parent, no_owner)
 }
 
 # variable_edges: a module instance's variable is what its call passes, in the caller's
@@ -339,10 +358,11 @@ variable_edges := {node: nodes |
 	owner := concat("", ["module.", module_segments(mi)[count(module_segments(mi)) - 1][1]])
 	some name in (object.keys(object.get(call, "expressions", {})) | object.keys(object.get(object.get(call, "module", {}), "variables", {})))
 	node := concat("", ["v:", mi, "|", name])
-	nodes := variable_value_nodes(call, name, parent, each_node_of(parent, owner, call))
+	key := module_segments(mi)[count(module_segments(mi)) - 1][2]
+	nodes := variable_value_nodes(call, name, parent, owner_context(each_node_of(parent, owner, call), key, each_value_node(parent, call, key)))
 }
 
-variable_value_nodes(call, name, parent, each_node) := expression_nodes(call.expressions[name], parent, each_node) if {
+variable_value_nodes(call, name, parent, owner) := expression_nodes(call.expressions[name], parent, owner) if {
 	call.expressions[name]
 } else := {"C"}
 
@@ -352,7 +372,7 @@ output_edges := {node: nodes |
 	mi != ""
 	some name, output in object.get(module_configs[config_paths[mi]], "outputs", {})
 	node := output_node(mi, name)
-	nodes := expression_nodes(object.get(output, "expression", {}), mi, "")
+	nodes := expression_nodes(object.get(output, "expression", {}), mi, no_owner)
 }
 
 # reference_graph holds every node: resource instances (the ends), the constant and unknown

@@ -296,17 +296,61 @@ test_literal_keys_name_their_instance if {
 	}
 }
 
-test_key_the_plan_cannot_show_is_one_of_the_instances if {
-	# google_pubsub_topic.t[each.key]: any instance of t, and not a certain link.
+test_each_key_names_the_instance_of_its_own_key if {
+	# google_pubsub_topic.t[each.key] (references "google_pubsub_topic.t" and "each.key"):
+	# the instance of the subscription's own key, a certain link.
 	config := {"resources": [
 		object.union(resource_config(topic, "t", {}), {"for_each_expression": refs(["var.topics"])}),
 		object.union(resource_config(sub, "s", {"topic": refs(["google_pubsub_topic.t", "each.key"])}), {"for_each_expression": refs(["var.subscriptions"])}),
 	]}
 	p := plan(keyed_changes, config)
-	not links_of(`google_pubsub_subscription.s["orders"]`, p).topic
-	possible_of(`google_pubsub_subscription.s["orders"]`, p).topic == [`google_pubsub_topic.t["dead-letters"]`, `google_pubsub_topic.t["orders"]`]
+	links_of(`google_pubsub_subscription.s["orders"]`, p).topic == [`google_pubsub_topic.t["orders"]`]
 	l := lib.links["google_pubsub_subscription.s[\"orders\"]"].topic with input as p
-	l == {"targets": {`google_pubsub_topic.t["dead-letters"]`, `google_pubsub_topic.t["orders"]`}, "exact": false}
+	l == {"targets": {`google_pubsub_topic.t["orders"]`}, "exact": true}
+}
+
+test_own_key_without_its_instance_is_one_of_the_instances if {
+	# The subscription's key names no instance of t: the index is something else, any
+	# instance of t, and not a certain link.
+	changes := [
+		created("", topic, "t", `["orders"]`), created("", topic, "t", `["dead-letters"]`),
+		created("", sub, "s", `["payments"]`),
+	]
+	config := {"resources": [
+		object.union(resource_config(topic, "t", {}), {"for_each_expression": refs(["var.topics"])}),
+		object.union(resource_config(sub, "s", {"topic": refs(["google_pubsub_topic.t", "each.key"])}), {"for_each_expression": refs(["var.subscriptions"])}),
+	]}
+	p := plan(changes, config)
+	not links_of(`google_pubsub_subscription.s["payments"]`, p).topic
+	possible_of(`google_pubsub_subscription.s["payments"]`, p).topic == [`google_pubsub_topic.t["dead-letters"]`, `google_pubsub_topic.t["orders"]`]
+}
+
+test_count_index_names_the_instance_of_its_own_index if {
+	changes := [created("", topic, "t", "[0]"), created("", topic, "t", "[1]"), created("", sub, "s", "[1]")]
+	config := {"resources": [
+		object.union(resource_config(topic, "t", {}), {"count_expression": {"constant_value": 2}}),
+		object.union(resource_config(sub, "s", {"topic": refs(["google_pubsub_topic.t", "count.index"])}), {"count_expression": {"constant_value": 2}}),
+	]}
+	links_of("google_pubsub_subscription.s[1]", plan(changes, config)).topic == ["google_pubsub_topic.t[1]"]
+}
+
+test_each_key_is_no_count_index if {
+	# each.key of a count instance does not exist: the key form decides.
+	changes := [created("", topic, "t", "[0]"), created("", topic, "t", "[1]"), created("", sub, "s", "[1]")]
+	config := {"resources": [
+		object.union(resource_config(topic, "t", {}), {"count_expression": {"constant_value": 2}}),
+		object.union(resource_config(sub, "s", {"topic": refs(["google_pubsub_topic.t", "each.key"])}), {"count_expression": {"constant_value": 2}}),
+	]}
+	not links_of("google_pubsub_subscription.s[1]", plan(changes, config)).topic
+}
+
+test_each_value_of_a_resource_for_each_is_the_instance_of_its_key if {
+	# for_each = google_pubsub_topic.t, topic = each.value.id.
+	config := {"resources": [
+		object.union(resource_config(topic, "t", {}), {"for_each_expression": refs(["var.topics"])}),
+		object.union(resource_config(sub, "s", {"topic": refs(["each.value.id", "each.value"])}), {"for_each_expression": refs(["google_pubsub_topic.t"])}),
+	]}
+	links_of(`google_pubsub_subscription.s["orders"]`, plan(keyed_changes, config)).topic == [`google_pubsub_topic.t["orders"]`]
 }
 
 test_count_instances if {
@@ -393,4 +437,35 @@ test_project_numbers_from_data_sources if {
 		"child_modules": [{"address": "module.a", "child_modules": [{"address": "module.a.module.b", "resources": [project_data("acme-dlq", "222"), project_data("acme-odd", "1"), project_data("acme-odd", "2")]}]}],
 	}}}})
 	model.project_numbers == {"acme-prod": "111", "acme-dlq": "222"} with input as doc
+}
+
+# A refresh-only plan (terraform plan -refresh-only) plans no change while its state holds
+# managed resources: nothing to judge, so no verdict (EP900) naming terraform plan. A
+# normal plan of the same state lists each resource (no-op when unchanged) and is judged.
+test_refresh_only_plan_is_refused_naming_terraform_plan if {
+	held := {"address": "google_pubsub_subscription.s", "mode": "managed", "type": sub, "name": "s", "values": {"name": "s", "topic": "projects/p/topics/t"}}
+	refresh := {
+		"format_version": "1.2",
+		"planned_values": {"root_module": {}},
+		"resource_drift": [],
+		"prior_state": {"values": {"root_module": {"resources": [held]}}},
+	}
+	problems := model.problems with input as refresh
+	count(problems) == 1
+	some msg in problems
+	contains(msg, "refresh-only")
+	contains(msg, "`terraform plan -out=PLANFILE`")
+	denies := data.eventpipe.deny with input as refresh
+	{f.id | some f in denies} == {"EP900"}
+
+	# The same state in a normal plan: a no-op change, judged.
+	normal := object.union(refresh, {"resource_changes": [{
+		"address": "google_pubsub_subscription.s", "mode": "managed", "type": sub, "name": "s",
+		"change": {"actions": ["no-op"], "before": held.values, "after": held.values, "after_unknown": {}},
+	}]})
+	model.problems == [] with input as normal
+
+	# A data source in the state is no managed resource: an empty plan still passes.
+	data_only := json.patch(refresh, [{"op": "replace", "path": "/prior_state/values/root_module/resources/0/mode", "value": "data"}])
+	model.problems == [] with input as data_only
 }

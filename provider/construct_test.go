@@ -209,6 +209,22 @@ func goodCases() []constructCase {
 				return err
 			},
 		},
+		{
+			// What a Go stack declares before its pipelines: the APIs in order, the
+			// wait for them, the Firestore database.
+			name: "project", typ: components.TypeProject,
+			inputs: map[string]any{
+				"project": "acme-dev", "apis": []any{"pubsub.googleapis.com", "run.googleapis.com", "firestore.googleapis.com"},
+				"firestoreDatabases": []any{"(default)"}, "setup": map[string]any{"firestoreLocation": "eur3", "apiPropagation": "90s"},
+			},
+			program: func(ctx *pulumi.Context) error {
+				_, err := components.NewProject(ctx, "acme", &components.ProjectArgs{
+					Project: pulumi.String("acme-dev"), Apis: []string{"pubsub.googleapis.com", "run.googleapis.com", "firestore.googleapis.com"},
+					FirestoreDatabases: []string{"(default)"}, Setup: &spec.Setup{FirestoreLocation: "eur3", APIPropagation: "90s"},
+				})
+				return err
+			},
+		},
 	}
 }
 

@@ -49,8 +49,8 @@ var Keywords = []string{"pulumi", "gcp", "pubsub", "cloud-run", "firestore", "de
 // tagged module version (go run, a build from a checkout without tags).
 const DevVersion = "0.0.0-dev"
 
-// New returns the provider: the Pipeline, Topic, Subscription, Consumer and
-// FirestoreTTL components with their schema.
+// New returns the provider: the Pipeline, Topic, Subscription, Consumer,
+// FirestoreTTL and Project components with their schema.
 func New() (p.Provider, error) {
 	prov, err := infer.NewProviderBuilder().
 		WithDisplayName(DisplayName).
@@ -69,6 +69,7 @@ func New() (p.Provider, error) {
 			infer.ComponentF(components.NewSubscription),
 			infer.ComponentF(components.NewConsumer),
 			infer.ComponentF(components.NewFirestoreTTL),
+			infer.ComponentF(components.NewProject),
 		).
 		Build()
 	if err != nil {

@@ -98,7 +98,7 @@ func TestSchemaDescribesEveryComponentAndField(t *testing.T) {
 		describedProperties(t, tok+" input", r.InputProperties)
 	}
 	slices.Sort(tokens)
-	want := []string{"eventpipe:index:Consumer", "eventpipe:index:FirestoreTTL", "eventpipe:index:Pipeline",
+	want := []string{"eventpipe:index:Consumer", "eventpipe:index:FirestoreTTL", "eventpipe:index:Pipeline", "eventpipe:index:Project",
 		"eventpipe:index:Subscription", "eventpipe:index:Topic"}
 	if !slices.Equal(tokens, want) {
 		t.Errorf("components = %v, want %v", tokens, want)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 )
@@ -177,7 +178,7 @@ func TestSecretsRenderAsSecret(t *testing.T) {
 	var store map[string]any
 	for _, s := range res.Plan.StepsOfType("gcp:cloudrunv2/service:Service") {
 		for _, e := range s.NewState.Inputs["template"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envs"].([]any) {
-			if m := e.(map[string]any); m["name"] == components.EnvStore {
+			if m := e.(map[string]any); m["name"] == settings.Store {
 				store = m
 			}
 		}

@@ -7,8 +7,16 @@
 # ratios; then times `eventpipe check --stack prod` (render offline and check). On every
 # document both tools must report the same findings first, or the timing means nothing.
 #
+# Then the for_each section: a for_each module's plan written as Terraform writes it
+# (benchgen.GenerateForEachTerraform: module instances, instance keys, references indexed
+# by each.key, planned_values and configuration) and a preview of the same resources, at
+# about 1,000, 5,000 and 10,000 changes (SIZES), interleaved: the time per change of each,
+# the plan's ratio at the largest size to the smallest (linear time keeps it near 1), the
+# plan's ratio to its own preview, and the peak memory (GNU time's maximum resident set).
+#
 #   scripts/bench-check.sh            # N=10000, 5 runs each, median wall time
 #   N=2000 RUNS=9 scripts/bench-check.sh
+#   FOREACH_ONLY=1 RUNS=3 scripts/bench-check.sh   # only the for_each section
 #
 # conftest is the one `make deps` installs into .tools/bin. The machine may be shared: the
 # medians of interleaved runs are compared, never single timings.
@@ -29,10 +37,73 @@ formats=(preview export terraform)
 echo "building eventpipe and the plan generator ..." >&2
 go build -o "$tmp/eventpipe" ./cmd/eventpipe
 go build -o "$tmp/genplan" ./internal/testing/benchgen/genplan
+
+# foreach_section times eventpipe check on the for_each plan and its preview at SIZES.
+foreach_section() {
+	local sizes=(${SIZES:-1000 5000 10000}) n f run
+	for n in "${sizes[@]}"; do
+		for f in foreach-terraform foreach-preview; do
+			"$tmp/genplan" -n "$n" -format "$f" > "$tmp/$f-$n.json"
+		done
+		# Both documents hold the same resources: the same findings, rule and resource name.
+		for f in foreach-terraform foreach-preview; do
+			"$tmp/eventpipe" check "$tmp/$f-$n.json" -o json 2>/dev/null |
+				jq -r '.findings[] | "\(.level) \(.ruleId)"' | sort | uniq -c > "$tmp/$f-$n.counts" || true
+		done
+		if ! cmp -s "$tmp/foreach-terraform-$n.counts" "$tmp/foreach-preview-$n.counts"; then
+			echo "for_each $n: the plan's and the preview's findings differ" >&2
+			diff "$tmp/foreach-terraform-$n.counts" "$tmp/foreach-preview-$n.counts" >&2
+			exit 1
+		fi
+	done
+	declare -A ms kb
+	for run in $(seq "$RUNS"); do
+		for n in "${sizes[@]}"; do
+			for f in foreach-terraform foreach-preview; do
+				local out start end
+				start="$(now_ns)"
+				/usr/bin/time -f '%M' -o "$tmp/mem" "$tmp/eventpipe" check "$tmp/$f-$n.json" > /dev/null 2>&1 || true
+				out="$(tail -1 "$tmp/mem")"
+				end="$(now_ns)"
+				ms[$f-$n]+="$(((end - start) / 1000000)) "
+				kb[$f-$n]+="$out "
+			done
+		done
+	done
+	echo
+	echo "for_each module plan vs. a preview of the same resources; medians of ${RUNS} interleaved runs"
+	echo
+	echo "| changes | plan ms | plan µs/change | preview ms | preview µs/change | plan / preview | plan peak MB |"
+	echo "| --- | --- | --- | --- | --- | --- | --- |"
+	local first="" last="" ratio=""
+	for n in "${sizes[@]}"; do
+		local changes t p mem
+		changes="$(jq '.resource_changes | length' "$tmp/foreach-terraform-$n.json")"
+		t="$(echo "${ms[foreach-terraform-$n]}" | median)"
+		p="$(echo "${ms[foreach-preview-$n]}" | median)"
+		mem="$(echo "${kb[foreach-terraform-$n]}" | tr ' ' '\n' | sort -n | tail -1)"
+		awk -v c="$changes" -v t="$t" -v p="$p" -v m="$mem" -v tr="${ms[foreach-terraform-$n]}" -v pr="${ms[foreach-preview-$n]}" \
+			'BEGIN { sub(/ +$/, "", tr); sub(/ +$/, "", pr); printf "| %d | %d [%s] | %.0f | %d [%s] | %.0f | %.2f | %.0f |\n", c, t, tr, 1000 * t / c, p, pr, 1000 * p / c, t / p, m / 1024 }'
+		[ -z "$first" ] && first="$(awk -v t="$t" -v c="$changes" 'BEGIN { print t / c }')"
+		last="$(awk -v t="$t" -v c="$changes" 'BEGIN { print t / c }')"
+		ratio="$(awk -v t="$t" -v p="$p" 'BEGIN { print t / p }')"
+		lastmem="$mem"
+	done
+	awk -v f="$first" -v l="$last" -v r="$ratio" -v m="$lastmem" 'BEGIN {
+		printf "goals: time per change at the largest size <= 1.2x at the smallest (%.2fx) %s; plan <= 1.5x its preview at the largest size (%.2fx) %s; peak memory < 1 GB (%.0f MB) %s\n",
+			l / f, (l <= 1.2 * f ? "MET" : "NOT MET"), r, (r <= 1.5 ? "MET" : "NOT MET"), m / 1024, (m < 1048576 ? "MET" : "NOT MET")
+	}'
+}
 for f in "${formats[@]}"; do
 	"$tmp/genplan" -n "$N" -format "$f" > "$tmp/$f.json"
 done
 conftest_args=(test --policy policies --namespace eventpipe --no-color)
+if [ -n "${FOREACH_ONLY:-}" ]; then
+	now_ns() { date +%s%N; }
+	median() { tr ' ' '\n' | sort -n | awk 'NF {a[++n]=$1} END {print a[int((n+1)/2)]}'; }
+	foreach_section
+	exit 0
+fi
 
 # Both tools must report the same findings on each document: rule id and resource of every
 # deny and warning.
@@ -99,3 +170,5 @@ awk -v p="$ep_preview" -v cp="$ct_preview" -v t="$ep_terraform" -v ctf="$ct_terr
 		(cp >= p ? "MET" : "NOT MET"), (p < 1500 ? "MET" : "NOT MET"), (t <= 1.5 * p ? "MET" : "NOT MET"),
 		(ctf >= 2 * t ? "MET" : "NOT MET"), (s < 150 ? "MET" : "NOT MET")
 }'
+
+foreach_section

@@ -3,9 +3,10 @@
 # A release is the commit that set internal/release.Tag to its version (release.Tag is the
 # one home of the version; every release bumps it). VERSION (vX.Y.Z) names one release;
 # "previous" (the default) is the release the code at HEAD is measured and upgraded
-# against: the newest release commit that is not HEAD's own, i.e. the commit that set
-# release.Tag to the value it had before HEAD's, or, while HEAD still carries an already
-# released Tag, the commit that set that Tag.
+# against. HEAD's release.Tag names the release being prepared (every release bumps it
+# once and its CHANGELOG.md section collects the changes since the previous one), so the
+# previous release is the newest commit that set release.Tag to another value; while the
+# Tag has never been bumped since a release, it is the commit that set it.
 # Exits 2, saying why, on a shallow clone or when no release is found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,11 +23,11 @@ releases() {
 }
 want=${1:-previous}
 if [ "$want" = previous ]; then
-  head=$(git rev-parse HEAD)
-  # Skip HEAD's own bump. The newest remaining release commit is the previous release
-  # when it set HEAD's Tag (HEAD is work after that release) or an older Tag (HEAD, or
-  # the working tree, bumped the Tag and is the next release).
-  out=$(releases | awk -v head="$head" '$1 != head { print $1; exit }')
+  tag=$(sed -n 's/^const Tag = "\(.*\)"$/\1/p' "$file")
+  out=$(releases | awk -v tag="$tag" '
+    $2 != tag { print $1; found = 1; exit }
+    { same = $1 }
+    END { if (!found && same != "") print same }')
 else
   out=$(releases | awk -v tag="$want" '$2 == tag { print $1; exit }')
 fi

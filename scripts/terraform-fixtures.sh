@@ -3,7 +3,8 @@
 # folder (one with an expected.yaml.txt), each CLI its `clis:` line names plans the case's
 # configuration with the stand-in google provider (internal/testing/tfprovider) and writes
 # `CLI show -json` of the plan to CASE/CLI.plan.json.txt. A case with a before/ folder is
-# planned against the state of applying before/ first (updates, replacements, deletions).
+# planned against the state of applying before/ first (updates, replacements, deletions);
+# a case's plan-args file holds extra arguments to plan (-refresh-only).
 #
 # Usage: scripts/terraform-fixtures.sh [OUTDIR] [CASE...]
 #   OUTDIR  where CASE/CLI.plan.json.txt go (default: the fixtures folder itself)
@@ -83,7 +84,7 @@ done
 
 # plan_case CASE CLI: plans CASE with CLI and writes OUT/CASE/CLI.plan.json.txt.
 plan_case() {
-  local case=$1 cli=$2 bin dir log
+  local case=$1 cli=$2 bin dir log args
   case $cli in
     terraform) bin=$terraform ;;
     tofu) bin=$tofu ;;
@@ -96,7 +97,10 @@ plan_case() {
       (cd "$dir/before" && "$bin" init -no-color && "$bin" apply -auto-approve -no-color)
       mv "$dir/before/terraform.tfstate" "$dir/terraform.tfstate"
     fi
-    (cd "$dir" && "$bin" init -no-color && "$bin" plan -no-color -out=plan.bin)
+    # A case's plan-args file adds arguments to plan (-refresh-only, say).
+    args=()
+    if [ -f "$dir/plan-args" ]; then read -r -a args <"$dir/plan-args"; fi
+    (cd "$dir" && "$bin" init -no-color && "$bin" plan -no-color "${args[@]}" -out=plan.bin)
   } >"$log" 2>&1 || { echo "$case: $cli failed:" >&2; cat "$log" >&2; return 1; }
   mkdir -p "$out/$case"
   (cd "$dir" && "$bin" show -json plan.bin) >"$dir/plan.json" &&

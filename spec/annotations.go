@@ -66,6 +66,15 @@ func (x *PipelineAlerts) Annotate(a annotate.Annotator) {
 	a.Describe(&x.Thresholds, "Override the default alert thresholds; unset values keep the defaults. A stack file sets them for every pipeline in eventpipe:alerts.thresholds.")
 }
 
+// Annotate describes Setup and its fields for a component provider's schema.
+func (x *Setup) Annotate(a annotate.Annotator) {
+	a.SetToken("index", "SetupSettings")
+	a.Describe(x, "Setup configures what a project needs before its pipelines can run: the waits for\nAPI enablement and IAM grants to take effect, and the Firestore database, which a\nstack creates when FirestoreLocation is set.")
+	a.Describe(&x.APIPropagation, "How long resources wait after their API is enabled, for the enablement to reach every Google Cloud system (default 60s; 0s: no wait, for APIs enabled well before).")
+	a.Describe(&x.GrantPropagation, "How long a consumer's service waits after the roles its account and service agent are granted, for the grants to take effect (default 120s; 0s: no wait).")
+	a.Describe(&x.FirestoreLocation, "Creates the Firestore databases the stack's Firestore stores name in its project, in this location (a region such as europe-west1, or a multi-region: eur3, nam5); unset, they must exist before the first `pulumi up`.")
+}
+
 // Annotate describes Subscription and its fields for a component provider's schema.
 func (x *Subscription) Annotate(a annotate.Annotator) {
 	a.SetToken("index", "SubscriptionSettings")

@@ -51,7 +51,7 @@ func (m MapSource) Keys() []string { return SortedKeys(m.Values) }
 
 // knownKeys are the accepted eventpipe: keys and what each holds.
 func knownKeys() []string {
-	return []string{KeyProject, KeyProjectNumber, KeyRegion, KeyEnv, KeyStore, KeyNotificationChannels, KeyDefaults, KeyPipelines, KeyAlerts, KeyManageAPIs}
+	return []string{KeyProject, KeyProjectNumber, KeyRegion, KeyEnv, KeyStore, KeyNotificationChannels, KeyDefaults, KeyPipelines, KeyAlerts, KeyManageAPIs, KeySetup}
 }
 
 // Load reads, completes and validates the stack config of stack from src.
@@ -95,6 +95,7 @@ func Read(stack string, src Source) (*Stack, Errors) {
 	decodeJSON(c, src, KeyPipelines, &s.Pipelines)
 	decodeJSON(c, src, KeyAlerts, &s.Alerts)
 	s.ManageAPIs = readBool(c, src, KeyManageAPIs)
+	decodeJSON(c, src, KeySetup, &s.Setup)
 	validate(c, s)
 	return s, c.errors()
 }

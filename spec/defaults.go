@@ -3,6 +3,8 @@ package spec
 import (
 	"strings"
 	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // eventpipe's reliability defaults and the limits Google Cloud
@@ -33,7 +35,7 @@ const (
 	MaxAckDeadline = 600 * time.Second
 
 	// DefaultRequestTimeout of consumers; push ack deadlines follow it.
-	DefaultRequestTimeout = 60 * time.Second
+	DefaultRequestTimeout = settings.DefaultRequestTimeout
 
 	// DefaultRetention of topics and subscriptions keeps a week for replay/seek.
 	DefaultRetention = 7 * Day
@@ -71,7 +73,7 @@ const (
 	// DefaultCollectionPrefix is the consumer binary's own default collection
 	// prefix (EVENTPIPE_COLLECTION_PREFIX unset); stacks give each pipeline
 	// its own, see PipelineCollectionPrefix.
-	DefaultCollectionPrefix = "eventpipe_"
+	DefaultCollectionPrefix = settings.DefaultCollectionPrefix
 	// ExpiryField is the timestamp field Firestore TTL deletes documents by.
 	ExpiryField = "expireAt"
 

@@ -101,7 +101,7 @@ func TestRequestConcurrencyFollowsMemory(t *testing.T) {
 	}{
 		{"512Mi", limits.MaxMessageBytes, limits.MaxConcurrency(512<<20, limits.MaxMessageBytes, 80)},
 		{"256Mi", limits.MaxMessageBytes, limits.MaxConcurrency(256<<20, limits.MaxMessageBytes, 80)},
-		{"4Gi", limits.MaxMessageBytes, 80},
+		{"4Gi", limits.MaxMessageBytes, limits.MaxConcurrency(4<<30, limits.MaxMessageBytes, 80)},
 		{"512Mi", 64 << 10, 80},
 	}
 	for _, tc := range cases {

@@ -73,6 +73,9 @@ type Stack struct {
 	// on destroy) and makes every resource wait for its API (default true). Set false where an
 	// organisation enables APIs centrally.
 	ManageAPIs *bool `json:"manageApis,omitempty"`
+	// Setup configures the waits for API enablement and IAM grants to take effect, and whether the stack
+	// creates its Firestore databases.
+	Setup Setup `json:"setup"`
 }
 
 // Defaults are the per-environment values a pipeline inherits when it does

@@ -38,6 +38,7 @@ func validate(c *collector, s *Stack) {
 	root := Namespace + ":"
 	validateScope(c, s, true)
 	checkChannels(c, root+KeyNotificationChannels, s.NotificationChannels)
+	validateSetup(c, root+KeySetup, &s.Setup)
 	if len(s.Pipelines) == 0 {
 		c.add("", root+KeyPipelines, "", "at least one pipeline", "declare eventpipe:pipelines as a mapping of pipeline name to its settings")
 	}

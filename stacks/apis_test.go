@@ -12,9 +12,9 @@ import (
 )
 
 // servingAPI is the API each resource type eventpipe declares is served
-// by, written out here independently of the components: a resource type
-// the table lacks fails TestEveryResourceWaitsForItsAPI until its API is
-// known.
+// by, written out here independently of the components (which make every
+// resource wait for all the APIs they enable): a resource type the table
+// lacks fails TestEveryResourceWaitsForItsAPI until its API is known.
 var servingAPI = map[string]string{
 	"gcp:pubsub/topic:Topic":                                 "pubsub.googleapis.com",
 	"gcp:pubsub/subscription:Subscription":                   "pubsub.googleapis.com",
@@ -33,11 +33,14 @@ var servingAPI = map[string]string{
 	"gcp:secretmanager/secret:Secret":                        "secretmanager.googleapis.com",
 	"gcp:secretmanager/secretVersion:SecretVersion":          "secretmanager.googleapis.com",
 	"gcp:secretmanager/secretIamMember:SecretIamMember":      "secretmanager.googleapis.com",
+	"gcp:firestore/database:Database":                        "firestore.googleapis.com",
+	"gcp:compute/subnetworkIAMMember:SubnetworkIAMMember":    "compute.googleapis.com",
 }
 
 const (
 	apiType        = "gcp:projects/service:Service"
 	runServiceType = "gcp:cloudrunv2/service:Service"
+	sleepType      = "time:index/sleep:Sleep"
 )
 
 // apiServices maps each enabled API of plan to its resource's URN, failing
@@ -56,9 +59,12 @@ func apiServices(t *testing.T, plan *render.Plan) map[string]string {
 }
 
 // TestEveryResourceWaitsForItsAPI: in every shipped stack (and the one
-// with several stores), each enabled API is one the stack uses, every
-// resource depends on the API serving it, and each Cloud Run service on
-// every enabled API (its consumer calls them at run time).
+// with several stores), Service Usage and Cloud Resource Manager are
+// enabled first and every other API after both (the provider reads each
+// enablement back through Cloud Resource Manager); each enabled API is one
+// the stack uses; a wait follows every enablement; and every resource is
+// created after the API serving it and that wait, each Cloud Run service
+// after every enabled API (its consumer calls them at run time).
 func TestEveryResourceWaitsForItsAPI(t *testing.T) {
 	for _, tc := range []struct{ stack, file string }{{"dev", ""}, {"staging", ""}, {"prod", ""}, {"mixed-stores", "testdata/Pulumi.mixed-stores.yaml"}} {
 		t.Run(tc.stack, func(t *testing.T) {
@@ -66,16 +72,49 @@ func TestEveryResourceWaitsForItsAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			apis := apiServices(t, res.Plan)
-			used := map[string]bool{}
-			for _, s := range res.Plan.Steps {
-				st := s.NewState
-				if !st.Custom || st.Type == apiType || strings.HasPrefix(st.Type, "pulumi:providers:") {
+			plan := res.Plan
+			apis := apiServices(t, plan)
+			first := []string{apis["serviceusage.googleapis.com"], apis["cloudresourcemanager.googleapis.com"]}
+			if slices.Contains(first, "") {
+				t.Fatalf("APIs %v: want Service Usage and Cloud Resource Manager", apis)
+			}
+			var propagated string
+			for _, s := range plan.StepsOfType(sleepType) {
+				if strings.HasSuffix(s.URN, "-apis-propagated") {
+					propagated = s.URN
+				}
+			}
+			for api, urn := range apis {
+				st := state(plan, urn)
+				if slices.Contains(first, urn) {
+					for _, other := range apis {
+						if waits(plan, st, other) {
+							t.Errorf("%s waits for %s: it must come first", api, other)
+						}
+					}
 					continue
+				}
+				for _, f := range first {
+					if !slices.Contains(st.Dependencies, f) {
+						t.Errorf("%s does not wait for %s", api, f)
+					}
+				}
+				if propagated == "" || !slices.Contains(state(plan, propagated).Dependencies, urn) {
+					t.Errorf("no wait after enabling %s (%q)", api, propagated)
+				}
+			}
+			used := map[string]bool{"serviceusage.googleapis.com": true}
+			for _, s := range plan.Steps {
+				st := s.NewState
+				if !st.Custom || st.Type == apiType || st.Type == sleepType || strings.HasPrefix(st.Type, "pulumi:providers:") {
+					continue
+				}
+				if !waits(plan, st, propagated) {
+					t.Errorf("%s does not wait for the APIs to propagate", st.URN)
 				}
 				if st.Type == runServiceType {
 					for api, urn := range apis {
-						if !slices.Contains(st.Dependencies, urn) {
+						if !waits(plan, st, urn) {
 							t.Errorf("%s does not wait for %s", st.URN, api)
 						}
 					}
@@ -84,13 +123,13 @@ func TestEveryResourceWaitsForItsAPI(t *testing.T) {
 				}
 				api, ok := servingAPI[st.Type]
 				if !ok {
-					t.Errorf("resource type %s: which API serves it? (add it to servingAPI and the components' apiOfType)", st.Type)
+					t.Errorf("resource type %s: which API serves it? (add it to servingAPI)", st.Type)
 					continue
 				}
 				used[api] = true
 				if urn, ok := apis[api]; !ok {
 					t.Errorf("%s needs %s, which the stack does not enable", st.URN, api)
-				} else if !slices.Contains(st.Dependencies, urn) {
+				} else if !waits(plan, st, urn) {
 					t.Errorf("%s does not wait for %s", st.URN, api)
 				}
 			}
@@ -101,6 +140,35 @@ func TestEveryResourceWaitsForItsAPI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// state is the planned state of the resource urn.
+func state(plan *render.Plan, urn string) render.State {
+	for _, s := range plan.Steps {
+		if s.URN == urn {
+			return s.NewState
+		}
+	}
+	return render.State{}
+}
+
+// waits reports whether st is created after the resource urn: it depends on
+// it, directly or through what it depends on.
+func waits(plan *render.Plan, st render.State, urn string) bool {
+	seen := map[string]bool{}
+	todo := slices.Clone(st.Dependencies)
+	for len(todo) > 0 {
+		d := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if d == urn {
+			return true
+		}
+		if !seen[d] {
+			seen[d] = true
+			todo = append(todo, state(plan, d).Dependencies...)
+		}
+	}
+	return false
 }
 
 // runtimeAPI reports whether api is one the stack's consumers call at run

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 )
@@ -83,18 +83,18 @@ func ttlProblems(t *testing.T, plan *render.Plan, fields map[string][]string) []
 	used := map[string]bool{}
 	for _, s := range plan.StepsOfType(serviceType) {
 		env := serviceEnv(t, s.NewState)
-		store, ok := env[components.EnvStore].(string)
+		store, ok := env[settings.Store].(string)
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: %s = %#v, want the plain store URL", s.URN, components.EnvStore, env[components.EnvStore]))
+			problems = append(problems, fmt.Sprintf("%s: %s = %#v, want the plain store URL", s.URN, settings.Store, env[settings.Store]))
 			continue
 		}
 		rest, firestore := strings.CutPrefix(store, "firestore://")
 		if !firestore {
 			continue
 		}
-		prefix, ok := env[components.EnvCollectionPrefix].(string)
+		prefix, ok := env[settings.CollectionPrefix].(string)
 		if !ok || prefix == "" {
-			problems = append(problems, fmt.Sprintf("%s: %s not set", s.URN, components.EnvCollectionPrefix))
+			problems = append(problems, fmt.Sprintf("%s: %s not set", s.URN, settings.CollectionPrefix))
 			continue
 		}
 		for _, c := range spec.StoreCollections() {

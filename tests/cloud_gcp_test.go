@@ -17,7 +17,6 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/gruntwork-io/terratest/modules/retry"
-	test_structure "github.com/gruntwork-io/terratest/modules/test-structure"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
@@ -105,7 +104,7 @@ func TestRealCloudPipeline(t *testing.T) {
 		t.Fatalf("create stack %s: %v", stackName, err)
 	}
 	stackFile := spec.StackFilePath(filepath.Join(repo, "stacks"), stackName)
-	defer test_structure.RunTestStage(t, "teardown", func() {
+	defer runStage(t, "teardown", func() {
 		// A fresh context: the teardown must run even when the test's is done.
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		defer cancel()
@@ -118,7 +117,7 @@ func TestRealCloudPipeline(t *testing.T) {
 		}
 		_ = os.Remove(stackFile)
 	})
-	test_structure.RunTestStage(t, "deploy", func() {
+	runStage(t, "deploy", func() {
 		if err := stack.SetAllConfigWithOptions(ctx, config, &auto.ConfigOptions{Path: true}); err != nil {
 			t.Fatalf("set config: %v", err)
 		}
@@ -126,7 +125,7 @@ func TestRealCloudPipeline(t *testing.T) {
 			t.Fatalf("pulumi up: %v", err)
 		}
 	})
-	test_structure.RunTestStage(t, "validate", func() {
+	runStage(t, "validate", func() {
 		ps, err := pubsub.NewClient(ctx, e.project)
 		if err != nil {
 			t.Fatal(err)

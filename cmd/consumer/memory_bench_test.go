@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -30,6 +31,14 @@ const memoryContainerBytes = 512 << 20
 // messages alike: the rest is the margin before the container is killed.
 const memoryHeadroomPercent = 85
 
+// previousBinary is the previous release's consumer binary, built by
+// scripts/consumer-memory.sh from a worktree of it, to measure side by side.
+var previousBinary = flag.String("consumer.previous", "", "the previous release's consumer binary: BenchmarkPushMemory measures it beside this one")
+
+// memoryRounds is how many times BenchmarkPushMemory measures each binary,
+// alternating which goes first.
+var memoryRounds = flag.Int("consumer.memory-rounds", 2, "rounds of BenchmarkPushMemory per binary")
+
 // BenchmarkPushMemory runs the consumer binary as a real process, sends it
 // as many maximum-size (10 MB) Pub/Sub messages at once as the component
 // derives for the container (valid ones, applied; poison ones, whose
@@ -37,11 +46,16 @@ const memoryHeadroomPercent = 85
 // the process's peak resident memory (VmHWM) as MiB and as a share of the
 // container, and what each message added over the idle process, as a
 // multiple of its push body. Each sub-benchmark starts its own process, so
-// each peak is its own. A peak at or over memoryHeadroomPercent of the
-// container fails the benchmark. Run it with -benchtime 1x
-// (scripts/consumer-memory.sh does).
+// each peak is its own. With -consumer.previous, the previous release's
+// binary gets the same messages in the same run, the two alternating in
+// -consumer.memory-rounds rounds (binary=previous, binary=current). A peak
+// of this binary at or over memoryHeadroomPercent of the container fails the
+// benchmark. Run it with -benchtime 1x (scripts/consumer-memory.sh does).
 func BenchmarkPushMemory(b *testing.B) {
-	bin := consumerBinary(b)
+	bins := []struct{ name, path string }{{"current", consumerBinary(b)}}
+	if *previousBinary != "" {
+		bins = append(bins, struct{ name, path string }{"previous", *previousBinary})
+	}
 	n := limits.MaxConcurrency(memoryContainerBytes, limits.MaxMessageBytes, 1000)
 	for _, kind := range []struct {
 		name string
@@ -51,21 +65,26 @@ func BenchmarkPushMemory(b *testing.B) {
 		{"valid", maxSizePush, http.StatusOK},
 		{"poison", maxSizePoison, http.StatusOK}, // acked: no dead-letter policy
 	} {
-		b.Run(fmt.Sprintf("kind=%s/messages=%d", kind.name, n), func(b *testing.B) {
-			for range b.N {
-				peak, idle, body := pushMemory(b, bin, n, kind.body, kind.want)
-				perMessage := float64(peak-idle) / float64(n)
-				share := 100 * float64(peak) / memoryContainerBytes
-				b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
-				b.ReportMetric(share, "peak-%container")
-				b.ReportMetric(perMessage/(1<<20), "MiB/msg")
-				b.ReportMetric(perMessage/float64(body), "x-body/msg")
-				b.ReportMetric(float64(limits.PerMessageBytes(limits.MaxMessageBytes))/(1<<20), "budget-MiB/msg")
-				if share >= memoryHeadroomPercent {
-					b.Errorf("%s: peak %.1f%% of the container's memory at the derived concurrency %d, want under %d%%", kind.name, share, n, memoryHeadroomPercent)
-				}
+		for round := range *memoryRounds {
+			for i := range bins {
+				bin := bins[(i+round)%len(bins)] // each goes first in turn
+				b.Run(fmt.Sprintf("kind=%s/messages=%d/round=%d/binary=%s", kind.name, n, round+1, bin.name), func(b *testing.B) {
+					for range b.N {
+						peak, idle, body := pushMemory(b, bin.path, n, kind.body, kind.want)
+						perMessage := float64(peak-idle) / float64(n)
+						share := 100 * float64(peak) / memoryContainerBytes
+						b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+						b.ReportMetric(share, "peak-%container")
+						b.ReportMetric(perMessage/(1<<20), "MiB/msg")
+						b.ReportMetric(perMessage/float64(body), "x-body/msg")
+						b.ReportMetric(float64(limits.PerMessageBytes(limits.MaxMessageBytes))/(1<<20), "budget-MiB/msg")
+						if bin.name == "current" && share >= memoryHeadroomPercent {
+							b.Errorf("%s: peak %.1f%% of the container's memory at the derived concurrency %d, want under %d%%", kind.name, share, n, memoryHeadroomPercent)
+						}
+					}
+				})
 			}
-		})
+		}
 	}
 }
 
@@ -142,7 +161,7 @@ func maxSizePushOf(b *testing.B, i, size int) []byte {
 }
 
 // pushOf is the push body of message i with data.
-func pushOf(b *testing.B, i int, data string) []byte {
+func pushOf(b testing.TB, i int, data string) []byte {
 	b.Helper()
 	env := map[string]any{
 		"message": map[string]any{"data": base64.StdEncoding.EncodeToString([]byte(data)),
@@ -169,7 +188,7 @@ func post(b *testing.B, url string, body []byte, want int) {
 }
 
 // procStatus reads a memory figure (VmRSS, VmHWM) of process pid, in bytes.
-func procStatus(b *testing.B, pid int, field string) int64 {
+func procStatus(b testing.TB, pid int, field string) int64 {
 	b.Helper()
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

@@ -287,7 +287,8 @@ func TestConftestAndOPAGiveTheCheckVerdicts(t *testing.T) {
 // TestTerraformFixtures runs eventpipe check and plain conftest over every plan the real
 // terraform and tofu CLIs made of the Terraform fixtures (policies/testdata/terraform): each
 // judged (rule, address) pair is reported exactly when the case's expected verdicts list
-// it, and conftest and opa eval report what eventpipe check does.
+// it, and conftest and opa eval report what eventpipe check does; a case whose plans are
+// unusable (a refresh-only plan) is refused by all three, saying why.
 func TestTerraformFixtures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs conftest and opa")
@@ -299,13 +300,31 @@ func TestTerraformFixtures(t *testing.T) {
 	if len(cases) < 10 {
 		t.Fatalf("%d cases", len(cases))
 	}
-	var docs []document
+	var docs, unusable []document
 	byName := map[string]tffixtures.Case{}
 	for _, c := range cases {
 		for _, cli := range c.Expected.CLIs {
 			name := c.Name + "/" + cli
-			docs = append(docs, document{name: name, path: c.Plan(cli)})
 			byName[name] = c
+			if c.Expected.Problem != "" {
+				unusable = append(unusable, document{name: name, path: c.Plan(cli)})
+				continue
+			}
+			docs = append(docs, document{name: name, path: c.Plan(cli)})
+		}
+	}
+	// An unusable plan: eventpipe check exits 2 saying why, conftest and opa eval deny
+	// EP900 alone with the same reason.
+	for _, d := range unusable {
+		problem := byName[d.name].Expected.Problem
+		if r := runCheckCLI(t, "", "check", d.path); r.code != 2 || !strings.Contains(r.stderr, problem) || strings.Contains(r.stdout, "PASS") {
+			t.Errorf("%s: eventpipe check exit %d, want 2 with %q; stdout %s; stderr %s", d.name, r.code, problem, r.stdout, r.stderr)
+		}
+		if got := opaVerdicts(t, d); len(got) != 1 || !strings.HasPrefix(got[0], "deny:EP900 ") {
+			t.Errorf("%s: opa eval %v, want deny:EP900 alone", d.name, got)
+		}
+		if got := conftestVerdicts(t, []document{d}, "")[d.path]; len(got) != 1 || !strings.HasPrefix(got[0], "deny:EP900 ") {
+			t.Errorf("%s: conftest %v, want deny:EP900 alone", d.name, got)
 		}
 	}
 	for name, verdicts := range sameVerdicts(t, docs) {

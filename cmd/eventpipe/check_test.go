@@ -257,9 +257,8 @@ func TestCheckUnusableInput(t *testing.T) {
 		{"terraform state", []string{"check", write("s.json", `{"format_version":"1.0","values":{"root_module":{}}}`)}, "", "Terraform state"},
 		{"malformed step", []string{"check", "-"}, `{"steps":[{"kind":"x"}]}`, `steps[0]: a preview step needs "op"`},
 		// The first-hour walk-through: each passed or got a generic message.
-		{"unchanged preview without --show-sames", []string{"check", "-", "--env", "prod"},
-			`{"steps":[{"op":"same","urn":"urn:pulumi:prod::eventpipe::pulumi:pulumi:Stack::eventpipe-prod","newState":{"type":"pulumi:pulumi:Stack","custom":false}}],"changeSummary":{"same":130}}`,
-			"shows no resource to judge: printed without --show-sames, the preview leaves out every unchanged resource: for a firm verdict check `pulumi preview --json --show-sames`"},
+		{"terraform plan -refresh-only", []string{"check", "../../policies/testdata/terraform/refresh-only/terraform.plan.json.txt"}, "",
+			"this is a refresh-only plan (terraform plan -refresh-only): it plans no change to any resource, so it has nothing to judge"},
 		{"binary terraform plan", []string{"check", "../../policies/plan/testdata/terraform_plan.tfplan"}, "", "this is a binary plan file (terraform plan -out), which only terraform reads: check the JSON of it, `terraform show -json ../../policies/plan/testdata/terraform_plan.tfplan > plan.json`"},
 		{"misspelt environment", []string{"check", "--stack", "prod", "--env", "prodd"}, "", `--env "prodd": no rule or check configuration names that environment (they name prod); did you mean "prod"?`},
 		{"misspelt environment, data", []string{"check", "--print-data", "--env", "prd"}, "", `did you mean "prod"?`},
@@ -275,6 +274,18 @@ func TestCheckUnusableInput(t *testing.T) {
 				t.Fatal("unusable input reported as a pass")
 			}
 		})
+	}
+}
+
+// TestCheckUnchangedPreviewPasses: `pulumi preview --json` of a stack the change leaves
+// unchanged prints only the root stack: the change cannot introduce a violation, so the
+// check passes (exit 0), saying nothing changed and how to judge the whole stack.
+func TestCheckUnchangedPreviewPasses(t *testing.T) {
+	preview := `{"steps":[{"op":"same","urn":"urn:pulumi:prod::eventpipe::pulumi:pulumi:Stack::eventpipe-prod","newState":{"type":"pulumi:pulumi:Stack","custom":false}}],"changeSummary":{"same":130}}`
+	r := runCheckCLI(t, preview, "check", "-", "--env", "prod")
+	if r.code != 0 || !strings.Contains(r.stdout, "nothing changed: the preview changes no resource") ||
+		!strings.Contains(r.stdout, "to judge the whole stack check `pulumi preview --json --show-sames`") || !strings.Contains(r.stdout, "PASS") {
+		t.Fatalf("exit %d; stdout: %s; stderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -18,11 +18,13 @@
 //     (backwards compatible);
 //   - a route without a target of its own (route.Route.ToHandler) applies
 //     the callback by POSTing it to the team's handler container
-//     (handler.CallbackPath) once per key: handler 2xx completes the
-//     receipt (200, replayed after); 4xx other than 408 and 429 rejects it
-//     for good (422, replayed after); 5xx, 408, 429, a timeout or an
-//     unreachable handler releases it (503), so the caller's retry calls
-//     the handler again. Such a route needs a key (400 without one).
+//     (handler.CallbackPath) once per key, through the one call
+//     (downstream) and its answer table: done completes the receipt (the
+//     handler's answer, replayed after); refused rejects it for good
+//     (replayed after); retried or in doubt releases it (503), so the
+//     caller's retry calls the handler again; an answer later than the
+//     call's timeout is 503 while the call runs on, and its answer settles
+//     the receipt. Such a route needs a key (400 without one).
 package callback
 
 import (
@@ -30,7 +32,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -41,6 +42,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
+	"github.com/eventpipe/eventpipe/consumer/budget"
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/engine"
@@ -62,13 +64,12 @@ const Pattern = "POST /callbacks/{route}"
 const PathPrefix = "/callbacks/"
 
 // MaxBody bounds a callback body.
-const MaxBody = 1 << 20
+const MaxBody = limits.MaxCallbackBodyBytes
 
 // Handler serves callbacks.
 type Handler struct {
 	routes   *route.Table
 	engine   *engine.Engine
-	store    store.Store
 	env      string
 	log      *slog.Logger
 	verifier *auth.Verifier
@@ -78,14 +79,15 @@ type Handler struct {
 	caller     *downstream.Caller
 	// maxStoredBody bounds the handler's response body kept for replay.
 	maxStoredBody int
+	budget        *budget.Budget
 	now           func() time.Time
 }
 
 // Config configures a Handler.
 type Config struct {
 	Routes *route.Table
+	// Engine holds the receipts and runs every write to a target.
 	Engine *engine.Engine
-	Store  store.Store
 	Env    string
 	Logger *slog.Logger
 	// Verifier, when set, checks every callback's OIDC token (the calling
@@ -98,24 +100,31 @@ type Config struct {
 	// required when a callback route names the handler (CheckHandler).
 	HandlerURL string
 	// Caller posts callbacks to the handler (default: a client carrying
-	// traceparent when Tracer is set).
+	// traceparent when Tracer is set; the server gives the one its doors
+	// share, cut at the shutdown deadline).
 	Caller *downstream.Caller
 	// MaxStoredBody bounds the handler's response body stored with a
 	// callback's receipt and replayed (default handler.DefaultMaxStoredBody,
 	// the Idempotency-Key API's bound: EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY).
 	MaxStoredBody int
+	// Budget is the instance's memory budget for request bodies, shared
+	// with the other doors (nil: none): a callback that does not fit is
+	// refused (503 with Retry-After) before its body is read or its key
+	// reserved.
+	Budget *budget.Budget
 }
 
 // New returns a callback handler.
 func New(cfg Config) *Handler {
 	if cfg.Caller == nil {
-		cfg.Caller = downstream.New(cfg.Tracer.HTTPClient(nil))
+		cfg.Caller = downstream.New(cfg.Tracer.HTTPClient(nil), nil)
 	}
 	if cfg.MaxStoredBody <= 0 {
 		cfg.MaxStoredBody = handler.DefaultMaxStoredBody
 	}
-	return &Handler{routes: cfg.Routes, engine: cfg.Engine, store: cfg.Store, env: cfg.Env, log: cfg.Logger,
-		verifier: cfg.Verifier, tracer: cfg.Tracer, handlerURL: cfg.HandlerURL, caller: cfg.Caller, maxStoredBody: cfg.MaxStoredBody, now: time.Now}
+	return &Handler{routes: cfg.Routes, engine: cfg.Engine, env: cfg.Env, log: cfg.Logger,
+		verifier: cfg.Verifier, tracer: cfg.Tracer, handlerURL: cfg.HandlerURL, caller: cfg.Caller, maxStoredBody: cfg.MaxStoredBody,
+		budget: cfg.Budget, now: time.Now}
 }
 
 // CheckHandler reports a callback route that names the handler (it has no
@@ -149,6 +158,9 @@ type outcome struct {
 	// says it is a retry's.
 	response map[string]any
 	replayed bool
+	// late marks the line of a handler's answer that came after the
+	// callback was answered (its call outlived its timeout).
+	late bool
 }
 
 // ServeHTTP implements http.Handler.
@@ -193,7 +205,13 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 	if rt == nil {
 		return o.fail(http.StatusNotFound, classify.Poison(fmt.Errorf("no callback route %q (fix: call /callbacks/<name> with a route of ingress \"callback\")", o.route)))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBody))
+	release, err := h.budget.Take(limits.CallbackDoor(), r.ContentLength)
+	if err != nil {
+		o.retryAfter = budget.RetryAfter
+		return o.fail(budget.Status, classify.Transient(err, ""))
+	}
+	defer release()
+	body, err := budget.ReadBody(nil, r, MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -239,7 +257,7 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		o.status, o.result = http.StatusOK, logfields.OutcomeApplied
 		return map[string]any{"message": "Callback processed without an idempotency key", "idempotent_replayed": false, "unprotected": true}
 	}
-	rc, err := h.engine.Reserve(r.Context(), engine.ReceiptRequest{Route: rt.Name, CallbackID: key, Payload: body,
+	rc, err := h.engine.Claim(r.Context(), engine.Request{Scope: rt.Name, ID: key, Payload: body,
 		Fields: map[string]any{"target": routed.Target.String()}, Lease: time.Duration(rt.Receipt.LeaseTTL)})
 	o.ops = o.ops.Add(rc.Ops)
 	o.receipt = rc.Doc
@@ -253,25 +271,7 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		return o.fail(http.StatusInternalServerError, err)
 	}
 	if rc.Replayed {
-		o.status, o.result = http.StatusOK, logfields.OutcomeDuplicate
-		if stored, ok := rc.Result[responseField].(map[string]any); ok {
-			// The handler's own answer, byte for byte.
-			status, _ := stored["status"].(int64)
-			o.response, o.replayed, o.status = stored, true, int(status)
-			return nil
-		}
-		// A receipt without the handler's answer (recorded before it was
-		// kept, or of a target route) replays the receipt's status.
-		body := map[string]any{"message": "Callback already processed", "idempotent_replayed": true,
-			"original_received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": rc.Status}
-		if hs, ok := rc.Result[handlerStatusField]; ok {
-			body[handlerStatusField] = hs
-			if rc.Status == statusRejected {
-				o.status = http.StatusUnprocessableEntity
-				body["message"] = "Callback already rejected by the handler"
-			}
-		}
-		return body
+		return o.replay(rc)
 	}
 	if rt.ToHandler() {
 		return h.forward(r.Context(), rt, rc, key, body, routed, o)
@@ -280,11 +280,11 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 	if s, ok := routed.Fields()["status"].(string); ok && s != "" {
 		status = s
 	}
-	// The update and the receipt's final status commit together, and only
+	// The update and the receipt's settling commit together, and only
 	// while this delivery still holds the receipt.
-	done, err := h.engine.Finish(context.WithoutCancel(r.Context()), rc, status, func(ctx context.Context, tx store.Tx) error {
-		return h.merge(ctx, tx, routed, rt.Target.MustExist)
-	})
+	done, err := h.engine.Settle(context.WithoutCancel(r.Context()), rc, engine.Settlement{Status: engine.StatusCompleted,
+		Result: map[string]any{resultStatus: status},
+		Effect: func(ctx context.Context, tx store.Tx) error { return h.merge(ctx, tx, routed, rt.Target.MustExist) }})
 	o.ops = o.ops.Add(done.Ops)
 	if err != nil {
 		if classify.Of(err).Type == logfields.ErrorTypeStale {
@@ -294,7 +294,7 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		}
 		// Nothing was applied: give the receipt back so the caller's
 		// retry processes it.
-		err = h.release(context.WithoutCancel(r.Context()), rc, err)
+		err = h.release(context.WithoutCancel(r.Context()), rc, err, false)
 		return o.fail(statusOf(err), err)
 	}
 	o.status, o.result = http.StatusOK, logfields.OutcomeApplied
@@ -302,8 +302,46 @@ func (h *Handler) handle(r *http.Request, o *outcome) map[string]any {
 		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": status}
 }
 
-// Receipt status and result fields of callbacks sent to the handler.
+// replay answers a callback whose receipt was settled before: the
+// handler's stored answer byte for byte, or the receipt's status.
+func (o *outcome) replay(rc engine.Reservation) map[string]any {
+	o.status, o.result = http.StatusOK, logfields.OutcomeDuplicate
+	if stored, ok := rc.Result[responseField].(map[string]any); ok {
+		// The handler's own answer, byte for byte.
+		status, _ := stored["status"].(int64)
+		o.response, o.replayed, o.status = stored, true, int(status)
+		return nil
+	}
+	// A receipt without the handler's answer (recorded before it was
+	// kept, or of a target route) replays the receipt's status.
+	body := map[string]any{"message": "Callback already processed", "idempotent_replayed": true,
+		"original_received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": callbackStatus(rc)}
+	if hs, ok := rc.Result[handlerStatusField]; ok {
+		body[handlerStatusField] = hs
+		if rc.Status == engine.StatusRejected {
+			o.status = http.StatusUnprocessableEntity
+			body["message"] = "Callback already rejected by the handler"
+		}
+	}
+	return body
+}
+
+// callbackStatus is the status a settled receipt answers with: the one
+// recorded (the callback's own, or processed or rejected for a callback
+// sent to the handler); a receipt recorded before the one status
+// vocabulary kept it as the record's status.
+func callbackStatus(rc engine.Reservation) string {
+	if s, ok := rc.Result[resultStatus].(string); ok {
+		return s
+	}
+	return rc.Status
+}
+
+// Receipt result fields.
 const (
+	// resultStatus is the callback's own status (a target route), or
+	// processed or rejected (a callback sent to the handler).
+	resultStatus       = "status"
 	statusProcessed    = "processed"
 	statusRejected     = "rejected"
 	handlerStatusField = "handler_status"
@@ -312,10 +350,13 @@ const (
 	responseField = "handler_response"
 )
 
-// forward POSTs a reserved callback to the handler and settles its receipt
-// with the handler's answer: 2xx completes it (200), a permanent refusal
-// rejects it (422), anything retryable releases it (503).
-func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receipt, key string, body []byte, routed *route.Routed, o *outcome) map[string]any {
+// forward sends a claimed callback to the handler through the one call
+// and settles its receipt by the answer table: done completes it (the
+// handler's answer, 200 and the like), a refusal rejects it for good (the
+// handler's answer; a redirect is 422), retried or in doubt releases it
+// (503). A call still running at the call's timeout is answered 503 and
+// runs on, to the receipt's length; its answer settles the receipt.
+func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Reservation, key string, body []byte, routed *route.Routed, o *outcome) map[string]any {
 	// The call is not cut short when the caller goes away: its answer is
 	// still recorded for the caller's retry.
 	ctx = context.WithoutCancel(ctx)
@@ -323,30 +364,54 @@ func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receip
 		Callback: json.RawMessage(body), Fields: routed.Fields()})
 	if err != nil {
 		err = classify.Poison(fmt.Errorf("callback to the handler: %w", err))
-		return o.fail(http.StatusBadRequest, h.release(ctx, rc, err))
+		return o.fail(http.StatusBadRequest, h.release(ctx, rc, err, false))
 	}
 	o.doc = handler.CallbackPath(rt.Name)
-	resp, callErr := h.caller.Do(ctx, handler.CallbackURL(h.handlerURL, rt.Name), key, msg, callTimeout(rt), h.maxStoredBody)
-	status := resp.Status
-	if callErr != nil && classify.Of(callErr).Type != logfields.ErrorTypePoison {
-		// The handler did not (durably) act: give the receipt back so the
-		// caller's retry calls it again.
+	lease := time.Duration(rt.Receipt.LeaseTTL)
+	a, err := h.caller.Do(ctx, downstream.Call{URL: handler.CallbackURL(h.handlerURL, rt.Name), Key: key, Attempt: rc.Attempt, Body: msg,
+		MaxBody: h.maxStoredBody, Timeout: callTimeout(rt), Bound: lease, Heartbeat: lease / 5,
+		Extend: func(ctx context.Context) error { _, err := h.engine.Extend(ctx, rc); return err },
+		Late: func(a downstream.Answer) {
+			late := &outcome{route: rt.Name, key: key, receipt: rc.Doc, doc: o.doc, started: time.Now().Add(-a.Took)}
+			late.late = true
+			h.settle(ctx, rc, a, late)
+			h.logLine(ctx, late)
+		}})
+	if errors.Is(err, downstream.ErrLate) {
 		o.retryAfter = time.Second
-		return o.fail(http.StatusServiceUnavailable, h.release(ctx, rc, callErr))
+		return o.fail(http.StatusServiceUnavailable, classify.InProgress(fmt.Errorf("the handler has not answered within %s: the call runs on, at most %s, and its answer settles the callback; retry to get it", callTimeout(rt), lease)))
 	}
-	final := statusProcessed
-	if callErr != nil {
-		final = statusRejected
+	return h.settle(ctx, rc, a, o)
+}
+
+// settle settles rc by a's verdict and fills o with the answer to give.
+func (h *Handler) settle(ctx context.Context, rc engine.Reservation, a downstream.Answer, o *outcome) map[string]any {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	switch a.Verdict {
+	case downstream.Retry, downstream.Unknown:
+		// The handler did not (durably) act, or nobody knows: give the
+		// receipt back so the caller's retry calls it again (in doubt, the
+		// handler is told by the attempt number).
+		o.retryAfter = time.Second
+		return o.fail(http.StatusServiceUnavailable, h.release(ctx, rc, a.Err, a.Verdict == downstream.Unknown))
+	case downstream.Abandoned:
+		o.retryAfter = time.Second
+		return o.fail(http.StatusServiceUnavailable, a.Err)
 	}
-	rc.Result = map[string]any{handlerStatusField: int64(status)}
+	status, final := engine.StatusCompleted, statusProcessed
+	if a.Verdict == downstream.Refused {
+		status, final = engine.StatusRejected, statusRejected
+	}
+	result := map[string]any{handlerStatusField: int64(a.Status), resultStatus: final}
 	var stored map[string]any
-	if status < 300 || status >= 400 { // a redirect is not passed to a caller that POSTed
-		if !resp.Cut {
-			stored = handler.StoredResponse(status, resp.Header, resp.Head, h.maxStoredBody)
-			rc.Result[responseField] = stored
+	if a.Status < 300 || a.Status >= 400 { // a redirect is not passed to a caller that POSTed
+		if !a.Cut {
+			stored = handler.StoredResponse(a.Status, a.Header, a.Head, h.maxStoredBody)
+			result[responseField] = stored
 		}
 	}
-	done, err := h.engine.Finish(ctx, rc, final, nil)
+	done, err := h.engine.Settle(ctx, rc, engine.Settlement{Status: status, Result: result})
 	o.ops = o.ops.Add(done.Ops)
 	if err != nil {
 		if classify.Of(err).Type == logfields.ErrorTypeStale {
@@ -354,48 +419,53 @@ func (h *Handler) forward(ctx context.Context, rt *route.Route, rc engine.Receip
 		}
 		// The handler answered but the receipt could not record it: until
 		// the reservation lapses retries get 409, then one calls again.
-		return o.fail(http.StatusInternalServerError, fmt.Errorf("handler answered HTTP %d; recording it failed: %w", status, err))
+		return o.fail(http.StatusInternalServerError, fmt.Errorf("handler answered HTTP %d; recording it failed: %w", a.Status, err))
 	}
-	if callErr != nil {
-		out := o.fail(http.StatusUnprocessableEntity, callErr)
-		out["status"], out[handlerStatusField] = final, status
+	if a.Verdict == downstream.Refused {
+		out := o.fail(http.StatusUnprocessableEntity, a.Err)
+		out["status"], out[handlerStatusField] = final, a.Status
 		if stored != nil {
-			o.response, o.status = stored, status
+			o.response, o.status = stored, a.Status
 		}
 		return out
 	}
 	o.status, o.result = http.StatusOK, logfields.OutcomeApplied
 	if stored != nil {
-		o.response, o.status = stored, status
+		o.response, o.status = stored, a.Status
 	}
 	return map[string]any{"message": "Callback processed by the handler", "idempotent_replayed": false,
-		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": final, handlerStatusField: status}
+		"received_at": rc.ReceivedAt.UTC().Format(time.RFC3339Nano), "status": final, handlerStatusField: a.Status}
 }
 
+// settleTimeout bounds the store writes that settle a callback's receipt
+// once the handler answered.
+const settleTimeout = 10 * time.Second
+
 // release gives back rc after err stopped its processing (nothing was
-// applied) and returns err, naming the release's own failure too.
-func (h *Handler) release(ctx context.Context, rc engine.Receipt, err error) error {
-	if rerr := h.engine.Release(ctx, rc); rerr != nil {
+// applied, or, inDoubt, nobody knows) and returns err, naming the
+// release's own failure too.
+func (h *Handler) release(ctx context.Context, rc engine.Reservation, err error, inDoubt bool) error {
+	if _, rerr := h.engine.Release(ctx, rc, err, inDoubt); rerr != nil {
 		return fmt.Errorf("%w; releasing the receipt also failed: %v", err, rerr)
 	}
 	return err
 }
 
-// callTimeout bounds a handler call: four fifths of the route's receipt
-// lease, so the call ends (and the receipt is settled) before a retry may
-// take the reservation over.
+// callTimeout is how long a callback waits for the handler's answer: four
+// fifths of the route's receipt lease (the call itself runs on to the
+// lease, extended while it runs).
 func callTimeout(rt *route.Route) time.Duration {
 	return time.Duration(rt.Receipt.LeaseTTL) * 4 / 5
 }
 
 // inProgress answers a callback another delivery is processing: 409 with
 // Retry-After (at least a second), never a "done" that may not come true.
-func (o *outcome) inProgress(err error, retryAfter time.Duration, rc engine.Receipt) map[string]any {
+func (o *outcome) inProgress(err error, retryAfter time.Duration, rc engine.Reservation) map[string]any {
 	o.status, o.err, o.class = http.StatusConflict, err, classify.Of(err)
 	o.result = logfields.OutcomeRetry
 	o.retryAfter = max(retryAfter, time.Second)
 	body := map[string]any{"message": "Callback is being processed by another delivery; retry after the Retry-After seconds",
-		"idempotent_replayed": false, "status": engine.ReceiptProcessing}
+		"idempotent_replayed": false, "status": "processing"}
 	if !rc.ReceivedAt.IsZero() { // unknown when the receipt was in use and not read
 		body["original_received_at"] = rc.ReceivedAt.UTC().Format(time.RFC3339Nano)
 	}
@@ -454,13 +524,12 @@ func idempotencyKey(rc *route.Receipt, payload envelope.Payload, hdr http.Header
 var errVanished = errors.New("target vanished")
 
 func (h *Handler) exists(ctx context.Context, key store.Key, o *outcome) (bool, error) {
-	var tally opcount.Tally
 	found := false
 	// Read-only: the check waits for no transaction holding the target (a
-	// delivery's Finish), so a retry reaches the receipt, which says at
-	// once whether the callback is in progress. Finish checks again.
-	err := h.store.RunTx(store.ReadOnly(ctx), func(ctx context.Context, tx store.Tx) error {
-		d, err := tally.Tx(tx).Get(ctx, key)
+	// delivery's Settle), so a retry reaches the receipt, which says at
+	// once whether the callback is in progress. Settle checks again.
+	ops, err := h.engine.Apply(store.ReadOnly(ctx), func(ctx context.Context, tx store.Tx) error {
+		d, err := tx.Get(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
 			found = false
 			return nil
@@ -468,18 +537,17 @@ func (h *Handler) exists(ctx context.Context, key store.Key, o *outcome) (bool, 
 		found = err == nil && !d.Expired(h.now())
 		return err
 	})
-	o.ops = o.ops.Add(tally.Counts())
+	o.ops = o.ops.Add(ops)
 	return found, err
 }
 
 // apply merges the callback's fields into the target document in a
-// transaction of its own (a callback without an idempotency key).
+// transaction of the engine (a callback without an idempotency key).
 func (h *Handler) apply(ctx context.Context, routed *route.Routed, mustExist bool, o *outcome) error {
-	var tally opcount.Tally
-	err := h.store.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		return h.merge(ctx, tally.Tx(tx), routed, mustExist)
+	ops, err := h.engine.Apply(ctx, func(ctx context.Context, tx store.Tx) error {
+		return h.merge(ctx, tx, routed, mustExist)
 	})
-	o.ops = o.ops.Add(tally.Counts())
+	o.ops = o.ops.Add(ops)
 	return err
 }
 
@@ -527,6 +595,9 @@ func (h *Handler) logLine(ctx context.Context, o *outcome) {
 		slog.Int64(logfields.StoreWrites, o.ops.Writes+o.ops.Deletes),
 		slog.Float64(logfields.LatencyMS, float64(time.Since(o.started).Microseconds())/1000),
 		slog.Bool(logfields.Retryable, o.class.Retryable),
+	}
+	if o.late {
+		a = append(a, slog.Bool("late", true))
 	}
 	if o.err != nil {
 		a = append(a, slog.String(logfields.ErrorType, o.class.Type), slog.String(logfields.ErrorCode, o.class.Code),

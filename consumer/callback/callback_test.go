@@ -41,7 +41,7 @@ func serve(t *testing.T, st store.Store, base *ct.FailingStore, verifier *auth.V
 	t.Helper()
 	proc, _, log := ct.NewProcessor(t, ct.Options{Store: st})
 	mux := http.NewServeMux()
-	mux.Handle(Pattern, New(Config{Routes: proc.Routes(), Engine: proc.Engine(), Store: st, Env: ct.Env, Logger: proc.Logger(), Verifier: verifier}))
+	mux.Handle(Pattern, New(Config{Routes: proc.Routes(), Engine: proc.Engine(), Env: ct.Env, Logger: proc.Logger(), Verifier: verifier}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &fixture{srv: srv, st: base, log: log}

@@ -121,8 +121,8 @@ func serveHandlerRouteOn(t *testing.T, fh *fakeHandler, st store.Store) *fixture
 	mux := http.NewServeMux()
 	// Without keep-alives: net/http repeats a keyed POST whose reused
 	// connection dropped, which would blur the count of handler calls.
-	caller := downstream.New(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}})
-	mux.Handle(Pattern, New(Config{Routes: proc.Routes(), Engine: proc.Engine(), Store: fs, Env: ct.Env, Logger: proc.Logger(),
+	caller := downstream.New(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, nil)
+	mux.Handle(Pattern, New(Config{Routes: proc.Routes(), Engine: proc.Engine(), Env: ct.Env, Logger: proc.Logger(),
 		HandlerURL: hsrv.URL, Caller: caller, MaxStoredBody: maxStored}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

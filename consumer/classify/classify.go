@@ -86,7 +86,7 @@ func of(err error) Class {
 	var ee *engine.Error
 	if errors.As(err, &ee) {
 		t := string(ee.Type)
-		return Class{Type: t, Code: ee.Code, Retryable: ee.Retryable() || t == logfields.ErrorTypeConfiguration}
+		return Class{Type: t, Code: ee.Code, Retryable: ee.Retryable()}
 	}
 	var fe *envelope.FieldError // route.FieldError too: one type
 	if errors.As(err, &fe) || errors.Is(err, route.ErrUnroutable) {

@@ -230,9 +230,9 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 	if err != nil {
 		return nil, err
 	}
-	var stored orderKey
+	var stored Version
 	if exists {
-		stored = orderFromMeta(sub(cur.Fields, MetaField)) // its event key and fingerprint too
+		stored = versionFromMeta(sub(cur.Fields, MetaField)) // its event key and fingerprint too
 	}
 	// Live markers by key (nil: absent or expired), read in one batch
 	// before any write; the first delivery with a marker's key counts its
@@ -290,12 +290,12 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 			}
 		}
 		if exists {
-			if dup, err := m.duplicateOf(ctx, e, target, stored.eventKey, stored.fingerprint); dup || err != nil {
+			if dup, err := m.duplicateOf(ctx, e, target, stored.EventKey, stored.Fingerprint); dup || err != nil {
 				w.err = err
 				continue
 			}
 			m.noteJump(stored)
-			if !m.ordering.supersedes(m.order, stored) {
+			if !m.ordering.Supersedes(m.order, stored) {
 				m.res.Outcome = Stale
 				if useMarker && !slow {
 					stale = append(stale, w)
@@ -376,7 +376,7 @@ func (m *materialization) duplicateOfAny(ctx context.Context, e *Engine, ms []*m
 func newest(candidates []*waiter) int {
 	best := 0
 	for i, w := range candidates {
-		if w.m.ordering.supersedes(w.m.order, candidates[best].m.order) {
+		if w.m.ordering.Supersedes(w.m.order, candidates[best].m.order) {
 			best = i
 		}
 	}
@@ -394,7 +394,7 @@ func newest(candidates []*waiter) int {
 // undominated reports whether no candidate supersedes candidates[i].
 func undominated(candidates []*waiter, i int) bool {
 	for j, w := range candidates {
-		if j != i && w.m.ordering.supersedes(w.m.order, candidates[i].m.order) {
+		if j != i && w.m.ordering.Supersedes(w.m.order, candidates[i].m.order) {
 			return false
 		}
 	}
@@ -421,7 +421,7 @@ func (e *Engine) latestSerial(ctx context.Context, tx store.Tx, candidates []*wa
 					w.err = err
 					continue
 				}
-				if !m.ordering.supersedes(m.order, cur.order) {
+				if !m.ordering.Supersedes(m.order, cur.order) {
 					m.res.Outcome = Stale
 					continue
 				}

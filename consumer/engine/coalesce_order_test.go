@@ -71,7 +71,7 @@ func TestCoalescedGroupAcrossWindow(t *testing.T) {
 	}
 }
 
-// TestOrderingIsTotalInsideTheWindow: ordering.compare is antisymmetric,
+// TestOrderingIsTotalInsideTheWindow: Ordering.Compare is antisymmetric,
 // zero only for the same event, and transitive over versions published
 // within one window of each other (so deliveries inside the window
 // converge whatever their order), for generated versions with edge
@@ -79,29 +79,29 @@ func TestCoalescedGroupAcrossWindow(t *testing.T) {
 func TestOrderingIsTotalInsideTheWindow(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 21))
 	t0 := coalesceT0
-	o := ordering{window: time.Minute, maxJump: 5}
-	gen := func(inWindow bool) orderKey {
-		k := orderKey{hasSeq: r.IntN(3) > 0, seq: []int64{0, 1, 2, 7, -1, math.MaxInt64, math.MinInt64}[r.IntN(7)],
-			eventTime: t0.Add(time.Duration(r.IntN(5)-2) * 30 * time.Second), messageID: []string{"", "1", "2"}[r.IntN(3)],
-			eventKey: []string{"e-a", "e-b"}[r.IntN(2)], fingerprint: []string{"", "f"}[r.IntN(2)]}
-		if !k.hasSeq {
-			k.seq = 0
+	o := Ordering{Window: time.Minute, MaxSequenceJump: 5}
+	gen := func(inWindow bool) Version {
+		k := Version{HasSequence: r.IntN(3) > 0, Sequence: []int64{0, 1, 2, 7, -1, math.MaxInt64, math.MinInt64}[r.IntN(7)],
+			EventTime: t0.Add(time.Duration(r.IntN(5)-2) * 30 * time.Second),
+			EventKey:  []string{"e-a", "e-b"}[r.IntN(2)], Fingerprint: []string{"", "f"}[r.IntN(2)]}
+		if !k.HasSequence {
+			k.Sequence = 0
 		}
-		k.publishTime = t0.Add(time.Duration(r.IntN(3)) * 30 * time.Second)
+		k.PublishTime = t0.Add(time.Duration(r.IntN(3)) * 30 * time.Second)
 		if !inWindow {
-			k.publishTime = t0.Add(time.Duration(r.IntN(9)) * 30 * time.Second)
+			k.PublishTime = t0.Add(time.Duration(r.IntN(9)) * 30 * time.Second)
 		}
 		return k
 	}
 	for i := 0; i < 20000; i++ {
 		a, b, c := gen(true), gen(true), gen(true)
-		if got, rev := o.compare(a, b), o.compare(b, a); got != -rev || (got == 0 && (a.eventKey != b.eventKey || a.fingerprint != b.fingerprint)) {
+		if got, rev := o.Compare(a, b), o.Compare(b, a); got != -rev || (got == 0 && (a.EventKey != b.EventKey || a.Fingerprint != b.Fingerprint)) {
 			t.Fatalf("compare(%+v, %+v) = %d, reversed %d: want antisymmetric, 0 only for the same event", a, b, got, rev)
 		}
-		if o.compare(a, b) > 0 && o.compare(b, c) > 0 && o.compare(a, c) <= 0 {
+		if o.Compare(a, b) > 0 && o.Compare(b, c) > 0 && o.Compare(a, c) <= 0 {
 			t.Fatalf("inside the window %+v > %+v > %+v but not %+v > %+v", a, b, c, a, c)
 		}
-		if a, b := gen(false), gen(false); o.compare(a, b) != -o.compare(b, a) {
+		if a, b := gen(false), gen(false); o.Compare(a, b) != -o.Compare(b, a) {
 			t.Fatalf("across the window compare(%+v, %+v) is not antisymmetric", a, b)
 		}
 	}

@@ -6,23 +6,25 @@
 // The calls, one per kind of effect:
 //
 //   - Materialize: latest-state materialisation in one transaction.
-//     ModeLatest reads the target document, compares ordering keys
-//     (producer sequence, event time, publish time, message id) and writes or
-//     skips: Applied, Duplicate or Stale. It costs 1 read + 1 write when
+//     ModeLatest reads the target document, compares versions by the
+//     one ordering guard (Ordering: sequence, event time and the window
+//     of publish times) and writes or skips: Applied, Duplicate or Stale. It costs 1 read + 1 write when
 //     applied and 1 read + 0 writes otherwise; Write.DedupeMarker adds a
 //     {prefix}dedupe marker in the same transaction. ModeCreate creates one
 //     document per event. Concurrent ModeLatest deliveries for one document
 //     are coalesced, like a group commit: while its transaction is in
 //     flight the others wait (Config.MaxWaitingPerDocument), and the next
 //     transaction decides them all, writing only the newest event.
-//   - Claim, Heartbeat, Complete, Fail: leases for side effects outside the
-//     database: PENDING with an expiry, extended by
-//     heartbeats, then COMPLETED or FAILED; fencing tokens stop a holder whose
-//     lease was taken over; FAILED retries count attempts up to MaxAttempts,
-//     then the event is poison and an audit record is written.
-//   - Reserve, Finish, Release: callback receipts, reserve-first:
-//     of two concurrent callbacks one processes, the other replays the
-//     original received-at and status.
+//   - Claim, Extend, Settle, Release: the one reservation behind every
+//     effect outside the store that must happen once per key (a Pub/Sub
+//     event's handler call or action, a callback, an API request's
+//     Idempotency-Key): pending with an expiry (its length per request),
+//     extended while the effect runs, then completed or rejected (every
+//     later claim replays the stored result) or released (the next claim
+//     is the next attempt); fencing tokens stop a holder that was taken
+//     over; an event's attempts are bounded (then it is poison, with an
+//     audit record); an event with an aggregate and sequence passes the
+//     same ordering guard (Ordering) as a latest-state document.
 //   - RecordPoison: the audit record of a message given up on.
 //
 // Every error is an *Error whose Type tells the caller what to do

@@ -10,28 +10,30 @@ import (
 
 	"github.com/eventpipe/eventpipe/consumer/keys"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/consumer/store"
 	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 )
 
-// Defaults for Config.
+// Defaults for Config. Those the consumer's environment sets are its
+// variables' defaults (package settings).
 const (
-	DefaultCollectionPrefix = "eventpipe_"
+	DefaultCollectionPrefix = settings.DefaultCollectionPrefix
 	DefaultDedupeTTL        = 7 * 24 * time.Hour
 	DefaultReceiptTTL       = 30 * 24 * time.Hour
 	DefaultPoisonTTL        = 30 * 24 * time.Hour
 	DefaultLeaseDuration    = 900 * time.Second
 	DefaultMaxAttempts      = 5
-	DefaultMaxEventSkew     = 5 * time.Minute
+	DefaultMaxEventSkew     = settings.DefaultMaxEventSkew
 	// DefaultMaxSequenceJump is Config.MaxSequenceJump's default: far more
 	// updates than one aggregate takes in a window, far fewer than a
 	// bogus sequence (0 against a timestamp-based one, math.MaxInt64) jumps.
-	DefaultMaxSequenceJump = 1_000_000
+	DefaultMaxSequenceJump = settings.DefaultMaxSequenceJump
 	// DefaultMaxWaitingPerDocument is Config.MaxWaitingPerDocument's
 	// default: well above an instance's usual concurrency (Cloud Run's 80
 	// requests, the pull consumer's 100 outstanding messages), so only a
 	// pile-up far beyond it is turned away.
-	DefaultMaxWaitingPerDocument = 256
+	DefaultMaxWaitingPerDocument = settings.DefaultCoalesceMaxWaiting
 )
 
 // NoCoalescing as Config.MaxWaitingPerDocument turns coalescing off: every
@@ -203,6 +205,10 @@ func New(cfg Config) (*Engine, error) {
 func (e *Engine) Collections() (dedupe, leases, receipts, poison string) {
 	return e.dedupe, e.leases, e.receipts, e.poison
 }
+
+// DedupeTTL is how long dedupe markers and delivery reservations are kept:
+// a reservation's length must be shorter.
+func (e *Engine) DedupeTTL() time.Duration { return e.cfg.DedupeTTL }
 
 // Hit calls the failpoint hook at fp; callers use it at the points outside
 // the engine (WorkerBeforeApply, WorkerAfterApply, ProjectionBeforeAck).

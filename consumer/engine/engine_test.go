@@ -63,8 +63,8 @@ func TestClassify(t *testing.T) {
 	}{
 		{&store.Error{Code: "UNAVAILABLE", Kind: store.KindTransient, Err: errors.New("x")}, engine.TypeTransient, "UNAVAILABLE", true},
 		{&store.Error{Code: "40001", Kind: store.KindTransient, Err: errors.New("x")}, engine.TypeTransient, "40001", true},
-		{&store.Error{Code: "PERMISSION_DENIED", Kind: store.KindConfiguration, Err: errors.New("x")}, engine.TypeConfiguration, "PERMISSION_DENIED", false},
-		{fmt.Errorf("wrapped: %w", &store.Error{Code: "42P01", Kind: store.KindConfiguration, Err: errors.New("x")}), engine.TypeConfiguration, "42P01", false},
+		{&store.Error{Code: "PERMISSION_DENIED", Kind: store.KindConfiguration, Err: errors.New("x")}, engine.TypeConfiguration, "PERMISSION_DENIED", true},
+		{fmt.Errorf("wrapped: %w", &store.Error{Code: "42P01", Kind: store.KindConfiguration, Err: errors.New("x")}), engine.TypeConfiguration, "42P01", true},
 		{context.DeadlineExceeded, engine.TypeTransient, "DEADLINE_EXCEEDED", true},
 		{fmt.Errorf("wait: %w", context.Canceled), engine.TypeTransient, "CANCELLED", true},
 		{errors.New("nobody anticipated this"), engine.TypeTransient, "UNKNOWN", true},
@@ -204,7 +204,8 @@ func TestWriteKind(t *testing.T) {
 }
 
 // TestEventTimeBeyondSkewIsLogged: an event dated far ahead of its publish
-// time is ordered by the publish time, and one WARNING line gives both.
+// time is ordered by its own time (every copy of it must rank the same:
+// engine.Ordering), and one WARNING line gives both.
 func TestEventTimeBeyondSkewIsLogged(t *testing.T) {
 	var buf bytes.Buffer
 	eng, err := engine.New(engine.Config{Store: memstore.New(), Env: "prod", MaxEventSkew: time.Minute,

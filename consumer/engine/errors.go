@@ -48,9 +48,12 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Retryable reports whether delivering the message again may succeed.
+// Retryable reports whether delivering the message again may succeed:
+// transient and in_progress errors, and configuration errors (once the
+// deployment is fixed; the consumer keeps the message meanwhile). The
+// consumer's classifier (package classify) agrees.
 func (e *Error) Retryable() bool {
-	return e.Type == TypeTransient || e.Type == TypeInProgress
+	return e.Type == TypeTransient || e.Type == TypeInProgress || e.Type == TypeConfiguration
 }
 
 // Classify returns the type and store code of any error: the engine's own

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,23 +34,24 @@ func Example() {
 	deliver("m1", t0.Add(time.Minute), "healthy")
 	deliver("m0", t0, "degraded")
 
-	// A side effect outside the database: claim, do it, complete.
+	// A side effect outside the database: claim, do it, settle.
 	ev := engine.Event{MessageID: "m2", EventID: "email-42"}
-	lease, err := eng.Claim(ctx, ev, engine.LeaseRequest{Handler: "send-email"})
+	req := engine.Request{Scope: "send-email", Event: &ev}
+	r, err := eng.Claim(ctx, req)
 	if err != nil {
 		panic(err)
 	}
-	if _, err := eng.Complete(ctx, lease, map[string]any{"sent": true}); err != nil {
+	if _, err := eng.Settle(ctx, r, engine.Settlement{Status: engine.StatusCompleted, Result: map[string]any{"sent": true}}); err != nil {
 		panic(err)
 	}
-	_, err = eng.Claim(ctx, ev, engine.LeaseRequest{Handler: "send-email"})
-	var ee *engine.Error
-	if errors.As(err, &ee) {
-		fmt.Println("second claim:", ee.Type, "retryable:", ee.Retryable())
+	again, err := eng.Claim(ctx, req)
+	if err != nil {
+		panic(err)
 	}
+	fmt.Println("second claim:", again.Status, "replayed:", again.Replayed, "sent:", again.Result["sent"])
 	// Output:
 	// m1 applied ops_services/prod__strategy-engine reads=1 writes=1
 	// m1 duplicate ops_services/prod__strategy-engine reads=1 writes=0
 	// m0 stale_ignored ops_services/prod__strategy-engine reads=1 writes=0
-	// second claim: duplicate retryable: false
+	// second claim: completed replayed: true sent: true
 }

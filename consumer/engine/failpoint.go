@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // Failpoint names a point where a process can crash mid-message: the four
@@ -17,11 +19,11 @@ import (
 // before its response is stored.
 type Failpoint string
 
-// The failpoints. The engine hits WorkerAfterClaim (in Claim, after the
-// commit), WorkerBeforeMarkDone (at the start of Complete),
-// ProjectionBeforeWrite and ProjectionAfterWrite (in Materialize, around the
-// commit) and CallbackAfterReserve (in Reserve, after a reservation
-// commits). Callers hit the rest with Engine.Hit around their own side
+// The failpoints. The engine hits WorkerAfterClaim (in Claim of an
+// event, after the commit), WorkerBeforeMarkDone (at the start of Settle of
+// an event), ProjectionBeforeWrite and ProjectionAfterWrite (in
+// Materialize, around the commit) and CallbackAfterReserve (in Claim of an
+// id, a callback's or an API key's, after the commit). Callers hit the rest with Engine.Hit around their own side
 // effect and acknowledgement.
 const (
 	WorkerAfterClaim      Failpoint = "worker-after-claim"
@@ -49,7 +51,7 @@ type FailpointHook func(ctx context.Context, fp Failpoint) error
 
 // FailpointEnv is the environment variable KillAtFailpoints reads in the
 // consumer binary: a comma-separated list of failpoint names.
-const FailpointEnv = "EVENTPIPE_FAILPOINT"
+const FailpointEnv = settings.Failpoint
 
 // KillAtFailpoints returns a hook that kills the current process with
 // SIGKILL at any failpoint named in spec (comma-separated, e.g. the value of

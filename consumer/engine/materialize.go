@@ -120,8 +120,9 @@ type materialization struct {
 	markerPath  string
 	eventKey    string
 	fingerprint string
-	order       orderKey
-	ordering    ordering
+	messageID   string
+	order       Version
+	ordering    Ordering
 	// jumpFrom is the stored sequence when the transaction that decided
 	// the message found it more than the bound away from the message's
 	// (logged once the outcome is known: see logJump).
@@ -155,7 +156,7 @@ func (m *materialization) document() (store.Document, error) {
 		fields = make(map[string]any, len(m.fields)+1)
 		maps.Copy(fields, m.fields)
 	}
-	meta := map[string]any{metaEventKey: m.eventKey, metaAppliedAt: m.appliedAt}
+	meta := map[string]any{metaEventKey: m.eventKey, metaAppliedAt: m.appliedAt, metaMessageID: m.messageID}
 	if m.fingerprint != "" {
 		meta[metaFingerprint] = m.fingerprint
 	}
@@ -239,10 +240,10 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 
 // noteJump records, for logJump, that m's sequence and the stored
 // version's are more than the bound apart.
-func (m *materialization) noteJump(stored orderKey) {
+func (m *materialization) noteJump(stored Version) {
 	m.jumpFrom = nil
 	if m.ordering.jump(m.order, stored) {
-		seq := stored.seq
+		seq := stored.Sequence
 		m.jumpFrom = &seq
 	}
 }
@@ -257,8 +258,8 @@ func (e *Engine) logJump(ctx context.Context, m *materialization) {
 		return
 	}
 	e.cfg.Logger.WarnContext(ctx, "sequence jump beyond the maximum from the stored version: trusted only within the window of its publish time",
-		logfields.MessageID, m.order.messageID, "sequence", m.order.seq, "stored_sequence", *m.jumpFrom,
-		"max_sequence_jump", m.ordering.maxJump, logfields.Outcome, string(m.res.Outcome), logfields.DocPath, m.res.DocPath)
+		logfields.MessageID, m.messageID, "sequence", m.order.Sequence, "stored_sequence", *m.jumpFrom,
+		"max_sequence_jump", m.ordering.MaxSequenceJump, logfields.Outcome, string(m.res.Outcome), logfields.DocPath, m.res.DocPath)
 }
 
 // create is the ModeCreate transaction, then, if the document exists,
@@ -330,7 +331,7 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	if err != nil {
 		return nil, newError(TypePoison, op, "%v", err)
 	}
-	m := &materialization{op: op, eventKey: key, fingerprint: fp}
+	m := &materialization{op: op, eventKey: key, fingerprint: fp, messageID: ev.MessageID}
 	var target string
 	switch {
 	case w.ID != "":
@@ -347,16 +348,13 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	default:
 		return nil, newError(TypePoison, op, "the message has no aggregate id (Write.ID): latest-state writes need one to name the document")
 	}
-	published := e.orderingPublishTime(ctx, ev, target)
-	m.order = orderKey{hasSeq: w.Sequence != nil, eventTime: e.orderingTime(ctx, ev, w, published, target),
-		publishTime: published, messageID: ev.MessageID, eventKey: m.eventKey, fingerprint: fp}
+	published := e.publishTime(ctx, ev, target)
+	m.order = Version{HasSequence: w.Sequence != nil, EventTime: e.eventTime(ctx, ev, w.EventTime, published, target),
+		PublishTime: published, EventKey: m.eventKey, Fingerprint: fp}
 	if w.Sequence != nil {
-		m.order.seq = *w.Sequence
+		m.order.Sequence = *w.Sequence
 	}
-	m.ordering = ordering{window: e.cfg.MaxEventSkew, maxJump: uint64(e.cfg.MaxSequenceJump)}
-	if w.MaxSequenceJump > 0 {
-		m.ordering.maxJump = uint64(w.MaxSequenceJump)
-	}
+	m.ordering = e.ordering(w.MaxSequenceJump)
 	// Fields not in the value model are converted (or rejected) now; the
 	// document itself is built when it is written (see document).
 	if lazy {
@@ -373,40 +371,44 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	return m, nil
 }
 
-// orderingTime is the event time that orders w: its own, unless that is
-// more than MaxEventSkew ahead of the publish time (as orderingPublishTime
-// trusts it), which then stands in for it (logged at WARNING with both
-// times), so that one event from a clock far ahead cannot make every
-// later update of its aggregate stale.
-func (e *Engine) orderingTime(ctx context.Context, ev Event, w Write, published time.Time, target string) time.Time {
-	at := w.EventTime.UTC().Truncate(time.Microsecond)
-	if published.IsZero() || !at.After(published.Add(e.cfg.MaxEventSkew)) {
-		return at
+// ordering is the engine's ordering guard, with a route's bound on the
+// sequence step trusted across the window (0: Config.MaxSequenceJump).
+func (e *Engine) ordering(maxJump int64) Ordering {
+	o := Ordering{Window: e.cfg.MaxEventSkew, MaxSequenceJump: uint64(e.cfg.MaxSequenceJump)}
+	if maxJump > 0 {
+		o.MaxSequenceJump = uint64(maxJump)
 	}
-	e.cfg.Logger.WarnContext(ctx, "event time is beyond the maximum skew ahead of the publish time: ordered by the publish time",
-		logfields.MessageID, ev.MessageID, logfields.EventTime, at, logfields.PublishTime, published,
-		"max_event_skew", e.cfg.MaxEventSkew.String(), logfields.DocPath, target)
-	return published
+	return o
 }
 
-// orderingPublishTime is the publish time that orders ev: its own, unless
-// that is more than MaxEventSkew ahead of the engine's clock (no
-// transport stamps a message in the future), when the clock stands in for
-// it (logged at WARNING with both times), so that the window an update
-// must be published beyond (ordering.compare) cannot be pushed into the
-// future. A zero publish time (the transport gave none) stays zero: it
-// counts as published before every other.
-func (e *Engine) orderingPublishTime(ctx context.Context, ev Event, target string) time.Time {
-	published := ev.PublishTime.UTC().Truncate(time.Microsecond)
-	now := e.now()
-	if !published.After(now.Add(e.cfg.MaxEventSkew)) {
-		return published
+// eventTime is the event time that orders an event: its own, as sent,
+// whatever it is, since every copy of the event must rank the same
+// (Ordering). One more than the window ahead of its publish time (a
+// producer's clock far off, a placeholder such as 9999-12-31) is logged at
+// WARNING with both times: it wins inside the window, and holds its
+// aggregate at most the window (Ordering's invariant).
+func (e *Engine) eventTime(ctx context.Context, ev Event, at, published time.Time, target string) time.Time {
+	at = at.UTC().Truncate(time.Microsecond)
+	if !published.IsZero() && at.After(published.Add(e.cfg.MaxEventSkew)) {
+		e.cfg.Logger.WarnContext(ctx, "event time is beyond the window ahead of the publish time: it holds its aggregate at most the window",
+			logfields.MessageID, ev.MessageID, logfields.EventTime, at, logfields.PublishTime, published,
+			"max_event_skew", e.cfg.MaxEventSkew.String(), logfields.DocPath, target)
 	}
-	received := now.Truncate(time.Microsecond)
-	e.cfg.Logger.WarnContext(ctx, "publish time is beyond the maximum skew ahead of the clock: ordered by the time received",
-		logfields.MessageID, ev.MessageID, logfields.PublishTime, published, "received_at", received,
-		"max_event_skew", e.cfg.MaxEventSkew.String(), logfields.DocPath, target)
-	return received
+	return at
+}
+
+// publishTime is the publish time that orders ev (TrustedPublishTime at
+// the engine's clock); one beyond ClockTolerance ahead of the clock is
+// replaced by the time received and logged at WARNING with both times.
+func (e *Engine) publishTime(ctx context.Context, ev Event, target string) time.Time {
+	now := e.now()
+	trusted := TrustedPublishTime(ev.PublishTime, now)
+	if published := ev.PublishTime.UTC().Truncate(time.Microsecond); !trusted.Equal(published) {
+		e.cfg.Logger.WarnContext(ctx, "publish time is beyond the clock tolerance ahead of the clock: ordered by the time received",
+			logfields.MessageID, ev.MessageID, logfields.PublishTime, published, "received_at", trusted,
+			"clock_tolerance", ClockTolerance.String(), logfields.DocPath, target)
+	}
+	return trusted
 }
 
 // envKey returns the key of collection/{env}__{id} (keys.JoinID with the
@@ -436,12 +438,12 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 		return err
 	}
 	if exists {
-		stored := orderFromMeta(sub(cur.Fields, MetaField)) // its event key and fingerprint too
-		if dup, err := m.duplicateOf(ctx, e, m.target, stored.eventKey, stored.fingerprint); dup || err != nil {
+		stored := versionFromMeta(sub(cur.Fields, MetaField)) // its event key and fingerprint too
+		if dup, err := m.duplicateOf(ctx, e, m.target, stored.EventKey, stored.Fingerprint); dup || err != nil {
 			return err
 		}
 		m.noteJump(stored)
-		if !m.ordering.supersedes(m.order, stored) {
+		if !m.ordering.Supersedes(m.order, stored) {
 			m.res.Outcome = Stale
 			if useMarker && !slow {
 				// Older than the state: a republished event is a duplicate
@@ -472,7 +474,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 // that an existing one fails the transaction (store.ErrAlreadyExists), or
 // with slow, after the marker was read, set.
 func (e *Engine) writeMarker(ctx context.Context, tx store.Tx, m *materialization, now time.Time, slow bool) error {
-	marker := store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.order.messageID,
+	marker := store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.messageID,
 		metaFingerprint: m.fingerprint, "target": m.res.DocPath, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
 	if slow {
 		return tx.Set(ctx, m.marker, marker)

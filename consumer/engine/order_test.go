@@ -149,10 +149,10 @@ func TestWriteMaxSequenceJump(t *testing.T) {
 	}
 }
 
-// TestPublishTimeAheadOfClockIsLogged: a publish time beyond the skew
-// ahead of the clock is not trusted: the time received orders it and one
-// WARNING line gives both, so the window a later update must be published
-// beyond starts then.
+// TestPublishTimeAheadOfClockIsLogged: a publish time beyond the clock
+// tolerance ahead of the clock is not trusted: the time received orders it
+// and one WARNING line gives both, so the window a later update must be
+// published beyond starts then.
 func TestPublishTimeAheadOfClockIsLogged(t *testing.T) {
 	o := newOrderLog(t, func(c *engine.Config) { c.MaxEventSkew = time.Minute })
 	t0 := o.now
@@ -166,8 +166,13 @@ func TestPublishTimeAheadOfClockIsLogged(t *testing.T) {
 	if got, _ := o.deliver("e-next", o.now, o.now, seq(1), nil); got != engine.Applied {
 		t.Errorf("an update published beyond the window after the time received: %s, want applied", got)
 	}
-	// Within the skew ahead of the clock: trusted, no line.
-	if got, lines := o.deliver("e-ahead", o.now.Add(time.Minute), o.now, seq(2), nil); got != engine.Applied || len(lines) != 0 {
-		t.Errorf("publish time within the skew ahead: %s, logged %v", got, lines)
+	// Within the tolerance ahead of the clock: trusted, no line.
+	if got, lines := o.deliver("e-ahead", o.now.Add(engine.ClockTolerance), o.now, seq(2), nil); got != engine.Applied || len(lines) != 0 {
+		t.Errorf("publish time within the clock tolerance ahead: %s, logged %v", got, lines)
+	}
+	// Beyond it (a minute: once within the window, the bound before the
+	// tolerance): the time received orders it.
+	if _, lines := o.deliver("e-later", o.now.Add(time.Minute), o.now, seq(3), nil); len(lines) != 1 || lines[0]["received_at"] != o.now.Format(time.RFC3339Nano) {
+		t.Errorf("publish time a minute ahead of the clock: logged %v, want one WARN line with the time received", lines)
 	}
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 )
 
-// TestReserveOfAHeldReceiptIsInProgressAtOnce (PostgreSQL): while another
-// transaction holds a callback's receipt (a delivery reserving, finishing
-// or releasing it), Reserve answers in_progress at once (code 55P03, no
-// HeldUntil or ReceivedAt: it did not read the receipt) instead of
-// queueing behind it; afterwards Reserve reads the receipt as before.
-func TestReserveOfAHeldReceiptIsInProgressAtOnce(t *testing.T) {
+// TestClaimOfAHeldRecordDoesNotWait (PostgreSQL): while another
+// transaction holds a reservation's record (a caller claiming, settling or
+// releasing it), Claim does not queue behind it: it decides from a
+// snapshot at once. A pending record is in_progress (with the holder's
+// HeldUntil); a settled one is replayed — concurrent replays of a
+// completed key are never told "in progress" (issue 34, item 4).
+func TestClaimOfAHeldRecordDoesNotWait(t *testing.T) {
 	pg := pgtest.Start(t)
 	ctx := context.Background()
 	// A lock wait would outlast the test: only an answer without waiting passes.
@@ -30,36 +31,47 @@ func TestReserveOfAHeldReceiptIsInProgressAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := engine.ReceiptRequest{Route: "validation", CallbackID: "cb-1", Payload: []byte(`{"callback_id":"cb-1"}`)}
-	rc, err := eng.Reserve(ctx, req)
+	req := engine.Request{Scope: "validation", ID: "cb-1", Payload: []byte(`{"callback_id":"cb-1"}`)}
+	rc, err := eng.Claim(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	coll, id, _ := strings.Cut(rc.Doc, "/")
-	held, release, holder := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		holder <- s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
-			if _, err := tx.Get(ctx, store.Key{Collection: coll, ID: id}); err != nil {
-				return err
-			}
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
-	got, err := eng.Reserve(ctx, req)
-	close(release)
-	var ee *engine.Error
-	if !errors.As(err, &ee) || ee.Type != engine.TypeInProgress || ee.Code != "55P03" || !errors.Is(err, store.ErrLocked) ||
-		!got.HeldUntil.IsZero() || !got.ReceivedAt.IsZero() {
-		t.Fatalf("Reserve of a held receipt: %+v, %v; want in_progress 55P03 (store.ErrLocked) without HeldUntil or ReceivedAt", got, err)
+	// hold holds the record in another transaction while fn runs.
+	hold := func(fn func()) {
+		t.Helper()
+		coll, id, _ := strings.Cut(rc.Doc, "/")
+		held, release, holder := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			holder <- s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
+				if _, err := tx.Get(ctx, store.Key{Collection: coll, ID: id}); err != nil {
+					return err
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		fn()
+		close(release)
+		if err := <-holder; err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := <-holder; err != nil {
+	hold(func() {
+		got, err := eng.Claim(ctx, req)
+		var ee *engine.Error
+		if !errors.As(err, &ee) || ee.Type != engine.TypeInProgress || !got.HeldUntil.Equal(rc.Until) || !got.ReceivedAt.Equal(rc.ReceivedAt) {
+			t.Fatalf("Claim of a held pending record: %+v, %v; want in_progress with the holder's HeldUntil and ReceivedAt", got, err)
+		}
+	})
+	if _, err := eng.Settle(ctx, rc, engine.Settlement{Status: engine.StatusCompleted, Result: map[string]any{"status": int64(201)}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err = eng.Reserve(ctx, req)
-	if !errors.As(err, &ee) || ee.Type != engine.TypeInProgress || got.HeldUntil.IsZero() || !got.ReceivedAt.Equal(rc.ReceivedAt) {
-		t.Fatalf("Reserve once the receipt is free: %+v, %v; want in_progress with the reservation's HeldUntil and ReceivedAt", got, err)
-	}
+	hold(func() {
+		got, err := eng.Claim(ctx, req)
+		if err != nil || !got.Replayed || got.Result["status"] != int64(201) {
+			t.Fatalf("Claim of a held completed record: %+v, %v; want it replayed", got, err)
+		}
+	})
 }

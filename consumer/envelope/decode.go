@@ -50,9 +50,17 @@ type rawMessage struct {
 }
 
 // DecodePush decodes and validates a push request body. Every error it
-// returns is a *FieldError. The message's data is decoded from base64 into
-// a new buffer and the message keeps no reference to body, so the caller
-// may drop the body once it has the message.
+// returns is a *FieldError. The message's data is decoded from base64 in
+// place, in body (a push body is mostly the data's base64, which decodes to
+// three quarters of it): the message's Data is part of body, which its
+// caller must keep as it is while it uses the message, and the body is the
+// message's only copy of its data.
+//
+// Until the data is decoded, body is as it was sent: an error before (the
+// envelope's) returns an empty message, and Peek salvages what it can from
+// body. An error after (the payload's: the data is not a JSON object)
+// returns the message with every envelope field and its Data, and body no
+// longer holds the data's base64.
 func DecodePush(body []byte) (Message, error) {
 	var env rawEnvelope
 	if err := strictObject(body, &env); err != nil {
@@ -108,7 +116,7 @@ func DecodePush(body []byte) (Message, error) {
 		return Message{}, err
 	}
 	if m.Payload, err = DecodePayload(m.Data); err != nil {
-		return Message{}, err
+		return m, err
 	}
 	return m, nil
 }
@@ -133,8 +141,8 @@ func DecodePulled(m *Message) error {
 	return nil
 }
 
-// messageData decodes the base64 JSON string raw into a new buffer,
-// reading the string in place when it has no escapes (Pub/Sub's never do).
+// messageData decodes the base64 JSON string raw: in place when it has no
+// escapes (Pub/Sub's never do), else from its unescaped copy.
 func messageData(raw rawValue) ([]byte, error) {
 	const field = "message.data"
 	if isAbsent(raw) {
@@ -149,13 +157,24 @@ func messageData(raw rawValue) ([]byte, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fieldError(field, "not a valid JSON string: "+err.Error(), "send "+field+" as a JSON string")
 		}
-		text = []byte(s)
+		return decodeBase64([]byte(s), false)
 	}
-	return decodeBase64(text)
+	return decodeBase64(text, true)
 }
 
-// decodeBase64 accepts standard and URL-safe alphabets, padded or not.
-func decodeBase64(s []byte) ([]byte, error) {
+// base64Chunk is how much base64 text decodeBase64 decodes at once: whole
+// quanta (4 characters, 3 bytes), so a chunk decodes as it does within
+// the whole text.
+const base64Chunk = 4 << 10
+
+// decodeBase64 decodes s, standard or URL-safe base64, padded or not
+// (strictly: the unused bits of a last partial quantum are zero). In place
+// it writes the data over s itself, and only once all of s is known to
+// decode, so a text that does not is left as it was; the caller's s must
+// then hold no line break (Decode skips them, which would shift a chunk's
+// quanta), as the text of a JSON string without escapes cannot. Otherwise
+// the data gets a buffer of its own.
+func decodeBase64(s []byte, inPlace bool) ([]byte, error) {
 	if len(s) == 0 {
 		return nil, fieldError("message.data", "empty", "publish a JSON object as the message data")
 	}
@@ -167,13 +186,51 @@ func decodeBase64(s []byte) ([]byte, error) {
 		enc = enc.WithPadding(base64.NoPadding)
 	}
 	enc = enc.Strict()
-	b := make([]byte, enc.DecodedLen(len(s)))
-	n, err := enc.Decode(b, s)
+	var n int
+	var err error
+	if inPlace {
+		if _, err = decodeChunks(enc, s, nil); err == nil {
+			n, err = decodeChunks(enc, s, s)
+		}
+	} else {
+		b := make([]byte, enc.DecodedLen(len(s)))
+		n, err = enc.Decode(b, s)
+		s = b
+	}
 	if err != nil {
 		return nil, fieldError("message.data", "not valid base64 (standard or URL-safe): "+err.Error(),
 			"base64-encode the JSON payload (Pub/Sub does this for you)")
 	}
-	return b[:n], nil
+	return s[:n], nil
+}
+
+// decodeChunks decodes s base64Chunk characters at a time through a buffer
+// on its stack, copying each chunk's bytes to dst (nil: nowhere), and
+// returns how many it decoded. dst may be s itself: the bytes decoded from
+// a chunk are fewer than its characters, so they never reach a character
+// not yet read. An error is at its offset in s; a chunk that ends with
+// padding but is not the last is one (the padding ends the text).
+func decodeChunks(enc *base64.Encoding, s, dst []byte) (int, error) {
+	var buf [base64Chunk / 4 * 3]byte
+	n := 0
+	for off := 0; off < len(s); off += base64Chunk {
+		chunk := s[off:min(off+base64Chunk, len(s))]
+		m, err := enc.Decode(buf[:], chunk)
+		var corrupt base64.CorruptInputError
+		switch {
+		case errors.As(err, &corrupt):
+			return n, base64.CorruptInputError(int64(off) + int64(corrupt))
+		case err != nil:
+			return n, err
+		case off+len(chunk) < len(s) && m != len(buf):
+			return n, base64.CorruptInputError(off + len(chunk))
+		}
+		if dst != nil {
+			copy(dst[n:], buf[:m])
+		}
+		n += m
+	}
+	return n, nil
 }
 
 func deliveryAttempt(raw json.RawMessage) (int, error) {

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -162,11 +163,20 @@ func FuzzDecodePush(f *testing.F) {
 	f.Add([]byte(`{"message":{"data":"e30=","messageId":"1","publishTime":"0001-01-01T00:00:00Z"},"subscription":"projects/p/subscriptions/s"}`))
 	f.Add([]byte(`{"message":{"data":"e30=","messageId":"1","publishTime":"2026-01-01t00:00:00.5z","attributes":{"a":null}},"subscription":"projects/p/subscriptions/s"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		asSent := bytes.Clone(body)
 		m, err := DecodePush(body)
 		if err != nil {
 			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Path == "" || fe.Fix == "" {
 				t.Fatalf("error without field and fix: %v", err)
+			}
+			// Refused before its data was decoded (in place), the body is as
+			// sent, for Peek; refused for its payload, the message has its data.
+			if m.Data == nil && !bytes.Equal(body, asSent) {
+				t.Fatalf("refused (%v) with no data, but the body changed", err)
+			}
+			if m.Data != nil && (fe.Path != "message.data" || m.ID == "" || m.Subscription == "") {
+				t.Fatalf("refused (%v) with its data, but not for its payload, or without its ids: %+v", err, m)
 			}
 			return
 		}
@@ -174,7 +184,7 @@ func FuzzDecodePush(f *testing.F) {
 		var sent struct {
 			Message struct{ Attributes map[string]any }
 		}
-		if json.Unmarshal(body, &sent) == nil {
+		if json.Unmarshal(asSent, &sent) == nil { // body holds the data decoded in place
 			for k, v := range sent.Message.Attributes {
 				if _, ok := v.(string); !ok {
 					t.Fatalf("accepted attribute %q = %v, not a string", k, v)

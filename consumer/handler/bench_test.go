@@ -73,7 +73,7 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 				lat := make([]time.Duration, 0, b.N)
 				for i := range b.N {
 					start := time.Now()
-					if _, err := eng.Reserve(context.Background(), engine.ReceiptRequest{Route: keyRoute, CallbackID: fmt.Sprintf("tx-%d-%d", run, i)}); err != nil {
+					if _, err := eng.Claim(context.Background(), engine.Request{Scope: keyRoute, ID: fmt.Sprintf("tx-%d-%d", run, i)}); err != nil {
 						b.Fatal(err)
 					}
 					lat = append(lat, time.Since(start))

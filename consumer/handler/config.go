@@ -1,39 +1,42 @@
 package handler
 
 import (
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
-	"github.com/eventpipe/eventpipe/consumer/internal/envvar"
+	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
-// Defaults and bounds of Config.
+// Defaults and bounds of Config: the settings of its environment variables
+// (package settings).
 const (
-	// DefaultTimeout bounds one keyed API request to the handler.
-	DefaultTimeout = 60 * time.Second
+	// DefaultTimeout is how long a keyed API request waits for the
+	// handler's answer.
+	DefaultTimeout = settings.DefaultHandlerTimeout
+	// DefaultInDoubt is how long, past the timeout, a keyed call that has
+	// not answered keeps running and its key held (Config.InDoubt).
+	DefaultInDoubt = settings.DefaultHandlerInDoubt
 	// DefaultKeyTTL is how long a completed key is remembered: the
 	// window in which a client may retry and get the stored response.
-	DefaultKeyTTL = 24 * time.Hour
+	DefaultKeyTTL = settings.DefaultIdempotencyKeyTTL
 	// DefaultMaxStoredBody is the largest response body stored for
 	// replay. A larger one is sent to the client but not stored: its
 	// replays carry the status and headers with an empty body (and
 	// BodyOmittedHeader).
-	DefaultMaxStoredBody = 256 << 10
+	DefaultMaxStoredBody = settings.DefaultMaxStoredBodyBytes
 	// MaxStoredBodyLimit keeps a stored response within one Firestore
 	// document (1 MiB, base64 grows a body by a third).
-	MaxStoredBodyLimit = 700 << 10
+	MaxStoredBodyLimit = settings.MaxStoredBodyBytes
 	// DefaultMaxRequestBody is the largest keyed request body: it is read
 	// whole to be fingerprinted. Larger ones get 413.
-	DefaultMaxRequestBody = 10 << 20
+	DefaultMaxRequestBody = limits.MaxKeyedBodyBytes
 	// DefaultHealthPath is the handler's default health check.
-	DefaultHealthPath = "/healthz"
+	DefaultHealthPath = settings.DefaultHandlerHealthPath
 )
 
 // HealthPathEnv names the environment variable with the handler's health
 // path (Config.HealthPath).
-const HealthPathEnv = "EVENTPIPE_HANDLER_HEALTH_PATH"
+const HealthPathEnv = settings.HandlerHealthPath
 
 // Config configures the gateway in front of the handler.
 type Config struct {
@@ -43,9 +46,14 @@ type Config struct {
 	// HealthPath is the handler's health check (default /healthz): a
 	// pulling consumer waits until a GET of it answers 2xx (WaitReady).
 	HealthPath string
-	// Timeout bounds one keyed API request to the handler (a key's
-	// reservation holds this long plus a margin).
+	// Timeout is how long a keyed API request waits for the handler's
+	// answer: then the client gets 504, and the call runs on.
 	Timeout time.Duration
+	// InDoubt is how long, past Timeout, a call that has not answered
+	// runs on, holding its key: its answer, when it comes, is stored and
+	// replayed; past Timeout + InDoubt (the key's reservation) the call is
+	// cut and the key given back, in doubt (docs/handlers.md).
+	InDoubt time.Duration
 	// KeyTTL is how long an Idempotency-Key is remembered after its
 	// request (the record's expireAt, deleted by the store's TTL).
 	KeyTTL time.Duration
@@ -63,6 +71,9 @@ func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
+	if c.InDoubt <= 0 {
+		c.InDoubt = DefaultInDoubt
+	}
 	if c.KeyTTL <= 0 {
 		c.KeyTTL = DefaultKeyTTL
 	}
@@ -78,40 +89,20 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ConfigFromEnv reads the handler settings (lookup is os.LookupEnv in
-// production); every problem is reported, naming the variable and the fix.
-//
-//	EVENTPIPE_HANDLER_URL                  the handler's base URL (unset: no handler)
-//	EVENTPIPE_HANDLER_HEALTH_PATH          the handler's health path (default /healthz)
-//	EVENTPIPE_HANDLER_TIMEOUT              bound of one keyed API request (default 60s)
-//	EVENTPIPE_IDEMPOTENCY_KEY_TTL          how long a key is remembered (default 24h)
-//	EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY  largest stored response body in bytes (default 262144)
-func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
-	get := func(k string) string {
-		v, _ := lookup(k)
-		return strings.TrimSpace(v)
-	}
-	var errs []error
-	c := Config{URL: get(URLEnv)}
+// reservation is a key's reservation length: the call's whole bound.
+func (c Config) reservation() time.Duration { return c.Timeout + c.InDoubt }
+
+// ConfigFrom is the gateway's configuration in the consumer's environment
+// e (settings.Parse has checked its values' bounds): its handler URL, which
+// must be an http(s) base URL, health path, timeout, in-doubt time, key
+// TTL and stored body bound. The error names the variable and the fix.
+func ConfigFrom(e settings.Env) (Config, error) {
+	c := Config{URL: e.HandlerURL, HealthPath: e.HandlerHealthPath, Timeout: e.HandlerTimeout, InDoubt: e.HandlerInDoubt,
+		KeyTTL: e.IdempotencyKeyTTL, MaxStoredBody: e.IdempotencyMaxStoredBody}
 	if c.URL != "" {
 		if _, err := ParseURL(c.URL); err != nil {
-			errs = append(errs, err)
+			return Config{}, err
 		}
-	}
-	if c.HealthPath = get(HealthPathEnv); c.HealthPath != "" && !strings.HasPrefix(c.HealthPath, "/") {
-		errs = append(errs, fmt.Errorf("%s=%q is not a path (fix: an absolute path such as /healthz)", HealthPathEnv, c.HealthPath))
-	}
-	duration := func(k, example string, dst *time.Duration) {
-		if err := envvar.Duration(k, get(k), example, dst); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	duration("EVENTPIPE_HANDLER_TIMEOUT", "60s", &c.Timeout)
-	duration("EVENTPIPE_IDEMPOTENCY_KEY_TTL", "24h", &c.KeyTTL)
-	errs = append(errs, envvar.Int("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY", get("EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY"), 1, MaxStoredBodyLimit,
-		fmt.Sprintf("use a byte count from 1 to %d (a stored response must fit one Firestore document)", MaxStoredBodyLimit), &c.MaxStoredBody)) // nil: errors.Join drops it
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, err
 	}
 	return c.withDefaults(), nil
 }

@@ -10,25 +10,37 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 func lookup(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-func TestConfigFromEnv(t *testing.T) {
-	c, err := ConfigFromEnv(lookup(nil))
+// configFromEnv is the gateway's configuration from the variables m, as the
+// consumer reads it: settings.Parse, then ConfigFrom.
+func configFromEnv(m map[string]string) (Config, error) {
+	e, err := settings.Parse(lookup(m))
+	if err != nil {
+		return Config{}, err
+	}
+	return ConfigFrom(e)
+}
+
+func TestConfigFrom(t *testing.T) {
+	c, err := configFromEnv(nil)
 	if err != nil || c.Enabled() || c.Timeout != DefaultTimeout || c.KeyTTL != DefaultKeyTTL || c.MaxStoredBody != DefaultMaxStoredBody || c.HealthPath != DefaultHealthPath {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
-	c, err = ConfigFromEnv(lookup(map[string]string{URLEnv: " http://localhost:8081 ", "EVENTPIPE_HANDLER_TIMEOUT": "5s",
+	c, err = configFromEnv((map[string]string{URLEnv: " http://localhost:8081 ", "EVENTPIPE_HANDLER_TIMEOUT": "5s",
 		"EVENTPIPE_IDEMPOTENCY_KEY_TTL": "1h", "EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY": "1024", HealthPathEnv: "/ready"}))
 	if err != nil || c.URL != "http://localhost:8081" || c.HealthPath != "/ready" || c.Timeout != 5*time.Second || c.KeyTTL != time.Hour || c.MaxStoredBody != 1024 {
 		t.Fatalf("values: %+v, %v", c, err)
 	}
 }
 
-func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
+func TestConfigFromErrorsNameTheVariable(t *testing.T) {
 	for _, tt := range []struct{ key, value string }{
 		{URLEnv, "localhost:8081"},
 		{URLEnv, "ftp://h"},
@@ -40,7 +52,7 @@ func TestConfigFromEnvErrorsNameTheVariable(t *testing.T) {
 		{"EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY", "2000000"},
 		{HealthPathEnv, "healthz"},
 	} {
-		_, err := ConfigFromEnv(lookup(map[string]string{tt.key: tt.value}))
+		_, err := configFromEnv(map[string]string{tt.key: tt.value})
 		if err == nil || !strings.Contains(err.Error(), tt.key+"=") {
 			t.Errorf("%s=%q: want an error naming it, got %v", tt.key, tt.value, err)
 		}

@@ -17,8 +17,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/budget"
+	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/keys"
+	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 )
 
@@ -40,10 +43,6 @@ const keyRoute = "http-idempotency"
 // MaxKeyLength bounds an Idempotency-Key value, in bytes.
 const MaxKeyLength = 255
 
-// reservationMargin is added to Config.Timeout for a key's reservation: the
-// request is cut at Timeout, so only a gateway that died holds it longer.
-const reservationMargin = 5 * time.Second
-
 // finishTimeout bounds the store write that settles a key once the handler
 // answered (the request's own deadline may be nearly spent by then).
 const finishTimeout = 10 * time.Second
@@ -61,9 +60,18 @@ type GatewayOptions struct {
 	Logger *slog.Logger
 	// Transport carries requests to the handler (default NewTransport()).
 	Transport http.RoundTripper
+	// Caller makes the keyed calls (default: one on Transport, never cut);
+	// the server gives the one its doors share, cut at the shutdown
+	// deadline.
+	Caller *downstream.Caller
 	// Own are the consumer's own paths, never proxied (a path ending in
 	// "/" is a prefix). ReservedPrefix is always own.
 	Own []string
+	// Budget is the instance's memory budget for request bodies, shared
+	// with the other doors (nil: none): a keyed request that does not fit
+	// is refused (budget.Refuse) before its body is read or its key
+	// reserved.
+	Budget *budget.Budget
 }
 
 // Gateway proxies requests to the handler; a POST or PATCH with an
@@ -91,6 +99,9 @@ func NewGateway(cfg Config, opts GatewayOptions) (*Gateway, error) {
 	if opts.Transport == nil {
 		opts.Transport = NewTransport()
 	}
+	if opts.Caller == nil {
+		opts.Caller = downstream.New(&http.Client{Transport: opts.Transport}, nil)
+	}
 	opts.Own = append(opts.Own, ReservedPrefix)
 	g := &Gateway{cfg: cfg, opts: opts}
 	g.proxy = &httputil.ReverseProxy{
@@ -98,7 +109,7 @@ func NewGateway(cfg Config, opts GatewayOptions) (*Gateway, error) {
 			pr.SetURL(target)
 			pr.SetXForwarded()
 		},
-		Transport:      opts.Transport,
+		Transport:      keyedTransport{g},
 		ModifyResponse: g.settle,
 		ErrorHandler:   g.failed,
 		ErrorLog:       slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
@@ -116,12 +127,33 @@ func NewTransport() *http.Transport {
 }
 
 // keyed is the state of one keyed request, carried in its context from
-// ServeHTTP to settle or failed.
+// ServeHTTP to the transport, settle or failed.
 type keyed struct {
-	rc      engine.Receipt
-	outcome string // forwarded, released, unsettled
+	rc      engine.Reservation
+	outcome string // forwarded, refused, released, late, unsettled
 	status  int    // answered: the handler's status, or failed's own
 	err     error
+	// lateLog logs the settling of a call that outlived the timeout.
+	lateLog func(outcome string, status int, err error)
+}
+
+// keyedTransport carries a keyed request through the one call
+// (downstream.Caller.RoundTrip: attempt header, heartbeat, a late answer
+// settled in the background), everything else straight to the transport.
+type keyedTransport struct{ g *Gateway }
+
+// RoundTrip implements http.RoundTripper.
+func (t keyedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	g := t.g
+	st, _ := req.Context().Value(keyedCtx{}).(*keyed)
+	if st == nil {
+		return g.opts.Transport.RoundTrip(req)
+	}
+	length := g.cfg.reservation()
+	return g.opts.Caller.RoundTrip(g.opts.Transport, req, downstream.Call{Attempt: st.rc.Attempt, MaxBody: g.cfg.MaxStoredBody,
+		Timeout: g.cfg.Timeout, Bound: length, Heartbeat: length / 5,
+		Extend: func(ctx context.Context) error { _, err := g.opts.Engine.Extend(ctx, st.rc); return err },
+		Late:   func(a downstream.Answer) { g.settleLate(req.Context(), st, a) }})
 }
 
 type keyedCtx struct{}
@@ -171,17 +203,33 @@ func (g *Gateway) serveKeyed(w http.ResponseWriter, r *http.Request, raw []strin
 		return
 	}
 	line = append(line, logfields.IdempotencyKey, key)
-	body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxRequestBody+1))
+	tooLarge := func() {
+		refuse("too_large", http.StatusRequestEntityTooLarge, "Request body too large",
+			fmt.Sprintf("a request with an Idempotency-Key may carry at most %d bytes (it is fingerprinted whole)", g.cfg.MaxRequestBody))
+	}
+	door := limits.KeyedDoor(g.cfg.MaxRequestBody)
+	if r.ContentLength > door.MaxBody {
+		tooLarge()
+		return
+	}
+	release, err := g.opts.Budget.Take(door, r.ContentLength)
 	if err != nil {
+		refuse("over_budget", budget.Refuse(w), "Instance at its memory budget",
+			"the request was not read and its key not reserved; retry after the Retry-After seconds with the same Idempotency-Key", logfields.Error, err.Error())
+		return
+	}
+	defer release()
+	body, err := budget.ReadBody(w, r, door.MaxBody)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		tooLarge()
+		return
+	case err != nil:
 		refuse("bad_request", http.StatusBadRequest, "Unreadable request body", err.Error(), logfields.Error, err.Error())
 		return
 	}
-	if int64(len(body)) > g.cfg.MaxRequestBody {
-		refuse("too_large", http.StatusRequestEntityTooLarge, "Request body too large",
-			fmt.Sprintf("a request with an Idempotency-Key may carry at most %d bytes (it is fingerprinted whole)", g.cfg.MaxRequestBody))
-		return
-	}
-	rc, err := g.opts.Engine.Reserve(r.Context(), engineRequest(r, key, body, g.cfg))
+	rc, err := g.opts.Engine.Claim(r.Context(), engineRequest(r, key, body, g.cfg))
 	line = append(line, logfields.IdempotencyDoc, rc.Doc)
 	var ee *engine.Error
 	switch {
@@ -205,34 +253,40 @@ func (g *Gateway) serveKeyed(w http.ResponseWriter, r *http.Request, raw []strin
 			"the request was not forwarded; retry with the same Idempotency-Key", logfields.Error, err.Error())
 		return
 	}
-	st := &keyed{rc: rc}
+	st := &keyed{rc: rc, lateLog: func(outcome string, status int, err error) {
+		extra := []any{"attempt", rc.Attempt, "late", true}
+		if err != nil {
+			extra = append(extra, logfields.Error, err.Error())
+		}
+		finish(outcome, status, extra...)
+	}}
 	// The handler's call is not cut short when the client goes away: its
-	// response is still stored, and the client's retry gets it.
-	ctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(r.Context()), keyedCtx{}, st), g.cfg.Timeout)
-	defer cancel()
+	// response is still stored, and the client's retry gets it. The one
+	// call (keyedTransport) bounds it.
+	ctx := context.WithValue(context.WithoutCancel(r.Context()), keyedCtx{}, st)
 	out := r.Clone(ctx)
 	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	out.Header.Del("Content-Length")
 	g.proxy.ServeHTTP(w, out)
-	extra := []any{}
+	extra := []any{"attempt", rc.Attempt}
 	if st.err != nil {
 		extra = append(extra, logfields.Error, st.err.Error())
 	}
 	finish(st.outcome, st.status, extra...)
 }
 
-// engineRequest is the receipt request of a keyed API request. The scope
-// is method, path, query and key; the fingerprint is the canonical JSON of
-// the body (keys.Fingerprint) or, for any other body, its SHA-256.
-func engineRequest(r *http.Request, key string, body []byte, cfg Config) engine.ReceiptRequest {
+// engineRequest is the reservation request of a keyed API request. The
+// scope is method, path, query and key; the fingerprint is the canonical
+// JSON of the body (keys.Fingerprint) or, for any other body, its SHA-256.
+func engineRequest(r *http.Request, key string, body []byte, cfg Config) engine.Request {
 	h := sha256.New()
 	for _, part := range []string{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, key} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
-	return engine.ReceiptRequest{Route: keyRoute, CallbackID: hex.EncodeToString(h.Sum(nil)), Fingerprint: Fingerprint(body),
+	return engine.Request{Scope: keyRoute, ID: hex.EncodeToString(h.Sum(nil)), Fingerprint: Fingerprint(body),
 		Fields: map[string]any{"method": r.Method, "path": r.URL.Path, "key": key},
-		Lease:  cfg.Timeout + reservationMargin, TTL: cfg.KeyTTL}
+		Lease:  cfg.reservation(), TTL: cfg.KeyTTL}
 }
 
 // Fingerprint is the fingerprint of a request body: keys.Fingerprint (the
@@ -282,15 +336,10 @@ func ParseKey(values []string) (string, error) {
 	return v, nil
 }
 
-// retryable reports whether a handler status gives the key back, so a
-// retry is forwarded again: the request did not (durably) happen.
-func retryable(status int) bool {
-	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooEarly || status == http.StatusTooManyRequests
-}
-
-// settle is the proxy's ModifyResponse: it stores a keyed request's final
-// response (releases the key on a retryable status) before the client sees
-// any of it.
+// settle is the proxy's ModifyResponse: it settles a keyed request's key
+// by the answer table (downstream.VerdictOf) before the client sees any of
+// the answer: a done or refused answer is stored (completed or rejected)
+// and replayed; a retryable one gives the key back.
 func (g *Gateway) settle(resp *http.Response) error {
 	st, _ := resp.Request.Context().Value(keyedCtx{}).(*keyed)
 	if st == nil {
@@ -299,9 +348,9 @@ func (g *Gateway) settle(resp *http.Response) error {
 	st.status = resp.StatusCode
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(resp.Request.Context()), finishTimeout)
 	defer cancel()
-	if retryable(resp.StatusCode) {
+	if downstream.VerdictOf(resp.StatusCode) == downstream.Retry {
 		st.outcome = "released"
-		if err := g.opts.Engine.Release(ctx, st.rc); err != nil {
+		if _, err := g.opts.Engine.Release(ctx, st.rc, fmt.Errorf("HTTP %d", resp.StatusCode), false); err != nil {
 			st.outcome, st.err = "unsettled", fmt.Errorf("release the key after HTTP %d: %w", resp.StatusCode, err)
 		}
 		return nil
@@ -314,42 +363,94 @@ func (g *Gateway) settle(resp *http.Response) error {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
-	st.rc.Result = StoredResponse(resp.StatusCode, resp.Header, head, g.cfg.MaxStoredBody)
-	st.outcome = "forwarded"
-	if err := g.opts.Engine.Hit(ctx, engine.GatewayBeforeFinish); err != nil {
-		return err
-	}
-	if _, err := g.opts.Engine.Finish(ctx, st.rc, "completed", nil); err != nil {
-		// The handler acted; the client still gets its answer. Until the
-		// reservation lapses retries get 409, then one is forwarded again.
-		st.outcome, st.err = "unsettled", fmt.Errorf("store the response: %w", err)
-	}
+	st.outcome, st.err = g.store(ctx, st, downstream.Answer{Verdict: downstream.VerdictOf(resp.StatusCode), Status: resp.StatusCode,
+		Header: resp.Header, Head: head})
 	return nil
 }
 
-// failed is the proxy's ErrorHandler: the handler could not be reached or
-// did not answer in time. A keyed request's key is given back.
+// store settles st's key with a done or refused answer, stored for
+// replay, and returns the outcome for the log.
+func (g *Gateway) store(ctx context.Context, st *keyed, a downstream.Answer) (string, error) {
+	status, outcome := engine.StatusCompleted, "forwarded"
+	if a.Verdict == downstream.Refused {
+		status, outcome = engine.StatusRejected, "refused"
+	}
+	result := StoredResponse(a.Status, a.Header, a.Head, g.cfg.MaxStoredBody)
+	if a.Cut {
+		// The body did not arrive whole: keep the status and headers.
+		delete(result, "body")
+		result["bodyOmitted"] = true
+	}
+	if err := g.opts.Engine.Hit(ctx, engine.GatewayBeforeFinish); err != nil {
+		return "unsettled", err
+	}
+	if _, err := g.opts.Engine.Settle(ctx, st.rc, engine.Settlement{Status: status, Result: result}); err != nil {
+		// The handler acted; the client still gets its answer. Until the
+		// reservation lapses retries get 409, then one is forwarded again.
+		return "unsettled", fmt.Errorf("store the response: %w", err)
+	}
+	return outcome, nil
+}
+
+// failed is the proxy's ErrorHandler: the handler's answer did not come
+// in time (the call runs on and settles the key later: 504), the handler
+// could not be reached (the key is given back: 502), or the call ended
+// without an answer (the key is given back in doubt: 502; or, cut at
+// shutdown, left held: 503).
 func (g *Gateway) failed(w http.ResponseWriter, r *http.Request, err error) {
-	status, title := http.StatusBadGateway, "Handler unavailable"
-	if errors.Is(err, context.DeadlineExceeded) {
-		status, title = http.StatusGatewayTimeout, "Handler timed out"
-	}
-	if st, _ := r.Context().Value(keyedCtx{}).(*keyed); st != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), finishTimeout)
-		defer cancel()
-		st.outcome, st.status, st.err = "released", status, err
-		if rerr := g.opts.Engine.Release(ctx, st.rc); rerr != nil && !isFenced(rerr) {
-			st.outcome, st.err = "unsettled", errors.Join(err, fmt.Errorf("release the key: %w", rerr))
-		}
-	} else {
+	st, _ := r.Context().Value(keyedCtx{}).(*keyed)
+	if st == nil {
 		g.opts.Logger.WarnContext(r.Context(), "handler request failed", "method", r.Method, "path", r.URL.Path, logfields.Error, err.Error())
+		problem(w, http.StatusBadGateway, "Handler unavailable", "the request may be retried")
+		return
 	}
-	problem(w, status, title, "the request may be retried")
+	var ce *downstream.CallError
+	switch {
+	case errors.Is(err, downstream.ErrLate):
+		st.outcome, st.status = "late", http.StatusGatewayTimeout
+		w.Header().Set("Retry-After", "1")
+		problem(w, st.status, "Handler timed out", "the handler is still working on it: retry with the same Idempotency-Key to get its answer")
+		return
+	case errors.As(err, &ce) && ce.Answer.Verdict == downstream.Abandoned:
+		st.outcome, st.status, st.err = "cut", http.StatusServiceUnavailable, err
+		w.Header().Set("Retry-After", "1")
+		problem(w, st.status, "Consumer shutting down", "retry with the same Idempotency-Key")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), finishTimeout)
+	defer cancel()
+	inDoubt := ce != nil && ce.Answer.Verdict == downstream.Unknown
+	st.outcome, st.status, st.err = "released", http.StatusBadGateway, err
+	if _, rerr := g.opts.Engine.Release(ctx, st.rc, err, inDoubt); rerr != nil && !isFenced(rerr) {
+		st.outcome, st.err = "unsettled", errors.Join(err, fmt.Errorf("release the key: %w", rerr))
+	}
+	problem(w, st.status, "Handler unavailable", "the request may be retried")
 }
 
 func isFenced(err error) bool {
 	var ee *engine.Error
 	return errors.As(err, &ee) && ee.Code == "FENCED"
+}
+
+// settleLate settles the key of a call that outlived the timeout, once it
+// ended (the client was answered 504), and logs it.
+func (g *Gateway) settleLate(ctx context.Context, st *keyed, a downstream.Answer) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	var outcome string
+	var err error
+	switch a.Verdict {
+	case downstream.Done, downstream.Refused:
+		outcome, err = g.store(ctx, st, a)
+	case downstream.Retry, downstream.Unknown:
+		outcome, err = "released", a.Err
+		if _, rerr := g.opts.Engine.Release(ctx, st.rc, a.Err, a.Verdict == downstream.Unknown); rerr != nil && !isFenced(rerr) {
+			outcome, err = "unsettled", errors.Join(a.Err, rerr)
+		}
+	default:
+		outcome, err = "cut", a.Err
+	}
+	st.lateLog(outcome, a.Status, err)
 }
 
 // StoredResponse is the record of a handler's response kept for replay

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/store"
@@ -165,7 +166,7 @@ func FuzzGatewaySequence(f *testing.F) {
 				if called != 1 || w.Header().Get(ReplayedHeader) != "" {
 					t.Fatalf("%s: %d calls, replayed %q; want forwarded once", op, called, w.Header().Get(ReplayedHeader))
 				}
-				if !retryable(w.Code) {
+				if downstream.VerdictOf(w.Code) != downstream.Retry {
 					model[scope] = stored{fp: fp, status: w.Code, body: bytes.Clone(w.Body.Bytes())}
 				}
 			}
@@ -280,7 +281,7 @@ func TestHandlerDownReleasesKey(t *testing.T) {
 	if w.Code != http.StatusBadGateway {
 		t.Fatalf("handler down: %d, want 502", w.Code)
 	}
-	rc, err := eng.Reserve(context.Background(), engineRequest(req, "k", []byte(`{}`), gw.cfg))
+	rc, err := eng.Claim(context.Background(), engineRequest(req, "k", []byte(`{}`), gw.cfg))
 	if err != nil || rc.Replayed {
 		t.Fatalf("after a 502 the key is not free: %+v %v", rc, err)
 	}
@@ -303,7 +304,7 @@ func TestKeyedLogLine(t *testing.T) {
 	r.gw.opts.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 	down := newRig(t, &fakeHandler{}, Config{}, nil)
 	down.gw.opts.Logger = r.gw.opts.Logger
-	down.gw.proxy.Transport = roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })
+	down.gw.opts.Transport = roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })
 	for _, tt := range []struct {
 		rig       *rig
 		key, body string
@@ -312,7 +313,7 @@ func TestKeyedLogLine(t *testing.T) {
 	}{
 		{r, "k1", `{"a":1}`, http.StatusCreated, "forwarded"},
 		{r, "k1", `{"a":1}`, http.StatusCreated, "replayed"},
-		{r, "k2", `{"a":2}`, http.StatusBadRequest, "forwarded"},
+		{r, "k2", `{"a":2}`, http.StatusBadRequest, "refused"},
 		{r, "k3", `{"a":3}`, http.StatusServiceUnavailable, "released"},
 		{r, "k1", `{"a":9}`, http.StatusUnprocessableEntity, "key_reused"},
 		{down, "k4", `{"a":1}`, http.StatusBadGateway, "released"},

@@ -23,11 +23,12 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 )
 
 // URLEnv names the environment variable with the handler's base URL, e.g.
 // http://localhost:8081 (the handler container beside the consumer).
-const URLEnv = "EVENTPIPE_HANDLER_URL"
+const URLEnv = settings.HandlerURL
 
 // IdempotencyKeyHeader carries the key, on deliveries and API requests.
 const IdempotencyKeyHeader = "Idempotency-Key"
@@ -57,8 +58,9 @@ func CallbackURL(base, route string) string {
 // Callback is the JSON body of a callback forwarded to the handler.
 type Callback struct {
 	// IdempotencyKey is the Idempotency-Key header's value: the callback
-	// id. A callback id reaches the handler once unless a call failed
-	// (5xx, timeout, unreachable), when a retry calls again.
+	// id. A callback id reaches the handler once but in the cases
+	// docs/handlers.md names (an answer of 5xx, 408, 425 or 429, a lost
+	// connection, a call cut at its bound, a consumer that died).
 	IdempotencyKey string `json:"idempotencyKey"`
 	// Route names the callback route (/callbacks/{route}).
 	Route string `json:"route"`
@@ -87,8 +89,9 @@ type Delivery struct {
 	IdempotencyKey string `json:"idempotencyKey"`
 	// Route names the route that matched the event.
 	Route string `json:"route"`
-	// Attempt counts the handler calls for this event, this one included
-	// (a crashed or failed call counts).
+	// Attempt is the attempt number (the Eventpipe-Attempt header): the
+	// claims of the event so far, this one included (a retried, cut or
+	// crashed one counts).
 	Attempt int64 `json:"attempt"`
 	// MessageID, PublishTime, OrderingKey, Subscription and
 	// DeliveryAttempt describe the Pub/Sub message (DeliveryAttempt is 0

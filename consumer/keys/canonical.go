@@ -56,28 +56,46 @@ func canonical(dst, data []byte) ([]byte, canonicalScan, error) {
 	if err != nil {
 		return nil, canonicalScan{}, fmt.Errorf("canonical JSON: %w", err)
 	}
+	scan, err := checkCanonical(out, data, 0)
+	if err != nil {
+		return nil, scan, fmt.Errorf("canonical JSON: %w", err)
+	}
+	return out, scan, nil
+}
+
+// checkCanonical scans out, the canonical form of data, a value nested in
+// depth objects and arrays, for what the encoder lets through: a duplicate
+// key, a number beyond float64's range, nesting deeper than MaxDepth.
+func checkCanonical(out, data []byte, depth int) (canonicalScan, error) {
 	scan := scanCanonical(out)
 	if scan.duplicate != "" {
-		return nil, scan, fmt.Errorf("canonical JSON: duplicate object key %s: each key may appear once in an object", scan.duplicate)
+		return scan, duplicateKeyError(scan.duplicate)
 	}
 	if scan.atLimit {
 		// jsontext writes a number beyond float64's range as the largest float64, so
 		// two different ones would hash alike: refuse them, as encoding/json does.
 		if err := json.Unmarshal(data, new(any)); err != nil {
-			return nil, scan, fmt.Errorf("canonical JSON: %w", err)
+			return scan, err
 		}
 	}
-	if scan.depth > MaxDepth {
-		return nil, scan, fmt.Errorf("canonical JSON: nested deeper than %d levels (%d)", MaxDepth, scan.depth)
+	if depth += scan.depth; depth > MaxDepth {
+		return scan, fmt.Errorf("nested deeper than %d levels (%d)", MaxDepth, depth)
 	}
-	return out, scan, nil
+	return scan, nil
+}
+
+// duplicateKeyError is the error of an object with the key quoted twice
+// (duplicateText).
+func duplicateKeyError(quoted string) error {
+	return fmt.Errorf("duplicate object key %s: each key may appear once in an object", quoted)
 }
 
 // smallCanonicalBytes is the largest payload canonical formats with
 // jsontext.AppendFormat: jsontext keeps the buffers of such small values
 // for the next call; a larger payload gets a buffer of its own, sized once
-// (AppendFormat's would grow by doubling, to up to twice the form, where
-// limits.PerMessagePercent counts 1.25 times).
+// (AppendFormat's would grow by doubling, to up to twice the form).
+// Fingerprint holds neither for a payload past streamChunkBytes: it
+// hashes the form as writeCanonical writes it.
 const smallCanonicalBytes = 4 << 10
 
 // canonicalSmall appends the canonical form of a small payload to dst.
@@ -236,16 +254,23 @@ func (c *canonicalScan) open() {
 // duplicate.
 func (c *canonicalScan) endKey(p []byte, last *keySpan, end int) {
 	if last.start >= 0 && c.duplicate == "" && bytes.Equal(p[last.start:last.end], p[c.key:end]) {
-		c.duplicate = string(p[c.key:end])
-		if cut := c.key + duplicateShown; cut < end {
-			for !utf8.RuneStart(p[cut]) {
-				cut--
-			}
-			c.duplicate = string(p[c.key:cut]) + "…"
-		}
+		c.duplicate = duplicateText(p[c.key:end])
 	}
 	last.start, last.end = c.key, end
 	c.key = -1
+}
+
+// duplicateText is the quoted canonical key an error names, cut to
+// duplicateShown bytes (at a character) and marked "…" when longer.
+func duplicateText(quoted []byte) string {
+	if len(quoted) <= duplicateShown {
+		return string(quoted)
+	}
+	cut := duplicateShown
+	for !utf8.RuneStart(quoted[cut]) {
+		cut--
+	}
+	return string(quoted[:cut]) + "…"
 }
 
 // endNumber ends the number being read, if any.

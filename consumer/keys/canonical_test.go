@@ -117,6 +117,9 @@ func FuzzCanonicalJSON(f *testing.F) {
 		if (serr == nil) != (lerr == nil) || !bytes.Equal(small, large) {
 			t.Fatalf("the ways disagree on %q: %q (%v) and %q (%v)", data, small, serr, large, lerr)
 		}
+		// Written piece by piece (as Fingerprint hashes a large payload), the
+		// same form, or the same refusal.
+		checkStreamed(t, data, 1, 7)
 		out, err := CanonicalJSON(data)
 		if err != nil {
 			return

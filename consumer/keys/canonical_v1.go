@@ -26,6 +26,12 @@ import (
 // canonicalV1 is the v1 canonical form of the JSON text data, which
 // CanonicalJSON has accepted (valid UTF-8, no duplicate keys).
 func canonicalV1(data []byte) ([]byte, error) {
+	return appendCanonicalV1(nil, data, 0)
+}
+
+// appendCanonicalV1 appends to dst the v1 form of data, a value nested in
+// depth objects and arrays.
+func appendCanonicalV1(dst, data []byte, depth int) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -35,7 +41,7 @@ func canonicalV1(data []byte) ([]byte, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("v1 canonical JSON: text after the value")
 	}
-	out, ok := appendCanonicalValue(nil, v, 0)
+	out, ok := appendCanonicalValue(dst, v, depth)
 	if !ok {
 		return nil, fmt.Errorf("v1 canonical JSON: a number beyond float64's range or nesting deeper than %d levels", MaxDepth)
 	}

@@ -36,25 +36,48 @@ const fingerprintBufferBytes = 1 << 10
 // fingerprint's last LogicalKeyLen characters (a record of an event without
 // an event id) stays the one written before the upgrade.
 func Fingerprint(payload []byte) (string, error) {
-	// Most payloads' forms fit here: the form is hashed, not kept.
-	var buf [fingerprintBufferBytes]byte
-	canon, scan, err := canonical(buf[:0], payload)
+	sum, scan, err := canonicalSum(payload, false)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
-	sum := sha256.Sum256(canon)
 	fp := prefixedHash(fingerprintPrefix, sum)
 	if !scan.mayDiffer {
 		return fp, nil
 	}
-	v1, err := canonicalV1(payload)
+	v1sum, _, err := canonicalSum(payload, true)
 	if err != nil {
 		return fp, nil // v1 fingerprinted no such payload
 	}
-	if v1sum := sha256.Sum256(v1); v1sum != sum {
+	if v1sum != sum {
 		return fp + v1Mark + hashText(v1sum), nil
 	}
 	return fp, nil
+}
+
+// canonicalSum is the SHA-256 of the RFC 8785 form of payload (the v1
+// form with v1) and what scanning the form found. A payload of up to
+// streamChunkBytes (most) has its form made in a buffer and hashed; a larger
+// one has it hashed as it is written, not held: a 10 MB payload takes a
+// scratch buffer, not the 12.5 MB of its form.
+func canonicalSum(payload []byte, v1 bool) (sum [sha256.Size]byte, scan canonicalScan, err error) {
+	if len(payload) <= streamChunkBytes {
+		var buf [fingerprintBufferBytes]byte // the form is hashed, not kept
+		var form []byte
+		if v1 {
+			form, err = canonicalV1(payload)
+		} else {
+			form, scan, err = canonical(buf[:0], payload)
+		}
+		return sha256.Sum256(form), scan, err
+	}
+	h := sha256.New()
+	if v1 {
+		err = writeCanonicalV1(h, payload, streamChunkBytes)
+	} else {
+		scan, err = writeCanonical(h, payload, streamChunkBytes)
+	}
+	h.Sum(sum[:0])
+	return sum, scan, err
 }
 
 // SameFingerprint reports whether two fingerprints (one stored, one of an

@@ -40,34 +40,96 @@ func MaxPushBodyBytes(maxMessageBytes int64) int64 {
 // EnvelopeOverheadBytes bounds what a push envelope adds to the base64 data.
 const EnvelopeOverheadBytes = 1 << 20
 
-// PerMessagePercent is how much memory a delivery in flight may hold at once, in percent of
-// its push body: the body as read, the decoded data and payload while it is processed, and
-// for a poison message the record of it being written. Measured (scripts/consumer-memory.sh,
-// 2026-11-27): a valid message takes about 2.7x its body, a poison one about 3.1x (the
-// RFC 8785 fingerprint holds the canonical form and, for an object whose keys are out of
-// order, a sorted copy of its members), more than this budget, which GOMEMLIMIT's headroom
-// (MemoryLimitPercent) absorbs: at the concurrency MaxConcurrency derives, both peak under
-// 85 % of the container (72 % and 81 % for 512 MiB).
-const PerMessagePercent = 225
+// PerMessagePercent is how much memory a push delivery in flight may hold at once, in
+// percent of its push body: the body as read, the data decoded from it (in place) and the
+// payload indexed in it while it is processed, and for a poison message the record of it
+// being written. A valid message holds about 1.4 times its body at most (its buffer
+// growing to the declared length); a poison one about 2.9 (its payload's names, the
+// record's chunks and their encodings beside the body: live heap sampled with the
+// collector at every 1% of growth, the megabyte-key payload of scripts/consumer-memory.sh
+// on bbolt). The budget is set for the poison one, so that the deliveries it admits never
+// hold more than GOMEMLIMIT whatever they turn out to be (docs/benchmarks.md).
+const PerMessagePercent = 300
 
 // BaseBytes is the consumer's own heap and runtime with no message in flight.
 const BaseBytes = 32 << 20
 
-// PerMessageBytes is the memory one delivery of a maxMessageBytes message may take.
-func PerMessageBytes(maxMessageBytes int64) int64 {
-	return DeliveryBytes(MaxPushBodyBytes(maxMessageBytes))
+// MaxKeyedBodyBytes is the largest body of a request with an Idempotency-Key that the
+// handler gateway reads (it is fingerprinted whole before it is forwarded); a larger one
+// gets 413.
+const MaxKeyedBodyBytes = 10 << 20
+
+// MaxCallbackBodyBytes is the largest callback body; a larger one gets 413.
+const MaxCallbackBodyBytes = 1 << 20
+
+// KeyedPercent is how much memory a keyed request in flight may hold, in percent of its
+// body, besides StoredResponseBytes: the body as read and the fingerprint's scratch (the
+// body is forwarded from the same buffer).
+const KeyedPercent = 150
+
+// CallbackPercent is how much memory a callback in flight may hold, in percent of its
+// body, besides StoredResponseBytes: the body, the payload decoded from it, the receipt
+// that keeps it and the request to the handler that carries it.
+const CallbackPercent = 500
+
+// StoredResponseBytes bounds what a request holds of the handler's answer while it is
+// stored for replay, whatever its body: the answer's first 700 KiB (the most
+// EVENTPIPE_IDEMPOTENCY_MAX_STORED_BODY keeps), base64-encoded in the record.
+const StoredResponseBytes = 2 << 20
+
+// A Door is a way a request body comes into the consumer, and what a request coming
+// through it may hold in memory while it is read and answered: all of them share the
+// instance's one budget (DeliveryBudget).
+type Door struct {
+	// Name names the door in errors: "push", "keyed request", "callback".
+	Name string
+	// MaxBody is the largest body the door reads; a larger one is refused (413).
+	MaxBody int64
+	// Percent is how much memory a request may hold in flight, in percent of its body.
+	Percent int64
+	// Fixed is what a request may hold whatever its body.
+	Fixed int64
 }
 
-// DeliveryBytes is the memory a delivery whose push body is bodyBytes long may take while it
-// is read and processed.
-func DeliveryBytes(bodyBytes int64) int64 {
-	return bodyBytes / 100 * PerMessagePercent
+// Bytes is the memory a request whose body declares bodyBytes may hold in flight; a body
+// of unknown length (-1) or one declared longer than MaxBody counts as MaxBody long.
+func (d Door) Bytes(bodyBytes int64) int64 {
+	if bodyBytes < 0 || bodyBytes > d.MaxBody {
+		bodyBytes = d.MaxBody
+	}
+	return bodyBytes/100*d.Percent + d.Fixed
+}
+
+// PushDoor is Pub/Sub's pushes: bodies up to MaxPushBodyBytes(MaxMessageBytes).
+func PushDoor() Door {
+	return Door{Name: "push", MaxBody: MaxPushBodyBytes(MaxMessageBytes), Percent: PerMessagePercent}
+}
+
+// KeyedDoor is the handler gateway's requests with an Idempotency-Key: bodies up to
+// maxBody.
+func KeyedDoor(maxBody int64) Door {
+	return Door{Name: "keyed request", MaxBody: maxBody, Percent: KeyedPercent, Fixed: StoredResponseBytes}
+}
+
+// CallbackDoor is POST /callbacks/{route}: bodies up to MaxCallbackBodyBytes.
+func CallbackDoor() Door {
+	return Door{Name: "callback", MaxBody: MaxCallbackBodyBytes, Percent: CallbackPercent, Fixed: StoredResponseBytes}
+}
+
+// Doors are every door, push first.
+func Doors() []Door {
+	return []Door{PushDoor(), KeyedDoor(MaxKeyedBodyBytes), CallbackDoor()}
+}
+
+// PerMessageBytes is the memory one push delivery of a maxMessageBytes message may take.
+func PerMessageBytes(maxMessageBytes int64) int64 {
+	return PushDoor().Bytes(MaxPushBodyBytes(maxMessageBytes))
 }
 
 // DeliveryBudget is the memory an instance whose Go runtime has memoryLimit bytes
-// (GOMEMLIMIT) may give to deliveries in flight: the limit less BaseBytes. The consumer
-// admits a push only while the DeliveryBytes of those in flight fit in it; MaxConcurrency is
-// how many maximum-size deliveries fit in it.
+// (GOMEMLIMIT) may give to the requests in flight at every door together: the limit less
+// BaseBytes. The consumer admits a request only while what the requests in flight may
+// hold (Door.Bytes) fits in it; MaxConcurrency is how many maximum-size pushes fit in it.
 func DeliveryBudget(memoryLimit int64) int64 {
 	return memoryLimit - BaseBytes
 }

@@ -12,8 +12,8 @@ func TestMaxConcurrency(t *testing.T) {
 		want       int
 	}{
 		{"small messages keep the requested concurrency", 512 * mib, 64 << 10, 80, 80},
-		{"maximum-size messages bound a 512 MiB instance", 512 * mib, MaxMessageBytes, 80, 10},
-		{"more memory fits more", 2048 * mib, MaxMessageBytes, 80, 45},
+		{"maximum-size messages bound a 512 MiB instance", 512 * mib, MaxMessageBytes, 80, 7},
+		{"more memory fits more", 2048 * mib, MaxMessageBytes, 80, 34},
 		{"too small for one message", 32 * mib, MaxMessageBytes, 80, 0},
 	}
 	for _, tt := range tests {
@@ -37,7 +37,7 @@ func TestMaxPushBodyCoversBase64(t *testing.T) {
 // KB to the largest, that the derived concurrency's deliveries fit in the
 // delivery budget of the container's GOMEMLIMIT and one more would not
 // (unless the requested concurrency is the bound), so the push handler's
-// admission (limits.DeliveryBytes within limits.DeliveryBudget) admits
+// admission (limits.PushDoor().Bytes within limits.DeliveryBudget) admits
 // exactly what the component sized the instance for.
 func TestMaxConcurrencyFillsTheBudget(t *testing.T) {
 	for mib := int64(128); mib <= 32<<10; mib += 128 {

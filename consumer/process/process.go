@@ -23,6 +23,7 @@ import (
 	"github.com/eventpipe/eventpipe/consumer/logging"
 	"github.com/eventpipe/eventpipe/consumer/route"
 	"github.com/eventpipe/eventpipe/consumer/store"
+	"github.com/eventpipe/eventpipe/consumer/store/opcount"
 	"github.com/eventpipe/eventpipe/consumer/tracing"
 )
 
@@ -67,6 +68,8 @@ type Config struct {
 	// Failpoint is the engine's crash-test hook (engine.KillAtFailpoints of
 	// EVENTPIPE_FAILPOINT in cmd/consumer); nil for none.
 	Failpoint engine.FailpointHook
+	// Now is the engine's clock (engine.Config.Now); nil for time.Now.
+	Now func() time.Time
 }
 
 // Processor handles messages. It is safe for concurrent use.
@@ -76,17 +79,16 @@ type Processor struct {
 	leases map[string]*leaseRoute
 }
 
-// leaseRoute is a lease route with its own engine (its attempt limit and
-// lease length are the route's) and resolved URL.
+// leaseRoute is a lease route's resolved URL: the reservation's length and
+// attempts are the route's, given with each claim of the one engine.
 type leaseRoute struct {
-	engine *engine.Engine
-	url    string
+	url string
 	// toHandler: the action is a call of the handler, whose body is a
 	// handler.Delivery rather than the route's output fields.
 	toHandler bool
 }
 
-// New validates cfg and builds the engines. Missing config is an error
+// New validates cfg and builds the engine. Missing config is an error
 // naming the setting.
 func New(cfg Config) (*Processor, error) {
 	switch {
@@ -99,15 +101,14 @@ func New(cfg Config) (*Processor, error) {
 	}
 	cfg.DLQ = cmp.Or(cfg.DLQ, classify.DLQAuto)
 	if cfg.Downstream == nil {
-		cfg.Downstream = downstream.New(cfg.Tracer.HTTPClient(nil))
+		cfg.Downstream = downstream.New(cfg.Tracer.HTTPClient(nil), nil)
 	}
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
-	base := engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner,
+	eng, err := engine.New(engine.Config{Store: cfg.Store, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix, Owner: cfg.Owner,
 		Logger: cfg.Logger, Failpoint: cfg.Failpoint, MaxEventSkew: cfg.MaxEventSkew, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument,
-		MaxSequenceJump: cfg.MaxSequenceJump}
-	eng, err := engine.New(base)
+		MaxSequenceJump: cfg.MaxSequenceJump, Now: cfg.Now})
 	if err != nil {
 		return nil, fmt.Errorf("process: %w", err)
 	}
@@ -127,14 +128,10 @@ func New(cfg Config) (*Processor, error) {
 				return nil, fmt.Errorf("route %s: %w", r.Name, err)
 			}
 		}
-		lc := base
-		lc.MaxAttempts = r.Action.MaxAttempts
-		lc.LeaseDuration = time.Duration(r.Action.LeaseTTL)
-		le, err := engine.New(lc)
-		if err != nil {
-			return nil, fmt.Errorf("route %s: %w", r.Name, err)
+		if time.Duration(r.Action.LeaseTTL) >= eng.DedupeTTL() {
+			return nil, fmt.Errorf("route %s: action.leaseTTL (%s) must be shorter than the records' TTL (%s) (fix: a shorter leaseTTL)", r.Name, time.Duration(r.Action.LeaseTTL), eng.DedupeTTL())
 		}
-		p.leases[r.Name] = &leaseRoute{engine: le, url: url, toHandler: r.Action.ToHandler()}
+		p.leases[r.Name] = &leaseRoute{url: url, toHandler: r.Action.ToHandler()}
 	}
 	return p, nil
 }
@@ -245,99 +242,148 @@ func (p *Processor) materialize(ctx context.Context, ev engine.Event, routed *ro
 	return string(out.Outcome), nil
 }
 
-// lease runs a lease route's action at most once: claim, POST with the
-// lease's Idempotency-Key while a heartbeat extends the lease, then
-// complete on 2xx or record the failure.
+// lease runs a lease route's action once per event, through the one
+// reservation and the one call (docs/handlers.md): claim the event's
+// reservation (its length and attempts are the route's), call with the
+// reservation's Idempotency-Key and attempt while a heartbeat extends it,
+// then settle it by the answer table. A call still running at
+// action.timeout runs on, up to action.leaseTTL, and its answer settles
+// the event later (settleLate); this delivery is nacked meanwhile, and
+// its redeliveries are in progress until then.
 func (p *Processor) lease(ctx context.Context, ev engine.Event, routed *route.Routed, res *Result) (string, error) {
 	lr := p.leases[routed.Route.Name]
 	act := routed.Route.Action
 	res.WriteKind = logfields.WriteKindLease
-	l, err := lr.engine.Claim(ctx, ev, engine.LeaseRequest{Handler: routed.Route.Name, Aggregate: routed.AggregateID, Sequence: routed.Sequence})
-	res.Reads, res.Writes = l.Ops.Reads, l.Ops.Writes+l.Ops.Deletes
+	rv, err := p.engine.Claim(ctx, engine.Request{Scope: routed.Route.Name, Event: &ev, Lease: time.Duration(act.LeaseTTL),
+		MaxAttempts: act.MaxAttempts, Aggregate: routed.AggregateID, Sequence: routed.Sequence})
+	res.Reads, res.Writes = rv.Ops.Reads, rv.Ops.Writes+rv.Ops.Deletes
+	if rv.Doc != "" {
+		res.IdemDoc = rv.Doc
+	}
 	if err != nil {
 		var ee *engine.Error
-		if errors.As(err, &ee) {
-			switch ee.Type {
-			case engine.TypeDuplicate:
-				return logfields.OutcomeDuplicate, nil
-			case engine.TypeStale:
-				return logfields.OutcomeStale, nil
-			}
+		if errors.As(err, &ee) && ee.Type == engine.TypeStale {
+			return logfields.OutcomeStale, nil
 		}
 		return "", err
 	}
-	res.IdemDoc = l.Doc
+	if rv.Replayed {
+		if rv.Status == engine.StatusRejected {
+			// A final refusal is remembered: the handler is not called again.
+			return "", classify.Poison(fmt.Errorf("%s refused this event before (HTTP %v), for good: it is not called again (fix the event or the receiver, then publish it anew)",
+				routed.Route.Name, rv.Result[resultStatus]))
+		}
+		return logfields.OutcomeDuplicate, nil
+	}
 	var body []byte
 	if lr.toHandler {
-		body, err = json.Marshal(handler.NewDelivery(l.Doc, routed.Route.Name, l.Attempt, res.Msg, routed.Fields()))
+		body, err = json.Marshal(handler.NewDelivery(rv.Doc, routed.Route.Name, rv.Attempt, res.Msg, routed.Fields()))
 	} else {
 		body, err = json.Marshal(routed.Fields())
 	}
 	if err != nil {
-		return "", classify.Poison(fmt.Errorf("action body: %w", err))
+		_, rerr := p.engine.Release(ctx, rv, err, false)
+		return "", errors.Join(classify.Poison(fmt.Errorf("action body: %w", err)), rerr)
 	}
-	callCtx, cancelCall := context.WithCancel(ctx)
-	hb := make(chan struct{})
+	if err := p.engine.Hit(ctx, engine.WorkerBeforeApply); err != nil {
+		return "", err
+	}
 	var hbOps struct {
 		sync.Mutex
 		reads, writes int64
 	}
-	go func() {
-		defer close(hb)
-		t := time.NewTicker(time.Duration(act.Heartbeat))
-		defer t.Stop()
-		for {
-			select {
-			case <-callCtx.Done():
-				return
-			case <-t.C:
-				nl, err := lr.engine.Heartbeat(callCtx, l)
-				hbOps.Lock()
-				hbOps.reads, hbOps.writes = hbOps.reads+nl.Ops.Reads, hbOps.writes+nl.Ops.Writes
-				hbOps.Unlock()
-				var ee *engine.Error
-				if errors.As(err, &ee) && ee.Type == engine.TypeStale {
-					cancelCall() // fenced: another worker owns the action now
-					return
-				}
-			}
-		}
-	}()
-	if err := lr.engine.Hit(ctx, engine.WorkerBeforeApply); err != nil {
-		cancelCall()
-		<-hb
-		return "", err
+	call := downstream.Call{URL: lr.url, Key: rv.Doc, Attempt: rv.Attempt, Body: body,
+		Timeout: time.Duration(act.Timeout), Bound: max(time.Duration(act.Timeout), time.Duration(act.LeaseTTL)),
+		Heartbeat: time.Duration(act.Heartbeat),
+		Extend: func(ctx context.Context) error {
+			nrv, err := p.engine.Extend(ctx, rv)
+			hbOps.Lock()
+			hbOps.reads, hbOps.writes = hbOps.reads+nrv.Ops.Reads, hbOps.writes+nrv.Ops.Writes
+			hbOps.Unlock()
+			return err
+		},
+		Late: func(a downstream.Answer) { p.settleLate(context.WithoutCancel(ctx), rv, ev, routed.Route.Name, a) },
 	}
-	status, callErr := p.cfg.Downstream.Post(callCtx, lr.url, l.Doc, body, time.Duration(act.Timeout))
-	if callErr == nil {
-		callErr = lr.engine.Hit(ctx, engine.WorkerAfterApply)
-	}
-	fenced := callCtx.Err() != nil && ctx.Err() == nil
-	cancelCall()
-	<-hb
+	a, err := p.cfg.Downstream.Do(ctx, call)
+	hbOps.Lock()
 	res.Reads, res.Writes = res.Reads+hbOps.reads, res.Writes+hbOps.writes
-	if fenced {
-		return "", classify.InProgress(fmt.Errorf("lease %s was taken over during the action", l.Doc))
+	hbOps.Unlock()
+	if errors.Is(err, downstream.ErrLate) {
+		return "", classify.InProgress(fmt.Errorf("%s did not answer within action.timeout (%s): the call runs on, at most action.leaseTTL (%s), keeping %s; its answer settles the event, and redeliveries are in progress until then",
+			lr.url, time.Duration(act.Timeout), time.Duration(act.LeaseTTL), rv.Doc))
 	}
-	if callErr == nil {
-		done, err := lr.engine.Complete(ctx, l, map[string]any{"http_status": status})
-		res.Reads, res.Writes = res.Reads+done.Ops.Reads, res.Writes+done.Ops.Writes
-		if err != nil {
-			return "", err
-		}
-		return logfields.OutcomeApplied, nil
+	outcome, ops, err := p.settle(ctx, rv, ev, a)
+	res.Reads, res.Writes = res.Reads+ops.Reads, res.Writes+ops.Writes+ops.Deletes
+	if isRecordedPoison(err) {
+		res.IdemDoc = p.engine.PoisonDoc(ev)
 	}
-	poison, err := lr.engine.Fail(ctx, l, ev, callErr)
-	if err != nil {
-		return "", fmt.Errorf("record failed action (%v): %w", callErr, err)
-	}
-	if poison {
-		// The engine wrote the poison audit record already.
-		res.IdemDoc = lr.engine.PoisonDoc(ev)
-		return "", &recordedPoison{classify.Poison(fmt.Errorf("action failed %d times: %w", l.Attempt, callErr))}
-	}
-	return "", callErr
+	return outcome, err
 }
+
+// resultStatus is the field of a lease reservation's result holding the
+// handler's status.
+const resultStatus = "http_status"
+
+// settle ends rv by the answer table: done completes it (applied), a
+// refusal rejects it for good (poison, remembered), retry and in doubt
+// release it (the redelivery is the next attempt; once attempts run out
+// the event is poison, its record written); an abandoned call (shutdown,
+// takeover) leaves it held.
+func (p *Processor) settle(ctx context.Context, rv engine.Reservation, ev engine.Event, a downstream.Answer) (string, opcount.Counts, error) {
+	if err := p.engine.Hit(ctx, engine.WorkerAfterApply); err != nil {
+		return "", opcount.Counts{}, err
+	}
+	switch a.Verdict {
+	case downstream.Done, downstream.Refused:
+		status := engine.StatusCompleted
+		if a.Verdict == downstream.Refused {
+			status = engine.StatusRejected
+		}
+		done, err := p.engine.Settle(ctx, rv, engine.Settlement{Status: status, Result: map[string]any{resultStatus: int64(a.Status)}})
+		if err != nil {
+			return "", done.Ops, err
+		}
+		if a.Verdict == downstream.Refused {
+			return "", done.Ops, a.Err
+		}
+		return logfields.OutcomeApplied, done.Ops, nil
+	case downstream.Retry, downstream.Unknown:
+		exhausted, err := p.engine.Release(ctx, rv, a.Err, a.Verdict == downstream.Unknown)
+		if err != nil {
+			return "", opcount.Counts{}, fmt.Errorf("release the event after %v: %w", a.Err, err)
+		}
+		if exhausted {
+			// The engine wrote the poison audit record already.
+			return "", opcount.Counts{}, &recordedPoison{classify.Poison(fmt.Errorf("action failed %d times: %w", rv.Attempt, a.Err))}
+		}
+		return "", opcount.Counts{}, a.Err
+	default: // Abandoned: held until its reservation lapses, or the taker's
+		return "", opcount.Counts{}, a.Err
+	}
+}
+
+// settleLate settles an event whose call outlived action.timeout, when it
+// ends, and logs the outcome (the delivery's own line said retry).
+func (p *Processor) settleLate(ctx context.Context, rv engine.Reservation, ev engine.Event, routeName string, a downstream.Answer) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	outcome, _, err := p.settle(ctx, rv, ev, a)
+	level, attrs := slog.LevelInfo, []any{logfields.Route, routeName, logfields.MessageID, ev.MessageID, logfields.IdempotencyDoc, rv.Doc,
+		"attempt", rv.Attempt, "verdict", string(a.Verdict), logfields.HTTPStatus, a.Status, logfields.LatencyMS, a.Took.Milliseconds()}
+	if err != nil {
+		c := classify.Of(err)
+		level, outcome = slog.LevelWarn, logfields.OutcomeRetry
+		if c.Type == logfields.ErrorTypePoison {
+			outcome = logfields.OutcomePoison
+		}
+		attrs = append(attrs, logfields.ErrorType, c.Type, logfields.ErrorCode, c.Code, logfields.Error, err.Error())
+	}
+	p.cfg.Logger.Log(ctx, level, "late handler answer settled", append(attrs, logfields.Outcome, outcome)...)
+}
+
+// settleTimeout bounds the store writes that settle a call's key once it
+// ended (the delivery's own deadline may be spent by then).
+const settleTimeout = 10 * time.Second
 
 // recordedPoison is poison whose audit record exists already.
 type recordedPoison struct{ error }

@@ -175,6 +175,16 @@ func message(sub string, m *pubsub.Message) envelope.Message {
 }
 
 func handle(rctx context.Context, cfg Config, sub string, m *pubsub.Message) {
+	if rctx.Err() != nil {
+		// Shutting down (Run's context ended): take no new message, so no
+		// work starts that the shutdown deadline could cut. Pub/Sub
+		// delivers it again, to another instance.
+		m.Nack()
+		cfg.Logger.LogAttrs(rctx, slog.LevelWarn, "pulled message nacked: shutting down",
+			slog.String(logfields.Outcome, logfields.OutcomeRetry), slog.String(logfields.ErrorType, logfields.ErrorTypeTransient),
+			slog.String(logfields.AckAction, logfields.AckActionNack), slog.String(logfields.MessageID, m.ID), slog.String("subscription", sub))
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), cfg.HandleTimeout)
 	defer cancel()
 	if cfg.Cut != nil {

@@ -131,7 +131,7 @@ func idempotentHandler(b *testing.B, tracer *tracing.Tracer) http.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return New(proc, nil, 0)
+	return New(proc, nil, nil)
 }
 
 // BenchmarkPushPath runs the bare baseline and the full idempotent push

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/consumer/budget"
 	"github.com/eventpipe/eventpipe/consumer/limits"
 	ct "github.com/eventpipe/eventpipe/internal/testing/consumertest"
 )
@@ -101,7 +102,7 @@ func TestStalledUploadHoldsWhatItSent(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("declared=%d/sent=%d", declared, sent), func(t *testing.T) {
 				proc, _, _ := ct.NewProcessor(t, ct.Options{})
-				sig := newReadSignal(New(proc, nil, 0), int64(sent))
+				sig := newReadSignal(New(proc, nil, nil), int64(sent))
 				srv := httptest.NewServer(sig)
 				t.Cleanup(srv.Close) // after the stalled client's connection closes
 				req := stalledRequest(srv.Listener.Addr().String(), declared, sent)
@@ -130,22 +131,24 @@ func TestStalledUploadHoldsWhatItSent(t *testing.T) {
 func TestPushBeyondMemoryBudgetRefusedUnread(t *testing.T) {
 	maxBody := limits.MaxPushBodyBytes(limits.MaxMessageBytes)
 	proc, _, log := ct.NewProcessor(t, ct.Options{})
-	sig := newReadSignal(New(proc, nil, limits.DeliveryBytes(maxBody)), 1)
+	sig := newReadSignal(New(proc, nil, budget.New(limits.PushDoor().Bytes(maxBody))), 1)
 	srv := httptest.NewServer(sig)
 	t.Cleanup(srv.Close)
 	stalled := stalledUpload(t, srv.Listener.Addr().String(), stalledRequest(srv.Listener.Addr().String(), int(maxBody), 1))
 	<-sig.reached
 	body := ct.PushBody(t, ct.Envelope{ID: "m1", Payload: sysEvent("healthy", "2026-01-02T03:00:00Z")})
+	retryAfter := ""
 	push := func() int {
 		resp, err := http.Post(srv.URL+Path, "application/json", strings.NewReader(string(body)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
+		retryAfter = resp.Header.Get("Retry-After")
 		return resp.StatusCode
 	}
-	if code := push(); code != http.StatusServiceUnavailable {
-		t.Fatalf("push beside a stalled upload holding the budget: %d, want 503", code)
+	if code := push(); code != http.StatusServiceUnavailable || retryAfter != "1" {
+		t.Fatalf("push beside a stalled upload holding the budget: %d, Retry-After %q; want 503, 1", code, retryAfter)
 	}
 	refused := ct.With(log.Lines(t), "message", "push request refused")
 	if len(refused) != 1 || refused[0]["error_type"] != "transient" || refused[0]["severity"] != "WARNING" {

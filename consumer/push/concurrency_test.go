@@ -41,7 +41,7 @@ func TestConcurrentDuplicatePushes(t *testing.T) {
 
 func concurrentDuplicates(t *testing.T, st store.Store) {
 	proc, _, log := ct.NewProcessor(t, ct.Options{Store: st})
-	srv := httptest.NewServer(New(proc, nil, 0))
+	srv := httptest.NewServer(New(proc, nil, nil))
 	defer srv.Close()
 	body := ct.PushBody(t, ct.Envelope{ID: "same", Payload: sysEvent("healthy", "2026-01-02T03:00:00Z")})
 
@@ -97,7 +97,7 @@ func TestShuffledDeliveriesConverge(t *testing.T) {
 		deliveries := append(append([]event(nil), history...), history[rng.IntN(len(history))], history[rng.IntN(len(history))])
 		rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
 		proc, st, _ := ct.NewProcessor(t, ct.Options{})
-		h := New(proc, nil, 0)
+		h := New(proc, nil, nil)
 		for _, e := range deliveries {
 			// "timestamp" (not producedAt) leaves the logical identity
 			// incomplete, so the message id is the dedupe key and events

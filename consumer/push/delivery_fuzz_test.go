@@ -84,7 +84,7 @@ func checkCommitFails(t *testing.T, body []byte, k int64) {
 	st := &commitFailing{Store: memstore.New()}
 	st.k.Store(k)
 	proc, _, log := ct.NewProcessor(t, ct.Options{Store: st})
-	h := New(proc, nil, 0)
+	h := New(proc, nil, nil)
 	status, first := deliveryLine(t, h, log, body)
 	if status >= 300 {
 		return // not acknowledged: Pub/Sub delivers it again
@@ -187,7 +187,7 @@ func dlqFor(mode classify.DLQMode, line map[string]any) bool {
 
 func checkRedelivery(t *testing.T, body []byte, mode classify.DLQMode) {
 	proc, st, log := ct.NewProcessor(t, ct.Options{DLQ: mode})
-	h := New(proc, nil, 0)
+	h := New(proc, nil, nil)
 	status, first := deliveryLine(t, h, log, body)
 	dlq := dlqFor(mode, first)
 	outcome := checkLine(t, st, status, first, dlq)
@@ -225,7 +225,7 @@ func checkStoreDown(t *testing.T, body []byte) {
 	fs := &ct.FailingStore{Store: memstore.New()}
 	fs.SetErr(&store.Error{Op: "commit", Code: "UNAVAILABLE", Kind: store.KindTransient, Err: errors.New("store down")})
 	proc, _, log := ct.NewProcessor(t, ct.Options{Store: fs})
-	status, line := deliveryLine(t, New(proc, nil, 0), log, body)
+	status, line := deliveryLine(t, New(proc, nil, nil), log, body)
 	if status < 300 {
 		t.Fatalf("acked (%d, %v) while the store fails every transaction", status, line["outcome"])
 	}

@@ -16,7 +16,7 @@ import (
 func pushAll(t *testing.T, envs ...ct.Envelope) (outcomes []string, status any, log *ct.Log) {
 	t.Helper()
 	proc, st, log := ct.NewProcessor(t, ct.Options{})
-	h := New(proc, nil, 0)
+	h := New(proc, nil, nil)
 	for _, e := range envs {
 		if w := post(t, h, ct.PushBody(t, e)); w.Code != 200 {
 			t.Fatalf("push %s: %d %s", e.ID, w.Code, w.Body)
@@ -36,7 +36,7 @@ func TestMessageIDsKeptExactly(t *testing.T) {
 		"fields":{"service":{"from":["service"],"type":"string","required":true},"status":{"from":["status"],"type":"string"},
 		"at":{"from":["producedAt"],"type":"timestamp","required":true}},"ordering":{"eventTime":"at"}}]}`)
 	proc, st, log := ct.NewProcessor(t, ct.Options{Routes: routes})
-	h := New(proc, nil, 0)
+	h := New(proc, nil, nil)
 	for i, e := range []ct.Envelope{
 		{ID: "Ab3xZ", Payload: sysEvent("degraded", "2026-01-02T03:00:00Z")},
 		{ID: "aB3Xz", Payload: sysEvent("healthy", "2026-01-02T03:00:01Z")},
@@ -76,16 +76,19 @@ func TestSeedRouteSameSecondStatusChanges(t *testing.T) {
 }
 
 // TestFarFutureEventTimeDoesNotFreezeTheDocument: a producedAt of
-// 9999-12-31 is ordered by its publish time (and logged at WARNING with
-// both times), so later real updates still apply.
+// 9999-12-31 (logged at WARNING with both times) orders its event, in
+// every copy, but holds the document only for the window
+// (EVENTPIPE_MAX_EVENT_SKEW, 5 minutes): a real update a minute later is
+// stale, one published after the window applies.
 func TestFarFutureEventTimeDoesNotFreezeTheDocument(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	outcomes, status, log := pushAll(t,
 		ct.Envelope{ID: "3001", Payload: sysEvent("degraded", "9999-12-31T00:00:00Z"), PublishTime: at},
-		ct.Envelope{ID: "3002", Payload: sysEvent("healthy", "2026-01-02T03:01:00Z"), PublishTime: at.Add(time.Minute)},
+		ct.Envelope{ID: "3002", Payload: sysEvent("starting", "2026-01-02T03:01:00Z"), PublishTime: at.Add(time.Minute)},
+		ct.Envelope{ID: "3003", Payload: sysEvent("healthy", "2026-01-02T03:06:00Z"), PublishTime: at.Add(6 * time.Minute)},
 	)
-	if strings.Join(outcomes, ",") != "applied,applied" || status != "healthy" {
-		t.Errorf("outcomes %v, status %v; want both applied and healthy", outcomes, status)
+	if strings.Join(outcomes, ",") != "applied,stale_ignored,applied" || status != "healthy" {
+		t.Errorf("outcomes %v, status %v; want applied, stale_ignored, applied and healthy", outcomes, status)
 	}
 	warnings := ct.With(log.Lines(t), "severity", "WARNING")
 	if len(warnings) != 1 || warnings[0]["event_time"] != "9999-12-31T00:00:00Z" || warnings[0]["publishTime"] != "2026-01-02T03:00:00Z" {
@@ -108,7 +111,7 @@ func TestLongIDsArePoison(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proc, st, log := ct.NewProcessor(t, ct.Options{})
-			w := post(t, New(proc, nil, 0), ct.PushBody(t, tc.env))
+			w := post(t, New(proc, nil, nil), ct.PushBody(t, tc.env))
 			if w.Code != 200 {
 				t.Fatalf("status %d, want 200 (poison, no DLQ)", w.Code)
 			}
@@ -145,7 +148,7 @@ func TestJSONNestingLimit(t *testing.T) {
 	}
 	for levels, want := range map[int]string{128: "applied", 129: "poison"} {
 		proc, _, log := ct.NewProcessor(t, ct.Options{})
-		if w := post(t, New(proc, nil, 0), ct.PushBody(t, ct.Envelope{ID: "m1", Payload: nested(levels)})); w.Code != 200 {
+		if w := post(t, New(proc, nil, nil), ct.PushBody(t, ct.Envelope{ID: "m1", Payload: nested(levels)})); w.Code != 200 {
 			t.Fatalf("%d levels: status %d", levels, w.Code)
 		}
 		last := log.Lines(t)[len(log.Lines(t))-1]
@@ -162,7 +165,7 @@ func TestJSONNestingLimit(t *testing.T) {
 func TestOversizedDocumentIsPoison(t *testing.T) {
 	proc, _, log := ct.NewProcessor(t, ct.Options{})
 	status := strings.Repeat("s", 2<<20)
-	w := post(t, New(proc, nil, 0), ct.PushBody(t, ct.Envelope{ID: "m1", Payload: sysEvent(status, "2026-01-02T03:00:00Z")}))
+	w := post(t, New(proc, nil, nil), ct.PushBody(t, ct.Envelope{ID: "m1", Payload: sysEvent(status, "2026-01-02T03:00:00Z")}))
 	if w.Code != 200 {
 		t.Fatalf("status %d, want 200 (poison, no DLQ)", w.Code)
 	}

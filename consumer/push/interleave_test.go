@@ -61,7 +61,7 @@ func TestConcurrentInterleavingsApplyEachEventOnce(t *testing.T) {
 		rng.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
 
 		proc, st, log := ct.NewProcessor(t, ct.Options{})
-		h := New(proc, nil, 0)
+		h := New(proc, nil, nil)
 		var wg sync.WaitGroup
 		codes := make([]int, len(ds))
 		start := make(chan struct{})

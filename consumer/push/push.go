@@ -7,18 +7,16 @@ package push
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
+	"github.com/eventpipe/eventpipe/consumer/budget"
 	"github.com/eventpipe/eventpipe/consumer/classify"
 	"github.com/eventpipe/eventpipe/consumer/envelope"
 	"github.com/eventpipe/eventpipe/consumer/limits"
@@ -34,35 +32,27 @@ const Path = "/pubsub/push"
 type Handler struct {
 	proc     *process.Processor
 	verifier *auth.Verifier // nil: authentication is left to Cloud Run IAM
-	// maxBody is the largest push body accepted: what the largest Pub/Sub
+	// door is the push door: its largest body is what the largest Pub/Sub
 	// message (10 MB) takes in base64 inside its envelope.
-	maxBody int64
+	door limits.Door
 	// jsonType is the Content-Type header's value, made once: net/http
 	// copies a handler's header when the status is written, so sharing it
 	// across responses is safe.
 	jsonType []string
 	// bodies are the responses' bodies by outcome, made once.
 	bodies map[string][]byte
-	// budget holds the memory of the deliveries in flight: each takes
-	// limits.DeliveryBytes of its declared body length before its body is
-	// read and gives it back once answered.
-	budget *semaphore.Weighted
-	// budgetBytes is budget's size.
-	budgetBytes int64
+	// budget is the instance's memory budget for the requests in flight,
+	// shared with the other doors.
+	budget *budget.Budget
 }
 
 // New returns a push handler. verifier may be nil when no audience is
-// configured. memoryBudget is the memory the deliveries in flight may take
-// together (limits.DeliveryBudget of the runtime's memory limit); it is
-// raised to what one maximum-size delivery takes, so one always fits. A push
-// whose delivery does not fit beside those in flight is answered 503 before
-// its body is read: Pub/Sub delivers it again.
-func New(proc *process.Processor, verifier *auth.Verifier, memoryBudget int64) *Handler {
-	maxBody := limits.MaxPushBodyBytes(limits.MaxMessageBytes)
-	memoryBudget = max(memoryBudget, limits.DeliveryBytes(maxBody))
-	h := &Handler{proc: proc, verifier: verifier, maxBody: maxBody, jsonType: []string{"application/json"},
-		bodies: map[string][]byte{},
-		budget: semaphore.NewWeighted(memoryBudget), budgetBytes: memoryBudget}
+// configured. b is the instance's memory budget (nil: none): a push whose
+// delivery does not fit beside the requests in flight is answered 503 with
+// Retry-After before its body is read, and Pub/Sub delivers it again.
+func New(proc *process.Processor, verifier *auth.Verifier, b *budget.Budget) *Handler {
+	h := &Handler{proc: proc, verifier: verifier, door: limits.PushDoor(), jsonType: []string{"application/json"},
+		bodies: map[string][]byte{}, budget: b}
 	for _, outcome := range []string{logfields.OutcomeApplied, logfields.OutcomeDuplicate, logfields.OutcomeStale,
 		logfields.OutcomePoison, logfields.OutcomeRetry} {
 		h.bodies[outcome] = jsonStatusBody(nil, outcome)
@@ -94,23 +84,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.ContentLength > h.maxBody {
+	if r.ContentLength > h.door.MaxBody {
 		h.refuseTooLarge(w, r)
 		return
 	}
-	// A body of unknown length may be as long as the largest.
-	reserve := limits.DeliveryBytes(h.maxBody)
-	if r.ContentLength >= 0 {
-		reserve = limits.DeliveryBytes(r.ContentLength)
-	}
-	if !h.budget.TryAcquire(reserve) {
-		err := fmt.Errorf("the deliveries in flight hold the instance's memory budget for them (%d bytes, from GOMEMLIMIT): this push, which may take %d bytes, is refused before its body is read; Pub/Sub delivers it again (fix: lower the service's request concurrency or give it more memory)", h.budgetBytes, reserve)
-		h.refuse(w, r, http.StatusServiceUnavailable, slog.LevelWarn, logfields.ErrorTypeTransient, err,
-			"the instance is at its memory budget for deliveries in flight; retry")
+	release, err := h.budget.Take(h.door, r.ContentLength)
+	if err != nil {
+		h.refuse(w, r, budget.Refuse(w), slog.LevelWarn, logfields.ErrorTypeTransient, err,
+			"the instance is at its memory budget for requests in flight; retry")
 		return
 	}
-	defer h.budget.Release(reserve)
-	body, err := readBody(w, r, h.maxBody)
+	defer release()
+	body, err := budget.ReadBody(w, r, h.door.MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -121,9 +106,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"the request body could not be read; retry")
 		return
 	}
+	// The data is decoded in place, in body: the message's data is part of
+	// it, and the delivery holds one buffer, the body's.
 	decoded, decodeErr := envelope.DecodePush(body)
 	msg := &decoded
-	if decodeErr != nil {
+	if decodeErr != nil && decoded.Data == nil {
+		// Refused before its data was decoded: body is as sent.
 		peek := envelope.Peek(body)
 		msg = &peek
 		if h := unwrappedHeader(r.Header); h != "" && peek.ID == "" {
@@ -143,8 +131,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if decodeErr != nil {
 		res = h.proc.Reject(ctx, msg, decodeErr)
 	} else {
-		// The message holds its decoded data, not the body: the body is
-		// garbage from here on, so a delivery holds its message once.
 		res = h.proc.Process(ctx, msg)
 	}
 	ack := logfields.AckActionNack
@@ -174,51 +160,8 @@ func unwrappedHeader(h http.Header) string {
 // refuseTooLarge answers a push whose body is over the largest a Pub/Sub
 // message makes.
 func (h *Handler) refuseTooLarge(w http.ResponseWriter, r *http.Request) {
-	err := fmt.Errorf("push body larger than %d bytes, the most a 10 MB Pub/Sub message takes in base64 inside its envelope: the pusher is not Pub/Sub", h.maxBody)
+	err := fmt.Errorf("push body larger than %d bytes, the most a 10 MB Pub/Sub message takes in base64 inside its envelope: the pusher is not Pub/Sub", h.door.MaxBody)
 	h.refuse(w, r, http.StatusRequestEntityTooLarge, slog.LevelError, logfields.ErrorTypePoison, err, err.Error())
-}
-
-// firstReadBytes is the buffer a body's reading starts with.
-const firstReadBytes = 64 << 10
-
-// bodyGrowth is how much a full body buffer grows by, in times its length
-// (to four times its size): a body read in full allocates its length and a
-// third more, and holds a quarter more while the last growth copies.
-const bodyGrowth = 3
-
-// readBody reads the request body as it arrives: its buffer starts at
-// firstReadBytes and grows fourfold (bodyGrowth) as it fills, up to the
-// declared length (a push has one), so a client that declares a large
-// body and sends little of it holds little memory. Bodies over maxBytes
-// fail with
-// *http.MaxBytesError.
-func readBody(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, error) {
-	if r.ContentLength > maxBytes {
-		return nil, &http.MaxBytesError{Limit: maxBytes}
-	}
-	body := http.MaxBytesReader(w, r.Body, maxBytes)
-	limit := maxBytes
-	if r.ContentLength >= 0 {
-		limit = r.ContentLength
-	}
-	buf := make([]byte, 0, min(limit, firstReadBytes))
-	for {
-		if len(buf) == cap(buf) {
-			if r.ContentLength >= 0 && int64(len(buf)) == limit {
-				return buf, nil // net/http's body ends at the declared length
-			}
-			// Past maxBytes, the next read fails with *http.MaxBytesError.
-			buf = slices.Grow(buf, int(max(1, min(bodyGrowth*int64(len(buf)), limit-int64(len(buf))))))
-		}
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		switch {
-		case errors.Is(err, io.EOF):
-			return buf, nil
-		case err != nil:
-			return nil, err
-		}
-	}
 }
 
 // refuse answers a request that never reached the processor with public

@@ -79,7 +79,7 @@ func TestPushStatuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := &ct.FailingStore{Store: memstore.New()}
 			proc, st, log := ct.NewProcessor(t, ct.Options{Store: fs})
-			h := New(proc, nil, 0)
+			h := New(proc, nil, nil)
 			for _, b := range tt.before {
 				if w := post(t, h, b); w.Code != 200 {
 					t.Fatalf("setup push: %d %s", w.Code, w.Body)
@@ -138,7 +138,7 @@ func poisonRecord(t *testing.T, st store.Store, line map[string]any) (store.Docu
 
 func TestPushRefusals(t *testing.T) {
 	proc, st, log := ct.NewProcessor(t, ct.Options{})
-	h := New(proc, nil, 0)
+	h := New(proc, nil, nil)
 
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, Path, nil))
@@ -168,7 +168,7 @@ func TestPushRefusals(t *testing.T) {
 
 func TestPushAppliesSeedFields(t *testing.T) {
 	proc, st, _ := ct.NewProcessor(t, ct.Options{})
-	h := New(proc, nil, 0)
+	h := New(proc, nil, nil)
 	pub := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	w := post(t, h, ct.PushBody(t, ct.Envelope{ID: "m1", Payload: sysEvent("healthy", "2026-01-02T03:00:00Z"), PublishTime: pub}))
 	if w.Code != 200 {
@@ -194,7 +194,7 @@ func TestPushAppliesSeedFields(t *testing.T) {
 // the publish time has, whatever zone Pub/Sub wrote it in.
 func TestPushResponseAndLineTimes(t *testing.T) {
 	proc, _, log := ct.NewProcessor(t, ct.Options{})
-	h := New(proc, nil, 0)
+	h := New(proc, nil, nil)
 	published := time.Date(2026, 1, 2, 5, 4, 5, 123456789, time.FixedZone("", 2*3600))
 	for i, want := range []string{`{"outcome":"applied"}`, `{"outcome":"duplicate"}`} {
 		w := post(t, h, ct.PushBody(t, ct.Envelope{ID: "m1", PublishTime: published, Payload: sysEvent("ok", "2026-01-02T03:00:00Z")}))
@@ -215,7 +215,7 @@ func TestPushResponseAndLineTimes(t *testing.T) {
 // hold is not acknowledged (500: Pub/Sub retries it).
 func TestPoisonRecordKeepsTheWholeMessage(t *testing.T) {
 	proc, _, log := ct.NewProcessor(t, ct.Options{})
-	h := New(proc, nil, 0)
+	h := New(proc, nil, nil)
 	payload := `{"unroutable":"` + strings.Repeat("é and ✓ ", 300<<10/11) + `"}`
 	attrs := map[string]string{"origin": "billing"}
 	if w := post(t, h, ct.PushBody(t, ct.Envelope{ID: "p1", Payload: payload, Attributes: attrs})); w.Code != 200 {

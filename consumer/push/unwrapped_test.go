@@ -25,7 +25,7 @@ func TestUnwrappedPushIsNackedAsConfiguration(t *testing.T) {
 	for _, payload := range payloads {
 		for _, hdr := range headers {
 			proc, _, log := ct.NewProcessor(t, ct.Options{})
-			h := New(proc, nil, 0)
+			h := New(proc, nil, nil)
 			req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader([]byte(payload)))
 			if hdr != "" {
 				req.Header.Set(hdr, "17263940")

@@ -157,19 +157,23 @@ type Action struct {
 	URL string `json:"url,omitempty"`
 	// URLEnv names an environment variable holding the URL instead.
 	URLEnv string `json:"urlEnv,omitempty"`
-	// MaxAttempts is how many failed calls make the message poison.
+	// MaxAttempts is how many retried calls (answers 5xx, 408, 425, 429,
+	// or none) make the message poison.
 	MaxAttempts int `json:"maxAttempts,omitempty"`
-	// Timeout bounds one call (Go duration, default 30s).
+	// Timeout is how long a delivery waits for the call's answer (Go
+	// duration, default 30s); the call itself runs on until LeaseTTL.
 	Timeout Duration `json:"timeout,omitempty"`
-	// LeaseTTL is how long a lease lasts without a heartbeat (default 10m).
+	// LeaseTTL is the event's reservation: how long a claim lasts without a
+	// heartbeat, and how long a call may run in all (default 10m).
 	LeaseTTL Duration `json:"leaseTTL,omitempty"`
 	// Heartbeat is how often the lease is extended (default LeaseTTL/5).
 	Heartbeat Duration `json:"heartbeat,omitempty"`
 	// Aggregate and Sequence name output fields (a string and an integer)
-	// that add the per-aggregate sequence guard (engine.LeaseRequest): an
-	// event whose sequence is at or below the last completed one for its
-	// aggregate is stale (acked, no call). Set both or neither; an event
-	// missing either value is not guarded.
+	// that add the aggregate's ordering guard (engine.Ordering): an event
+	// whose sequence is at or below the last completed one for its
+	// aggregate, published within the window of it, is stale (acked, no
+	// call). Set both or neither; an event missing either value is not
+	// guarded.
 	Aggregate string `json:"aggregate,omitempty"`
 	Sequence  string `json:"sequence,omitempty"`
 }

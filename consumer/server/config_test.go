@@ -1,13 +1,6 @@
 package server
 
 import (
-	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +20,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 	}
 	if c.Port != "8080" || c.Env != "dev" || c.StoreURL != DefaultStoreURL() || !strings.HasPrefix(c.StoreURL, "bbolt:///") ||
 		c.RoutesPath != "" || c.CollectionPrefix != "eventpipe_" || c.DLQ != classify.DLQAuto || c.ShutdownTimeout != DefaultShutdownTimeout || c.MaxEventSkew != 5*time.Minute ||
-		c.MaxWaitingPerDocument != 0 || c.RequestTimeout != DefaultRequestTimeout || c.MaxSequenceJump != 0 {
+		c.MaxWaitingPerDocument != engine.DefaultMaxWaitingPerDocument || c.RequestTimeout != DefaultRequestTimeout || c.MaxSequenceJump != engine.DefaultMaxSequenceJump {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -127,93 +120,5 @@ func TestTimeoutsDeriveFromTheRequestTimeout(t *testing.T) {
 	}
 	if to := (Config{RequestTimeout: DefaultRequestTimeout}).Timeouts(); to != (Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Idle: 60 * time.Second}) {
 		t.Fatalf("default timeouts %+v, want 10s, 30s and 60s as documented", to)
-	}
-}
-
-// TestConfigFromEnvDocumentsEachVariableOnceWithItsDefault reads ConfigFromEnv's doc
-// comment from this package's source: each variable has one entry (the comment once listed
-// EVENTPIPE_REQUEST_TIMEOUT twice, with defaults 60s and 10s), and each duration default
-// it states is the one ConfigFromEnv applies when the variable is unset.
-func TestConfigFromEnvDocumentsEachVariableOnceWithItsDefault(t *testing.T) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "config.go", nil, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text string
-	for _, d := range f.Decls {
-		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "ConfigFromEnv" {
-			text = fn.Doc.Text()
-		}
-	}
-	// Entries are the table's lines, "\tNAME[, NAME]  description", continued by lines of
-	// spaces after the tab.
-	entries := map[string]string{}
-	var last []string
-	for _, line := range strings.Split(text, "\n") {
-		body, ok := strings.CutPrefix(line, "\t")
-		switch {
-		case !ok || body == "":
-			last = nil
-		case strings.HasPrefix(body, " "):
-			for _, name := range last {
-				entries[name] += " " + strings.TrimSpace(body)
-			}
-		default:
-			names, desc, _ := strings.Cut(body, "  ")
-			last = nil
-			for _, name := range strings.Split(names, ",") {
-				if name = strings.TrimSpace(name); name == "" || name == "..." {
-					continue
-				}
-				if _, dup := entries[name]; dup {
-					t.Errorf("%s is documented twice", name)
-				}
-				entries[name], last = strings.TrimSpace(desc), append(last, name)
-			}
-		}
-	}
-	if len(entries) < 10 || entries["EVENTPIPE_REQUEST_TIMEOUT"] == "" {
-		t.Fatalf("read %d entries from the doc comment: %v", len(entries), entries)
-	}
-	c, err := ConfigFromEnv(env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	applied := map[string]time.Duration{
-		"EVENTPIPE_SHUTDOWN_TIMEOUT": c.ShutdownTimeout,
-		"EVENTPIPE_REQUEST_TIMEOUT":  c.RequestTimeout,
-		"EVENTPIPE_MAX_EVENT_SKEW":   c.MaxEventSkew,
-	}
-	defaultRE := regexp.MustCompile(`\(default ([0-9][0-9a-z.]*)`)
-	for name, desc := range entries {
-		m := defaultRE.FindStringSubmatch(desc)
-		if m == nil {
-			continue
-		}
-		documented, err := time.ParseDuration(m[1])
-		if err != nil {
-			continue // not a duration (a port, a count)
-		}
-		got, ok := applied[name]
-		if !ok {
-			t.Errorf("%s documents the duration default %s: add it to this test's applied defaults", name, m[1])
-			continue
-		}
-		if got != documented {
-			t.Errorf("%s is documented with default %s, ConfigFromEnv applies %s", name, documented, got)
-		}
-	}
-}
-
-// TestDefaultStoreIsPerUser: with no EVENTPIPE_STORE, the consumer's bbolt file is the
-// user's own, in the temporary directory every user of a host shares.
-func TestDefaultStoreIsPerUser(t *testing.T) {
-	if os.Getuid() < 0 {
-		t.Skip("no user id on this platform; its temporary directory is the user's own")
-	}
-	want := "bbolt://" + filepath.ToSlash(filepath.Join(os.TempDir(), fmt.Sprintf("eventpipe-%d.db", os.Getuid())))
-	if got := DefaultStoreURL(); got != want {
-		t.Errorf("DefaultStoreURL() = %s, want %s", got, want)
 	}
 }

@@ -1,9 +1,10 @@
 // Package server wires the consumer together: store, routes, processor,
 // push, callback and health endpoints, streaming pull, HTTP timeouts and an
-// idle-connection bound, and a shutdown bounded by its timeout: it stops
-// accepting, lets in-flight requests and messages finish until the drain
-// deadline, then cancels what is left (unanswered, so not acked), and
-// closes the store within what remains.
+// idle-connection bound, and a shutdown bounded by its timeout: it takes
+// no new delivery or keyed request (503 with Retry-After; pulled messages
+// nacked), lets in-flight requests, messages and handler calls finish
+// until the drain deadline, then cancels what is left (unanswered, so not
+// acked), and closes the store within what remains.
 package server
 
 import (
@@ -22,10 +23,11 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 
 	"github.com/eventpipe/eventpipe/consumer/auth"
+	"github.com/eventpipe/eventpipe/consumer/budget"
 	"github.com/eventpipe/eventpipe/consumer/callback"
+	"github.com/eventpipe/eventpipe/consumer/downstream"
 	"github.com/eventpipe/eventpipe/consumer/engine"
 	"github.com/eventpipe/eventpipe/consumer/handler"
-	"github.com/eventpipe/eventpipe/consumer/limits"
 	"github.com/eventpipe/eventpipe/consumer/logfields"
 	"github.com/eventpipe/eventpipe/consumer/process"
 	"github.com/eventpipe/eventpipe/consumer/pull"
@@ -60,6 +62,13 @@ type Options struct {
 	// Tracer, when set, traces every delivery, store transaction and lease
 	// action (tracing.FromEnv); nil turns tracing off.
 	Tracer *tracing.Tracer
+	// Now, when set, is the engine's clock (tests that let a dead
+	// consumer's reservations lapse without waiting for them).
+	Now func() time.Time
+	// Budget, when set, is the memory budget of the request bodies at
+	// every door instead of the one the Go runtime's memory limit gives
+	// (budget.ForMemoryLimit).
+	Budget *budget.Budget
 }
 
 // Run serves until ctx is cancelled (SIGTERM), then shuts down gracefully.
@@ -87,10 +96,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	}()
 	st = opts.Tracer.Store(st, scheme(cfg.StoreURL))
 	host, _ := os.Hostname()
+	// Requests' contexts derive from work, which the shutdown deadline
+	// cancels; so do the calls of every door (one caller), which run on
+	// past their request when the handler's answer is late, and which the
+	// drain waits for.
+	work, cut := context.WithCancel(context.WithoutCancel(ctx))
+	defer cut()
+	caller := downstream.New(opts.Tracer.HTTPClient(nil), work)
 	proc, err := process.New(process.Config{Store: st, Env: cfg.Env, CollectionPrefix: cfg.CollectionPrefix,
 		Routes: routes, DLQ: cfg.DLQ, Logger: log, Owner: cfg.Service + "@" + host, Failpoint: opts.Failpoint, MaxEventSkew: cfg.MaxEventSkew,
 		Tracer: opts.Tracer, MaxWaitingPerDocument: cfg.MaxWaitingPerDocument, HandlerURL: cfg.Handler.URL,
-		MaxSequenceJump: cfg.MaxSequenceJump})
+		MaxSequenceJump: cfg.MaxSequenceJump, Downstream: caller, Now: opts.Now})
 	if err != nil {
 		return err
 	}
@@ -102,19 +118,25 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 		log.Warn("callbacks are refused: tokens are verified but no account may call back (fix: set EVENTPIPE_CALLBACK_ACCOUNTS to the calling jobs' service accounts)")
 	}
 	memoryLimit := debug.SetMemoryLimit(-1)
+	// One budget for the bodies of every door: pushes, callbacks, keyed requests.
+	bodies := opts.Budget
+	if bodies == nil {
+		bodies = budget.ForMemoryLimit(memoryLimit)
+	}
 	mux := http.NewServeMux()
 	// The handler answers other methods with 405.
-	mux.Handle(push.Path, push.New(proc, verifier, limits.DeliveryBudget(memoryLimit)))
+	mux.Handle(push.Path, push.New(proc, verifier, bodies))
 	if err := callback.CheckHandler(routes, cfg.Handler.URL); err != nil {
 		return err
 	}
-	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Store: st, Env: cfg.Env, Logger: log,
-		Verifier: callbackVerifier, Tracer: opts.Tracer, HandlerURL: cfg.Handler.URL, MaxStoredBody: cfg.Handler.MaxStoredBody}))
+	mux.Handle(callback.Pattern, callback.New(callback.Config{Routes: routes, Engine: proc.Engine(), Env: cfg.Env, Logger: log,
+		Verifier: callbackVerifier, Tracer: opts.Tracer, HandlerURL: cfg.Handler.URL, MaxStoredBody: cfg.Handler.MaxStoredBody, Caller: caller,
+		Budget: bodies}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	if err := mountGateway(mux, cfg, proc, log, opts.Tracer); err != nil {
+	if err := mountGateway(mux, cfg, proc, log, opts.Tracer, caller, bodies); err != nil {
 		return err
 	}
 
@@ -124,17 +146,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 			return fmt.Errorf("listen on PORT %s: %w", cfg.Port, err)
 		}
 	}
-	// Requests' contexts derive from work, which the shutdown deadline
-	// cancels; the handlers in flight are counted so the shutdown can wait
-	// for the cancelled ones to return before it closes the store.
-	work, cut := context.WithCancel(context.WithoutCancel(ctx))
-	defer cut()
-	var handlers sync.WaitGroup
-	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handlers.Add(1)
-		defer handlers.Done()
-		mux.ServeHTTP(w, r)
-	})
+	// The requests in flight are counted, so the drain waits for them and
+	// the shutdown for the cancelled ones before it closes the store; once
+	// draining, new deliveries and keyed requests are refused (drain.gate).
+	drain := newDrain(log)
+	counted := drain.gate(mux)
 	timeouts, tracked := cfg.Timeouts(), newConns(MaxIdleConns)
 	srv := &http.Server{Handler: counted, ReadHeaderTimeout: timeouts.ReadHeader, ReadTimeout: timeouts.Read, IdleTimeout: timeouts.Idle,
 		ConnState: tracked.track, BaseContext: func(net.Listener) context.Context { return work },
@@ -170,14 +186,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 				return
 			}
 			pullErr <- pull.Run(pullCtx, pull.Config{Client: client, Subscriptions: cfg.PullSubscriptions,
-				Settings: cfg.PullSettings, Processor: proc, Cut: work})
+				Settings: cfg.PullSettings, Processor: proc, Cut: work, Logger: log})
 		}()
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("consumer started", "addr", ln.Addr().String(), "routes", len(routes.Routes()),
 		"store", scheme(cfg.StoreURL), "oidc", verifier != nil, "callback_oidc", callbackVerifier != nil, "pull_subscriptions", len(cfg.PullSubscriptions), "tracing", opts.Tracer.Enabled(),
-		"memory_limit_bytes", memoryLimit, "startup_ms", time.Since(started).Milliseconds())
+		"memory_limit_bytes", memoryLimit, "body_budget_bytes", bodies.Size(), "startup_ms", time.Since(started).Milliseconds())
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}
@@ -196,13 +212,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 	deadline := time.Now().Add(cfg.ShutdownTimeout)
 	sctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-CutBudget(cfg.ShutdownTimeout)))
 	defer cancel()
-	// Stop accepting; let in-flight requests finish and stop pulling
-	// (in-flight messages finish and are acked) until the drain deadline.
+	// Drain: take no new delivery or keyed request (503 with Retry-After;
+	// pulled messages are nacked), stop pulling, and let the requests,
+	// messages and handler calls in flight finish until the drain
+	// deadline.
+	drain.start()
 	stopPull()
 	drained := true
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if !drain.wait(sctx) {
 		drained = false
-		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within EVENTPIPE_SHUTDOWN_TIMEOUT (%s): %w", ErrShutdownTimeout, cfg.ShutdownTimeout, err))
+		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within EVENTPIPE_SHUTDOWN_TIMEOUT (%s)", ErrShutdownTimeout, cfg.ShutdownTimeout))
+	}
+	if !caller.Wait(sctx) {
+		drained = false
+		runErr = errors.Join(runErr, fmt.Errorf("%w: handler calls in flight did not end within EVENTPIPE_SHUTDOWN_TIMEOUT (%s); their keys stay held until their reservations lapse", ErrShutdownTimeout, cfg.ShutdownTimeout))
 	}
 	pullDone := make(chan struct{})
 	go func() { wg.Wait(); close(pullDone) }()
@@ -214,17 +237,27 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options) error 
 			runErr = errors.Join(runErr, fmt.Errorf("%w: pull did not drain within EVENTPIPE_SHUTDOWN_TIMEOUT (%s)", ErrShutdownTimeout, cfg.ShutdownTimeout))
 		}
 	}
+	// Stop accepting and close the idle connections.
+	closing, cancelClosing := context.WithTimeout(context.Background(), storeCloseMin)
+	defer cancelClosing()
+	if err := srv.Shutdown(closing); err != nil && !errors.Is(err, http.ErrServerClosed) && drained {
+		drained = false
+		runErr = errors.Join(runErr, fmt.Errorf("%w: in-flight requests did not finish within EVENTPIPE_SHUTDOWN_TIMEOUT (%s): %w", ErrShutdownTimeout, cfg.ShutdownTimeout, err))
+	}
 	if !drained {
 		// The drain deadline: cancel what is still in flight and close its
 		// connections unanswered, so nothing is acked after this point but
-		// what committed before it; Pub/Sub delivers the rest again.
+		// what committed before it; Pub/Sub delivers the rest again. A
+		// handler call cut now leaves its key held until its reservation
+		// lapses (docs/handlers.md).
+		// Connections first: work that wakes when cut answers nobody.
 		requests := tracked.activeCount()
-		cut()
 		_ = srv.Close()
+		cut()
 		log.Error("shutdown deadline: in-flight work cancelled, not acked; Pub/Sub delivers it again",
 			"in_flight_requests", requests, "pull_draining", len(cfg.PullSubscriptions) > 0 && !isClosed(pullDone),
 			logfields.ErrorType, logfields.ErrorTypeTransient)
-		if !waitUntil(deadline, func() { handlers.Wait(); <-pullDone }) {
+		if !waitUntil(deadline, func() { drain.idle(); caller.Wait(context.Background()); <-pullDone }) {
 			log.Error("cancelled work still running at the shutdown deadline; the store is closed under it", logfields.ErrorType, logfields.ErrorTypeTransient)
 		}
 	}

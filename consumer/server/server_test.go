@@ -255,6 +255,11 @@ func TestShutdownTimeoutWithoutPull(t *testing.T) {
 	}
 }
 
+// TestGracefulShutdownFinishesInFlight: a push is in flight (its lease
+// action blocks) when the server is told to stop. New deliveries, callbacks
+// and keyed requests are refused at once with 503 and Retry-After (their
+// work could be cut at the deadline); the in-flight push completes with
+// 200 and its effect is recorded; Run returns cleanly.
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	release := make(chan struct{})
 	dbPath := filepath.Join(t.TempDir(), "consumer.db")
@@ -262,15 +267,38 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	s.stop() // SIGTERM
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.url, "http://"), time.Second)
+		body := ct.PushBody(t, ct.Envelope{ID: "m2", Payload: `{"fileHash":"def"}`})
+		resp, err := http.Post(s.url+"/pubsub/push", "application/json", bytes.NewReader(body))
 		if err != nil {
-			break // no longer accepting
+			t.Fatal(err)
 		}
-		conn.Close()
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "" {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("still accepting connections after shutdown began")
+			t.Fatalf("a new push after shutdown began: %d, want 503 with Retry-After", resp.StatusCode)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	for _, req := range []struct{ method, path, key string }{
+		{http.MethodPost, "/callbacks/validation", ""}, {http.MethodPost, "/orders", "k1"}, {http.MethodPatch, "/orders/1", "k2"},
+	} {
+		r, _ := http.NewRequest(req.method, s.url+req.path, strings.NewReader(`{"callback_id":"cb-1","run_id":"r"}`))
+		if req.key != "" {
+			r.Header.Set("Idempotency-Key", req.key)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s after shutdown began: %d, want 503 with Retry-After", req.method, req.path, resp.StatusCode)
+		}
+	}
+	if resp, err := http.Get(s.url + HealthPath); err != nil || resp.StatusCode != 200 {
+		t.Errorf("health while draining: %v %v, want 200", resp, err)
 	}
 	select {
 	case r := <-inflight:
@@ -284,6 +312,9 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	if err := s.wait(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	if n := len(ct.With(s.log.Lines(t), "message", "request refused: shutting down")); n < 4 {
+		t.Errorf("%d refusals logged, want one per refused request", n)
+	}
 	st, err := boltstore.Open(dbPath)
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +326,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease, ok := ct.Get(t, st, store.Key{Collection: "eventpipe_leases", ID: "test__doc__m-m1-" + fp[len("sha256:"):][:16]})
-	if !ok || lease.Fields["status"] != "COMPLETED" {
+	if !ok || lease.Fields["status"] != "completed" {
 		t.Fatalf("lease record after shutdown: %v %v", ok, lease.Fields)
 	}
 }

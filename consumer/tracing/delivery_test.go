@@ -466,6 +466,6 @@ func TestEngineWarningIsInTheDeliverysTrace(t *testing.T) {
 		t.Fatalf("push answered %d", code)
 	}
 	delivery := c.deliverySpan(t, "skewed-1")
-	warning := c.line(t, "message", "event time is beyond the maximum skew ahead of the publish time: ordered by the publish time")
+	warning := c.line(t, "message", "event time is beyond the window ahead of the publish time: it holds its aggregate at most the window")
 	wantTraceFields(t, warning, delivery.SpanContext())
 }

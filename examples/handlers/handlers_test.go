@@ -243,7 +243,7 @@ func TestHandlers(t *testing.T) {
 			t.Run("duplicate publish is one call", func(t *testing.T) { testDuplicatePublish(t, ex.path, ex.interpreter) })
 			t.Run("api keys", func(t *testing.T) { testAPIKeys(t, ex.path, ex.interpreter) })
 			t.Run("longer than the lease", func(t *testing.T) { testLongCall(t, ex.path, ex.interpreter) })
-			t.Run("hang is cut and retried", func(t *testing.T) { testHang(t, ex.path, ex.interpreter) })
+			t.Run("hang is one call until its bound", func(t *testing.T) { testHang(t, ex.path, ex.interpreter) })
 			t.Run("traceparent", func(t *testing.T) { testTraceparent(t, ex.path, ex.interpreter) })
 			t.Run("callbacks", func(t *testing.T) { testCallbacks(t, ex.path, ex.interpreter) })
 			t.Run("out of order is stale", func(t *testing.T) { testOutOfOrder(t, ex.path, ex.interpreter) })
@@ -400,24 +400,46 @@ wait:
 	}
 }
 
-// testHang: a handler that hangs is cut at the route's timeout (nack) and
-// the redelivery calls it again with the same Idempotency-Key.
+// testHang: a handler that hangs is not called again while its call
+// runs: the delivery is nacked at the route's timeout (1s) and so is
+// every redelivery (in progress), without a call, until the call reaches
+// its bound (the route's leaseTTL, 3s) and is cut, in doubt; the next
+// redelivery then calls again, with the same Idempotency-Key and attempt
+// 2 (issue 34: the key was released at the timeout, and a second call
+// ran beside the first).
 func testHang(t *testing.T, path, interpreter string) {
 	h := startHandler(t, path, interpreter)
-	gw := gateway(t, h, boltStore(t), routes(t, "1s", "1m", "10s"))
+	gw := gateway(t, h, boltStore(t), routes(t, "1s", "3s", "500ms"))
 	data := order("evt-hang", "o-hang", map[string]any{"hangAttempts": 1})
 	start := time.Now()
 	if st := push(t, gw, "m-hang", data, 1); ok(st) {
 		t.Fatalf("a hanging call answered %d, want a nack", st)
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Fatalf("the hanging call was cut after %v, want about the route's 1s timeout", took)
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Fatalf("the hanging call was answered after %v, want about the route's 1s timeout", took)
 	}
-	if st := push(t, gw, "m-hang", data, 2); !ok(st) {
-		t.Fatalf("the redelivery answered %d, want 2xx", st)
+	if st := push(t, gw, "m-hang", data, 2); ok(st) {
+		t.Fatalf("a redelivery while the call hangs answered %d, want a nack (in progress)", st)
 	}
-	if st := push(t, gw, "m-hang", data, 3); !ok(st) {
-		t.Fatalf("a third delivery answered %d, want 2xx (duplicate)", st)
+	if n := len(calls(t, h).deliveriesOf("evt-hang")); n != 1 {
+		t.Fatalf("%d calls while the first hangs, want 1", n)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for attempt := 3; ; attempt++ {
+		st := push(t, gw, "m-hang", data, attempt)
+		if ok(st) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d 20s after the first call", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if took := time.Since(start); took < 3*time.Second {
+		t.Fatalf("the event settled %v after the first call, before its 3s bound", took)
+	}
+	if st := push(t, gw, "m-hang", data, 99); !ok(st) {
+		t.Fatalf("a delivery after settling answered %d, want 2xx (duplicate)", st)
 	}
 	ds := calls(t, h).deliveriesOf("evt-hang")
 	if len(ds) != 2 || ds[0].Key != ds[1].Key || ds[0].Attempt != 1 || ds[1].Attempt != 2 {
@@ -504,8 +526,8 @@ func TestKills(t *testing.T) {
 				t.Parallel()
 				h := startHandler(t, ex.path, ex.interpreter)
 				store, r := boltStore(t), routes(t, "10s", "1s", "200ms")
-				timeout := "EVENTPIPE_HANDLER_TIMEOUT=1s"
-				gw := gateway(t, h, store, r, timeout, "EVENTPIPE_FAILPOINT="+c.failpoint)
+				timeout, inDoubt := "EVENTPIPE_HANDLER_TIMEOUT=1s", "EVENTPIPE_HANDLER_IN_DOUBT=1s"
+				gw := gateway(t, h, store, r, timeout, inDoubt, "EVENTPIPE_FAILPOINT="+c.failpoint)
 				send := func(gw *proctest.Proc) (int, error) {
 					if c.api {
 						return tryPost(gw.URL+"/orders", "kill-key", `{"sku": "K-1"}`)
@@ -514,7 +536,7 @@ func TestKills(t *testing.T) {
 				}
 				go func() { _, _ = send(gw) }()
 				gw.WaitKilled(t)
-				gw = gateway(t, h, store, r, timeout)
+				gw = gateway(t, h, store, r, timeout, inDoubt)
 				// Retried until the dead holder's lease lapses (nack or 409 till then).
 				deadline := time.Now().Add(20 * time.Second)
 				for {

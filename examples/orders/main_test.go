@@ -8,6 +8,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/consumer/limits"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/examples/orders/orders"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/render/program"
@@ -108,11 +109,11 @@ func TestExampleRenders(t *testing.T) {
 	for _, e := range tmpl["containers"].([]any)[0].(map[string]any)["envs"].([]any) {
 		env := e.(map[string]any)
 		switch env["name"] {
-		case components.EnvStore:
+		case settings.Store:
 			if _, plain := env["value"]; plain {
 				t.Errorf("EVENTPIPE_STORE is a plain value: %v", env)
 			}
-		case components.EnvPullSubscriptions:
+		case settings.PullSubscriptions:
 			if env["value"] != "" {
 				t.Errorf("the consumer pulls the warehouse's subscription: %v", env["value"])
 			}
@@ -147,16 +148,33 @@ func TestExampleReachesItsStore(t *testing.T) {
 	for _, s := range plan.StepsOfType("gcp:projects/service:Service") {
 		apis[s.NewState.URN] = true
 	}
+	deps := map[string][]string{}
+	for _, s := range plan.Steps {
+		deps[s.URN] = s.NewState.Dependencies
+	}
+	// waitsForAPI: st is created after an API is enabled, directly or through
+	// what it depends on (the wait for the enablements to propagate).
+	waitsForAPI := func(st render.State) bool {
+		seen, todo := map[string]bool{}, append([]string(nil), st.Dependencies...)
+		for len(todo) > 0 {
+			d := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			if apis[d] {
+				return true
+			}
+			if !seen[d] {
+				seen[d] = true
+				todo = append(todo, deps[d]...)
+			}
+		}
+		return false
+	}
 	for _, s := range plan.Steps {
 		st := s.NewState
-		if !st.Custom || st.Type == "gcp:projects/service:Service" || strings.HasPrefix(st.Type, "pulumi:providers:") {
+		if !st.Custom || st.Type == "gcp:projects/service:Service" || !strings.HasPrefix(st.Type, "gcp:") {
 			continue
 		}
-		waits := false
-		for _, d := range st.Dependencies {
-			waits = waits || apis[d]
-		}
-		if !waits {
+		if !waitsForAPI(st) {
 			t.Errorf("%s waits for no API", st.URN)
 		}
 	}

@@ -10,14 +10,14 @@ import (
 // Tag is the newest release tag of the module. The docs' install commands
 // (`pulumi package add …@Tag`, `go get …@Tag`) name it, and a test holds them
 // to it: bump it together with tagging the release commit.
-const Tag = "v1.0.0"
+const Tag = "v1.1.0"
 
 // Devel is the version of a build that carries no module version: go run,
 // or go build outside a Git checkout.
 const Devel = "(devel)"
 
 // ModuleVersion is the eventpipe module version the running binary was built
-// from: the tag for `go install github.com/eventpipe/eventpipe/cmd/…@v1.0.0`
+// from: the tag for `go install github.com/eventpipe/eventpipe/cmd/…@v1.1.0`
 // or a build at a tagged commit, a pseudo-version at another commit, else
 // Devel with the commit when Go stamped one ("(devel) 1a2b3c4d5e6f+dirty").
 func ModuleVersion() string {

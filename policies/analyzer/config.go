@@ -38,9 +38,12 @@ func configSchema(r evaluate.Rule) (*pulumirpc.PolicyConfigSchema, error) {
 }
 
 // defaultLevel is rule r's enforcement level when no configuration changes it.
-// Deny rules are mandatory, warn rules advisory.
+// Deny rules are mandatory, warn rules advisory; a rule on operations (EP016/EP017), which
+// an analyzer can never enforce, is advisory, so that a configuration asking for it to be
+// mandatory is one the user wrote (Pulumi fills in every policy's default before
+// Configure: pkg/resource/analyzer/config.go, ReconcilePolicyPackConfig).
 func defaultLevel(r evaluate.Rule) pulumirpc.EnforcementLevel {
-	if r.Level == evaluate.Deny {
+	if r.Level == evaluate.Deny && !r.NeedsOperations {
 		return pulumirpc.EnforcementLevel_MANDATORY
 	}
 	return pulumirpc.EnforcementLevel_ADVISORY
@@ -65,8 +68,17 @@ func defaultConfig(rules []evaluate.Rule) policyConfig {
 // parseConfig reads Pulumi policy configuration (policy name → enforcement level and
 // settings). Every mistake is reported, each naming the policy, the setting and the fix.
 // A remediate level counts as mandatory: the rules only report.
+//
+// A rule on operations (custom.needs_operations: EP016, EP017) is never seen by an
+// analyzer: a configuration that asks for it to be enforced — mandatory (also through
+// "all"), or its enforce setting true — is refused, naming the rule and the command that
+// enforces it, instead of passing previews that replace subscriptions.
 func parseConfig(rules []evaluate.Rule, req map[string]*pulumirpc.PolicyConfig) (policyConfig, error) {
 	c := defaultConfig(rules)
+	byName := make(map[string]evaluate.Rule, len(rules))
+	for _, r := range rules {
+		byName[r.Name] = r
+	}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(req)) {
 		if name == allPolicies {
@@ -91,6 +103,12 @@ func parseConfig(rules []evaluate.Rule, req map[string]*pulumirpc.PolicyConfig) 
 			errs = append(errs, err)
 			continue
 		}
+		if r := byName[name]; r.NeedsOperations {
+			if err := unenforceable(r, c.levels[name], settings); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		if len(settings) > 0 {
 			c.data[name] = settings
 		}
@@ -106,4 +124,21 @@ func checkSettings(name string, settings map[string]any) error {
 		return fmt.Errorf("%s: settings go directly under the policy name, not under \"properties\": write {%q: {\"<setting>\": <value>}}; %s", where, name, checkconfig.KnownSettings(name))
 	}
 	return checkconfig.CheckSettings(where, name, settings)
+}
+
+// unenforceable is the error for a configuration asking an analyzer to enforce rule r on
+// operations (level mandatory, or its enforce setting true), nil otherwise.
+func unenforceable(r evaluate.Rule, level pulumirpc.EnforcementLevel, settings map[string]any) error {
+	asked := ""
+	switch {
+	case level == pulumirpc.EnforcementLevel_MANDATORY:
+		asked = "mandatory (directly or through \"all\")"
+	case settings["enforce"] == true:
+		asked = "enforced everywhere (enforce: true)"
+	default:
+		return nil
+	}
+	return fmt.Errorf("policy %q (%s) is configured %s, but a policy pack cannot enforce it: %s "+
+		"Enforce it with `pulumi preview --json --show-sames | eventpipe check -` (add --env ENV), "+
+		"and set %q to \"advisory\" or \"disabled\" here", r.Name, r.ID, asked, unseenWhy, r.Name)
 }

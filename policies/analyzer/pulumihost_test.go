@@ -529,6 +529,8 @@ func TestPackInfo(t *testing.T) {
 		{"warn_subscription_expires", apitype.Advisory, plugin.AnalyzerPolicyTypeResource, nil},
 		{"stack_warn_dlq_retention_short", apitype.Advisory, plugin.AnalyzerPolicyTypeStack, []string{"minimumDays"}},
 		{"stack_deny_subscription_without_dlq_alert", apitype.Mandatory, plugin.AnalyzerPolicyTypeStack, []string{"enforce", "environments"}},
+		// A rule on operations, which a pack cannot enforce, is advisory.
+		{"deny_subscription_removed", apitype.Advisory, plugin.AnalyzerPolicyTypeResource, []string{"enforce", "environments"}},
 	} {
 		pol, ok := byName[tt.name]
 		if !ok {
@@ -636,19 +638,38 @@ func TestReadmePolicyConfig(t *testing.T) {
 
 // TestPackSaysItCannotSeeRemovals: an analyzer never sees a step's operation, so the pack
 // cannot enforce EP016/EP017: a replaced subscription passes it while eventpipe check
-// denies it. While the configuration enforces them, the stack analysis says so in an
-// advisory diagnostic naming the eventpipe check step; disabling them silences it.
+// denies it. They are advisory; a configuration asking for either to be mandatory (or
+// enforced everywhere) is refused at load, naming the rule and the eventpipe check
+// command. While they are advisory, the stack analysis says so in an advisory diagnostic
+// naming the eventpipe check step; disabling them silences it.
 func TestPackSaysItCannotSeeRemovals(t *testing.T) {
 	doc := renderStack(t, "prod")
 	doc.SetOp(t, plantest.SubscriptionType, plantest.PushSubscription, "replace")
 	if got := ids(check(t, doc)); !reflect.DeepEqual(got, []string{"deny:EP016"}) {
 		t.Fatalf("eventpipe check: %v, want deny:EP016", got)
 	}
+	// A configuration asking for them to be enforced is refused at load, naming the rule
+	// and the command that enforces it.
+	for _, tt := range []struct{ name, config, rule string }{
+		{"EP016 mandatory", `{"deny_subscription_removed": "mandatory"}`, `"deny_subscription_removed" (EP016) is configured mandatory`},
+		{"EP016 mandatory with enforce", `{"deny_subscription_removed": {"enforcementLevel": "mandatory", "enforce": true}}`, `"deny_subscription_removed" (EP016) is configured mandatory`},
+		{"EP016 enforce, advisory", `{"deny_subscription_removed": {"enforcementLevel": "advisory", "enforce": true}}`, `"deny_subscription_removed" (EP016) is configured enforced everywhere`},
+		{"EP017 mandatory", `{"warn_subscription_removed": {"enforcementLevel": "mandatory"}}`, `"warn_subscription_removed" (EP017) is configured mandatory`},
+		{"all mandatory", `{"all": "mandatory"}`, `"deny_subscription_removed" (EP016) is configured mandatory (directly or through "all")`},
+	} {
+		t.Run("refused: "+tt.name, func(t *testing.T) {
+			_, _, err := startPack(t, packDir(t), writeFile(t, "policy-config.json", tt.config))
+			if err == nil || !strings.Contains(err.Error(), tt.rule) || !strings.Contains(err.Error(), "`pulumi preview --json --show-sames | eventpipe check -`") {
+				t.Fatalf("Configure: %v, want it refused naming %s and the eventpipe check command", err, tt.rule)
+			}
+		})
+	}
 	for _, tt := range []struct {
 		name, config string
 		want         []string
 	}{
 		{"defaults", "", []string{"EP016", "EP017"}},
+		{"all mandatory but these", `{"all": "mandatory", "deny_subscription_removed": "advisory", "warn_subscription_removed": "advisory"}`, []string{"EP016", "EP017"}},
 		{"advisory", `{"deny_subscription_removed": "advisory"}`, []string{"EP016", "EP017"}},
 		{"disabled", `{"deny_subscription_removed": "disabled", "warn_subscription_removed": "disabled"}`, nil},
 	} {

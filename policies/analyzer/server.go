@@ -32,8 +32,9 @@
 //
 // Neither request carries a step's operation (create, update, delete, replace): the rules
 // on deletions and replacements (custom.needs_operations: EP016, EP017) can never fire
-// here. While the configuration enforces one, AnalyzeStack says so in an advisory
-// diagnostic (unseenNotice), and Configure logs it.
+// here. They are advisory by default, and a configuration that asks for one to be
+// mandatory is refused by Configure; while one is advisory, AnalyzeStack says so in an
+// advisory diagnostic (unseenNotice), and Configure logs it.
 package analyzer
 
 import (
@@ -186,7 +187,7 @@ func (s *Server) Configure(ctx context.Context, req *pulumirpc.ConfigureAnalyzer
 		}
 	}
 	for _, r := range unseenRules(compiled.rules, config) {
-		s.log.Warn("policy enforced but never seen by an analyzer", slog.String("policy", r.Name), slog.String("id", r.ID), slog.String("why", unseenNotice))
+		s.log.Warn("policy never seen by an analyzer", slog.String("policy", r.Name), slog.String("id", r.ID), slog.String("why", unseenNotice))
 	}
 	s.log.Info("configured", slog.Int("policies", len(config.levels)), slog.Int("disabled", disabled), slog.Any("settings", config.data))
 	return &emptypb.Empty{}, nil
@@ -274,10 +275,12 @@ func invalidArgument(err error) error { return status.Error(codes.InvalidArgumen
 // internal is err as a gRPC Internal status.
 func internal(err error) error { return status.Error(codes.Internal, err.Error()) }
 
-// unseenNotice says why a rule on operations never fires under an analyzer, and what
-// enforces it instead.
-const unseenNotice = "Pulumi gives a policy pack each resource's goal state, never a step's operation, " +
-	"so deletions and replacements are not seen and this policy is never enforced by `pulumi preview --policy-pack`. " +
+// unseenWhy says why a rule on operations never fires under an analyzer.
+const unseenWhy = "Pulumi gives a policy pack each resource's goal state, never a step's operation, " +
+	"so deletions and replacements are not seen and this policy is never enforced by `pulumi preview --policy-pack`."
+
+// unseenNotice is unseenWhy and what enforces such a rule instead.
+const unseenNotice = unseenWhy + " " +
 	"Enforce it in CI with `pulumi preview --json --show-sames > preview.json && eventpipe check preview.json` " +
 	"(or `pulumi preview --json --show-sames | eventpipe check -`); set the policy to disabled in the pack's configuration to silence this notice."
 
@@ -286,7 +289,7 @@ func unseenMessage(r evaluate.Rule) string {
 	return fmt.Sprintf("%s not enforced here: %s\nFix: %s", r.ID, unseenNotice, r.Fix)
 }
 
-// unseenRules are the rules on operations that config enforces (not disabled).
+// unseenRules are the rules on operations that config does not disable.
 func unseenRules(rules []evaluate.Rule, config policyConfig) []evaluate.Rule {
 	var out []evaluate.Rule
 	for _, r := range rules {

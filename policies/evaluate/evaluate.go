@@ -2,8 +2,7 @@
 // evaluates exactly what conftest (--namespace eventpipe) and opa eval (data.eventpipe.deny,
 // data.eventpipe.warn) evaluate: the entry package's deny, warn and waived sets and its
 // summary of the document, in one evaluation of a query prepared once per Engine. The
-// document's model (of a Terraform plan, built in Go by policies/plan and policies/tfmodel
-// instead, held equal to the Rego by tests), the rules, the downgrade of absence verdicts
+// document's model, the rules, the downgrade of absence verdicts
 // on incomplete previews and the waivers are all Rego (policies/*.rego); this package
 // compiles the rules, reads their metadata, passes the configuration as data.config and
 // turns the results into Findings.

@@ -1,11 +1,9 @@
 // Package plan reads the documents eventpipe checks — `pulumi preview --json` (with or
 // without --show-sames, and the offline render, which has its shape), `pulumi stack export`
 // (also the shape eventpipe's Pulumi analyzer builds from AnalyzeStack requests) and
-// `terraform show -json PLANFILE` — as JSON, in OPA's value form. It does not interpret them,
-// with one exception: a Terraform plan becomes its model (policies/tfmodel), the values
-// the Rego model (policies/model*.rego) computes from the plan, built in Go because in
-// Rego the model of a plan costs more than the rules. The parity tests hold the two models
-// equal, so eventpipe check, conftest and opa eval judge every document alike.
+// `terraform show -json PLANFILE` — as JSON, in OPA's value form. It does not interpret
+// them: the rules' model of every document is Rego (policies/model*.rego), the one
+// conftest and opa eval read too, so every runtime judges every document alike.
 package plan
 
 import (
@@ -17,8 +15,6 @@ import (
 	"strconv"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-
-	"github.com/eventpipe/eventpipe/policies/tfmodel"
 )
 
 // ErrUnrecognised is returned (wrapped) for input that is not a JSON object, so cannot be
@@ -57,8 +53,7 @@ type Plan struct {
 	Locations map[string]Location
 }
 
-// Parse decodes a JSON document (a Terraform plan into its model: see the package
-// documentation). file names it in errors and is the file of the
+// Parse decodes a JSON document. file names it in errors and is the file of the
 // locations Parse records: for each URN or address, the first line of data that names it.
 func Parse(data []byte, file string) (*Plan, error) {
 	trimmed := bytes.TrimSpace(data)
@@ -80,11 +75,7 @@ func Parse(data []byte, file string) (*Plan, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: invalid JSON: data after the document's closing brace: %w", file, ErrUnrecognised)
 	}
-	var input any = doc
-	if tfmodel.IsPlan(doc) {
-		input = map[string]any{tfmodel.Key: tfmodel.Model(doc)}
-	}
-	p, err := FromDocument(input, file)
+	p, err := FromDocument(doc, file)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,16 @@
 // Package engine_test runs eventpipe's stacks under the real Pulumi engine: the Pulumi
 // CLI `make deps` builds (tools/pulumi), driving the shared program as an Automation API
-// inline program, against the test-only stand-in gcp provider (internal/testing/gcpstandin),
-// which refuses what Google Cloud's APIs refuse on a first `pulumi up`. Each shipped stack
-// is previewed, deployed, previewed again (no changes), changed in a field that replaces
-// a subscription (replaced in dev, refused by protect in prod) and destroyed.
+// inline program, against the test-only stand-in gcp and time providers
+// (internal/testing/gcpstandin), which refuse what Google Cloud's APIs refuse on a first
+// and a second `pulumi up` and read resources back as the provider does. Each shipped
+// stack is previewed, deployed, previewed again (no changes), changed in a field that
+// replaces a subscription (replaced in dev, refused by protect in prod) and destroyed;
+// each is also deployed with the last release's code and upgraded (upgrade_test.go).
+//
+// The stand-in runs as a project that had Cloud Resource Manager enabled before the first
+// `up` (the documented prerequisite) and an existing Firestore database, where API
+// enablements and IAM grants take propagation (1s) to take effect; the stacks wait
+// shortWait (2s) for them instead of their production waits (eventpipe:setup).
 package engine_test
 
 import (
@@ -85,6 +92,20 @@ func pulumiEngine(t *testing.T) engine {
 			engineErr = fmt.Errorf("the Pulumi CLI at %s: %w", cli, err)
 			return
 		}
+		// The time stand-in, for the waits (time_sleep).
+		timePlugin := filepath.Join(dir, "pulumi-resource-time")
+		build = exec.Command("go", "build", "-o", timePlugin, "./internal/testing/gcpstandin/cmd/pulumi-resource-time")
+		build.Dir = repo
+		if out, err := build.CombinedOutput(); err != nil {
+			engineErr = fmt.Errorf("build the stand-in time plugin: %v\n%s", err, out)
+			return
+		}
+		install = exec.Command(cli, "plugin", "install", "resource", "time", gcpstandin.TimeVersion, "--file", timePlugin)
+		install.Env = append(os.Environ(), "PULUMI_HOME="+home, "PULUMI_SKIP_UPDATE_CHECK=true")
+		if out, err := install.CombinedOutput(); err != nil {
+			engineErr = fmt.Errorf("pulumi plugin install time: %v\n%s", err, out)
+			return
+		}
 		shared = engine{cmd: cmd, cli: cli, home: home}
 	})
 	if engineErr != nil {
@@ -107,38 +128,123 @@ func deploy(t *testing.T, name, configFile string, program pulumi.RunFunc, env m
 	return deployConfig(t, "eventpipe", name, []byte(mustRead(t, configFile)), program, env)
 }
 
-// deployConfig is deploy for stack name of project, its stack file's content config.
-func deployConfig(t *testing.T, projectName, name string, config []byte, program pulumi.RunFunc, env map[string]string) deployment {
+// testStore is the store URL the tests set where a stack file keeps its store secret.
+const testStore = "postgres://orders:engine-test@10.0.0.5/orders"
+
+// withoutSecretStore is config without its secure eventpipe:store, and whether it had one.
+func withoutSecretStore(t *testing.T, config []byte) ([]byte, bool) {
 	t.Helper()
-	e := pulumiEngine(t)
+	var doc map[string]any
+	if err := yaml.Unmarshal(config, &doc); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := doc["config"].(map[string]any)
+	if _, secure := cfg["eventpipe:store"].(map[string]any); !secure {
+		return config, false
+	}
+	delete(cfg, "eventpipe:store")
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, true
+}
+
+// Propagation is how long the stand-in takes API enablements and IAM grants to take
+// effect in these tests; shortWait is how long the stacks wait for them (their
+// eventpipe:setup), longer.
+const (
+	propagation = "1s"
+	shortWait   = "2s"
+)
+
+// standinEnv is the stand-in's environment for a project that had Cloud Resource Manager
+// enabled before the first `up` (besides the APIs every new project has) and has its
+// Firestore (default) database; env overrides it.
+func standinEnv(env map[string]string) map[string]string {
+	vars := map[string]string{
+		gcpstandin.EnvEnabledAPIs:        strings.Join(append(slices.Clone(gcpstandin.DefaultAPIs), components.APIResourceManager), ","),
+		gcpstandin.EnvPropagation:        propagation,
+		gcpstandin.EnvFirestoreDatabases: "*",
+	}
+	maps.Copy(vars, env)
+	return vars
+}
+
+// withShortWaits is a stack file's content config with eventpipe:setup's waits set to
+// shortWait (projectName's namespace: orders:… programs set none).
+func withShortWaits(t *testing.T, config []byte) []byte {
+	t.Helper()
+	var doc map[string]any
+	if err := yaml.Unmarshal(config, &doc); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := doc["config"].(map[string]any)
+	setup, _ := cfg["eventpipe:setup"].(map[string]any)
+	if setup == nil {
+		setup = map[string]any{}
+	}
+	setup["apiPropagation"], setup["grantPropagation"] = shortWait, shortWait
+	cfg["eventpipe:setup"] = setup
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// workspaceDirs is a deployment's folders: the Pulumi project's, the stand-in's state and
+// the file backend's.
+type workspaceDirs struct{ work, standin, backend string }
+
+func newWorkspace(t *testing.T) workspaceDirs {
+	t.Helper()
 	work := t.TempDir()
-	standin := filepath.Join(work, "gcp")
-	backend := filepath.Join(work, "backend")
-	for _, d := range []string{standin, backend} {
+	w := workspaceDirs{work: work, standin: filepath.Join(work, "gcp"), backend: filepath.Join(work, "backend")}
+	for _, d := range []string{w.standin, w.backend} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(work, "Pulumi."+name+".yaml"), config, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	project := workspace.Project{Name: tokens.PackageName(projectName), Runtime: workspace.NewProjectRuntimeInfo("go", nil)}
+	return w
+}
+
+// vars is the environment of the Pulumi CLI (and so of the plugins) in w.
+func (w workspaceDirs) vars(env map[string]string) map[string]string {
 	vars := map[string]string{
-		"PULUMI_BACKEND_URL":                          "file://" + backend,
+		"PULUMI_BACKEND_URL":                          "file://" + w.backend,
 		"PULUMI_CONFIG_PASSPHRASE":                    "engine-test",
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-		gcpstandin.EnvDir:                             standin,
+		gcpstandin.EnvDir:                             w.standin,
 	}
-	maps.Copy(vars, env)
-	stack, err := auto.UpsertStackInlineSource(ctx, name, projectName, program,
-		auto.Pulumi(e.cmd), auto.WorkDir(work), auto.Project(project), auto.PulumiHome(e.home),
-		auto.SecretsProvider("passphrase"), auto.EnvVars(vars))
+	maps.Copy(vars, standinEnv(env))
+	return vars
+}
+
+// deployConfig is deploy for stack name of project, its stack file's content config.
+func deployConfig(t *testing.T, projectName, name string, config []byte, program pulumi.RunFunc, env map[string]string) deployment {
+	t.Helper()
+	w := newWorkspace(t)
+	if err := os.WriteFile(filepath.Join(w.work, "Pulumi."+name+".yaml"), config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return w.stack(t, projectName, name, program, env)
+}
+
+// stack is the stack name of projectName in w (its config already there), run with
+// program.
+func (w workspaceDirs) stack(t *testing.T, projectName, name string, program pulumi.RunFunc, env map[string]string) deployment {
+	t.Helper()
+	e := pulumiEngine(t)
+	project := workspace.Project{Name: tokens.PackageName(projectName), Runtime: workspace.NewProjectRuntimeInfo("go", nil)}
+	stack, err := auto.UpsertStackInlineSource(t.Context(), name, projectName, program,
+		auto.Pulumi(e.cmd), auto.WorkDir(w.work), auto.Project(project), auto.PulumiHome(e.home),
+		auto.SecretsProvider("passphrase"), auto.EnvVars(w.vars(env)))
 	if err != nil {
 		t.Fatalf("stack %s: %v", name, err)
 	}
-	return deployment{stack: stack, standin: standin}
+	return deployment{stack: stack, standin: w.standin}
 }
 
 // ops reads the stand-in's operation log: "create TYPE NAME" lines.
@@ -191,7 +297,15 @@ func TestShippedStacksUnderTheRealEngine(t *testing.T) {
 
 func firstDay(t *testing.T, name, file string) {
 	ctx := t.Context()
-	d := deploy(t, name, file, components.Program(components.ProgramOptions{}), projectsOf(t, file))
+	config, store := withoutSecretStore(t, withShortWaits(t, []byte(mustRead(t, file))))
+	d := deployConfig(t, "eventpipe", name, config, components.Program(components.ProgramOptions{}), projectsOf(t, file))
+	if store {
+		// The file's secure value is encrypted with the author's passphrase: the test
+		// sets a store with credentials as a secret instead, as the file says to.
+		if err := d.stack.SetConfig(ctx, "eventpipe:store", auto.ConfigValue{Value: testStore, Secret: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	created := firstUpAndRepreview(t, d)
 
 	protected := strings.Contains(mustRead(t, file), "protect: true")
@@ -337,12 +451,15 @@ func firstSubscription(t *testing.T, value string) (string, string) {
 }
 
 // checkOrder holds the stand-in's log of a first up: every resource created once, and
-// no resource deleted (a first up replaces nothing).
+// no resource deleted (a first up replaces nothing); APIs enabled on the way.
 func checkOrder(t *testing.T, ops []string) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, op := range ops {
 		verb, what, _ := strings.Cut(op, " ")
+		if verb == "enable" {
+			continue
+		}
 		if verb != "create" {
 			t.Errorf("first up: %s", op)
 			continue

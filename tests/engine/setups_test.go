@@ -1,17 +1,22 @@
 package engine_test
 
 import (
+	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/consumer/settings"
 	"github.com/eventpipe/eventpipe/examples/orders/orders"
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"gopkg.in/yaml.v3"
 )
 
@@ -40,6 +45,10 @@ func TestExampleUnderTheRealEngine(t *testing.T) {
 	}
 	d := deployConfig(t, "orders", "dev", config, orders.Program, projectsIn(t, "orders", config))
 	if err := d.stack.SetConfig(ctx, "orders:storeUrl", auto.ConfigValue{Value: "postgres://app:engine-test@10.0.0.5/orders", Secret: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The example's production waits, shortened to the stand-in's.
+	if err := d.stack.SetConfigWithOptions(ctx, "orders:setup", auto.ConfigValue{Value: fmt.Sprintf(`{"apiPropagation":%q,"grantPropagation":%q}`, shortWait, shortWait)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	created := firstUpAndRepreview(t, d)
@@ -78,11 +87,19 @@ func TestExampleUnderTheRealEngine(t *testing.T) {
 }
 
 // before fails unless the first op starting with first comes before every op starting
-// with then (and both occur).
+// with then (and both occur); a pattern ending in $ matches one op exactly.
 func before(t *testing.T, ops []string, first, then string) {
 	t.Helper()
-	i := slices.IndexFunc(ops, func(op string) bool { return strings.HasPrefix(op, first) })
-	j := slices.IndexFunc(ops, func(op string) bool { return strings.HasPrefix(op, then) })
+	match := func(p string) func(string) bool {
+		return func(op string) bool {
+			if exact, ok := strings.CutSuffix(p, "$"); ok {
+				return op == exact
+			}
+			return strings.HasPrefix(op, p)
+		}
+	}
+	i := slices.IndexFunc(ops, match(first))
+	j := slices.IndexFunc(ops, match(then))
 	if i < 0 || j < 0 || i > j {
 		t.Errorf("ops: want %q (at %d) before %q (at %d):\n%s", first, i, then, j, strings.Join(ops, "\n"))
 	}
@@ -105,6 +122,14 @@ type setup struct {
 	absent []string
 	// check, when set, inspects the stand-in's state after the first up.
 	check func(t *testing.T, state map[string]gcpstandin.Record)
+	// standin adds to the stand-in's environment (standinEnv).
+	standin map[string]string
+	// secretStore, when set, is the stack's eventpipe:store, set as a secret.
+	secretStore string
+	// waits, when set, replaces shortWait as the stack's waits.
+	waits string
+	// upOps, with upRefused, are the ops the failed up may do; it must do the first.
+	upOps []string
 }
 
 const image = "europe-west1-docker.pkg.dev/eventpipe-dev/eventpipe/consumer:dev"
@@ -129,10 +154,12 @@ func TestSetupsUnderTheRealEngine(t *testing.T) {
 	}, {
 		name: "private store with vpcAccess",
 		pipeline: map[string]any{
-			"consumer":      map[string]any{"image": image, "store": privateStore, "vpcAccess": vpc},
+			"consumer":      map[string]any{"image": image, "vpcAccess": vpc},
 			"subscriptions": push,
 		},
-		order: [][2]string{{"create gcp:cloudrunv2/service:Service ", "create gcp:pubsub/subscription:Subscription "}},
+		secretStore: "postgres://app:engine-test@10.0.0.5/orders",
+		// The push subscription after the service it pushes to.
+		order: [][2]string{{"create gcp:cloudrunv2/service:Service ", "create gcp:pubsub/subscription:Subscription orders-apply$"}},
 	}, {
 		name:        "APIs managed centrally",
 		pipeline:    pushed,
@@ -143,7 +170,24 @@ func TestSetupsUnderTheRealEngine(t *testing.T) {
 		name:      "APIs opted out but not enabled",
 		pipeline:  pushed,
 		config:    unmanaged,
-		upRefused: []string{"Error 403", ".googleapis.com has not been used in project eventpipe-dev"},
+		upRefused: []string{"Error 403", ".googleapis.com has not been used in project 100000000001", "SERVICE_DISABLED"},
+	}, {
+		// A project whose deploying identity has no Cloud Resource Manager: enabling it
+		// from the stack fails on its own read-back (terraform-provider-google#6101), and
+		// no other API was enabled beside it (docs/deploy.md: enable it first).
+		name:      "Cloud Resource Manager not enabled",
+		pipeline:  pushed,
+		standin:   map[string]string{gcpstandin.EnvEnabledAPIs: strings.Join(gcpstandin.DefaultAPIs, ",")},
+		upRefused: []string{"api-cloudresourcemanager", "reading project eventpipe-dev back after enabling cloudresourcemanager.googleapis.com", "SERVICE_DISABLED"},
+		upOps:     []string{"enable gcp:projects/service:Service api-cloudresourcemanager", "create gcp:projects/service:Service api-serviceusage"},
+	}, {
+		// Without the waits, the first resource of an API meets the 403 an enablement
+		// gives while it propagates (here a minute), which the provider does not retry.
+		name:      "no wait for the APIs",
+		pipeline:  pushed,
+		waits:     "0s",
+		standin:   map[string]string{gcpstandin.EnvPropagation: "1m"},
+		upRefused: []string{"Error 403", "If you enabled this API recently, wait a few minutes", "SERVICE_DISABLED"},
 	}, {
 		name: "pull-only on a worker pool",
 		pipeline: map[string]any{
@@ -203,7 +247,17 @@ func firstUp(t *testing.T, s setup) {
 	if s.enabledAPIs != "" {
 		env[gcpstandin.EnvEnabledAPIs] = s.enabledAPIs
 	}
+	maps.Copy(env, s.standin)
+	config = withShortWaits(t, config)
+	if s.waits != "" {
+		config = []byte(strings.ReplaceAll(string(config), shortWait, s.waits))
+	}
 	d := deployConfig(t, "eventpipe", "dev", config, components.Program(components.ProgramOptions{}), env)
+	if s.secretStore != "" {
+		if err := d.stack.SetConfig(ctx, "eventpipe:store", auto.ConfigValue{Value: s.secretStore, Secret: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	_, err = d.stack.Preview(ctx)
 	if s.refused != nil {
 		if err == nil {
@@ -229,6 +283,17 @@ func firstUp(t *testing.T, s setup) {
 				t.Errorf("up's failure does not say %q:\n%v", want, err)
 			}
 		}
+		if s.upOps != nil {
+			ops := d.ops(t)
+			for _, op := range ops {
+				if !slices.Contains(s.upOps, op) {
+					t.Errorf("the failed up did %q; want nothing but %v", op, s.upOps)
+				}
+			}
+			if !slices.Contains(ops, s.upOps[0]) {
+				t.Errorf("the failed up did %v, want %q", ops, s.upOps[0])
+			}
+		}
 		return
 	}
 	if err != nil {
@@ -236,6 +301,15 @@ func firstUp(t *testing.T, s setup) {
 	}
 	ops := d.ops(t)
 	checkOrder(t, ops)
+	// Day two: the next preview, against the state as the API reported it, has
+	// nothing to do.
+	again, err := d.stack.Preview(ctx, optpreview.Diff())
+	if err != nil {
+		t.Fatalf("second preview: %v", err)
+	}
+	if n := count(again.ChangeSummary, apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete); n != 0 {
+		t.Errorf("second preview: %v, want nothing to do:\n%s", again.ChangeSummary, again.StdOut)
+	}
 	for _, o := range s.order {
 		before(t, ops, o[0], o[1])
 	}
@@ -294,7 +368,7 @@ func handlerOnWorkerPool(t *testing.T, state map[string]gcpstandin.Record) {
 	if !slices.Contains(deps["consumer"], any(spec.HandlerContainer)) {
 		t.Errorf("the consumer depends on %v, not the handler", deps["consumer"])
 	}
-	if c := byName["consumer"]; c[components.EnvHandlerURL] != "http://localhost:8081" || c[components.EnvHandlerHealthPath] != "/ready" {
+	if c := byName["consumer"]; c[settings.HandlerURL] != "http://localhost:8081" || c[settings.HandlerHealthPath] != "/ready" {
 		t.Errorf("consumer env %v: want the handler's URL and health path", c)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/eventpipe/eventpipe/consumer/store/fsstore"
+	"github.com/eventpipe/eventpipe/internal/testing/doortest"
 	"github.com/eventpipe/eventpipe/internal/testing/fsemulator"
 	"github.com/eventpipe/eventpipe/internal/testing/storetest"
 )
@@ -32,4 +33,17 @@ func TestCodeName(t *testing.T) {
 			t.Errorf("CodeName(%v) = %q, want %q", c, got, want)
 		}
 	}
+}
+
+// TestDoors runs the door invariant suite on the Firestore emulator: on
+// the npm one, without isolation, the cases that deliver concurrently are
+// skipped with its reason.
+func TestDoors(t *testing.T) {
+	em := fsemulator.Start(t)
+	s, err := fsstore.Open(context.Background(), "eventpipe-doors", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() }) // after the doors, which run in parallel
+	doortest.Run(t, doortest.Harness{Store: s, NoIsolation: em.IsolationReason(), NoFullInt64: em.Int64Reason()})
 }

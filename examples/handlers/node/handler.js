@@ -70,7 +70,7 @@ async function delivery(req, res, key) {
     event, fields: d.fields, traceparent: req.headers.traceparent || '',
   });
   if ((d.attempt || 1) <= (event.hangAttempts || 0)) {
-    await sleep(3600 * 1000); // a stuck call: the consumer cuts it at the route's timeout
+    await sleep(3600 * 1000); // a stuck call: the consumer cuts it at its bound (the route's leaseTTL)
   }
   if (event.sleepMs) await sleep(event.sleepMs);
   const orderId = (d.fields || {}).orderId; // the route's output fields

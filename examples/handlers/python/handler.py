@@ -91,7 +91,7 @@ class Handler(BaseHTTPRequestHandler):
                 "traceparent": self.headers.get("traceparent", ""),
             })
         if d.get("attempt", 1) <= event.get("hangAttempts", 0):
-            time.sleep(3600)  # a stuck call: the consumer cuts it at the route's timeout
+            time.sleep(3600)  # a stuck call: the consumer cuts it at its bound (the route's leaseTTL)
         if event.get("sleepMs"):
             time.sleep(event["sleepMs"] / 1000)
         order_id = (d.get("fields") or {}).get("orderId")  # the route's output fields

@@ -9,6 +9,9 @@
 package orders
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/monitoring"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
@@ -23,17 +26,30 @@ func Program(ctx *pulumi.Context) error {
 	cfg := config.New(ctx, "")
 	project := pulumi.String(cfg.Require("project"))
 
-	// Every resource below waits for the API serving it (skip this where
-	// the organisation enables APIs centrally).
-	if _, err := components.EnableAPIs(ctx, project, []string{
-		components.APIPubSub, components.APIRun, components.APIIAM, components.APIResourceManager,
-		components.APISecretManager, components.APILogging, components.APIMonitoring, components.APICompute,
-	}); err != nil {
+	// The APIs the program uses, enabled (Service Usage and Cloud Resource
+	// Manager first) and waited for until the enablements have propagated;
+	// every component below takes its apis output and waits for it. The waits
+	// (orders:setup, spec.Setup: apiPropagation, grantPropagation) default to
+	// what Google documents.
+	var setup spec.Setup
+	if err := cfg.TryObject("setup", &setup); err != nil && !errors.Is(err, config.ErrMissingVar) {
+		return fmt.Errorf("orders:setup: %w", err)
+	}
+	apis, err := components.NewProject(ctx, "apis", &components.ProjectArgs{
+		Project: project,
+		Apis: []string{
+			components.APIPubSub, components.APIRun, components.APIIAM, components.APIResourceManager,
+			components.APISecretManager, components.APILogging, components.APIMonitoring, components.APICompute,
+		},
+		Setup: &setup,
+	})
+	if err != nil {
 		return err
 	}
 
 	// The checkout service publishes order events to this topic.
 	topic, err := components.NewTopic(ctx, "order-events", &components.TopicArgs{
+		Apis:    apis.Apis,
 		Project: project,
 		Topic: spec.Topic{
 			Name:       "orders",
@@ -48,7 +64,7 @@ func Program(ctx *pulumi.Context) error {
 		DisplayName: pulumi.String("Checkout on-call"),
 		Type:        pulumi.String("email"),
 		Labels:      pulumi.StringMap{"email_address": pulumi.String(cfg.Require("oncallEmail"))},
-	})
+	}, pulumi.DependsOnInputs(apis.Apis.ApplyT(func([]string) []pulumi.Resource { return nil }).(pulumi.ResourceArrayOutput)))
 	if err != nil {
 		return err
 	}
@@ -82,7 +98,9 @@ func Program(ctx *pulumi.Context) error {
 				DeadLetter: &spec.DeadLetter{Retention: "7d"},
 			},
 		},
-		Alerts: &spec.PipelineAlerts{Team: "checkout", CriticalChannels: channels, WarningChannels: channels},
+		Alerts:           &spec.PipelineAlerts{Team: "checkout", CriticalChannels: channels, WarningChannels: channels},
+		Apis:             apis.Apis,
+		GrantPropagation: setup.GrantPropagation,
 	})
 	if err != nil {
 		return err

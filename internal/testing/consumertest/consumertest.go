@@ -28,6 +28,17 @@ import (
 // Env is the environment tests run the processor in.
 const Env = "test"
 
+// HandlerRoutes are routes for tests of every door: a Pub/Sub route (system
+// events, one document per service, fields "service" and "status") and a
+// callback route, "jobs", whose callbacks go to the handler.
+const HandlerRoutes = `{"routes":[
+ {"name":"system_events","topic":"system-events","match":{"fields":["service","status"]},"mode":"latest-state",
+  "target":{"collection":"ops_services","id":"serviceId"},
+  "fields":{"serviceId":{"from":["service"],"type":"string","required":true},"status":{"from":["status"],"type":"string","required":true},
+   "updatedAt":{"from":["producedAt","$publishTime"],"type":"timestamp","required":true}},
+  "ordering":{"eventTime":"updatedAt"},"dedupe":{"eventIdField":"eventId","identity":["service","producedAt"]}},
+ {"name":"jobs","ingress":"callback","mode":"receipt","fields":{"status":{"from":["status"]}}}]}`
+
 // Subscription is the subscription name test envelopes carry.
 const Subscription = "projects/p/subscriptions/system-events"
 
@@ -219,4 +230,41 @@ func (f *FailingStore) RunTx(ctx context.Context, fn func(ctx context.Context, t
 		return err
 	}
 	return f.Store.RunTx(ctx, fn)
+}
+
+// RetryRefused sends n requests at once, each with send(i), and sends a refused one
+// (send reports it) again once another request was answered, as Pub/Sub and HTTP clients
+// retry a 503: an answered request gave back the memory it held, so a retry may fit. It
+// returns when every request was answered, with how many refusals were retried.
+func RetryRefused(n int, send func(i int) (refused bool)) int {
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	answered, retried := 0, 0
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				seen := answered
+				mu.Unlock()
+				refused := send(i)
+				mu.Lock()
+				if !refused {
+					answered++
+					cond.Broadcast()
+					mu.Unlock()
+					return
+				}
+				retried++
+				for answered == seen {
+					cond.Wait()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return retried
 }

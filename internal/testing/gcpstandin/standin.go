@@ -1,12 +1,27 @@
 // Package gcpstandin is a stand-in for the Pulumi `gcp` provider plugin (pulumi-gcp
-// v8.41.1), for tests only: the real plugin cannot be had here and Google Cloud is out of
-// reach. Under the real Pulumi engine it echoes a resource's inputs back as its state,
-// with the identifiers and computed outputs Google Cloud gives (the offline renderer's,
-// render.Mocks), replaces a resource when an immutable field changes, and, unlike an echo,
-// refuses what the real APIs refuse on a first `pulumi up`:
+// v8.41.1, which bridges terraform-provider-google-beta v6.49.2), for tests only: the
+// real plugin cannot be had here and Google Cloud is out of reach. Under the real Pulumi
+// engine it keeps each resource's state as the API reports it after create (readback.go:
+// the inputs with what the API fills in or normalises, and a preview compares the next
+// inputs with that state as the bridged provider does), with the identifiers and
+// computed outputs Google Cloud gives (the offline renderer's, render.Mocks), replaces a
+// resource when an immutable field changes, and refuses what the real APIs refuse on a
+// first and a second `pulumi up`:
 //
 //   - a resource whose API is not enabled (gcp:projects/service:Service) in its project,
-//     unless the API is listed as enabled outside the stack (EnvEnabledAPIs);
+//     or was enabled less than the propagation delay (EnvPropagation) ago: the 403
+//     SERVICE_DISABLED the API gives ("If you enabled this API recently, wait a few
+//     minutes for the action to propagate to our systems and retry"), which the provider
+//     does not retry (consistency.go);
+//   - enabling an API reads the project back through Cloud Resource Manager, whose API
+//     must then be enabled and propagated (the read of enabling Cloud Resource Manager
+//     itself included); an API already enabled is not read back;
+//   - a Cloud Run service or worker pool reading a secret its account cannot read yet (no
+//     roles/secretmanager.secretAccessor, or one granted less than the delay ago), or on
+//     a Shared VPC subnet whose project has not granted the Cloud Run service agent
+//     roles/compute.networkUser (or granted it less than the delay ago);
+//   - a Firestore field (a TTL policy) in a database that does not exist (EnvFirestoreDatabases
+//     lists the ones made outside the stack), and a database created twice;
 //   - a subscription whose topic or dead-letter topic does not exist, whose dead-letter
 //     topic does not yet grant a Pub/Sub service agent roles/pubsub.publisher, or whose
 //     push endpoint is a Cloud Run service that does not exist;
@@ -31,6 +46,9 @@
 //   - creating a resource whose identifier exists already (409), and deleting a Cloud Run
 //     service, job or worker pool whose deletionProtection is not false.
 //
+// TimeProvider (timesleep.go) stands in for the `time` plugin's time_sleep, the wait
+// eventpipe puts between an enablement or a grant and what needs it propagated.
+//
 // State lives in a folder (EnvDir) so that each command's provider process sees what the
 // previous ones created; every operation is appended to its ops.log, so tests can assert
 // the order in which the engine created things.
@@ -41,6 +59,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -65,12 +84,39 @@ const Version = "8.41.1"
 const (
 	// EnvDir names the folder holding the stand-in's state and ops.log (required).
 	EnvDir = "EVENTPIPE_GCP_STANDIN_DIR"
-	// EnvEnabledAPIs lists, comma-separated, APIs enabled outside the stack ("*": all).
+	// EnvEnabledAPIs lists, comma-separated, APIs enabled outside the stack in every
+	// project (API) or in one (PROJECT/API); "*": all. Unset, a project has the APIs
+	// Google enables in every project created with the console or gcloud (DefaultAPIs).
 	EnvEnabledAPIs = "EVENTPIPE_GCP_STANDIN_ENABLED_APIS"
 	// EnvProjects lists the projects that exist, comma-separated PROJECT=NUMBER pairs:
 	// gcp:organizations/getProject answers with their numbers and refuses the others.
 	EnvProjects = "EVENTPIPE_GCP_STANDIN_PROJECTS"
+	// EnvPropagation is how long an API enablement or an IAM grant takes to take effect
+	// (a Go duration; default 0: at once). Google gives "a few minutes" for an
+	// enablement and "typically 2 minutes, potentially 7 minutes or longer" for a grant
+	// (cloud.google.com/iam/docs/access-change-propagation); tests give seconds.
+	EnvPropagation = "EVENTPIPE_GCP_STANDIN_PROPAGATION"
+	// EnvFirestoreDatabases lists, comma-separated, Firestore databases made outside the
+	// stack, as PROJECT/DATABASE ("*": every project has a (default) database).
+	EnvFirestoreDatabases = "EVENTPIPE_GCP_STANDIN_FIRESTORE_DATABASES"
+	// EnvNoChecks, set to "true", turns off what the stand-in refuses beyond a 409: a
+	// stack deployed that way is one its owners got up by hand, however they did (the
+	// upgrade test deploys the last release's stacks so, some of which no `up` could
+	// bring up).
+	EnvNoChecks = "EVENTPIPE_GCP_STANDIN_NO_CHECKS"
 )
+
+// DefaultAPIs are the APIs Google enables in a project created with the Google Cloud
+// console or gcloud (cloud.google.com/service-usage/docs/enabled-service, "Services
+// enabled by default"; the ones eventpipe's stacks name): Cloud Resource Manager is not
+// among them.
+var DefaultAPIs = []string{
+	"bigquery.googleapis.com", "bigquerystorage.googleapis.com", "cloudapis.googleapis.com",
+	"clouddebugger.googleapis.com", "cloudtrace.googleapis.com", "datastore.googleapis.com",
+	"logging.googleapis.com", "monitoring.googleapis.com", "servicemanagement.googleapis.com",
+	"serviceusage.googleapis.com", "sql-component.googleapis.com", "storage-api.googleapis.com",
+	"storage-component.googleapis.com", "storage.googleapis.com",
+}
 
 // OpsLog is the file in EnvDir to which every operation is appended: "create TYPE NAME".
 const OpsLog = "ops.log"
@@ -79,21 +125,17 @@ const stateFile = "state.json"
 
 // Record is one resource the stand-in holds.
 type Record struct {
-	Type    string         `json:"type"`
-	Name    string         `json:"name"`
-	ID      string         `json:"id"`
+	Type string `json:"type"`
+	Name string `json:"name"`
+	ID   string `json:"id"`
+	// State is the resource as the API reports it (readBack of its inputs).
 	State   map[string]any `json:"state"`
 	Created time.Time      `json:"created"`
 }
 
 // Provider returns the stand-in provider keeping its state in dir.
 func Provider(dir string) p.Provider {
-	s := &standin{dir: dir, enabled: strings.Split(os.Getenv(EnvEnabledAPIs), ","), projects: map[string]string{}}
-	for pair := range strings.SplitSeq(os.Getenv(EnvProjects), ",") {
-		if project, number, ok := strings.Cut(pair, "="); ok {
-			s.projects[project] = number
-		}
-	}
+	s := newStandin(dir)
 	return p.Provider{
 		GetSchema: func(context.Context, p.GetSchemaRequest) (p.GetSchemaResponse, error) {
 			return p.GetSchemaResponse{Schema: fmt.Sprintf(`{"name":"gcp","version":%q}`, Version)}, nil
@@ -118,18 +160,49 @@ func Provider(dir string) p.Provider {
 }
 
 type standin struct {
-	dir      string
-	enabled  []string
-	projects map[string]string // project id: number
+	dir         string
+	enabled     []string
+	projects    map[string]string // project id: number
+	propagation time.Duration
+	databases   []string
+	noChecks    bool
+}
+
+func newStandin(dir string) *standin {
+	s := &standin{dir: dir, enabled: DefaultAPIs, projects: map[string]string{}}
+	if v, ok := os.LookupEnv(EnvEnabledAPIs); ok {
+		s.enabled = strings.Split(v, ",")
+	}
+	for pair := range strings.SplitSeq(os.Getenv(EnvProjects), ",") {
+		if project, number, ok := strings.Cut(pair, "="); ok {
+			s.projects[project] = number
+		}
+	}
+	if d, err := time.ParseDuration(os.Getenv(EnvPropagation)); err == nil {
+		s.propagation = d
+	}
+	if v := os.Getenv(EnvFirestoreDatabases); v != "" {
+		s.databases = strings.Split(v, ",")
+	}
+	s.noChecks = os.Getenv(EnvNoChecks) == "true"
+	return s
 }
 
 // invoke answers gcp:organizations/getProject from EnvProjects, as the Resource Manager
-// API answers it; the stand-in knows no other function.
+// API answers it, once that API is enabled and propagated; the stand-in knows no other
+// function.
 func (s *standin) invoke(_ context.Context, req p.InvokeRequest) (p.InvokeResponse, error) {
 	if req.Token != "gcp:organizations/getProject:getProject" {
 		return p.InvokeResponse{}, fmt.Errorf("the gcp stand-in does not implement %s", req.Token)
 	}
 	project := str(plain(req.Args), "projectId")
+	st, err := readAll(s.dir)
+	if err != nil {
+		return p.InvokeResponse{}, err
+	}
+	if err := s.usable(st, apiResourceManager, project, time.Now()); err != nil {
+		return p.InvokeResponse{}, err
+	}
 	number, ok := s.projects[project]
 	if !ok {
 		return p.InvokeResponse{}, fmt.Errorf("googleapi: Error 403: The caller does not have permission, or project %q does not exist", project)
@@ -152,6 +225,7 @@ var immutable = map[string][]string{
 	"gcp:secretmanager/secret:Secret":               {"secretId", "replication"},
 	"gcp:secretmanager/secretVersion:SecretVersion": {"secret", "secretData"},
 	"gcp:firestore/field:Field":                     {"database", "collection", "field"},
+	"gcp:firestore/database:Database":               {"locationId", "type"},
 	"gcp:projects/service:Service":                  {"service"},
 }
 
@@ -170,26 +244,14 @@ func replaces(typ, key string) bool {
 	return slices.Contains(immutable[typ], key)
 }
 
+// diff compares the new inputs with the state the API reported (readback.go).
 func (s *standin) diff(_ context.Context, req p.DiffRequest) (p.DiffResponse, error) {
 	typ := string(req.Urn.Type())
-	old, news := plain(req.OldInputs), plain(req.Inputs)
 	resp := p.DiffResponse{DetailedDiff: map[string]p.PropertyDiff{}}
-	keys := map[string]bool{}
-	for k := range old {
-		keys[k] = true
-	}
-	for k := range news {
-		keys[k] = true
-	}
-	for k := range keys {
-		if strings.HasPrefix(k, "__") {
-			continue
-		}
-		o, oldOK := old[k]
-		n, newOK := news[k]
-		if oldOK && newOK && equal(o, n) {
-			continue
-		}
+	olds, news := plain(req.OldInputs), plain(req.Inputs)
+	for _, k := range changed(typ, olds, news, plain(req.State)) {
+		_, oldOK := olds[k]
+		_, newOK := news[k]
 		kind := p.Update
 		switch {
 		case !oldOK:
@@ -202,7 +264,7 @@ func (s *standin) diff(_ context.Context, req p.DiffRequest) (p.DiffResponse, er
 			// Named resources cannot exist twice: the bridged provider deletes first.
 			resp.DeleteBeforeReplace = true
 		}
-		resp.DetailedDiff[k] = p.PropertyDiff{Kind: kind, InputDiff: true}
+		resp.DetailedDiff[k] = p.PropertyDiff{Kind: kind}
 		resp.HasChanges = true
 	}
 	return resp, nil
@@ -217,22 +279,35 @@ func equal(a, b any) bool {
 func (s *standin) create(_ context.Context, req p.CreateRequest) (p.CreateResponse, error) {
 	typ, name := string(req.Urn.Type()), req.Urn.Name()
 	inputs := presource.ToResourcePropertyMap(req.Properties)
-	id, state, err := render.NewMocks("", "", nil).NewResource(pulumi.MockResourceArgs{
+	id, computed, err := render.NewMocks("", "", nil).NewResource(pulumi.MockResourceArgs{
 		TypeToken: typ, Name: name, Inputs: inputs, Custom: true,
 	})
 	if err != nil {
 		return p.CreateResponse{}, err
 	}
-	// What Google Cloud computes is added to the inputs; it never renames what was given
-	// (the offline render's fallback sets every type's name output).
-	for k, v := range inputs {
-		state[k] = v
+	// What Google Cloud computes is added to what the API reports of the inputs; it
+	// never renames what was given (the offline render's fallback sets every type's name
+	// output).
+	state := readBack(typ, plain(req.Properties))
+	for k, v := range plain(presource.FromResourcePropertyMap(computed)) {
+		if _, given := state[k]; !given {
+			state[k] = v
+		}
 	}
 	if req.DryRun {
-		return p.CreateResponse{ID: id, Properties: presource.FromResourcePropertyMap(state)}, nil
+		out := toProperties(state)
+		for k, v := range req.Properties.All {
+			if v.IsComputed() || v.Secret() {
+				out = out.Set(k, v) // unknowns stay unknown, secrets secret
+			}
+		}
+		return p.CreateResponse{ID: id, Properties: out}, nil
 	}
-	rec := Record{Type: typ, Name: name, ID: id, State: plain(presource.FromResourcePropertyMap(state)), Created: time.Now()}
+	rec := Record{Type: typ, Name: name, ID: id, State: state, Created: time.Now()}
 	err = s.locked(func(st map[string]Record) error {
+		if typ == "gcp:projects/service:Service" {
+			return s.enable(st, string(req.Urn), rec)
+		}
 		for _, r := range st {
 			if r.ID == id && r.Type == typ && !idempotent(typ) {
 				return fmt.Errorf("googleapi: Error 409: %s %s already exists", typ, id)
@@ -247,28 +322,42 @@ func (s *standin) create(_ context.Context, req p.CreateRequest) (p.CreateRespon
 	if err != nil {
 		return p.CreateResponse{}, err
 	}
-	return p.CreateResponse{ID: id, Properties: presource.FromResourcePropertyMap(state)}, nil
+	return p.CreateResponse{ID: id, Properties: withSecrets(state, req.Properties)}, nil
 }
 
 func (s *standin) update(_ context.Context, req p.UpdateRequest) (p.UpdateResponse, error) {
 	typ, name := string(req.Urn.Type()), req.Urn.Name()
-	props := req.State
-	for k, v := range req.Inputs.All {
-		props = props.Set(k, v)
+	state := readBack(typ, plain(req.Inputs))
+	// What the API computed at create stays (ids, URLs, emails).
+	for k, v := range plain(req.State) {
+		if _, ok := state[k]; !ok && Computed(typ, k) {
+			state[k] = v
+		}
 	}
 	if req.DryRun {
-		return p.UpdateResponse{Properties: props}, nil
+		return p.UpdateResponse{Properties: withSecrets(state, req.Inputs)}, nil
 	}
 	err := s.locked(func(st map[string]Record) error {
 		rec := st[string(req.Urn)]
-		rec.Type, rec.Name, rec.ID, rec.State = typ, name, req.ID, plain(props)
+		rec.Type, rec.Name, rec.ID, rec.State = typ, name, req.ID, state
 		if err := s.prerequisites(st, rec); err != nil {
 			return fmt.Errorf("updating %s %q: %w", typ, name, err)
 		}
 		st[string(req.Urn)] = rec
 		return s.log("update", typ, name)
 	})
-	return p.UpdateResponse{Properties: props}, err
+	return p.UpdateResponse{Properties: withSecrets(state, req.Inputs)}, err
+}
+
+// withSecrets is state as properties, with the inputs' secrets kept secret.
+func withSecrets(state map[string]any, inputs property.Map) property.Map {
+	out := toProperties(state)
+	for k, v := range inputs.All {
+		if v.Secret() {
+			out = out.Set(k, v)
+		}
+	}
+	return out
 }
 
 func (s *standin) delete(_ context.Context, req p.DeleteRequest) error {
@@ -297,22 +386,38 @@ func (s *standin) locked(f func(map[string]Record) error) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("stand-in lock: %w", err)
 	}
-	st, err := ReadState(s.dir)
+	st, err := readAll(s.dir)
 	if err != nil {
 		return err
 	}
-	if err := f(st); err != nil {
-		return err
-	}
+	// The state is saved whatever f returns: a failed call may have changed the project
+	// (an enablement whose read-back failed stays enabled), and f changes nothing else
+	// before it fails.
+	ferr := f(st)
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("stand-in state: %w", err)
 	}
-	return os.WriteFile(filepath.Join(s.dir, stateFile), data, 0o644)
+	if err := os.WriteFile(filepath.Join(s.dir, stateFile), data, 0o644); err != nil {
+		return fmt.Errorf("stand-in state: %w", err)
+	}
+	return ferr
 }
 
-// ReadState returns the resources the stand-in holds in dir, by URN.
+// ReadState returns the resources the stand-in holds in dir, by URN (not the APIs
+// enabled, which outlive the resources that enabled them).
 func ReadState(dir string) (map[string]Record, error) {
+	all, err := readAll(dir)
+	if err != nil {
+		return nil, err
+	}
+	maps.DeleteFunc(all, func(_ string, r Record) bool { return r.Type == enablementType })
+	return all, nil
+}
+
+// readAll returns everything the stand-in holds in dir: resources by URN, enablements by
+// enablementKey.
+func readAll(dir string) (map[string]Record, error) {
 	st := map[string]Record{}
 	data, err := os.ReadFile(filepath.Join(dir, stateFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -335,60 +440,6 @@ func (s *standin) log(op, typ, name string) error {
 	defer f.Close()
 	_, err = fmt.Fprintf(f, "%s %s %s\n", op, typ, name)
 	return err
-}
-
-// apis maps a type's module to the API that serves it.
-var apis = map[string]string{
-	"pubsub":         "pubsub.googleapis.com",
-	"cloudrunv2":     "run.googleapis.com",
-	"firestore":      "firestore.googleapis.com",
-	"monitoring":     "monitoring.googleapis.com",
-	"logging":        "logging.googleapis.com",
-	"serviceaccount": "iam.googleapis.com",
-	"projects":       "cloudresourcemanager.googleapis.com",
-	"secretmanager":  "secretmanager.googleapis.com",
-	"sql":            "sqladmin.googleapis.com",
-	"compute":        "compute.googleapis.com",
-	"vpcaccess":      "vpcaccess.googleapis.com",
-}
-
-// API returns the API a resource type needs enabled ("" for none the stand-in knows).
-func API(typ string) string {
-	if typ == "gcp:projects/service:Service" {
-		return "" // Service Usage itself is always on.
-	}
-	module, _, _ := strings.Cut(strings.TrimPrefix(typ, "gcp:"), "/")
-	return apis[module]
-}
-
-func (s *standin) prerequisites(st map[string]Record, rec Record) error {
-	in := rec.State
-	project := str(in, "project")
-	if api := API(rec.Type); api != "" && !s.apiEnabled(st, api, project) {
-		return fmt.Errorf("googleapi: Error 403: %s has not been used in project %s before or it is disabled. Enable it by visiting https://console.developers.google.com/apis/api/%s/overview?project=%s then retry", api, project, api, project)
-	}
-	switch rec.Type {
-	case "gcp:pubsub/subscription:Subscription":
-		return subscriptionPrerequisites(st, in)
-	case "gcp:cloudrunv2/service:Service", "gcp:cloudrunv2/workerPool:WorkerPool":
-		return runPrerequisites(st, rec.Type, in)
-	case "gcp:monitoring/alertPolicy:AlertPolicy":
-		return alertPrerequisites(st, in, rec.Created)
-	}
-	return nil
-}
-
-func (s *standin) apiEnabled(st map[string]Record, api, project string) bool {
-	if slices.Contains(s.enabled, "*") || slices.Contains(s.enabled, api) {
-		return true
-	}
-	for _, r := range st {
-		if r.Type == "gcp:projects/service:Service" && str(r.State, "service") == api &&
-			(project == "" || str(r.State, "project") == "" || str(r.State, "project") == project) {
-			return true
-		}
-	}
-	return false
 }
 
 func subscriptionPrerequisites(st map[string]Record, in map[string]any) error {
@@ -608,6 +659,13 @@ func storeReachable(tmpl map[string]any, store string) error {
 	if err != nil {
 		return nil
 	}
+	if _, hasPassword := u.User.Password(); (u.Scheme == "postgres" || u.Scheme == "postgresql") && !hasPassword && u.Query().Get("password") == "" {
+		// Cloud SQL for PostgreSQL authenticates every connection (a built-in user's
+		// password, or IAM database authentication through a connector); a server
+		// that takes a URL without credentials is one no production database is.
+		return fmt.Errorf("revision not ready: the store %s://%s%s carries no password: the database refuses the connection "+
+			"(FATAL: password authentication failed), so the consumer never opens its store", u.Scheme, u.Host, u.Path)
+	}
 	ip := net.ParseIP(u.Hostname())
 	if ip == nil || !ip.IsPrivate() {
 		return nil
@@ -667,6 +725,11 @@ func findMetric(st map[string]Record, name string) (Record, bool) {
 		}
 	}
 	return Record{}, false
+}
+
+// toProperties turns plain Go values back into a property map.
+func toProperties(m map[string]any) property.Map {
+	return presource.FromResourcePropertyMap(presource.NewPropertyMapFromMap(m))
 }
 
 // plain turns a property map into plain Go values, secrets unwrapped and unknowns nil.

@@ -2,8 +2,11 @@ package gcpstandin
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -55,6 +58,148 @@ func TestContainerRules(t *testing.T) {
 			t.Errorf("%s: refused: %v", tt.name, err)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s: err = %v, want one saying %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// genValue is a random plain value of the shapes resource inputs have: strings,
+// numbers, booleans (none of them zero: a zero value is never read back differently),
+// maps and arrays of those.
+func genValue(r *rand.Rand, depth int) any {
+	switch k := r.IntN(6); {
+	case k == 0 && depth < 3:
+		m := map[string]any{}
+		for i := range r.IntN(4) + 1 {
+			m[fmt.Sprintf("f%d", i)] = genValue(r, depth+1)
+		}
+		return m
+	case k == 1 && depth < 3:
+		a := make([]any, r.IntN(3)+1)
+		for i := range a {
+			a[i] = genValue(r, depth+1)
+		}
+		return a
+	case k == 2:
+		return true
+	case k == 3:
+		return float64(r.IntN(100) + 1)
+	default:
+		return fmt.Sprintf("v%d", r.IntN(1000))
+	}
+}
+
+// genRun is random Cloud Run inputs: a template of containers with and without
+// resources and cpuIdle, random other fields, and a launchStage that is unset, GA or
+// BETA.
+func genRun(r *rand.Rand) (string, map[string]any) {
+	typ := []string{tService, tWorkerPool}[r.IntN(2)]
+	var containers []any
+	for i := range r.IntN(3) + 1 {
+		c := map[string]any{"name": fmt.Sprintf("c%d", i), "image": "img"}
+		switch r.IntN(3) {
+		case 1:
+			c["resources"] = map[string]any{"limits": map[string]any{"cpu": "1", "memory": "512Mi"}}
+		case 2:
+			c["resources"] = map[string]any{"limits": map[string]any{"cpu": "1"}, "cpuIdle": r.IntN(2) == 0}
+		}
+		containers = append(containers, c)
+	}
+	in := map[string]any{"project": "p", "location": "europe-west1", "name": "svc",
+		"template": map[string]any{"containers": containers, "labels": genValue(r, 1)}}
+	for i := range r.IntN(3) {
+		in[fmt.Sprintf("x%d", i)] = genValue(r, 0)
+	}
+	switch r.IntN(3) {
+	case 1:
+		in["launchStage"] = "GA"
+	case 2:
+		in["launchStage"] = "BETA"
+	}
+	return typ, in
+}
+
+// TestReadBackDiffs holds the stand-in's diff against the read-back state to the
+// provider's rules, for any Cloud Run inputs: a second preview of the same inputs
+// differs exactly when they send a launch stage the API does not report (BETA, read
+// back GA); leaving out launchStage, optional and computed, later is no change; leaving
+// out a field that is not computed is one; and the read-back fills cpuIdle false exactly
+// where a service container has resources without it.
+func TestReadBackDiffs(t *testing.T) {
+	r := rand.New(rand.NewPCG(36, 1))
+	for i := range 2000 {
+		typ, in := genRun(r)
+		state := readBack(typ, in)
+		got := changed(typ, in, in, state)
+		want := []string(nil)
+		if in["launchStage"] == "BETA" {
+			want = []string{"launchStage"}
+		}
+		if !equal(got, want) {
+			t.Fatalf("case %d: %s %v: second preview changes %v, want %v", i, typ, in, got, want)
+		}
+		without := deepCopy(in).(map[string]any)
+		delete(without, "launchStage")
+		if got := changed(typ, in, without, state); len(got) != 0 {
+			t.Fatalf("case %d: leaving out launchStage (optional, computed) changes %v", i, got)
+		}
+		if _, ok := in["x0"]; ok {
+			without := deepCopy(in).(map[string]any)
+			delete(without, "x0")
+			if got, want := changed(typ, in, without, state), append(want, "x0"); !equal(got, want) {
+				t.Fatalf("case %d: leaving out x0 (not computed, %v) changes %v, want %v", i, in["x0"], got, want)
+			}
+		}
+		for j, c := range list(state["template"].(map[string]any), "containers") {
+			given, _ := in["template"].(map[string]any)["containers"].([]any)[j].(map[string]any)["resources"].(map[string]any)
+			_, idleGiven := given["cpuIdle"]
+			res := c["resources"].(map[string]any)
+			if typ == tService && given != nil && !idleGiven && res["cpuIdle"] != false {
+				t.Fatalf("case %d: container %d with resources and no cpuIdle read back %v", i, j, res)
+			}
+		}
+	}
+}
+
+// TestPropagation: an API enabled at T is refused until T+delay and usable from then
+// on, for any delay; one enabled outside the stack is usable at once; enabling an API
+// reads the project back through Cloud Resource Manager, so it fails while that API
+// propagates, and stays enabled.
+func TestPropagation(t *testing.T) {
+	r := rand.New(rand.NewPCG(36, 2))
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for range 500 {
+		delay := time.Duration(r.IntN(300_000)) * time.Millisecond
+		s := &standin{dir: t.TempDir(), enabled: []string{apiServiceUsage}, projects: map[string]string{"p": "1"}, propagation: delay}
+		st := map[string]Record{}
+		svc := func(api string, at time.Time) Record {
+			return Record{Type: "gcp:projects/service:Service", Name: "api-x", State: map[string]any{"project": "p", "service": api}, Created: at}
+		}
+		err := s.enable(st, "urn:crm", svc(apiResourceManager, t0))
+		if (err == nil) != (delay == 0) {
+			t.Fatalf("delay %s: enabling Cloud Resource Manager itself: %v", delay, err)
+		}
+		if _, on := s.enabledAt(st, apiResourceManager, "p"); !on {
+			t.Fatalf("delay %s: Cloud Resource Manager not enabled after its failed read-back", delay)
+		}
+		early := t0.Add(delay - time.Millisecond)
+		if delay > 0 {
+			if err := s.enable(st, "urn:pubsub", svc("pubsub.googleapis.com", early)); err == nil || !strings.Contains(err.Error(), "SERVICE_DISABLED") {
+				t.Fatalf("delay %s: enabling Pub/Sub before Cloud Resource Manager propagated: %v", delay, err)
+			}
+			delete(st, enablementKey("p", "pubsub.googleapis.com"))
+		}
+		at := t0.Add(delay)
+		if err := s.enable(st, "urn:pubsub", svc("pubsub.googleapis.com", at)); err != nil {
+			t.Fatalf("delay %s: enabling Pub/Sub once Cloud Resource Manager propagated: %v", delay, err)
+		}
+		if err := s.usable(st, "pubsub.googleapis.com", "p", at.Add(delay-time.Millisecond)); delay > 0 && err == nil {
+			t.Fatalf("delay %s: Pub/Sub usable before it propagated", delay)
+		}
+		if err := s.usable(st, "pubsub.googleapis.com", "p", at.Add(delay)); err != nil {
+			t.Fatalf("delay %s: Pub/Sub not usable once propagated: %v", delay, err)
+		}
+		if err := s.usable(st, apiServiceUsage, "p", t0); err != nil {
+			t.Fatalf("an API enabled outside the stack: %v", err)
 		}
 	}
 }

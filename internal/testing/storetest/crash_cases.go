@@ -32,9 +32,12 @@ func crashOnce(fp engine.Failpoint) engine.FailpointHook {
 // apply), mark it done, hitting the four worker failpoints on the way. It
 // returns the outcome of the side effect's write.
 func Worker(ctx context.Context, eng *engine.Engine, coll string, ev engine.Event) (engine.Outcome, error) {
-	l, err := eng.Claim(ctx, ev, engine.LeaseRequest{Handler: "terminus-apply"})
+	l, err := eng.Claim(ctx, engine.Request{Scope: "terminus-apply", Event: &ev})
 	if err != nil {
 		return "", err
+	}
+	if l.Replayed {
+		return engine.Duplicate, nil
 	}
 	if err := eng.Hit(ctx, engine.WorkerBeforeApply); err != nil {
 		return "", err
@@ -46,7 +49,7 @@ func Worker(ctx context.Context, eng *engine.Engine, coll string, ev engine.Even
 	if err := eng.Hit(ctx, engine.WorkerAfterApply); err != nil {
 		return r.Outcome, err
 	}
-	_, err = eng.Complete(ctx, l, nil)
+	_, err = eng.Settle(ctx, l, engine.Settlement{Status: engine.StatusCompleted})
 	return r.Outcome, err
 }
 
@@ -94,8 +97,8 @@ func workerCrashes(t *testing.T, e *env) {
 			if err != nil {
 				t.Fatalf("redelivery after crash at %s: %v", fp, err)
 			}
-			if err := workerDeliver(ctx, eng, coll, ev, &applied); errType(err) != engine.TypeDuplicate {
-				t.Errorf("delivery after completion: %v, want duplicate", err)
+			if o, err := Worker(ctx, eng, coll, ev); err != nil || o != engine.Duplicate {
+				t.Errorf("delivery after completion: %s, %v; want duplicate", o, err)
 			}
 			if applied.Load() != 1 {
 				t.Errorf("side effect applied %d times, want exactly 1", applied.Load())
@@ -162,7 +165,7 @@ func storeOutage(t *testing.T, e *env) {
 	if !errors.As(err, &ee) || ee.Type != engine.TypeTransient || ee.Code != "UNAVAILABLE" || !ee.Retryable() {
 		t.Fatalf("during the outage: %v; want a retryable transient error with code UNAVAILABLE", err)
 	}
-	_, err = eng.Claim(context.Background(), emailEvent("ev-out"), emailReq())
+	_, err = eng.Claim(context.Background(), emailReq(emailEvent("ev-out")))
 	wantType(t, "claim during the outage", err, engine.TypeTransient)
 	o.down.Store(false)
 	if d := e.get(store.Key{Collection: coll, ID: "prod__strategy-engine"}); d != nil {
@@ -171,7 +174,7 @@ func storeOutage(t *testing.T, e *env) {
 	if r := deliver(t, eng, coll, h); r.Outcome != engine.Applied {
 		t.Fatalf("redelivery after the outage: %s, want applied", r.Outcome)
 	}
-	if _, err := eng.Claim(context.Background(), emailEvent("ev-out"), emailReq()); err != nil {
+	if _, err := eng.Claim(context.Background(), emailReq(emailEvent("ev-out"))); err != nil {
 		t.Fatalf("claim after the outage: %v (the failed claim must not have been recorded)", err)
 	}
 }

@@ -113,32 +113,40 @@ func derivedKeyCollision(t *testing.T, e *env) {
 	}
 	// A lease keyed by a derived key: another payload is another action.
 	ctx := context.Background()
-	a, err := eng.Claim(ctx, degraded.event(), emailReq())
+	a, err := eng.Claim(ctx, emailReq(degraded.event()))
 	if err != nil {
 		t.Fatalf("claim for %s: %v", degraded.status, err)
 	}
-	b, err := eng.Claim(ctx, healthy.event(), emailReq())
+	b, err := eng.Claim(ctx, emailReq(healthy.event()))
 	if err != nil || b.Doc == a.Doc {
 		t.Fatalf("claim for %s: %+v, %v; want its own lease (not %s)", healthy.status, b, err, a.Doc)
 	}
-	_, err = eng.Claim(ctx, degraded.event(), emailReq())
+	_, err = eng.Claim(ctx, emailReq(degraded.event()))
 	wantType(t, "second claim of the same payload", err, engine.TypeInProgress)
 }
 
 // eventTimeSkew: an event time far ahead of the publish time (9999-12-31)
-// orders by its publish time, so the next real update still applies.
+// is the event's own, in every copy (engine.Ordering): it wins inside the
+// window and holds its document no longer than the window after its
+// publish time, so the next real update published beyond it applies.
 func eventTimeSkew(t *testing.T, e *env) {
 	eng, coll := e.engine(), e.collection("ops_services")
 	at := t0()
 	placeholder := statusEvent{msgID: "2001", eventID: "e-future", status: "degraded",
 		producedAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), published: at}
-	later := statusEvent{msgID: "2002", eventID: "e-later", status: "healthy", producedAt: at.Add(time.Minute), published: at.Add(time.Minute)}
+	within := statusEvent{msgID: "2002", eventID: "e-within", status: "starting", producedAt: at.Add(time.Minute), published: at.Add(time.Minute)}
+	later := statusEvent{msgID: "2003", eventID: "e-later", status: "healthy", producedAt: at.Add(engine.DefaultMaxEventSkew + time.Minute),
+		published: at.Add(engine.DefaultMaxEventSkew + time.Minute)}
 	earlier := statusEvent{msgID: "2000", eventID: "e-earlier", status: "starting", producedAt: at.Add(-time.Minute), published: at.Add(-time.Minute)}
 	if r := e.materialize(eng, coll, placeholder); r.Outcome != engine.Applied {
 		t.Fatalf("placeholder: %s", r.Outcome)
 	}
+	if r := e.materialize(eng, coll, within); r.Outcome != engine.Stale {
+		t.Errorf("update a minute after an event dated 9999-12-31: %s, want stale_ignored (inside the window the event time orders)", r.Outcome)
+	}
+	e.clock.Advance(engine.DefaultMaxEventSkew + time.Minute)
 	if r := e.materialize(eng, coll, later); r.Outcome != engine.Applied {
-		t.Errorf("update after an event dated 9999-12-31: %s, want applied (ordered by its publish time)", r.Outcome)
+		t.Errorf("update published beyond the window after an event dated 9999-12-31: %s, want applied", r.Outcome)
 	}
 	if r := e.materialize(eng, coll, earlier); r.Outcome != engine.Stale {
 		t.Errorf("an older update: %s, want stale_ignored", r.Outcome)

@@ -25,21 +25,21 @@ func withTTLs(c *engine.Config) {
 func expiredRecordsAbsent(t *testing.T, e *env) {
 	eng := e.engine(withTTLs)
 	ctx := context.Background()
-	// Lease: COMPLETED, then expired: a new delivery claims afresh.
+	// Reservation of an event: completed, then expired: a new delivery claims afresh.
 	ev := emailEvent("ev-exp")
-	l, err := eng.Claim(ctx, ev, emailReq())
+	l, err := eng.Claim(ctx, emailReq(ev))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Complete(ctx, l, nil); err != nil {
+	if _, err := eng.Settle(ctx, l, completed(nil)); err != nil {
 		t.Fatal(err)
 	}
-	// Receipt: finished, then expired.
-	rc, err := eng.Reserve(ctx, callback("cb-exp"))
+	// Receipt: settled, then expired.
+	rc, err := eng.Claim(ctx, callback("cb-exp"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Finish(ctx, rc, "SUCCEEDED", nil); err != nil {
+	if _, err := eng.Settle(ctx, rc, completed(nil)); err != nil {
 		t.Fatal(err)
 	}
 	// Dedupe marker: event 1 then 2; event 1 again is a duplicate by its marker.
@@ -60,12 +60,12 @@ func expiredRecordsAbsent(t *testing.T, e *env) {
 	}
 
 	e.clock.Advance(testReceiptTTL + time.Second) // past every TTL; nothing is deleted (TTL lag)
-	if fresh, err := eng.Claim(ctx, ev, emailReq()); err != nil {
-		t.Errorf("claim after the COMPLETED lease expired: %v, want a fresh claim", err)
+	if fresh, err := eng.Claim(ctx, emailReq(ev)); err != nil || fresh.Replayed {
+		t.Errorf("claim after the completed reservation expired: %+v, %v, want a fresh claim", fresh, err)
 	} else if fresh.Token <= l.Token || fresh.Attempt != 1 {
 		t.Errorf("fresh claim over an expired record: token %d attempt %d; want a token above %d (fencing stays monotonic) and attempt 1", fresh.Token, fresh.Attempt, l.Token)
 	}
-	if again, err := eng.Reserve(ctx, callback("cb-exp")); err != nil || again.Replayed {
+	if again, err := eng.Claim(ctx, callback("cb-exp")); err != nil || again.Replayed {
 		t.Errorf("reserve after the receipt expired: %+v, %v; want a fresh reservation", again, err)
 	}
 	if o := marked(hb(1, "a")); o != engine.Stale {
@@ -84,14 +84,14 @@ func expireAtOnEveryRecord(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	ev := emailEvent("ev-ttl")
-	l, err := eng.Claim(ctx, ev, emailReq())
+	l, err := eng.Claim(ctx, emailReq(ev))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Fail(ctx, l, ev, fmt.Errorf("x")); err != nil {
+	if _, err := eng.Release(ctx, l, fmt.Errorf("x"), false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Reserve(ctx, callback("cb-ttl")); err != nil {
+	if _, err := eng.Claim(ctx, callback("cb-ttl")); err != nil {
 		t.Fatal(err)
 	}
 	poisonDoc, err := eng.RecordPoison(ctx, ev, engine.PoisonRecord{Reason: "bad"})

@@ -139,9 +139,11 @@ var orderingFields = []orderingField{
 		}
 		a.publish = pick(r, values)
 	}},
-	{name: "messageId", set: func(r *rand.Rand, w *orderingWorld, a *ordered, _ time.Time, _ bool) {
-		u := pick(r, w.updates).msgID
-		a.msgID = pick(r, []string{"", "0", "~", "zzzzzzzzzzzzzzzzzzzz", u, u + "0", u[:len(u)-1],
+	{name: "eventKey", set: func(r *rand.Rand, w *orderingWorld, a *ordered, _ time.Time, _ bool) {
+		// The event id names the event key, and is in the payload the
+		// fingerprint hashes: both tell apart events equal in the rest.
+		u := pick(r, w.updates).eventID
+		a.eventID = pick(r, []string{"0", "~", "zzzzzzzzzzzzzzzzzzzz", u + "0", u[:len(u)-1],
 			fmt.Sprint(r.Uint64()), "\u00ff\u00ff"})
 	}},
 }
@@ -149,9 +151,9 @@ var orderingFields = []orderingField{
 // orderingFieldsCovered fails unless orderingFields has exactly the
 // fields the engine orders by: those of a message it keeps under
 // engine.MetaField, read back from a document written with all of them
-// set, but for the event key and fingerprint (which only tell apart two
-// events whose ordering fields are all equal) and the time it applied the
-// write.
+// set, but for the fingerprint (varied with the event key: the payload
+// carries the event id), and the message id and time applied, which order
+// nothing (engine.Version).
 func orderingFieldsCovered(t *testing.T, e *env) {
 	t.Helper()
 	coll, seq := e.collection("ordering_fields"), int64(1)
@@ -169,7 +171,7 @@ func orderingFieldsCovered(t *testing.T, e *env) {
 	}
 	var kept []string
 	for k := range meta {
-		if k != "eventKey" && k != "fingerprint" && k != "appliedAt" {
+		if k != "fingerprint" && k != "messageId" && k != "appliedAt" {
 			kept = append(kept, k)
 		}
 	}
@@ -426,6 +428,9 @@ func orderingPropertyCase(t *testing.T, e *env, seed uint64) {
 		if r.IntN(2) == 0 {
 			ds = append(ds, pick(r, ds)) // Pub/Sub redelivers one
 		}
+		if c, ok := republish(r, ds, w.window); ok {
+			ds = append(ds, c) // a copy of one, published again
+		}
 		perms := permutations(len(ds))
 		if len(perms) > 24 {
 			r.Shuffle(len(perms), func(i, j int) { perms[i], perms[j] = perms[j], perms[i] })
@@ -434,6 +439,44 @@ func orderingPropertyCase(t *testing.T, e *env, seed uint64) {
 		s := &orderingSetting{e: e, clock: NewClock(at), world: w, tag: fmt.Sprintf("s%dc", seed)}
 		orderingConverges(t, s, ds, perms)
 	}
+}
+
+// republish returns a copy of one of ds published again (a producer's
+// retry, a DLQ replay): the same event and payload, with a new message id
+// and a later publish time that keeps every publish time of ds within one
+// window (where convergence is promised). ok is false when the copy
+// picked has no room left in the window.
+func republish(r *rand.Rand, ds []ordered, window time.Duration) (c ordered, ok bool) {
+	lo, hi := ds[0].publish, ds[0].publish
+	for _, d := range ds {
+		lo, hi = minTime(lo, d.publish), maxTime(hi, d.publish)
+	}
+	c = pick(r, ds)
+	latest := lo.Add(window) // every publish time stays within a window of lo
+	if !c.publish.Before(latest) {
+		return c, false
+	}
+	c.msgID = c.msgID + "-republished"
+	c.publish = pick(r, []time.Time{latest, c.publish.Add(time.Microsecond),
+		c.publish.Add(time.Duration(r.Int64N(int64(latest.Sub(c.publish)))) + time.Microsecond)})
+	if c.publish.Before(hi.Add(-window)) {
+		return c, false
+	}
+	return c, true
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // orderingSeeds is how many generated cases the conformance case runs
@@ -487,6 +530,30 @@ func noMessageFreezesADocument(t *testing.T, e *env) {
 			orderingInvariant(t, set, tc.adversary(start.Add(20*time.Second)), 3, make([]time.Duration, len(w.updates)))
 		})
 	}
+	t.Run("republished copies of an event dated beyond the window", func(t *testing.T) {
+		// Issue 34: B's event time is an hour ahead of its publish time, A
+		// is published 10 s after B, and B is published again 64 s after
+		// the first time. When an event time beyond the window stood in
+		// for each copy's own publish time, B ranked below A and its copy
+		// above, and two of the six orders ended as A. Every copy of B
+		// ranks the same: B wins in every order.
+		b := ordered{name: "B", msgID: "5000001", eventID: "ev-b", publish: start, eventTime: start.Add(time.Hour)}
+		a := ordered{name: "A", msgID: "5000002", eventID: "ev-a", publish: start.Add(10 * time.Second), eventTime: start.Add(30 * time.Second)}
+		copyB := b
+		copyB.msgID, copyB.publish = "5000003", start.Add(64*time.Second)
+		for _, marker := range []bool{false, true} {
+			w := &orderingWorld{window: window, marker: marker, seqLimit: math.MaxInt64, updates: []ordered{b, a}}
+			set := &orderingSetting{e: e, clock: NewClock(start.Add(70 * time.Second)), world: w, tag: fmt.Sprintf("copies%v", marker)}
+			orderingConverges(t, set, []ordered{a, b, copyB}, permutations(3))
+			eng, coll := set.engine()
+			for _, d := range []ordered{a, b, copyB} {
+				set.deliver(t, eng, coll, d)
+			}
+			if got := set.from(t, coll); got != "B" {
+				t.Errorf("dedupe marker %v: document from %v, want B (its event time is the latest)", marker, got)
+			}
+		}
+	})
 	t.Run("older event republished beyond the window", func(t *testing.T) {
 		// Event 0, published again (a DLQ replay) an hour after event 1
 		// was applied: it is older, so it stays stale without a marker.

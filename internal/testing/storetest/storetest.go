@@ -132,6 +132,17 @@ func (e *env) get(key store.Key) *store.Document {
 	return doc
 }
 
+// put writes a document outside the engine (a record as an earlier
+// release wrote it).
+func (e *env) put(key store.Key, fields map[string]any, expireAt time.Time) {
+	e.t.Helper()
+	if err := e.st.RunTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+		return tx.Set(ctx, key, store.Document{Fields: fields, ExpireAt: expireAt})
+	}); err != nil {
+		e.t.Fatalf("put %s: %v", key, err)
+	}
+}
+
 // parallel runs fn(i) on e.n goroutines released together.
 func (e *env) parallel(fn func(i int)) {
 	var wg sync.WaitGroup

@@ -54,13 +54,19 @@ type Expected struct {
 	Findings    []Verdict `yaml:"findings"`
 	NotReported []Verdict `yaml:"not"`
 	Unjudged    []Verdict `yaml:"unjudged,omitempty"`
+	// Problem, when set, says the plans are unusable: no rule judges them, and the check's
+	// error (EP900's message under conftest and opa) contains Problem.
+	Problem string `yaml:"problem,omitempty"`
 }
 
 // Verdict names a rule's finding on a resource, and why it is (or is not) given. In
 // Unjudged an empty Address covers the rule on every resource.
+//
+// Level, when set in Findings ("deny" or "warn"), is the level the finding must have.
 type Verdict struct {
 	Rule    string `yaml:"rule"`
 	Address string `yaml:"address"`
+	Level   string `yaml:"level,omitempty"`
 	Why     string `yaml:"why"`
 }
 

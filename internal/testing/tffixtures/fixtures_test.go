@@ -291,3 +291,28 @@ func TestInputsDigestCoversEveryInput(t *testing.T) {
 		}
 	})
 }
+
+// TestNormaliseSortsNestedModules: the CLIs print the module instances nested two deep
+// in map order (shape-nested planned twice gave two orders); normalised, any order of
+// child_modules, at any depth, gives the same bytes.
+func TestNormaliseSortsNestedModules(t *testing.T) {
+	plan := func(a, b string) []byte {
+		return []byte(`{"format_version":"1.2","planned_values":{"root_module":{"child_modules":[{"address":"module.r","child_modules":[` + a + `,` + b + `]}]}},` +
+			`"prior_state":{"values":{"root_module":{"child_modules":[` + b + `,` + a + `]}}}}` + "\n")
+	}
+	x, y := `{"address":"module.r.module.p[\"orders\"]","resources":[]}`, `{"address":"module.r.module.p[\"refunds\"]","resources":[]}`
+	one, err := Normalise(plan(x, y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Normalise(plan(y, x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(one, other) {
+		t.Fatalf("two orders of child_modules normalise differently:\n%s\n%s", one, other)
+	}
+	if !bytes.HasSuffix(one, []byte("}\n")) || bytes.Index(one, []byte("orders")) > bytes.Index(one, []byte("refunds")) {
+		t.Fatalf("not sorted by address: %s", one)
+	}
+}

@@ -13,9 +13,11 @@ import (
 const Timestamp = "2000-01-01T00:00:00Z"
 
 // Normalise rewrites what differs between two `terraform show -json` (or `tofu show
-// -json`) runs on the same plan: the top-level "timestamp" becomes Timestamp and the
-// "relevant_attributes" list, which the CLIs print in map order, is sorted. Every other
-// byte is kept as the CLI printed it.
+// -json`) runs on the same plan: the top-level "timestamp" becomes Timestamp, and the
+// lists the CLIs print in map order are sorted: "relevant_attributes", and the
+// child_modules of module instances nested two deep or more in "planned_values" and
+// "prior_state" (by address; those two are written again, with their keys in order).
+// Every other byte is kept as the CLI printed it.
 func Normalise(plan []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(plan))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -41,6 +43,10 @@ func Normalise(plan []byte) ([]byte, error) {
 			value = json.RawMessage(`"` + Timestamp + `"`)
 		case "relevant_attributes":
 			if value, err = sortedAttributes(value); err != nil {
+				return nil, err
+			}
+		case "planned_values", "prior_state":
+			if value, err = sortedModules(key, value); err != nil {
 				return nil, err
 			}
 		}
@@ -85,4 +91,42 @@ func sortedAttributes(raw json.RawMessage) (json.RawMessage, error) {
 		return cmp.Or(cmp.Compare(x.Resource, y.Resource), cmp.Compare(path(x), path(y)))
 	})
 	return json.Marshal(attrs)
+}
+
+// sortedModules sorts every child_modules list under raw by the modules' addresses.
+func sortedModules(key string, raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("reading the plan's %s: %w", key, err)
+	}
+	sortChildModules(v)
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("writing the plan's %s: %w", key, err)
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+func sortChildModules(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		if children, ok := t["child_modules"].([]any); ok {
+			address := func(m any) string {
+				a, _ := m.(map[string]any)["address"].(string)
+				return a
+			}
+			slices.SortStableFunc(children, func(x, y any) int { return cmp.Compare(address(x), address(y)) })
+		}
+		for _, e := range t {
+			sortChildModules(e)
+		}
+	case []any:
+		for _, e := range t {
+			sortChildModules(e)
+		}
+	}
 }

@@ -10,9 +10,13 @@ import (
 // data.eventpipe.model (format, resources, complete, removals, problems, project_numbers,
 // drift), wholeModelQuery every rule of it, those the rules never read included; both
 // add the expression link_expression names for every linking property of every resource
-// that has one.
+// that has one. (Each rule is named: OPA's type checker cannot type a reference into the
+// package by a variable key, data.eventpipe.model[k], over functions whose types it
+// cannot unify, and a rule undefined for a plan leaves the object undefined as before.)
 const (
-	modelQuery       = "model := {k: data.eventpipe.model[k] | some k in [\"format\", \"resources\", \"complete\", \"removals\", \"problems\", \"project_numbers\", \"drift\"]}\n" + expressionsQuery
+	modelQuery = "model := {\"format\": data.eventpipe.model.format, \"resources\": data.eventpipe.model.resources, " +
+		"\"complete\": data.eventpipe.model.complete, \"removals\": data.eventpipe.model.removals, \"problems\": data.eventpipe.model.problems, " +
+		"\"project_numbers\": data.eventpipe.model.project_numbers, \"drift\": data.eventpipe.model.drift}\n" + expressionsQuery
 	wholeModelQuery  = "model := data.eventpipe.model\n" + expressionsQuery
 	expressionsQuery = `expressions := {sprintf("%s|%s", [r.urn, p]): data.eventpipe.model.link_expression(r, p) |
 	some r in data.eventpipe.model.resources

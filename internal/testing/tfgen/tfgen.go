@@ -1,6 +1,6 @@
 // Package tfgen generates random but realistic Terraform plans (`terraform show -json
 // PLANFILE`, format_version 1.2) for fuzz tests of the rules' model of a plan
-// (policies/model*.rego and its Go twin, policies/tfmodel): module trees with count and
+// (policies/model*.rego): module trees with count and
 // for_each instances, the resource types the model converts and a few it does not, every
 // planned action, unknown and sensitive values at any depth, and linking attributes
 // (topic, subscription, dead_letter_policy) whose configuration names a resource, a keyed

@@ -1,5 +1,6 @@
-// Command dlq-cases writes the generated dead-letter combination cases (dlq-*) and the
-// modules they call into the Terraform fixtures folder (tffixtures.DLQCaseFiles); then
+// Command dlq-cases writes the generated cases — the dead-letter combination cases (dlq-*,
+// tffixtures.DLQCaseFiles) and the module-shape cases (shape-*, tffixtures.ShapeCaseFiles)
+// — and the modules they call into the Terraform fixtures folder; then
 // scripts/terraform-fixtures.sh plans them.
 //
 // Usage: go run ./internal/testing/tffixtures/cmd/dlq-cases [FIXTURES]
@@ -29,6 +30,13 @@ func write(root string) error {
 	files, err := tffixtures.DLQCaseFiles()
 	if err != nil {
 		return err
+	}
+	shapes, err := tffixtures.ShapeCaseFiles()
+	if err != nil {
+		return err
+	}
+	for name, data := range shapes {
+		files[name] = data
 	}
 	for name, data := range files {
 		path := filepath.Join(root, filepath.FromSlash(name))
