@@ -9,8 +9,9 @@
 # and module cache of its own, both empty (GOFLAGS gains -modcacherw so they can
 # be removed; GOPROXY is the environment's), and prints:
 #   - wall: from start to exit (the table is the last thing printed);
-#   - build: from start to the command's first line of output (compiling and
-#     downloading modules; the rest is the scenario itself);
+#   - build: from start to the program's first line of output, go's own
+#     "go: downloading" lines not counted (downloading modules and compiling;
+#     the rest is the scenario itself);
 #   - cpu: user+sys seconds of go, the compiler and the program, which a busy
 #     machine changes far less than the wall clock;
 #   - the load average before, after, and sampled every 5 s while it ran.
@@ -61,7 +62,8 @@ end=$(date +%s%N)
 kill "$sampler" 2>/dev/null || true
 sampler=""
 
-first=$(awk 'NR==1{print $1; exit}' "$tmp/out")
+# The program's first line: go's own lines ("go: downloading …") come before it.
+first=$(awk '$2 != "go:" {print $1; exit}' "$tmp/out")
 secs() { awk -v n="$1" 'BEGIN{printf "%.1f", n/1e9}'; }
 if [ "$rc" -ne 0 ]; then
   echo "the run command failed (exit $rc); its output:" >&2
@@ -76,7 +78,7 @@ fi
 read -r user sys <"$tmp/cpu"
 wall=$(secs $((end - start)))
 echo "wall: ${wall} s to the table (goal: at most 180 s on an idle 2-core machine)"
-echo "build: $(secs "${first:-0}") s to the first line of output (downloading modules and compiling)"
+echo "build: $(secs "${first:-0}") s to the program's first line of output (downloading modules and compiling)"
 echo "cpu: $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.1f", u+s}') s user+sys (user ${user} s, sys ${sys} s)"
 echo "load after: $(load); sampled 1-min load while running: $(awk '{s+=$1; if($1>m)m=$1; n++} END{if(n) printf "mean %.1f, max %.1f over %d samples", s/n, m, n; else print "none"}' "$tmp/samples")"
 echo "caches it filled: modules $(du -sh "$GOMODCACHE" | cut -f1), build $(du -sh "$GOCACHE" | cut -f1)"
