@@ -193,13 +193,16 @@ func devVerdict(rep devpipe.Report, samples string) error {
 	return fmt.Errorf("nothing was lost, but the run does not show your pipelines work (%d problems):\n  - %s", len(problems), strings.Join(problems, "\n  - "))
 }
 
-// nothingApplied returns the rows of subscriptions that applied none of their messages:
-// every one ended poison (dead-lettered, or acked as poison), duplicate or stale, such as
-// routes that match none of the scenario's events. Nothing is lost, yet nothing was tried.
+// nothingApplied returns the rows of subscriptions whose routes took none of their
+// messages: every one ended poison (dead-lettered, or acked as poison), as with routes that
+// match none of the scenario's events. Nothing is lost, yet nothing was tried. A message
+// that ended duplicate or stale was taken by a route: a subscription whose every message
+// another subscription of its pipeline applied first (they share the pipeline's dedupe
+// records) applied none itself, and proves its routes all the same.
 func nothingApplied(rows []devpipe.Row) []devpipe.Row {
 	var out []devpipe.Row
 	for _, r := range rows {
-		if r.Published > 0 && !r.Filtered && r.Applied == 0 {
+		if r.Published > 0 && !r.Filtered && r.Applied+r.Duplicate+r.Stale == 0 {
 			out = append(out, r)
 		}
 	}

@@ -301,21 +301,25 @@ func TestDevDataDir(t *testing.T) {
 }
 
 // TestNothingApplied: a subscription is flagged exactly when it published something and
-// applied none of it (every message ended poison, duplicate or stale), over every split of
-// up to 4 messages among the outcomes, filtered subscriptions never.
+// its routes took none of it (every message ended poison: dead-lettered or acked as
+// poison), over every split of up to 4 messages among the five outcomes, filtered
+// subscriptions never. One whose messages all ended duplicate (another subscription of
+// its pipeline applied them first: TestDevRunsEveryStack's shared topic) is not flagged.
 func TestNothingApplied(t *testing.T) {
 	for published := 0; published <= 4; published++ {
 		for applied := 0; applied <= published; applied++ {
-			for dead := 0; applied+dead <= published; dead++ {
-				for acked := 0; applied+dead+acked <= published; acked++ {
-					other := published - applied - dead - acked // duplicate or stale
-					for _, filtered := range []bool{false, true} {
-						r := devpipe.Row{Pipeline: "p", Subscription: "s", Published: published, Applied: applied,
-							Duplicate: other, DeadLettered: dead, PoisonAcked: acked, Filtered: filtered}
-						got := len(nothingApplied([]devpipe.Row{r})) == 1
-						want := published > 0 && !filtered && applied == 0
-						if got != want {
-							t.Errorf("%+v: flagged %v, want %v", r, got, want)
+			for dup := 0; applied+dup <= published; dup++ {
+				for dead := 0; applied+dup+dead <= published; dead++ {
+					for acked := 0; applied+dup+dead+acked <= published; acked++ {
+						stale := published - applied - dup - dead - acked
+						for _, filtered := range []bool{false, true} {
+							r := devpipe.Row{Pipeline: "p", Subscription: "s", Published: published, Applied: applied,
+								Duplicate: dup, Stale: stale, DeadLettered: dead, PoisonAcked: acked, Filtered: filtered}
+							got := len(nothingApplied([]devpipe.Row{r})) == 1
+							want := published > 0 && !filtered && dead+acked == published
+							if got != want {
+								t.Errorf("%+v: flagged %v, want %v", r, got, want)
+							}
 						}
 					}
 				}

@@ -10,8 +10,9 @@ import (
 
 // TestReadmeSamplesCommand runs the README's own-events command as written (its
 // `go run ./cmd/eventpipe-dev --samples …` line, paths from the repository root): the
-// shipped samples are played on their pipeline, every one applied once and its replays
-// duplicates, the other pipelines play the built-in events, and nothing is lost.
+// shipped samples (one event per service, so no delivery order makes one stale) are played
+// on their pipeline, every one applied once and its replays duplicates, the other pipelines
+// play the built-in events, and nothing is lost.
 func TestReadmeSamplesCommand(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
