@@ -154,7 +154,7 @@ lint:
 
 ## run: the README's run command.
 run:
-	$(GO) run ./cmd/eventpipe dev
+	$(GO) run ./cmd/eventpipe-dev
 
 ## build: build every binary.
 build:
