@@ -154,7 +154,7 @@ lint:
 
 ## run: the README's run command.
 run:
-	$(GO) run ./cmd/eventpipe dev
+	$(GO) run ./cmd/eventpipe-dev
 
 ## build: build every binary.
 build:
@@ -163,4 +163,13 @@ build:
 .PHONY: build-consumer
 ## build-consumer: the static consumer binary, built exactly as the Dockerfile builds it.
 build-consumer:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o bin/consumer ./cmd/consumer
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o bin/consumer ./cmd/consumer
+
+.PHONY: quick
+## quick: the contributors' loop, minutes on a warm machine: the unit tests and the store
+## conformance suite on memory and bbolt (go test -short: no PostgreSQL cluster, Firestore
+## emulator, policy tools or Pulumi engine; tests/ and make test run those). make test
+## stays the full suite.
+QUICKPKGS = $$($(GO) list ./... | grep -v -e '/tests$$' -e '/tests/' -e '/internal/testing/pgtest$$' -e '/internal/testing/fsemulator$$')
+quick:
+	$(GO) test -short -count=1 $(QUICKPKGS)

@@ -62,6 +62,9 @@ type Bridge struct {
 	Tally *Tally
 	// Logger receives one line per dead-lettered message and per error.
 	Logger *slog.Logger
+
+	mu       sync.Mutex
+	attempts map[string]int // message id -> deliveries so far, until acked or dead-lettered
 }
 
 // Acked reports whether Pub/Sub push treats status as an ack: 102, 200,
@@ -151,13 +154,25 @@ func PushBody(sub string, rm *pubsubpb.ReceivedMessage) ([]byte, error) {
 	})
 }
 
-// attempt is the delivery attempt: Pub/Sub's count when the subscription
-// has a DLQ, else pstest's count from the ack id ("<id>:<deliveries>").
-func attempt(rm *pubsubpb.ReceivedMessage) int {
-	if n := rm.GetDeliveryAttempt(); n > 0 {
-		return int(n)
+// attempt counts a delivery of id on the bridge's subscription and returns
+// its number. The bridge counts per subscription, as Pub/Sub does: pstest's
+// count (the envelope's deliveryAttempt, the ack id's suffix) covers every
+// subscription of the topic.
+func (b *Bridge) attempt(id string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.attempts == nil {
+		b.attempts = map[string]int{}
 	}
-	return ackAttempt(rm.GetAckId())
+	b.attempts[id]++
+	return b.attempts[id]
+}
+
+// forget drops id's count once it left the subscription.
+func (b *Bridge) forget(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.attempts, id)
 }
 
 // deliver pushes one message and acks, nacks or dead-letters it. It returns
@@ -165,26 +180,43 @@ func attempt(rm *pubsubpb.ReceivedMessage) int {
 func (b *Bridge) deliver(ctx context.Context, rm *pubsubpb.ReceivedMessage) time.Duration {
 	id := rm.GetMessage().GetMessageId()
 	log := b.Logger.With("subscription", b.Sub.Name, "messageId", id)
-	status, err := b.push(ctx, rm)
+	n := b.attempt(id)
+	// The envelope carries the subscription's own count, and only with a
+	// dead-letter policy, as Pub/Sub's does.
+	delivery := &pubsubpb.ReceivedMessage{AckId: rm.GetAckId(), Message: rm.GetMessage()}
+	if b.Sub.HasDLQ() {
+		delivery.DeliveryAttempt = int32(n)
+	}
+	status, err := b.push(ctx, delivery)
 	if ctx.Err() != nil {
 		return 0 // shutting down: the message comes back after its ack deadline
 	}
 	if err == nil && Acked(status) {
 		if err := b.Client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil && ctx.Err() == nil {
 			log.Error("bridge: ack failed; the message will be delivered again", "error", err.Error())
+			return 0
 		}
+		b.forget(id)
 		return 0
 	}
-	n := attempt(rm)
 	if err != nil {
 		log.Warn("bridge: push failed", "deliveryAttempt", n, "error", err.Error())
 	}
 	if b.Sub.HasDLQ() && n >= b.Sub.MaxAttempts {
-		if err := b.deadLetter(ctx, rm, n); err != nil && ctx.Err() == nil {
-			// Not acked: the message stays and is tried again, nothing is lost.
-			log.Error("bridge: dead-lettering failed; the message stays on its subscription", "error", err.Error())
-			return b.nack(ctx, rm, n)
+		dlqID, err := deadLetter(ctx, b.Client, b.Sub, rm.GetMessage(), rm.GetAckId(), n)
+		if err != nil {
+			if ctx.Err() == nil {
+				// Not acked: the message stays and is tried again, nothing is lost.
+				log.Error("bridge: dead-lettering failed; the message stays on its subscription", "error", err.Error())
+				return b.nack(ctx, rm, n)
+			}
+			return 0
 		}
+		b.forget(id)
+		if b.Tally != nil {
+			b.Tally.DeadLettered(b.Sub.Name, id)
+		}
+		log.Warn("bridge: dead-lettered", "deliveryAttempt", n, "dlqTopic", b.Sub.DLQTopic, "dlqMessageId", dlqID)
 		return 0
 	}
 	return b.nack(ctx, rm, n)
@@ -250,30 +282,27 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// deadLetter publishes the message to the DLQ topic with Pub/Sub's
-// dead-letter attributes, then acks it on the source subscription.
-func (b *Bridge) deadLetter(ctx context.Context, rm *pubsubpb.ReceivedMessage, n int) error {
-	m := rm.GetMessage()
+// deadLetter moves m, delivered on sub with ackID at attempt n, to sub's
+// dead-letter topic as Pub/Sub does: it publishes it there with Pub/Sub's
+// dead-letter attributes, then acks it on sub. It returns the dead letter's
+// message id. When the publish fails nothing is acked: m stays on sub.
+func deadLetter(ctx context.Context, client *pubsub.Client, sub SubscriptionTopology, m *pubsubpb.PubsubMessage, ackID string, n int) (string, error) {
 	attrs := map[string]string{}
 	maps.Copy(attrs, m.GetAttributes())
 	attrs[AttrDLQDeliveryCount] = strconv.Itoa(n)
-	attrs[AttrDLQSubscription] = b.Sub.Name[strings.LastIndex(b.Sub.Name, "/")+1:]
-	attrs[AttrDLQProject] = strings.Split(b.Sub.Name, "/")[1]
+	attrs[AttrDLQSubscription] = sub.Name[strings.LastIndex(sub.Name, "/")+1:]
+	attrs[AttrDLQProject] = strings.Split(sub.Name, "/")[1]
 	attrs[AttrDLQPublishTime] = m.GetPublishTime().AsTime().UTC().Format(time.RFC3339Nano)
-	resp, err := b.Client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: b.Sub.DLQTopic,
+	resp, err := client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: sub.DLQTopic,
 		Messages: []*pubsubpb.PubsubMessage{{Data: m.GetData(), Attributes: attrs, OrderingKey: m.GetOrderingKey()}}})
 	if err != nil {
-		return fmt.Errorf("publish to %s: %w", b.Sub.DLQTopic, err)
+		return "", fmt.Errorf("publish to %s: %w", sub.DLQTopic, err)
 	}
-	if err := b.Client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: b.Sub.Name, AckIds: []string{rm.GetAckId()}}); err != nil {
+	dlqID := strings.Join(resp.GetMessageIds(), ",")
+	if err := client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: sub.Name, AckIds: []string{ackID}}); err != nil {
 		// The copy is in the DLQ; the source message comes back once more and
 		// may be dead-lettered twice, which Pub/Sub also allows ("best effort").
-		return fmt.Errorf("ack %s after dead-lettering it as %v: %w", m.GetMessageId(), resp.GetMessageIds(), err)
+		return dlqID, fmt.Errorf("ack %s after dead-lettering it as %s: %w", m.GetMessageId(), dlqID, err)
 	}
-	if b.Tally != nil {
-		b.Tally.DeadLettered(b.Sub.Name, m.GetMessageId())
-	}
-	b.Logger.Warn("bridge: dead-lettered", "subscription", b.Sub.Name, "messageId", m.GetMessageId(),
-		"deliveryAttempt", n, "dlqTopic", b.Sub.DLQTopic, "dlqMessageId", strings.Join(resp.GetMessageIds(), ","))
-	return nil
+	return dlqID, nil
 }

@@ -1,7 +1,6 @@
 package devpipe
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +66,12 @@ type Env struct {
 	DataDir string
 	// Handler is the team's handler (Options.Handler), nil without one.
 	Handler *Handler
+	// DLQ holds the dead-letter subscriptions' messages.
+	DLQ *DLQ
+	// Routes maps pipeline name to its consumer's routes file ("" for the
+	// default routes); Env is the consumers' EVENTPIPE_ENV.
+	Routes map[string]string
+	Env    string
 
 	fake   *localpubsub.Fake
 	cancel context.CancelFunc
@@ -77,7 +82,7 @@ type Env struct {
 
 // Start starts pstest with the stack's topology, one consumer per pipeline
 // (server.Run, the code of cmd/consumer) on a bbolt file in DataDir, a push
-// bridge per push subscription, and a watcher per pull subscription's DLQ.
+// bridge per push subscription, and the dead-lettering of pull subscriptions.
 func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Stack == nil {
 		return nil, errors.New("devpipe: no stack")
@@ -91,14 +96,19 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	routes, err := routesFiles(opts)
+	if err != nil {
+		return nil, err
+	}
 	topo, adapted := ForPstest(FromSpec(opts.Stack))
-	fake, err := localpubsub.Start(ctx, topo.Project, pullBackoffOption(topo, opts.BackoffScale))
+	retry, dlq := newPullRetry(topo, opts.BackoffScale), NewDLQ(topo, nil)
+	fake, err := localpubsub.Start(ctx, topo.Project, append(retry.Options(), dlq.Options()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("devpipe: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e := &Env{Topology: topo, Adapted: adapted, Tally: NewTally(topo), Outage: &Outage{}, Consumers: map[string]string{},
-		EmulatorHost: fake.Server.Addr, DataDir: opts.DataDir, fake: fake, cancel: cancel}
+		EmulatorHost: fake.Server.Addr, DataDir: opts.DataDir, DLQ: dlq, Routes: routes, Env: opts.Stack.Env, fake: fake, cancel: cancel}
 	if err := Declare(ctx, fake.Client, topo); err != nil {
 		_ = e.Close()
 		return nil, err
@@ -125,14 +135,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 					Tally: e.Tally, Logger: opts.Logger}
 				e.goRun(func() error { return b.Run(runCtx) })
 			}
-			// Push subscriptions too: pstest counts a message's delivery attempts across
-			// every subscription of its topic, so with several subscriptions pstest itself
-			// may dead-letter a message the bridge has not yet given up on.
-			if s.HasDLQ() {
-				e.goRun(func() error { return e.watchDLQ(runCtx, s) })
-			}
 		}
 	}
+	e.goRun(func() error { return e.deadLetterPulled(runCtx, retry, opts.Logger) })
 	return e, nil
 }
 
@@ -143,7 +148,7 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 	dbURL := "bbolt://" + filepath.ToSlash(filepath.Join(opts.DataDir, p.Name+".db"))
 	vars := settings.Default()
 	vars.Environment, vars.Service, vars.Version = st.Env, p.Consumer.ServiceName, "local"
-	vars.Store, vars.Routes, vars.CollectionPrefix = dbURL, cmp.Or(opts.Routes, p.Consumer.Routes), p.Consumer.CollectionPrefix
+	vars.Store, vars.Routes, vars.CollectionPrefix = dbURL, e.Routes[p.Name], p.Consumer.CollectionPrefix
 	vars.PullSubscriptions = st.PullSubscriptions(p)
 	vars.ShutdownTimeout = localShutdownTimeout
 	names := []string{settings.Environment, settings.Service, settings.Version, settings.Store, settings.Routes, settings.PullSubscriptions,
@@ -193,55 +198,6 @@ func (e *Env) startConsumer(ctx, runCtx context.Context, opts Options, p *spec.P
 // shorter than Cloud Run's default, so a stopped pipeline stops soon.
 const localShutdownTimeout = 5 * time.Second
 
-// watchDLQ records what reaches a subscription's DLQ: what the bridge moved
-// there, and what pstest dead-letters (from a pull subscription, or from a
-// push subscription sharing its topic, as pstest v2.8.0 counts delivery
-// attempts per message across all subscriptions of a topic). pstest
-// v2.8.0 never removes a dead-lettered message from its source subscription
-// (it acks with the message id, not the ack id) and so publishes it to the
-// DLQ again and again; the copies keep the message id, so counting distinct
-// ids counts each dead-lettered message once, as real Pub/Sub would hold it.
-// Nothing is acked: the DLQ keeps its messages for `eventpipe replay`.
-//
-// Every pulled message is released again at once (ack deadline 0), so
-// `eventpipe replay` and other readers find the DLQ whole; the watcher then
-// waits watchDLQIdle before pulling again when it saw nothing new.
-func (e *Env) watchDLQ(ctx context.Context, s SubscriptionTopology) error {
-	seen := map[string]bool{}
-	for ctx.Err() == nil {
-		resp, err := e.fake.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: s.DLQSubscription, MaxMessages: 100})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("devpipe: watch %s: %w", s.DLQSubscription, err)
-		}
-		fresh := false
-		ackIDs := make([]string, 0, len(resp.GetReceivedMessages()))
-		for _, rm := range resp.GetReceivedMessages() {
-			ackIDs = append(ackIDs, rm.GetAckId())
-			id := rm.GetMessage().GetMessageId()
-			if _, bridged := rm.GetMessage().GetAttributes()[AttrDLQSubscription]; bridged || seen[id] {
-				continue // the bridge's copy (a new id, which the bridge counted), or known
-			}
-			seen[id], fresh = true, true
-			e.Tally.DeadLettered(s.Name, id)
-		}
-		if len(ackIDs) > 0 {
-			if err := e.fake.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: s.DLQSubscription, AckIds: ackIDs}); err != nil && ctx.Err() == nil {
-				return fmt.Errorf("devpipe: release %s: %w", s.DLQSubscription, err)
-			}
-		}
-		if !fresh {
-			sleep(ctx, watchDLQIdle)
-		}
-	}
-	return nil
-}
-
-// watchDLQIdle is how long watchDLQ waits after a pull that found nothing new.
-const watchDLQIdle = 100 * time.Millisecond
-
 func (e *Env) goRun(f func() error) {
 	e.wg.Add(1)
 	go func() {
@@ -264,12 +220,17 @@ func (e *Env) Err() error {
 // Publish publishes one message to a pipeline's topic (synchronously, so
 // the id is known) and records it in the tally.
 func (e *Env) Publish(ctx context.Context, pipeline string, data []byte, attrs map[string]string) (string, error) {
+	return e.PublishOrdered(ctx, pipeline, data, attrs, "")
+}
+
+// PublishOrdered is Publish with an ordering key ("" for none).
+func (e *Env) PublishOrdered(ctx context.Context, pipeline string, data []byte, attrs map[string]string, orderingKey string) (string, error) {
 	i := slices.IndexFunc(e.Topology.Pipelines, func(p PipelineTopology) bool { return p.Name == pipeline })
 	if i < 0 {
 		return "", fmt.Errorf("devpipe: no pipeline %q; the stack has %s", pipeline, strings.Join(slices.Sorted(maps.Keys(e.Consumers)), ", "))
 	}
 	p := e.Topology.Pipelines[i]
-	resp, err := e.fake.Client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: p.Topic, Messages: []*pubsubpb.PubsubMessage{{Data: data, Attributes: attrs}}})
+	resp, err := e.fake.Client.TopicAdminClient.Publish(ctx, &pubsubpb.PublishRequest{Topic: p.Topic, Messages: []*pubsubpb.PubsubMessage{{Data: data, Attributes: attrs, OrderingKey: orderingKey}}})
 	if err != nil {
 		return "", fmt.Errorf("devpipe: publish to %s: %w", p.Topic, err)
 	}

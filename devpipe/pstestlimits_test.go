@@ -51,7 +51,7 @@ func TestForPstest(t *testing.T) {
 				t.Errorf("retention %v, DLQ %v: line %q", r, dlq, line)
 			}
 			for _, a := range adapted {
-				if !strings.Contains(line, spec.FormatDuration(a.Stack)) {
+				if !strings.Contains(line, a.Stack) {
 					t.Errorf("line %q does not name the stack's %v", line, a.Stack)
 				}
 			}

@@ -11,23 +11,35 @@ import (
 // WriteTable prints the account of a finished run, one line per pipeline
 // subscription: published, applied, duplicate, stale, dead-lettered,
 // retried, and lost (published messages that never reached a final state).
-func WriteTable(w io.Writer, rows []Row) error { return writeTable(w, rows, "lost") }
+func WriteTable(w io.Writer, rows []Row) error { return writeTable(w, rows, false) }
 
 // WriteLiveTable prints the account of a running pipeline (dev --serve's
-// /stats): its last column is pending, not lost, because a message waiting
-// for a retry or a delivery has no final state yet and may still get one.
-func WriteLiveTable(w io.Writer, rows []Row) error { return writeTable(w, rows, "pending") }
+// /stats): its last columns are in-dlq, what each dead-letter subscription
+// holds now (a replay takes messages out; dead-lettered counts them all), and
+// pending, not lost, because a message waiting for a retry or a delivery has
+// no final state yet and may still get one.
+func WriteLiveTable(w io.Writer, rows []Row) error { return writeTable(w, rows, true) }
 
-func writeTable(w io.Writer, rows []Row, unsettled string) error {
+func writeTable(w io.Writer, rows []Row, live bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "pipeline\tsubscription\tpublished\tapplied\tduplicate\tstale\tdead-lettered\tpoison-acked\tretried\t%s\t\n", unsettled)
+	header := "pipeline\tsubscription\tpublished\tapplied\tduplicate\tstale\tdead-lettered\tpoison-acked\tretried\t"
+	if live {
+		header += "in-dlq\tpending\t"
+	} else {
+		header += "lost\t"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		lost := fmt.Sprint(len(r.Pending))
 		if r.Filtered {
 			lost = "(filtered)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Pipeline, r.Subscription, r.Published, r.Applied,
-			r.Duplicate, r.Stale, r.DeadLettered, r.PoisonAcked, r.Retried, lost)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t", r.Pipeline, r.Subscription, r.Published, r.Applied,
+			r.Duplicate, r.Stale, r.DeadLettered, r.PoisonAcked, r.Retried)
+		if live {
+			fmt.Fprintf(tw, "%d\t", r.InDLQ)
+		}
+		fmt.Fprintf(tw, "%s\t\n", lost)
 	}
 	return tw.Flush()
 }

@@ -19,6 +19,12 @@ import (
 //  3. A store outage: the stores go down, Events newer events are published,
 //     the stores come back after Outage: the deliveries that failed are
 //     retried with the subscription's backoff and applied.
+//
+// A pipeline with Samples plays the team's own events instead of the system
+// events: all of them in phase 1, the first Duplicates of them again in
+// phase 2 (beside the poison; no older events, which only the team's data
+// could make), and all of them again during the outage of phase 3. A sample
+// that ends poison is reported (Report.Rejected) with the consumer's reason.
 type Scenario struct {
 	// Events is the number of events per pipeline in phase 1 and in phase 3;
 	// Duplicates, OutOfOrder and Poison are the phase-2 messages per pipeline.
@@ -32,6 +38,35 @@ type Scenario struct {
 	Tick     time.Duration
 	// Now stamps event times (default time.Now).
 	Now func() time.Time
+	// Samples are the team's own events, by pipeline (LoadSamples).
+	Samples map[string][]Sample
+}
+
+// Report is the outcome of a scenario run.
+type Report struct {
+	// Rows are the final account of every subscription.
+	Rows []Row
+	// Rejected are the samples that ended poison on a subscription.
+	Rejected []Rejected
+}
+
+// Rejected is a sample the consumer refused.
+type Rejected struct {
+	Sample       Sample
+	Pipeline     string
+	Subscription string
+	// State is StateDeadLettered or StatePoisonAcked; Reason the consumer's
+	// error for it ("" when it logged none).
+	State, Reason string
+}
+
+// String says what was refused, where it came from and why.
+func (r Rejected) String() string {
+	why := ""
+	if r.Reason != "" {
+		why = ": " + r.Reason
+	}
+	return fmt.Sprintf("%s: %s on %s/%s%s", r.Sample.Source, r.State, r.Pipeline, r.Subscription, why)
 }
 
 // DefaultScenario is the scenario of `eventpipe dev` without flags.
@@ -67,56 +102,89 @@ type systemEvent struct {
 	Region     string `json:"region"`
 }
 
-// Run plays the scenario on env and returns the final rows. It returns an
-// error only when it cannot run (publishing fails, a phase does not settle
-// within Settle is reported in the rows as pending, not as an error).
-func (sc Scenario) Run(ctx context.Context, env *Env) ([]Row, error) {
+// Run plays the scenario on env and returns its report. It returns an
+// error only when it cannot run (publishing fails); a phase that does not
+// settle within Settle is reported in the rows as pending, not as an error.
+func (sc Scenario) Run(ctx context.Context, env *Env) (Report, error) {
 	if err := sc.Validate(); err != nil {
-		return nil, err
+		return Report{}, err
 	}
 	if sc.Now == nil {
 		sc.Now = time.Now
 	}
 	base := sc.Now().UTC().Truncate(time.Second)
-	// A batch is n messages to each pipeline, the i-th data(pipeline, i);
-	// events(…) is one of system events, the i-th for service i.
+	// A batch is the messages of one phase for one pipeline; sample marks
+	// those that are the team's samples (to report the ones refused).
 	type batch struct {
-		n    int
-		data func(pipeline string, i int) []byte
+		data   [][]byte
+		sample []Sample
 	}
-	events := func(n, seq int, at time.Time, tag string) batch {
-		return batch{n, func(p string, i int) []byte {
-			b, _ := json.Marshal(systemEvent{EventID: fmt.Sprintf("%s-%s-%d", p, tag, i), Service: fmt.Sprintf("%s-svc-%03d", p, i),
+	events := func(p string, n, seq int, at time.Time, tag string) batch {
+		var b batch
+		for i := range n {
+			d, _ := json.Marshal(systemEvent{EventID: fmt.Sprintf("%s-%s-%d", p, tag, i), Service: fmt.Sprintf("%s-svc-%03d", p, i),
 				Status: tag, ProducedAt: at.Format(time.RFC3339Nano), Sequence: seq, Region: "local"})
-			return b
-		}}
-	}
-	poison := batch{sc.Poison, func(_ string, i int) []byte {
-		if i%2 == 1 {
-			return fmt.Appendf(nil, `{"unexpected":"shape","n":%d}`, i)
+			b.data = append(b.data, d)
 		}
-		return fmt.Appendf(nil, "not json %d", i)
-	}}
+		return b
+	}
+	samples := func(s []Sample) batch {
+		b := batch{sample: s}
+		for _, x := range s {
+			b.data = append(b.data, x.Data)
+		}
+		return b
+	}
+	poison := func() batch {
+		var b batch
+		for i := range sc.Poison {
+			if i%2 == 1 {
+				b.data = append(b.data, fmt.Appendf(nil, `{"unexpected":"shape","n":%d}`, i))
+			} else {
+				b.data = append(b.data, fmt.Appendf(nil, "not json %d", i))
+			}
+		}
+		return b
+	}
 	phases := []struct {
 		name    string
-		batches []batch
+		batches func(p string) []batch
 	}{
-		{"events", []batch{events(sc.Events, 2, base, "healthy")}},
-		{"duplicates, out-of-order, poison", []batch{events(sc.Duplicates, 2, base, "healthy"),
-			events(sc.OutOfOrder, 1, base.Add(-time.Minute), "starting"), poison}},
-		{"store outage", []batch{events(sc.Events, 3, base.Add(time.Minute), "degraded")}},
+		{"events", func(p string) []batch {
+			if s, ok := sc.Samples[p]; ok {
+				return []batch{samples(s)}
+			}
+			return []batch{events(p, sc.Events, 2, base, "healthy")}
+		}},
+		{"duplicates, out-of-order, poison", func(p string) []batch {
+			if s, ok := sc.Samples[p]; ok {
+				return []batch{{data: samples(s[:min(sc.Duplicates, len(s))]).data}, poison()}
+			}
+			return []batch{events(p, sc.Duplicates, 2, base, "healthy"), events(p, sc.OutOfOrder, 1, base.Add(-time.Minute), "starting"), poison()}
+		}},
+		{"store outage", func(p string) []batch {
+			if s, ok := sc.Samples[p]; ok {
+				return []batch{{data: samples(s).data}}
+			}
+			return []batch{events(p, sc.Events, 3, base.Add(time.Minute), "degraded")}
+		}},
 	}
+	sampleOf := map[string]Sample{} // message id -> sample, phase 1
 	for i, ph := range phases {
 		outage := ph.name == "store outage"
 		if outage {
 			env.Outage.Set(true)
 		}
 		for _, p := range env.Topology.Pipelines {
-			for _, b := range ph.batches {
-				for n := range b.n {
-					if _, err := env.Publish(ctx, p.Name, b.data(p.Name, n), map[string]string{"source": "eventpipe-dev"}); err != nil {
+			for _, b := range ph.batches(p.Name) {
+				for n, data := range b.data {
+					id, err := env.Publish(ctx, p.Name, data, map[string]string{"source": "eventpipe-dev"})
+					if err != nil {
 						env.Outage.Set(false)
-						return nil, err
+						return Report{}, err
+					}
+					if b.sample != nil {
+						sampleOf[id] = b.sample[n]
 					}
 				}
 			}
@@ -130,7 +198,7 @@ func (sc Scenario) Run(ctx context.Context, env *Env) ([]Row, error) {
 			break // reported as pending in the rows
 		}
 	}
-	return env.Tally.Rows(env.Topology), nil
+	return Report{Rows: env.Tally.Rows(env.Topology), Rejected: env.Tally.rejected(env.Topology, sampleOf)}, nil
 }
 
 // settle waits until every published message has a final state, printing a

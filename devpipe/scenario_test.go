@@ -70,7 +70,8 @@ func TestScenarioConvergesOnEveryPipeline(t *testing.T) {
 		t.Errorf("declared subscription %v", got)
 	}
 	sc := Scenario{Events: 6, Duplicates: 2, OutOfOrder: 3, Poison: 2, Outage: 200 * time.Millisecond, Settle: time.Minute}
-	rows, err := sc.Run(ctx, env)
+	rep, err := sc.Run(ctx, env)
+	rows := rep.Rows
 	if cerr := env.Close(); cerr != nil {
 		t.Errorf("close: %v", cerr)
 	}
@@ -154,7 +155,7 @@ func TestPullNackWaitsForTheBackoff(t *testing.T) {
 	sub := SubscriptionTopology{Key: "main", Name: "projects/p/subscriptions/pulled", AckDeadline: 10 * time.Second,
 		MinBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second}
 	topo := Topology{Project: "p", Pipelines: []PipelineTopology{{Name: "x", Topic: "projects/p/topics/x", Subscriptions: []SubscriptionTopology{sub}}}}
-	fake, err := localpubsub.Start(ctx, "p", pullBackoffOption(topo, 1))
+	fake, err := localpubsub.Start(ctx, "p", newPullRetry(topo, 1).Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 // Endpoints serves the local pipeline's HTTP API, what `eventpipe dev --serve` listens
 // with: POST /publish/{pipeline} publishes the request body to the pipeline's topic (the
-// query parameters are its attributes) and answers {"messageId": …}, 404 for an unknown
-// pipeline; GET /stats writes the live table of every subscription (published, applied,
+// query parameters are its attributes, the OrderingKeyHeader its ordering key) and
+// answers {"messageId": …}, 404 for an unknown pipeline; GET /stats writes the live table of every subscription (published, applied,
 // duplicate, stale, dead-lettered, retried, pending) and the handler's calls, or the rows
 // as JSON with ?format=json.
 func (e *Env) Endpoints() http.Handler {
@@ -26,7 +26,7 @@ func (e *Env) Endpoints() http.Handler {
 		for k, v := range r.URL.Query() {
 			attrs[k] = strings.Join(v, ",")
 		}
-		id, err := e.Publish(r.Context(), r.PathValue("pipeline"), data, attrs)
+		id, err := e.PublishOrdered(r.Context(), r.PathValue("pipeline"), data, attrs, r.Header.Get(OrderingKeyHeader))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
@@ -35,7 +35,7 @@ func (e *Env) Endpoints() http.Handler {
 		_ = json.NewEncoder(w).Encode(map[string]string{"messageId": id})
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
-		rows := e.Tally.Rows(e.Topology)
+		rows := e.Rows()
 		if r.URL.Query().Get("format") == "json" {
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(rows)
@@ -59,4 +59,27 @@ func (e *Env) WriteHandlerStats(w io.Writer) error {
 		return err
 	}
 	return stats.Check()
+}
+
+// OrderingKeyHeader is the request header POST /publish/{pipeline} takes a message's
+// ordering key from.
+const OrderingKeyHeader = "Ordering-Key"
+
+// Rows returns the live account of every subscription: Tally.Rows, counting
+// also the messages other clients of the emulator published (eventpipe replay,
+// gcloud), with what each dead-letter subscription holds now.
+func (e *Env) Rows() []Row {
+	for _, m := range e.fake.Server.Messages() {
+		e.Tally.Published(m.Topic, m.ID)
+	}
+	held := e.DLQ.Held()
+	rows := e.Tally.Rows(e.Topology)
+	i := 0
+	for _, p := range e.Topology.Pipelines {
+		for _, s := range p.Subscriptions {
+			rows[i].InDLQ = held[s.DLQSubscription]
+			i++
+		}
+	}
+	return rows
 }

@@ -89,8 +89,9 @@ func TestDevStatsCountsRetriesAsPending(t *testing.T) {
 		t.Errorf("/stats while a retry waits:\n%s", body)
 	}
 	for _, l := range lines[1:] {
-		if f := strings.Fields(l); f[0] == "system-events" && (f[8] == "0" || f[9] != "1") {
-			t.Errorf("system-events row %v: want a retry and 1 pending", f)
+		// … retried in-dlq pending
+		if f := strings.Fields(l); f[0] == "system-events" && (f[8] == "0" || f[9] != "0" || f[10] != "1") {
+			t.Errorf("system-events row %v: want a retry, nothing in the DLQ and 1 pending", f)
 		}
 	}
 	env.Outage.Set(false)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/eventpipe/eventpipe/consumer/logfields"
@@ -25,15 +27,17 @@ type Tally struct {
 	mu        sync.Mutex
 	topicSubs map[string][]string          // topic -> subscriptions on it
 	published map[string][]string          // subscription -> message ids, in publish order
+	known     map[string]bool              // topic + "\x00" + message id of every published message recorded
 	final     map[string]map[string]string // subscription -> message id -> first final state
 	retried   map[string]int               // subscription -> deliveries nacked
+	reasons   map[string]map[string]string // subscription -> message id -> the consumer's error for it as poison
 	filtered  map[string]bool              // subscriptions with a filter: not every message reaches them
 }
 
 // NewTally returns a tally for the topology.
 func NewTally(t Topology) *Tally {
-	tl := &Tally{topicSubs: map[string][]string{}, published: map[string][]string{}, final: map[string]map[string]string{},
-		retried: map[string]int{}, filtered: map[string]bool{}}
+	tl := &Tally{topicSubs: map[string][]string{}, published: map[string][]string{}, known: map[string]bool{},
+		final: map[string]map[string]string{}, retried: map[string]int{}, reasons: map[string]map[string]string{}, filtered: map[string]bool{}}
 	for _, p := range t.Pipelines {
 		for _, s := range p.Subscriptions {
 			tl.topicSubs[p.Topic] = append(tl.topicSubs[p.Topic], s.Name)
@@ -44,10 +48,15 @@ func NewTally(t Topology) *Tally {
 	return tl
 }
 
-// Published records a message published to topic.
+// Published records a message published to topic; recording it again does nothing.
 func (t *Tally) Published(topic, id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	key := topic + "\x00" + id
+	if t.known[key] {
+		return
+	}
+	t.known[key] = true
 	for _, s := range t.topicSubs[topic] {
 		t.published[s] = append(t.published[s], id)
 	}
@@ -77,6 +86,7 @@ type line struct {
 	MessageID    string `json:"messageId"`
 	Outcome      string `json:"outcome"`
 	AckAction    string `json:"ack_action"`
+	Error        string `json:"error"`
 }
 
 // Observe reads one consumer log line. Acked deliveries are final; nacked
@@ -85,6 +95,14 @@ func (t *Tally) Observe(b []byte) {
 	var l line
 	if json.Unmarshal(b, &l) != nil || l.Subscription == "" || l.MessageID == "" {
 		return
+	}
+	if l.Outcome == logfields.OutcomePoison && l.Error != "" {
+		t.mu.Lock()
+		if t.reasons[l.Subscription] == nil {
+			t.reasons[l.Subscription] = map[string]string{}
+		}
+		t.reasons[l.Subscription][l.MessageID] = l.Error
+		t.mu.Unlock()
 	}
 	switch l.AckAction {
 	case logfields.AckActionNack:
@@ -120,6 +138,10 @@ type Row struct {
 	DeadLettered int    `json:"deadLettered"`
 	PoisonAcked  int    `json:"poisonAcked"`
 	Retried      int    `json:"retried"`
+	// InDLQ is how many messages the subscription's dead-letter subscription
+	// holds now (a replay takes them out; dead-lettered counts every one ever);
+	// set by Env.Rows.
+	InDLQ int `json:"inDLQ"`
 	// Pending are published messages with no final state yet: lost if the
 	// run is over.
 	Pending []string `json:"pending,omitempty"`
@@ -155,4 +177,44 @@ func (t *Tally) Rows(topo Topology) []Row {
 		}
 	}
 	return rows
+}
+
+// rejected returns the messages of samples (by message id) that ended poison
+// on a subscription of topo, in the order of their sources.
+func (t *Tally) rejected(topo Topology, samples map[string]Sample) []Rejected {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Rejected
+	for _, p := range topo.Pipelines {
+		for _, s := range p.Subscriptions {
+			for id, state := range t.final[s.Name] {
+				smp, ok := samples[id]
+				if ok && (state == StateDeadLettered || state == StatePoisonAcked) {
+					out = append(out, Rejected{Sample: smp, Pipeline: p.Name, Subscription: s.Key, State: state, Reason: t.reasons[s.Name][id]})
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		fi, li := splitSource(out[i].Sample.Source)
+		fj, lj := splitSource(out[j].Sample.Source)
+		if fi != fj {
+			return fi < fj
+		}
+		if li != lj {
+			return li < lj
+		}
+		return out[i].Subscription < out[j].Subscription
+	})
+	return out
+}
+
+// splitSource splits a sample's FILE:LINE.
+func splitSource(src string) (string, int) {
+	i := strings.LastIndex(src, ":")
+	if i < 0 {
+		return src, 0
+	}
+	n, _ := strconv.Atoi(src[i+1:])
+	return src[:i], n
 }

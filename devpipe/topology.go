@@ -15,6 +15,7 @@ import (
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/eventpipe/eventpipe/internal/gcpname"
 	"github.com/eventpipe/eventpipe/spec"
 )
 
@@ -38,6 +39,8 @@ type PipelineTopology struct {
 	Existing bool
 	// Retention is the topic's message retention (0: the server's default).
 	Retention time.Duration
+	// Labels are the topic's labels, as the components give them.
+	Labels map[string]string
 	// Subscriptions are in key order.
 	Subscriptions []SubscriptionTopology
 }
@@ -60,12 +63,24 @@ type SubscriptionTopology struct {
 	// MaxAttempts is the dead-letter policy's maximum delivery attempts; 0
 	// when the subscription opted out of its DLQ.
 	MaxAttempts int
+	// PstestMaxAttempts, when not 0, is the maxDeliveryAttempts declared in
+	// pstest instead of MaxAttempts (ForPstest: the local pipeline counts
+	// the attempts itself).
+	PstestMaxAttempts int
 	// DLQTopic and DLQSubscription are full names; empty without a DLQ.
 	DLQTopic, DLQSubscription string
 	// Filter, Ordering and ExactlyOnce are copied from the spec.
 	Filter      string
 	Ordering    bool
 	ExactlyOnce bool
+	// Labels and DLQLabels are the subscription's and its dead-letter topic's and
+	// subscription's labels, as the components give them.
+	Labels, DLQLabels map[string]string
+	// PushEndpoint, PushAccount and PushAudience are the push configuration the
+	// components declare (the consumer's Cloud Run URL, the push account, the OIDC
+	// audience): declared in pstest, which does not push, as the stack holds them; the
+	// bridge delivers to the local consumer instead. Empty for pull.
+	PushEndpoint, PushAccount, PushAudience string
 }
 
 // HasDLQ reports whether the subscription dead-letters.
@@ -77,13 +92,22 @@ func FromSpec(st *spec.Stack) Topology {
 	name := func(kind, id string) string { return "projects/" + st.Project + "/" + kind + "/" + id }
 	t := Topology{Project: st.Project}
 	for _, p := range st.SortedPipelines() {
-		pt := PipelineTopology{Name: p.Name, Topic: st.TopicName(p), Existing: spec.Text(p.Topic.Existing) != "", Retention: spec.Length(p.Topic.MessageRetention)}
+		pt := PipelineTopology{Name: p.Name, Topic: st.TopicName(p), Existing: spec.Text(p.Topic.Existing) != "", Retention: spec.Length(p.Topic.MessageRetention),
+			Labels: st.Labels(p, spec.RoleSource)}
 		for _, s := range p.SortedSubscriptions() {
 			sub := SubscriptionTopology{
 				Key: s.Key, Name: name("subscriptions", s.Name), Push: s.Push(),
 				AckDeadline: spec.Length(s.AckDeadline), MinBackoff: spec.Length(s.MinBackoff), MaxBackoff: spec.Length(s.MaxBackoff),
 				Retention: spec.Length(s.Retention), DLQRetention: spec.Length(s.DeadLetter.Retention),
 				Filter: s.Filter, Ordering: s.Ordering, ExactlyOnce: s.ExactlyOnce,
+				Labels: st.SubscriptionLabels(p, s), DLQLabels: st.Labels(p, spec.RoleDLQ),
+			}
+			if s.Push() {
+				sub.PushEndpoint = s.PushEndpoint
+				if sub.PushEndpoint == "" {
+					sub.PushEndpoint = gcpname.RunServiceURL(p.Consumer.ServiceName, st.ProjectNumber, st.Region) + spec.PushPath
+				}
+				sub.PushAccount, sub.PushAudience = st.ServiceAccountEmail(p.PushAccountID(s)), p.Consumer.Audience
 			}
 			if s.HasDLQ() && s.MaxDeliveryAttempts != nil {
 				sub.MaxAttempts = *s.MaxDeliveryAttempts
@@ -103,11 +127,11 @@ func FromSpec(st *spec.Stack) Topology {
 // subscriptions with the dead-letter and retry policies of the spec.
 func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 	created := map[string]bool{}
-	createTopic := func(name string, retention time.Duration) error {
+	createTopic := func(name string, retention time.Duration, labels map[string]string) error {
 		if created[name] {
 			return nil
 		}
-		if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: name, MessageRetentionDuration: durationOrNil(retention)}); err != nil {
+		if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: name, MessageRetentionDuration: durationOrNil(retention), Labels: labels}); err != nil {
 			return fmt.Errorf("devpipe: create topic %s: %w", name, err)
 		}
 		created[name] = true
@@ -120,7 +144,11 @@ func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 		return nil
 	}
 	for _, p := range t.Pipelines {
-		if err := createTopic(p.Topic, p.Retention); err != nil {
+		labels := p.Labels
+		if p.Existing {
+			labels = nil // another team's topic: the stack does not declare it
+		}
+		if err := createTopic(p.Topic, p.Retention, labels); err != nil {
 			return err
 		}
 		for _, s := range p.Subscriptions {
@@ -131,16 +159,28 @@ func Declare(ctx context.Context, client *pubsub.Client, t Topology) error {
 				MessageRetentionDuration: durationOrNil(s.Retention),
 				// The components never let a subscription expire; neither do we.
 				ExpirationPolicy: &pubsubpb.ExpirationPolicy{},
+				Labels:           s.Labels,
+			}
+			if s.Push {
+				pb.PushConfig = &pubsubpb.PushConfig{PushEndpoint: s.PushEndpoint,
+					AuthenticationMethod: &pubsubpb.PushConfig_OidcToken_{OidcToken: &pubsubpb.PushConfig_OidcToken{ServiceAccountEmail: s.PushAccount, Audience: s.PushAudience}}}
 			}
 			if s.HasDLQ() {
-				if err := createTopic(s.DLQTopic, 0); err != nil {
+				// As the components declare them: the topic and the never-expiring
+				// subscription keep messages for the DLQ retention, acked ones too.
+				if err := createTopic(s.DLQTopic, s.DLQRetention, s.DLQLabels); err != nil {
 					return err
 				}
-				if err := createSub(&pubsubpb.Subscription{Name: s.DLQSubscription, Topic: s.DLQTopic,
-					AckDeadlineSeconds: 60, ExpirationPolicy: &pubsubpb.ExpirationPolicy{}, MessageRetentionDuration: durationOrNil(s.DLQRetention)}); err != nil {
+				if err := createSub(&pubsubpb.Subscription{Name: s.DLQSubscription, Topic: s.DLQTopic, Labels: s.DLQLabels,
+					AckDeadlineSeconds: int32(dlqAckDeadline / time.Second), ExpirationPolicy: &pubsubpb.ExpirationPolicy{},
+					MessageRetentionDuration: durationOrNil(s.DLQRetention), RetainAckedMessages: true}); err != nil {
 					return err
 				}
-				pb.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: s.DLQTopic, MaxDeliveryAttempts: int32(s.MaxAttempts)}
+				attempts := s.MaxAttempts
+				if s.PstestMaxAttempts != 0 {
+					attempts = s.PstestMaxAttempts
+				}
+				pb.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: s.DLQTopic, MaxDeliveryAttempts: int32(attempts)}
 			}
 			if err := createSub(pb); err != nil {
 				return err

@@ -46,14 +46,14 @@ func tscPath(t *testing.T) string {
 	return tsc
 }
 
-// readmeSection is the README section the examples of other languages are in.
-const readmeSection = "\n### From TypeScript, Python or YAML\n"
+// readmeSection is the section of docs/deploy.md (the deploy guide, moved out of the README) the examples of other languages are in.
+const readmeSection = "\n## From TypeScript, Python or YAML\n"
 
 // readmeExample is the first code block in language of the README's section on other
 // languages.
 func readmeExample(t *testing.T, language string) string {
 	t.Helper()
-	return docblock.After(t, "README.md", readmeSection, language)
+	return docblock.After(t, "docs/deploy.md", readmeSection, language)
 }
 
 // sdkgenModule is tools/sdkgen, the module of the SDK generator.

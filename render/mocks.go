@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/eventpipe/eventpipe/internal/gcpname"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
@@ -152,7 +153,7 @@ func (m *Mocks) outputs(typ, name string, in resource.PropertyMap) (string, map[
 		return id, map[string]string{"email": email, "name": id, "member": "serviceAccount:" + email, "uniqueId": digits(email)}
 	case "gcp:cloudrunv2/service:Service":
 		id := "projects/" + project + "/locations/" + str("location") + "/services/" + str("name")
-		return id, map[string]string{"uri": "https://" + str("name") + "-" + m.number(project) + "." + str("location") + ".run.app"}
+		return id, map[string]string{"uri": gcpname.RunServiceURL(str("name"), m.number(project), str("location"))}
 	case "gcp:secretmanager/secret:Secret":
 		id := "projects/" + project + "/secrets/" + str("secretId")
 		return id, map[string]string{"name": id}

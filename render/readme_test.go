@@ -58,15 +58,15 @@ func TestReadmeExamples(t *testing.T) {
 	}
 }
 
-// TestReadmeSizingFigure keeps the README's sizing example true to the
+// TestReadmeSizingFigure keeps the sizing example of docs/deploy.md true to the
 // consumer's memory model, which its owners may retune.
 func TestReadmeSizingFigure(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/deploy.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("a default 512Mi instance takes\n%d maximum-size messages at once", limits.MaxConcurrency(512<<20, limits.MaxMessageBytes, spec.DefaultConcurrency))
 	if !strings.Contains(string(readme), want) {
-		t.Errorf("README does not say %q", want)
+		t.Errorf("docs/deploy.md does not say %q", want)
 	}
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -15,7 +12,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	"gopkg.in/yaml.v3"
 )
 
 // Project is the Pulumi project name (Pulumi.yaml).
@@ -24,16 +20,8 @@ const Project = "eventpipe"
 // ProviderVersion is the pulumi-gcp version resources are planned with.
 const ProviderVersion = "8.41.1"
 
-// Options select what to render.
-type Options struct {
-	// Stack is the stack name: dev, staging, prod, …
-	Stack string
-	// ConfigFile is the stack config file; default Pulumi.<Stack>.yaml in StackDir.
-	ConfigFile string
-	// StackDir is the folder of the stack config files; default: the
-	// stackConfigDir of the nearest Pulumi.yaml at or above the working directory.
-	StackDir string
-}
+// Options select what to render: the stack and its config file (spec.Selection).
+type Options = spec.Selection
 
 // Result is a rendered stack.
 type Result struct {
@@ -66,7 +54,7 @@ func Render(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Stack == "" {
 		return nil, errors.New("render: no stack given; pass a stack name such as dev, staging or prod")
 	}
-	path, err := ConfigPath(opts)
+	path, err := opts.Path()
 	if err != nil {
 		return nil, err
 	}
@@ -123,62 +111,6 @@ func RunProjectProgram(ctx context.Context, project, stack string, src spec.MapS
 		return nil, fmt.Errorf("render %s: %w", stack, err)
 	}
 	return buildPlan(project, stack, src, mocks.Resources()), nil
-}
-
-// ConfigPath resolves the stack config file of opts.
-func ConfigPath(opts Options) (string, error) {
-	if opts.ConfigFile != "" {
-		if _, err := os.Stat(opts.ConfigFile); errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("render: --stack-file %s: no such file (the path is relative to the current folder)", opts.ConfigFile)
-		}
-		return opts.ConfigFile, nil
-	}
-	dir := opts.StackDir
-	if dir == "" {
-		var err error
-		if dir, err = FindStackDir("."); err != nil {
-			return "", err
-		}
-	}
-	path := spec.StackFilePath(dir, opts.Stack)
-	if _, err := os.Stat(path); err != nil {
-		known, _ := filepath.Glob(filepath.Join(dir, "Pulumi.*.yaml"))
-		names := make([]string, 0, len(known))
-		for _, k := range known {
-			names = append(names, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(k), "Pulumi."), ".yaml"))
-		}
-		if len(names) == 0 {
-			return "", fmt.Errorf("render: no config for stack %q (%s): %s holds no Pulumi.<stack>.yaml file: pass --stack-dir with the folder of the stack files, or --stack-file FILE", opts.Stack, path, dir)
-		}
-		return "", fmt.Errorf("render: no config for stack %q (%s); known stacks: %s", opts.Stack, path, strings.Join(names, ", "))
-	}
-	return path, nil
-}
-
-// FindStackDir walks up from start to the first Pulumi.yaml and returns its
-// stackConfigDir (or its own folder when unset).
-func FindStackDir(start string) (string, error) {
-	dir, err := filepath.Abs(start)
-	if err != nil {
-		return "", fmt.Errorf("find Pulumi.yaml: %w", err)
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "Pulumi.yaml"))
-		if err == nil {
-			var project struct {
-				StackConfigDir string `yaml:"stackConfigDir"`
-			}
-			if err := yaml.Unmarshal(data, &project); err != nil {
-				return "", fmt.Errorf("parse %s: %w", filepath.Join(dir, "Pulumi.yaml"), err)
-			}
-			return filepath.Join(dir, project.StackConfigDir), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("render: no Pulumi.yaml in this folder or above; run from the eventpipe repository, or pass --stack-file FILE or --stack-dir DIR")
-		}
-		dir = parent
-	}
 }
 
 // buildPlan turns registrations into preview steps: the root stack, the

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -251,19 +249,5 @@ func TestUnknownStackListsKnownOnes(t *testing.T) {
 	}
 	if _, err := render.Render(context.Background(), render.Options{}); err == nil {
 		t.Error("no stack accepted")
-	}
-}
-
-func TestFindStackDir(t *testing.T) {
-	dir, err := render.FindStackDir("testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := filepath.Abs("../stacks")
-	if dir != want {
-		t.Errorf("FindStackDir = %s, want %s", dir, want)
-	}
-	if _, err := render.FindStackDir(os.TempDir()); err == nil {
-		t.Error("found a Pulumi.yaml above the temp dir")
 	}
 }

@@ -12,7 +12,7 @@ func (x *Consumer) Annotate(a annotate.Annotator) {
 	a.Describe(&x.ServiceName, "The Cloud Run service name (default PIPELINE-consumer).")
 	a.Describe(&x.RequestTimeout, "The service's request timeout; push ack deadlines equal it (10s–10m, default 60s).")
 	a.Describe(&x.Concurrency, "The most messages an instance handles at once, pushed or pulled (1–1000, default 80). When memory cannot hold that many messages of maxMessageBytes, the service gets the lower number that fits (see \"Instance sizing\").")
-	a.Describe(&x.MinInstances, "How many instances are kept warm (0–100, default eventpipe:defaults.minInstances, else 0; at least 1 with a pull subscription).")
+	a.Describe(&x.MinInstances, "How many instances are kept warm (0–100, default eventpipe:defaults.minInstances, else 0). A pipeline that pulls a subscription must set at least 1: nothing sets it for you, and a stack whose pulling consumer may scale to zero is refused.")
 	a.Describe(&x.MaxInstances, "The most instances the service scales to (1–1000, default eventpipe:defaults.maxInstances, else 10).")
 	a.Describe(&x.Ingress, "Internal or internal-and-cloud-load-balancing (default internal), or all with callbackAccounts, for callbacks from Cloud Run jobs that do not send them through a VPC: requests then pass only with an OIDC token of a push or callback account (see README, Deploying).")
 	a.Describe(&x.CPU, "The CPU limit per instance: \"1\", \"2\", \"4\", \"6\" or \"8\", or below 1 (\"0.5\", \"500m\") with concurrency 1 in the first generation (default \"1\"). See \"Instance sizing\" for what memory each allows.")

@@ -169,7 +169,7 @@ type Consumer struct {
 	// When memory cannot hold that many messages of maxMessageBytes, the service gets the lower number
 	// that fits (see "Instance sizing").
 	Concurrency *int `json:"concurrency,omitempty" pulumi:"concurrency,optional"`
-	// MinInstances is how many instances are kept warm (0–100, default eventpipe:defaults.minInstances, else 0; at least 1 with a pull subscription).
+	// MinInstances is how many instances are kept warm (0–100, default eventpipe:defaults.minInstances, else 0). A pipeline that pulls a subscription must set at least 1: nothing sets it for you, and a stack whose pulling consumer may scale to zero is refused.
 	MinInstances *int `json:"minInstances,omitempty" pulumi:"minInstances,optional"`
 	// MaxInstances is the most instances the service scales to (1–1000, default eventpipe:defaults.maxInstances, else 10).
 	MaxInstances *int `json:"maxInstances,omitempty" pulumi:"maxInstances,optional"`

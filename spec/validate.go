@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -646,16 +647,37 @@ func durDefault(c *collector, pipeline, parent string, v *string, b Bound) {
 	path, allowed := parent+"."+b.Key(), b.Allowed()
 	switch d, err := ParseDuration(*v); {
 	case err != nil:
-		fix := err.Error()
-		if errors.Is(err, durations.ErrSyntax) {
-			fix += "; add a unit (s, m, h or d)"
-		}
-		c.add(pipeline, path, strconv.Quote(*v), "a duration from "+allowed+", written like 10s, 10m or 14d", fix)
+		c.add(pipeline, path, strconv.Quote(*v), "a duration from "+allowed+" (units s, m, h, d)", durationFix(b, *v, err))
 	case int64(d) < b.Min || int64(d) > b.Max:
 		c.add(pipeline, path, strconv.Quote(*v), allowed, fmt.Sprintf("set a duration from %s to %s, or remove the key for the default %s", b.Format(b.Min), b.Format(b.Max), b.Format(b.Default)))
 	case d%time.Second != 0:
 		c.add(pipeline, path, strconv.Quote(*v), allowed+" in whole seconds", wholeSecondsFix(b, d))
 	}
+}
+
+// durationFix is the fix of text, a value of b's duration setting that does not parse
+// (err): the value it plainly means when b accepts it ("10 minutes": write "10m"), else
+// values b accepts, its bounds and its default, in the one grammar.
+func durationFix(b Bound, text string, err error) string {
+	if d, ok := durations.Guess(text); ok && int64(d) >= b.Min && int64(d) <= b.Max {
+		return fmt.Sprintf("write %q: %s takes a number and a unit, s, m, h or d, with no space", b.Format(int64(d)), b.Key())
+	}
+	var examples []string
+	for _, v := range []int64{b.Min, b.Default, b.Max} {
+		if q := strconv.Quote(b.Format(v)); !slices.Contains(examples, q) {
+			examples = append(examples, q)
+		}
+	}
+	why := "it is not a duration"
+	switch {
+	case errors.Is(err, durations.ErrDays):
+		why = "days must be a whole number"
+	case errors.Is(err, durations.ErrNegative):
+		why = "it is negative"
+	case errors.Is(err, durations.ErrEmpty):
+		why = "it is empty"
+	}
+	return fmt.Sprintf("%s: write a number and a unit (s, m, h or d) from %s to %s, such as %s", why, b.Format(b.Min), b.Format(b.Max), strings.Join(examples, ", "))
 }
 
 // wholeSecondsFix is the fix of a duration d of b with a fraction of a

@@ -42,27 +42,26 @@ func jsonLines(t *testing.T, p *proctest.Proc) []map[string]any {
 	return out
 }
 
-// docBlock returns the lines of the fenced block that follows marker in doc (README.md,
-// docs/consumer.md).
+// docBlock returns the lines of the fenced block that follows marker in doc (docs/consumer.md).
 func docBlock(t *testing.T, doc, marker string) []string {
 	t.Helper()
 	return strings.Split(strings.TrimSuffix(docblock.After(t, doc, marker, ""), "\n"), "\n")
 }
 
-// TestREADMEPushExample runs the README's curl example against the real
+// TestREADMEPushExample runs the first-run curl example of docs/consumer.md against the real
 // binary (as `go run ./cmd/consumer` would start it, on the embedded store),
 // checks the answer and the log line, then stops it with SIGTERM.
 func TestREADMEPushExample(t *testing.T) {
-	block := docBlock(t, "README.md", "consumer-push-example")
+	block := docBlock(t, "docs/consumer.md", "consumer-push-example")
 	if len(block) == 0 || !strings.HasPrefix(block[0], "go run ./cmd/consumer") {
-		t.Fatalf("README example should start the consumer with go run: %q", block)
+		t.Fatalf("docs/consumer.md example should start the consumer with go run: %q", block)
 	}
 	p := startBinary(t)
 	script := strings.ReplaceAll(strings.Join(block[1:], "\n"), "localhost:8080", "127.0.0.1:"+strconv.Itoa(p.Port))
 	run := func() string {
 		out, err := exec.Command("bash", "-euo", "pipefail", "-c", script).CombinedOutput()
 		if err != nil {
-			t.Fatalf("README example failed: %v\n%s", err, out)
+			t.Fatalf("docs/consumer.md example failed: %v\n%s", err, out)
 		}
 		return strings.TrimSpace(string(out))
 	}
@@ -88,18 +87,18 @@ func TestREADMEPushExample(t *testing.T) {
 			t.Errorf("log %s = %v, want %v (line %v)", k, applied[k], v, applied)
 		}
 	}
-	// The README's log line: every field it shows, with the value it shows unless that is
+	// The log line docs/consumer.md shows: every field it shows, with the value it shows unless that is
 	// elided ("…") or a measurement.
 	var shown map[string]any
-	if err := json.Unmarshal([]byte(strings.Join(docBlock(t, "README.md", "and the consumer prints one JSON line:"), "")), &shown); err != nil {
-		t.Fatalf("README log line: %v", err)
+	if err := json.Unmarshal([]byte(strings.Join(docBlock(t, "docs/consumer.md", "and the consumer prints one JSON line:"), "")), &shown); err != nil {
+		t.Fatalf("docs/consumer.md log line: %v", err)
 	}
 	for k, v := range shown {
 		if s, ok := v.(string); (ok && strings.Contains(s, "…")) || k == "latency_ms" {
 			continue
 		}
 		if applied[k] != v {
-			t.Errorf("README log line shows %s = %v, the consumer logs %v", k, v, applied[k])
+			t.Errorf("docs/consumer.md log line shows %s = %v, the consumer logs %v", k, v, applied[k])
 		}
 	}
 	last := lines[len(lines)-1]
@@ -109,7 +108,7 @@ func TestREADMEPushExample(t *testing.T) {
 }
 
 // TestREADMECallbackExample runs docs/consumer.md's callback example (against the consumer
-// the README starts) on the real binary:
+// its first run starts) on the real binary:
 // the callback alone answers 404 (no run yet), the run-started push creates the run, the
 // callback then updates it once, and running both again replays.
 func TestREADMECallbackExample(t *testing.T) {
@@ -121,7 +120,7 @@ func TestREADMECallbackExample(t *testing.T) {
 		}
 	}
 	if callback < 1 {
-		t.Fatalf("README callback example should push the run's start, then call back: %q", block)
+		t.Fatalf("docs/consumer.md callback example should push the run's start, then call back: %q", block)
 	}
 	p := startBinary(t)
 	local := func(lines []string) string {
@@ -130,7 +129,7 @@ func TestREADMECallbackExample(t *testing.T) {
 	run := func(script string) []string {
 		out, err := exec.Command("bash", "-euo", "pipefail", "-c", script+"\necho").CombinedOutput()
 		if err != nil {
-			t.Fatalf("README example failed: %v\n%s", err, out)
+			t.Fatalf("docs/consumer.md example failed: %v\n%s", err, out)
 		}
 		// curl prints each body without a newline: split the JSON values.
 		var values []string

@@ -12,6 +12,7 @@ import (
 	"github.com/eventpipe/eventpipe/audit"
 	"github.com/eventpipe/eventpipe/audit/cai"
 	"github.com/eventpipe/eventpipe/audit/live"
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/render"
 )
 
@@ -36,7 +37,7 @@ type auditOptions struct {
 // newAuditCmd builds `eventpipe audit`: the policy rules on what exists in Google Cloud.
 func newAuditCmd() *cobra.Command {
 	return newAuditCmdWith(func(ctx context.Context) (*live.Clients, error) {
-		if err := checkReachable(ctx, pubsubEndpoints(true), reachTimeout); err != nil {
+		if err := cli.CheckReachable(ctx, cli.PubsubEndpoints(true), cli.ReachTimeout); err != nil {
 			return nil, err
 		}
 		return live.Dial(ctx)
@@ -67,14 +68,14 @@ func newAuditCmdWith(dial func(ctx context.Context) (*live.Clients, error)) *cob
 	f.StringArrayVar(&opts.caiResources, "cai-resources", nil, "`FILE` written by gcloud asset export --content-type=resource (newline-delimited JSON; repeatable)")
 	f.StringArrayVar(&opts.caiIAM, "cai-iam", nil, "`FILE` written by gcloud asset export --content-type=iam-policy (repeatable)")
 	f.StringArrayVar(&opts.caiSearch, "cai-search", nil, "`FILE` written by gcloud asset search-all-resources --format=json (repeatable)")
-	f.StringVar(&opts.stack, "stack", "", "compare with this stack (dev, staging, prod) rendered offline; its project is audited when no --project is given")
-	stackFileFlag(f, &opts.stackFile)
-	stackDirFlag(f, &opts.stackDir)
+	cli.StackFlag(f, &opts.stack, "", "compare with this stack rendered offline; its project is audited when no --project is given")
+	cli.StackFileFlag(f, &opts.stackFile)
+	cli.StackDirFlag(f, &opts.stackDir)
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply (default: the --stack name; else each resource's eventpipe_env label)")
 	opts.policyFlags.register(f)
 	f.StringArrayVar(&opts.summaries, "summary", nil, "also write a summary for people to `FILE`: .md for Markdown, .html for HTML (repeatable)")
 	f.StringVar(&opts.modelOut, "model", "", "also write the audited estate to `FILE` as a pulumi stack export document (for conftest or opa eval)")
-	durationFlag(f, &opts.backlogWindow, "backlog-window", 10*time.Minute, "how far back the oldest unacked message age is read from Cloud Monitoring")
+	cli.DurationFlag(f, &opts.backlogWindow, "backlog-window", 10*time.Minute, "how far back the oldest unacked message age is read from Cloud Monitoring")
 	return cmd
 }
 
@@ -96,5 +97,5 @@ func runAudit(ctx context.Context, stdout, stderr io.Writer, opts auditOptions) 
 	if !a.FromCAI() && len(opts.projects) == 0 && opts.stack == "" && !opts.infoOnly() {
 		return usageError("nothing to audit: give --project ID (repeatable), --cai-resources/--cai-iam/--cai-search files, or --stack ENV")
 	}
-	return verdict(audit.Run(ctx, stdout, stderr, a))
+	return verdict(stderr, func(log io.Writer) error { return audit.Run(ctx, stdout, log, a) })
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/eventpipe/eventpipe/audit/live"
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/internal/testing/livetest"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -102,20 +103,17 @@ func (tp topology) create(t *testing.T) func(context.Context) (*live.Clients, er
 	}
 }
 
-// runAuditCLI runs `eventpipe audit args…` with the live clients dial makes.
+// runAuditCLI runs `eventpipe audit args…` with the live clients dial makes, through
+// cli.Main as the binary does: a failure's human line, then the log lines it held back.
 func runAuditCLI(t *testing.T, dial func(context.Context) (*live.Clients, error), args ...string) checkResult {
 	t.Helper()
 	cmd := newAuditCmdWith(dial)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cli.Prepare(cmd)
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	if err != nil {
-		errOut.WriteString(err.Error())
-	}
-	return checkResult{stdout: out.String(), stderr: errOut.String(), code: exitCode(err)}
+	code := cli.Main(context.Background(), cmd, args, &errOut)
+	return checkResult{stdout: out.String(), stderr: errOut.String(), code: code}
 }
 
 // TestAuditPubSubTopologies runs `eventpipe audit` on pstest topologies: the clean one

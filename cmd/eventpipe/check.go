@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/policies/check"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -25,7 +26,7 @@ type checkOptions struct {
 func newCheckCmd() *cobra.Command {
 	opts := checkOptions{policyFlags: policyFlags{now: time.Now}}
 	cmd := &cobra.Command{
-		Use:   "check [FILE|-] [--stack ENV]",
+		Use:   "check [FILE|-] [--stack NAME]",
 		Short: "Check a plan or a rendered stack against the policy rules",
 		Long: "check evaluates eventpipe's OPA rules on a `pulumi preview --json` document (with or\n" +
 			"without --show-sames), a `pulumi stack export`, a `terraform show -json` plan, or — with\n" +
@@ -40,25 +41,25 @@ func newCheckCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.stack, "stack", "", "render this stack (dev, staging, prod) offline and check it; also the environment for thresholds")
-	stackFileFlag(f, &opts.stackFile)
-	stackDirFlag(f, &opts.stackDir)
+	cli.StackFlag(f, &opts.stack, "", "render this stack offline and check it; also the environment for thresholds")
+	cli.StackFileFlag(f, &opts.stackFile)
+	cli.StackDirFlag(f, &opts.stackDir)
 	f.StringVar(&opts.env, "env", "", "environment whose thresholds apply when checking a FILE (default: the --stack name); one the rules do not name gets the default profile, a misspelling of one they do is refused")
 	opts.policyFlags.register(f)
 	return cmd
 }
 
 func usageError(format string, a ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
+	return &cli.ExitError{Code: 2, Err: fmt.Errorf(format, a...)}
 }
 
 func runCheck(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string, opts checkOptions) error {
 	if len(args) == 0 && opts.stack == "" && !opts.infoOnly() {
-		return usageError("nothing to check: give a plan FILE (- for standard input) or --stack ENV")
+		return usageError("nothing to check: give a plan FILE (- for standard input) or --stack NAME")
 	}
 	in := check.Input{Stdin: stdin, Stack: render.Options{Stack: opts.stack, ConfigFile: opts.stackFile, StackDir: opts.stackDir}}
 	if len(args) == 1 {
 		in.File = args[0]
 	}
-	return verdict(check.Check(ctx, stdout, stderr, opts.options(opts.env), in))
+	return verdict(stderr, func(log io.Writer) error { return check.Check(ctx, stdout, log, opts.options(opts.env), in) })
 }

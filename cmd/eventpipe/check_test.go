@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/internal/testing/plantest"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -37,9 +38,9 @@ func runCheckCLI(t *testing.T, stdin string, args ...string) checkResult {
 	code := 0
 	if err != nil {
 		code = 2
-		var ee *exitError
+		var ee *cli.ExitError
 		if errors.As(err, &ee) {
-			code = ee.code
+			code = ee.Code
 		}
 		errOut.WriteString(err.Error())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/internal/release"
 	"github.com/eventpipe/eventpipe/internal/spelling"
 	"github.com/eventpipe/eventpipe/internal/testing/ruletest"
@@ -68,13 +69,13 @@ func TestStackFileFlag(t *testing.T) {
 		{"audit", "--stack", "broken", "--stack-file", file},
 	} {
 		_, _, err := executeLog(t, args...)
-		if exitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), "maxDeliveryAttempts = 1: allowed 5–100") {
-			t.Errorf("%v: exit %d, %v; want the file's problems", args, exitCode(err), err)
+		if cli.ExitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), "maxDeliveryAttempts = 1: allowed 5–100") {
+			t.Errorf("%v: exit %d, %v; want the file's problems", args, cli.ExitCode(err), err)
 		}
 	}
 	_, errOut, err := executeLog(t, "render", "--stack", "broken", "--config", file)
-	if exitCode(err) != 2 || !strings.Contains(errOut, "--config has been deprecated, use --stack-file") {
-		t.Errorf("render --config: exit %d, %v; stderr %s", exitCode(err), err, errOut)
+	if cli.ExitCode(err) != 2 || !strings.Contains(errOut, "--config has been deprecated, use --stack-file") {
+		t.Errorf("render --config: exit %d, %v; stderr %s", cli.ExitCode(err), err, errOut)
 	}
 }
 
@@ -152,7 +153,7 @@ func TestDurationFlagsReadTheOneGrammar(t *testing.T) {
 			}
 			seen++
 			where := c.CommandPath() + " --" + f.Name
-			if _, ok := f.Value.(*durationValue); !ok {
+			if _, ok := f.Value.(*cli.DurationValue); !ok {
 				t.Errorf("%s is a %T, not read with internal/durations", where, f.Value)
 				return
 			}
@@ -196,8 +197,8 @@ func TestMisspeltFlagIsNamed(t *testing.T) {
 				}
 				_, err := execute(t, sub.Name(), "--"+typo)
 				meant, ok := spelling.Closest(typo, names)
-				var ee *exitError
-				if !ok || !errors.As(err, &ee) || ee.code != 2 ||
+				var ee *cli.ExitError
+				if !ok || !errors.As(err, &ee) || ee.Code != 2 ||
 					!strings.Contains(err.Error(), "unknown flag: --"+typo+" (did you mean --"+meant+"?)") {
 					t.Errorf("%s --%s: %v; want exit 2 naming --%s", sub.Name(), typo, err, meant)
 				}

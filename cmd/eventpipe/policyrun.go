@@ -6,10 +6,12 @@ package main
 
 import (
 	"errors"
+	"io"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/policies/check"
 	"github.com/eventpipe/eventpipe/policies/report"
 )
@@ -28,7 +30,7 @@ type policyFlags struct {
 // register adds the flags to fs.
 func (f *policyFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.outputs, "output", "o", []string{string(report.Text)}, "output format (text, json, sarif, junit, github) to standard output, or FORMAT=FILE to a file; repeat to write several formats of one evaluation")
-	checkConfigFlag(fs, &f.config)
+	cli.CheckConfigFlag(fs, &f.config)
 	fs.BoolVar(&f.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too")
 	fs.BoolVar(&f.listRules, "list-rules", false, "list the rules (id, level, severity, title) and exit")
 	fs.BoolVar(&f.printData, "print-data", false, "print the data document the rules get for --check-config and --env (conftest --data, opa eval -d) and exit")
@@ -46,15 +48,15 @@ func (f *policyFlags) options(env string) check.Options {
 	}
 }
 
-// verdict turns the error of a policy run into the exit code (conftest's convention): a
+// verdict runs a policy run, its log lines written after the human message of a failure
+// (cli.HumanFirst), and turns its error into the exit code (conftest's convention): a
 // failing report is 1, anything else (unusable input, usage) 2.
-func verdict(err error) error {
-	if err == nil {
-		return nil
-	}
-	var failed *check.FailedError
-	if errors.As(err, &failed) {
-		return &exitError{code: 1, err: err}
-	}
-	return &exitError{code: 2, err: err}
+func verdict(stderr io.Writer, run func(log io.Writer) error) error {
+	return cli.HumanFirst(stderr, func(err error) int {
+		var failed *check.FailedError
+		if errors.As(err, &failed) {
+			return 1
+		}
+		return 2
+	}, run)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
 	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/internal/cli"
 	"github.com/eventpipe/eventpipe/render/program"
 	"github.com/eventpipe/eventpipe/spec"
 )
@@ -33,7 +34,7 @@ func TestCheckATeamsProgram(t *testing.T) {
 	program.Test(t, "../../render/program/testdata/team/Pulumi.dev.yaml", run)
 	out, errOut, err := executeLog(t, "check", plan, "--env", "dev")
 	if err != nil {
-		t.Fatalf("eventpipe check %s --env dev: exit %d, %v\n%s\n%s", plan, exitCode(err), err, out, errOut)
+		t.Fatalf("eventpipe check %s --env dev: exit %d, %v\n%s\n%s", plan, cli.ExitCode(err), err, out, errOut)
 	}
 	if !strings.Contains(errOut, `"passed":true`) || strings.Contains(errOut, `"resources":0`) {
 		t.Errorf("check did not judge the team's plan:\n%s\n%s", out, errOut)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eventpipe/eventpipe/internal/cli"
+	"github.com/eventpipe/eventpipe/internal/testing/devtest"
 	"github.com/eventpipe/eventpipe/render"
 )
 
@@ -24,13 +25,7 @@ func execute(t *testing.T, args ...string) (string, error) {
 // executeLog runs the CLI with args and returns stdout, stderr and the error.
 func executeLog(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	root := newRootCmd()
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
+	return devtest.Execute(t, newRootCmd(), args...)
 }
 
 // TestRenderQuickstart runs the README's Quickstart command:
@@ -90,8 +85,8 @@ func TestRenderErrors(t *testing.T) {
 			if strings.Contains(out, `"steps"`) {
 				t.Error("a plan was printed despite the error")
 			}
-			var ee *exitError
-			if tc.code != 0 && (!errors.As(err, &ee) || ee.code != tc.code) {
+			var ee *cli.ExitError
+			if tc.code != 0 && (!errors.As(err, &ee) || ee.Code != tc.code) {
 				t.Errorf("exit code: err %T %v, want code %d", err, err, tc.code)
 			}
 		})
@@ -113,8 +108,10 @@ func TestRenderLogsOutcome(t *testing.T) {
 	if line.Level != "INFO" || line.Msg != "rendered" || line.Stack != "staging" || line.Out != "stdout" || line.Pipelines != 3 || line.Steps < 10 {
 		t.Errorf("log = %+v", line)
 	}
-	_, log, _ = executeLog(t, "render", "--stack", "broken", "--stack-file", "../../render/testdata/Pulumi.broken.yaml")
-	if !strings.Contains(log, `"level":"ERROR"`) || !strings.Contains(log, `"msg":"render failed"`) {
-		t.Errorf("failure not logged: %q", log)
+	// A failure is logged too, after the human message (TestHumanMessageBeforeLogs).
+	var stderr strings.Builder
+	cli.Main(context.Background(), newRootCmd(), []string{"render", "--stack", "broken", "--stack-file", "../../render/testdata/Pulumi.broken.yaml"}, &stderr)
+	if !strings.Contains(stderr.String(), `"level":"ERROR"`) || !strings.Contains(stderr.String(), `"msg":"render failed"`) {
+		t.Errorf("failure not logged: %q", stderr.String())
 	}
 }

@@ -60,7 +60,7 @@ type Config struct {
 }
 
 // DefaultStoreURL is the embedded bbolt file used when EVENTPIPE_STORE is
-// unset: eventpipe.db in the OS temporary directory.
+// unset: eventpipe-UID.db in the OS temporary directory (settings.DefaultStore).
 func DefaultStoreURL() string { return settings.DefaultStore() }
 
 // DefaultShutdownTimeout leaves Cloud Run's 10 s SIGTERM grace a margin.

@@ -114,9 +114,15 @@ const (
 func DLQModes() []string { return []string{"auto", "on", "off"} }
 
 // DefaultStore is the store of an unset EVENTPIPE_STORE: the embedded bbolt file
-// eventpipe.db in the OS temporary directory.
+// eventpipe-UID.db in the OS temporary directory, one per user, since the temporary
+// directory is shared by every user of a host (/tmp) and one user's store would refuse,
+// or decide, another's messages.
 func DefaultStore() string {
-	return "bbolt://" + filepath.ToSlash(filepath.Join(os.TempDir(), "eventpipe.db"))
+	name := "eventpipe.db"
+	if uid := os.Getuid(); uid >= 0 { // -1 on Windows, whose temporary directory is the user's own
+		name = "eventpipe-" + strconv.Itoa(uid) + ".db"
+	}
+	return "bbolt://" + filepath.ToSlash(filepath.Join(os.TempDir(), name))
 }
 
 // Env is the consumer's environment, typed: the value of every variable Parse reads,
@@ -254,7 +260,7 @@ func (e *Env) fields() []field {
 		text(Environment, DefaultEnvironment, "the environment; qualifies every document id (`prod__checkout`)", &e.Environment),
 		text(Service, DefaultService, "the service's name on every log line", &e.Service),
 		text(Version, DefaultVersion, "the service's version on every log line", &e.Version),
-		text(Store, DefaultStore(), "the store: `mem://`, `bbolt:///path.db`, `postgres://…`, `firestore://PROJECT/DATABASE`", &e.Store).means("`bbolt://$TMPDIR/eventpipe.db`"),
+		text(Store, DefaultStore(), "the store: `mem://`, `bbolt:///path.db`, `postgres://…`, `firestore://PROJECT/DATABASE`", &e.Store).means("`bbolt://$TMPDIR/eventpipe-UID.db`, the user's own"),
 		text(Routes, "", "the path of a routes file, or the routes JSON itself (a value starting with `{`)", &e.Routes).means("embedded default routes"),
 		text(OIDCAudience, "", "verify push OIDC tokens for this audience", &e.OIDCAudience).means("no in-app check"),
 		list(PushAccounts, "comma-separated service-account emails allowed to push (required with an audience)", &e.PushAccounts),

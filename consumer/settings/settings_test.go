@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -350,5 +351,17 @@ func TestDocsListTheVariables(t *testing.T) {
 	}
 	if string(doc) != want {
 		t.Errorf("%s's table of variables is not the one consumer/settings makes; run %s=1 go test ./consumer/settings -run TestDocsListTheVariables", docsPath, updateDocsEnv)
+	}
+}
+
+// TestDefaultStoreIsPerUser: with no EVENTPIPE_STORE, the consumer's bbolt file is the
+// user's own, in the temporary directory every user of a host shares.
+func TestDefaultStoreIsPerUser(t *testing.T) {
+	if os.Getuid() < 0 {
+		t.Skip("no user id on this platform; its temporary directory is the user's own")
+	}
+	want := "bbolt://" + filepath.ToSlash(filepath.Join(os.TempDir(), fmt.Sprintf("eventpipe-%d.db", os.Getuid())))
+	if got := DefaultStore(); got != want {
+		t.Errorf("DefaultStore() = %s, want %s", got, want)
 	}
 }

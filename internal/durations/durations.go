@@ -13,6 +13,7 @@ package durations
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -112,4 +113,24 @@ func Whole(d time.Duration) (s string, ok bool) {
 // Seconds writes d the way Google APIs spell a protobuf Duration: "600s".
 func Seconds(d time.Duration) string {
 	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+}
+
+// spelled is a number and a unit written out, as people write durations in prose:
+// "10 minutes", "30 sec", "2hrs", "7 days".
+var spelled = regexp.MustCompile(`^(\d+)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)$`)
+
+// Guess reads a duration Parse refuses but whose meaning is plain, a number and a
+// spelled-out unit ("10 minutes", "30 sec", "7 days"), and returns it for a fix to
+// propose in the grammar ("10m"); ok is false for anything else.
+func Guess(s string) (time.Duration, bool) {
+	m := spelled.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(m[1], 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': Day}[m[2][0]]
+	return time.Duration(n) * unit, true
 }

@@ -45,3 +45,10 @@ func Topic(name string) (project, id string, ok bool) {
 	project, id, ok = strings.Cut(rest, "/topics/")
 	return project, id, ok && project != "" && id != "" && !strings.Contains(project, "/") && !strings.Contains(id, "/")
 }
+
+// RunServiceURL is the deterministic URL Cloud Run gives a service:
+// https://SERVICE-PROJECT_NUMBER.REGION.run.app
+// (cloud.google.com/run/docs/triggering/https-request#deterministic).
+func RunServiceURL(service, projectNumber, region string) string {
+	return "https://" + service + "-" + projectNumber + "." + region + ".run.app"
+}

@@ -250,6 +250,9 @@ func (p *pack) analyze(t *testing.T, doc plantest.Doc) []string {
 // message".
 func check(t *testing.T, doc plantest.Doc, args ...string) []string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the eventpipe CLI, which TestMain builds only without -short")
+	}
 	path := filepath.Join(t.TempDir(), "plan.json")
 	if err := os.WriteFile(path, doc.JSON(t), 0o600); err != nil {
 		t.Fatal(err)

@@ -137,14 +137,15 @@ func TestYAMLProgramOnAFreshProject(t *testing.T) {
 	}
 }
 
-// TestReadmeYAMLProgramUnderTheRealEngine runs the README's YAML program as users do:
+// TestReadmeYAMLProgramUnderTheRealEngine runs the YAML program of docs/deploy.md (the
+// deploy guide, moved out of the README) as users do:
 // `pulumi package add` of the eventpipe provider plugin, then `pulumi up` through the
 // YAML language host, against the stand-in gcp plugin (APIs managed outside the stack),
 // then destroy.
 func TestReadmeYAMLProgramUnderTheRealEngine(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	example := docblock.After(t, "README.md", "\n### From TypeScript, Python or YAML\n", "yaml")
+	example := docblock.After(t, "docs/deploy.md", "\n## From TypeScript, Python or YAML\n", "yaml")
 	// In Google Cloud the example's project exists, with the number it configures.
 	var doc struct {
 		Resources map[string]struct {

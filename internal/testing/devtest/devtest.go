@@ -1,12 +1,19 @@
 // Package devtest runs the repository's dev stack (stacks/Pulumi.dev.yaml) as a local
-// pipeline (devpipe) for the tests of devpipe and of the commands that drive it.
+// pipeline (devpipe) for the tests of devpipe, and runs the commands that drive it
+// (dev, dev --serve, replay) for the tests of the CLIs.
 package devtest
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/eventpipe/eventpipe/devpipe"
 	"github.com/eventpipe/eventpipe/spec"
@@ -54,4 +61,72 @@ func stackFile(t testing.TB) string {
 		}
 		dir = parent
 	}
+}
+
+// Execute runs a CLI's command tree root with args and returns its standard output,
+// its standard error and its error.
+func Execute(t testing.TB, root *cobra.Command, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// Serving is a running `dev --serve` and what it printed.
+type Serving struct {
+	// Base is its endpoints' URL (http://HOST:PORT), Emulator its PUBSUB_EMULATOR_HOST.
+	Base, Emulator string
+	// Replays are the arguments of the replay commands it printed, from "replay" on.
+	Replays [][]string
+	// Printed is what it printed before it listed its consumers.
+	Printed string
+}
+
+// Serve runs `dev --serve` of root (on a free port, with a data folder of the test's)
+// and args until the test ends, and returns what it printed.
+func Serve(t testing.TB, root *cobra.Command, args ...string) Serving {
+	t.Helper()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		root.SetOut(pw)
+		root.SetErr(io.Discard)
+		root.SetArgs(append([]string{"dev", "--serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...))
+		err := root.ExecuteContext(ctx)
+		pw.Close()
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("dev --serve: %v", err)
+		}
+	})
+	var s Serving
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		s.Printed += sc.Text() + "\n"
+		l := strings.TrimSpace(sc.Text())
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "curl" && strings.HasSuffix(f[2], "/stats") {
+			s.Base = strings.TrimSuffix(f[2], "/stats")
+		}
+		if h, ok := strings.CutPrefix(l, "export PUBSUB_EMULATOR_HOST="); ok {
+			s.Emulator = h
+		}
+		if _, args, ok := strings.Cut(l, " replay --subscription "); ok {
+			s.Replays = append(s.Replays, append([]string{"replay", "--subscription"}, strings.Fields(args)...))
+		}
+		if strings.HasPrefix(l, "Consumers:") {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if s.Base == "" || s.Emulator == "" {
+		t.Fatalf("dev --serve printed no stats URL or PUBSUB_EMULATOR_HOST")
+	}
+	return s
 }

@@ -75,11 +75,15 @@ func (e *Emulator) SetMergeReason() string {
 // Start returns the endpoint named by FIRESTORE_EMULATOR_HOST, or starts the
 // npm emulator and sets FIRESTORE_EMULATOR_HOST for the test (stopping the
 // emulator when the test ends). A missing installation fails the test with
-// the command that fixes it.
+// the command that fixes it. Under go test -short (make quick) a test that
+// would start the emulator is skipped, saying so: make test runs it.
 func Start(t testing.TB) *Emulator {
 	t.Helper()
 	if h := os.Getenv(HostEnv); h != "" {
 		return &Emulator{Host: h, External: true}
+	}
+	if testing.Short() {
+		t.Skip("fsemulator: -short (make quick) starts no Firestore emulator; make test does")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

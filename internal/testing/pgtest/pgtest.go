@@ -112,9 +112,13 @@ func findBin(dirs []string) (string, error) {
 
 // Start starts a cluster for one test and stops it when the test ends. A
 // missing PostgreSQL installation fails the test with a clear message: it is
-// never skipped silently.
+// never skipped silently. Under go test -short (make quick, the contributors'
+// loop) the test is skipped, saying so: make test runs it.
 func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("pgtest: -short (make quick) runs no PostgreSQL cluster; make test does")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := StartCluster(ctx, opts...)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -43,7 +43,7 @@ func TestDevHandler(t *testing.T) {
 	out, errOut, err := executeLog(t, "dev", "--config", stack, "--data-dir", filepath.Join(dir, "data"), "--routes", routes,
 		"--handler", "python3 "+example, "--events", "4", "--duplicates", "2", "--out-of-order", "1", "--poison", "1", "--outage", "200ms")
 	if err != nil {
-		t.Fatalf("eventpipe dev --handler: exit %d: %v\n%s\n%s", exitCode(err), err, out, errOut)
+		t.Fatalf("eventpipe dev --handler: exit %d: %v\n%s\n%s", ExitCode(err), err, out, errOut)
 	}
 	// 4 + 4 events and 1 older one have their own event ids: 9 keys; the 2
 	// duplicates and every redelivery after a 2xx never reach the handler.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -23,28 +23,34 @@ import (
 // --config meant the first in render and dev and the second in check and audit; it still
 // works with that meaning and prints a deprecation notice naming the new flag.
 
-// stackFileFlag registers --stack-file into p.
-func stackFileFlag(fs *pflag.FlagSet, p *string) {
+// StackFlag registers --stack into p with value (its default) and usage saying what the
+// command does with the stack; any name works, not only the shipped ones.
+func StackFlag(fs *pflag.FlagSet, p *string, value, usage string) {
+	fs.StringVar(p, "stack", value, usage+": the stack `NAME`, any with a Pulumi.NAME.yaml in the stack folder (dev, staging and prod ship)")
+}
+
+// StackFileFlag registers --stack-file into p.
+func StackFileFlag(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "stack-file", "", "stack config `FILE` (default: Pulumi.<stack>.yaml in the project's stackConfigDir)")
 }
 
-// stackDirFlag registers --stack-dir into p.
-func stackDirFlag(fs *pflag.FlagSet, p *string) {
+// StackDirFlag registers --stack-dir into p.
+func StackDirFlag(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "stack-dir", "", "`DIR` holding the stack config files (default: the stackConfigDir of the nearest Pulumi.yaml)")
 }
 
-// checkConfigFlag registers --check-config into p, and --config as its deprecated spelling.
-func checkConfigFlag(fs *pflag.FlagSet, p *string) {
+// CheckConfigFlag registers --check-config into p, and --config as its deprecated spelling.
+func CheckConfigFlag(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "check-config", "", "check configuration `FILE`: thresholds per environment and waivers")
-	deprecatedAlias(fs, p, "config", "check-config")
+	DeprecatedAlias(fs, p, "config", "check-config")
 }
 
-// deprecationsToStderr sends pflag's notices (a deprecated flag was used) to each
+// DeprecationsToStderr sends pflag's notices (a deprecated flag was used) to each
 // command's error output, as set when it runs, instead of the process's stderr.
-func deprecationsToStderr(c *cobra.Command) {
+func DeprecationsToStderr(c *cobra.Command) {
 	c.Flags().SetOutput(errWriter{c})
 	for _, sub := range c.Commands() {
-		deprecationsToStderr(sub)
+		DeprecationsToStderr(sub)
 	}
 }
 
@@ -53,43 +59,43 @@ type errWriter struct{ c *cobra.Command }
 
 func (w errWriter) Write(p []byte) (int, error) { return w.c.ErrOrStderr().Write(p) }
 
-// deprecatedAlias registers old as a hidden spelling of the string flag now, bound to the
+// DeprecatedAlias registers old as a hidden spelling of the string flag now, bound to the
 // same variable; using it prints pflag's deprecation notice naming now.
-func deprecatedAlias(fs *pflag.FlagSet, p *string, old, now string) {
+func DeprecatedAlias(fs *pflag.FlagSet, p *string, old, now string) {
 	fs.StringVar(p, old, "", "deprecated: use --"+now)
 	_ = fs.MarkDeprecated(old, "use --"+now+" instead")
 }
 
-// durationFlag registers the duration flag name into p, with default value, read with the
+// DurationFlag registers the duration flag name into p, with default value, read with the
 // one duration grammar (internal/durations) rather than Go's, which lacks days.
-func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+func DurationFlag(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
-	fs.Var((*durationValue)(p), name, usage)
+	fs.Var((*DurationValue)(p), name, usage)
 }
 
-// durationValue is a pflag.Value of a time.Duration read by durations.Parse.
-type durationValue time.Duration
+// DurationValue is a pflag.Value of a time.Duration read by durations.Parse.
+type DurationValue time.Duration
 
-func (d *durationValue) Set(s string) error {
+func (d *DurationValue) Set(s string) error {
 	v, err := durations.Parse(s)
 	if err != nil {
 		return err
 	}
-	*d = durationValue(v)
+	*d = DurationValue(v)
 	return nil
 }
 
-func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *DurationValue) String() string { return time.Duration(*d).String() }
 
-func (d *durationValue) Type() string { return "duration" }
+func (d *DurationValue) Type() string { return "duration" }
 
-// suggestFlag turns pflag's "unknown flag: --stak" into a usage error (exit 2) that names
+// SuggestFlag turns pflag's "unknown flag: --stak" into a usage error (exit 2) that names
 // the command's flag it most likely misspells: "unknown flag: --stak (did you mean --stack?)".
 // Cobra suggests commands, not flags.
-func suggestFlag(cmd *cobra.Command, err error) error {
+func SuggestFlag(cmd *cobra.Command, err error) error {
 	typed, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 	if !ok {
-		return &exitError{code: 2, err: err}
+		return &ExitError{Code: 2, Err: err}
 	}
 	var names []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
@@ -98,7 +104,7 @@ func suggestFlag(cmd *cobra.Command, err error) error {
 		}
 	})
 	if meant, ok := spelling.Closest(typed, names); ok {
-		return &exitError{code: 2, err: fmt.Errorf("%w (did you mean --%s?)", err, meant)}
+		return &ExitError{Code: 2, Err: fmt.Errorf("%w (did you mean --%s?)", err, meant)}
 	}
-	return &exitError{code: 2, err: err}
+	return &ExitError{Code: 2, Err: err}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -22,8 +22,8 @@ type replayFlags struct {
 	opts    replay.Options
 }
 
-// newReplayCmd builds `eventpipe replay`: DLQ messages back to their topic.
-func newReplayCmd() *cobra.Command {
+// NewReplayCmd builds `eventpipe replay`: DLQ messages back to their topic.
+func NewReplayCmd() *cobra.Command {
 	var f replayFlags
 	cmd := &cobra.Command{
 		Use:   "replay --subscription DLQ_SUBSCRIPTION --topic SOURCE_TOPIC",
@@ -61,33 +61,33 @@ func runReplay(ctx context.Context, stdout, stderr io.Writer, f replayFlags) err
 	opts := f.opts
 	var err error
 	if opts.Subscription, err = qualify(opts.Subscription, "subscriptions", "--subscription", f.project); err != nil {
-		return &exitError{code: 2, err: err}
+		return &ExitError{Code: 2, Err: err}
 	}
 	if opts.Topic, err = qualify(opts.Topic, "topics", "--topic", f.project); err != nil {
-		return &exitError{code: 2, err: err}
+		return &ExitError{Code: 2, Err: err}
 	}
 	if len(f.match) > 0 {
 		opts.Match = map[string]string{}
 		for _, m := range f.match {
 			k, v, ok := strings.Cut(m, "=")
 			if !ok || k == "" {
-				return &exitError{code: 2, err: fmt.Errorf("--match %q: use KEY=VALUE, e.g. --match event_type=order_created", m)}
+				return &ExitError{Code: 2, Err: fmt.Errorf("--match %q: use KEY=VALUE, e.g. --match event_type=order_created", m)}
 			}
 			opts.Match[k] = v
 		}
 	}
 	if err := opts.Validate(); err != nil {
-		return &exitError{code: 2, err: err}
+		return &ExitError{Code: 2, Err: err}
 	}
 	opts.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
 	project := strings.Split(opts.Subscription, "/")[1]
-	if err := checkReachable(ctx, pubsubEndpoints(false), reachTimeout); err != nil {
-		return &exitError{code: 2, err: err}
+	if err := CheckReachable(ctx, PubsubEndpoints(false), ReachTimeout); err != nil {
+		return &ExitError{Code: 2, Err: err}
 	}
 	// NewClient reads PUBSUB_EMULATOR_HOST itself; otherwise it uses ADC.
 	client, err := pubsub.NewClient(ctx, project)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("connect to Pub/Sub for project %s (credentials: ADC or PUBSUB_EMULATOR_HOST): %w", project, err)}
+		return &ExitError{Code: 2, Err: fmt.Errorf("connect to Pub/Sub for project %s (credentials: ADC or PUBSUB_EMULATOR_HOST): %w", project, err)}
 	}
 	defer client.Close()
 	started := time.Now()
@@ -101,10 +101,10 @@ func runReplay(ctx context.Context, stdout, stderr io.Writer, f replayFlags) err
 			verb, res.Replayed, res.Pulled, opts.Subscription, opts.Topic, res.Skipped, res.Failed, time.Since(started).Round(time.Millisecond))
 	}
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &ExitError{Code: 2, Err: err}
 	}
 	if res.Failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d messages could not be republished; they stay in %s", res.Failed, opts.Subscription)}
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d messages could not be republished; they stay in %s", res.Failed, opts.Subscription)}
 	}
 	return nil
 }

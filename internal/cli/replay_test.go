@@ -1,8 +1,7 @@
-package main
+package cli
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +13,6 @@ import (
 	"github.com/eventpipe/eventpipe/internal/testing/devtest"
 	"github.com/eventpipe/eventpipe/replay"
 )
-
-// exitCode is the process exit status run() would return for err.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return 2
-}
 
 // replayFixture is a source topic and a DLQ subscription holding dead
 // letters, in a pstest reached the way a user reaches an emulator: through
@@ -155,8 +142,8 @@ func TestReplayCommandRejectsBadFlags(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
-			if tc.name != "missing topic" && exitCode(err) != 2 {
-				t.Errorf("exit code %d, want 2", exitCode(err))
+			if tc.name != "missing topic" && ExitCode(err) != 2 {
+				t.Errorf("exit code %d, want 2", ExitCode(err))
 			}
 		})
 	}
@@ -211,7 +198,7 @@ func TestReplayFailureBeforePullingPrintsNoResult(t *testing.T) {
 	t.Setenv("PUBSUB_EMULATOR_HOST", env.EmulatorHost)
 	out, _, err := executeLog(t, "replay", "--subscription", "projects/eventpipe-dev/subscriptions/nope.dlq-sub",
 		"--topic", "projects/eventpipe-dev/topics/system-events")
-	if exitCode(err) != 2 || strings.Contains(out, "replayed") {
-		t.Errorf("exit %d, %v, output %q; want exit 2 and no result line", exitCode(err), err, out)
+	if ExitCode(err) != 2 || strings.Contains(out, "replayed") {
+		t.Errorf("exit %d, %v, output %q; want exit 2 and no result line", ExitCode(err), err, out)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 	"time"
 )
 
-// reachTimeout bounds the check that an endpoint accepts connections. Without it an
+// ReachTimeout bounds the check that an endpoint accepts connections. Without it an
 // unreachable endpoint surfaces only when the first call's deadline passes (about a
 // minute), as a misleading permission or "context deadline exceeded" error.
-const reachTimeout = 5 * time.Second
+const ReachTimeout = 5 * time.Second
 
-// emulatorEnv points the Google Pub/Sub clients at an emulator (the client libraries
+// EmulatorEnv points the Google Pub/Sub clients at an emulator (the client libraries
 // read it themselves).
-const emulatorEnv = "PUBSUB_EMULATOR_HOST"
+const EmulatorEnv = "PUBSUB_EMULATOR_HOST"
 
 // googleEndpoints are the APIs a live audit calls (audit/live.Dial).
 var googleEndpoints = []string{
@@ -28,11 +28,11 @@ var googleEndpoints = []string{
 	"firestore.googleapis.com:443", "cloudresourcemanager.googleapis.com:443",
 }
 
-// pubsubEndpoints are where the Pub/Sub clients will connect: the emulator when
+// PubsubEndpoints are where the Pub/Sub clients will connect: the emulator when
 // PUBSUB_EMULATOR_HOST is set, else Google's APIs (all of them when all is set, only
 // Pub/Sub's otherwise).
-func pubsubEndpoints(all bool) []string {
-	if host := os.Getenv(emulatorEnv); host != "" {
+func PubsubEndpoints(all bool) []string {
+	if host := os.Getenv(EmulatorEnv); host != "" {
 		return []string{host}
 	}
 	if all {
@@ -41,14 +41,14 @@ func pubsubEndpoints(all bool) []string {
 	return googleEndpoints[:1]
 }
 
-// checkReachable opens (and closes) a TCP connection to every host, through the HTTPS
+// CheckReachable opens (and closes) a TCP connection to every host, through the HTTPS
 // proxy the environment names for it as gRPC does, all at once and each within
 // timeout. Its error names each host that could not be reached and what to do.
-func checkReachable(ctx context.Context, hosts []string, timeout time.Duration) error {
+func CheckReachable(ctx context.Context, hosts []string, timeout time.Duration) error {
 	return checkReachableVia(ctx, hosts, timeout, http.ProxyFromEnvironment)
 }
 
-// checkReachableVia is checkReachable with the proxy of each host given by proxyFor.
+// checkReachableVia is CheckReachable with the proxy of each host given by proxyFor.
 func checkReachableVia(ctx context.Context, hosts []string, timeout time.Duration, proxyFor func(*http.Request) (*url.URL, error)) error {
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup
@@ -63,7 +63,7 @@ func checkReachableVia(ctx context.Context, hosts []string, timeout time.Duratio
 	return errors.Join(errs...)
 }
 
-// reach is checkReachable for one host.
+// reach is CheckReachable for one host.
 func reach(ctx context.Context, host string, timeout time.Duration, proxyFor func(*http.Request) (*url.URL, error)) error {
 	target, via := host, ""
 	if proxy, err := proxyFor(&http.Request{URL: &url.URL{Scheme: "https", Host: host}}); err == nil && proxy != nil {
@@ -82,9 +82,9 @@ func reach(ctx context.Context, host string, timeout time.Duration, proxyFor fun
 		return ctx.Err()
 	}
 	hint := "check the network, or set HTTPS_PROXY if Google APIs are reached through a proxy"
-	if emu := os.Getenv(emulatorEnv); emu != "" && emu == host {
+	if emu := os.Getenv(EmulatorEnv); emu != "" && emu == host {
 		hint = "is the emulator running there? `eventpipe dev --serve` prints the address to use; unset " +
-			emulatorEnv + " to use Google Cloud"
+			EmulatorEnv + " to use Google Cloud"
 	}
 	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "i/o timeout") {
 		err = fmt.Errorf("no answer within %s", timeout)
