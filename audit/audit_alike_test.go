@@ -129,9 +129,13 @@ func TestModelJudgedAsAuditedGeneratedExport(t *testing.T) {
 // the model's scoping of unread links changes none of the audit's findings: projects
 // that dead-letter to one another's topics or not, subscriptions whose settings were not
 // read (their topic too, or not), DLQ labels, unread IAM and alert policies, and
-// differences from a stack.
+// differences from a stack. The seed corpus is 64 estates, 16 under -short (make quick).
 func FuzzModelJudgedAsAudited(f *testing.F) {
-	for seed := range uint64(64) {
+	seeds := uint64(64)
+	if testing.Short() {
+		seeds = 16
+	}
+	for seed := range seeds {
 		f.Add(seed)
 	}
 	run := startRun(f)

@@ -212,6 +212,9 @@ func sdkCopy(t *testing.T, sdks, language string) (string, []string) {
 // compiled) come from the cache of generatedSDKs when nothing they are made
 // from changed; the README's programs are compiled against them every run.
 func TestGeneratedSDKsCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates the SDKs and runs tsc and python on them: make test runs it")
+	}
 	tsc := tscPath(t)
 	python, err := exec.LookPath("python3")
 	if err != nil {

@@ -37,6 +37,15 @@ var examples = []struct{ name, path, interpreter string }{
 // consumer is the consumer binary, built on first use.
 var consumer = &proctest.Binary{Pkg: "../../cmd/consumer"}
 
+// skipShort skips an end-to-end run of the handlers behind the consumer binary under go
+// test -short (make quick); make test runs it.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the handlers behind the consumer binary: make test runs it")
+	}
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	consumer.Remove()
@@ -238,6 +247,7 @@ func ok(status int) bool { return status >= 200 && status < 300 }
 // TestHandlers runs each example handler end to end behind the real
 // consumer binary on a bbolt store.
 func TestHandlers(t *testing.T) {
+	skipShort(t)
 	for _, ex := range examples {
 		t.Run(ex.name, func(t *testing.T) {
 			t.Run("duplicate publish is one call", func(t *testing.T) { testDuplicatePublish(t, ex.path, ex.interpreter) })
@@ -470,6 +480,7 @@ func testTraceparent(t *testing.T, path, interpreter string) {
 // front of one handler: one key's concurrent requests across both, and one
 // event delivered to both at once, each reach the handler once.
 func TestTwoGateways(t *testing.T) {
+	skipShort(t)
 	cluster := pgtest.Start(t)
 	for _, ex := range examples {
 		t.Run(ex.name, func(t *testing.T) {
@@ -508,6 +519,7 @@ func TestTwoGateways(t *testing.T) {
 // (the at-least-once edge docs/handlers.md describes; the handlers dedupe
 // on the key).
 func TestKills(t *testing.T) {
+	skipShort(t)
 	cases := []struct {
 		failpoint string
 		api       bool

@@ -39,3 +39,12 @@ func executeLog(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	return devtest.Execute(t, testRoot(), args...)
 }
+
+// skipShort skips a journey under go test -short (make quick): it says why, and that
+// make test, which never passes -short, runs it.
+func skipShort(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why + ": make test runs it")
+	}
+}
