@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -230,8 +231,9 @@ func normalize(v any) (any, error) {
 // their type (a tagged object) and integers stay distinct from floats, so
 // DecodeJSON returns what Firestore would. Map keys are sorted; strings are
 // written as RFC 8785 writes them (jsontext.AppendQuote: only what JSON
-// requires is escaped, invalid UTF-8 becomes U+FFFD, as encoding/json
-// turns it).
+// requires is escaped, invalid UTF-8 in a string becomes U+FFFD, as
+// encoding/json turns it; a field name that is not UTF-8 is refused, since two
+// such names could become one).
 func EncodeJSON(d Document) ([]byte, error) {
 	// Most documents fit in one buffer of this size: appending grows it
 	// once or not at all, where a bytes.Buffer doubled its way up.
@@ -277,6 +279,10 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	case map[string]any:
+		if _, tagged := x[timeTag]; tagged && len(x) == 1 {
+			// It would read back as a timestamp (or fail to).
+			return b, fmt.Errorf("a map whose only field is %s is how timestamps are stored: rename the field or add another", timeTag)
+		}
 		// The keys in order, on the stack for the maps documents hold.
 		var buf [16]string
 		keys := buf[:0]
@@ -286,6 +292,10 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		slices.Sort(keys)
 		b = append(b, '{')
 		for i, k := range keys {
+			if !utf8.ValidString(k) {
+				// Replaced by U+FFFD, two names could become one and a field be lost.
+				return b, fmt.Errorf("field name %q is not valid UTF-8: name fields with text (JSON and Firestore names are UTF-8)", k)
+			}
 			if i > 0 {
 				b = append(b, ',')
 			}
