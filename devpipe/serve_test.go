@@ -2,7 +2,6 @@ package devpipe_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventpipe/eventpipe/devpipe"
 	"github.com/eventpipe/eventpipe/internal/testing/devtest"
 )
 
@@ -37,16 +35,7 @@ func TestDevServeEndpoints(t *testing.T) {
 	resp.Body.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(srv.URL + "/stats?format=json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rows []devpipe.Row
-		err = json.NewDecoder(resp.Body).Decode(&rows)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		rows := devtest.Stats(t, srv.URL)
 		for _, r := range rows {
 			if r.Pipeline == "system-events" && r.Applied == 1 && r.Published == 1 {
 				return

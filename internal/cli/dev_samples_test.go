@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventpipe/eventpipe/devpipe"
 	"github.com/eventpipe/eventpipe/internal/testing/devtest"
 )
 
@@ -141,16 +139,7 @@ func TestServeExamplesAreApplied(t *testing.T) {
 			}
 			deadline := time.Now().Add(time.Minute)
 			for {
-				resp, err := http.Get(s.Base + "/stats?format=json")
-				if err != nil {
-					t.Fatal(err)
-				}
-				var rows []devpipe.Row
-				err = json.NewDecoder(resp.Body).Decode(&rows)
-				resp.Body.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
+				rows := devtest.Stats(t, s.Base)
 				done, bad := 0, ""
 				for _, r := range rows {
 					if r.Applied == published[r.Pipeline] && r.Published == published[r.Pipeline] {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -67,16 +66,7 @@ type serving struct {
 
 // stats reads /stats?format=json.
 func (s serving) stats() []devpipe.Row {
-	resp, err := http.Get(s.Base + "/stats?format=json")
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var rows []devpipe.Row
-	if err := json.NewDecoder(resp.Body).Decode(&rows); err != nil {
-		s.t.Fatal(err)
-	}
-	return rows
+	return devtest.Stats(s.t, s.Base)
 }
 
 // waitRows polls /stats until ok holds for every row, or fails after within.

@@ -7,7 +7,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,4 +131,20 @@ func Serve(t testing.TB, root *cobra.Command, args ...string) Serving {
 		t.Fatalf("dev --serve printed no stats URL or PUBSUB_EMULATOR_HOST")
 	}
 	return s
+}
+
+// Stats reads the rows of a local pipeline's /stats?format=json at base (its
+// endpoints' URL), failing the test when they cannot be read.
+func Stats(t testing.TB, base string) []devpipe.Row {
+	t.Helper()
+	resp, err := http.Get(base + "/stats?format=json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rows []devpipe.Row
+	if err := json.NewDecoder(resp.Body).Decode(&rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
