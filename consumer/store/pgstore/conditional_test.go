@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventpipe/eventpipe/consumer/engine"
@@ -157,7 +158,8 @@ func sameDoc(a, b *store.Document) bool {
 // of a new key and its settlement cost one round trip each (each one
 // statement, its own commit), where the engine's own transactions take
 // two each (a read under the lock, then the write and COMMIT); a replay
-// of the settled key is one round trip that writes nothing.
+// of the settled key is one round trip that writes nothing: it takes no
+// transaction id, so its commit has nothing to flush.
 func TestNewKeyIsOneRoundTripPerCommit(t *testing.T) {
 	ctx := context.Background()
 	pg := pgtest.Start(t, pgtest.NoSync("counts round trips, no timing"))
@@ -167,6 +169,21 @@ func TestNewKeyIsOneRoundTripPerCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	mon, err := pgx.Connect(ctx, pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	// nextXID is the next transaction id the server will hand out (reading
+	// it takes none).
+	nextXID := func() uint64 {
+		var x uint64
+		if err := mon.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	var replayXIDs uint64
 	trips := func(st store.Store, key string) (claim, settle, replay int) {
 		t.Helper()
 		eng, err := engine.New(engine.Config{Store: st, Env: "prod"})
@@ -184,15 +201,20 @@ func TestNewKeyIsOneRoundTripPerCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		settle, _, _ = w.reset()
+		before := nextXID()
 		if again, err := eng.Claim(ctx, req); err != nil || !again.Replayed {
 			t.Fatalf("replay %s: %+v, %v", key, again, err)
 		}
 		replay, _, _ = w.reset()
+		replayXIDs = nextXID() - before
 		return claim, settle, replay
 	}
 	trips(s, "warm") // prepares the statements on the connection
 	if c, st, r := trips(s, "new"); c != 1 || st != 1 || r != 1 {
 		t.Errorf("new key: claim %d, settle %d, replay %d round trips; want 1, 1, 1", c, st, r)
+	}
+	if replayXIDs != 0 {
+		t.Errorf("the replay took %d transaction ids, want none (a read-only commit)", replayXIDs)
 	}
 	c, st, r := trips(txOnly{s}, "general")
 	t.Logf("the engine's own transactions: claim %d, settle %d, replay %d round trips", c, st, r)
