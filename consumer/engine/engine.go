@@ -133,6 +133,10 @@ type Engine struct {
 	// latestWriter is the store when it decides latest-state writes itself
 	// (store.LatestWriter), else nil.
 	latestWriter store.LatestWriter
+	// conditional is the store when it writes one document on a condition
+	// in one round trip (store.ConditionalWriter), else nil: reservations
+	// use it for a new key's claim and a holder's writes.
+	conditional store.ConditionalWriter
 }
 
 // New validates cfg, fills in defaults and returns an Engine.
@@ -201,6 +205,7 @@ func New(cfg Config) (*Engine, error) {
 		e.coalescer = newCoalescer(cfg.MaxWaitingPerDocument)
 	}
 	e.latestWriter, _ = cfg.Store.(store.LatestWriter)
+	e.conditional, _ = cfg.Store.(store.ConditionalWriter)
 	return e, nil
 }
 

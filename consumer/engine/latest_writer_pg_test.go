@@ -64,6 +64,13 @@ type txOnly struct{ store.Store }
 // compares text in: the statement must name its collation.
 func openPG(t *testing.T) *pgstore.Store {
 	t.Helper()
+	s, _ := openPGURL(t)
+	return s
+}
+
+// openPGURL is openPG, and the database's URL.
+func openPGURL(t *testing.T) (*pgstore.Store, string) {
+	t.Helper()
 	ctx := context.Background()
 	pg := pgtest.Start(t, pgtest.NoSync("decisions of generated cases, no timing"))
 	conn, err := pgx.Connect(ctx, pg.URL)
@@ -89,7 +96,7 @@ func openPG(t *testing.T) *pgstore.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return s, url
 }
 
 // TestLatestWriterDecidesAsTheEngine is the property that lets the engine

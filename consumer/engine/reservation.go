@@ -152,6 +152,9 @@ type Reservation struct {
 	lease     time.Duration
 	ttl       time.Duration
 	maxTries  int64
+	// record is the record as this claim (or its last Extend) wrote it:
+	// what a later write of this holder starts from (update).
+	record map[string]any
 }
 
 // reservationKey is where r's record lives, its fingerprint, and the
@@ -245,71 +248,56 @@ func (e *Engine) Claim(ctx context.Context, r Request) (Reservation, error) {
 		return Reservation{}, newError(TypeConfiguration, op, "the reservation's length (%s) must be shorter than its record's TTL (%s)", rv.lease, rv.ttl)
 	}
 	rv.ordering = e.ordering(r.MaxSequenceJump)
-	claimed := rv
-	err = e.runTx(ctx, &claimed.Ops, func(ctx context.Context, tx store.Tx) error {
-		now := e.now()
-		ops := claimed.Ops
-		claimed = rv
-		claimed.Ops, claimed.ReceivedAt = ops, now
-		// Read the record even when expired: its token keeps fencing
-		// monotonic. Without waiting: see held.
-		cur, err := tx.Get(store.NoWait(ctx), k.key)
-		if errors.Is(err, store.ErrLocked) {
-			return errHeld
-		}
-		exists := err == nil
-		if err != nil && !isNotFound(err) {
-			return err
-		}
-		f := cur.Fields
-		live := exists && !cur.Expired(now)
-		if live {
-			settled, err := e.inspect(ctx, op, k, f, now, &claimed)
-			if err != nil || settled {
+	claimed, decided := rv, false
+	if e.conditional != nil && k.agg == (store.Key{}) {
+		claimed, decided, err = e.claimAbsent(ctx, op, r, k, extra, rv)
+	}
+	if !decided {
+		err = e.runTx(ctx, &claimed.Ops, func(ctx context.Context, tx store.Tx) error {
+			now := e.now()
+			ops := claimed.Ops
+			claimed = rv
+			claimed.Ops, claimed.ReceivedAt = ops, now
+			// Read the record even when expired: its token keeps fencing
+			// monotonic. Without waiting: see held.
+			cur, err := tx.Get(store.NoWait(ctx), k.key)
+			if errors.Is(err, store.ErrLocked) {
+				return errHeld
+			}
+			exists := err == nil
+			if err != nil && !isNotFound(err) {
 				return err
 			}
-		}
-		if k.agg != (store.Key{}) {
-			ad, ok, err := getLive(ctx, tx, k.agg, now)
+			f := cur.Fields
+			live := exists && !cur.Expired(now)
+			if live {
+				settled, err := e.inspect(ctx, op, k, f, now, &claimed)
+				if err != nil || settled {
+					return err
+				}
+			}
+			if k.agg != (store.Key{}) {
+				ad, ok, err := getLive(ctx, tx, k.agg, now)
+				if err != nil {
+					return err
+				}
+				if ok {
+					if last := aggregateVersion(ad.Fields); !rv.ordering.Supersedes(claimed.version, last) {
+						return newError(TypeStale, op, "sequence %d of aggregate %q does not supersede the last one completed (%d)", claimed.version.Sequence, r.Aggregate, last.Sequence)
+					}
+				}
+			}
+			var prev map[string]any // the live record claimed again or taken over
+			if live {
+				prev = f
+			}
+			fields, err := e.claimRecord(op, r, k, extra, i64(f, "token"), prev, now, &claimed)
 			if err != nil {
 				return err
 			}
-			if ok {
-				if last := aggregateVersion(ad.Fields); !rv.ordering.Supersedes(claimed.version, last) {
-					return newError(TypeStale, op, "sequence %d of aggregate %q does not supersede the last one completed (%d)", claimed.version.Sequence, r.Aggregate, last.Sequence)
-				}
-			}
-		}
-		claimed.Token, claimed.Attempt = i64(f, "token")+1, 1
-		fields := map[string]any{"scope": r.Scope, metaFingerprint: k.fingerprint, "receivedAt": now}
-		if extra != nil {
-			fields["fields"] = extra
-		}
-		if r.Event != nil {
-			fields[metaEventKey], fields[metaMessageID] = k.eventKey, r.Event.MessageID
-		} else {
-			fields["id"] = r.ID
-		}
-		if live {
-			attempts := i64(f, "attempts")
-			if rv.maxTries > 0 && attempts >= rv.maxTries {
-				return newError(TypePoison, op, "%s was tried %d times (the maximum is %d): %s", k.key, attempts, rv.maxTries, str(f, "lastError"))
-			}
-			claimed.Attempt = attempts + 1
-			if t := tm(f, "receivedAt"); !t.IsZero() {
-				claimed.ReceivedAt = t
-			}
-			fields["receivedAt"] = claimed.ReceivedAt
-			fields["lastError"] = str(f, "lastError")
-			if claimed.TookOver || f["inDoubt"] == true {
-				claimed.PreviousInDoubt = true
-			}
-		}
-		claimed.Status, claimed.Until = StatusPending, now.Add(claimed.lease)
-		fields["status"], fields["owner"], fields["token"], fields["attempts"] = StatusPending, e.cfg.Owner, claimed.Token, claimed.Attempt
-		fields["leaseUntil"], fields["updatedAt"] = claimed.Until, now
-		return tx.Set(ctx, k.key, store.Document{Fields: fields, ExpireAt: now.Add(rv.ttl)})
-	})
+			return tx.Set(ctx, k.key, store.Document{Fields: fields, ExpireAt: now.Add(rv.ttl)})
+		})
+	}
 	if errors.Is(err, errHeld) {
 		claimed, err = e.held(ctx, op, k, rv, claimed.Ops)
 	}
@@ -335,6 +323,90 @@ func (e *Engine) Claim(ctx context.Context, r Request) (Reservation, error) {
 		return Reservation{}, err
 	}
 	return claimed, nil
+}
+
+// claimRecord is the record a claim writes at now, after the token
+// lastToken (of the record found, expired or not: fencing stays
+// monotonic), and sets claimed's token, attempt and lease. prev is the
+// live record claimed again (released) or taken over (lapsed), nil for a
+// first claim: its attempts count on, bounded by the request's.
+func (e *Engine) claimRecord(op string, r Request, k reservationKey, extra map[string]any, lastToken int64, prev map[string]any, now time.Time, claimed *Reservation) (map[string]any, error) {
+	claimed.Token, claimed.Attempt = lastToken+1, 1
+	fields := map[string]any{"scope": r.Scope, metaFingerprint: k.fingerprint, "receivedAt": now}
+	if extra != nil {
+		fields["fields"] = extra
+	}
+	if r.Event != nil {
+		fields[metaEventKey], fields[metaMessageID] = k.eventKey, r.Event.MessageID
+	} else {
+		fields["id"] = r.ID
+	}
+	if prev != nil {
+		attempts := i64(prev, "attempts")
+		if claimed.maxTries > 0 && attempts >= claimed.maxTries {
+			return nil, newError(TypePoison, op, "%s was tried %d times (the maximum is %d): %s", k.key, attempts, claimed.maxTries, str(prev, "lastError"))
+		}
+		claimed.Attempt = attempts + 1
+		if t := tm(prev, "receivedAt"); !t.IsZero() {
+			claimed.ReceivedAt = t
+		}
+		fields["receivedAt"] = claimed.ReceivedAt
+		fields["lastError"] = str(prev, "lastError")
+		if claimed.TookOver || prev["inDoubt"] == true {
+			claimed.PreviousInDoubt = true
+		}
+	}
+	claimed.Status, claimed.Until = StatusPending, now.Add(claimed.lease)
+	fields["status"], fields["owner"], fields["token"], fields["attempts"] = StatusPending, e.cfg.Owner, claimed.Token, claimed.Attempt
+	fields["leaseUntil"], fields["updatedAt"] = claimed.Until, now
+	claimed.record = fields
+	return fields, nil
+}
+
+// claimAbsent claims a key no record has in one round trip (the store's
+// store.ConditionalWriter: the record written only if absent). When a
+// record is there it decides from it, as Claim's transaction would, what
+// that record decides alone: a settled one replays, a live claim is
+// in_progress, a reused key is poison. Anything else (no record read: it
+// is held right now; an expired, released or lapsed one, whose claim
+// carries its token or its attempts on) is left undecided, having written
+// nothing, for Claim's transaction.
+func (e *Engine) claimAbsent(ctx context.Context, op string, r Request, k reservationKey, extra map[string]any, rv Reservation) (Reservation, bool, error) {
+	now := e.now()
+	claimed := rv
+	claimed.ReceivedAt = now
+	fields, err := e.claimRecord(op, r, k, extra, 0, nil, now, &claimed)
+	if err != nil {
+		return rv, false, nil
+	}
+	res, err := e.conditional.WriteIf(ctx, store.ConditionalWrite{Key: k.key, Doc: store.Document{Fields: fields, ExpireAt: now.Add(rv.ttl)},
+		IfAbsent: true, Now: now})
+	switch {
+	case err != nil:
+		claimed.Ops.Writes = 1
+		return claimed, true, err
+	case res.Written:
+		claimed.Ops.Writes = 1
+		return claimed, true, nil
+	}
+	rv.Ops.Reads = 1
+	cur := res.Found
+	if cur == nil || cur.Expired(now) {
+		return rv, false, nil
+	}
+	switch statusOf(cur.Fields) {
+	case StatusCompleted, StatusRejected:
+	case StatusPending:
+		if !leaseUntil(cur.Fields, rv.lease).After(now) {
+			return rv, false, nil // lapsed: taken over in Claim's transaction
+		}
+	default:
+		return rv, false, nil // released: claimed again in Claim's transaction
+	}
+	claimed = rv
+	claimed.ReceivedAt = now
+	settled, err := e.inspect(ctx, op, k, cur.Fields, now, &claimed)
+	return claimed, err != nil || settled, err
 }
 
 // errHeld is Claim's signal that the record is held by another
@@ -430,12 +502,41 @@ func (e *Engine) holding(ctx context.Context, tx store.Tx, op string, rv Reserva
 }
 
 // update rewrites the record rv holds with change applied; change may
-// read and write other records in tx, before the record is set.
-func (e *Engine) update(ctx context.Context, op string, rv *Reservation, change func(ctx context.Context, tx store.Tx, f map[string]any, now time.Time) error) error {
+// read and write other records in tx, before the record is set. alone
+// says change touches no other record (it is then called with a nil tx):
+// with a store.ConditionalWriter the record is rewritten in one round trip
+// from the one this holder last wrote, if the stored record still carries
+// rv's token and is pending and live. That is exact, not a guess: a
+// pending record with rv's token was written by rv's claim and changed
+// since only by its Extends, which rewrite leaseUntil and updatedAt alone
+// (every other write of it settles or releases it, or claims it with the
+// next token), and change is applied to it as it would be to the record
+// read. Otherwise (the record changed, or is held right now) the engine's
+// transaction reads it and decides.
+func (e *Engine) update(ctx context.Context, op string, rv *Reservation, alone bool, change func(ctx context.Context, tx store.Tx, f map[string]any, now time.Time) error) error {
 	if rv.Replayed || rv.Token == 0 {
 		return newError(TypeConfiguration, op, "%s is not held by this caller (a replayed reservation is read-only)", rv.Doc)
 	}
 	rv.Ops = opcount.Counts{}
+	if alone && e.conditional != nil && rv.record != nil {
+		before := *rv // change may set rv's fields: kept only if written
+		now := e.now()
+		f := maps.Clone(rv.record)
+		f["updatedAt"] = now
+		if err := change(ctx, nil, f, now); err != nil {
+			return wrap(op, err)
+		}
+		res, err := e.conditional.WriteIf(ctx, store.ConditionalWrite{Key: rv.key, Doc: store.Document{Fields: f, ExpireAt: now.Add(rv.ttl)},
+			Match: map[string]any{"token": rv.Token, "status": StatusPending}, Now: now})
+		rv.Ops.Writes = 1
+		if err != nil || res.Written {
+			if err == nil {
+				rv.record = f
+			}
+			return wrap(op, err)
+		}
+		*rv = before
+	}
 	return wrap(op, e.runTx(ctx, &rv.Ops, func(ctx context.Context, tx store.Tx) error {
 		now := e.now()
 		cur, err := e.holding(ctx, tx, op, *rv, now)
@@ -447,6 +548,7 @@ func (e *Engine) update(ctx context.Context, op string, rv *Reservation, change 
 		if err := change(ctx, tx, f, now); err != nil {
 			return err
 		}
+		rv.record = f
 		return tx.Set(ctx, rv.key, store.Document{Fields: f, ExpireAt: now.Add(rv.ttl)})
 	}))
 }
@@ -455,7 +557,7 @@ func (e *Engine) update(ctx context.Context, op string, rv *Reservation, change 
 // call runs). A stale *Error (code FENCED) means it was taken over: stop,
 // and settle nothing.
 func (e *Engine) Extend(ctx context.Context, rv Reservation) (Reservation, error) {
-	err := e.update(ctx, "extend reservation", &rv, func(_ context.Context, _ store.Tx, f map[string]any, now time.Time) error {
+	err := e.update(ctx, "extend reservation", &rv, true, func(_ context.Context, _ store.Tx, f map[string]any, now time.Time) error {
 		rv.Until = now.Add(rv.lease)
 		f["leaseUntil"] = rv.Until
 		return nil
@@ -500,10 +602,11 @@ func (e *Engine) Settle(ctx context.Context, rv Reservation, s Settlement) (Rese
 	if err != nil {
 		return rv, newError(TypeConfiguration, op, "Settlement.Result: %v", err)
 	}
-	err = e.update(ctx, op, &rv, func(ctx context.Context, tx store.Tx, f map[string]any, now time.Time) error {
+	advances := rv.aggregate != (store.Key{}) && s.Status == StatusCompleted
+	err = e.update(ctx, op, &rv, s.Effect == nil && !advances, func(ctx context.Context, tx store.Tx, f map[string]any, now time.Time) error {
 		var ad store.Document
 		var advance bool
-		if rv.aggregate != (store.Key{}) && s.Status == StatusCompleted {
+		if advances {
 			var ok bool
 			if ad, ok, err = getLive(ctx, tx, rv.aggregate, now); err != nil {
 				return err
@@ -548,7 +651,7 @@ func (e *Engine) Release(ctx context.Context, rv Reservation, cause error, inDou
 	if cause != nil {
 		msg = cause.Error()
 	}
-	err = e.update(ctx, op, &rv, func(_ context.Context, _ store.Tx, f map[string]any, now time.Time) error {
+	err = e.update(ctx, op, &rv, true, func(_ context.Context, _ store.Tx, f map[string]any, now time.Time) error {
 		f["status"], f["lastError"], f["releasedAt"] = StatusReleased, msg, now
 		delete(f, "leaseUntil")
 		if inDoubt {

@@ -38,10 +38,43 @@ func (t *Tracer) Store(st store.Store, scheme string) store.Store {
 		system = semconv.DBSystemNamePostgreSQL
 	}
 	ts := &tracedStore{Store: st, tracer: t.tracer, system: system}
-	if lw, ok := st.(store.LatestWriter); ok {
+	lw, isLW := st.(store.LatestWriter)
+	cw, isCW := st.(store.ConditionalWriter)
+	tc := tracedConditional{ts: ts, cw: cw}
+	switch {
+	case isLW && isCW:
+		return struct {
+			*tracedLatestStore
+			tracedConditional
+		}{&tracedLatestStore{tracedStore: ts, lw: lw}, tc}
+	case isLW:
 		return &tracedLatestStore{tracedStore: ts, lw: lw}
+	case isCW:
+		return struct {
+			*tracedStore
+			tracedConditional
+		}{ts, tc}
 	}
 	return ts
+}
+
+// tracedConditional adds a traced store.ConditionalWriter to a traced
+// store: each write a CLIENT span "conditional write SYSTEM".
+type tracedConditional struct {
+	ts *tracedStore
+	cw store.ConditionalWriter
+}
+
+// WriteIf implements store.ConditionalWriter.
+func (c tracedConditional) WriteIf(ctx context.Context, w store.ConditionalWrite) (store.ConditionalResult, error) {
+	ctx, span := c.ts.tracer.Start(ctx, "conditional write "+c.ts.system.Value.AsString(), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(c.ts.system, semconv.DBOperationName("conditional write")))
+	res, err := c.cw.WriteIf(ctx, w)
+	if err != nil {
+		fail(span, err)
+	}
+	span.End()
+	return res, err
 }
 
 // tracedLatestStore is a traced store.LatestWriter: each write a CLIENT

@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -154,18 +153,7 @@ func TestWriteLatestLeavesAHeldDocumentToTheEngine(t *testing.T) {
 	target := store.Key{Collection: "held", ID: "doc"}
 	w := store.LatestWrite{Target: target, Doc: store.Document{Fields: map[string]any{"v": int64(1)}}, Now: time.Now(),
 		VersionField: engine.MetaField, Window: time.Minute, MaxJump: 10}
-	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- s.RunTx(ctx, func(ctx context.Context, tx store.Tx) error {
-			if _, err := tx.Get(ctx, target); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
+	release := hold(t, s, target)
 	started := time.Now()
 	res, err := s.WriteLatest(ctx, w)
 	if err != nil || res.Decided || res.Written {
@@ -174,10 +162,7 @@ func TestWriteLatestLeavesAHeldDocumentToTheEngine(t *testing.T) {
 	if waited, probe := time.Since(started), s.Settings().Probe; waited > probe+2*time.Second {
 		t.Errorf("WriteLatest waited %v for the held document; the probe is %v", waited, probe)
 	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	release()
 	res, err = s.WriteLatest(ctx, w)
 	if err != nil || !res.Decided || !res.Written || res.Target != nil {
 		t.Fatalf("WriteLatest on the free, absent document: %+v, %v; want decided and written, nothing found", res, err)

@@ -20,16 +20,51 @@ import (
 // wraps the store under test with it, so every case, engine paths
 // included, checks the contract on every driver.
 //
-// A driver's store.LatestWriter is kept (the cases then run the engine's
-// one-round-trip write on it), and the documents it reports as found are
-// guarded as reads are.
+// A driver's store.LatestWriter and store.ConditionalWriter are kept (the
+// cases then run the engine's one-round-trip writes on it), and the
+// documents they report as found are guarded as reads are.
 func Guard(t testing.TB, st store.Store) store.Store {
 	g := &guard{Store: st, t: t}
 	t.Cleanup(func() { g.check(g.all, "after the test") })
-	if lw, ok := st.(store.LatestWriter); ok {
+	lw, isLW := st.(store.LatestWriter)
+	cw, isCW := st.(store.ConditionalWriter)
+	cg := conditionalGuard{g: g, cw: cw}
+	switch {
+	case isLW && isCW:
+		return struct {
+			*latestGuard
+			conditionalGuard
+		}{&latestGuard{guard: g, lw: lw}, cg}
+	case isLW:
 		return &latestGuard{guard: g, lw: lw}
+	case isCW:
+		return struct {
+			*guard
+			conditionalGuard
+		}{g, cg}
 	}
 	return g
+}
+
+// conditionalGuard adds a driver's store.ConditionalWriter to a guard: the
+// document it reports as found is guarded as a read is.
+type conditionalGuard struct {
+	g  *guard
+	cw store.ConditionalWriter
+}
+
+// WriteIf implements store.ConditionalWriter.
+func (c conditionalGuard) WriteIf(ctx context.Context, w store.ConditionalWrite) (store.ConditionalResult, error) {
+	res, err := c.cw.WriteIf(ctx, w)
+	if res.Found != nil {
+		gt := &guardTx{g: c.g}
+		gt.record(w.Key, *res.Found)
+		c.g.check(gt.reads, "when its write ended")
+		c.g.mu.Lock()
+		c.g.all = append(c.g.all, gt.reads...)
+		c.g.mu.Unlock()
+	}
+	return res, err
 }
 
 // latestGuard is a guard whose store is a store.LatestWriter.
