@@ -172,6 +172,29 @@ func (m *materialization) document() (store.Document, error) {
 	return m.doc, nil
 }
 
+// owned reports whether m's document (document) is the engine's alone: its
+// fields come from a FieldSource, which gives a new map sharing nothing;
+// fields copied from a Write share its nested maps with the caller.
+func (m *materialization) owned() bool { return m.source != nil }
+
+// create creates doc, m's document, at m's target: given to the store
+// when m owns it (store.OwnedWriter), since the engine never changes a
+// document it built (document caches it, and retries write it again).
+func (m *materialization) create(ctx context.Context, tx store.Tx, doc store.Document) error {
+	if m.owned() {
+		return store.CreateOwned(ctx, tx, m.target, doc)
+	}
+	return tx.Create(ctx, m.target, doc)
+}
+
+// set is create's Set.
+func (m *materialization) set(ctx context.Context, tx store.Tx, doc store.Document) error {
+	if m.owned() {
+		return store.SetOwned(ctx, tx, m.target, doc)
+	}
+	return tx.Set(ctx, m.target, doc)
+}
+
 // MaxDocumentBytes is the largest document the engine writes: Firestore's
 // limit, kept on every store so that a message behaves the same whatever
 // the store.
@@ -272,7 +295,7 @@ func (e *Engine) create(ctx context.Context, m *materialization) error {
 		if err != nil {
 			return err
 		}
-		return tx.Create(ctx, m.target, doc)
+		return m.create(ctx, tx, doc)
 	})
 	if isAlreadyExists(err) {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
@@ -474,7 +497,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	if err != nil {
 		return err
 	}
-	return tx.Set(ctx, m.target, doc)
+	return m.set(ctx, tx, doc)
 }
 
 // writeMarker writes m's dedupe marker (the fields eventKey, messageId,
@@ -482,11 +505,11 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 // that an existing one fails the transaction (store.ErrAlreadyExists), or
 // with slow, after the marker was read, set.
 func (e *Engine) writeMarker(ctx context.Context, tx store.Tx, m *materialization, now time.Time, slow bool) error {
-	marker := e.markerDoc(m, now)
+	marker := e.markerDoc(m, now) // built here and never changed: given to the store
 	if slow {
-		return tx.Set(ctx, m.marker, marker)
+		return store.SetOwned(ctx, tx, m.marker, marker)
 	}
-	return tx.Create(ctx, m.marker, marker)
+	return store.CreateOwned(ctx, tx, m.marker, marker)
 }
 
 // markerDoc is m's dedupe marker written at now.
