@@ -143,7 +143,8 @@ type materialization struct {
 }
 
 // document returns the target document: fields plus MetaField (a new
-// top-level map; the store copies what it keeps).
+// top-level map, never changed once built: when m owns it the store may
+// keep it as it is, see create).
 // Only applied messages need it, so it is built on first use.
 func (m *materialization) document() (store.Document, error) {
 	if m.doc.Fields != nil {
