@@ -29,24 +29,26 @@ func fieldError(field, problem, fix string) *FieldError {
 // subscriptionName is the shape of a full subscription name.
 var subscriptionName = regexp.MustCompile(`^projects/[^/]+/subscriptions/[^/]+$`)
 
-// rawEnvelope mirrors the push body; RawMessage fields are type-checked by
+// rawEnvelope mirrors the push body; its raw fields are type-checked by
 // hand so every error can name its field. The message and its data are
 // kept as slices of the body (rawValue), not copied: a push body is
 // mostly the message's data.
 type rawEnvelope struct {
-	Message         rawValue        `json:"message"`
-	Subscription    json.RawMessage `json:"subscription"`
-	DeliveryAttempt json.RawMessage `json:"deliveryAttempt"`
+	Message         rawValue `json:"message"`
+	Subscription    rawValue `json:"subscription"`
+	DeliveryAttempt rawValue `json:"deliveryAttempt"`
 }
 
+// rawMessage mirrors the message object, its members slices of the body
+// too (checked JSON: the body was decoded whole first).
 type rawMessage struct {
-	Data             rawValue        `json:"data"`
-	Attributes       json.RawMessage `json:"attributes"`
-	MessageID        json.RawMessage `json:"messageId"`
-	MessageIDSnake   json.RawMessage `json:"message_id"`
-	PublishTime      json.RawMessage `json:"publishTime"`
-	PublishTimeSnake json.RawMessage `json:"publish_time"`
-	OrderingKey      json.RawMessage `json:"orderingKey"`
+	Data             rawValue `json:"data"`
+	Attributes       rawValue `json:"attributes"`
+	MessageID        rawValue `json:"messageId"`
+	MessageIDSnake   rawValue `json:"message_id"`
+	PublishTime      rawValue `json:"publishTime"`
+	PublishTimeSnake rawValue `json:"publish_time"`
+	OrderingKey      rawValue `json:"orderingKey"`
 }
 
 // DecodePush decodes and validates a push request body. Every error it
@@ -233,7 +235,7 @@ func decodeChunks(enc *base64.Encoding, s, dst []byte) (int, error) {
 	return n, nil
 }
 
-func deliveryAttempt(raw json.RawMessage) (int, error) {
+func deliveryAttempt(raw rawValue) (int, error) {
 	if isAbsent(raw) {
 		return 0, nil
 	}
@@ -245,25 +247,24 @@ func deliveryAttempt(raw json.RawMessage) (int, error) {
 	return n, nil
 }
 
-func attributes(raw json.RawMessage) (map[string]string, error) {
-	attrs := map[string]string{}
+func attributes(raw rawValue) (map[string]string, error) {
 	if isAbsent(raw) {
-		return attrs, nil
+		return map[string]string{}, nil
 	}
-	var obj map[string]json.RawMessage
+	var obj map[string]rawValue
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, fieldError("message.attributes", "not a JSON object", "send attributes as an object of string values")
 	}
+	attrs := make(map[string]string, len(obj))
 	var bad string // the first attribute, by name, whose value is not a string
 	for k, v := range obj {
-		var s string
-		if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		if v[0] != '"' {
 			if bad == "" || k < bad {
 				bad = k
 			}
 			continue
 		}
-		attrs[k] = s
+		attrs[k] = unquote(v)
 	}
 	if bad != "" {
 		return nil, fieldError("message.attributes."+truncate([]byte(bad)), truncate(obj[bad])+" is not a string",
@@ -285,7 +286,7 @@ func checkPublishTime(t time.Time) error {
 
 // eitherString returns the value of whichever spelling is present; when both
 // are present they must agree.
-func eitherString(camel, snake json.RawMessage, camelName, snakeName string) (string, error) {
+func eitherString(camel, snake rawValue, camelName, snakeName string) (string, error) {
 	switch {
 	case isAbsent(camel) && isAbsent(snake):
 		return "", fieldError(camelName, "missing (neither "+camelName+" nor "+snakeName+" is set)",
@@ -310,14 +311,16 @@ func eitherString(camel, snake json.RawMessage, camelName, snakeName string) (st
 	return a, nil
 }
 
-func requiredString(raw json.RawMessage, field string) (string, error) {
+// requiredString returns the non-empty string raw, a valid JSON value,
+// holds.
+func requiredString(raw rawValue, field string) (string, error) {
 	if isAbsent(raw) {
 		return "", fieldError(field, "missing", "set "+field+" to a non-empty string")
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if raw[0] != '"' {
 		return "", fieldError(field, fmt.Sprintf("%s is not a string", truncate(raw)), "send "+field+" as a JSON string")
 	}
+	s := unquote(raw)
 	if s == "" {
 		return "", fieldError(field, "empty", "set "+field+" to a non-empty string")
 	}
