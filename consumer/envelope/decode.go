@@ -29,26 +29,47 @@ func fieldError(field, problem, fix string) *FieldError {
 // subscriptionName is the shape of a full subscription name.
 var subscriptionName = regexp.MustCompile(`^projects/[^/]+/subscriptions/[^/]+$`)
 
-// rawEnvelope mirrors the push body; its raw fields are type-checked by
-// hand so every error can name its field. The message and its data are
-// kept as slices of the body (rawValue), not copied: a push body is
-// mostly the message's data.
+// rawEnvelope is the push body's members; they are type-checked by hand
+// so every error can name its field. The message and its data are kept as
+// slices of the body (rawValue), not copied: a push body is mostly the
+// message's data.
 type rawEnvelope struct {
-	Message         rawValue `json:"message"`
-	Subscription    rawValue `json:"subscription"`
-	DeliveryAttempt rawValue `json:"deliveryAttempt"`
+	Message, Subscription, DeliveryAttempt rawValue
 }
 
-// rawMessage mirrors the message object, its members slices of the body
-// too (checked JSON: the body was decoded whole first).
+// rawMessage is the message object's members, slices of the body too.
 type rawMessage struct {
-	Data             rawValue `json:"data"`
-	Attributes       rawValue `json:"attributes"`
-	MessageID        rawValue `json:"messageId"`
-	MessageIDSnake   rawValue `json:"message_id"`
-	PublishTime      rawValue `json:"publishTime"`
-	PublishTimeSnake rawValue `json:"publish_time"`
-	OrderingKey      rawValue `json:"orderingKey"`
+	Data, Attributes, MessageID, MessageIDSnake, PublishTime, PublishTimeSnake, OrderingKey rawValue
+}
+
+// envelopeMembers finds the members of the push body, a valid JSON object.
+func envelopeMembers(body []byte) rawEnvelope {
+	var env rawEnvelope
+	membersNamed(body, []string{"message", "subscription", "deliveryAttempt"},
+		&env.Message, &env.Subscription, &env.DeliveryAttempt)
+	return env
+}
+
+// messageMembers finds the members of msg, a valid JSON object.
+func messageMembers(msg rawValue) rawMessage {
+	var raw rawMessage
+	membersNamed(msg, []string{"data", "attributes", "messageId", "message_id", "publishTime", "publish_time", "orderingKey"},
+		&raw.Data, &raw.Attributes, &raw.MessageID, &raw.MessageIDSnake, &raw.PublishTime, &raw.PublishTimeSnake, &raw.OrderingKey)
+	return raw
+}
+
+// membersNamed sets *into[i] to the value of the member of obj, a valid
+// JSON object, named names[i] (see nameFolds; the last of a name given
+// twice wins, as in encoding/json).
+func membersNamed(obj []byte, names []string, into ...*rawValue) {
+	eachMember(obj, skipSpace(obj, 0), func(name, nameEnd, value, end int) {
+		for i, field := range names {
+			if nameFolds(obj[name:nameEnd], field) {
+				*into[i] = obj[value:end]
+				return
+			}
+		}
+	})
 }
 
 // DecodePush decodes and validates a push request body. Every error it
@@ -63,20 +84,25 @@ type rawMessage struct {
 // body. An error after (the payload's: the data is not a JSON object)
 // returns the message with every envelope field and its Data, and body no
 // longer holds the data's base64.
+//
+// The envelope's members are found as encoding/json finds a struct's
+// fields (see nameFolds), in the body checked whole first (json.Valid).
 func DecodePush(body []byte) (Message, error) {
-	var env rawEnvelope
-	if err := strictObject(body, &env); err != nil {
-		return Message{}, fieldError("(body)", "not a JSON object: "+err.Error(),
+	// Trimmed as strictObject trims (bytes.TrimSpace: Unicode white space,
+	// more than JSON's), so that the same bodies are objects.
+	if obj := bytes.TrimSpace(body); !json.Valid(obj) || !isObject(obj) {
+		return Message{}, fieldError("(body)", "not a JSON object: "+strictObject(body, &struct{}{}).Error(),
 			`send the Pub/Sub push envelope {"message":{...},"subscription":"projects/P/subscriptions/S"}`)
 	}
+	env := envelopeMembers(bytes.TrimSpace(body))
 	if isAbsent(env.Message) {
 		return Message{}, fieldError("message", "missing", "send the Pub/Sub push envelope with a message object "+
 			"(a body that is the payload itself comes from a subscription with payload unwrapping, pushConfig.noWrapper: turn it off)")
 	}
-	var raw rawMessage
-	if err := strictObject(env.Message, &raw); err != nil {
+	if env.Message[0] != '{' {
 		return Message{}, fieldError("message", "not a JSON object", "message must be an object with data, messageId and publishTime")
 	}
+	raw := messageMembers(env.Message)
 	var m Message
 	var err error
 	if m.Subscription, err = requiredString(env.Subscription, "subscription"); err != nil {

@@ -164,6 +164,18 @@ func nameIs(raw []byte, want string) bool {
 	return unquote(raw) == want
 }
 
+// nameFolds reports whether raw, a member's name as a JSON string, names
+// the struct field field as encoding/json matches them: decoded, equal
+// under Unicode case folding (bytes.EqualFold; encoding/json's foldName is
+// documented to be identical to it). Only when two fields fold alike does
+// encoding/json prefer an exact match, and no two of the envelope's do.
+func nameFolds(raw []byte, field string) bool {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return bytes.EqualFold(raw[1:len(raw)-1], []byte(field))
+	}
+	return strings.EqualFold(unquote(raw), field)
+}
+
 // kindOf names the kind of the valid JSON value data holds.
 func kindOf(data []byte) string {
 	data = bytes.TrimSpace(data)
