@@ -137,7 +137,7 @@ func groupContext(group []*waiter) (ctx context.Context, stop func()) {
 func (e *Engine) coalesce(ctx context.Context, m *materialization) error {
 	w, full := e.coalescer.enter(ctx, m)
 	if full {
-		return &Error{Type: TypeTransient, Code: "RESOURCE_EXHAUSTED", Op: m.op,
+		return &Error{Type: TypeTransient, Code: "RESOURCE_EXHAUSTED", Op: opMaterialize,
 			Err: fmt.Errorf("%d deliveries already wait for %s, which a transaction is writing (fix: raise Config.MaxWaitingPerDocument, or spread the aggregate over more documents)",
 				e.coalescer.maxWaiting, m.res.DocPath)}
 	}
@@ -162,7 +162,7 @@ func (e *Engine) coalesce(ctx context.Context, m *materialization) error {
 		if !decided {
 			// runGroup panicked: no member may take it for an outcome.
 			for _, o := range w.group {
-				o.err = newError(TypeTransient, m.op, "the transaction deciding the deliveries waiting for %s failed", m.res.DocPath)
+				o.err = newError(TypeTransient, opMaterialize, "the transaction deciding the deliveries waiting for %s failed", m.res.DocPath)
 			}
 		}
 		e.coalescer.leave(m.target)
@@ -283,7 +283,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		useMarker := m.marker != store.Key{}
 		if slow && useMarker {
 			if md := markers[m.marker]; md != nil {
-				if dup, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint)); dup || err != nil {
+				if dup, err := m.duplicateOf(ctx, e, m.marker, m.order.EventKey, str(md.Fields, metaFingerprint)); dup || err != nil {
 					w.err = err
 					continue
 				}
@@ -312,7 +312,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 		for _, w := range stale {
 			m := w.m
 			if md := markers[m.marker]; md != nil {
-				if _, err := m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint)); err != nil {
+				if _, err := m.duplicateOf(ctx, e, m.marker, m.order.EventKey, str(md.Fields, metaFingerprint)); err != nil {
 					w.err = err
 				}
 			}
@@ -345,7 +345,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 	// After the winner: the same event, or older.
 	for _, w := range candidates {
 		m := w.m
-		if dup, err := m.duplicateOf(ctx, e, target, win.eventKey, win.fingerprint); dup || err != nil {
+		if dup, err := m.duplicateOf(ctx, e, target, win.order.EventKey, win.order.Fingerprint); dup || err != nil {
 			w.err = err
 			continue
 		}
@@ -363,7 +363,7 @@ func (e *Engine) latestGroup(ctx context.Context, tx store.Tx, group []*waiter, 
 // duplicateOfAny is duplicateOf for each of ms in turn, on m's target.
 func (m *materialization) duplicateOfAny(ctx context.Context, e *Engine, ms []*materialization) (bool, error) {
 	for _, o := range ms {
-		if dup, err := m.duplicateOf(ctx, e, m.target, o.eventKey, o.fingerprint); dup || err != nil {
+		if dup, err := m.duplicateOf(ctx, e, m.target, o.order.EventKey, o.order.Fingerprint); dup || err != nil {
 			return dup, err
 		}
 	}

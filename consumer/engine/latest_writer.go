@@ -26,7 +26,7 @@ func (e *Engine) writeLatest(ctx context.Context, m *materialization) (decided b
 		return false, nil
 	}
 	w := store.LatestWrite{Target: m.target, Doc: doc, Now: now, VersionField: MetaField, Version: m.order.storeVersion(),
-		Window: m.ordering.Window, MaxJump: m.ordering.MaxSequenceJump, ProducerKey: producerKey(m.eventKey)}
+		Window: m.ordering.Window, MaxJump: m.ordering.MaxSequenceJump, ProducerKey: producerKey(m.order.EventKey)}
 	if m.marker != (store.Key{}) {
 		w.Marker, w.MarkerDoc = m.marker, e.markerDoc(m, now)
 	}
@@ -55,7 +55,7 @@ func (e *Engine) writeLatest(ctx context.Context, m *materialization) (decided b
 		// message is retried; the stored version is the driver's.
 		e.cfg.Logger.ErrorContext(ctx, "the store applied a message the engine's decision would not have",
 			logfields.DocPath, m.res.DocPath, logfields.MessageID, m.messageID, logfields.Outcome, string(m.res.Outcome))
-		return true, newError(TypeTransient, m.op, "the store's decision on %s differs from the engine's (it wrote; the engine's outcome is %q): a defect of the store driver", m.res.DocPath, m.res.Outcome)
+		return true, newError(TypeTransient, opMaterialize, "the store's decision on %s differs from the engine's (it wrote; the engine's outcome is %q): a defect of the store driver", m.res.DocPath, m.res.Outcome)
 	default:
 		// The store decided not to write where the engine would: the
 		// engine's transaction decides instead (nothing was written).

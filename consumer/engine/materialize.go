@@ -113,16 +113,18 @@ func (r Result) Reads() int64 { return r.Ops.Reads }
 // Writes returns the writes and deletes made.
 func (r Result) Writes() int64 { return r.Ops.Writes + r.Ops.Deletes }
 
+// opMaterialize is Materialize's Error.Op.
+const opMaterialize = "materialize"
+
 type materialization struct {
-	op          string
-	target      store.Key
-	marker      store.Key
-	markerPath  string
-	eventKey    string
-	fingerprint string
-	messageID   string
-	order       Version
-	ordering    Ordering
+	target     store.Key
+	marker     store.Key
+	markerPath string
+	messageID  string
+	// order is the message's version, its event key and fingerprint
+	// included.
+	order    Version
+	ordering Ordering
 	// jumpFrom is the stored sequence when the transaction that decided
 	// the message found it more than the bound away from the message's
 	// (logged once the outcome is known: see logJump).
@@ -143,7 +145,8 @@ type materialization struct {
 }
 
 // document returns the target document: fields plus MetaField (a new
-// top-level map; the store copies what it keeps).
+// top-level map, never changed once built: when m owns it the store may
+// keep it as it is, see create).
 // Only applied messages need it, so it is built on first use.
 func (m *materialization) document() (store.Document, error) {
 	if m.doc.Fields != nil {
@@ -156,20 +159,43 @@ func (m *materialization) document() (store.Document, error) {
 		fields = make(map[string]any, len(m.fields)+1)
 		maps.Copy(fields, m.fields)
 	}
-	meta := map[string]any{metaEventKey: m.eventKey, metaAppliedAt: m.appliedAt, metaMessageID: m.messageID}
-	if m.fingerprint != "" {
-		meta[metaFingerprint] = m.fingerprint
+	meta := map[string]any{metaEventKey: m.order.EventKey, metaAppliedAt: m.appliedAt, metaMessageID: m.messageID}
+	if m.order.Fingerprint != "" {
+		meta[metaFingerprint] = m.order.Fingerprint
 	}
 	m.order.toMeta(meta)
 	fields[MetaField] = meta
 	doc := store.Document{Fields: fields}
 	if m.checkSize {
-		if err := checkDocumentSize(m.op, m.res.DocPath, doc); err != nil {
+		if err := checkDocumentSize(opMaterialize, m.res.DocPath, doc); err != nil {
 			return store.Document{}, err
 		}
 	}
 	m.doc = doc
 	return m.doc, nil
+}
+
+// owned reports whether m's document (document) is the engine's alone: its
+// fields come from a FieldSource, which gives a new map sharing nothing;
+// fields copied from a Write share its nested maps with the caller.
+func (m *materialization) owned() bool { return m.source != nil }
+
+// create creates doc, m's document, at m's target: given to the store
+// when m owns it (store.OwnedWriter), since the engine never changes a
+// document it built (document caches it, and retries write it again).
+func (m *materialization) create(ctx context.Context, tx store.Tx, doc store.Document) error {
+	if m.owned() {
+		return store.CreateOwned(ctx, tx, m.target, doc)
+	}
+	return tx.Create(ctx, m.target, doc)
+}
+
+// set is create's Set.
+func (m *materialization) set(ctx context.Context, tx store.Tx, doc store.Document) error {
+	if m.owned() {
+		return store.SetOwned(ctx, tx, m.target, doc)
+	}
+	return tx.Set(ctx, m.target, doc)
 }
 
 // MaxDocumentBytes is the largest document the engine writes: Firestore's
@@ -229,7 +255,7 @@ func (e *Engine) Materialize(ctx context.Context, ev Event, w Write) (Result, er
 	}
 	if err != nil {
 		// Nothing was recorded; keep the paths and the operations spent for the log.
-		return Result{DocPath: m.res.DocPath, IdempotencyDoc: m.res.IdempotencyDoc, Ops: m.res.Ops}, wrap(m.op, err)
+		return Result{DocPath: m.res.DocPath, IdempotencyDoc: m.res.IdempotencyDoc, Ops: m.res.Ops}, wrap(opMaterialize, err)
 	}
 	e.logJump(ctx, m)
 	if err := e.Hit(ctx, ProjectionAfterWrite); err != nil {
@@ -272,7 +298,7 @@ func (e *Engine) create(ctx context.Context, m *materialization) error {
 		if err != nil {
 			return err
 		}
-		return tx.Create(ctx, m.target, doc)
+		return m.create(ctx, tx, doc)
 	})
 	if isAlreadyExists(err) {
 		err = e.runTx(ctx, &m.res.Ops, func(ctx context.Context, tx store.Tx) error {
@@ -305,7 +331,7 @@ func (e *Engine) materializeLatest(ctx context.Context, m *materialization) erro
 }
 
 func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materialization, error) {
-	const op = "materialize"
+	const op = opMaterialize
 	if err := validCollection(w.Collection); err != nil {
 		return nil, newError(TypeConfiguration, op, "Write.Collection %q: %v", w.Collection, err)
 	}
@@ -338,7 +364,7 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	if err != nil {
 		return nil, newError(TypePoison, op, "%v", err)
 	}
-	m := &materialization{op: op, eventKey: key, fingerprint: fp, messageID: ev.MessageID}
+	m := &materialization{messageID: ev.MessageID}
 	var target string
 	switch {
 	case w.ID != "":
@@ -357,7 +383,7 @@ func (e *Engine) prepare(ctx context.Context, ev Event, w Write) (*materializati
 	}
 	published := e.publishTime(ctx, ev, target)
 	m.order = Version{HasSequence: w.Sequence != nil, EventTime: e.eventTime(ctx, ev, w.EventTime, published, target),
-		PublishTime: published, EventKey: m.eventKey, Fingerprint: fp}
+		PublishTime: published, EventKey: key, Fingerprint: fp}
 	if w.Sequence != nil {
 		m.order.Sequence = *w.Sequence
 	}
@@ -474,7 +500,7 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 	if err != nil {
 		return err
 	}
-	return tx.Set(ctx, m.target, doc)
+	return m.set(ctx, tx, doc)
 }
 
 // writeMarker writes m's dedupe marker (the fields eventKey, messageId,
@@ -482,24 +508,24 @@ func (e *Engine) latest(ctx context.Context, tx store.Tx, m *materialization, sl
 // that an existing one fails the transaction (store.ErrAlreadyExists), or
 // with slow, after the marker was read, set.
 func (e *Engine) writeMarker(ctx context.Context, tx store.Tx, m *materialization, now time.Time, slow bool) error {
-	marker := e.markerDoc(m, now)
+	marker := e.markerDoc(m, now) // built here and never changed: given to the store
 	if slow {
-		return tx.Set(ctx, m.marker, marker)
+		return store.SetOwned(ctx, tx, m.marker, marker)
 	}
-	return tx.Create(ctx, m.marker, marker)
+	return store.CreateOwned(ctx, tx, m.marker, marker)
 }
 
 // markerDoc is m's dedupe marker written at now.
 func (e *Engine) markerDoc(m *materialization, now time.Time) store.Document {
-	return store.Document{Fields: map[string]any{metaEventKey: m.eventKey, metaMessageID: m.messageID,
-		metaFingerprint: m.fingerprint, "target": m.res.DocPath, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
+	return store.Document{Fields: map[string]any{metaEventKey: m.order.EventKey, metaMessageID: m.messageID,
+		metaFingerprint: m.order.Fingerprint, "target": m.res.DocPath, "createdAt": now}, ExpireAt: now.Add(e.cfg.DedupeTTL)}
 }
 
 // duplicateOf reports whether the event recorded in rec (its key and
 // fingerprint) is this message's event (Engine.sameEvent), and if so makes
 // the outcome a duplicate, with a warning or an error for a reused event id.
 func (m *materialization) duplicateOf(ctx context.Context, e *Engine, rec store.Key, storedKey, storedFP string) (bool, error) {
-	same, warning, err := e.sameEvent(ctx, m.op, rec, storedKey, storedFP, m.eventKey, m.fingerprint)
+	same, warning, err := e.sameEvent(ctx, opMaterialize, rec, storedKey, storedFP, m.order.EventKey, m.order.Fingerprint)
 	if same {
 		m.res.Outcome, m.res.Warning = Duplicate, warning
 	}
@@ -513,7 +539,7 @@ func (m *materialization) markedDuplicate(ctx context.Context, e *Engine, tx sto
 	if err != nil || !live {
 		return false, err
 	}
-	return m.duplicateOf(ctx, e, m.marker, m.eventKey, str(md.Fields, metaFingerprint))
+	return m.duplicateOf(ctx, e, m.marker, m.order.EventKey, str(md.Fields, metaFingerprint))
 }
 
 // createSlow runs after ModeCreate found the document: a duplicate, unless
@@ -528,7 +554,7 @@ func (e *Engine) createSlow(ctx context.Context, tx store.Tx, m *materialization
 		return err
 	}
 	meta := sub(cur.Fields, MetaField)
-	m.res.Warning, err = e.fingerprintConflict(ctx, m.op, m.target, str(meta, metaFingerprint), m.fingerprint)
+	m.res.Warning, err = e.fingerprintConflict(ctx, opMaterialize, m.target, str(meta, metaFingerprint), m.order.Fingerprint)
 	return err
 }
 

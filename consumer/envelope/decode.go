@@ -29,24 +29,47 @@ func fieldError(field, problem, fix string) *FieldError {
 // subscriptionName is the shape of a full subscription name.
 var subscriptionName = regexp.MustCompile(`^projects/[^/]+/subscriptions/[^/]+$`)
 
-// rawEnvelope mirrors the push body; RawMessage fields are type-checked by
-// hand so every error can name its field. The message and its data are
-// kept as slices of the body (rawValue), not copied: a push body is
-// mostly the message's data.
+// rawEnvelope is the push body's members; they are type-checked by hand
+// so every error can name its field. The message and its data are kept as
+// slices of the body (rawValue), not copied: a push body is mostly the
+// message's data.
 type rawEnvelope struct {
-	Message         rawValue        `json:"message"`
-	Subscription    json.RawMessage `json:"subscription"`
-	DeliveryAttempt json.RawMessage `json:"deliveryAttempt"`
+	Message, Subscription, DeliveryAttempt rawValue
 }
 
+// rawMessage is the message object's members, slices of the body too.
 type rawMessage struct {
-	Data             rawValue        `json:"data"`
-	Attributes       json.RawMessage `json:"attributes"`
-	MessageID        json.RawMessage `json:"messageId"`
-	MessageIDSnake   json.RawMessage `json:"message_id"`
-	PublishTime      json.RawMessage `json:"publishTime"`
-	PublishTimeSnake json.RawMessage `json:"publish_time"`
-	OrderingKey      json.RawMessage `json:"orderingKey"`
+	Data, Attributes, MessageID, MessageIDSnake, PublishTime, PublishTimeSnake, OrderingKey rawValue
+}
+
+// envelopeMembers finds the members of the push body, a valid JSON object.
+func envelopeMembers(body []byte) rawEnvelope {
+	var env rawEnvelope
+	membersNamed(body, []string{"message", "subscription", "deliveryAttempt"},
+		&env.Message, &env.Subscription, &env.DeliveryAttempt)
+	return env
+}
+
+// messageMembers finds the members of msg, a valid JSON object.
+func messageMembers(msg rawValue) rawMessage {
+	var raw rawMessage
+	membersNamed(msg, []string{"data", "attributes", "messageId", "message_id", "publishTime", "publish_time", "orderingKey"},
+		&raw.Data, &raw.Attributes, &raw.MessageID, &raw.MessageIDSnake, &raw.PublishTime, &raw.PublishTimeSnake, &raw.OrderingKey)
+	return raw
+}
+
+// membersNamed sets *into[i] to the value of the member of obj, a valid
+// JSON object, named names[i] (see nameFolds; the last of a name given
+// twice wins, as in encoding/json).
+func membersNamed(obj []byte, names []string, into ...*rawValue) {
+	eachMember(obj, skipSpace(obj, 0), func(name, nameEnd, value, end int) {
+		for i, field := range names {
+			if nameFolds(obj[name:nameEnd], field) {
+				*into[i] = obj[value:end]
+				return
+			}
+		}
+	})
 }
 
 // DecodePush decodes and validates a push request body. Every error it
@@ -61,20 +84,25 @@ type rawMessage struct {
 // body. An error after (the payload's: the data is not a JSON object)
 // returns the message with every envelope field and its Data, and body no
 // longer holds the data's base64.
+//
+// The envelope's members are found as encoding/json finds a struct's
+// fields (see nameFolds), in the body checked whole first (json.Valid).
 func DecodePush(body []byte) (Message, error) {
-	var env rawEnvelope
-	if err := strictObject(body, &env); err != nil {
-		return Message{}, fieldError("(body)", "not a JSON object: "+err.Error(),
+	// Trimmed as strictObject trims (bytes.TrimSpace: Unicode white space,
+	// more than JSON's), so that the same bodies are objects.
+	if obj := bytes.TrimSpace(body); !json.Valid(obj) || !isObject(obj) {
+		return Message{}, fieldError("(body)", "not a JSON object: "+strictObject(body, &struct{}{}).Error(),
 			`send the Pub/Sub push envelope {"message":{...},"subscription":"projects/P/subscriptions/S"}`)
 	}
+	env := envelopeMembers(bytes.TrimSpace(body))
 	if isAbsent(env.Message) {
 		return Message{}, fieldError("message", "missing", "send the Pub/Sub push envelope with a message object "+
 			"(a body that is the payload itself comes from a subscription with payload unwrapping, pushConfig.noWrapper: turn it off)")
 	}
-	var raw rawMessage
-	if err := strictObject(env.Message, &raw); err != nil {
+	if env.Message[0] != '{' {
 		return Message{}, fieldError("message", "not a JSON object", "message must be an object with data, messageId and publishTime")
 	}
+	raw := messageMembers(env.Message)
 	var m Message
 	var err error
 	if m.Subscription, err = requiredString(env.Subscription, "subscription"); err != nil {
@@ -233,7 +261,7 @@ func decodeChunks(enc *base64.Encoding, s, dst []byte) (int, error) {
 	return n, nil
 }
 
-func deliveryAttempt(raw json.RawMessage) (int, error) {
+func deliveryAttempt(raw rawValue) (int, error) {
 	if isAbsent(raw) {
 		return 0, nil
 	}
@@ -245,25 +273,24 @@ func deliveryAttempt(raw json.RawMessage) (int, error) {
 	return n, nil
 }
 
-func attributes(raw json.RawMessage) (map[string]string, error) {
-	attrs := map[string]string{}
+func attributes(raw rawValue) (map[string]string, error) {
 	if isAbsent(raw) {
-		return attrs, nil
+		return map[string]string{}, nil
 	}
-	var obj map[string]json.RawMessage
+	var obj map[string]rawValue
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, fieldError("message.attributes", "not a JSON object", "send attributes as an object of string values")
 	}
+	attrs := make(map[string]string, len(obj))
 	var bad string // the first attribute, by name, whose value is not a string
 	for k, v := range obj {
-		var s string
-		if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		if v[0] != '"' {
 			if bad == "" || k < bad {
 				bad = k
 			}
 			continue
 		}
-		attrs[k] = s
+		attrs[k] = unquote(v)
 	}
 	if bad != "" {
 		return nil, fieldError("message.attributes."+truncate([]byte(bad)), truncate(obj[bad])+" is not a string",
@@ -285,7 +312,7 @@ func checkPublishTime(t time.Time) error {
 
 // eitherString returns the value of whichever spelling is present; when both
 // are present they must agree.
-func eitherString(camel, snake json.RawMessage, camelName, snakeName string) (string, error) {
+func eitherString(camel, snake rawValue, camelName, snakeName string) (string, error) {
 	switch {
 	case isAbsent(camel) && isAbsent(snake):
 		return "", fieldError(camelName, "missing (neither "+camelName+" nor "+snakeName+" is set)",
@@ -310,14 +337,16 @@ func eitherString(camel, snake json.RawMessage, camelName, snakeName string) (st
 	return a, nil
 }
 
-func requiredString(raw json.RawMessage, field string) (string, error) {
+// requiredString returns the non-empty string raw, a valid JSON value,
+// holds.
+func requiredString(raw rawValue, field string) (string, error) {
 	if isAbsent(raw) {
 		return "", fieldError(field, "missing", "set "+field+" to a non-empty string")
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if raw[0] != '"' {
 		return "", fieldError(field, fmt.Sprintf("%s is not a string", truncate(raw)), "send "+field+" as a JSON string")
 	}
+	s := unquote(raw)
 	if s == "" {
 		return "", fieldError(field, "empty", "set "+field+" to a non-empty string")
 	}

@@ -191,7 +191,7 @@ func FuzzDecodePush(f *testing.F) {
 				}
 			}
 		}
-		if m.ID == "" || m.Payload.members == nil || m.Attributes == nil || m.Subscription == "" || m.PublishTime.IsZero() {
+		if m.ID == "" || m.Payload.data == nil || m.Attributes == nil || m.Subscription == "" || m.PublishTime.IsZero() {
 			t.Fatalf("accepted an incomplete message: %+v", m)
 		}
 		again := map[string]any{

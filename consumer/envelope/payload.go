@@ -5,19 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/eventpipe/eventpipe/consumer/limits"
 )
 
 // Payload is message data that is a JSON object. Decoding it checks the
-// whole text and indexes the top-level members; a value is decoded only
-// when it is asked for (Get), so a large payload is held once, as the
-// message data, however few of its fields the routes read.
+// whole text and indexes the top-level members (where each name and value
+// lies in the text); a value is decoded only when it is asked for (Get),
+// so a large payload is held once, as the message data, however few of
+// its fields the routes read.
 type Payload struct {
-	members map[string]rawValue
+	// data is the object's text, valid JSON.
+	data []byte
+	// members are its top-level members in the order of the text.
+	members []member
 }
+
+// member is where one member's name (its JSON string, quotes included)
+// and value lie in the payload's text: data[name:colon] and
+// data[value:end]. Offsets rather than slices: a payload's index takes
+// 16 bytes a member, and the data is at most limits.MaxMessageBytes.
+type member struct{ name, nameEnd, value, end int32 }
 
 // rawValue is one JSON value as a slice of the text it was decoded from.
 // json.Unmarshal hands an Unmarshaler a slice of its own input, which the
@@ -30,25 +42,138 @@ func (r *rawValue) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// indexedMembers is how many members DecodePayload indexes on its stack
+// before it copies the index to the heap, once, at its length.
+const indexedMembers = 32
+
 // DecodePayload checks that data is one JSON object and indexes its
 // members. Numbers keep their text (Get returns json.Number), so ids and
-// sequences survive unchanged. Every error is a *FieldError.
+// sequences survive unchanged. As encoding/json decoding into a map, a
+// name given twice is its last value. Every error is a *FieldError.
 func DecodePayload(data []byte) (Payload, error) {
+	if !json.Valid(data) || !isObject(data) {
+		return Payload{}, payloadError(data)
+	}
+	if len(data) > math.MaxInt32 { // Pub/Sub's messages are at most 10 MB
+		return Payload{}, fieldError("message.data", fmt.Sprintf("decoded data is %d bytes long", len(data)),
+			fmt.Sprintf("publish at most %d bytes, Pub/Sub's limit", limits.MaxMessageBytes))
+	}
+	var stack [indexedMembers]member
+	index := stack[:0]
+	eachMember(data, skipSpace(data, 0), func(name, nameEnd, value, end int) {
+		index = append(index, member{int32(name), int32(nameEnd), int32(value), int32(end)})
+	})
+	return Payload{data: data, members: slices.Clone(index)}, nil
+}
+
+// payloadError is the error of data that is not one valid JSON object.
+func payloadError(data []byte) *FieldError {
 	var members map[string]rawValue
 	err := json.Unmarshal(data, &members)
 	var syntax *json.SyntaxError
 	switch {
 	case errors.As(err, &syntax) && strings.Contains(syntax.Error(), "after top-level value"):
-		return Payload{}, fieldError("message.data", "decoded data has content after the JSON value",
+		return fieldError("message.data", "decoded data has content after the JSON value",
 			"publish exactly one JSON object per message")
 	case errors.As(err, &syntax):
-		return Payload{}, fieldError("message.data", "decoded data is not valid JSON: "+err.Error(),
+		return fieldError("message.data", "decoded data is not valid JSON: "+err.Error(),
 			"publish a UTF-8 JSON object as the message data")
-	case err != nil || members == nil:
-		return Payload{}, fieldError("message.data", fmt.Sprintf("decoded data is a JSON %s, not an object", kindOf(data)),
-			`publish a JSON object such as {"service":"api","status":"ok"}`)
 	}
-	return Payload{members: members}, nil
+	return fieldError("message.data", fmt.Sprintf("decoded data is a JSON %s, not an object", kindOf(data)),
+		`publish a JSON object such as {"service":"api","status":"ok"}`)
+}
+
+// isObject reports whether the valid JSON text data is an object.
+func isObject(data []byte) bool {
+	i := skipSpace(data, 0)
+	return i < len(data) && data[i] == '{'
+}
+
+// The scanners below walk text already checked to be valid JSON (RFC 8259:
+// json.Valid), so they only find where values end; they check nothing.
+
+// skipSpace returns the offset of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the offset just past the string starting at i.
+func skipString(data []byte, i int) int {
+	for i++; ; i++ {
+		switch data[i] {
+		case '\\':
+			i++ // the escaped byte; \uXXXX's hex digits are plain
+		case '"':
+			return i + 1
+		}
+	}
+}
+
+// skipValue returns the offset just past the value starting at i.
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(data) && !strings.ContainsRune(",}] \t\n\r", rune(data[i])) {
+		i++
+	}
+	return i
+}
+
+// eachMember calls fn with where each member of the object starting at i
+// lies: its name at data[name:nameEnd], its value at data[value:end].
+func eachMember(data []byte, i int, fn func(name, nameEnd, value, end int)) {
+	i = skipSpace(data, i+1)
+	for data[i] != '}' {
+		name := i
+		nameEnd := skipString(data, i)
+		value := skipSpace(data, skipSpace(data, nameEnd)+1) // past the colon
+		end := skipValue(data, value)
+		fn(name, nameEnd, value, end)
+		if i = skipSpace(data, end); data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+}
+
+// nameIs reports whether raw, a member's name as a JSON string, decodes to
+// want.
+func nameIs(raw []byte, want string) bool {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1:len(raw)-1]) == want
+	}
+	return unquote(raw) == want
+}
+
+// nameFolds reports whether raw, a member's name as a JSON string, names
+// the struct field field as encoding/json matches them: decoded, equal
+// under Unicode case folding (bytes.EqualFold; encoding/json's foldName is
+// documented to be identical to it). Only when two fields fold alike does
+// encoding/json prefer an exact match, and no two of the envelope's do.
+func nameFolds(raw []byte, field string) bool {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return bytes.EqualFold(raw[1:len(raw)-1], []byte(field))
+	}
+	return strings.EqualFold(unquote(raw), field)
 }
 
 // kindOf names the kind of the valid JSON value data holds.
@@ -74,24 +199,30 @@ func kindOf(data []byte) string {
 
 // lookupRaw follows a dotted path through nested objects to a value's text.
 func (p Payload) lookupRaw(path string) (rawValue, bool) {
-	members := p.members
-	for {
-		head, rest, nested := strings.Cut(path, ".")
-		raw, ok := members[head]
-		if !ok || !nested {
-			return raw, ok
-		}
-		if len(raw) == 0 || raw[0] != '{' {
-			return nil, false
-		}
-		// Its own variable: decoding into members itself would move members
-		// to the heap on every lookup, nested or not.
-		var inner map[string]rawValue
-		if json.Unmarshal(raw, &inner) != nil {
-			return nil, false
-		}
-		members, path = inner, rest
+	if p.data == nil {
+		return nil, false
 	}
+	head, rest, nested := strings.Cut(path, ".")
+	var raw rawValue
+	for _, m := range p.members { // the last of a name given twice
+		if nameIs(p.data[m.name:m.nameEnd], head) {
+			raw = p.data[m.value:m.end]
+		}
+	}
+	for raw != nil && nested {
+		if raw[0] != '{' {
+			return nil, false
+		}
+		obj := raw
+		head, rest, nested = strings.Cut(rest, ".")
+		raw = nil
+		eachMember(obj, 0, func(name, nameEnd, value, end int) {
+			if nameIs(obj[name:nameEnd], head) {
+				raw = obj[value:end]
+			}
+		})
+	}
+	return raw, raw != nil
 }
 
 // Get returns the value at path (dotted names reach into nested objects)
@@ -111,9 +242,27 @@ func (p Payload) Present(path string) bool {
 	return ok && string(raw) != "null"
 }
 
-// Keys returns the top-level member names, sorted.
+// Keys returns the top-level member names, sorted, each once.
 func (p Payload) Keys() []string {
-	return slices.Sorted(maps.Keys(p.members))
+	keys := make([]string, len(p.members))
+	for i, m := range p.members {
+		keys[i] = unquote(p.data[m.name:m.nameEnd])
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// unquote returns the string raw, a valid JSON string (checked when the
+// text it is part of was decoded), holds, as encoding/json decodes it.
+// Strings without escapes in valid UTF-8 (most of them) are read directly,
+// the rest through encoding/json (which also replaces invalid UTF-8).
+func unquote(raw rawValue) string {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
 }
 
 // decodeValue decodes one valid JSON value. Strings without escapes (most
@@ -127,12 +276,7 @@ func decodeValue(raw rawValue) any {
 	case 'f':
 		return false
 	case '"':
-		if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-			return string(raw[1 : len(raw)-1])
-		}
-		var s string
-		_ = json.Unmarshal(raw, &s) // valid: checked when the payload was decoded
-		return s
+		return unquote(raw)
 	case '{', '[':
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()

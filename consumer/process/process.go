@@ -179,24 +179,40 @@ type Result struct {
 
 // Process handles one decoded message. It never returns an error: every
 // failure is in the Result, already classified and decided.
+//
+// Process and Reject are small enough to inline, and nothing they call
+// keeps the result: a caller that keeps it no longer than its own call
+// (the push handler) holds it on its stack.
 func (p *Processor) Process(ctx context.Context, msg *envelope.Message) *Result {
-	res := &Result{Msg: msg, Started: time.Now()}
+	res := &Result{Msg: msg}
+	p.process(ctx, msg, res)
+	return res
+}
+
+// process is Process's work, into res.
+func (p *Processor) process(ctx context.Context, msg *envelope.Message, res *Result) {
+	res.Started = time.Now()
 	outcome, err := p.apply(ctx, msg, res)
 	if err == nil {
 		// The effect is committed; the ack has not been sent yet.
 		err = p.engine.Hit(ctx, engine.ProjectionBeforeAck)
 	}
 	p.finish(ctx, res, outcome, err)
-	return res
 }
 
 // Reject answers a message that could not even be decoded (bad envelope or
 // payload): poison. msg.Data (the raw body or data) is kept in the poison
 // record when no DLQ will keep the message.
 func (p *Processor) Reject(ctx context.Context, msg *envelope.Message, err error) *Result {
-	res := &Result{Msg: msg, Started: time.Now()}
-	p.finish(ctx, res, "", err)
+	res := &Result{Msg: msg}
+	p.reject(ctx, res, err)
 	return res
+}
+
+// reject is Reject's work, into res.
+func (p *Processor) reject(ctx context.Context, res *Result, err error) {
+	res.Started = time.Now()
+	p.finish(ctx, res, "", err)
 }
 
 func (p *Processor) apply(ctx context.Context, msg *envelope.Message, res *Result) (string, error) {

@@ -76,6 +76,15 @@ func (t *BufferedTx) Get(ctx context.Context, key Key) (Document, error) {
 
 // Create implements Tx.
 func (t *BufferedTx) Create(ctx context.Context, key Key, doc Document) error {
+	return t.create(ctx, key, doc, false)
+}
+
+// CreateOwned implements OwnedWriter: Create holding doc as given.
+func (t *BufferedTx) CreateOwned(ctx context.Context, key Key, doc Document) error {
+	return t.create(ctx, key, doc, true)
+}
+
+func (t *BufferedTx) create(ctx context.Context, key Key, doc Document, owned bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -86,7 +95,7 @@ func (t *BufferedTx) Create(ctx context.Context, key Key, doc Document) error {
 	if ok {
 		return fmt.Errorf("create %s: %w", key, ErrAlreadyExists)
 	}
-	return t.put(key, doc, false)
+	return t.put(key, doc, false, owned)
 }
 
 // Set implements Tx.
@@ -94,7 +103,15 @@ func (t *BufferedTx) Set(ctx context.Context, key Key, doc Document) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.put(key, doc, false)
+	return t.put(key, doc, false, false)
+}
+
+// SetOwned implements OwnedWriter: Set holding doc as given.
+func (t *BufferedTx) SetOwned(ctx context.Context, key Key, doc Document) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.put(key, doc, false, true)
 }
 
 // Delete implements Tx.
@@ -102,12 +119,17 @@ func (t *BufferedTx) Delete(ctx context.Context, key Key) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.put(key, Document{}, true)
+	return t.put(key, Document{}, true, false)
 }
 
-// put buffers a write of a copy of doc, which the caller keeps.
-func (t *BufferedTx) put(key Key, doc Document, deleted bool) error {
-	if !deleted {
+// put buffers a write of a copy of doc, which the caller keeps, or with
+// owned, of doc itself when it is in the value model already (OwnedWriter).
+func (t *BufferedTx) put(key Key, doc Document, deleted, owned bool) error {
+	switch {
+	case deleted:
+	case owned && doc.Fields != nil && InValueModel(doc.Fields):
+		doc.ExpireAt = doc.ExpireAt.UTC()
+	default:
 		d, err := CopyDocument(doc)
 		if err != nil {
 			return fmt.Errorf("write %s: %w", key, err)

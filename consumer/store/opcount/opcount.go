@@ -102,6 +102,18 @@ func (t *countingTx) Set(ctx context.Context, key store.Key, doc store.Document)
 	return t.inner.Set(ctx, key, doc)
 }
 
+// CreateOwned implements store.OwnedWriter through the inner transaction's.
+func (t *countingTx) CreateOwned(ctx context.Context, key store.Key, doc store.Document) error {
+	t.c.writes.Add(1)
+	return store.CreateOwned(ctx, t.inner, key, doc)
+}
+
+// SetOwned implements store.OwnedWriter through the inner transaction's.
+func (t *countingTx) SetOwned(ctx context.Context, key store.Key, doc store.Document) error {
+	t.c.writes.Add(1)
+	return store.SetOwned(ctx, t.inner, key, doc)
+}
+
 func (t *countingTx) Delete(ctx context.Context, key store.Key) error {
 	t.c.deletes.Add(1)
 	return t.inner.Delete(ctx, key)

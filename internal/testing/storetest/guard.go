@@ -106,6 +106,9 @@ type read struct {
 	doc     *store.Document
 	enc     []byte
 	changed bool
+	// given: the document was given to the store (store.OwnedWriter),
+	// not handed out by it.
+	given bool
 }
 
 // RunTx implements store.Store: fn's transaction records what it reads,
@@ -140,6 +143,11 @@ func (g *guard) check(reads []*read, when string) {
 		}
 		if !bytes.Equal(now, r.enc) {
 			r.changed = true
+			if r.given {
+				g.t.Errorf("the document %s given to the store (CreateOwned or SetOwned) changed %s: given as %s, now %s (a document given away must not be modified: the store may hold it as it is)",
+					r.key, when, shown(r.enc), shown(now))
+				continue
+			}
 			g.t.Errorf("the document %s handed out by Get changed %s: read as %s, now %s (what a store hands out is read-only: copy it before changing it, and a driver replaces what it holds rather than changing it)",
 				r.key, when, shown(r.enc), shown(now))
 		}
@@ -167,12 +175,17 @@ type guardTx struct {
 // encoding now. A document that does not encode (none that a store holds)
 // is not recorded.
 func (t *guardTx) record(key store.Key, doc store.Document) {
+	t.recordAs(key, doc, false)
+}
+
+// recordAs is record, marking a document given to the store with given.
+func (t *guardTx) recordAs(key store.Key, doc store.Document, given bool) {
 	enc, err := store.EncodeJSON(doc)
 	if err != nil {
 		return
 	}
 	t.mu.Lock()
-	t.reads = append(t.reads, &read{key: key, doc: &doc, enc: enc})
+	t.reads = append(t.reads, &read{key: key, doc: &doc, enc: enc, given: given})
 	t.mu.Unlock()
 }
 
@@ -208,6 +221,19 @@ func (t *guardTx) Create(ctx context.Context, key store.Key, doc store.Document)
 
 func (t *guardTx) Set(ctx context.Context, key store.Key, doc store.Document) error {
 	return t.inner.Set(ctx, key, doc)
+}
+
+// CreateOwned implements store.OwnedWriter through the inner transaction's;
+// doc is guarded as a read is: it must not change after it is given.
+func (t *guardTx) CreateOwned(ctx context.Context, key store.Key, doc store.Document) error {
+	t.recordAs(key, doc, true)
+	return store.CreateOwned(ctx, t.inner, key, doc)
+}
+
+// SetOwned implements store.OwnedWriter as CreateOwned does.
+func (t *guardTx) SetOwned(ctx context.Context, key store.Key, doc store.Document) error {
+	t.recordAs(key, doc, true)
+	return store.SetOwned(ctx, t.inner, key, doc)
 }
 
 func (t *guardTx) Delete(ctx context.Context, key store.Key) error {

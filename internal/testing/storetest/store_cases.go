@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -20,6 +21,7 @@ func (s *suite) cases() []testCase {
 		{name: "StoreReadAfterWrite", run: storeReadAfterWrite},
 		{name: "StoreGetAll", run: storeGetAll},
 		{name: "StoreDocumentsNotShared", run: storeDocumentsNotShared},
+		{name: "StoreOwnedWrites", run: storeOwnedWrites},
 		{name: "StoreConcurrentCreate", isolation: true, run: storeConcurrentCreate},
 		{name: "StoreConcurrentIncrement", isolation: true, run: storeConcurrentIncrement},
 		{name: "StoreWriteSkew", isolation: true, run: storeWriteSkew},
@@ -370,5 +372,88 @@ func storeDocumentsNotShared(t *testing.T, e *env) {
 	}
 	if !reflect.DeepEqual(read.Fields, want) {
 		t.Errorf("a document read changed when the store deleted it: %v, want %v", read.Fields, want)
+	}
+}
+
+// storeOwnedWrites: a document given to the store (store.CreateOwned and
+// SetOwned, through the driver's store.OwnedWriter when it has one) is
+// stored as Create and Set store it, converted to the value model, and
+// the driver does not modify what it was given; Create's rule holds; a
+// document read is not changed by a later owned write. Every kind of
+// value, in and out of the value model, alone and nested, is written both
+// ways.
+func storeOwnedWrites(t *testing.T, e *env) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("X", 3600))
+	// A document's expiry is kept to the microsecond (PostgreSQL's
+	// timestamptz), its fields' times as they are.
+	expireAt := at.Truncate(time.Microsecond)
+	kinds := map[string]func() any{
+		"int":      func() any { return 7 },
+		"int64":    func() any { return int64(7) },
+		"float":    func() any { return 2.5 },
+		"string":   func() any { return "s" },
+		"bool":     func() any { return true },
+		"nil":      func() any { return nil },
+		"time":     func() any { return at },
+		"timeUTC":  func() any { return at.UTC() },
+		"strings":  func() any { return []string{"a"} },
+		"list":     func() any { return []any{int64(1), "b"} },
+		"map":      func() any { return map[string]any{"x": int64(1), "l": []any{"y"}} },
+		"strmap":   func() any { return map[string]string{"k": "v"} },
+		"deepint":  func() any { return map[string]any{"x": []any{1}} },
+		"deeptime": func() any { return map[string]any{"t": at} },
+	}
+	i := 0
+	for name, v := range kinds {
+		for _, nested := range []bool{false, true} {
+			for _, set := range []bool{false, true} {
+				i++
+				fields := func() map[string]any {
+					if nested {
+						return map[string]any{"outer": map[string]any{name: v()}, "n": int64(i)}
+					}
+					return map[string]any{name: v(), "n": int64(i)}
+				}
+				doc := store.Document{Fields: fields(), ExpireAt: expireAt}
+				want, err := store.CopyDocument(store.Document{Fields: fields(), ExpireAt: expireAt})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := store.Key{Collection: e.collection("owned"), ID: fmt.Sprintf("d%d", i)}
+				write := store.CreateOwned
+				if set {
+					write = store.SetOwned
+				}
+				if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+					return write(ctx, tx, key, doc)
+				}); err != nil {
+					t.Fatalf("%s (nested %v, set %v): %v", name, nested, set, err)
+				}
+				if !reflect.DeepEqual(doc.Fields, fields()) {
+					t.Errorf("%s (nested %v, set %v): the driver changed the document given: %#v", name, nested, set, doc.Fields)
+				}
+				read := e.get(key)
+				if read == nil || !reflect.DeepEqual(read.Fields, want.Fields) || !read.ExpireAt.Equal(expireAt) {
+					t.Fatalf("%s (nested %v, set %v): stored %+v, want %+v", name, nested, set, read, want)
+				}
+				err = runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+					return store.CreateOwned(ctx, tx, key, store.Document{Fields: map[string]any{"n": int64(0)}})
+				})
+				if !errors.Is(err, store.ErrAlreadyExists) {
+					t.Fatalf("%s: CreateOwned over an existing document: %v, want ErrAlreadyExists", name, err)
+				}
+				if err := runTx(t, e.st, func(ctx context.Context, tx store.Tx) error {
+					return store.SetOwned(ctx, tx, key, store.Document{Fields: map[string]any{"n": int64(-1)}})
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(read.Fields, want.Fields) {
+					t.Errorf("%s: a document read changed when an owned write replaced it: %v", name, read.Fields)
+				}
+				if got := e.get(key); got == nil || got.Fields["n"] != int64(-1) {
+					t.Errorf("%s: SetOwned did not replace the document: %+v", name, got)
+				}
+			}
+		}
 	}
 }
