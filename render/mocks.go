@@ -47,8 +47,9 @@ type Registered struct {
 	ReplaceOnChanges []string
 	// Frames are the Go call stack of the registration, innermost first, as the
 	// Pulumi SDK sends it to the engine (RegisterResourceRequest's stackTrace, or
-	// its sourcePosition alone).
-	Frames []srcpos.Frame
+	// its sourcePosition alone). Not part of what is declared: the same resource
+	// declared through another door (the provider plugin) has other frames.
+	Frames []srcpos.Frame `json:"-"`
 }
 
 var _ pulumi.MockResourceMonitor = (*Mocks)(nil)
