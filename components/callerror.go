@@ -2,6 +2,7 @@ package components
 
 import (
 	"runtime"
+	"strings"
 
 	"github.com/eventpipe/eventpipe/internal/srcpos"
 )
@@ -40,4 +41,32 @@ func declaredAt(at srcpos.Frame, err *error) {
 	if *err != nil && at.File != "" {
 		*err = &CallError{At: at, Err: *err}
 	}
+}
+
+// pkgPath is this package's import path, for callerOutside.
+const pkgPath = "github.com/eventpipe/eventpipe/components."
+
+// callerOutside is the position of the innermost caller outside this package: the
+// program's call of the component that is being resolved (a check made only when an
+// input is known, inside an apply, has no such frame on its stack).
+func callerOutside() srcpos.Frame {
+	var pcs [32]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, pkgPath) {
+			return srcpos.Frame{File: f.File, Line: f.Line}
+		}
+		if !more {
+			return srcpos.Frame{}
+		}
+	}
+}
+
+// declared is err as a CallError at the component's call, when d knows it.
+func (d *deferrals) declared(err error) error {
+	if err == nil || d.at.File == "" {
+		return err
+	}
+	return &CallError{At: d.at, Err: err}
 }

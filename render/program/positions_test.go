@@ -207,6 +207,11 @@ func TestFindingsNameTheDeclaringLine(t *testing.T) {
 	tests.WriteString("func refused(ctx *pulumi.Context) error {\n\t// An untagged image.\n")
 	refusedLine := strings.Count(tests.String(), "\n") + 1
 	tests.WriteString("\t_, err := components.NewPipeline(ctx, \"untagged\", &components.PipelineArgs{Project: pulumi.String(\"acme-shop-dev\"), ProjectNumber: pulumi.String(\"210987654321\"),\n\t\tConsumer: spec.Consumer{Image: pulumi.String(\"europe-west1-docker.pkg.dev/acme-shop-dev/eventpipe/consumer\")},\n\t\tSubscriptions: map[string]spec.Subscription{\"main\": {Delivery: \"push\"}}})\n\treturn err\n}\n")
+	// The same image as another resource's output: refused when it is known, in an apply.
+	tests.WriteString("\nfunc TestRefusedAtDeploy(t *testing.T) {\n\tif os.Getenv(\"REFUSED\") == \"\" {\n\t\tt.Skip()\n\t}\n\tprogram.Test(t, \"Pulumi.dev.yaml\", refusedAtDeploy)\n}\n\n")
+	tests.WriteString("func refusedAtDeploy(ctx *pulumi.Context) error {\n\timage := pulumi.String(\"europe-west1-docker.pkg.dev/acme-shop-dev/eventpipe/consumer\").ToStringOutput()\n")
+	deployLine := strings.Count(tests.String(), "\n") + 1
+	tests.WriteString("\t_, err := components.NewPipeline(ctx, \"later\", &components.PipelineArgs{Project: pulumi.String(\"acme-shop-dev\"), ProjectNumber: pulumi.String(\"210987654321\"),\n\t\tConsumer: spec.Consumer{Image: image},\n\t\tSubscriptions: map[string]spec.Subscription{\"main\": {Delivery: \"push\"}}})\n\treturn err\n}\n")
 	files["plan_test.go"] = tests.String()
 
 	mod := teamprog.New(t, files)
@@ -218,8 +223,10 @@ func TestFindingsNameTheDeclaringLine(t *testing.T) {
 		t.Fatalf("the team's TestPlan: %v\n%s\n%s", err, out, dump(files))
 	}
 	out, err := mod.GoTest(t, []string{"REFUSED=1"}, "-count=1", "-run", "TestRefused", ".")
-	if want := fmt.Sprintf("plan_test.go:%d: ", refusedLine); err == nil || !strings.Contains(out, want) || !strings.Contains(out, "add a tag or digest") {
-		t.Errorf("TestRefused: %v, want a failure naming %q and the fix:\n%s", err, want, out)
+	for _, line := range []int{refusedLine, deployLine} {
+		if want := fmt.Sprintf("plan_test.go:%d: render dev: ", line); err == nil || !strings.Contains(out, want) || strings.Count(out, "add a tag or digest") < 2 {
+			t.Errorf("TestRefused*: %v, want failures naming %q and the fix:\n%s", err, want, out)
+		}
 	}
 
 	t.Chdir(mod.Dir) // a team checks from its repository's root
