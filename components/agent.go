@@ -35,13 +35,13 @@ func declarePubSubAgent(ctx *pulumi.Context, name string, sc *scope, parent pulu
 	project := pulumi.All(sc.project, sc.projectNumber, actual).ApplyT(func(v []any) (string, error) {
 		project, configured, number := v[0].(string), v[1].(string), v[2].(string)
 		if number != "" && number != configured {
-			return "", argsError(kind, name, spec.Errors{{
+			return "", sc.d.declared(argsError(kind, name, spec.Errors{{
 				Path:    spec.Namespace + ":" + spec.KeyProjectNumber,
 				Value:   strconv.Quote(configured),
 				Allowed: "the number of project " + project + ", " + number,
 				Fix: "set projectNumber (eventpipe:projectNumber) to " + strconv.Quote(number) +
 					": it names the Pub/Sub service agent that dead-letters and signs push tokens, and any other number grants a stranger's account",
-			}})
+			}}))
 		}
 		return project, nil
 	}).(pulumi.StringOutput)

@@ -114,7 +114,8 @@ type Consumer struct {
 
 // NewConsumer validates args and declares a Consumer named name (also the
 // prefix of its service name, account and collections unless args set them).
-func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...pulumi.ResourceOption) (*Consumer, error) {
+func NewConsumer(ctx *pulumi.Context, name string, args *ConsumerArgs, opts ...pulumi.ResourceOption) (_ *Consumer, err error) {
+	defer declaredAt(calledAt(), &err)
 	if args == nil {
 		return nil, fmt.Errorf("consumer %s: no arguments; set at least project and consumer.image", name)
 	}

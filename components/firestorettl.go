@@ -49,7 +49,8 @@ type FirestoreTTL struct {
 }
 
 // NewFirestoreTTL declares a FirestoreTTL named name.
-func NewFirestoreTTL(ctx *pulumi.Context, name string, args *FirestoreTTLArgs, opts ...pulumi.ResourceOption) (*FirestoreTTL, error) {
+func NewFirestoreTTL(ctx *pulumi.Context, name string, args *FirestoreTTLArgs, opts ...pulumi.ResourceOption) (_ *FirestoreTTL, err error) {
+	defer declaredAt(calledAt(), &err)
 	if args == nil {
 		return nil, fmt.Errorf("firestore ttl %s: no arguments; set project, database and collections", name)
 	}

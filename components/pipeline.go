@@ -87,7 +87,8 @@ type Pipeline struct {
 // NewPipeline validates args and declares the pipeline name. Every problem
 // with args is reported at once, before anything is declared, on the
 // argument's path (consumer.memory, subscriptions.main.delivery).
-func NewPipeline(ctx *pulumi.Context, name string, args *PipelineArgs, opts ...pulumi.ResourceOption) (*Pipeline, error) {
+func NewPipeline(ctx *pulumi.Context, name string, args *PipelineArgs, opts ...pulumi.ResourceOption) (_ *Pipeline, err error) {
+	defer declaredAt(calledAt(), &err)
 	if args == nil {
 		return nil, fmt.Errorf("pipeline %s: no arguments; set at least project, projectNumber, consumer.image and one subscription", name)
 	}

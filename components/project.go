@@ -78,7 +78,8 @@ type Project struct {
 }
 
 // NewProject validates args and declares the Project name.
-func NewProject(ctx *pulumi.Context, name string, args *ProjectArgs, opts ...pulumi.ResourceOption) (*Project, error) {
+func NewProject(ctx *pulumi.Context, name string, args *ProjectArgs, opts ...pulumi.ResourceOption) (_ *Project, err error) {
+	defer declaredAt(calledAt(), &err)
 	if args == nil || args.Project == nil {
 		return nil, fmt.Errorf("project %s: no project; set project to the GCP project id", name)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/eventpipe/eventpipe/internal/srcpos"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -27,8 +28,12 @@ const (
 	placeholderAccount = "eventpipe-deferred-account@eventpipe-deferred-a.iam.gserviceaccount.com"
 )
 
-// deferrals records the inputs stood in for by placeholders.
-type deferrals struct{ list []deferred }
+// deferrals records the inputs stood in for by placeholders, and the program's call
+// of the component, which the checks made when they are known name.
+type deferrals struct {
+	list []deferred
+	at   srcpos.Frame
+}
 
 type deferred struct {
 	placeholder string
@@ -155,7 +160,7 @@ func (d *deferrals) image(image string) pulumi.StringInput {
 	return d.str(image).ToStringOutput().ApplyT(func(v string) (string, error) {
 		if e := spec.CheckImage(v); e != nil {
 			e.Path, e.Value = "consumer.image", v
-			return "", e
+			return "", d.declared(e)
 		}
 		return v, nil
 	}).(pulumi.StringOutput)
@@ -182,7 +187,7 @@ type scope struct {
 // newScope starts the scope of a component named name from its common
 // arguments; Environment defaults to the stack name.
 func newScope(ctx *pulumi.Context, name string, project, projectNumber pulumi.StringInput, region, env string, labels map[string]string, protect *bool) *scope {
-	d := &deferrals{}
+	d := &deferrals{at: callerOutside()}
 	// The number only names the service agent, which is built from the
 	// input itself: an unknown one validates as a stand-in number.
 	number, ok := known(projectNumber)

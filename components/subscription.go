@@ -110,7 +110,8 @@ type Subscription struct {
 }
 
 // NewSubscription validates args and declares a Subscription named name.
-func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, opts ...pulumi.ResourceOption) (*Subscription, error) {
+func NewSubscription(ctx *pulumi.Context, name string, args *SubscriptionArgs, opts ...pulumi.ResourceOption) (_ *Subscription, err error) {
+	defer declaredAt(calledAt(), &err)
 	if args == nil {
 		return nil, fmt.Errorf("subscription %s: no arguments; set at least project, projectNumber, topic and subscription.delivery", name)
 	}

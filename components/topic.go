@@ -46,7 +46,8 @@ type Topic struct {
 
 // NewTopic validates args and declares a Topic named name (also its topic
 // id unless args set one).
-func NewTopic(ctx *pulumi.Context, name string, args *TopicArgs, opts ...pulumi.ResourceOption) (*Topic, error) {
+func NewTopic(ctx *pulumi.Context, name string, args *TopicArgs, opts ...pulumi.ResourceOption) (_ *Topic, err error) {
+	defer declaredAt(calledAt(), &err)
 	if args == nil {
 		return nil, fmt.Errorf("topic %s: no arguments; set at least project", name)
 	}

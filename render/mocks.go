@@ -9,10 +9,12 @@ import (
 	"sync"
 
 	"github.com/eventpipe/eventpipe/internal/gcpname"
+	"github.com/eventpipe/eventpipe/internal/srcpos"
 	"github.com/eventpipe/eventpipe/spec"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 )
 
 // Mocks is a pulumi.MockResourceMonitor that gives every resource the
@@ -43,6 +45,11 @@ type Registered struct {
 	PropertyDependencies map[string][]string
 	// ReplaceOnChanges are the inputs whose change replaces the resource.
 	ReplaceOnChanges []string
+	// Frames are the Go call stack of the registration, innermost first, as the
+	// Pulumi SDK sends it to the engine (RegisterResourceRequest's stackTrace, or
+	// its sourcePosition alone). Not part of what is declared: the same resource
+	// declared through another door (the provider plugin) has other frames.
+	Frames []srcpos.Frame `json:"-"`
 }
 
 var _ pulumi.MockResourceMonitor = (*Mocks)(nil)
@@ -98,6 +105,7 @@ func (m *Mocks) NewResource(args pulumi.MockResourceArgs) (string, resource.Prop
 		}
 		reg.Dependencies = sortedUnique(rpc.GetDependencies())
 		reg.ReplaceOnChanges = rpc.GetReplaceOnChanges()
+		reg.Frames = frames(rpc)
 		reg.PropertyDependencies = map[string][]string{}
 		for k, v := range rpc.GetPropertyDependencies() {
 			if urns := sortedUnique(v.GetUrns()); len(urns) > 0 {
@@ -197,6 +205,23 @@ func digits(s string) string {
 	}
 	out := b.String() + "000000000000"
 	return "1" + out[:11]
+}
+
+// frames are the registration's stack frames as the SDK recorded them, innermost
+// first; its source position alone when it sent no stack trace.
+func frames(rpc *pulumirpc.RegisterResourceRequest) []srcpos.Frame {
+	var out []srcpos.Frame
+	for _, f := range rpc.GetStackTrace().GetFrames() {
+		if fr, ok := srcpos.FromURI(f.GetPc().GetUri(), int(f.GetPc().GetLine())); ok {
+			out = append(out, fr)
+		}
+	}
+	if len(out) == 0 {
+		if fr, ok := srcpos.FromURI(rpc.GetSourcePosition().GetUri(), int(rpc.GetSourcePosition().GetLine())); ok {
+			out = append(out, fr)
+		}
+	}
+	return out
 }
 
 func sortedUnique(in []string) []string {

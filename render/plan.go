@@ -10,6 +10,8 @@ import (
 	"fmt"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
+
+	"github.com/eventpipe/eventpipe/internal/srcpos"
 )
 
 // Unknown is the value `pulumi preview --json` shows for values that are not
@@ -63,6 +65,12 @@ type State struct {
 	Dependencies []string `json:"dependencies"`
 	// PropertyDependencies maps input names to the URNs their values come from.
 	PropertyDependencies map[string][]string `json:"propertyDependencies"`
+	// SourcePosition is where the program declared the resource, in the engine's form
+	// (project:///PATH#LINE, internal/srcpos); set by render/program for a team's
+	// program, empty for eventpipe's stacks, which are declared in their config file.
+	SourcePosition string `json:"sourcePosition,omitempty"`
+	// Frames are the Go call stack of the registration, innermost first (not written).
+	Frames []srcpos.Frame `json:"-"`
 }
 
 // StepsOfType returns the steps whose resource has type token typ.

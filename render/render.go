@@ -135,7 +135,7 @@ func buildPlan(project, stack string, src spec.MapSource, regs []Registered) *Pl
 	)
 	for _, r := range topoSort(regs) {
 		st := State{URN: r.URN, Type: r.Type, Custom: r.Custom, Inputs: propertyMap(r.Inputs), Parent: r.Parent,
-			Protect: r.Protect, Dependencies: r.Dependencies, PropertyDependencies: r.PropertyDependencies}
+			Protect: r.Protect, Dependencies: r.Dependencies, PropertyDependencies: r.PropertyDependencies, Frames: r.Frames}
 		if st.Dependencies == nil {
 			st.Dependencies = []string{}
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/eventpipe/eventpipe/internal/srcpos"
 	"github.com/eventpipe/eventpipe/policies/evaluate"
 	"github.com/eventpipe/eventpipe/policies/plan"
 	"github.com/eventpipe/eventpipe/render"
@@ -95,7 +96,35 @@ func ReadPlan(stdin io.Reader, name string) (*plan.Plan, error) {
 		}
 		return nil, err
 	}
+	locateDeclared(p, name)
 	return p, nil
+}
+
+// locateDeclared points each resource whose program call the document records
+// (plan.Declared) at that file and line instead of the document's line. The positions
+// are relative to the program's project root: the folder of the nearest Pulumi.yaml at
+// or above the plan file's folder (where `pulumi preview --json` and render/program's
+// test write the plan), else at or above the working directory (a plan kept elsewhere,
+// or read from standard input, checked from the project), else the plan's folder.
+func locateDeclared(p *plan.Plan, name string) {
+	if len(p.Declared) == 0 {
+		return
+	}
+	dir := "."
+	if name != "-" {
+		dir = filepath.Dir(name)
+	}
+	root, err := srcpos.ProjectRoot(dir)
+	if err != nil {
+		if root, err = srcpos.ProjectRoot("."); err != nil {
+			root = dir
+		}
+	}
+	for urn, pos := range p.Declared {
+		if file, line, ok := srcpos.Resolve(root, pos); ok {
+			p.Locations[urn] = plan.Location{File: srcpos.Relative(file), Line: line}
+		}
+	}
 }
 
 // RenderPlan renders the stack offline and points each resource at the line of the stack
@@ -124,22 +153,5 @@ func Locate(res *render.Result, urn string) (file string, line int) {
 	if !ok {
 		return "", 0
 	}
-	return relative(loc.File), loc.Line
-}
-
-// relative makes a path relative to the working directory (the reports locate files from
-// the repository root themselves).
-func relative(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return path
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	if rel, err := filepath.Rel(wd, abs); err == nil {
-		return rel
-	}
-	return path
+	return srcpos.Relative(loc.File), loc.Line
 }

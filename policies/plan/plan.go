@@ -19,6 +19,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/eventpipe/eventpipe/internal/srcpos"
 	"github.com/eventpipe/eventpipe/policies/tfmodel"
 )
 
@@ -56,6 +57,11 @@ type Plan struct {
 	// Locations maps a resource's URN (Terraform: address) to where it was declared or
 	// appears, for reports; nil when unknown. Parse fills it with the document's lines.
 	Locations map[string]Location
+	// Declared maps a Pulumi resource's URN to the position, in the engine's form
+	// (project:///PATH#LINE, internal/srcpos), of the program's call that declared it,
+	// as the document records it (Declared); nil when it records none. Paths are
+	// relative to the program's project root, which the document does not name.
+	Declared map[string]string
 }
 
 // Parse decodes a JSON document (a Terraform plan into its model: see the package
@@ -90,7 +96,81 @@ func Parse(data []byte, file string) (*Plan, error) {
 		return nil, err
 	}
 	p.Locations = Locations(data, file)
+	p.Declared = Declared(doc)
 	return p, nil
+}
+
+// Declared maps each resource of a Pulumi document (a preview's steps, a stack export's
+// resources) to where the program declared it: the innermost frame of its stackTrace
+// inside the project, else its sourcePosition when inside the project (the engine's
+// positions are project-relative; the SDK's frame for a resource a library registered
+// is the library's, outside), else its parent's. Resources with none are left out; nil
+// when none has one (a Terraform plan, an offline render of a stack).
+func Declared(doc map[string]any) map[string]string {
+	type res struct{ urn, parent, pos string }
+	var all []res
+	add := func(v any) {
+		st, _ := v.(map[string]any)
+		urn, _ := st["urn"].(string)
+		if urn == "" {
+			return
+		}
+		r := res{urn: urn}
+		r.parent, _ = st["parent"].(string)
+		frames, _ := st["stackTrace"].([]any)
+		for _, f := range frames {
+			fm, _ := f.(map[string]any)
+			if pos, _ := fm["sourcePosition"].(string); inProject(pos) {
+				r.pos = pos
+				break
+			}
+		}
+		if pos, _ := st["sourcePosition"].(string); r.pos == "" && inProject(pos) {
+			r.pos = pos
+		}
+		all = append(all, r)
+	}
+	steps, _ := doc["steps"].([]any)
+	for _, s := range steps {
+		sm, _ := s.(map[string]any)
+		if sm["newState"] != nil {
+			add(sm["newState"])
+		} else {
+			add(sm["oldState"])
+		}
+	}
+	if d, ok := doc["deployment"].(map[string]any); ok {
+		resources, _ := d["resources"].([]any)
+		for _, r := range resources {
+			add(r)
+		}
+	}
+	own := map[string]res{}
+	for _, r := range all {
+		own[r.urn] = r
+	}
+	var out map[string]string
+	for _, r := range all {
+		// The nearest ancestor with a position; parents form a tree, but a document
+		// is input: stop after as many steps as there are resources.
+		at := r
+		for i := 0; at.pos == "" && at.parent != "" && i < len(all); i++ {
+			at = own[at.parent]
+		}
+		if at.pos != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[r.urn] = at.pos
+		}
+	}
+	return out
+}
+
+// inProject reports whether pos is a position in the engine's form inside the project.
+func inProject(pos string) bool {
+	rel, _, ok := srcpos.Parse(pos)
+	return ok && srcpos.InProject(rel)
 }
 
 // terraformOutput says what data is, and the command that makes the document the rules

@@ -26,6 +26,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"gopkg.in/yaml.v3"
 
+	"github.com/eventpipe/eventpipe/components"
+	"github.com/eventpipe/eventpipe/internal/srcpos"
 	"github.com/eventpipe/eventpipe/render"
 	"github.com/eventpipe/eventpipe/spec"
 )
@@ -52,7 +54,7 @@ func Render(ctx context.Context, stackFile string, run pulumi.RunFunc) (*Result,
 	if !strings.HasPrefix(base, "Pulumi.") || !strings.HasSuffix(base, ".yaml") || stack == "" {
 		return nil, fmt.Errorf("program: %s: name the stack config file Pulumi.<stack>.yaml, as the Pulumi CLI does", stackFile)
 	}
-	project, err := projectName(filepath.Dir(stackFile))
+	project, root, err := projectName(filepath.Dir(stackFile))
 	if err != nil {
 		return nil, err
 	}
@@ -62,8 +64,9 @@ func Render(ctx context.Context, stackFile string, run pulumi.RunFunc) (*Result,
 	}
 	plan, err := render.RunProjectProgram(ctx, project, stack, file.Source, nil, run)
 	if err != nil {
-		return nil, err
+		return nil, declaredAt(root, err)
 	}
+	locate(plan, root)
 	data, err := plan.JSON()
 	if err != nil {
 		return nil, fmt.Errorf("program: %w", err)
@@ -71,30 +74,59 @@ func Render(ctx context.Context, stackFile string, run pulumi.RunFunc) (*Result,
 	return &Result{Project: project, Stack: stack, Plan: plan, JSON: data}, nil
 }
 
-// projectName reads the name of the nearest Pulumi.yaml at or above dir.
-func projectName(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
+// locate sets each resource's SourcePosition: the program's own call that declared it
+// (srcpos.Declaring), or for a resource registered where no frame of the program is on
+// the stack (inside an apply), that of its parent. Parents come before children in the
+// plan.
+func locate(plan *render.Plan, root string) {
+	at := map[string]string{}
+	for i := range plan.Steps {
+		st := &plan.Steps[i].NewState
+		pos, ok := srcpos.Declaring(root, st.Frames)
+		if !ok {
+			pos = at[st.Parent]
+		}
+		st.SourcePosition, at[st.URN] = pos, pos
+	}
+}
+
+// declaredAt puts the project-relative file and line of the program's call before a
+// component's error that carries it (components.CallError).
+func declaredAt(root string, err error) error {
+	var call *components.CallError
+	if !errors.As(err, &call) {
+		return err
+	}
+	pos, ok := srcpos.Declaring(root, []srcpos.Frame{call.At})
+	if !ok {
+		return err
+	}
+	file, line, _ := srcpos.Resolve(root, pos)
+	return fmt.Errorf("%s:%d: %w", srcpos.Relative(file), line, err)
+}
+
+// projectName reads the name of the nearest Pulumi.yaml at or above dir, and the folder
+// it is in: the project root.
+func projectName(dir string) (name, root string, err error) {
+	root, err = srcpos.ProjectRoot(dir)
+	if errors.Is(err, srcpos.ErrNoProject) {
+		return "", "", fmt.Errorf("program: %w: the stack file must sit in (or below) its project", err)
+	}
 	if err != nil {
-		return "", fmt.Errorf("program: %w", err)
+		return "", "", fmt.Errorf("program: %w", err)
 	}
-	for d := abs; ; d = filepath.Dir(d) {
-		data, err := os.ReadFile(filepath.Join(d, "Pulumi.yaml"))
-		if err == nil {
-			var p struct {
-				Name string `yaml:"name"`
-			}
-			if err := yaml.Unmarshal(data, &p); err != nil || p.Name == "" {
-				return "", fmt.Errorf("program: %s has no project name: %v", filepath.Join(d, "Pulumi.yaml"), err)
-			}
-			return p.Name, nil
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("program: %w", err)
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("program: no Pulumi.yaml in %s or above: the stack file must sit in (or below) its project", abs)
-		}
+	file := filepath.Join(root, "Pulumi.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("program: %w", err)
 	}
+	var p struct {
+		Name string `yaml:"name"`
+	}
+	if err := yaml.Unmarshal(data, &p); err != nil || p.Name == "" {
+		return "", "", fmt.Errorf("program: %s has no project name: %v", file, err)
+	}
+	return p.Name, root, nil
 }
 
 // Test renders program from a go test, failing t when it cannot be rendered
