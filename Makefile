@@ -15,11 +15,19 @@ TESTTIMEOUT ?= 25m
 FIXTURESTAMP      := policies/testdata/terraform/inputs.txt
 TERRAFORM_VERSION := $(shell sed -n 's/^terraform //p' $(FIXTURESTAMP))
 TOFU_VERSION      := $(shell sed -n 's/^tofu //p' $(FIXTURESTAMP))
-# The policy runtimes the tests hold to eventpipe check's verdicts, and the Rego linter
-# (pinned in tools/regal/go.mod: its @version cannot be installed with go install here).
-CONFTEST_VERSION := v0.71.1
-OPA_VERSION      := v1.22.0
-REGAL_VERSION    := v0.38.1
+# The policy runtimes the tests hold to eventpipe check's verdicts, and the Rego linter. opa
+# and conftest are built from tools/opa, at the eventpipe module's OPA (go.mod, its one home),
+# and Regal from tools/regal, at the OPA Regal asks for (it does not build with ours) and
+# that OPA's gobwas/glob (v0.2.3; it does not build with v1.0.0); both
+# hold every other module they share with the eventpipe module at its version, so OPA, grpc,
+# protobuf, otel and the rest are compiled once for the tools and the tests
+# (scripts/tool-modules-aligned.sh checks it in lint). The tools' folders in TOOLCACHE are
+# named by their version and their module's go.sum (toolsum), so a change of any version
+# they build with builds them again.
+OPA_VERSION      := $(shell sed -n 's/^\tgithub.com\/open-policy-agent\/opa \(v[^ ]*\).*/\1/p' go.mod)
+CONFTEST_VERSION := $(shell sed -n 's/^\(require \|\t\)github.com\/open-policy-agent\/conftest \(v[^ ]*\).*/\2/p' tools/opa/go.mod)
+REGAL_VERSION    := $(shell sed -n 's/^\(require \|\t\)github.com\/open-policy-agent\/regal \(v[^ ]*\).*/\2/p' tools/regal/go.mod)
+toolsum = $(shell sha256sum tools/$(1)/go.sum | cut -c1-12)
 # The Pulumi CLI the real-engine tests run (pinned in tools/pulumi/go.mod, whose replace
 # line `go install pkg@version` refuses), and the YAML language host (pinned in
 # tools/pulumi-yaml/go.mod, which holds the modules it shares with the CLI at the CLI's
@@ -95,9 +103,9 @@ deps-system:
 # it) and its YAML language host. Linked without the symbol table and DWARF (-s -w): no
 # test debugs them, and the linker's DWARF work is a large share of linking a 100 MB CLI.
 deps-tools:
-	$(call cached-tool,conftest,$(CONFTEST_VERSION),conftest,GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" github.com/open-policy-agent/conftest@$(CONFTEST_VERSION))
-	$(call cached-tool,opa,$(OPA_VERSION),opa,GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" github.com/open-policy-agent/opa@$(OPA_VERSION))
-	$(call cached-tool,regal,$(REGAL_VERSION),regal,cd tools/regal && GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" tool)
+	$(call cached-tool,conftest,$(CONFTEST_VERSION)-$(call toolsum,opa),conftest,cd tools/opa && GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" github.com/open-policy-agent/conftest)
+	$(call cached-tool,opa,$(OPA_VERSION)-$(call toolsum,opa),opa,cd tools/opa && GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" github.com/open-policy-agent/opa)
+	$(call cached-tool,regal,$(REGAL_VERSION)-$(call toolsum,regal),regal,cd tools/regal && GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" tool)
 	$(call cached-tool,pulumi,$(PULUMI_VERSION),bin/pulumi,cd tools/pulumi && GOBIN=$$dir/bin $(GO) install -ldflags "$(TOOLLDFLAGS) -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$(PULUMI_VERSION)" tool)
 	$(call cached-tool,pulumi-language-yaml,$(PULUMI_YAML_VERSION),pulumi-language-yaml,cd tools/pulumi-yaml && GOBIN=$$dir $(GO) install -ldflags "$(TOOLLDFLAGS)" tool)
 	@# Terraform and OpenTofu: linked when this machine has them, built only when the
@@ -120,13 +128,12 @@ deps-tools:
 	  ln -sfn $$tf/terraform $(TOOLS)/bin/terraform && ln -sfn $$tofu/tofu $(TOOLS)/bin/tofu; fi
 
 # deps-fetch: the module downloads, the tools' ahead of their builds in the order deps-tools
-# builds them (`go install -n` resolves and downloads a tool's modules without building it;
-# a failure there shows again in deps-tools), then this module's and those of the SDK
+# builds them, then this module's and those of the SDK
 # generator (tools/sdkgen, its own module: see its doc comment); and the npm installs: the
 # Firestore emulator, TypeScript and the Pulumi Node.js SDK the generated TypeScript SDK
 # compiles against (tools/tsc).
 deps-fetch:
-	-@$(GO) install -n github.com/open-policy-agent/opa@$(OPA_VERSION) >/dev/null 2>&1
+	cd tools/opa && $(GO) mod download
 	cd tools/regal && $(GO) mod download
 	cd tools/pulumi && $(GO) mod download
 	cd tools/pulumi-yaml && $(GO) mod download
@@ -148,6 +155,8 @@ lint:
 	$(GO) vet -tags '$(BUILDTAGS)' ./...
 	cd tools/sdkgen && $(GO) vet ./...
 	scripts/tool-modules-aligned.sh tools/pulumi tools/pulumi-yaml github.com/pulumi/pulumi/pkg/v3 github.com/pulumi/pulumi/sdk/v3
+	BUILDTAGS='$(BUILDTAGS)' scripts/tool-modules-aligned.sh . tools/opa
+	BUILDTAGS='$(BUILDTAGS)' scripts/tool-modules-aligned.sh . tools/regal github.com/open-policy-agent/opa github.com/gobwas/glob
 	@out="$$($(TOOLS)/bin/opa fmt --list policies)"; \
 	if [ -n "$$out" ]; then echo "opa fmt needed on:"; echo "$$out"; exit 1; fi
 	$(TOOLS)/bin/regal lint --no-color policies
