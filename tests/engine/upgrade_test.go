@@ -18,6 +18,7 @@ import (
 	"github.com/eventpipe/eventpipe/internal/release"
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
 	"github.com/eventpipe/eventpipe/internal/testing/gobuild"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
@@ -156,7 +157,7 @@ func TestUpgradeFromTheLastRelease(t *testing.T) {
 			if err := gcpstandin.Advance(w.standin, 24*time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			d := w.stack(t, "eventpipe", name, components.Program(components.ProgramOptions{}), map[string]string{
+			d := w.stack(t, auto.SelectStackInlineSource, "eventpipe", name, components.Program(components.ProgramOptions{}), map[string]string{
 				gcpstandin.EnvEnabledAPIs: "*", gcpstandin.EnvProjects: projects[gcpstandin.EnvProjects]})
 			steps := make(chan events.EngineEvent)
 			var seen []apitype.StepEventMetadata

@@ -82,7 +82,7 @@ func yamlProgram(t *testing.T, source, projects string, env map[string]string) (
 		t.Errorf("Pulumi.yaml records no package")
 	}
 	vars["PATH"] = bin + string(os.PathListSeparator) + vars["PATH"]
-	stack, err := auto.UpsertStackLocalSource(ctx, "dev", program, auto.Pulumi(e.cmd), auto.PulumiHome(e.home),
+	stack, err := auto.NewStackLocalSource(ctx, "dev", program, auto.Pulumi(e.cmd), auto.PulumiHome(e.home),
 		auto.SecretsProvider("passphrase"), auto.EnvVars(vars))
 	if err != nil {
 		t.Fatal(err)
