@@ -22,6 +22,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 
+	"github.com/eventpipe/eventpipe/internal/testing/gobuild"
 	"github.com/eventpipe/eventpipe/internal/testing/plantest"
 	"github.com/eventpipe/eventpipe/render"
 )
@@ -40,10 +41,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	build := exec.Command("go", "build", "-o", dir,
-		"github.com/eventpipe/eventpipe/cmd/pulumi-analyzer-policy-eventpipe", "github.com/eventpipe/eventpipe/cmd/eventpipe")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the plugin and the CLI: %v\n%s", err, out)
+	if err := gobuild.Build(context.Background(), "", dir,
+		"github.com/eventpipe/eventpipe/cmd/pulumi-analyzer-policy-eventpipe", "github.com/eventpipe/eventpipe/cmd/eventpipe"); err != nil {
+		fmt.Fprintf(os.Stderr, "building the plugin and the CLI: %v\n", err)
 		os.Exit(2)
 	}
 	binDir = dir

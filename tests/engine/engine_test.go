@@ -24,6 +24,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
+	"github.com/eventpipe/eventpipe/internal/testing/gobuild"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
@@ -45,11 +47,16 @@ import (
 var repo = filepath.Join("..", "..")
 
 // engine is the Pulumi CLI and a Pulumi home with the stand-in gcp plugin installed,
-// shared by the tests of one run.
+// shared by the tests of one run, and the folders of the plugins tests put on PATH.
 type engine struct {
 	cmd  auto.PulumiCommand
 	cli  string
 	home string
+	// providerDir holds pulumi-resource-eventpipe (the YAML programs' provider), alone:
+	// the CLI would take any other plugin on PATH as an ambient one.
+	providerDir string
+	// analyzerDir holds pulumi-analyzer-policy-eventpipe (the policy pack's), alone.
+	analyzerDir string
 }
 
 var (
@@ -58,63 +65,79 @@ var (
 	engineErr  error
 )
 
-// pulumiEngine builds the stand-in plugin and installs it into a fresh Pulumi home, once.
+// plugins are the plugin commands the tests build, by folder of engine (or "" for the
+// stand-ins, which pulumiEngine installs into the Pulumi home).
+var plugins = []struct{ pkg, folder string }{
+	{"./internal/testing/gcpstandin/cmd/pulumi-resource-gcp", ""},
+	{"./internal/testing/gcpstandin/cmd/pulumi-resource-time", ""},
+	{"./cmd/pulumi-resource-eventpipe", "provider"},
+	{"./cmd/pulumi-analyzer-policy-eventpipe", "analyzer"},
+}
+
+// pulumiEngine builds the plugins the tests run (in one go build, once per test binary)
+// and installs the stand-ins into a fresh Pulumi home, once.
 func pulumiEngine(t *testing.T) engine {
 	t.Helper()
-	engineOnce.Do(func() {
-		cli, err := filepath.Abs(filepath.Join(repo, ".tools", "bin", "pulumi"))
-		if err == nil {
-			cli, err = filepath.EvalSymlinks(cli)
-		}
-		if err != nil {
-			engineErr = fmt.Errorf("the Pulumi CLI is not installed (%v): run make deps", err)
-			return
-		}
-		dir, err := os.MkdirTemp("", "eventpipe-engine-")
-		if err != nil {
-			engineErr = err
-			return
-		}
-		plugin := filepath.Join(dir, "pulumi-resource-gcp")
-		build := exec.Command("go", "build", "-o", plugin, "./internal/testing/gcpstandin/cmd/pulumi-resource-gcp")
-		build.Dir = repo
-		if out, err := build.CombinedOutput(); err != nil {
-			engineErr = fmt.Errorf("build the stand-in gcp plugin: %v\n%s", err, out)
-			return
-		}
-		home := filepath.Join(dir, "home")
-		install := exec.Command(cli, "plugin", "install", "resource", "gcp", gcpstandin.Version, "--file", plugin)
-		install.Env = append(os.Environ(), "PULUMI_HOME="+home, "PULUMI_SKIP_UPDATE_CHECK=true")
-		if out, err := install.CombinedOutput(); err != nil {
-			engineErr = fmt.Errorf("pulumi plugin install: %v\n%s", err, out)
-			return
-		}
-		// auto.NewPulumiCommand wants ROOT/bin/pulumi.
-		cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: filepath.Dir(filepath.Dir(cli))})
-		if err != nil {
-			engineErr = fmt.Errorf("the Pulumi CLI at %s: %w", cli, err)
-			return
-		}
-		// The time stand-in, for the waits (time_sleep).
-		timePlugin := filepath.Join(dir, "pulumi-resource-time")
-		build = exec.Command("go", "build", "-o", timePlugin, "./internal/testing/gcpstandin/cmd/pulumi-resource-time")
-		build.Dir = repo
-		if out, err := build.CombinedOutput(); err != nil {
-			engineErr = fmt.Errorf("build the stand-in time plugin: %v\n%s", err, out)
-			return
-		}
-		install = exec.Command(cli, "plugin", "install", "resource", "time", gcpstandin.TimeVersion, "--file", timePlugin)
-		install.Env = append(os.Environ(), "PULUMI_HOME="+home, "PULUMI_SKIP_UPDATE_CHECK=true")
-		if out, err := install.CombinedOutput(); err != nil {
-			engineErr = fmt.Errorf("pulumi plugin install time: %v\n%s", err, out)
-			return
-		}
-		shared = engine{cmd: cmd, cli: cli, home: home}
-	})
+	engineOnce.Do(func() { shared, engineErr = newEngine() })
 	if engineErr != nil {
 		t.Fatal(engineErr)
 	}
 	return shared
+}
+
+func newEngine() (engine, error) {
+	cli, err := filepath.Abs(filepath.Join(repo, ".tools", "bin", "pulumi"))
+	if err == nil {
+		cli, err = filepath.EvalSymlinks(cli)
+	}
+	if err != nil {
+		return engine{}, fmt.Errorf("the Pulumi CLI is not installed (%v): run make deps", err)
+	}
+	// auto.NewPulumiCommand wants ROOT/bin/pulumi.
+	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: filepath.Dir(filepath.Dir(cli))})
+	if err != nil {
+		return engine{}, fmt.Errorf("the Pulumi CLI at %s: %w", cli, err)
+	}
+	dir, err := os.MkdirTemp("", "eventpipe-engine-")
+	if err != nil {
+		return engine{}, err
+	}
+	built := filepath.Join(dir, "build")
+	pkgs := make([]string, len(plugins))
+	for i, p := range plugins {
+		pkgs[i] = p.pkg
+	}
+	if err := gobuild.Build(context.Background(), repo, built, pkgs...); err != nil {
+		return engine{}, fmt.Errorf("build the plugins: %w", err)
+	}
+	e := engine{cmd: cmd, cli: cli, home: filepath.Join(dir, "home")}
+	for _, p := range plugins {
+		if p.folder == "" {
+			continue
+		}
+		folder := filepath.Join(dir, p.folder)
+		if err := os.Mkdir(folder, 0o755); err != nil {
+			return engine{}, err
+		}
+		if err := os.Rename(filepath.Join(built, path.Base(p.pkg)), filepath.Join(folder, path.Base(p.pkg))); err != nil {
+			return engine{}, err
+		}
+		switch p.folder {
+		case "provider":
+			e.providerDir = folder
+		case "analyzer":
+			e.analyzerDir = folder
+		}
+	}
+	// The stand-ins: gcp, and time for the waits (time_sleep).
+	for _, p := range []struct{ name, version string }{{"gcp", gcpstandin.Version}, {"time", gcpstandin.TimeVersion}} {
+		install := exec.Command(cli, "plugin", "install", "resource", p.name, p.version, "--file", filepath.Join(built, "pulumi-resource-"+p.name))
+		install.Env = append(os.Environ(), "PULUMI_HOME="+e.home, "PULUMI_SKIP_UPDATE_CHECK=true")
+		if out, err := install.CombinedOutput(); err != nil {
+			return engine{}, fmt.Errorf("pulumi plugin install %s: %v\n%s", p.name, err, out)
+		}
+	}
+	return e, nil
 }
 
 // deployment is one stack of a program under the real engine.
@@ -204,12 +227,26 @@ func newWorkspace(t *testing.T) workspaceDirs {
 }
 
 // vars is the environment of the Pulumi CLI (and so of the plugins) in w.
+//
+// PULUMI_SKIP_CHECKPOINTS: the CLI saves the stack's state once, when an operation ends
+// (failed or not), instead of after every step as well (pulumi/pulumi#10668, the
+// variable's doc in sdk/go/common/env; backend.NewSnapshotManager's unsafeServiceLoop).
+// The steps, and so every outcome and state the tests check, are the same; the
+// intermediate saves, which only a crash mid-operation would read, were about a quarter
+// of the CLI's CPU in these tests (docs/benchmarks.md, issue 38).
+//
+// GOGC: the CLI and the plugins it starts are short-lived Go processes whose heaps stay
+// small (the CLI's peak resident memory about 100 MB either way); collecting at five
+// times the live heap instead of twice cut the CLI's CPU by about a tenth, measured side
+// by side (docs/benchmarks.md, issue 38). Nothing else in them changes.
 func (w workspaceDirs) vars(env map[string]string) map[string]string {
 	vars := map[string]string{
 		"PULUMI_BACKEND_URL":                          "file://" + w.backend,
 		"PULUMI_CONFIG_PASSPHRASE":                    "engine-test",
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		"PULUMI_SKIP_CHECKPOINTS":                     "true",
+		"GOGC":                                        "400",
 		gcpstandin.EnvDir:                             w.standin,
 	}
 	maps.Copy(vars, standinEnv(env))
@@ -223,16 +260,21 @@ func deployConfig(t *testing.T, projectName, name string, config []byte, program
 	if err := os.WriteFile(filepath.Join(w.work, "Pulumi."+name+".yaml"), config, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return w.stack(t, projectName, name, program, env)
+	return w.stack(t, auto.NewStackInlineSource, projectName, name, program, env)
 }
 
-// stack is the stack name of projectName in w (its config already there), run with
-// program.
-func (w workspaceDirs) stack(t *testing.T, projectName, name string, program pulumi.RunFunc, env map[string]string) deployment {
+// stackOpener is auto.NewStackInlineSource (a stack w's backend does not have: `stack
+// init` alone, without the failing `stack select` an upsert runs first) or
+// auto.SelectStackInlineSource (one it has).
+type stackOpener func(context.Context, string, string, pulumi.RunFunc, ...auto.LocalWorkspaceOption) (auto.Stack, error)
+
+// stack is the stack name of projectName in w (its config already there), opened with
+// open and run with program.
+func (w workspaceDirs) stack(t *testing.T, open stackOpener, projectName, name string, program pulumi.RunFunc, env map[string]string) deployment {
 	t.Helper()
 	e := pulumiEngine(t)
 	project := workspace.Project{Name: tokens.PackageName(projectName), Runtime: workspace.NewProjectRuntimeInfo("go", nil)}
-	stack, err := auto.UpsertStackInlineSource(t.Context(), name, projectName, program,
+	stack, err := open(t.Context(), name, projectName, program,
 		auto.Pulumi(e.cmd), auto.WorkDir(w.work), auto.Project(project), auto.PulumiHome(e.home),
 		auto.SecretsProvider("passphrase"), auto.EnvVars(w.vars(env)))
 	if err != nil {

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,12 +17,7 @@ import (
 // stack previews clean, and the same program plus one subscription declared without a
 // dead-letter policy (as a team's own program might) is denied.
 func TestPolicyPackUnderTheRealEngine(t *testing.T) {
-	plugins := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(plugins, "pulumi-analyzer-policy-eventpipe"), "./cmd/pulumi-analyzer-policy-eventpipe")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the analyzer plugin: %v\n%s", err, out)
-	}
+	plugins := pulumiEngine(t).analyzerDir
 	pack, err := filepath.Abs(filepath.Join(repo, "policies"))
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 	"github.com/eventpipe/eventpipe/components"
 	"github.com/eventpipe/eventpipe/internal/release"
 	"github.com/eventpipe/eventpipe/internal/testing/gcpstandin"
+	"github.com/eventpipe/eventpipe/internal/testing/gobuild"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
@@ -92,7 +94,7 @@ var releaseDriver = sync.OnceValues(func() ([2]string, error) {
 		return [2]string{}, err
 	}
 	bin := filepath.Join(dir, "releasedriver")
-	build := exec.Command("go", "build", "-mod=mod", "-o", bin, "./cmd/releasedriver")
+	build := exec.Command("go", "build", "-mod=mod", "-ldflags="+gobuild.LinkFlags, "-o", bin, "./cmd/releasedriver")
 	build.Dir = dir
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOSUMDB=off")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -155,7 +157,7 @@ func TestUpgradeFromTheLastRelease(t *testing.T) {
 			if err := gcpstandin.Advance(w.standin, 24*time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			d := w.stack(t, "eventpipe", name, components.Program(components.ProgramOptions{}), map[string]string{
+			d := w.stack(t, auto.SelectStackInlineSource, "eventpipe", name, components.Program(components.ProgramOptions{}), map[string]string{
 				gcpstandin.EnvEnabledAPIs: "*", gcpstandin.EnvProjects: projects[gcpstandin.EnvProjects]})
 			steps := make(chan events.EngineEvent)
 			var seen []apitype.StepEventMetadata

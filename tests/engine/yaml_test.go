@@ -26,12 +26,7 @@ func yamlProgram(t *testing.T, source, projects string, env map[string]string) (
 	e := pulumiEngine(t)
 	ctx := t.Context()
 	work := t.TempDir()
-	bin := filepath.Join(work, "bin")
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "pulumi-resource-eventpipe"), "./cmd/pulumi-resource-eventpipe")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the eventpipe plugin: %v\n%s", err, out)
-	}
+	bin := e.providerDir
 	yamlHost, err := filepath.Abs(filepath.Join(repo, ".tools", "bin"))
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +82,7 @@ func yamlProgram(t *testing.T, source, projects string, env map[string]string) (
 		t.Errorf("Pulumi.yaml records no package")
 	}
 	vars["PATH"] = bin + string(os.PathListSeparator) + vars["PATH"]
-	stack, err := auto.UpsertStackLocalSource(ctx, "dev", program, auto.Pulumi(e.cmd), auto.PulumiHome(e.home),
+	stack, err := auto.NewStackLocalSource(ctx, "dev", program, auto.Pulumi(e.cmd), auto.PulumiHome(e.home),
 		auto.SecretsProvider("passphrase"), auto.EnvVars(vars))
 	if err != nil {
 		t.Fatal(err)

@@ -84,17 +84,24 @@ func offset(dir string) (time.Duration, error) {
 	return time.Duration(n), nil
 }
 
-// setOffset writes the offset whole (a rename), so a reader without the lock never sees
+// setOffset writes the offset whole (writeWhole), so a reader without the lock never sees
 // half of it.
 func setOffset(dir string, off time.Duration) error {
-	tmp := filepath.Join(dir, clockFile+".new")
-	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(int64(off), 10)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("stand-in clock: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, clockFile)); err != nil {
+	if err := writeWhole(dir, clockFile, []byte(strconv.FormatInt(int64(off), 10)+"\n")); err != nil {
 		return fmt.Errorf("stand-in clock: %w", err)
 	}
 	return nil
+}
+
+// writeWhole replaces dir/name with data in one rename, so that a reader without the lock
+// (an invoke, a test reading the state) sees the old content or the new, never a
+// truncated file. Callers hold dir's lock (withLock): the temporary name is theirs alone.
+func writeWhole(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".new")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, name))
 }
 
 // withLock runs f holding dir's exclusive lock, which every provider process of the

@@ -415,7 +415,8 @@ func (s *standin) locked(f func(map[string]Record) error) error {
 		if err != nil {
 			return fmt.Errorf("stand-in state: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(s.dir, stateFile), data, 0o644); err != nil {
+		// Whole: invoke (getProject) reads the state without the lock.
+		if err := writeWhole(s.dir, stateFile, data); err != nil {
 			return fmt.Errorf("stand-in state: %w", err)
 		}
 		return ferr

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/eventpipe/eventpipe/devpipe"
+	"github.com/eventpipe/eventpipe/internal/testing/gobuild"
 )
 
 // Options configures Start.
@@ -196,7 +197,8 @@ func (p *Proc) WaitKilled(t testing.TB) {
 
 // Binary is a Go command built on first use for tests that run it as a
 // process, with the default build settings (so the packages compiled for the
-// tests are reused). Keep one per test binary; Remove it in TestMain.
+// tests are reused) and gobuild.LinkFlags. Keep one per test binary; Remove it in
+// TestMain.
 type Binary struct {
 	// Pkg is the package to build, as go build takes it (".", "../../cmd/consumer").
 	Pkg string
@@ -217,7 +219,7 @@ func (b *Binary) Path(t testing.TB) string {
 			return
 		}
 		b.path = filepath.Join(dir, "bin")
-		if out, err := exec.Command("go", "build", "-o", b.path, b.Pkg).CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-ldflags="+gobuild.LinkFlags, "-o", b.path, b.Pkg).CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build %s: %w\n%s", b.Pkg, err, out)
 		}
 	})
