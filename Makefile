@@ -174,7 +174,7 @@ build-consumer:
 ## a time: the packages longest under -short (QUICKFIRST, measured with go test -json,
 ## docs/benchmarks.md#quick-loop-make-quick) start first, so no long one starts last and
 ## sets the wall time alone. go list keeps that order and lists each package once.
-QUICKFIRST = ./policies/check ./internal/testing/tfgen ./policies/tfmodel ./cmd/eventpipe ./policies/evaluate ./internal/cli ./policies ./provider ./devpipe ./cmd/consumer
+QUICKFIRST = ./internal/cli ./devpipe ./policies/tfmodel ./internal/testing/tfgen ./consumer/store/boltstore ./consumer/store/memstore ./cmd/consumer ./spec ./cmd/eventpipe ./policies/evaluate ./policies ./policies/check ./provider
 QUICKPKGS = $$($(GO) list $(QUICKFIRST) ./... | grep -v -e '/tests$$' -e '/tests/' -e '/internal/testing/pgtest$$' -e '/internal/testing/fsemulator$$')
 quick:
 	$(GO) test -short -count=1 $(QUICKPKGS)
