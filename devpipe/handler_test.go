@@ -54,7 +54,10 @@ func TestHandlerBesideThePipeline(t *testing.T) {
 		"push":                   {"", "        main:\n          delivery: push\n"},
 		"pull-only, worker pool": {"        workerPool: true\n        minInstances: 1\n", "        main:\n          delivery: pull\n"},
 	} {
-		t.Run(name, func(t *testing.T) { handlerBesideThePipeline(t, stack[0], stack[1]) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel() // two pipelines, each mostly waiting on its handler and its deliveries
+			handlerBesideThePipeline(t, stack[0], stack[1])
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,10 +110,16 @@ func TestCheckEveryStackPasses(t *testing.T) {
 	}
 }
 
-// renderProd renders the prod stack offline, as a document to mutate.
+// renderedProd is the prod stack rendered offline, once for the test binary: rendering is
+// deterministic, and each caller parses its own copy to mutate.
+var renderedProd = sync.OnceValues(func() ([]byte, error) {
+	return render.Stack(context.Background(), render.Options{Stack: "prod"})
+})
+
+// renderProd returns a fresh copy of the rendered prod stack, as a document to mutate.
 func renderProd(t *testing.T) plantest.Doc {
 	t.Helper()
-	data, err := render.Stack(context.Background(), render.Options{Stack: "prod"})
+	data, err := renderedProd()
 	if err != nil {
 		t.Fatal(err)
 	}

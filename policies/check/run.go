@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -86,6 +87,19 @@ type Run struct {
 	profile Profile
 }
 
+// embeddedRules are the embedded rule files (policies.Modules) compiled once per process:
+// every Run prepares its own Engine on them with its configuration, so a process that runs
+// the rules more than once (the CLI's and audit's in-process tests) compiles them once.
+// Compiling is 36 MB and 575,000 allocations; preparing an Engine on the compiled rules
+// 41 kB and 574 (BenchmarkNew, BenchmarkEngine in policies/evaluate).
+var embeddedRules = sync.OnceValues(func() (*evaluate.Compiled, error) {
+	mods, err := policies.Modules()
+	if err != nil {
+		return nil, err
+	}
+	return evaluate.Compile(mods, policies.Package)
+})
+
 // Start parses the outputs and the configuration file and starts compiling the rules with
 // the thresholds of opts.Env, so the caller can read its input meanwhile.
 func Start(ctx context.Context, command string, opts Options) (*Run, error) {
@@ -103,16 +117,17 @@ func Start(ctx context.Context, command string, opts Options) (*Run, error) {
 		}
 	}
 	r.data = r.cfg.Data(opts.Env)
-	mods, err := policies.Modules()
-	if err != nil {
-		return nil, err
-	}
 	// The run judges waivers on opts.Now's date; conftest and opa eval users' rules judge
 	// them on today's.
 	config := maps.Clone(r.data)
 	config["today"] = opts.Now().Format(time.DateOnly)
 	go func() {
-		r.eng, r.engErr = evaluate.New(ctx, evaluate.Options{Modules: mods, Package: policies.Package, Config: config})
+		rules, err := embeddedRules()
+		if err != nil {
+			r.engErr = err
+		} else {
+			r.eng, r.engErr = rules.Engine(ctx, config)
+		}
 		close(r.ready)
 	}()
 	return r, nil

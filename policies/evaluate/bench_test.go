@@ -83,6 +83,25 @@ func BenchmarkNew(b *testing.B) {
 	}
 }
 
+// BenchmarkEngine measures what a run costs once the rules are compiled (Compile once,
+// then Compiled.Engine per configuration, as policies/check does): set beside BenchmarkNew
+// it is the start-up a process saves on each run after its first.
+func BenchmarkEngine(b *testing.B) {
+	mods, err := policies.Modules()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := Compile(mods, policies.Package)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := c.Engine(context.Background(), map[string]any{"environment": "prod"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkFormats10k checks the same 10,000 resources as a preview, a stack export and a
 // Terraform plan (decode and evaluate), so the formats' costs compare in one run:
 // go test -run '^$' -bench Formats10k ./policies/evaluate.

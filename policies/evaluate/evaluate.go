@@ -94,53 +94,82 @@ var ErrUnusableDocument = errors.New("the document cannot be checked")
 // resources: lib.rego's incomplete_note, which the tests hold it to.
 const IncompleteNote = "the preview leaves out unchanged resources, so this verdict could be wrong: run `pulumi preview --json --show-sames` for a firm one"
 
-// New compiles the modules, reads the rules' metadata and prepares the query.
-func New(ctx context.Context, opts Options) (*Engine, error) {
-	if len(opts.Modules) == 0 {
+// Compiled is a rule set parsed, compiled and with its rules' metadata read, before any
+// configuration: one Compiled prepares Engines for as many configurations as a caller
+// needs, so a process that judges documents under several configurations compiles its
+// rules once. It is safe for concurrent use; nothing changes it after Compile.
+type Compiled struct {
+	pkg      string
+	compiler *ast.Compiler
+	rules    []Rule
+}
+
+// Compile parses and compiles modules (name → source) and reads the rules of package
+// pkg + ".rules" (see Options).
+func Compile(modules map[string]string, pkg string) (*Compiled, error) {
+	if len(modules) == 0 {
 		return nil, fmt.Errorf("no rule files given")
 	}
-	if opts.Package == "" {
+	if pkg == "" {
 		return nil, fmt.Errorf("no rule package given")
 	}
-	modules := make(map[string]*ast.Module, len(opts.Modules))
-	for name, src := range opts.Modules {
+	parsed := make(map[string]*ast.Module, len(modules))
+	for name, src := range modules {
 		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1})
 		if err != nil {
 			return nil, fmt.Errorf("parsing rule file %s: %w", name, err)
 		}
-		modules[name] = m
+		parsed[name] = m
 	}
 	compiler := ast.NewCompiler().WithEnablePrintStatements(false)
-	compiler.Compile(modules)
+	compiler.Compile(parsed)
 	if compiler.Failed() {
 		return nil, fmt.Errorf("compiling rules: %w", compiler.Errors)
 	}
-	rules, err := rulesOf(compiler, opts.Package+".rules")
+	rules, err := rulesOf(compiler, pkg+".rules")
 	if err != nil {
 		return nil, err
 	}
 	if len(rules) == 0 {
-		return nil, fmt.Errorf("package %s.rules has no deny_*/warn_*/stack_deny_*/stack_warn_* rules", opts.Package)
+		return nil, fmt.Errorf("package %s.rules has no deny_*/warn_*/stack_deny_*/stack_warn_* rules", pkg)
 	}
-	data, err := configData(opts.Config)
+	return &Compiled{pkg: pkg, compiler: compiler, rules: rules}, nil
+}
+
+// Engine prepares the entry package's query with config as data.config (see
+// Options.Config). The compiled rules are shared, not copied: OPA prepares a query on a
+// compiler given with rego.Compiler without compiling it again, and only reads it when
+// evaluating.
+func (c *Compiled) Engine(ctx context.Context, config map[string]any) (*Engine, error) {
+	data, err := configData(config)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{rules: rules, byID: make(map[string]Rule, len(rules))}
-	for _, r := range rules {
+	e := &Engine{rules: c.rules, byID: make(map[string]Rule, len(c.rules))}
+	for _, r := range c.rules {
 		e.byID[r.ID] = r
 	}
-	entry := "data." + opts.Package
+	entry := "data." + c.pkg
 	query := fmt.Sprintf("deny := %[1]s.deny; warn := %[1]s.warn; waived := %[1]s.waived; summary := %[1]s.summary", entry)
 	e.query, err = rego.New(
 		rego.Query(query),
-		rego.Compiler(compiler),
+		rego.Compiler(c.compiler),
 		rego.Store(inmem.NewFromObject(data)),
 	).PrepareForEval(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the rules' query: %w", err)
 	}
 	return e, nil
+}
+
+// New compiles the modules, reads the rules' metadata and prepares the query: Compile,
+// then Compiled.Engine.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	c, err := Compile(opts.Modules, opts.Package)
+	if err != nil {
+		return nil, err
+	}
+	return c.Engine(ctx, opts.Config)
 }
 
 // configData is the data document {"config": cfg} in plain JSON types, whatever the caller

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/eventpipe/eventpipe/internal/testing/benchgen"
@@ -21,18 +22,29 @@ import (
 )
 
 // allRules is an engine with every rule file and configuration cfg.
+// The rule files are compiled once for the test binary (embeddedRules);
+// TestEnginesShareCompiledRules holds that this judges as New does.
 func allRules(t testing.TB, cfg map[string]any) *Engine {
 	t.Helper()
-	mods, err := policies.Modules()
+	c, err := embeddedRules()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(context.Background(), Options{Modules: mods, Package: policies.Package, Config: cfg})
+	e, err := c.Engine(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
+
+// embeddedRules are policies.Modules compiled once for the test binary.
+var embeddedRules = sync.OnceValues(func() (*Compiled, error) {
+	mods, err := policies.Modules()
+	if err != nil {
+		return nil, err
+	}
+	return Compile(mods, policies.Package)
+})
 
 // fixture reads a document of policies/plan/testdata (they end in .txt so that
 // `opa test policies/` does not load them as data).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -47,8 +48,15 @@ type parity struct {
 
 func newParity(t testing.TB) *parity {
 	t.Helper()
-	return &parity{model: regoquery.Prepare(t, modelQuery), engine: ruletest.Engine(t, nil)}
+	q, err := preparedModelQuery()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &parity{model: q, engine: ruletest.Engine(t, nil)}
 }
+
+// preparedModelQuery compiles modelQuery on the embedded rules once per test binary.
+var preparedModelQuery = sync.OnceValues(func() (rego.PreparedEvalQuery, error) { return regoquery.New(modelQuery) })
 
 // check compares the two models of the plan data, and the findings on both.
 func (p *parity) check(t testing.TB, name string, data []byte) {
