@@ -12,6 +12,7 @@ import (
 // passes (nothing lost), the handler's calls are counted, and no duplicate
 // reached it.
 func TestDevHandler(t *testing.T) {
+	t.Parallel() // a whole local pipeline of its own (own data dir, no --serve port): mostly waiting on pstest
 	dir := t.TempDir()
 	stack := filepath.Join(dir, "Pulumi.dev.yaml")
 	if err := os.WriteFile(stack, []byte(`config:

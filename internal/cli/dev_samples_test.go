@@ -62,6 +62,7 @@ func TestDevRoutesInsideTheImage(t *testing.T) {
 // events; the run loses nothing, but must not say so and exit 0: it exits 1 naming the
 // subscription and --samples.
 func TestDevRefusesToCallNothingAppliedGood(t *testing.T) {
+	t.Parallel() // a whole local pipeline of its own (own data dir, no --serve port): mostly waiting on pstest
 	stack, routes := teamFiles(t)
 	out, _, err := executeLog(t, "dev", "--stack-file", stack, "--routes", routes, "--data-dir", t.TempDir(),
 		"--events", "3", "--duplicates", "1", "--out-of-order", "1", "--poison", "1")
@@ -77,6 +78,7 @@ func TestDevRefusesToCallNothingAppliedGood(t *testing.T) {
 // through its routes: they are applied, the run passes; a sample its routes refuse fails
 // the run, named by its file and line with the consumer's reason.
 func TestDevPlaysTheTeamsSamples(t *testing.T) {
+	t.Parallel() // a whole local pipeline of its own (own data dir, no --serve port): mostly waiting on pstest
 	stack, routes := teamFiles(t)
 	samples := t.TempDir()
 	good := `{"eventId":"e1","eventType":"order_placed","orderId":"o-1","at":"2026-01-02T03:04:05Z","sequence":1}

@@ -23,6 +23,7 @@ import (
 // TestDevQuickstart runs the README's run command, go run ./cmd/eventpipe
 // dev, as it is: it must print the table, a progress line and exit 0.
 func TestDevQuickstart(t *testing.T) {
+	t.Parallel() // a whole local pipeline of its own (own data dir, no --serve port): mostly waiting on pstest
 	dir := t.TempDir()
 	out, errOut, err := executeLog(t, "dev", "--data-dir", dir)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // on their pipeline, every one applied once and its replays duplicates, the other pipelines
 // play the built-in events, and nothing is lost.
 func TestReadmeSamplesCommand(t *testing.T) {
+	t.Parallel() // a whole local pipeline of its own (own data dir, no --serve port): mostly waiting on pstest
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
