@@ -179,11 +179,12 @@ build-consumer:
 ## conformance suite on memory and bbolt (go test -short: no PostgreSQL cluster, Firestore
 ## emulator, policy tools or Pulumi engine; tests/ and make test run those). make test
 ## stays the full suite.
-## go test starts the packages' test runs in the order it is given them, -p (the cores) at
-## a time: the packages longest under -short (QUICKFIRST, measured with go test -json,
+## go test starts the packages' test runs in the order it is given them, -p at a time: the
+## packages longest under -short (QUICKFIRST, measured with go test -json,
 ## docs/benchmarks.md#quick-loop-make-quick) start first, so no long one starts last and
-## sets the wall time alone. go list keeps that order and lists each package once.
+## sets the wall time alone. go list keeps that order and lists each package once. -p 4, not
+## one per core: the two longest (internal/cli, devpipe) mostly wait on pstest's pull retries.
 QUICKFIRST = ./internal/cli ./devpipe ./policies/tfmodel ./internal/testing/tfgen ./consumer/store/boltstore ./consumer/store/memstore ./cmd/consumer ./spec ./cmd/eventpipe ./policies/evaluate ./policies ./policies/check ./provider
 QUICKPKGS = $$($(GO) list $(QUICKFIRST) ./... | grep -v -e '/tests$$' -e '/tests/' -e '/internal/testing/pgtest$$' -e '/internal/testing/fsemulator$$')
 quick:
-	$(GO) test -short -count=1 $(QUICKPKGS)
+	$(GO) test -short -count=1 -p 4 $(QUICKPKGS)
