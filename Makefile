@@ -71,13 +71,18 @@ test:
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory test-only
 
+## TESTFIRST: the packages longest in a full run (scripts/cold-test.sh's per-package times,
+## docs/benchmarks.md#cold-make-test), started first, as QUICKFIRST does for make quick; and
+## four at a time (-p 4): internal/cli, cmd/consumer and examples/handlers mostly wait on
+## pstest, the consumer's drains and its handlers, and one run per core left the cores idle.
+TESTFIRST = ./tests/engine ./internal/cli ./cmd/consumer ./cmd/eventpipe ./policies/analyzer
 ## test-only: run every test, with what make deps installed. go test's own vet pass is off:
 ## make lint has just run go vet's full set of analyzers, of which go test's is a subset, and
 ## each pass analyses every dependency again (about 30 s of CPU). The test binaries are linked
 ## without symbol table and DWARF (-s): a third less CPU per link, and no test reads them
 ## (stack traces use the runtime's own tables).
 test-only:
-	$(GO) test -count=1 -vet=off -ldflags=-s -timeout $(TESTTIMEOUT) ./...
+	$(GO) test -count=1 -vet=off -ldflags=-s -timeout $(TESTTIMEOUT) -p 4 $$($(GO) list $(TESTFIRST) ./...)
 
 ## deps: download Go modules and install the tools tests need. After the system packages,
 ## two lanes run side by side: the Go tool builds one after another (each go install keeps
