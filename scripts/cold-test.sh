@@ -202,17 +202,17 @@ if [[ $profile == 1 ]]; then
   echo
   echo "Import paths compiled more than once (other versions or build lists), by the CPU of all but the cheapest:"
   awk -F'\t' 'NF == 6 && $2 == "compile" { p = $3; sub(/ \[.*/, "", p); t = $5 + $6; c[p] += t; n[p]++; if (!(p in m) || t < m[p]) m[p] = t }
-    END { for (p in c) if (n[p] > 1) { x += c[p] - m[p]; printf "  %7.1f s  %dx  %s\n", c[p] - m[p], n[p], p } ; printf "  %7.1f s  in all\n", x }' "$log" | sort -nr | head -25
+    END { for (p in c) if (n[p] > 1) { x += c[p] - m[p]; printf "  %7.1f s  %dx  %s\n", c[p] - m[p], n[p], p } ; printf "  %7.1f s  in all\n", x }' "$log" | sort -nr | sed -n '1,25p'
   echo
   echo "By module, the CPU of its compiles (all versions), the 20 largest:"
   awk -F'\t' 'NF == 6 && $2 == "compile" { p = $3; sub(/ \[.*/, "", p); n = split(p, e, "/");
       m = (e[1] ~ /\./) ? e[1] "/" e[2] "/" e[3] : "std"; if (e[1] ~ /^(golang.org|google.golang.org|cloud.google.com|go.opentelemetry.io|gopkg.in|k8s.io|sigs.k8s.io|go.etcd.io|cuelang.org)$/) m = e[1] "/" e[2];
-      c[m] += $5 + $6 } END { for (m in c) printf "  %7.1f s  %s\n", c[m], m }' "$log" | sort -nr | head -20
+      c[m] += $5 + $6 } END { for (m in c) printf "  %7.1f s  %s\n", c[m], m }' "$log" | sort -nr | sed -n '1,20p'
   echo
   echo "The 15 costliest compiles and the 15 costliest links (CPU s, wall s, phase):"
-  awk -F'\t' 'NF == 6 && $2 == "compile" { printf "  compile %6.1f %6.1f  %-6s %s\n", $5 + $6, $4, $1, $3 }' "$log" | sort -k2,2nr | head -15
-  awk -F'\t' 'NF == 6 && $2 == "link" { printf "  link    %6.1f %6.1f  %-6s %s\n", $5 + $6, $4, $1, $3 }' "$log" | sort -k2,2nr | head -15
+  awk -F'\t' 'NF == 6 && $2 == "compile" { printf "  compile %6.1f %6.1f  %-6s %s\n", $5 + $6, $4, $1, $3 }' "$log" | sort -k2,2nr | sed -n '1,15p'
+  awk -F'\t' 'NF == 6 && $2 == "link" { printf "  link    %6.1f %6.1f  %-6s %s\n", $5 + $6, $4, $1, $3 }' "$log" | sort -k2,2nr | sed -n '1,15p'
 fi
 echo
 echo "The 10 slowest test packages (go test's elapsed, the test binary's run):"
-grep -hE '^(ok|FAIL)[[:space:]]' "$tmp/logs/tests.log" | awk '{ t = $3; sub(/s$/, "", t); printf "  %7.1f s  %s\n", t, $2 }' | sort -nr | head -10
+grep -hE '^(ok|FAIL)[[:space:]]' "$tmp/logs/tests.log" | awk '{ t = $3; sub(/s$/, "", t); printf "  %7.1f s  %s\n", t, $2 }' | sort -nr | sed -n '1,10p'
