@@ -141,8 +141,22 @@ push_part() {
         printf "%s %s: idempotent allocates %d B per message (median of %d rounds%s)\n", tr, kind, median(bv, b), b, bgoal
         if (tr == "this") { thisb[kind] = median(bv, b) } else { baseb[kind] = median(bv, b) }
       }
-      for (kind in kinds) if (kind in thisb && kind in baseb)
+      for (kind in kinds) if (kind in thisb && kind in baseb) {
         printf "this/base %s: bytes allocated per message %.2f\n", kind, thisb[kind] / baseb[kind]
+        # Both trees against one yardstick: each round, the idempotent
+        # handlers time for time, and the previous release against the
+        # bare handler of this tree (the bare handler of each tree is the
+        # one its test file defines, and the two need not cost the same).
+        m = 0; split("", tv); split("", sv); line = ""
+        for (r = 1; ("this", kind, "idempotent", r) in ns && ("base", kind, "idempotent", r) in ns && ("this", kind, "bare", r) in ns; r++) {
+          tv[++m] = ns["this", kind, "idempotent", r] / ns["base", kind, "idempotent", r]
+          sv[m] = 100 * ns["this", kind, "bare", r] / ns["base", kind, "idempotent", r]
+          line = line sprintf(" %.2f", tv[m])
+        }
+        if (m == 0) continue
+        printf "this/base %s: idempotent time per message %.2f (median of %d rounds:%s)\n", kind, median(tv, m), m, line
+        printf "base %s: against this tree%s bare handler, idempotent keeps %.0f%% of bare throughput (median of %d rounds)\n", kind, "\x27s", median(sv, m), m
+      }
     }' | sort
 }
 
