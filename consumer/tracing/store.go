@@ -38,24 +38,15 @@ func (t *Tracer) Store(st store.Store, scheme string) store.Store {
 		system = semconv.DBSystemNamePostgreSQL
 	}
 	ts := &tracedStore{Store: st, tracer: t.tracer, system: system}
-	lw, isLW := st.(store.LatestWriter)
-	cw, isCW := st.(store.ConditionalWriter)
-	tc := tracedConditional{ts: ts, cw: cw}
-	switch {
-	case isLW && isCW:
-		return struct {
-			*tracedLatestStore
-			tracedConditional
-		}{&tracedLatestStore{tracedStore: ts, lw: lw}, tc}
-	case isLW:
-		return &tracedLatestStore{tracedStore: ts, lw: lw}
-	case isCW:
-		return struct {
-			*tracedStore
-			tracedConditional
-		}{ts, tc}
+	var lw store.LatestWriter
+	if inner, ok := st.(store.LatestWriter); ok {
+		lw = tracedLatest{ts: ts, lw: inner}
 	}
-	return ts
+	var cw store.ConditionalWriter
+	if inner, ok := st.(store.ConditionalWriter); ok {
+		cw = tracedConditional{ts: ts, cw: inner}
+	}
+	return store.WithWriters(ts, lw, cw)
 }
 
 // tracedConditional adds a traced store.ConditionalWriter to a traced
@@ -77,18 +68,18 @@ func (c tracedConditional) WriteIf(ctx context.Context, w store.ConditionalWrite
 	return res, err
 }
 
-// tracedLatestStore is a traced store.LatestWriter: each write a CLIENT
-// span "write latest SYSTEM".
-type tracedLatestStore struct {
-	*tracedStore
+// tracedLatest is a traced store.LatestWriter: each write a CLIENT span
+// "write latest SYSTEM".
+type tracedLatest struct {
+	ts *tracedStore
 	lw store.LatestWriter
 }
 
 // WriteLatest implements store.LatestWriter.
-func (s *tracedLatestStore) WriteLatest(ctx context.Context, w store.LatestWrite) (store.LatestResult, error) {
-	ctx, span := s.tracer.Start(ctx, "write latest "+s.system.Value.AsString(), trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(s.system, semconv.DBOperationName("write latest")))
-	res, err := s.lw.WriteLatest(ctx, w)
+func (l tracedLatest) WriteLatest(ctx context.Context, w store.LatestWrite) (store.LatestResult, error) {
+	ctx, span := l.ts.tracer.Start(ctx, "write latest "+l.ts.system.Value.AsString(), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(l.ts.system, semconv.DBOperationName("write latest")))
+	res, err := l.lw.WriteLatest(ctx, w)
 	if err != nil {
 		fail(span, err)
 	}

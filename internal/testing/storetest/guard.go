@@ -26,24 +26,15 @@ import (
 func Guard(t testing.TB, st store.Store) store.Store {
 	g := &guard{Store: st, t: t}
 	t.Cleanup(func() { g.check(g.all, "after the test") })
-	lw, isLW := st.(store.LatestWriter)
-	cw, isCW := st.(store.ConditionalWriter)
-	cg := conditionalGuard{g: g, cw: cw}
-	switch {
-	case isLW && isCW:
-		return struct {
-			*latestGuard
-			conditionalGuard
-		}{&latestGuard{guard: g, lw: lw}, cg}
-	case isLW:
-		return &latestGuard{guard: g, lw: lw}
-	case isCW:
-		return struct {
-			*guard
-			conditionalGuard
-		}{g, cg}
+	var lw store.LatestWriter
+	if inner, ok := st.(store.LatestWriter); ok {
+		lw = latestGuard{g: g, lw: inner}
 	}
-	return g
+	var cw store.ConditionalWriter
+	if inner, ok := st.(store.ConditionalWriter); ok {
+		cw = conditionalGuard{g: g, cw: inner}
+	}
+	return store.WithWriters(g, lw, cw)
 }
 
 // conditionalGuard adds a driver's store.ConditionalWriter to a guard: the
@@ -59,36 +50,40 @@ func (c conditionalGuard) WriteIf(ctx context.Context, w store.ConditionalWrite)
 	if res.Found != nil {
 		gt := &guardTx{g: c.g}
 		gt.record(w.Key, *res.Found)
-		c.g.check(gt.reads, "when its write ended")
-		c.g.mu.Lock()
-		c.g.all = append(c.g.all, gt.reads...)
-		c.g.mu.Unlock()
+		c.g.keepWriteReads(gt)
 	}
 	return res, err
 }
 
-// latestGuard is a guard whose store is a store.LatestWriter.
+// latestGuard adds a driver's store.LatestWriter to a guard: the
+// documents it reports as found are guarded as a transaction's reads are.
 type latestGuard struct {
-	*guard
+	g  *guard
 	lw store.LatestWriter
 }
 
 // WriteLatest implements store.LatestWriter: the documents found are
 // recorded as a transaction's reads and checked at once and at the end.
-func (g *latestGuard) WriteLatest(ctx context.Context, w store.LatestWrite) (store.LatestResult, error) {
-	res, err := g.lw.WriteLatest(ctx, w)
-	gt := &guardTx{g: g.guard}
+func (l latestGuard) WriteLatest(ctx context.Context, w store.LatestWrite) (store.LatestResult, error) {
+	res, err := l.lw.WriteLatest(ctx, w)
+	gt := &guardTx{g: l.g}
 	if res.Target != nil {
 		gt.record(w.Target, *res.Target)
 	}
 	if res.Marker != nil {
 		gt.record(w.Marker, *res.Marker)
 	}
+	l.g.keepWriteReads(gt)
+	return res, err
+}
+
+// keepWriteReads checks the documents a one-statement write reported as
+// found, recorded in gt, now and again when the test ends.
+func (g *guard) keepWriteReads(gt *guardTx) {
 	g.check(gt.reads, "when its write ended")
 	g.mu.Lock()
 	g.all = append(g.all, gt.reads...)
 	g.mu.Unlock()
-	return res, err
 }
 
 type guard struct {
