@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,14 +9,11 @@ import (
 	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)) }
-
 // TestUnreachableEmulator: replay and audit pointed at an emulator address nothing
 // listens on say "cannot reach HOST" and what to do, exit 2, and do so well before the
 // minute a first call's deadline would take; replay prints no "replayed 0 of 0".
 func TestUnreachableEmulator(t *testing.T) {
-	host := closedPort(t)
+	host := proctest.ClosedAddr(t)
 	t.Setenv(cli.EmulatorEnv, host)
 	for _, args := range [][]string{
 		{"replay", "--subscription", "projects/p/subscriptions/s.dlq-sub", "--topic", "projects/p/topics/t"},

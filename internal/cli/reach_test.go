@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -13,13 +12,10 @@ import (
 	"github.com/eventpipe/eventpipe/internal/testing/proctest"
 )
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)) }
-
 // TestReachThroughProxy: a host behind a proxy is checked at the proxy and reported
 // with it; a listening port passes.
 func TestReachThroughProxy(t *testing.T) {
-	proxy := closedPort(t)
+	proxy := proctest.ClosedAddr(t)
 	proxyURL := &url.URL{Scheme: "http", Host: proxy}
 	err := checkReachableVia(context.Background(), []string{"pubsub.googleapis.com:443"}, time.Second, http.ProxyURL(proxyURL))
 	if err == nil || !strings.Contains(err.Error(), "cannot reach pubsub.googleapis.com:443 through the proxy "+proxy) {

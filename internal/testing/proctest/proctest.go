@@ -64,6 +64,13 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// ClosedAddr returns a loopback host:port nothing listens on (a port that
+// was free a moment ago): where a test needs a connection to be refused.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+}
+
 // Start runs bin with PORT set to a free port and waits until its health endpoint
 // answers 200. The process is killed when the test ends; a failed test logs its output.
 func Start(t testing.TB, bin string, opts Options) *Proc {
