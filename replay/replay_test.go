@@ -69,7 +69,13 @@ func (e *env) deadLetter(t *testing.T, msgs []*pubsubpb.PubsubMessage) []string 
 		t.Fatal(err)
 	}
 	sub := name("subscriptions", "orders-sub")
-	for attempt := 0; attempt < 6; attempt++ {
+	// Nack until every message is in the DLQ: on a busy machine pstest may
+	// not have redelivered one as often as its policy allows yet.
+	deadline := time.Now().Add(30 * time.Second)
+	for e.sweepDLQ(t, false) < len(msgs) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s of nacks the DLQ holds %d of the %d messages", e.sweepDLQ(t, false), len(msgs))
+		}
 		got, err := e.fake.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: sub, MaxMessages: 1000, ReturnImmediately: true})
 		if err != nil {
 			t.Fatal(err)
@@ -85,14 +91,60 @@ func (e *env) deadLetter(t *testing.T, msgs []*pubsubpb.PubsubMessage) []string 
 		}
 	}
 	// pstest (v2.8.0) never removes a dead-lettered message from the source
-	// subscription, so its delivery loop republishes it to the DLQ every 10 ms.
-	// Real Pub/Sub moves it once. Deleting the consumer subscription once the
-	// messages are in the DLQ gives the real behaviour.
+	// subscription, so its delivery loop republishes it to the DLQ every 10 ms
+	// until the subscription is gone. Real Pub/Sub moves it once. Deleting the
+	// consumer subscription, then acking the copies the loop made before it
+	// was deleted, gives the real behaviour: each message once in the DLQ.
 	if err := e.fake.Client.SubscriptionAdminClient.DeleteSubscription(ctx, &pubsubpb.DeleteSubscriptionRequest{Subscription: sub}); err != nil {
 		t.Fatal(err)
 	}
+	if n := e.sweepDLQ(t, true); n != len(msgs) {
+		t.Fatalf("the DLQ holds %d distinct messages, want %d", n, len(msgs))
+	}
 	e.drain(t, "observer") // the observer saw the originals; only replays matter from here on
 	return resp.GetMessageIds()
+}
+
+// sweepDLQ pulls everything the DLQ holds and returns how many distinct
+// messages (by data) it holds; with ackCopies it acks every copy of a data
+// but one. What it keeps is released to be pulled again at once.
+func (e *env) sweepDLQ(t *testing.T, ackCopies bool) int {
+	t.Helper()
+	ctx := context.Background()
+	dlq := name("subscriptions", "orders-sub.dlq")
+	kept := map[string]bool{}
+	var keep, copies []string
+	for {
+		// A pulled message stays out for the subscription's ack deadline
+		// (10 s), so repeated pulls return each message once.
+		got, err := e.fake.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: dlq, MaxMessages: 1000, ReturnImmediately: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.GetReceivedMessages()) == 0 {
+			break
+		}
+		for _, rm := range got.GetReceivedMessages() {
+			data := string(rm.GetMessage().GetData())
+			if kept[data] && ackCopies {
+				copies = append(copies, rm.GetAckId())
+				continue
+			}
+			kept[data] = true
+			keep = append(keep, rm.GetAckId())
+		}
+	}
+	if len(copies) > 0 {
+		if err := e.fake.Client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: dlq, AckIds: copies}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(keep) > 0 {
+		if err := e.fake.Client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: dlq, AckIds: keep}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return len(kept)
 }
 
 // drain pulls and acks everything on a subscription and returns it.
