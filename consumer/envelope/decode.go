@@ -86,11 +86,11 @@ func membersNamed(obj []byte, names []string, into ...*rawValue) {
 // longer holds the data's base64.
 //
 // The envelope's members are found as encoding/json finds a struct's
-// fields (see nameFolds), in the body checked whole first (json.Valid).
+// fields (see nameFolds), in the body checked whole first (validJSON).
 func DecodePush(body []byte) (Message, error) {
 	// Trimmed as strictObject trims (bytes.TrimSpace: Unicode white space,
 	// more than JSON's), so that the same bodies are objects.
-	if obj := bytes.TrimSpace(body); !json.Valid(obj) || !isObject(obj) {
+	if obj := bytes.TrimSpace(body); !validJSON(obj) || !isObject(obj) {
 		return Message{}, fieldError("(body)", "not a JSON object: "+strictObject(body, &struct{}{}).Error(),
 			`send the Pub/Sub push envelope {"message":{...},"subscription":"projects/P/subscriptions/S"}`)
 	}
