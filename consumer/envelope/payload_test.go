@@ -3,6 +3,8 @@ package envelope
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"strings"
@@ -99,6 +101,57 @@ func TestDecodePayloadErrors(t *testing.T) {
 		var fe *FieldError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), want) || fe.Path != "message.data" {
 			t.Errorf("DecodePayload(%q) = %v, want a message.data error saying %q", in, err, want)
+		}
+	}
+}
+
+// TestGetFindsNamesAsEncodingJSONReadsThem looks up generated member names,
+// plain, escaped and with bytes of invalid UTF-8 (which encoding/json
+// reads as U+FFFD), by every spelling of each, and wants a name found
+// exactly when encoding/json decodes the object to a map holding it: by
+// the name's decoded text, never by its raw bytes when they are not
+// UTF-8, nor by a text of another length.
+func TestGetFindsNamesAsEncodingJSONReadsThem(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 3))
+	pieces := []string{"a", "é", "\xff", "\xe2\x82", "\uFFFD", `\u0061`, `\ufffd`, `\"`, "日"}
+	for range 2000 {
+		var names []string
+		var b strings.Builder
+		b.WriteByte('{')
+		for i, n := 0, 1+r.IntN(4); i < n; i++ {
+			var name strings.Builder
+			for j, m := 0, r.IntN(4); j < m; j++ {
+				name.WriteString(pieces[r.IntN(len(pieces))])
+			}
+			names = append(names, name.String())
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"%s":%d`, name.String(), i)
+		}
+		b.WriteByte('}')
+		text := []byte(b.String())
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(text, &want); err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		p, err := DecodePayload(text)
+		if err != nil {
+			t.Fatalf("DecodePayload(%q): %v", text, err)
+		}
+		var paths []string
+		for _, name := range names {
+			paths = append(paths, name, unquote(rawValue(`"`+name+`"`)), name+"\uFFFD", strings.ReplaceAll(name, "\uFFFD", "\xff"))
+		}
+		for _, path := range paths {
+			if strings.Contains(path, ".") {
+				continue // a dot is a step of Get's path
+			}
+			raw, in := want[path]
+			got, ok := p.lookupRaw(path)
+			if ok != in || ok && string(got) != string(raw) {
+				t.Fatalf("DecodePayload(%q).lookupRaw(%q) = %q, %v; encoding/json's map holds %q, %v", text, path, got, ok, raw, in)
+			}
 		}
 	}
 }
