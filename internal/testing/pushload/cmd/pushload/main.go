@@ -66,7 +66,7 @@ func parse() (config, error) {
 	flag.IntVar(&c.docs, "documents", 1000, "documents the messages update")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds; each runs every contender at every concurrency")
 	flag.IntVar(&c.memoryMessages, "memory-messages", 30000, "per round, one more run of each consumer with this many messages at the first concurrency, for its memory after them (0: none)")
-	flag.IntVar(&c.pool, "pool", 0, "pool_max_conns of the bare loop's and the consumers' store URL (0: pgx's default, as a consumer has)")
+	flag.IntVar(&c.pool, "pool", 0, "pool_max_conns of every contender's store URL (0: none, so each sizes its pool as the consumer's store does, pgstore.DefaultMaxConns)")
 	flag.Var((*envList)(&c.env), "env", "KEY=VALUE added to every consumer's environment (repeatable), e.g. GOMEMLIMIT or "+settings.PprofAddr)
 	flag.StringVar(&c.bareHTTP, "bare-http", "", "the built command barehttp (internal/testing/pushload/cmd/barehttp): run it as the contender "+pushload.BareHTTPName+", the smallest push endpoint, as its own process (default: none)")
 	flag.StringVar(&c.serverURL, "url", "", "a PostgreSQL server to create the databases on (a superuser's URL); default: a throwaway syncing cluster")
