@@ -50,10 +50,15 @@
 # concurrent pushes, each contender sends the same 6,000 messages over 1,000
 # documents on a database of its own, in an order that turns from round to
 # round; then each consumer once more 30,000 messages for its memory after
-# them. It prints messages per second, p50 and p99, the consumer's resident
+# them. Beside them runs the bare HTTP endpoint (pushload.BareHTTP, command
+# barehttp: net/http, encoding/json and the bare loop's statement, its own
+# process as the consumers are), which shows how much of the gap is HTTP
+# itself. It prints messages per second, p50 and p99, the consumer's resident
 # memory after the run and CPU per message, then the ratios (each the median
 # of the rounds' ratios): each consumer against the bare loop (goals: 0.8 at 8
-# and at 64, p99 at 8 within 2x) and this tree against the previous release.
+# and at 64, p99 at 8 within 2x) and against the bare HTTP endpoint (throughput
+# and process CPU per message), the bare HTTP endpoint against the bare loop,
+# and this tree against the previous release.
 #
 # The script runs each part in rounds and prints each round's figures and the
 # medians over the rounds, which a load swing on a shared machine moves less
@@ -162,6 +167,7 @@ push_part() {
 
 pg_part() {
   go build -o "$tmp/pushload" ./internal/testing/pushload/cmd/pushload
+  go build -o "$tmp/barehttp" ./internal/testing/pushload/cmd/barehttp
   go build -o "$tmp/consumer-this" ./cmd/consumer
   local consumers=()
   if [[ -n "$base" ]]; then
@@ -170,7 +176,7 @@ pg_part() {
   fi
   consumers+=("this=$tmp/consumer-this")
   "$tmp/pushload" -rounds "$rounds" -messages "${MESSAGES:-6000}" -memory-messages "${MEMORY_MESSAGES:-30000}" \
-    -concurrency 8,64 "${consumers[@]}"
+    -concurrency 8,64 -bare-http "$tmp/barehttp" "${consumers[@]}"
 }
 
 case "$part" in

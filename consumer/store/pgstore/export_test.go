@@ -14,3 +14,6 @@ var LockKey = lockKey
 func OpenConfigured(ctx context.Context, url string, configure func(*pgxpool.Config)) (*Store, error) {
 	return open(ctx, url, configure)
 }
+
+// PoolSize is the store's pool size (pgxpool's MaxConns).
+func PoolSize(s *Store) int32 { return s.pool.Config().MaxConns }

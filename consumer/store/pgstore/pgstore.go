@@ -87,7 +87,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // open is Open; configure, when not nil, changes the pool's configuration
 // (a test's tracer).
 func open(ctx context.Context, url string, configure func(*pgxpool.Config)) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := ParsePoolConfig(url)
 	if err != nil {
 		return nil, &store.Error{Op: "open postgres", Kind: store.KindConfiguration,
 			Err: fmt.Errorf("parse URL: %w (use postgres://user:password@host:5432/database)", err)}

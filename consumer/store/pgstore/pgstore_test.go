@@ -55,6 +55,27 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestOpenSizesThePool: a store opened on a URL without pool_max_conns has
+// DefaultMaxConns connections at least; the URL's pool_max_conns wins.
+func TestOpenSizesThePool(t *testing.T) {
+	c, s := start(t)
+	if got := pgstore.PoolSize(s); got < pgstore.DefaultMaxConns {
+		t.Errorf("pool of %d on %s, want at least %d", got, c.URL, pgstore.DefaultMaxConns)
+	}
+	sep := "?"
+	if strings.Contains(c.URL, "?") {
+		sep = "&"
+	}
+	s2, err := pgstore.Open(context.Background(), c.URL+sep+"pool_max_conns=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := pgstore.PoolSize(s2); got != 3 {
+		t.Errorf("pool of %d with pool_max_conns=3", got)
+	}
+}
+
 // TestOutage is a registry outage against a real server: while
 // PostgreSQL is down a delivery fails with a retryable transient error and
 // records nothing; once it is back, the redelivery applies the event once.

@@ -128,3 +128,38 @@ func parse(t *testing.T, query string) *pgxpool.Config {
 	}
 	return cfg
 }
+
+// TestPoolDefaultsToDefaultMaxConns: a store URL without pool_max_conns
+// gets DefaultMaxConns connections (or pgx's default when larger); one that
+// sets it, in a URL or a key=value string, keeps its own, whatever the size.
+func TestPoolDefaultsToDefaultMaxConns(t *testing.T) {
+	pgxDefault := func() int32 {
+		cfg, err := pgxpool.ParseConfig("postgres://u@127.0.0.1:1/db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.MaxConns
+	}()
+	cases := map[string]int32{
+		"postgres://u@127.0.0.1:1/db":                   max(pgxDefault, DefaultMaxConns),
+		"postgresql://u@127.0.0.1:1/db?lock_timeout=1s": max(pgxDefault, DefaultMaxConns),
+		"host=127.0.0.1 port=1 user=u dbname=db":        pgxDefault,
+	}
+	if _, err := ParsePoolConfig("postgres://u@127.0.0.1:1/db?pool_max_conns=many"); err == nil {
+		t.Error("pool_max_conns=many accepted")
+	}
+	for _, n := range []int32{1, 2, DefaultMaxConns - 1, DefaultMaxConns, DefaultMaxConns + 1, 64} {
+		cases[fmt.Sprintf("postgres://u@127.0.0.1:1/db?pool_max_conns=%d", n)] = n
+		cases[fmt.Sprintf("postgresql://u@127.0.0.1:1/db?lock_timeout=1s&pool_max_conns=%d", n)] = n
+		cases[fmt.Sprintf("host=127.0.0.1 port=1 user=u dbname=db pool_max_conns=%d", n)] = n
+	}
+	for raw, want := range cases {
+		cfg, err := ParsePoolConfig(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.MaxConns != want {
+			t.Errorf("%s: pool of %d, want %d", raw, cfg.MaxConns, want)
+		}
+	}
+}

@@ -26,9 +26,10 @@ SELECT 'ops_services', $3, $4 FROM marker
 ON CONFLICT (collection, id) DO UPDATE SET data = EXCLUDED.data
 WHERE (d.data->'_eventpipe'->>'order') COLLATE "C" < (EXCLUDED.data->'_eventpipe'->>'order') COLLATE "C"`
 
-// Bare is the bare loop on the database at url: pgx's pool (the URL's
-// pool_max_conns, else pgx's default, as the consumer's store) and
-// bareApply per message. It creates the consumer's table (pgstore's
+// Bare is the bare loop on the database at url: pgx's pool, sized as the
+// consumer's store sizes its own (pgstore.ParsePoolConfig: the URL's
+// pool_max_conns, else pgstore.DefaultMaxConns), and bareApply per
+// message. It creates the consumer's table (pgstore's
 // schema) if it is missing, so the two write the same rows to the same
 // table.
 type Bare struct {
@@ -42,7 +43,11 @@ func OpenBare(ctx context.Context, url string) (*Bare, error) {
 		return nil, err
 	}
 	_ = st.Close()
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgstore.ParsePoolConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("bare loop: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bare loop: %w", err)
 	}

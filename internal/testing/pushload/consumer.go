@@ -52,7 +52,7 @@ func StartConsumer(ctx context.Context, c Consumer, storeURL string, senders int
 		return nil, err
 	}
 	cmd := exec.Command(c.Bin)
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), settings.Store+"="+storeURL, settings.Environment+"=bench",
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), settings.Store+"="+storeURL, settings.Environment+"="+Environment,
 		settings.Service+"=pushload")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.StdoutPipe()

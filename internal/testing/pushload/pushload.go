@@ -2,16 +2,19 @@
 // pushes sent over loopback HTTP by a number of concurrent senders to a
 // consumer binary running as its own process, against the bare loop
 // (Bare): the fastest correct apply a hand-written pgx program can make of
-// the same messages, with no HTTP, decoding or logging. Command pushload
-// runs both, and the previous release's binary, in interleaved rounds on
-// one syncing PostgreSQL and prints the ratios (scripts/consumer-bench.sh
-// runs it; docs/benchmarks.md quotes it).
+// the same messages, with no HTTP, decoding or logging; and against the bare
+// HTTP endpoint (BareHTTP): that apply behind the smallest net/http push
+// endpoint, its own process as the consumer is, which shows what HTTP
+// itself costs. Command pushload runs them, and the previous release's
+// binary, in interleaved rounds on one syncing PostgreSQL and prints the
+// ratios (scripts/consumer-bench.sh runs it; docs/benchmarks.md quotes it).
 package pushload
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -21,6 +24,10 @@ import (
 
 // Subscription is the subscription the generated pushes name.
 const Subscription = "projects/bench/subscriptions/system-events"
+
+// Environment is the consumers' EVENTPIPE_ENV, the prefix of the
+// documents' ids.
+const Environment = "bench"
 
 // Message is one generated delivery: its push body for a consumer, and the
 // documents the bare loop writes for it.
@@ -53,8 +60,11 @@ func Messages(namespace string, n, docs int) []Message {
 		at := Base.Add(time.Duration(i) * time.Millisecond)
 		service := fmt.Sprintf("%s-svc-%d", namespace, i%docs)
 		id := fmt.Sprintf("%s-m-%d", namespace, i)
-		payload := fmt.Sprintf(`{"service":%q,"status":"healthy","version":"1.0","region":"eu","producedAt":%q}`,
-			service, at.Format(time.RFC3339Nano))
+		e := event{Service: service, Status: "healthy", Version: "1.0", Region: "eu", ProducedAt: at}
+		payload, err := json.Marshal(e)
+		if err != nil {
+			panic(err) // strings and a time always encode
+		}
 		env := map[string]any{
 			"message": map[string]any{
 				"data": base64.StdEncoding.EncodeToString([]byte(payload)), "messageId": id,
@@ -66,23 +76,76 @@ func Messages(namespace string, n, docs int) []Message {
 		if err != nil {
 			panic(err) // maps of strings always encode
 		}
-		stamp := func(t time.Time) map[string]string {
-			return map[string]string{"$eventpipe_time": t.Format(time.RFC3339Nano)}
-		}
-		doc, _ := json.Marshal(map[string]any{
-			"serviceId": service, "env": "bench", "status": "healthy", "version": "1.0", "region": "eu",
-			"lastHeartbeatAt": stamp(at), "updatedAt": stamp(at),
-			"source": map[string]any{"topic": "system-events", "messageId": id, "publishedAt": stamp(at)},
-			// The order key the bare loop's condition compares: byte-ordered
-			// (fixed-width time, then the message id).
-			"_eventpipe": map[string]any{"order": at.Format("2006-01-02T15:04:05.000000000Z") + " " + id,
-				"eventTime": stamp(at), "publishTime": stamp(at), "messageId": id},
-		})
-		marker, _ := json.Marshal(map[string]any{"messageId": id, "target": "ops_services/bench__" + service,
-			"createdAt": stamp(at)})
-		out[i] = Message{Body: body, DocID: "bench__" + service, MarkerID: "bench__h-" + id, Doc: doc, Marker: marker}
+		docID, markerID, doc, marker := documents(e, id, at)
+		out[i] = Message{Body: body, DocID: docID, MarkerID: markerID, Doc: doc, Marker: marker}
 	}
 	return out
+}
+
+// stamp is a time as the consumer stores one.
+type stamp struct {
+	Time string `json:"$eventpipe_time"`
+}
+
+func stampOf(t time.Time) stamp { return stamp{t.UTC().Format(time.RFC3339Nano)} }
+
+// document is what the bare loop writes for a system event: the route's
+// fields and the ordering metadata, the shape the consumer writes.
+type document struct {
+	ServiceID       string `json:"serviceId"`
+	Env             string `json:"env"`
+	Status          string `json:"status"`
+	Version         string `json:"version"`
+	Region          string `json:"region"`
+	LastHeartbeatAt stamp  `json:"lastHeartbeatAt"`
+	UpdatedAt       stamp  `json:"updatedAt"`
+	Source          struct {
+		Topic       string `json:"topic"`
+		MessageID   string `json:"messageId"`
+		PublishedAt stamp  `json:"publishedAt"`
+	} `json:"source"`
+	Meta struct {
+		// Order is the order key the bare loop's condition compares:
+		// byte-ordered (fixed-width event time, then the message id).
+		Order       string `json:"order"`
+		EventTime   stamp  `json:"eventTime"`
+		PublishTime stamp  `json:"publishTime"`
+		MessageID   string `json:"messageId"`
+	} `json:"_eventpipe"`
+}
+
+// marker is the bare loop's dedupe marker of a message.
+type marker struct {
+	MessageID string `json:"messageId"`
+	Target    string `json:"target"`
+	CreatedAt stamp  `json:"createdAt"`
+}
+
+// event is a system event's payload (the fields the bare loop keeps).
+type event struct {
+	Service    string    `json:"service"`
+	Status     string    `json:"status"`
+	Version    string    `json:"version"`
+	Region     string    `json:"region"`
+	ProducedAt time.Time `json:"producedAt"`
+}
+
+// documents are the ids and the JSON the bare loop and the bare HTTP
+// endpoint write for message id of service's event e, produced at and
+// published at publish: the one home of the documents' shape.
+func documents(e event, id string, publish time.Time) (docID, markerID string, doc, mark []byte) {
+	d := document{ServiceID: e.Service, Env: Environment, Status: e.Status, Version: e.Version, Region: e.Region,
+		LastHeartbeatAt: stampOf(e.ProducedAt), UpdatedAt: stampOf(publish)}
+	d.Source.Topic, d.Source.MessageID, d.Source.PublishedAt = "system-events", id, stampOf(publish)
+	d.Meta.Order = e.ProducedAt.UTC().Format("2006-01-02T15:04:05.000000000Z") + " " + id
+	d.Meta.EventTime, d.Meta.PublishTime, d.Meta.MessageID = stampOf(e.ProducedAt), stampOf(publish), id
+	docID = Environment + "__" + e.Service
+	doc, err1 := json.Marshal(d)
+	mark, err2 := json.Marshal(marker{MessageID: id, Target: "ops_services/" + docID, CreatedAt: stampOf(publish)})
+	if err := errors.Join(err1, err2); err != nil {
+		panic(err) // structs of strings always encode
+	}
+	return docID, Environment + "__h-" + id, doc, mark
 }
 
 // Run is one measured run: one contender, one concurrency.

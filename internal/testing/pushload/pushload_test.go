@@ -3,8 +3,13 @@ package pushload_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventpipe/eventpipe/consumer/envelope"
+	"github.com/eventpipe/eventpipe/internal/testing/gobuild"
 	"github.com/eventpipe/eventpipe/internal/testing/pgtest"
 	"github.com/eventpipe/eventpipe/internal/testing/pushload"
 )
@@ -36,51 +42,179 @@ func TestMessagesArePushesOfTheDefaultRoute(t *testing.T) {
 	}
 }
 
-// TestBareLoopAppliesOnceInOrder: the bare loop is a correct apply, or its
-// speed would be no yardstick: whatever the order of delivery and however
-// many copies arrive, concurrently, each document ends with its newest
-// message and each message's marker is written once.
-func TestBareLoopAppliesOnceInOrder(t *testing.T) {
+// TestBareContendersApplyOnceInOrder: the bare loop and the bare HTTP
+// endpoint (command barehttp, its own process, as pushload runs it) are
+// correct applies, or their speed would be no yardstick: whatever the
+// order of delivery and however many copies arrive, concurrently, each
+// document ends with its newest message and each message's marker is
+// written once, as the message says.
+func TestBareContendersApplyOnceInOrder(t *testing.T) {
 	ctx := context.Background()
-	pg := pgtest.Start(t, pgtest.NoSync("checks what the bare loop writes, no timing"))
-	b, err := pushload.OpenBare(ctx, pg.URL)
+	pg := pgtest.Start(t, pgtest.NoSync("checks what the bare contenders write, no timing"))
+	bin := t.TempDir()
+	if err := gobuild.Build(ctx, "", bin, "./cmd/barehttp"); err != nil {
+		t.Fatal(err)
+	}
+	const n, docs, senders = 300, 20, 8
+	for _, tc := range []struct {
+		name string
+		// open returns the contender's send on the database at url.
+		open func(t *testing.T, url string) func(context.Context, *pushload.Message) error
+	}{
+		{pushload.BareName, func(t *testing.T, url string) func(context.Context, *pushload.Message) error {
+			b, err := pushload.OpenBare(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(b.Close)
+			return b.Send
+		}},
+		{pushload.BareHTTPName, func(t *testing.T, url string) func(context.Context, *pushload.Message) error {
+			p, err := pushload.StartConsumer(ctx, pushload.Consumer{Name: pushload.BareHTTPName, Bin: filepath.Join(bin, "barehttp")}, url, senders)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := p.Stop(); err != nil {
+					t.Errorf("stop: %v", err)
+				}
+			})
+			return p.Send
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, err := pg.NewDatabase(ctx, strings.ReplaceAll(tc.name, "-", "_"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			send := tc.open(t, url)
+			msgs := pushload.Messages("order", n, docs)
+			var deliveries []pushload.Message
+			for _, m := range msgs {
+				for range 1 + rand.IntN(3) {
+					deliveries = append(deliveries, m)
+				}
+			}
+			rand.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+			if r := pushload.Drive(ctx, senders, deliveries, send); r.Errors > 0 {
+				t.Fatalf("%d deliveries failed", r.Errors)
+			}
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var markers int
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM eventpipe_documents WHERE collection = 'eventpipe_dedupe'").Scan(&markers); err != nil {
+				t.Fatal(err)
+			}
+			if markers != n {
+				t.Errorf("%d markers for %d messages", markers, n)
+			}
+			for i, m := range msgs {
+				var data []byte
+				if err := conn.QueryRow(ctx, "SELECT data::text FROM eventpipe_documents WHERE collection = 'eventpipe_dedupe' AND id = $1", m.MarkerID).Scan(&data); err != nil {
+					t.Fatalf("marker of message %d: %v", i, err)
+				}
+				if !bytes.Equal(compact(t, data), compact(t, m.Marker)) {
+					t.Errorf("marker %s holds %s, want %s", m.MarkerID, data, m.Marker)
+				}
+				if i < n-docs {
+					continue
+				}
+				// the newest message of its document
+				if err := conn.QueryRow(ctx, "SELECT data::text FROM eventpipe_documents WHERE collection = 'ops_services' AND id = $1", m.DocID).Scan(&data); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(compact(t, data), compact(t, m.Doc)) {
+					t.Errorf("%s holds %s, want its newest message's %s", m.DocID, data, m.Doc)
+				}
+			}
+		})
+	}
+}
+
+// TestBareHTTPDecodesWhatTheBareLoopWrites: the bare HTTP endpoint derives
+// from every generated push exactly the writes the bare loop is given for
+// it, so the two do the same work per message.
+func TestBareHTTPDecodesWhatTheBareLoopWrites(t *testing.T) {
+	for i, m := range pushload.Messages("d", 500, 37) {
+		got, err := pushload.DecodePush(bytes.NewReader(m.Body))
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if got.DocID != m.DocID || got.MarkerID != m.MarkerID || !bytes.Equal(got.Doc, m.Doc) || !bytes.Equal(got.Marker, m.Marker) {
+			t.Fatalf("message %d decodes to %s %s %s %s, the bare loop writes %s %s %s %s", i,
+				got.DocID, got.MarkerID, got.Doc, got.Marker, m.DocID, m.MarkerID, m.Doc, m.Marker)
+		}
+	}
+}
+
+// TestBareHTTPRefusesWhatItCannotRead: a push missing any field the
+// endpoint needs, or with data that is not the event's JSON, is answered
+// 400 and writes nothing (the cases are made from a valid push by taking
+// each needed field away, and by breaking its data and its JSON).
+func TestBareHTTPRefusesWhatItCannotRead(t *testing.T) {
+	m := pushload.Messages("r", 1, 1)[0]
+	var env map[string]any
+	if err := json.Unmarshal(m.Body, &env); err != nil {
+		t.Fatal(err)
+	}
+	msg := env["message"].(map[string]any)
+	data, err := base64.StdEncoding.DecodeString(msg["data"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	const n, docs = 300, 20
-	msgs := pushload.Messages("order", n, docs)
-	var deliveries []pushload.Message
-	for _, m := range msgs {
-		for range 1 + rand.IntN(3) {
-			deliveries = append(deliveries, m)
-		}
-	}
-	rand.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
-	if r := pushload.Drive(ctx, 8, deliveries, b.Send); r.Errors > 0 {
-		t.Fatalf("%d deliveries failed", r.Errors)
-	}
-	conn, err := pgx.Connect(ctx, pg.URL)
-	if err != nil {
+	var payload map[string]any
+	if err := json.Unmarshal(data, &payload); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	var markers int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM eventpipe_documents WHERE collection = 'eventpipe_dedupe'").Scan(&markers); err != nil {
-		t.Fatal(err)
-	}
-	if markers != n {
-		t.Errorf("%d markers for %d messages", markers, n)
-	}
-	for i := n - docs; i < n; i++ { // the newest message of each document
-		m := msgs[i]
-		var data []byte
-		if err := conn.QueryRow(ctx, "SELECT data::text FROM eventpipe_documents WHERE collection = 'ops_services' AND id = $1", m.DocID).Scan(&data); err != nil {
-			t.Fatal(err)
+	// with returns the push with message field k set to v (nil: removed),
+	// or, for "data.K", the event's field K.
+	with := func(k string, v any) []byte {
+		e := maps.Clone(msg)
+		p := maps.Clone(payload)
+		if field, ok := strings.CutPrefix(k, "data."); ok {
+			if v == nil {
+				delete(p, field)
+			} else {
+				p[field] = v
+			}
+			raw, _ := json.Marshal(p)
+			e["data"] = base64.StdEncoding.EncodeToString(raw)
+		} else if v == nil {
+			delete(e, k)
+		} else {
+			e[k] = v
 		}
-		if !bytes.Equal(compact(t, data), compact(t, m.Doc)) {
-			t.Errorf("%s holds %s, want its newest message's %s", m.DocID, data, m.Doc)
-		}
+		body, _ := json.Marshal(map[string]any{"message": e, "subscription": env["subscription"]})
+		return body
+	}
+	cases := map[string][]byte{
+		"not JSON":            m.Body[:len(m.Body)/2],
+		"data not base64":     with("data", "%%%"),
+		"data not JSON":       with("data", base64.StdEncoding.EncodeToString([]byte("{"))),
+		"producedAt no time":  with("data.producedAt", "yesterday"),
+		"publishTime no time": with("publishTime", "yesterday"),
+	}
+	for _, k := range []string{"data", "messageId", "publishTime", "data.service", "data.producedAt"} {
+		cases["no "+k] = with(k, nil)
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := pushload.DecodePush(bytes.NewReader(body)); err == nil {
+				t.Errorf("decoded %s", body)
+			}
+			// nil Bare: a push that reached the database would panic
+			rec := httptest.NewRecorder()
+			pushload.BareHTTP(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/pubsub/push", bytes.NewReader(body)))
+			if rec.Code != http.StatusBadRequest {
+				t.Errorf("status %d, want 400", rec.Code)
+			}
+		})
+	}
+	if _, err := pushload.DecodePush(bytes.NewReader(with("attributes", nil))); err != nil {
+		t.Errorf("a push without the fields the endpoint does not read: %v", err)
 	}
 }
 

@@ -26,7 +26,9 @@ type key struct {
 
 // Summarize writes, per configuration (concurrency and message count), each
 // contender's medians over the rounds and the per-round values, then the
-// ratios: each consumer against the bare loop and the last consumer named
+// ratios: the bare HTTP endpoint (when it ran) against the bare loop, each
+// consumer against the bare HTTP endpoint (throughput and the process's CPU
+// per message) and against the bare loop, and the last consumer named
 // against the first (this release against the previous one). A ratio is
 // the median of the rounds' ratios, each taken within one round, where the
 // contenders ran back to back under the same load. consumers are the
@@ -57,25 +59,35 @@ func Summarize(w io.Writer, runs []Run, consumers []string) {
 	for _, k := range keys {
 		set := byKey[k]
 		fmt.Fprintf(w, "\n%d concurrent pushes, %d messages:\n", k.concurrency, k.messages)
-		names := append([]string{BareName}, consumers...)
+		names := append([]string{BareName, BareHTTPName}, consumers...)
 		for _, name := range names {
 			rs := set[name]
 			if len(rs) == 0 {
 				continue
 			}
-			line := fmt.Sprintf("  %-6s %8.0f msgs/s %-26s p50 %6.2f ms  p99 %7.2f ms %-26s", name,
+			line := fmt.Sprintf("  %-9s %8.0f msgs/s %-26s p50 %6.2f ms  p99 %7.2f ms %-26s", name,
 				median(each(rs, Run.PerSecond)), list(each(rs, Run.PerSecond), "%.0f"),
 				median(each(rs, q(0.50))), median(each(rs, q(0.99))), list(each(rs, q(0.99)), "%.1f"))
 			line += fmt.Sprintf("  server CPU %4.0f µs/msg", median(each(rs, serverCPUPerMsg)))
 			if name != BareName {
-				line += fmt.Sprintf("  consumer CPU %4.0f µs/msg  RSS after %5.1f MiB", median(each(rs, cpuPerMsg)), median(each(rs, rssMiB)))
+				line += fmt.Sprintf("  %s CPU %4.0f µs/msg  RSS after %5.1f MiB", ProcessLabel(name), median(each(rs, cpuPerMsg)), median(each(rs, rssMiB)))
 			}
 			if errs := sum(each(rs, func(r Run) float64 { return float64(r.Errors) })); errs > 0 {
 				line += fmt.Sprintf("  ERRORS %.0f", errs)
 			}
 			fmt.Fprintln(w, strings.TrimRight(line, " "))
 		}
+		if http := set[BareHTTPName]; len(http) > 0 && len(set[BareName]) > 0 {
+			tp := ratios(http, set[BareName], Run.PerSecond)
+			fmt.Fprintf(w, "  %s / %s: throughput %.2f %s (what HTTP alone keeps)\n", BareHTTPName, BareName, median(tp), list(tp, "%.2f"))
+		}
 		for _, name := range consumers {
+			if http := set[BareHTTPName]; len(http) > 0 && len(set[name]) > 0 {
+				tp := ratios(set[name], http, Run.PerSecond)
+				cpu := ratios(set[name], http, cpuPerMsg)
+				fmt.Fprintf(w, "  %s / %s: throughput %.2f %s, process CPU per message %.2f %s\n", name, BareHTTPName,
+					median(tp), list(tp, "%.2f"), median(cpu), list(cpu, "%.2f"))
+			}
 			if len(set[BareName]) == 0 || len(set[name]) == 0 {
 				continue
 			}
@@ -103,6 +115,15 @@ func Summarize(w io.Writer, runs []Run, consumers []string) {
 			}
 		}
 	}
+}
+
+// ProcessLabel names a pushed process's CPU in the lines: the consumer's,
+// or the bare HTTP endpoint's own.
+func ProcessLabel(name string) string {
+	if name == BareHTTPName {
+		return "process"
+	}
+	return "consumer"
 }
 
 // q returns the latency quantile in milliseconds.

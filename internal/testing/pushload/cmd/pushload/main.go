@@ -41,6 +41,7 @@ type config struct {
 	memoryMessages int
 	pool           int
 	serverURL      string
+	bareHTTP       string
 	env            []string
 	consumers      []pushload.Consumer
 }
@@ -65,8 +66,9 @@ func parse() (config, error) {
 	flag.IntVar(&c.docs, "documents", 1000, "documents the messages update")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds; each runs every contender at every concurrency")
 	flag.IntVar(&c.memoryMessages, "memory-messages", 30000, "per round, one more run of each consumer with this many messages at the first concurrency, for its memory after them (0: none)")
-	flag.IntVar(&c.pool, "pool", 0, "pool_max_conns of the bare loop's and the consumers' store URL (0: pgx's default, as a consumer has)")
+	flag.IntVar(&c.pool, "pool", 0, "pool_max_conns of every contender's store URL (0: none, so each sizes its pool as the consumer's store does, pgstore.DefaultMaxConns)")
 	flag.Var((*envList)(&c.env), "env", "KEY=VALUE added to every consumer's environment (repeatable), e.g. GOMEMLIMIT or "+settings.PprofAddr)
+	flag.StringVar(&c.bareHTTP, "bare-http", "", "the built command barehttp (internal/testing/pushload/cmd/barehttp): run it as the contender "+pushload.BareHTTPName+", the smallest push endpoint, as its own process (default: none)")
 	flag.StringVar(&c.serverURL, "url", "", "a PostgreSQL server to create the databases on (a superuser's URL); default: a throwaway syncing cluster")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: pushload [flags] NAME=CONSUMER_BINARY ...\n")
@@ -82,8 +84,8 @@ func parse() (config, error) {
 	}
 	for _, arg := range flag.Args() {
 		name, bin, ok := strings.Cut(arg, "=")
-		if !ok || name == "" || bin == "" || name == pushload.BareName {
-			return c, fmt.Errorf("argument %q: use NAME=PATH_TO_CONSUMER_BINARY (a name other than %q)", arg, pushload.BareName)
+		if !ok || name == "" || bin == "" || name == pushload.BareName || name == pushload.BareHTTPName {
+			return c, fmt.Errorf("argument %q: use NAME=PATH_TO_CONSUMER_BINARY (a name other than %q and %q)", arg, pushload.BareName, pushload.BareHTTPName)
 		}
 		c.consumers = append(c.consumers, pushload.Consumer{Name: name, Bin: bin})
 	}
@@ -121,6 +123,9 @@ func run() error {
 	}
 	warm := pushload.Messages("warm", 200, 200)
 	contenders := []string{pushload.BareName}
+	if cfg.bareHTTP != "" {
+		contenders = append(contenders, pushload.BareHTTPName)
+	}
 	for _, c := range cfg.consumers {
 		contenders = append(contenders, c.Name)
 	}
@@ -162,12 +167,12 @@ func run() error {
 }
 
 func printRun(round int, r pushload.Run) {
-	fmt.Printf("round %d %-6s concurrency %3d: %6d messages in %6.2f s = %6.0f msgs/s, p50 %6.2f ms, p99 %7.2f ms, errors %d",
+	fmt.Printf("round %d %-9s concurrency %3d: %6d messages in %6.2f s = %6.0f msgs/s, p50 %6.2f ms, p99 %7.2f ms, errors %d",
 		round, r.Contender, r.Concurrency, r.Messages, r.Elapsed.Seconds(), r.PerSecond(),
 		float64(r.Quantile(0.5).Microseconds())/1000, float64(r.Quantile(0.99).Microseconds())/1000, r.Errors)
 	fmt.Printf(", server CPU %.0f µs/msg", float64(r.ServerCPU.Microseconds())/float64(r.Messages))
 	if r.Contender != pushload.BareName {
-		fmt.Printf(", consumer CPU %.0f µs/msg, RSS after %.1f MiB (peak %.1f)", float64(r.CPU.Microseconds())/float64(r.Messages),
+		fmt.Printf(", %s CPU %.0f µs/msg, RSS after %.1f MiB (peak %.1f)", pushload.ProcessLabel(r.Contender), float64(r.CPU.Microseconds())/float64(r.Messages),
 			float64(r.RSS)/(1<<20), float64(r.PeakRSS)/(1<<20))
 	}
 	fmt.Println()
@@ -200,7 +205,7 @@ func measure(ctx context.Context, cfg config, server, db, name string, conc int,
 		r.Contender, r.ServerCPU = name, serverCPU(server)-server0
 		return r, ctx.Err()
 	}
-	var c pushload.Consumer
+	c := pushload.Consumer{Name: name, Bin: cfg.bareHTTP} // the bare HTTP endpoint, run as a consumer is
 	for _, x := range cfg.consumers {
 		if x.Name == name {
 			c = x

@@ -1,0 +1,4 @@
+package pushload
+
+// DecodePush is decodePush for the tests.
+var DecodePush = decodePush
