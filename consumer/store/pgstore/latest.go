@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -167,13 +166,33 @@ func latestArgs(w store.LatestWrite) (args []any, ok bool) {
 		markerColl, markerID, markerDoc = w.Marker.Collection, w.Marker.ID, enc
 		markerExp = expireAt(w.MarkerDoc)
 	}
+	low, high := jumpBounds(v.Sequence, int64(w.MaxJump))
+	var hash any // NULL: the message's fingerprint names no v1 hash
+	if h, ok := strings.CutPrefix(v.Fingerprint, "sha256:"); ok {
+		hash = h
+	}
 	return []any{
 		w.Target.Collection, w.Target.ID, markerColl, markerID, markerDoc, markerExp, doc, expireAt(w.Doc),
 		w.Now.UTC(), w.VersionField,
 		v.HasSequence, v.Sequence, v.EventTime.UTC(), v.PublishTime.UTC(), v.EventKey, v.Fingerprint,
-		v.PublishTime.Add(-w.Window).UTC(), v.PublishTime.Add(w.Window).UTC(), int64(w.MaxJump),
-		v.Fingerprint == "" || w.ProducerKey, v1Form(v.Fingerprint),
+		v.PublishTime.Add(-w.Window).UTC(), v.PublishTime.Add(w.Window).UTC(), low,
+		v.Fingerprint == "" || w.ProducerKey, v1Form(v.Fingerprint), hash, high,
 	}, true
+}
+
+// jumpBounds are the sequences a step of at most jump (>= 0) reaches from
+// seq downwards and upwards, clamped to int64: a stored sequence s is
+// within the step of seq, in either direction, exactly when low <= s <=
+// high (what Ordering.newerAcross computes without overflow).
+func jumpBounds(seq, jump int64) (low, high int64) {
+	low, high = math.MinInt64, math.MaxInt64
+	if seq >= math.MinInt64+jump {
+		low = seq - jump
+	}
+	if seq <= math.MaxInt64-jump {
+		high = seq + jump
+	}
+	return low, high
 }
 
 // v1Form is the v1 form a fingerprint names ("sha256:" and the hash after
@@ -208,10 +227,13 @@ const sqlLock2 = "SELECT pg_advisory_xact_lock($1, $2), pg_advisory_xact_lock($1
 //	$11..$16   the message's version: has a sequence, sequence, event time, publish time
 //	           (as trusted), event key, fingerprint
 //	$17, $18   its publish time less and plus the window
-//	$19        the largest sequence step trusted across the window
+//	$19, $23   the lowest and highest sequences within the largest step trusted across the
+//	           window from the message's (jumpBounds)
 //	$20        any stored fingerprint is this event's (the message has none, or its event
 //	           key is the producer's, under which another is a reused event id: no write either)
 //	$21        the v1 form of the message's fingerprint ("": none)
+//	$22        the message's fingerprint without "sha256:" (NULL: it has no such prefix), which
+//	           a stored fingerprint's v1 hash (after "+v1:") names it by
 //
 // Within the window the decision is the tuple (has a sequence, sequence,
 // event time, event key, fingerprint), text in byte order (COLLATE "C"):
@@ -224,89 +246,83 @@ const sqlLock2 = "SELECT pg_advisory_xact_lock($1, $2), pg_advisory_xact_lock($1
 // found, whether it exists, the JSON text of the field the engine's
 // decision reads (the version; the fingerprint) and the expiry.
 //
-// It is one query and two inserts (a plan of few nodes: the server's work
-// is mostly setting a plan up), and reads the stored version as jsonb,
-// parsed once. A stored value in a form the engine would read otherwise
-// (a field of another type, a time not in the form EncodeJSON writes)
-// makes the answer NULL; a value PostgreSQL refuses to convert (a
-// sequence beyond 64 bits, a NUL in a string) fails the statement (class
-// 22, nothing written): both leave the decision to the engine.
+// Its cost on the server is mostly setting the statement up for each
+// execution (PostgreSQL compiles every expression of the plan, each
+// function call a step with its own lookups, whichever branch runs), so it
+// is written for few steps: the stored version is read once, a level below
+// the decision (c), each of its fields extracted once; the checks that it
+// is in the form the engine writes use translate and a list of forms, not
+// regular expressions (which PostgreSQL compiles into an automaton on each
+// match); what depends on the message alone comes as parameters. A stored
+// value in a form the engine would read otherwise (a field of another
+// type, a time not in the form EncodeJSON writes) makes the answer NULL; a
+// value PostgreSQL refuses to convert (a sequence beyond 64 bits, a date
+// that does not exist, a NUL in a string) fails the statement (class 22,
+// nothing written): both leave the decision to the engine.
 var sqlWriteLatest = func() string {
-	const isTime = `^(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z$`
-	field := func(name string) string { return `(c.vb->'` + name + `')` }
-	text := func(name string) string { return `COALESCE(c.vb->>'` + name + `', '')` }
-	// A time is absent (Go's zero time) or {"$eventpipe_time": "…"} alone.
-	timeOK := func(name string) string {
-		x := field(name)
-		return fmt.Sprintf(`CASE WHEN %[1]s IS NULL THEN true WHEN jsonb_typeof(%[1]s) <> 'object' THEN false
-			ELSE (%[1]s - '$eventpipe_time') = '{}'::jsonb AND (%[1]s->>'$eventpipe_time') ~ '%[2]s' END`, x, isTime)
-	}
 	readTime := func(name string) string {
-		return fmt.Sprintf(`COALESCE((%s->>'$eventpipe_time')::timestamptz, '0001-01-01T00:00:00Z'::timestamptz)`, field(name))
-	}
-	textOK := func(name string) string {
-		return fmt.Sprintf(`(%[1]s IS NULL OR jsonb_typeof(%[1]s) = 'string')`, field(name))
+		return `COALESCE((vb->'` + name + `'->>'$eventpipe_time')::timestamptz, '0001-01-01T00:00:00Z'::timestamptz)`
 	}
 	seq := `'` + store.VersionSequence + `'`
-	readable := `(c.vb IS NULL OR (jsonb_typeof(c.vb) = 'object'
-			AND (NOT c.vb ? ` + seq + ` OR (jsonb_typeof(c.vb->` + seq + `) = 'number' AND (c.meta->` + seq + `)::text ~ '^-?[0-9]+$'))
-			AND ` + timeOK(store.VersionEventTime) + `
-			AND ` + timeOK(store.VersionPublishTime) + `
-			AND ` + textOK(store.VersionEventKey) + ` AND ` + textOK(store.VersionFingerprint) + `))`
-	st := map[string]string{
-		"hasseq": `COALESCE(c.vb ? ` + seq + `, false)`,
-		"seq":    `COALESCE((c.vb->>` + seq + `)::bigint, 0)`,
-		"et":     readTime(store.VersionEventTime),
-		"pt":     readTime(store.VersionPublishTime),
-		"key":    text(store.VersionEventKey),
-		"fp":     text(store.VersionFingerprint),
-	}
-	in := map[string]string{"hasseq": "$11::boolean", "seq": "$12::bigint", "et": "$13::timestamptz", "pt": "$14::timestamptz",
-		"key": "$15::text", "fp": "$16::text"}
-	// sameFP is keys.SameFingerprint of stored a and the message's.
-	sameFP := func(a string) string {
-		return fmt.Sprintf(`(%[1]s = $16::text OR ($21::text <> '' AND %[1]s = $21::text)
-			OR (strpos(%[1]s, '+v1:') > 0 AND 'sha256:' || substr(%[1]s, strpos(%[1]s, '+v1:') + 4) = $16::text))`, a)
-	}
-	// sameEvent is the engine's sameEvent of a stored record whose event key
-	// matches: the same event, or a reused event id (no write either).
+	// ok: the stored version is absent or in the form the engine writes
+	// (NULL counts as true: each check is NULL only for a field that is
+	// absent). The sequence's own JSON text (json, as stored) is an
+	// integer: -?[0-9]+.
+	readable := `vb IS NULL OR (jsonb_typeof(vb) = 'object'
+				AND ` + integerForm(`(meta->`+seq+`)::text`) + `
+				AND ` + timeForm(`(vb->'`+store.VersionEventTime+`')::text`) + `
+				AND ` + timeForm(`(vb->'`+store.VersionPublishTime+`')::text`) + `
+				AND jsonb_typeof(vb->'` + store.VersionEventKey + `') = 'string'
+				AND jsonb_typeof(vb->'` + store.VersionFingerprint + `') = 'string')`
+	// The fields are read only from a version in that form.
+	guard := func(x string) string { return `CASE WHEN ok IS NOT FALSE THEN ` + x + ` END` }
+	// sameEvent is the engine's sameEvent of a stored fingerprint fp of a
+	// record whose event key matches (keys.SameFingerprint against the
+	// message's): the same event, or a reused event id (no write either).
 	sameEvent := func(fp string) string {
-		return fmt.Sprintf(`($20::boolean OR %[1]s = '' OR %[2]s)`, fp, sameFP(fp))
+		return `($20::boolean OR ` + fp + ` IN ('', $16::text, $21::text) OR substring(` + fp + ` FROM '\+v1:(.*)$') = $22::text)`
 	}
-	// newerAcross is Ordering.newerAcross(late, early).
-	newerAcross := func(late, early map[string]string) string {
-		return fmt.Sprintf(`((%s AND %s AND %s > %s AND %s::numeric - %s::numeric <= $19::numeric) OR %s >= LEAST(%s, %s))`,
-			late["hasseq"], early["hasseq"], late["seq"], early["seq"], late["seq"], early["seq"], late["et"], early["et"], early["pt"])
-	}
-	row := func(v map[string]string) string {
-		return fmt.Sprintf(`(%s, %s, %s, %s COLLATE "C", %s COLLATE "C")`, v["hasseq"], v["seq"], v["et"], v["key"], v["fp"])
-	}
-	markerLive := `m.data IS NOT NULL AND (m.expire_at IS NULL OR m.expire_at > $9::timestamptz)`
-	markerFP := `(m.data->'` + store.VersionFingerprint + `')`
 	return `WITH d AS (
 	SELECT CASE
 			-- a live marker of this event (or a reused event id): a duplicate
-			WHEN ` + markerLive + ` AND ` + markerFP + ` IS NOT NULL AND json_typeof(` + markerFP + `) <> 'string' THEN NULL
-			WHEN ` + markerLive + ` AND ` + sameEvent(`COALESCE(m.data->>'`+store.VersionFingerprint+`', '')`) + ` THEN false
+			WHEN m.live AND m.fp_json IS NOT NULL AND json_typeof(m.fp_json) <> 'string' THEN NULL
+			WHEN m.live AND ` + sameEvent(`m.fp`) + ` THEN false
 			-- no live document: the message applies
-			WHEN c.found IS NULL OR (c.expire_at IS NOT NULL AND c.expire_at <= $9::timestamptz) THEN true
-			WHEN NOT ` + readable + ` THEN NULL
+			WHEN c.found IS NULL OR c.expire_at <= $9::timestamptz THEN true
+			WHEN NOT c.ok THEN NULL
 			-- the document's own event: a duplicate
-			WHEN ` + st["key"] + ` = $15::text AND ` + sameEvent(st["fp"]) + ` THEN false
-			-- newer or stale (Ordering.Compare): across the window, then within it
-			WHEN ` + st["pt"] + ` < $17::timestamptz THEN ` + newerAcross(in, st) + `
-			WHEN ` + st["pt"] + ` > $18::timestamptz THEN NOT ` + newerAcross(st, in) + `
-			ELSE ` + row(in) + ` > ` + row(st) + `
+			WHEN c.key = $15::text AND ` + sameEvent(`c.fp`) + ` THEN false
+			-- newer or stale (Ordering.Compare): across the window (newerAcross), then within it
+			WHEN c.pt < $17::timestamptz THEN (c.hasseq AND $11::boolean AND c.seq < $12::bigint AND c.seq >= $19::bigint)
+				OR $13::timestamptz >= LEAST(c.et, c.pt)
+			WHEN c.pt > $18::timestamptz THEN NOT ((c.hasseq AND $11 AND c.seq > $12 AND c.seq <= $23::bigint)
+				OR c.et >= LEAST($13, $14::timestamptz))
+			ELSE ($11, $12, $13, $15 COLLATE "C", $16 COLLATE "C") > (c.hasseq, c.seq, c.et, c.key COLLATE "C", c.fp COLLATE "C")
 		END AS apply,
-		c.found IS NOT NULL AS has_target, c.meta::text AS meta, c.expire_at AS target_exp,
-		m.data IS NOT NULL AS has_marker, ` + markerFP + `::text AS marker_fp, m.expire_at AS marker_exp
+		c.found IS NOT NULL AS has_target, c.meta, c.expire_at AS target_exp,
+		m.found IS NOT NULL AS has_marker, m.fp_json, m.expire_at AS marker_exp
 	FROM (SELECT 1) AS one
 	LEFT JOIN (
-		SELECT true AS found, expire_at, meta, meta::jsonb AS vb FROM (
-			SELECT expire_at, data->($10::text) AS meta FROM ` + Table + ` WHERE collection = $1::text AND id = $2::text OFFSET 0
-		) AS r OFFSET 0
+		SELECT true AS found, expire_at, meta, ok,
+			COALESCE(vb ? ` + seq + `, false) AS hasseq,
+			` + guard(`COALESCE((vb->>`+seq+`)::bigint, 0)`) + ` AS seq,
+			` + guard(readTime(store.VersionEventTime)) + ` AS et,
+			` + guard(readTime(store.VersionPublishTime)) + ` AS pt,
+			COALESCE(vb->>'` + store.VersionEventKey + `', '') AS key,
+			COALESCE(vb->>'` + store.VersionFingerprint + `', '') AS fp
+		FROM (
+			SELECT expire_at, meta, vb, ` + readable + ` AS ok FROM (
+				SELECT expire_at, meta, meta::jsonb AS vb FROM (
+					SELECT expire_at, data->($10::text) AS meta FROM ` + Table + ` WHERE collection = $1::text AND id = $2::text OFFSET 0
+				) AS r OFFSET 0
+			) AS v OFFSET 0
+		) AS w OFFSET 0
 	) AS c ON true
-	LEFT JOIN ` + Table + ` AS m ON m.collection = $3::text AND m.id = $4::text
+	LEFT JOIN (
+		SELECT true AS found, expire_at, (expire_at IS NULL OR expire_at > $9::timestamptz) AS live,
+			data->'` + store.VersionFingerprint + `' AS fp_json, COALESCE(data->>'` + store.VersionFingerprint + `', '') AS fp
+		FROM ` + Table + ` WHERE collection = $3::text AND id = $4::text OFFSET 0
+	) AS m ON true
 ), write_marker AS (
 	INSERT INTO ` + Table + ` (collection, id, data, expire_at)
 	SELECT $3::text, $4::text, $5::json, $6::timestamptz FROM d WHERE d.apply AND $3::text IS NOT NULL
@@ -316,5 +332,34 @@ var sqlWriteLatest = func() string {
 	SELECT $1::text, $2::text, $7::json, $8::timestamptz FROM d WHERE d.apply
 	ON CONFLICT (collection, id) DO UPDATE SET data = EXCLUDED.data, expire_at = EXCLUDED.expire_at
 )
-SELECT apply, has_target, meta, target_exp, has_marker, marker_fp, marker_exp FROM d`
+SELECT apply, has_target, meta, target_exp, has_marker, fp_json, marker_exp FROM d`
 }()
+
+// timeForm is SQL that is true when x, the jsonb text of a stored time, is
+// {"$eventpipe_time": "…"} alone with the text EncodeJSON writes (what the
+// engine reads as PostgreSQL does): yyyy-mm-ddThh:mm:ss, up to six
+// fraction digits, Z, a year from 0001; or an object without the time, or
+// with null (read as the zero time, as the statement always has); NULL
+// when x is NULL (no time: the zero time). It checks with translate and a
+// list of forms what a regular expression would, for a small part of the
+// cost of matching one (PostgreSQL builds a regular expression's automaton
+// anew on each match).
+func timeForm(x string) string {
+	forms := []string{`'{}'`, `'{"$eventpipe_time": null}'`}
+	for frac := range 7 {
+		f := ""
+		if frac > 0 {
+			f = "." + strings.Repeat("0", frac)
+		}
+		forms = append(forms, `'{"$eventpipe_time": "0000-00-00T00:00:00`+f+`Z"}'`)
+	}
+	return `(translate(` + x + `, '123456789', '000000000') IN (` + strings.Join(forms, ", ") + `)
+				AND ` + x + ` NOT LIKE '{"$eventpipe\_time": "0000%')`
+}
+
+// integerForm is SQL that is true when x, the JSON text of a stored
+// sequence, is an integer (-?[0-9]+; no JSON value's text is empty or "-",
+// which it does not tell from one); NULL when x is NULL.
+func integerForm(x string) string {
+	return `rtrim(translate(` + x + `, '123456789', '000000000'), '0') IN ('', '-')`
+}
