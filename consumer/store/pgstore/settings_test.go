@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,18 @@ func TestPoolDefaultsToDefaultMaxConns(t *testing.T) {
 		if cfg.MaxConns != want {
 			t.Errorf("%s: pool of %d, want %d", raw, cfg.MaxConns, want)
 		}
+	}
+}
+
+// TestDocsStateDefaultMaxConns: docs/consumer.md states the pool's default
+// as DefaultMaxConns is.
+func TestDocsStateDefaultMaxConns(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/consumer.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("(`pool_max_conns`; by default %d,", DefaultMaxConns)
+	if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), want) {
+		t.Errorf("docs/consumer.md does not say %q: DefaultMaxConns is %d", want, DefaultMaxConns)
 	}
 }
