@@ -252,8 +252,8 @@ const sqlLock2 = "SELECT pg_advisory_xact_lock($1, $2), pg_advisory_xact_lock($1
 // is written for few steps: the stored version is read once, a level below
 // the decision (c), each of its fields extracted once; the checks that it
 // is in the form the engine writes use translate and a list of forms, not
-// regular expressions (which PostgreSQL compiles into an automaton on each
-// match); what depends on the message alone comes as parameters. A stored
+// regular expressions (PostgreSQL caches a compiled expression, but its
+// matcher builds its DFA states anew on each match); what depends on the message alone comes as parameters. A stored
 // value in a form the engine would read otherwise (a field of another
 // type, a time not in the form EncodeJSON writes) makes the answer NULL; a
 // value PostgreSQL refuses to convert (a sequence beyond 64 bits, a date
@@ -342,8 +342,8 @@ SELECT apply, has_target, meta, target_exp, has_marker, fp_json, marker_exp FROM
 // with null (read as the zero time, as the statement always has); NULL
 // when x is NULL (no time: the zero time). It checks with translate and a
 // list of forms what a regular expression would, for a small part of the
-// cost of matching one (PostgreSQL builds a regular expression's automaton
-// anew on each match).
+// cost of matching one (PostgreSQL caches a compiled expression, but its
+// matcher builds its DFA states anew on each match).
 func timeForm(x string) string {
 	forms := []string{`'{}'`, `'{"$eventpipe_time": null}'`}
 	for frac := range 7 {
